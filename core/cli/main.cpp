@@ -1,0 +1,106 @@
+// trainmem: the command-line shell around the estimator core. It reads files and prints; every
+// number comes from core/.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "trainmem/json_io.hpp"
+#include "trainmem/report.hpp"
+
+namespace {
+
+constexpr const char* k_usage =
+    "usage: trainmem estimate CONFIG.json|- [--format json|text] [--profile NAME] [--verbose]\n"
+    "       trainmem fields     the input fields (JSON: type, range, unit, default)\n"
+    "       trainmem presets    the model presets (JSON)\n"
+    "       trainmem gpus       the GPU table (JSON)\n"
+    "       trainmem --version\n"
+    "Exit status: 0 on success, 2 on bad input or usage (one message per problem on stderr).\n";
+
+int usage_error(const std::string& message) {
+  std::cerr << "trainmem: " << message << "\n" << k_usage;
+  return 2;
+}
+
+bool read_input(const std::string& path, std::string& text) {
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return true;
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  text = buffer.str();
+  return true;
+}
+
+int estimate_command(const std::vector<std::string>& args) {
+  std::string path, format = "json";
+  trainmem::RunOptions options;
+  options.indent = 2;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      (void)flag;
+      return &args[++i];
+    };
+    if (arg == "--format") {
+      const std::string* v = value("--format");
+      if (!v || (*v != "json" && *v != "text"))
+        return usage_error("--format: must be \"json\" or \"text\"");
+      format = *v;
+    } else if (arg == "--profile") {
+      const std::string* v = value("--profile");
+      auto profile = v ? trainmem::profile_from_name(*v) : std::nullopt;
+      if (!profile) return usage_error("--profile: must be \"megatron-bridge\" or \"megatron-lm\"");
+      options.profile = profile;
+    } else if (arg == "--verbose") {
+      options.verbose = true;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      return usage_error("unknown option " + arg);
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      return usage_error("expected one CONFIG argument, got also " + arg);
+    }
+  }
+  if (path.empty()) return usage_error("estimate needs a CONFIG.json path (or - for stdin)");
+  std::string text;
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+
+  const trainmem::Run run = trainmem::run_estimate(text, options);
+  if (!run.ok()) {
+    for (const trainmem::Issue& issue : run.issues) std::cerr << issue.message << "\n";
+    return 2;
+  }
+  const trainmem::Trace* trace = options.verbose ? &run.trace : nullptr;
+  if (format == "text")
+    std::cout << trainmem::text_report(run.config, run.estimate, trace);
+  else
+    std::cout << trainmem::estimate_to_json(run.config, run.estimate, trace, options.indent) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << k_usage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "--version") return std::cout << "trainmem 0.1.0\n", 0;
+  if (command == "estimate") return estimate_command(args);
+  if (command == "fields") return std::cout << trainmem::field_specs_json() << "\n", 0;
+  if (command == "presets") return std::cout << trainmem::presets_json(), 0;
+  if (command == "gpus") return std::cout << trainmem::gpus_json(), 0;
+  return usage_error("unknown command " + command);
+}

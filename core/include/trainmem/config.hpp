@@ -1,0 +1,193 @@
+// trainmem: GPU-memory estimates for training large language models.
+//
+// This header is the input side of the estimator: the configuration as a user writes it
+// (`ConfigInput`, every field optional, field names are Megatron's), the field table that
+// documents each field (type, unit, range, default), and `resolve()`, which validates an input
+// and fills unset fields the way Megatron Core resolves them, producing a `Config`.
+//
+// Data flows one way: JSON / JS object -> ConfigInput (set_field) -> resolve() -> Config ->
+// estimate (estimate.hpp) -> Estimate -> formatting (report.hpp, json_io.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace trainmem {
+
+// One problem with the input. `field` is the Megatron field name it concerns; `message` starts
+// with that name and states the rule, e.g. "num_layers: must be divisible by
+// pipeline_model_parallel_size (4), got 30".
+struct Issue {
+  std::string field;
+  std::string message;
+  friend bool operator==(const Issue&, const Issue&) = default;
+};
+
+// Enumerations are append-only; each has a name table (names.cpp) used for parsing and printing.
+enum class Profile : uint8_t { megatron_bridge, megatron_lm, count };
+enum class Normalization : uint8_t { layer_norm, rms_norm, count };
+enum class ActivationFunc : uint8_t { gelu, silu, relu, squared_relu, count };
+enum class RecomputeGranularity : uint8_t { none, selective, full, count };
+
+std::string_view name_of(Profile);
+std::string_view name_of(Normalization);
+std::string_view name_of(ActivationFunc);
+std::string_view name_of(RecomputeGranularity);
+std::optional<Profile> profile_from_name(std::string_view);
+std::optional<Normalization> normalization_from_name(std::string_view);
+std::optional<ActivationFunc> activation_from_name(std::string_view);
+std::optional<RecomputeGranularity> recompute_from_name(std::string_view);
+
+// The configuration as written: unset (JSON null or absent) fields are std::nullopt.
+struct ConfigInput {
+  std::optional<Profile> profile;
+  // Model shape.
+  std::optional<int64_t> num_layers, hidden_size, num_attention_heads, num_query_groups,
+      kv_channels, ffn_hidden_size, vocab_size, make_vocab_size_divisible_by;
+  std::optional<bool> should_pad_vocab, share_embeddings_and_output_weights, gated_linear_unit,
+      swiglu, add_bias_linear;
+  std::optional<ActivationFunc> activation_func;
+  std::optional<Normalization> normalization;
+  // Mixture of experts and multi-token prediction.
+  std::optional<int64_t> num_moe_experts, moe_layer_freq, moe_ffn_hidden_size, moe_router_topk,
+      moe_shared_expert_intermediate_size, moe_latent_size, mtp_num_layers;
+  std::optional<std::vector<uint8_t>> moe_layer_freq_list;  // moe_layer_freq given as a 0/1 list
+  std::optional<bool> moe_shared_expert_gate;
+  // Multi-latent attention (DeepSeek), read by the megatron-lm profile.
+  std::optional<bool> multi_latent_attention;
+  std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
+  // Training.
+  std::optional<int64_t> seq_length, micro_batch_size, num_microbatches, global_batch_size;
+  std::optional<bool> use_distributed_optimizer, sequence_parallel;
+  std::optional<RecomputeGranularity> recompute_granularity;
+  // Parallelism.
+  std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
+      virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
+      num_layers_in_last_pipeline_stage, context_parallel_size, expert_model_parallel_size,
+      expert_tensor_parallel_size, data_parallel_size;
+};
+
+// A configuration with every field resolved and validated. Counts are exact integers; a value of
+// 0 stands for Megatron's None where 0 is not a legal value (virtual pipeline size, uneven stage
+// sizes, latent size, q LoRA rank, number of microbatches).
+struct Config {
+  Profile profile = Profile::megatron_bridge;
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_query_groups = 0;  // = num_attention_heads when unset (MHA)
+  int64_t kv_channels = 0;       // = hidden_size / num_attention_heads when unset
+  int64_t ffn_hidden_size = 0;   // = 4 * hidden_size when unset (see resolve())
+  int64_t vocab_size = 0;
+  int64_t make_vocab_size_divisible_by = 128;
+  bool should_pad_vocab = false;
+  bool share_embeddings_and_output_weights = true;
+  bool gated_linear_unit = false;
+  ActivationFunc activation_func = ActivationFunc::gelu;
+  Normalization normalization = Normalization::layer_norm;
+  bool add_bias_linear = true;
+
+  int64_t num_moe_experts = 0;  // 0: dense model
+  int64_t moe_layer_freq = 1;
+  std::vector<uint8_t> moe_layer_freq_list;  // non-empty: one 0/1 entry per layer, wins over freq
+  int64_t moe_ffn_hidden_size = 0;
+  int64_t moe_router_topk = 2;
+  int64_t moe_shared_expert_intermediate_size = 0;
+  int64_t moe_latent_size = 0;  // 0: no latent MoE
+  bool moe_shared_expert_gate = false;
+  int64_t mtp_num_layers = 0;
+
+  bool multi_latent_attention = false;
+  int64_t q_lora_rank = 0;  // 0: no q LoRA
+  int64_t kv_lora_rank = 32;
+  int64_t qk_head_dim = 128;
+  int64_t qk_pos_emb_head_dim = 64;
+  int64_t v_head_dim = 128;
+
+  int64_t seq_length = 0;
+  int64_t micro_batch_size = 0;
+  int64_t num_microbatches = 0;   // 0: not known (no global batch given)
+  int64_t global_batch_size = 0;  // 0: not given
+  bool use_distributed_optimizer = false;
+  bool sequence_parallel = false;
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::none;
+
+  int64_t tensor_model_parallel_size = 1;
+  int64_t pipeline_model_parallel_size = 1;
+  int64_t virtual_pipeline_model_parallel_size = 0;  // 0: no interleaving
+  int64_t num_layers_in_first_pipeline_stage = 0;    // 0: even split
+  int64_t num_layers_in_last_pipeline_stage = 0;     // 0: even split
+  int64_t context_parallel_size = 1;
+  int64_t expert_model_parallel_size = 1;
+  int64_t expert_tensor_parallel_size = 1;  // = tensor_model_parallel_size when unset
+  int64_t data_parallel_size = 1;
+
+  bool is_moe() const { return num_moe_experts > 0; }
+  bool is_moe_layer(int64_t layer) const {  // layer: 0-based decoder layer index
+    if (!is_moe()) return false;
+    if (!moe_layer_freq_list.empty()) return moe_layer_freq_list[size_t(layer)] != 0;
+    return layer % moe_layer_freq == 0;
+  }
+  bool uneven_pipeline() const {
+    return num_layers_in_first_pipeline_stage > 0 || num_layers_in_last_pipeline_stage > 0;
+  }
+};
+
+// ---- Field table: the single description of every input field ----
+enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list };
+enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism };
+std::string_view name_of(FieldType);
+std::string_view name_of(FieldGroup);
+
+struct FieldSpec {
+  std::string_view name;
+  FieldType type;
+  FieldGroup group;
+  bool required;
+  int64_t min;  // integers: smallest legal value
+  int64_t max;  // integers: largest legal value
+  std::span<const std::string_view> choices;  // choice fields: the accepted names
+  std::string_view unit;                       // e.g. "layers", "tokens", "" for pure numbers
+  std::string_view default_text;               // what an unset field resolves to
+  std::string_view description;
+};
+
+std::span<const FieldSpec> field_specs();
+const FieldSpec* find_field(std::string_view name);
+
+// A value as it arrives from JSON or JavaScript, before it is checked against the field table.
+using FieldValue = std::variant<std::monostate /* null */, bool, double, std::string,
+                                std::vector<double>>;
+
+// Sets one field of `input`; returns the problem if the name is unknown or the value does not
+// fit the field's type and range. A null value unsets the field.
+std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const FieldValue& value);
+
+// Reads one field of `input` (std::monostate when unset; moe_layer_freq may be a list).
+FieldValue get_field(const ConfigInput& input, std::string_view name);
+
+struct Resolved {
+  Config config;
+  std::vector<Issue> issues;  // empty when `config` is usable
+  bool ok() const { return issues.empty(); }
+};
+
+// Validates `input` (one issue per broken rule) and resolves unset fields as Megatron Core does
+// (reference §2 and §6 item 8): num_query_groups -> heads, kv_channels -> h / heads,
+// ffn_hidden_size -> 4h, expert_tensor_parallel_size -> TP, moe_router_topk -> 2,
+// should_pad_vocab -> false, sequence_parallel -> false when TP = 1.
+Resolved resolve(const ConfigInput& input);
+
+// The resolved configuration written back as input, every field set except those that are
+// Megatron's None (no VPP, even split, ...). resolve(to_input(c)).config == c.
+ConfigInput to_input(const Config& config);
+
+// Megatron's vocabulary padding: ceil(V / (m·t)) · (m·t) (Megatron-LM vocab_utils).
+int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel);
+
+}  // namespace trainmem

@@ -1,0 +1,151 @@
+// The estimate: bytes on the most-loaded GPU, by component, with parameter counts.
+//
+// Two reference profiles reproduce NVIDIA's theoretical-memory estimators to the byte
+// (../shared/reference/megatron-formulas.md): `megatron-bridge` (Megatron-Bridge
+// estimate_training_memory, §3) and `megatron-lm` (Megatron-LM theoretical_memory_usage, §4).
+// The entry points mirror Bridge's module so its users recognise them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+// Bytes in a megabyte as the references print them (MiB, 2^20).
+inline constexpr double NUM_BYTES_IN_MEGABYTE = 1024.0 * 1024.0;
+// Bytes in a gigabyte as the references print them (GiB, 2^30).
+inline constexpr double NUM_BYTES_IN_GIGABYTE = 1024.0 * 1024.0 * 1024.0;
+
+// Formula transparency: when a Trace is passed, every intermediate quantity is appended with the
+// formula that produced it. Passing nullptr (the default) costs nothing.
+struct TraceEntry {
+  std::string name;
+  double value;
+  std::string formula;
+};
+using Trace = std::vector<TraceEntry>;
+
+enum class ComponentKind : uint8_t { dense_and_embedding, routed_experts, count };
+
+// One model-state component (weights + gradients + master weights + optimizer states).
+struct ModelStateComponent {
+  ComponentKind kind = ComponentKind::dense_and_embedding;
+  std::string_view name;              // the reference's name, e.g. "dense parameters and optimizer"
+  double parameter_count = 0;         // global
+  double parameter_count_per_gpu = 0; // on the most-loaded GPU
+  double bytes_per_parameter = 0;
+  double optimizer_shard_size = 0;    // ranks the optimizer state is sharded over (1: unsharded)
+  double memory_bytes = 0;
+};
+
+// Bytes of one tensor class on the most-loaded GPU, split by the parameters they belong to.
+struct PartBytes {
+  double dense = 0;      // transformer layers (attention, dense MLP, shared experts, norms)
+  double embedding = 0;  // input embedding and output layer
+  double expert = 0;     // routed experts
+  double total() const { return dense + embedding + expert; }
+};
+
+// Model state by tensor class. In the reference profiles the byte model is Megatron's bf16
+// mixed-precision Adam (reference §3.4): weight 2 B and fp32 main gradient 4 B per parameter,
+// fp32 master weight 4 B and Adam m, v 8 B sharded over the optimizer group.
+struct StateBreakdown {
+  PartBytes weights, gradients, master_weights, optimizer_states;
+  double total() const {
+    return weights.total() + gradients.total() + master_weights.total() + optimizer_states.total();
+  }
+};
+
+struct ParamCounts {
+  double total = 0;              // everything the profile counts
+  double dense_transformer = 0;  // decoder + MTP layers' non-expert parameters + final norm
+  double embedding = 0;          // input embedding (+ output layer when untied)
+  double routed_experts = 0;
+  double active = 0;             // parameters used per token (top-k of the routed experts)
+  double per_gpu = 0;            // on the most-loaded GPU
+  double dense_per_gpu = 0;      // non-expert parameters on it, embedding included
+  double embedding_per_gpu = 0;  // embedding part of dense_per_gpu
+  double routed_per_gpu = 0;
+};
+
+struct LayerCounts {
+  int64_t total = 0;  // decoder layers + MTP layers
+  int64_t dense = 0;
+  int64_t moe = 0;
+};
+
+// Per-stage parameters for uneven pipeline splits (Bridge, reference §3.3).
+struct StageParams {
+  int64_t num_layers = 0;   // decoder layers on the stage
+  double dense = 0;         // non-expert parameters, embedding included
+  double routed = 0;
+  double weight_and_optimizer_bytes = 0;  // model state on one GPU of the stage
+};
+
+// Statements that qualify the number; their text is in assumption_text().
+enum class Assumption : uint8_t {
+  most_loaded_shard,         // most-loaded GPU; runtime memory excluded
+  bridge_byte_model,         // 18 B or 6 + 12/n B per parameter
+  embedding_placement,       // embeddings on first/last stage; untied counted twice only at PP=1
+  routed_expert_sharding,    // expert params over EP·ETP; optimizer over expert DP
+  context_parallel_divides,  // dense optimizer and activations divided over CP ranks
+  activation_sp_selective,   // activation formula assumes SP + selective recompute
+  activation_not_reported,   // the training log omits activation without SP + selective
+  sequence_parallel_off_tp1, // sequence_parallel ignored at TP = 1 (Megatron turns it off)
+  uneven_independent_maxima, // dense and routed maxima may come from different stages
+  lm_dense_shard_dp_only,    // megatron-lm shards the dense optimizer over DP only
+  lm_no_sp_formula,          // megatron-lm's no-SP formula (10 + 24/t, ×1.05)
+  lm_ignores_cp_and_uneven,  // megatron-lm reads neither CP nor uneven stage sizes
+  lm_mtp_on_most_loaded,     // megatron-lm puts the whole MTP block on the most-loaded shard
+  count
+};
+std::string_view assumption_text(Assumption);
+
+struct Estimate {
+  Profile profile = Profile::megatron_bridge;
+  std::array<ModelStateComponent, 2> components{};
+  int n_components = 0;
+  bool has_activation = false;
+  double activation_bytes = 0;
+  double weight_and_optimizer_bytes = 0;
+  double total_bytes = 0;
+  ParamCounts params;
+  LayerCounts layers;
+  StateBreakdown state;
+  std::vector<StageParams> stages;  // uneven pipeline splits only; first stage to last
+  uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
+
+  bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
+  std::vector<std::string_view> assumption_texts() const;
+};
+
+// --- Bridge-compatible API (Megatron-Bridge training/utils/theoretical_memory_utils.py) ---
+// All of them take a resolved Config (config.hpp) and dispatch on config.profile.
+// `num_microbatches` < 1 means "not given" (Python's None).
+
+// Weights, gradients, master weights and optimizer states on the most-loaded GPU, in bytes.
+double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose = nullptr);
+// Activation bytes on the most-loaded GPU (the profile's formula; first pipeline stage).
+double compute_activation_memory(const Config& config, int64_t num_microbatches,
+                                 Trace* verbose = nullptr);
+// The structured estimate. include_activation=false leaves the activation out, as Bridge does.
+Estimate estimate_training_memory(const Config& config, int64_t num_microbatches,
+                                  bool include_activation = true, Trace* verbose = nullptr);
+// "Theoretical memory footprints: <component>=… MB, activation=… MB, total=… MB".
+// unit: "MB" (2^20) or "GB" (2^30), case-insensitive; anything else throws std::invalid_argument
+// with "Unsupported memory unit: <unit>".
+std::string format_training_memory_estimate(const Estimate& estimate, std::string_view unit = "MB");
+// The line the training log prints (Bridge's report_theoretical_memory for megatron-bridge;
+// Megatron-LM's for megatron-lm). Core does no I/O: the caller prints it.
+std::string report_theoretical_memory(const Config& config, int64_t num_microbatches,
+                                      Trace* verbose = nullptr);
+
+std::ostream& operator<<(std::ostream& os, const Estimate& estimate);
+
+}  // namespace trainmem

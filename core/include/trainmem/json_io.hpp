@@ -1,0 +1,59 @@
+// JSON in and out: the one path the CLI and the WebAssembly module share.
+//
+// Input is one flat JSON object whose keys are the field names of config.hpp (Megatron's);
+// parsing uses nlohmann::json (Debian's nlohmann-json3-dev). Output is the estimate as a JSON
+// object; on bad input, {"ok": false, "issues": [{"field": ..., "message": ...}, ...]}.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainmem/config.hpp"
+#include "trainmem/estimate.hpp"
+
+namespace trainmem {
+
+struct ParsedConfig {
+  ConfigInput input;
+  std::vector<Issue> issues;  // malformed JSON, unknown fields, values of the wrong type or range
+};
+
+// Parses a JSON object of config fields. Never throws.
+ParsedConfig parse_config_json(std::string_view text);
+
+struct RunOptions {
+  std::optional<Profile> profile;  // overrides the config's "profile"
+  bool verbose = false;            // include "trace": every intermediate quantity and its formula
+  int indent = -1;                 // -1: compact JSON
+};
+
+// Parse, override the profile, resolve and estimate: the pipeline every shell runs.
+struct Run {
+  std::vector<Issue> issues;  // when not empty, nothing else is set
+  Config config;
+  Estimate estimate;
+  Trace trace;  // filled when options.verbose
+  bool ok() const { return issues.empty(); }
+};
+Run run_estimate(std::string_view config_json, const RunOptions& options = {});
+
+// Everything in one call: parse, resolve, estimate, serialize. Never throws: any problem is
+// returned as {"ok": false, "issues": [...]}. The output's keys are documented in README.md.
+std::string estimate_json(std::string_view config_json, const RunOptions& options = {});
+
+// The result of a successful estimate as JSON (the same document estimate_json returns).
+std::string estimate_to_json(const Config& config, const Estimate& estimate, const Trace* trace,
+                             int indent = -1);
+std::string issues_to_json(const std::vector<Issue>& issues, int indent = -1);
+
+// The field table (config.hpp) as JSON: [{"name", "type", "group", "required", "min", "max",
+// "choices", "unit", "default", "description"}, ...], for the page's form and the docs.
+std::string field_specs_json();
+
+// Curated data shipped with the core (core/data/*.json, embedded at build time).
+std::string_view presets_json();
+std::string_view gpus_json();
+
+}  // namespace trainmem

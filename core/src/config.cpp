@@ -1,0 +1,699 @@
+// The field table, reading single fields, and resolve(): validation plus Megatron Core's
+// default resolution (../shared/reference/megatron-formulas.md §2 and §6 item 8).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <variant>
+
+#include "internal.hpp"
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+std::string number_text(double value) {
+  char buf[64];
+  if (std::isfinite(value) && std::fabs(value) < 9.007199254740992e15 &&
+      value == std::floor(value)) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.15g", value);
+  }
+  return buf;
+}
+
+namespace {
+
+// Largest accepted count. Larger values are not meaningful for any run and keep every product
+// the estimator forms far from overflow in double arithmetic.
+constexpr int64_t k_max_count = 1'000'000'000'000;      // 10^12
+constexpr int64_t k_max_layers = 1'000'000;              // loops over layers stay bounded
+constexpr int64_t k_max_parallel = 1'000'000'000;        // 10^9 ranks in one dimension
+
+using IntMember = std::optional<int64_t> ConfigInput::*;
+using BoolMember = std::optional<bool> ConfigInput::*;
+using ProfileMember = std::optional<Profile> ConfigInput::*;
+using NormMember = std::optional<Normalization> ConfigInput::*;
+using ActMember = std::optional<ActivationFunc> ConfigInput::*;
+using RecomputeMember = std::optional<RecomputeGranularity> ConfigInput::*;
+struct MoeFreqTarget {};  // moe_layer_freq: an integer or a 0/1 list
+using Target = std::variant<IntMember, BoolMember, ProfileMember, NormMember, ActMember,
+                            RecomputeMember, MoeFreqTarget>;
+
+struct Field {
+  FieldSpec spec;
+  Target target;
+};
+
+constexpr std::span<const std::string_view> no_choices{};
+
+Field int_field(std::string_view name, FieldGroup group, bool required, int64_t min, int64_t max,
+                std::string_view unit, std::string_view default_text, std::string_view description,
+                IntMember member) {
+  return {{name, FieldType::integer, group, required, min, max, no_choices, unit, default_text,
+           description},
+          member};
+}
+Field bool_field(std::string_view name, FieldGroup group, std::string_view default_text,
+                 std::string_view description, BoolMember member) {
+  return {{name, FieldType::boolean, group, false, 0, 1, no_choices, "", default_text, description},
+          member};
+}
+template <class Member, size_t N>
+Field choice_field(std::string_view name, FieldGroup group, const std::array<std::string_view, N>& names,
+                   std::string_view default_text, std::string_view description, Member member) {
+  return {{name, FieldType::choice, group, false, 0, 0, std::span<const std::string_view>(names), "",
+           default_text, description},
+          member};
+}
+
+using G = FieldGroup;
+using C = ConfigInput;
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      choice_field("profile", G::profile, profile_names(), "megatron-bridge",
+                   "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
+                   "estimate_training_memory) or megatron-lm (Megatron-LM theoretical_memory_usage).",
+                   &C::profile),
+      // Model shape.
+      int_field("num_layers", G::model, true, 1, k_max_layers, "layers", "required",
+                "Transformer (decoder) layers, L.", &C::num_layers),
+      int_field("hidden_size", G::model, true, 1, k_max_count, "", "required",
+                "Hidden size h.", &C::hidden_size),
+      int_field("num_attention_heads", G::model, true, 1, k_max_count, "heads", "required",
+                "Attention (query) heads a.", &C::num_attention_heads),
+      int_field("num_query_groups", G::model, false, 1, k_max_count, "groups",
+                "num_attention_heads (MHA)", "Key/value head groups g (GQA); must divide the heads.",
+                &C::num_query_groups),
+      int_field("kv_channels", G::model, false, 1, k_max_count, "", "hidden_size / num_attention_heads",
+                "Channels per attention head k (head_dim).", &C::kv_channels),
+      int_field("ffn_hidden_size", G::model, false, 1, k_max_count, "",
+                "4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)",
+                "MLP intermediate size f.", &C::ffn_hidden_size),
+      int_field("vocab_size", G::model, true, 1, k_max_count, "tokens", "required",
+                "Vocabulary size V (before padding).", &C::vocab_size),
+      int_field("make_vocab_size_divisible_by", G::model, false, 1, k_max_count, "", "128",
+                "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP.",
+                &C::make_vocab_size_divisible_by),
+      bool_field("should_pad_vocab", G::model, "false",
+                 "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads).",
+                 &C::should_pad_vocab),
+      bool_field("share_embeddings_and_output_weights", G::model, "true",
+                 "Tie the input embedding and the output layer.",
+                 &C::share_embeddings_and_output_weights),
+      bool_field("gated_linear_unit", G::model, "false", "Gated MLP (GLU): fc1 has two halves.",
+                 &C::gated_linear_unit),
+      choice_field("activation_func", G::model, activation_names(), "gelu",
+                   "MLP activation; with gated_linear_unit, silu is SwiGLU and gelu GeGLU.",
+                   &C::activation_func),
+      bool_field("swiglu", G::model, "false",
+                 "Megatron-LM's --swiglu: shorthand for gated_linear_unit=true, activation_func=silu.",
+                 &C::swiglu),
+      choice_field("normalization", G::model, normalization_names(), "LayerNorm",
+                   "Normalization layer (megatron-lm counts RMSNorm as h, LayerNorm as 2h).",
+                   &C::normalization),
+      bool_field("add_bias_linear", G::model, "true",
+                 "Linear layers have biases (megatron-lm counts the router bias).",
+                 &C::add_bias_linear),
+      // MoE and MTP.
+      int_field("num_moe_experts", G::moe, false, 0, k_max_count, "experts", "none (dense model)",
+                "Routed experts per MoE layer E; unset or 0 for a dense model.", &C::num_moe_experts),
+      {{"moe_layer_freq", FieldType::integer_or_list, G::moe, false, 1, k_max_layers, no_choices, "",
+        "1", "Which layers are MoE: every n-th layer (layer i is MoE iff i % n == 0), or a 0/1 list "
+        "with one entry per layer."},
+       MoeFreqTarget{}},
+      int_field("moe_ffn_hidden_size", G::moe, false, 1, k_max_count, "", "ffn_hidden_size",
+                "Intermediate size of one routed expert f_e.", &C::moe_ffn_hidden_size),
+      int_field("moe_router_topk", G::moe, false, 1, k_max_count, "experts", "2",
+                "Experts each token is routed to K.", &C::moe_router_topk),
+      int_field("moe_shared_expert_intermediate_size", G::moe, false, 0, k_max_count, "", "0",
+                "Total intermediate size of the shared experts f_s.",
+                &C::moe_shared_expert_intermediate_size),
+      int_field("moe_latent_size", G::moe, false, 1, k_max_count, "", "none",
+                "Latent MoE: experts work in a latent space of this size.", &C::moe_latent_size),
+      bool_field("moe_shared_expert_gate", G::moe, "false",
+                 "Shared experts have a gate (megatron-lm counts h parameters for it).",
+                 &C::moe_shared_expert_gate),
+      int_field("mtp_num_layers", G::moe, false, 0, k_max_layers, "layers", "0",
+                "Multi-token-prediction layers after the decoder.", &C::mtp_num_layers),
+      // Multi-latent attention.
+      bool_field("multi_latent_attention", G::mla, "false",
+                 "DeepSeek multi-latent attention (counted by megatron-lm only).",
+                 &C::multi_latent_attention),
+      int_field("q_lora_rank", G::mla, false, 1, k_max_count, "", "none",
+                "MLA query low-rank size r_q; unset: full-rank queries.", &C::q_lora_rank),
+      int_field("kv_lora_rank", G::mla, false, 1, k_max_count, "", "32",
+                "MLA key/value low-rank size r_kv.", &C::kv_lora_rank),
+      int_field("qk_head_dim", G::mla, false, 1, k_max_count, "", "128",
+                "MLA query/key head size without the rotary part.", &C::qk_head_dim),
+      int_field("qk_pos_emb_head_dim", G::mla, false, 0, k_max_count, "", "64",
+                "MLA rotary (decoupled) head size.", &C::qk_pos_emb_head_dim),
+      int_field("v_head_dim", G::mla, false, 1, k_max_count, "", "128", "MLA value head size.",
+                &C::v_head_dim),
+      // Training.
+      int_field("seq_length", G::training, true, 1, k_max_count, "tokens", "required",
+                "Sequence length s.", &C::seq_length),
+      int_field("micro_batch_size", G::training, true, 1, k_max_count, "sequences", "required",
+                "Micro batch size b.", &C::micro_batch_size),
+      int_field("global_batch_size", G::training, false, 1, k_max_count, "sequences", "none",
+                "Global batch size; gives num_microbatches = global / (micro × DP).",
+                &C::global_batch_size),
+      int_field("num_microbatches", G::training, false, 1, k_max_count, "microbatches", "none",
+                "Microbatches per step per pipeline (limits the in-flight ones when PP > 1).",
+                &C::num_microbatches),
+      bool_field("use_distributed_optimizer", G::training, "false",
+                 "Megatron's distributed optimizer (ZeRO-1): master weights and Adam states "
+                 "sharded over data-parallel ranks.",
+                 &C::use_distributed_optimizer),
+      bool_field("sequence_parallel", G::training, "false",
+                 "Megatron sequence parallelism (only with TP > 1).", &C::sequence_parallel),
+      choice_field("recompute_granularity", G::training, recompute_names(), "none",
+                   "Activation recomputation.", &C::recompute_granularity),
+      // Parallelism.
+      int_field("tensor_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
+                "Tensor parallel size TP.", &C::tensor_model_parallel_size),
+      int_field("pipeline_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "stages",
+                "1", "Pipeline parallel size PP.", &C::pipeline_model_parallel_size),
+      int_field("virtual_pipeline_model_parallel_size", G::parallelism, false, 1, k_max_layers,
+                "chunks", "none", "Virtual pipeline stages per rank (interleaved schedule).",
+                &C::virtual_pipeline_model_parallel_size),
+      int_field("num_layers_in_first_pipeline_stage", G::parallelism, false, 1, k_max_layers,
+                "layers", "none (even split)", "Layers on the first pipeline stage (uneven split).",
+                &C::num_layers_in_first_pipeline_stage),
+      int_field("num_layers_in_last_pipeline_stage", G::parallelism, false, 1, k_max_layers,
+                "layers", "none (even split)", "Layers on the last pipeline stage (uneven split).",
+                &C::num_layers_in_last_pipeline_stage),
+      int_field("context_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
+                "Context parallel size CP.", &C::context_parallel_size),
+      int_field("expert_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
+                "Expert parallel size EP.", &C::expert_model_parallel_size),
+      int_field("expert_tensor_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs",
+                "tensor_model_parallel_size", "Tensor parallel size inside experts ETP.",
+                &C::expert_tensor_parallel_size),
+      int_field("data_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
+                "Data parallel size DP.", &C::data_parallel_size),
+  };
+  return table;
+}
+
+const std::vector<FieldSpec>& spec_table() {
+  static const std::vector<FieldSpec> specs = [] {
+    std::vector<FieldSpec> out;
+    for (const Field& f : fields()) out.push_back(f.spec);
+    return out;
+  }();
+  return specs;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string describe(const FieldValue& v) {
+  struct {
+    std::string operator()(std::monostate) const { return "null"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(double d) const { return number_text(d); }
+    std::string operator()(const std::string& s) const {
+      return "the string " + quoted(s.size() > 40 ? s.substr(0, 40) + "…" : s);
+    }
+    std::string operator()(const std::vector<double>&) const { return "a list"; }
+  } visitor;
+  return std::visit(visitor, v);
+}
+
+Issue issue(std::string_view field, const std::string& rule) {
+  return {std::string(field), std::string(field) + ": " + rule};
+}
+
+// An integer field's value: finite, integral and within [min, max].
+std::optional<Issue> read_integer(const FieldSpec& spec, double d, int64_t& out) {
+  if (!std::isfinite(d)) return issue(spec.name, "must be a finite integer, got " + number_text(d));
+  if (d != std::floor(d)) return issue(spec.name, "must be an integer, got " + number_text(d));
+  if (d < double(spec.min))
+    return issue(spec.name, "must be at least " + number_text(double(spec.min)) + ", got " +
+                                number_text(d));
+  if (d > double(spec.max))
+    return issue(spec.name, "must be at most " + number_text(double(spec.max)) + ", got " +
+                                number_text(d));
+  out = static_cast<int64_t>(d);
+  return std::nullopt;
+}
+
+template <class E>
+std::optional<Issue> read_choice(const FieldSpec& spec, const FieldValue& value,
+                                 std::optional<E> ConfigInput::*member, ConfigInput& input) {
+  const auto* text = std::get_if<std::string>(&value);
+  std::optional<E> parsed;
+  if (text) {
+    for (size_t i = 0; i < spec.choices.size(); ++i)
+      if (spec.choices[i] == *text) parsed = E(i);
+  }
+  if (!parsed) {
+    std::string list;
+    for (size_t i = 0; i < spec.choices.size(); ++i)
+      list += (i ? ", " : "") + quoted(spec.choices[i]);
+    return issue(spec.name, "must be one of " + list + ", got " + describe(value));
+  }
+  input.*member = parsed;
+  return std::nullopt;
+}
+
+struct FieldSetter {
+  const FieldSpec& spec;
+  const FieldValue& value;
+  bool is_null;
+  ConfigInput& input;
+
+  std::optional<Issue> operator()(IntMember m) const {
+    if (is_null) return (input.*m).reset(), std::nullopt;
+    const double* d = std::get_if<double>(&value);
+    if (!d) return issue(spec.name, "must be an integer, got " + describe(value));
+    int64_t out = 0;
+    if (auto problem = read_integer(spec, *d, out)) return problem;
+    input.*m = out;
+    return std::nullopt;
+  }
+  std::optional<Issue> operator()(BoolMember m) const {
+    if (is_null) return (input.*m).reset(), std::nullopt;
+    const bool* b = std::get_if<bool>(&value);
+    if (!b) return issue(spec.name, "must be true or false, got " + describe(value));
+    input.*m = *b;
+    return std::nullopt;
+  }
+  std::optional<Issue> operator()(ProfileMember m) const { return choice(m); }
+  std::optional<Issue> operator()(NormMember m) const { return choice(m); }
+  std::optional<Issue> operator()(ActMember m) const { return choice(m); }
+  std::optional<Issue> operator()(RecomputeMember m) const { return choice(m); }
+  template <class E>
+  std::optional<Issue> choice(std::optional<E> ConfigInput::*m) const {
+    if (is_null) return (input.*m).reset(), std::nullopt;
+    return read_choice(spec, value, m, input);
+  }
+  std::optional<Issue> operator()(MoeFreqTarget) const {
+    input.moe_layer_freq.reset();
+    input.moe_layer_freq_list.reset();
+    if (is_null) return std::nullopt;
+    if (const double* d = std::get_if<double>(&value)) {
+      int64_t out = 0;
+      if (auto problem = read_integer(spec, *d, out)) return problem;
+      input.moe_layer_freq = out;
+      return std::nullopt;
+    }
+    if (const auto* list = std::get_if<std::vector<double>>(&value)) {
+      if (list->size() > size_t(k_max_layers))
+        return issue(spec.name, "list must have at most " + number_text(double(k_max_layers)) +
+                                    " entries");
+      std::vector<uint8_t> pattern;
+      pattern.reserve(list->size());
+      for (size_t i = 0; i < list->size(); ++i) {
+        double e = (*list)[i];
+        if (e != 0.0 && e != 1.0)
+          return issue(spec.name, "list entries must be 0 or 1, got " + number_text(e) +
+                                      " at index " + std::to_string(i));
+        pattern.push_back(e == 1.0 ? 1 : 0);
+      }
+      input.moe_layer_freq_list = std::move(pattern);
+      return std::nullopt;
+    }
+    return issue(spec.name,
+                 "must be a positive integer or a list of 0/1 per layer, got " + describe(value));
+  }
+};
+
+struct FieldGetter {
+  const ConfigInput& input;
+  FieldValue operator()(IntMember m) const {
+    if (auto v = input.*m) return double(*v);
+    return std::monostate{};
+  }
+  FieldValue operator()(BoolMember m) const {
+    if (auto v = input.*m) return *v;
+    return std::monostate{};
+  }
+  FieldValue operator()(ProfileMember m) const { return choice(m); }
+  FieldValue operator()(NormMember m) const { return choice(m); }
+  FieldValue operator()(ActMember m) const { return choice(m); }
+  FieldValue operator()(RecomputeMember m) const { return choice(m); }
+  template <class E>
+  FieldValue choice(std::optional<E> ConfigInput::*m) const {
+    if (auto v = input.*m) return std::string(name_of(*v));
+    return std::monostate{};
+  }
+  FieldValue operator()(MoeFreqTarget) const {
+    if (input.moe_layer_freq_list)
+      return std::vector<double>(input.moe_layer_freq_list->begin(), input.moe_layer_freq_list->end());
+    if (input.moe_layer_freq) return double(*input.moe_layer_freq);
+    return std::monostate{};
+  }
+};
+
+}  // namespace
+
+std::span<const FieldSpec> field_specs() { return spec_table(); }
+
+const FieldSpec* find_field(std::string_view name) {
+  for (const FieldSpec& spec : spec_table())
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const FieldValue& value) {
+  const Field* field = nullptr;
+  for (const Field& f : fields())
+    if (f.spec.name == name) field = &f;
+  if (!field) {
+    // A typo must never fall back to a default silently: name the closest known field.
+    std::string_view best;
+    size_t best_distance = 4;  // suggest only near misses
+    for (const Field& f : fields()) {
+      size_t d = edit_distance(name, f.spec.name);
+      if (d < best_distance) best_distance = d, best = f.spec.name;
+    }
+    std::string shown(name.substr(0, 60));
+    std::string rule = "unknown field";
+    if (!best.empty()) rule += "; did you mean " + quoted(best) + "?";
+    return Issue{shown, shown + ": " + rule};
+  }
+  const FieldSpec& spec = field->spec;
+  const bool is_null = std::holds_alternative<std::monostate>(value);
+
+  return std::visit(FieldSetter{spec, value, is_null, input}, field->target);
+}
+
+FieldValue get_field(const ConfigInput& input, std::string_view name) {
+  const Field* field = nullptr;
+  for (const Field& f : fields())
+    if (f.spec.name == name) field = &f;
+  if (!field) return std::monostate{};
+  return std::visit(FieldGetter{input}, field->target);
+}
+
+ConfigInput to_input(const Config& c) {
+  auto unless_zero = [](int64_t v) { return v ? std::optional<int64_t>(v) : std::nullopt; };
+  ConfigInput in;
+  in.profile = c.profile;
+  in.num_layers = c.num_layers;
+  in.hidden_size = c.hidden_size;
+  in.num_attention_heads = c.num_attention_heads;
+  in.num_query_groups = c.num_query_groups;
+  in.kv_channels = c.kv_channels;
+  in.ffn_hidden_size = c.ffn_hidden_size;
+  in.vocab_size = c.vocab_size;
+  in.make_vocab_size_divisible_by = c.make_vocab_size_divisible_by;
+  in.should_pad_vocab = c.should_pad_vocab;
+  in.share_embeddings_and_output_weights = c.share_embeddings_and_output_weights;
+  in.gated_linear_unit = c.gated_linear_unit;
+  in.activation_func = c.activation_func;
+  in.normalization = c.normalization;
+  in.add_bias_linear = c.add_bias_linear;
+  in.num_moe_experts = unless_zero(c.num_moe_experts);
+  if (c.is_moe()) {
+    if (c.moe_layer_freq_list.empty()) in.moe_layer_freq = c.moe_layer_freq;
+    else in.moe_layer_freq_list = c.moe_layer_freq_list;
+    in.moe_ffn_hidden_size = c.moe_ffn_hidden_size;
+    in.moe_router_topk = c.moe_router_topk;
+    in.moe_shared_expert_intermediate_size = c.moe_shared_expert_intermediate_size;
+    in.moe_latent_size = unless_zero(c.moe_latent_size);
+    in.moe_shared_expert_gate = c.moe_shared_expert_gate;
+  }
+  in.mtp_num_layers = c.mtp_num_layers;
+  in.multi_latent_attention = c.multi_latent_attention;
+  if (c.multi_latent_attention) {
+    in.q_lora_rank = unless_zero(c.q_lora_rank);
+    in.kv_lora_rank = c.kv_lora_rank;
+    in.qk_head_dim = c.qk_head_dim;
+    in.qk_pos_emb_head_dim = c.qk_pos_emb_head_dim;
+    in.v_head_dim = c.v_head_dim;
+  }
+  in.seq_length = c.seq_length;
+  in.micro_batch_size = c.micro_batch_size;
+  in.global_batch_size = unless_zero(c.global_batch_size);
+  in.num_microbatches = unless_zero(c.num_microbatches);
+  in.use_distributed_optimizer = c.use_distributed_optimizer;
+  in.sequence_parallel = c.sequence_parallel;
+  in.recompute_granularity = c.recompute_granularity;
+  in.tensor_model_parallel_size = c.tensor_model_parallel_size;
+  in.pipeline_model_parallel_size = c.pipeline_model_parallel_size;
+  in.virtual_pipeline_model_parallel_size = unless_zero(c.virtual_pipeline_model_parallel_size);
+  in.num_layers_in_first_pipeline_stage = unless_zero(c.num_layers_in_first_pipeline_stage);
+  in.num_layers_in_last_pipeline_stage = unless_zero(c.num_layers_in_last_pipeline_stage);
+  in.context_parallel_size = c.context_parallel_size;
+  in.expert_model_parallel_size = c.expert_model_parallel_size;
+  in.expert_tensor_parallel_size = c.expert_tensor_parallel_size;
+  in.data_parallel_size = c.data_parallel_size;
+  return in;
+}
+
+int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel) {
+  // Megatron-LM vocab_utils.calculate_padded_vocab_size: multiple = m · t; pad up to it.
+  const int64_t multiple = divisible_by * tensor_parallel;
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
+
+Resolved resolve(const ConfigInput& in) {
+  Resolved out;
+  Config& c = out.config;
+  std::vector<Issue>& issues = out.issues;
+  auto fail = [&](std::string_view field, const std::string& rule) {
+    issues.push_back(issue(field, rule));
+  };
+  auto required = [&](const std::optional<int64_t>& v, std::string_view name) -> int64_t {
+    if (!v) {
+      fail(name, "is required (a positive integer)");
+      return 0;
+    }
+    return *v;
+  };
+  auto n = [](int64_t v) { return number_text(double(v)); };
+
+  c.profile = in.profile.value_or(Profile::megatron_bridge);
+  const bool lm = c.profile == Profile::megatron_lm;
+
+  // Model shape.
+  c.num_layers = required(in.num_layers, "num_layers");
+  c.hidden_size = required(in.hidden_size, "hidden_size");
+  c.num_attention_heads = required(in.num_attention_heads, "num_attention_heads");
+  c.vocab_size = required(in.vocab_size, "vocab_size");
+  c.seq_length = required(in.seq_length, "seq_length");
+  c.micro_batch_size = required(in.micro_batch_size, "micro_batch_size");
+  const bool have_shape = c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0;
+
+  c.make_vocab_size_divisible_by = in.make_vocab_size_divisible_by.value_or(128);
+  c.should_pad_vocab = in.should_pad_vocab.value_or(false);  // GPTModelProvider default (§6.8)
+  c.share_embeddings_and_output_weights = in.share_embeddings_and_output_weights.value_or(true);
+  c.gated_linear_unit = in.gated_linear_unit.value_or(false);
+  c.activation_func = in.activation_func.value_or(ActivationFunc::gelu);
+  if (in.swiglu.value_or(false)) {
+    if (in.gated_linear_unit == false)
+      fail("swiglu", "contradicts gated_linear_unit = false (SwiGLU is a gated MLP)");
+    if (in.activation_func && *in.activation_func != ActivationFunc::silu)
+      fail("swiglu", "contradicts activation_func = \"" +
+                         std::string(name_of(*in.activation_func)) + "\" (SwiGLU uses silu)");
+    c.gated_linear_unit = true;
+    c.activation_func = ActivationFunc::silu;
+  }
+  c.normalization = in.normalization.value_or(Normalization::layer_norm);
+  c.add_bias_linear = in.add_bias_linear.value_or(true);
+
+  c.num_query_groups = in.num_query_groups.value_or(c.num_attention_heads);
+  if (in.num_query_groups && have_shape && c.num_attention_heads % c.num_query_groups != 0)
+    fail("num_query_groups", "must divide num_attention_heads (" + n(c.num_attention_heads) +
+                                 "), got " + n(c.num_query_groups));
+  if (in.kv_channels) {
+    c.kv_channels = *in.kv_channels;
+  } else if (have_shape) {
+    // Megatron-LM arguments.py: kv_channels defaults to h / a and requires divisibility.
+    if (c.hidden_size % c.num_attention_heads != 0)
+      fail("hidden_size", "must be divisible by num_attention_heads (" + n(c.num_attention_heads) +
+                              ") when kv_channels is unset, got " + n(c.hidden_size));
+    c.kv_channels = c.hidden_size / c.num_attention_heads;
+  }
+  if (in.ffn_hidden_size) {
+    c.ffn_hidden_size = *in.ffn_hidden_size;
+  } else if (lm && c.gated_linear_unit && c.activation_func == ActivationFunc::silu) {
+    // Megatron-LM arguments.py with --swiglu: int((4h · 2/3) / 64) · 64.
+    c.ffn_hidden_size =
+        static_cast<int64_t>((4.0 * double(c.hidden_size) * 2.0 / 3.0) / 64.0) * 64;
+    if (c.hidden_size > 0 && c.ffn_hidden_size < 1)
+      fail("ffn_hidden_size", "resolves to 0 for hidden_size " + n(c.hidden_size) +
+                                  " with SwiGLU; set it explicitly");
+  } else {
+    c.ffn_hidden_size = 4 * c.hidden_size;  // TransformerConfig.__post_init__
+  }
+
+  // MoE and MTP.
+  c.num_moe_experts = in.num_moe_experts.value_or(0);
+  c.moe_layer_freq = in.moe_layer_freq.value_or(1);
+  if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
+  c.moe_ffn_hidden_size = in.moe_ffn_hidden_size.value_or(c.ffn_hidden_size);
+  c.moe_router_topk = in.moe_router_topk.value_or(2);  // TransformerConfig default (§6.8)
+  c.moe_shared_expert_intermediate_size = in.moe_shared_expert_intermediate_size.value_or(0);
+  c.moe_latent_size = in.moe_latent_size.value_or(0);
+  c.moe_shared_expert_gate = in.moe_shared_expert_gate.value_or(false);
+  c.mtp_num_layers = in.mtp_num_layers.value_or(0);
+  if (c.is_moe()) {
+    if (!c.moe_layer_freq_list.empty() && c.num_layers > 0 &&
+        int64_t(c.moe_layer_freq_list.size()) != c.num_layers)
+      fail("moe_layer_freq", "list must have one entry per layer (num_layers = " +
+                                 n(c.num_layers) + "), got " +
+                                 n(int64_t(c.moe_layer_freq_list.size())));
+    if (c.moe_router_topk > c.num_moe_experts)
+      fail("moe_router_topk", "must be at most num_moe_experts (" + n(c.num_moe_experts) +
+                                  "), got " + n(c.moe_router_topk));
+  } else {
+    c.moe_layer_freq_list.clear();  // a dense model has no MoE layers to describe
+  }
+
+  // Multi-latent attention (defaults of Megatron-LM's arguments, §2).
+  c.multi_latent_attention = in.multi_latent_attention.value_or(false);
+  c.q_lora_rank = in.q_lora_rank.value_or(0);
+  c.kv_lora_rank = in.kv_lora_rank.value_or(32);
+  c.qk_head_dim = in.qk_head_dim.value_or(128);
+  c.qk_pos_emb_head_dim = in.qk_pos_emb_head_dim.value_or(64);
+  c.v_head_dim = in.v_head_dim.value_or(128);
+
+  // Parallelism.
+  const int64_t t = c.tensor_model_parallel_size = in.tensor_model_parallel_size.value_or(1);
+  const int64_t p = c.pipeline_model_parallel_size = in.pipeline_model_parallel_size.value_or(1);
+  const int64_t v = c.virtual_pipeline_model_parallel_size =
+      in.virtual_pipeline_model_parallel_size.value_or(0);
+  c.num_layers_in_first_pipeline_stage = in.num_layers_in_first_pipeline_stage.value_or(0);
+  c.num_layers_in_last_pipeline_stage = in.num_layers_in_last_pipeline_stage.value_or(0);
+  const int64_t cp = c.context_parallel_size = in.context_parallel_size.value_or(1);
+  const int64_t e = c.expert_model_parallel_size = in.expert_model_parallel_size.value_or(1);
+  // Megatron Core __post_init__: expert_tensor_parallel_size None -> tensor_model_parallel_size.
+  const int64_t te = c.expert_tensor_parallel_size = in.expert_tensor_parallel_size.value_or(t);
+  const int64_t d = c.data_parallel_size = in.data_parallel_size.value_or(1);
+
+  if (have_shape && c.num_attention_heads % t != 0)
+    fail("num_attention_heads", "must be divisible by tensor_model_parallel_size (" + n(t) +
+                                    "), got " + n(c.num_attention_heads));
+  if (have_shape && !c.multi_latent_attention && c.num_query_groups % t != 0)
+    fail("num_query_groups", "must be divisible by tensor_model_parallel_size (" + n(t) +
+                                 "), got " + n(c.num_query_groups));
+
+  if (v > 0 && p == 1)
+    fail("virtual_pipeline_model_parallel_size",
+         "requires pipeline_model_parallel_size > 1 (the interleaved schedule needs pipeline stages)");
+  if (c.uneven_pipeline()) {
+    const int64_t first = c.num_layers_in_first_pipeline_stage;
+    const int64_t last = c.num_layers_in_last_pipeline_stage;
+    if (p == 1) {
+      fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
+           "requires pipeline_model_parallel_size > 1");
+    } else if (c.num_layers > 0) {
+      const int64_t rest_layers = c.num_layers - first - last;
+      const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
+      int64_t middle = 0;
+      if (rest_stages == 0) {
+        if (rest_layers != 0)
+          fail("num_layers", "must equal num_layers_in_first_pipeline_stage + "
+                             "num_layers_in_last_pipeline_stage (" + n(first + last) +
+                                 ") when they are the only stages, got " + n(c.num_layers));
+      } else if (rest_layers <= 0 || rest_layers % rest_stages != 0) {
+        fail("num_layers", "the " + n(rest_layers) +
+                               " layers left after the first/last pipeline stages must divide "
+                               "evenly (and at least one each) over the " + n(rest_stages) +
+                               " remaining stages");
+      } else {
+        middle = rest_layers / rest_stages;
+      }
+      if (v > 0) {
+        bool divisible = (first % v == 0) && (last % v == 0) && (middle % v == 0);
+        if (!divisible)
+          fail("virtual_pipeline_model_parallel_size",
+               "must divide the layer count of every pipeline stage (first " +
+                   n(first ? first : middle) + ", middle " + n(middle) + ", last " +
+                   n(last ? last : middle) + "), got " + n(v));
+      }
+    }
+  } else if (p > 1 && c.num_layers > 0) {
+    const int64_t per = v > 0 ? p * v : p;  // p, v <= 10^9 and 10^6: no overflow
+    if (c.num_layers % per != 0) {
+      if (v > 0)
+        fail("num_layers", "must be divisible by pipeline_model_parallel_size × "
+                           "virtual_pipeline_model_parallel_size (" + n(p) + " × " + n(v) +
+                               "), got " + n(c.num_layers));
+      else
+        fail("num_layers", "must be divisible by pipeline_model_parallel_size (" + n(p) +
+                               "), got " + n(c.num_layers));
+    }
+  }
+
+  if (c.is_moe()) {
+    if (c.num_moe_experts % e != 0)
+      fail("num_moe_experts", "must be divisible by expert_model_parallel_size (" + n(e) +
+                                  "), got " + n(c.num_moe_experts));
+    // Expert data-parallel size = DP·TP·CP / (EP·ETP) must be a whole number of ranks.
+    auto dense_ranks = checked_mul(d, t);
+    if (dense_ranks) dense_ranks = checked_mul(*dense_ranks, cp);
+    auto expert_ranks = checked_mul(e, te);
+    if (!dense_ranks || !expert_ranks)
+      fail("data_parallel_size", "the parallel sizes multiply to more ranks than can be counted");
+    else if (*dense_ranks % *expert_ranks != 0)
+      fail("expert_model_parallel_size",
+           "expert_model_parallel_size × expert_tensor_parallel_size (" + n(e) + " × " + n(te) +
+               ") must divide data_parallel_size × tensor_model_parallel_size × "
+               "context_parallel_size (" + n(d) + " × " + n(t) + " × " + n(cp) + ")");
+  } else if (e > 1) {
+    fail("expert_model_parallel_size", "must be 1 for a dense model (num_moe_experts is unset), got " +
+                                           n(e));
+  }
+
+  // Training.
+  c.use_distributed_optimizer = in.use_distributed_optimizer.value_or(false);
+  c.recompute_granularity = in.recompute_granularity.value_or(RecomputeGranularity::none);
+  // Megatron-LM turns sequence parallelism off when TP = 1 (arguments.py).
+  c.sequence_parallel = in.sequence_parallel.value_or(false) && t > 1;
+  if (c.is_moe() && t > 1 && e > 1 && !c.sequence_parallel)
+    fail("sequence_parallel", "must be true when an MoE model uses both tensor_model_parallel_size "
+                              "> 1 and expert_model_parallel_size > 1 (Megatron requires it)");
+  if (c.seq_length > 0) {
+    int64_t divisor = 1;
+    std::string why;
+    if (cp > 1) divisor = 2 * cp, why = "2 × context_parallel_size (" + n(cp) + ")";
+    if (c.sequence_parallel) {
+      auto with_tp = checked_mul(divisor, t);
+      divisor = with_tp.value_or(0);
+      why += (why.empty() ? "" : " × ") + std::string("tensor_model_parallel_size (") + n(t) +
+             ") with sequence_parallel";
+    }
+    if (divisor == 0 || (divisor > 1 && c.seq_length % divisor != 0))
+      fail("seq_length", "must be divisible by " + why + ", got " + n(c.seq_length));
+  }
+
+  c.global_batch_size = in.global_batch_size.value_or(0);
+  c.num_microbatches = in.num_microbatches.value_or(0);
+  if (in.global_batch_size && c.micro_batch_size > 0) {
+    auto per_step = checked_mul(c.micro_batch_size, d);
+    if (!per_step || c.global_batch_size % *per_step != 0) {
+      fail("global_batch_size", "must be divisible by micro_batch_size × data_parallel_size (" +
+                                    n(c.micro_batch_size) + " × " + n(d) + "), got " +
+                                    n(c.global_batch_size));
+    } else {
+      const int64_t derived = c.global_batch_size / *per_step;
+      if (in.num_microbatches && *in.num_microbatches != derived)
+        fail("num_microbatches", "must equal global_batch_size / (micro_batch_size × "
+                                 "data_parallel_size) = " + n(derived) + ", got " +
+                                     n(*in.num_microbatches));
+      c.num_microbatches = derived;
+    }
+  }
+  return out;
+}
+
+}  // namespace trainmem

@@ -1,0 +1,222 @@
+// Assembles a profile's model state and activation into an Estimate, and the Bridge-compatible
+// entry points and text formats around it.
+#include "trainmem/estimate.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <ostream>
+#include <stdexcept>
+
+#include "profiles.hpp"
+
+namespace trainmem {
+namespace {
+
+using detail::ModelState;
+
+ModelState model_state(const Config& c, Trace* trace) {
+  return c.profile == Profile::megatron_lm ? detail::lm_model_state(c, trace)
+                                           : detail::bridge_model_state(c, trace);
+}
+
+double activation(const Config& c, int64_t num_microbatches, Trace* trace) {
+  return c.profile == Profile::megatron_lm ? detail::lm_activation(c, num_microbatches, trace)
+                                           : detail::bridge_activation(c, num_microbatches, trace);
+}
+
+// Splits `params` (all with the same bytes-per-parameter) into tensor classes, following the
+// byte model of reference §3.4: weight 2 B, fp32 main gradient 4 B, fp32 master weight 4 B and
+// Adam m, v 8 B; the last two divided by the optimizer shard when the optimizer is distributed.
+void add_state(StateBreakdown& state, double PartBytes::*part, double params, double shard,
+               bool distributed, bool lm) {
+  // Bridge guards the shard with max(1, n); Megatron-LM does not (n >= 1 is validated anyway).
+  const double n = distributed ? (lm ? shard : std::max(1.0, shard)) : 1.0;
+  state.weights.*part += 2 * params;
+  state.gradients.*part += 4 * params;
+  state.master_weights.*part += 4 * params / n;
+  state.optimizer_states.*part += 8 * params / n;
+}
+
+void set(uint32_t& bits, Assumption a, bool on = true) {
+  if (on) bits |= 1u << unsigned(a);
+}
+
+constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_texts = {
+    "Reports the most-loaded GPU; the CUDA context, allocator caching and fragmentation, kernel "
+    "and library workspaces, NCCL buffers and CUDA-graph buffers are not included.",
+    "Model state uses Megatron's bf16 mixed-precision Adam byte model: 18 B per parameter "
+    "(2 weight + 4 fp32 gradient + 4 fp32 master + 8 Adam) without the distributed optimizer, "
+    "else 6 B plus 12 B sharded over the optimizer's data-parallel group.",
+    "Embeddings sit on the first and last pipeline stages; untied input and output embeddings "
+    "share a GPU only when pipeline_model_parallel_size = 1.",
+    "Routed-expert parameters are sharded over expert_model_parallel_size × "
+    "expert_tensor_parallel_size; their optimizer state over the expert data-parallel group "
+    "(DP·TP·CP / (EP·ETP)).",
+    "Dense optimizer state and activations are divided across context-parallel ranks.",
+    "Activations follow Korthikanti et al. 2022 (Table 2) for sequence parallelism with selective "
+    "recomputation on the first pipeline stage, whatever the configured recomputation; full "
+    "recompute, offload, token imbalance and dispatcher workspaces are not modelled.",
+    "The training log line omits activation memory because the run does not use both "
+    "sequence_parallel and recompute_granularity = \"selective\".",
+    "sequence_parallel is ignored at tensor_model_parallel_size = 1 (Megatron turns it off).",
+    "Uneven pipeline stages: the dense and routed-expert maxima come from different stages and "
+    "are added (the reference's quirk), so the figure exceeds every real stage.",
+    "Megatron-LM shards the dense optimizer state over data_parallel_size only (not DP × CP).",
+    "Megatron-LM's activation formula without sequence parallelism: s·b·h·(10 + 24/t) per layer, "
+    "×1.05, and no division by TP.",
+    "Megatron-LM reads neither context_parallel_size nor uneven pipeline stage sizes.",
+    "Megatron-LM puts the whole multi-token-prediction block on the most-loaded shard.",
+};
+
+std::string fixed2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view assumption_text(Assumption a) { return k_assumption_texts[size_t(a)]; }
+
+std::vector<std::string_view> Estimate::assumption_texts() const {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < size_t(Assumption::count); ++i)
+    if (has(Assumption(i))) out.push_back(k_assumption_texts[i]);
+  return out;
+}
+
+Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
+                                  bool include_activation, Trace* trace) {
+  const bool lm = c.profile == Profile::megatron_lm;
+  ModelState ms = model_state(c, trace);
+
+  Estimate est;
+  est.profile = c.profile;
+  est.params = ms.params;
+  est.layers = ms.layers;
+  est.stages = std::move(ms.stages);
+
+  ModelStateComponent& dense = est.components[0];
+  dense.kind = ComponentKind::dense_and_embedding;
+  dense.name = "dense parameters and optimizer";
+  dense.parameter_count = ms.params.dense_transformer + ms.params.embedding;
+  dense.parameter_count_per_gpu = ms.params.dense_per_gpu;
+  dense.bytes_per_parameter = ms.dense_bpp;
+  dense.optimizer_shard_size = c.use_distributed_optimizer ? ms.dense_shard : 1;
+  dense.memory_bytes = ms.params.dense_per_gpu * ms.dense_bpp;
+  est.n_components = 1;
+  if (ms.params.routed_experts > 0) {
+    ModelStateComponent& routed = est.components[1];
+    routed.kind = ComponentKind::routed_experts;
+    routed.name = "routed expert parameters and optimizer";
+    routed.parameter_count = ms.params.routed_experts;
+    routed.parameter_count_per_gpu = ms.params.routed_per_gpu;
+    routed.bytes_per_parameter = ms.expert_bpp;
+    routed.optimizer_shard_size = c.use_distributed_optimizer ? ms.expert_shard : 1;
+    routed.memory_bytes = ms.params.routed_per_gpu * ms.expert_bpp;
+    est.n_components = 2;
+  }
+  for (int i = 0; i < est.n_components; ++i)
+    est.weight_and_optimizer_bytes += est.components[size_t(i)].memory_bytes;
+
+  const bool distributed = c.use_distributed_optimizer;
+  add_state(est.state, &PartBytes::dense, ms.params.dense_per_gpu - ms.params.embedding_per_gpu,
+            ms.dense_shard, distributed, lm);
+  add_state(est.state, &PartBytes::embedding, ms.params.embedding_per_gpu, ms.dense_shard,
+            distributed, lm);
+  add_state(est.state, &PartBytes::expert, ms.params.routed_per_gpu, ms.expert_shard, distributed,
+            lm);
+
+  est.has_activation = include_activation;
+  if (include_activation) est.activation_bytes = activation(c, num_microbatches, trace);
+  est.total_bytes = est.weight_and_optimizer_bytes + est.activation_bytes;
+
+  for (StageParams& stage : est.stages)
+    stage.weight_and_optimizer_bytes =
+        stage.dense / double(c.tensor_model_parallel_size) * ms.dense_bpp +
+        stage.routed / double(c.expert_model_parallel_size * c.expert_tensor_parallel_size) *
+            ms.expert_bpp;
+
+  uint32_t& bits = est.assumptions;
+  set(bits, Assumption::most_loaded_shard);
+  set(bits, Assumption::bridge_byte_model);
+  set(bits, Assumption::embedding_placement);
+  set(bits, Assumption::routed_expert_sharding, ms.params.routed_experts > 0);
+  const bool sp_selective =
+      c.sequence_parallel && c.recompute_granularity == RecomputeGranularity::selective;
+  if (!lm) {
+    set(bits, Assumption::context_parallel_divides, c.context_parallel_size > 1);
+    set(bits, Assumption::activation_sp_selective, include_activation);
+    set(bits, Assumption::uneven_independent_maxima, ms.independent_maxima);
+  } else {
+    set(bits, Assumption::lm_dense_shard_dp_only,
+        c.use_distributed_optimizer && c.context_parallel_size > 1);
+    set(bits, Assumption::activation_sp_selective, include_activation && sp_selective);
+    set(bits, Assumption::lm_no_sp_formula, include_activation && !sp_selective);
+    set(bits, Assumption::lm_ignores_cp_and_uneven,
+        c.context_parallel_size > 1 || c.uneven_pipeline());
+    set(bits, Assumption::lm_mtp_on_most_loaded,
+        c.mtp_num_layers > 0 && c.pipeline_model_parallel_size > 1);
+  }
+  set(bits, Assumption::activation_not_reported, !lm && !sp_selective);
+  return est;
+}
+
+double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose) {
+  return estimate_training_memory(config, 0, false, verbose).weight_and_optimizer_bytes;
+}
+
+double compute_activation_memory(const Config& config, int64_t num_microbatches, Trace* verbose) {
+  return activation(config, num_microbatches, verbose);
+}
+
+std::string format_training_memory_estimate(const Estimate& est, std::string_view unit) {
+  std::string upper(unit);
+  for (char& ch : upper) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  if (upper == "MB") scale = NUM_BYTES_IN_MEGABYTE;
+  else if (upper == "GB") scale = NUM_BYTES_IN_GIGABYTE;
+  else throw std::invalid_argument("Unsupported memory unit: " + upper);
+
+  std::string out = "Theoretical memory footprints: ";
+  for (int i = 0; i < est.n_components; ++i) {
+    const ModelStateComponent& comp = est.components[size_t(i)];
+    out += std::string(comp.name) + "=" + fixed2(comp.memory_bytes / scale) + " " + upper + ", ";
+  }
+  if (est.has_activation) out += "activation=" + fixed2(est.activation_bytes / scale) + " " + upper + ", ";
+  out += "total=" + fixed2(est.total_bytes / scale) + " " + upper;
+  return out;
+}
+
+std::string report_theoretical_memory(const Config& config, int64_t num_microbatches,
+                                      Trace* verbose) {
+  const bool sp_selective = config.sequence_parallel &&
+                            config.recompute_granularity == RecomputeGranularity::selective;
+  // Bridge reports activation only with SP + selective recompute; Megatron-LM always does (with
+  // its no-SP formula otherwise).
+  const bool with_activation = config.profile == Profile::megatron_lm || sp_selective;
+  const Estimate est = estimate_training_memory(config, num_microbatches, with_activation, verbose);
+  const double weights_mb = est.weight_and_optimizer_bytes / NUM_BYTES_IN_MEGABYTE;
+  std::string line = "Theoretical memory footprints: weight and optimizer=" + fixed2(weights_mb) + " MB";
+  if (!with_activation) return line;
+  const double activation_mb = est.activation_bytes / NUM_BYTES_IN_MEGABYTE;
+  line += ", activation=" + fixed2(activation_mb) + " MB, total=" +
+          fixed2(weights_mb + activation_mb) + " MB";
+  return line;
+}
+
+std::ostream& operator<<(std::ostream& os, const Estimate& est) {
+  os << "Estimate{" << name_of(est.profile);
+  for (int i = 0; i < est.n_components; ++i) {
+    const ModelStateComponent& c = est.components[size_t(i)];
+    os << ", " << c.name << "=" << c.memory_bytes << " B (" << c.parameter_count_per_gpu
+       << " params × " << c.bytes_per_parameter << " B)";
+  }
+  if (est.has_activation) os << ", activation=" << est.activation_bytes << " B";
+  os << ", total=" << est.total_bytes << " B, params.total=" << est.params.total << "}";
+  return os;
+}
+
+}  // namespace trainmem

@@ -1,0 +1,237 @@
+// JSON reading and writing with nlohmann::json (Debian nlohmann-json3-dev 3.11).
+#include "trainmem/json_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "internal.hpp"
+
+namespace trainmem {
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+// A count or byte figure as JSON: integers where exact (|x| < 2^53), never NaN or Infinity.
+ordered num(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  if (std::fabs(x) < 9.007199254740992e15 && x == std::floor(x)) return static_cast<int64_t>(x);
+  return x;
+}
+
+std::string_view json_type_name(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  return "a value";
+}
+
+ordered field_value_json(const FieldValue& value) {
+  struct {
+    ordered operator()(std::monostate) const { return nullptr; }
+    ordered operator()(bool b) const { return b; }
+    ordered operator()(double d) const { return num(d); }
+    ordered operator()(const std::string& s) const { return s; }
+    ordered operator()(const std::vector<double>& list) const {
+      ordered out = ordered::array();
+      for (double d : list) out.push_back(num(d));
+      return out;
+    }
+  } visitor;
+  return std::visit(visitor, value);
+}
+
+ordered config_json(const Config& config) {
+  const ConfigInput input = to_input(config);
+  ordered out = ordered::object();
+  for (const FieldSpec& spec : field_specs())
+    out[std::string(spec.name)] = field_value_json(get_field(input, spec.name));
+  return out;
+}
+
+ordered part_json(const PartBytes& part) {
+  return ordered{{"dense", num(part.dense)}, {"embedding", num(part.embedding)},
+                 {"expert", num(part.expert)}};
+}
+
+}  // namespace
+
+ParsedConfig parse_config_json(std::string_view text) {
+  ParsedConfig out;
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+    std::string what = e.what();
+    const size_t at = what.find("parse error");
+    out.issues.push_back({"config", "config: malformed JSON: " + what.substr(at == std::string::npos ? 0 : at)});
+    return out;
+  }
+  if (!doc.is_object()) {
+    out.issues.push_back({"config", "config: must be a JSON object of fields, got " +
+                                        std::string(doc.is_array() ? "a list" : "a single value")});
+    return out;
+  }
+  for (const auto& [key, value] : doc.items()) {
+    FieldValue field_value;
+    std::optional<Issue> problem;
+    if (value.is_null()) {
+      field_value = std::monostate{};
+    } else if (value.is_boolean()) {
+      field_value = value.get<bool>();
+    } else if (value.is_number()) {
+      field_value = value.get<double>();
+    } else if (value.is_string()) {
+      field_value = value.get<std::string>();
+    } else if (value.is_array() && std::all_of(value.begin(), value.end(),
+                                               [](const auto& x) { return x.is_number(); })) {
+      std::vector<double> list;
+      for (const auto& x : value) list.push_back(x.get<double>());
+      field_value = std::move(list);
+    } else if (const FieldSpec* spec = find_field(key)) {
+      // Objects and lists of non-numbers fit no field.
+      problem = Issue{key, key + ": " + std::string(name_of(spec->type) == "integer_or_list"
+                                                        ? "must be a positive integer or a list of 0/1 per layer"
+                                                        : "must be a single value") +
+                               ", got " + std::string(json_type_name(value))};
+    } else {
+      field_value = std::monostate{};  // unknown name: set_field reports it
+    }
+    if (!problem) problem = set_field(out.input, key, field_value);
+    if (problem) out.issues.push_back(*problem);
+  }
+  return out;
+}
+
+std::string issues_to_json(const std::vector<Issue>& issues, int indent) {
+  ordered list = ordered::array();
+  for (const Issue& issue : issues) list.push_back({{"field", issue.field}, {"message", issue.message}});
+  return ordered{{"ok", false}, {"issues", list}}.dump(indent, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace);
+}
+
+std::string estimate_to_json(const Config& config, const Estimate& est, const Trace* trace,
+                             int indent) {
+  ordered out;
+  out["ok"] = true;
+  out["profile"] = name_of(est.profile);
+  out["weight_and_optimizer_bytes"] = num(est.weight_and_optimizer_bytes);
+  out["activation_bytes"] = est.has_activation ? num(est.activation_bytes) : ordered(nullptr);
+  out["total_bytes"] = num(est.total_bytes);
+
+  ordered components = ordered::array();
+  for (int i = 0; i < est.n_components; ++i) {
+    const ModelStateComponent& c = est.components[size_t(i)];
+    components.push_back({{"name", c.name},
+                          {"kind", c.kind == ComponentKind::routed_experts ? "routed_experts"
+                                                                           : "dense_and_embedding"},
+                          {"parameter_count", num(c.parameter_count)},
+                          {"parameter_count_per_gpu", num(c.parameter_count_per_gpu)},
+                          {"bytes_per_parameter", num(c.bytes_per_parameter)},
+                          {"optimizer_shard_size", num(c.optimizer_shard_size)},
+                          {"memory_bytes", num(c.memory_bytes)}});
+  }
+  if (est.has_activation)
+    components.push_back({{"name", "activation"}, {"kind", "activation"},
+                          {"memory_bytes", num(est.activation_bytes)}});
+  out["components"] = components;
+
+  out["state"] = {{"weights", part_json(est.state.weights)},
+                  {"gradients", part_json(est.state.gradients)},
+                  {"master_weights", part_json(est.state.master_weights)},
+                  {"optimizer_states", part_json(est.state.optimizer_states)}};
+  const ParamCounts& p = est.params;
+  out["params"] = {{"total", num(p.total)},
+                   {"dense_transformer", num(p.dense_transformer)},
+                   {"embedding", num(p.embedding)},
+                   {"routed_experts", num(p.routed_experts)},
+                   {"active", num(p.active)},
+                   {"per_gpu", num(p.per_gpu)},
+                   {"dense_per_gpu", num(p.dense_per_gpu)},
+                   {"embedding_per_gpu", num(p.embedding_per_gpu)},
+                   {"routed_per_gpu", num(p.routed_per_gpu)}};
+  out["layers"] = {{"total", est.layers.total}, {"dense", est.layers.dense}, {"moe", est.layers.moe}};
+
+  ordered stages = ordered::array();
+  for (size_t r = 0; r < est.stages.size(); ++r) {
+    const StageParams& s = est.stages[r];
+    stages.push_back({{"stage", r},
+                      {"num_layers", s.num_layers},
+                      {"dense_params", num(s.dense)},
+                      {"routed_params", num(s.routed)},
+                      {"weight_and_optimizer_bytes", num(s.weight_and_optimizer_bytes)},
+                      // The reference formulas compute activations for the first stage only.
+                      {"activation_bytes", r == 0 && est.has_activation ? num(est.activation_bytes)
+                                                                        : ordered(nullptr)}});
+  }
+  out["stages"] = stages;
+
+  ordered assumptions = ordered::array();
+  for (std::string_view text : est.assumption_texts()) assumptions.push_back(text);
+  out["assumptions"] = assumptions;
+  out["report"] = report_theoretical_memory(config, config.num_microbatches);
+  out["summary"] = format_training_memory_estimate(est, "GB");
+  out["config"] = config_json(config);
+  if (trace) {
+    ordered entries = ordered::array();
+    for (const TraceEntry& e : *trace)
+      entries.push_back({{"name", e.name}, {"value", num(e.value)}, {"formula", e.formula}});
+    out["trace"] = entries;
+  }
+  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Run run_estimate(std::string_view config_json_text, const RunOptions& options) {
+  Run run;
+  ParsedConfig parsed = parse_config_json(config_json_text);
+  if (options.profile) parsed.input.profile = options.profile;
+  run.issues = std::move(parsed.issues);
+  for (const Issue& issue : run.issues)
+    if (issue.field == "config") return run;  // malformed document: nothing more to check
+
+  Resolved resolved = resolve(parsed.input);
+  // A field rejected while reading would be reported again as missing: keep the first report.
+  const size_t n_read_issues = run.issues.size();
+  for (Issue& issue : resolved.issues) {
+    bool seen = false;
+    for (size_t i = 0; i < n_read_issues; ++i) seen |= run.issues[i].field == issue.field;
+    if (!seen) run.issues.push_back(std::move(issue));
+  }
+  if (!run.issues.empty()) return run;
+
+  run.config = std::move(resolved.config);
+  run.estimate = estimate_training_memory(run.config, run.config.num_microbatches, true,
+                                          options.verbose ? &run.trace : nullptr);
+  return run;
+}
+
+std::string estimate_json(std::string_view config_json_text, const RunOptions& options) {
+  const Run run = run_estimate(config_json_text, options);
+  if (!run.ok()) return issues_to_json(run.issues, options.indent);
+  return estimate_to_json(run.config, run.estimate, options.verbose ? &run.trace : nullptr,
+                          options.indent);
+}
+
+std::string field_specs_json() {
+  ordered list = ordered::array();
+  for (const FieldSpec& spec : field_specs()) {
+    ordered choices = ordered::array();
+    for (std::string_view c : spec.choices) choices.push_back(c);
+    ordered entry = {{"name", spec.name},
+                     {"type", name_of(spec.type)},
+                     {"group", name_of(spec.group)},
+                     {"required", spec.required}};
+    if (spec.type == FieldType::integer || spec.type == FieldType::integer_or_list) {
+      entry["min"] = spec.min;
+      entry["max"] = spec.max;
+    }
+    if (!choices.empty()) entry["choices"] = choices;
+    entry["unit"] = spec.unit;
+    entry["default"] = spec.default_text;
+    entry["description"] = spec.description;
+    list.push_back(entry);
+  }
+  return list.dump();
+}
+
+}  // namespace trainmem

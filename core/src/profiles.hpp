@@ -1,0 +1,37 @@
+// The reference profiles' internals: each computes the model state on the most-loaded GPU and
+// the activation bytes; estimate.cpp assembles them into an Estimate. Not public API.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "trainmem/estimate.hpp"
+
+namespace trainmem::detail {
+
+// Pipelines with more stages than this are not listed stage by stage (the totals still are).
+inline constexpr int64_t k_max_listed_stages = 4096;
+
+// Appends to the trace when one is being kept; the formula text is only copied then.
+inline void note(Trace* trace, std::string_view name, double value, std::string_view formula) {
+  if (trace) trace->push_back({std::string(name), value, std::string(formula)});
+}
+
+struct ModelState {
+  ParamCounts params;
+  LayerCounts layers;
+  std::vector<StageParams> stages;  // per pipeline stage, when the profile knows them
+  double dense_shard = 1, expert_shard = 1;  // optimizer shard sizes
+  double dense_bpp = 18, expert_bpp = 18;    // bytes per parameter
+  bool independent_maxima = false;           // Bridge quirk 1 applies
+};
+
+ModelState bridge_model_state(const Config& config, Trace* trace);
+double bridge_activation(const Config& config, int64_t num_microbatches, Trace* trace);
+
+ModelState lm_model_state(const Config& config, Trace* trace);
+double lm_activation(const Config& config, int64_t num_microbatches, Trace* trace);
+// Megatron-LM uses the SP formula only with sequence parallelism and selective recompute.
+bool lm_uses_sp_formula(const Config& config);
+
+}  // namespace trainmem::detail

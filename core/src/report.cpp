@@ -1,0 +1,112 @@
+#include "trainmem/report.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace trainmem {
+namespace {
+
+std::string printf_string(const char* format, double value, const char* suffix) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, value, suffix);
+  return buf;
+}
+
+}  // namespace
+
+std::string format_bytes(double bytes, ByteUnits units) {
+  static constexpr std::array<const char*, 6> binary = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static constexpr std::array<const char*, 6> decimal = {"B", "kB", "MB", "GB", "TB", "PB"};
+  const auto& names = units == ByteUnits::binary ? binary : decimal;
+  const double step = units == ByteUnits::binary ? 1024.0 : 1000.0;
+  if (!std::isfinite(bytes)) return "n/a";
+  size_t i = 0;
+  double value = bytes;
+  while (std::fabs(value) >= step && i + 1 < names.size()) value /= step, ++i;
+  return printf_string(i == 0 ? "%.0f %s" : "%.2f %s", value, names[i]);
+}
+
+std::string format_count(double count) {
+  static constexpr std::array<const char*, 5> names = {"", " K", " M", " B", " T"};
+  size_t i = 0;
+  double value = count;
+  while (std::fabs(value) >= 1000.0 && i + 1 < names.size()) value /= 1000.0, ++i;
+  return printf_string(i == 0 ? "%.0f%s" : "%.2f%s", value, names[i]);
+}
+
+std::string text_report(const Config& c, const Estimate& est, const Trace* trace) {
+  std::string out;
+  auto line = [&](const std::string& text) { out += text + "\n"; };
+  auto both = [](double bytes) {
+    return format_bytes(bytes, ByteUnits::binary) + " (" + format_bytes(bytes, ByteUnits::decimal) +
+           ", " + std::to_string(static_cast<long long>(std::llround(bytes))) + " B)";
+  };
+  auto count = [](double n) {
+    return format_count(n) + " (" + std::to_string(static_cast<long long>(std::llround(n))) + ")";
+  };
+
+  line("trainmem estimate, profile " + std::string(name_of(est.profile)));
+  line("  model: " + std::to_string(c.num_layers) + " layers, hidden " + std::to_string(c.hidden_size) +
+       ", " + std::to_string(c.num_attention_heads) + " heads / " +
+       std::to_string(c.num_query_groups) + " query groups, ffn " + std::to_string(c.ffn_hidden_size) +
+       ", vocab " + std::to_string(c.vocab_size) +
+       (c.is_moe() ? ", " + std::to_string(c.num_moe_experts) + " experts top-" +
+                         std::to_string(c.moe_router_topk)
+                   : ""));
+  line("  layout: TP " + std::to_string(c.tensor_model_parallel_size) + ", PP " +
+       std::to_string(c.pipeline_model_parallel_size) +
+       (c.virtual_pipeline_model_parallel_size
+            ? " (VPP " + std::to_string(c.virtual_pipeline_model_parallel_size) + ")"
+            : "") +
+       ", CP " + std::to_string(c.context_parallel_size) + ", EP " +
+       std::to_string(c.expert_model_parallel_size) + ", ETP " +
+       std::to_string(c.expert_tensor_parallel_size) + ", DP " +
+       std::to_string(c.data_parallel_size) +
+       (c.use_distributed_optimizer ? ", distributed optimizer" : ""));
+  line("");
+  line("Parameters");
+  line("  total              " + count(est.params.total));
+  line("  active per token   " + count(est.params.active));
+  line("  dense transformer  " + count(est.params.dense_transformer));
+  line("  embedding          " + count(est.params.embedding));
+  if (est.params.routed_experts > 0) line("  routed experts     " + count(est.params.routed_experts));
+  line("  on the most-loaded GPU " + count(est.params.per_gpu));
+  line("");
+  line("Memory on the most-loaded GPU");
+  for (int i = 0; i < est.n_components; ++i) {
+    const ModelStateComponent& comp = est.components[size_t(i)];
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "    %s params × %.6g B/param (optimizer shard %.0f)",
+                  format_count(comp.parameter_count_per_gpu).c_str(), comp.bytes_per_parameter,
+                  comp.optimizer_shard_size);
+    line("  " + std::string(comp.name) + ": " + both(comp.memory_bytes));
+    line(detail);
+  }
+  if (est.has_activation) line("  activation: " + both(est.activation_bytes));
+  line("  total: " + both(est.total_bytes));
+  if (!est.stages.empty()) {
+    line("");
+    line("Pipeline stages (model state)");
+    for (size_t r = 0; r < est.stages.size(); ++r)
+      line("  stage " + std::to_string(r) + ": " + std::to_string(est.stages[r].num_layers) +
+           " layers, " + format_bytes(est.stages[r].weight_and_optimizer_bytes, ByteUnits::binary));
+  }
+  line("");
+  line("Assumptions");
+  for (std::string_view text : est.assumption_texts()) line("  - " + std::string(text));
+  if (trace) {
+    line("");
+    line("Intermediate quantities");
+    for (const TraceEntry& e : *trace) {
+      char value[48];
+      std::snprintf(value, sizeof value, "%.17g", e.value);
+      line("  " + e.name + " = " + value + "    " + e.formula);
+    }
+  }
+  line("");
+  line(report_theoretical_memory(c, c.num_microbatches));
+  return out;
+}
+
+}  // namespace trainmem

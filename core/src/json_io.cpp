@@ -19,7 +19,7 @@ ordered num(double x) {
   return x;
 }
 
-std::string_view json_type_name(const nlohmann::json& v) {
+std::string_view json_type_name(const ordered& v) {
   if (v.is_object()) return "an object";
   if (v.is_array()) return "a list";
   return "a value";
@@ -57,10 +57,10 @@ ordered part_json(const PartBytes& part) {
 
 ParsedConfig parse_config_json(std::string_view text) {
   ParsedConfig out;
-  nlohmann::json doc;
+  ordered doc;  // keeps the document's order, so issues follow it
   try {
-    doc = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+    doc = ordered::parse(text.begin(), text.end());
+  } catch (const ordered::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
     std::string what = e.what();
     const size_t at = what.find("parse error");

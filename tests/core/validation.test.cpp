@@ -1,0 +1,251 @@
+// One test per validation rule, each asserting its exact message: a message is part of the
+// contract (it names the field and the rule).
+#include "support.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// A valid base configuration; each case appends or overrides fields (later JSON keys win).
+std::string with(const std::string& extra) {
+  std::string base = R"({"num_layers": 8, "hidden_size": 64, "num_attention_heads": 8,
+      "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 1)";
+  return base + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+std::vector<std::string> one(const std::string& message) { return {message}; }
+
+}  // namespace
+
+TEST_CASE("the base configuration of these tests is valid", "[validation]") {
+  CHECK(messages_for(with("")).empty());
+}
+
+TEST_CASE("reading fields: names, types and ranges", "[validation]") {
+  SECTION("an unknown field names the nearest known one") {
+    CHECK(messages_for(with(R"("num_layer": 8)")) ==
+          one("num_layer: unknown field; did you mean \"num_layers\"?"));
+  }
+  SECTION("an unknown field with no near miss") {
+    CHECK(messages_for(with(R"("colour": "red")")) == one("colour: unknown field"));
+  }
+  SECTION("a required field that is missing") {
+    CHECK(messages_for(R"({"hidden_size": 64, "num_attention_heads": 8, "vocab_size": 1000,
+        "seq_length": 128, "micro_batch_size": 1})") ==
+          one("num_layers: is required (a positive integer)"));
+  }
+  SECTION("zero where a positive count is needed") {
+    CHECK(messages_for(with(R"("num_layers": 0)")) == one("num_layers: must be at least 1, got 0"));
+  }
+  SECTION("a negative count") {
+    CHECK(messages_for(with(R"("data_parallel_size": -2)")) ==
+          one("data_parallel_size: must be at least 1, got -2"));
+  }
+  SECTION("a fraction where an integer is needed") {
+    CHECK(messages_for(with(R"("hidden_size": 64.5)")) ==
+          one("hidden_size: must be an integer, got 64.5"));
+  }
+  SECTION("a count beyond the accepted range") {
+    CHECK(messages_for(with(R"("num_layers": 1e7)")) ==
+          one("num_layers: must be at most 1000000, got 10000000"));
+  }
+  SECTION("a string where a number is needed") {
+    CHECK(messages_for(with(R"("seq_length": "4096")")) ==
+          one("seq_length: must be an integer, got the string \"4096\""));
+  }
+  SECTION("a number where a boolean is needed") {
+    CHECK(messages_for(with(R"("use_distributed_optimizer": 1)")) ==
+          one("use_distributed_optimizer: must be true or false, got 1"));
+  }
+  SECTION("an unknown choice lists the accepted ones") {
+    CHECK(messages_for(with(R"("normalization": "rmsnorm")")) ==
+          one("normalization: must be one of \"LayerNorm\", \"RMSNorm\", got the string \"rmsnorm\""));
+  }
+  SECTION("an unknown profile") {
+    CHECK(messages_for(with(R"("profile": "deepspeed")")) ==
+          one("profile: must be one of \"megatron-bridge\", \"megatron-lm\", got the string \"deepspeed\""));
+  }
+  SECTION("an object where a value is needed") {
+    CHECK(messages_for(with(R"("hidden_size": {"value": 64})")) ==
+          one("hidden_size: must be a single value, got an object"));
+  }
+  SECTION("moe_layer_freq list entries must be 0 or 1") {
+    CHECK(messages_for(with(R"("num_moe_experts": 4, "moe_layer_freq": [0, 2, 1, 1, 1, 1, 1, 1])")) ==
+          one("moe_layer_freq: list entries must be 0 or 1, got 2 at index 1"));
+  }
+  SECTION("moe_layer_freq must be an integer or a list") {
+    CHECK(messages_for(with(R"("num_moe_experts": 4, "moe_layer_freq": "1/2")")) ==
+          one("moe_layer_freq: must be a positive integer or a list of 0/1 per layer, got the string \"1/2\""));
+  }
+  SECTION("a non-finite value cannot reach a field") {
+    ConfigInput input;
+    auto problem = set_field(input, "hidden_size", std::numeric_limits<double>::infinity());
+    REQUIRE(problem);
+    CHECK(problem->message == "hidden_size: must be a finite integer, got inf");
+  }
+  SECTION("null unsets a field, as in Megatron's config objects") {
+    CHECK(messages_for(with(R"("num_query_groups": null, "virtual_pipeline_model_parallel_size": null)")).empty());
+  }
+}
+
+TEST_CASE("malformed documents", "[validation]") {
+  SECTION("broken JSON reports the position") {
+    CHECK(messages_for(R"({"num_layers": 8,})") ==
+          one("config: malformed JSON: parse error at line 1, column 18: syntax error while parsing "
+              "object key - unexpected '}'; expected string literal"));
+  }
+  SECTION("a document that is not an object") {
+    CHECK(messages_for("[1, 2]") == one("config: must be a JSON object of fields, got a list"));
+  }
+  SECTION("every problem is reported, each once") {
+    CHECK(messages_for(R"({"num_layers": 0, "hidden_size": "big", "num_attention_heads": 8,
+        "vocab_size": 1000, "seq_length": 128})") ==
+          std::vector<std::string>{"num_layers: must be at least 1, got 0",
+                                   "hidden_size: must be an integer, got the string \"big\"",
+                                   "micro_batch_size: is required (a positive integer)"});
+  }
+}
+
+TEST_CASE("model shape rules", "[validation]") {
+  SECTION("query groups must divide the heads") {
+    CHECK(messages_for(with(R"("num_query_groups": 3)")) ==
+          one("num_query_groups: must divide num_attention_heads (8), got 3"));
+  }
+  SECTION("the hidden size must split over the heads when kv_channels is unset") {
+    CHECK(messages_for(with(R"("hidden_size": 60)")) ==
+          one("hidden_size: must be divisible by num_attention_heads (8) when kv_channels is unset, got 60"));
+  }
+  SECTION("swiglu contradicts an explicit non-gated MLP") {
+    CHECK(messages_for(with(R"("swiglu": true, "gated_linear_unit": false)")) ==
+          one("swiglu: contradicts gated_linear_unit = false (SwiGLU is a gated MLP)"));
+  }
+  SECTION("swiglu contradicts another activation") {
+    CHECK(messages_for(with(R"("swiglu": true, "activation_func": "gelu")")) ==
+          one("swiglu: contradicts activation_func = \"gelu\" (SwiGLU uses silu)"));
+  }
+  SECTION("megatron-lm's SwiGLU default FFN size cannot be zero") {
+    CHECK(messages_for(R"({"profile": "megatron-lm", "num_layers": 2, "hidden_size": 8,
+        "num_attention_heads": 2, "vocab_size": 10, "seq_length": 8, "micro_batch_size": 1,
+        "swiglu": true})") ==
+          one("ffn_hidden_size: resolves to 0 for hidden_size 8 with SwiGLU; set it explicitly"));
+  }
+}
+
+TEST_CASE("mixture-of-experts rules", "[validation][moe]") {
+  SECTION("a moe_layer_freq list needs one entry per layer") {
+    CHECK(messages_for(with(R"("num_moe_experts": 4, "moe_layer_freq": [1, 1])")) ==
+          one("moe_layer_freq: list must have one entry per layer (num_layers = 8), got 2"));
+  }
+  SECTION("top-k cannot exceed the experts") {
+    CHECK(messages_for(with(R"("num_moe_experts": 4, "moe_router_topk": 6)")) ==
+          one("moe_router_topk: must be at most num_moe_experts (4), got 6"));
+  }
+  SECTION("experts must divide over expert-parallel ranks") {
+    CHECK(messages_for(with(R"("num_moe_experts": 6, "expert_model_parallel_size": 4, "data_parallel_size": 4)")) ==
+          one("num_moe_experts: must be divisible by expert_model_parallel_size (4), got 6"));
+  }
+  SECTION("the expert data-parallel size must be whole") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "expert_model_parallel_size": 4, "data_parallel_size": 2)")) ==
+          one("expert_model_parallel_size: expert_model_parallel_size × expert_tensor_parallel_size "
+              "(4 × 1) must divide data_parallel_size × tensor_model_parallel_size × "
+              "context_parallel_size (2 × 1 × 1)"));
+  }
+  SECTION("expert parallelism needs experts") {
+    CHECK(messages_for(with(R"("expert_model_parallel_size": 2, "data_parallel_size": 2)")) ==
+          one("expert_model_parallel_size: must be 1 for a dense model (num_moe_experts is unset), got 2"));
+  }
+  SECTION("MoE with TP and EP needs sequence parallelism") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "tensor_model_parallel_size": 2,
+        "expert_model_parallel_size": 2, "expert_tensor_parallel_size": 1)")) ==
+          one("sequence_parallel: must be true when an MoE model uses both "
+              "tensor_model_parallel_size > 1 and expert_model_parallel_size > 1 (Megatron requires it)"));
+  }
+  SECTION("absurd parallel sizes are reported, not overflowed") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "num_attention_heads": 1000000000,
+        "hidden_size": 1000000000, "kv_channels": 1, "tensor_model_parallel_size": 1000000000,
+        "data_parallel_size": 1000000000, "context_parallel_size": 1000000000, "seq_length": 4000000000,
+        "sequence_parallel": true)")) ==
+          std::vector<std::string>{
+              "data_parallel_size: the parallel sizes multiply to more ranks than can be counted",
+              "seq_length: must be divisible by 2 × context_parallel_size (1000000000) × "
+              "tensor_model_parallel_size (1000000000) with sequence_parallel, got 4000000000"});
+  }
+}
+
+TEST_CASE("tensor and pipeline parallel rules", "[validation][pipeline]") {
+  SECTION("heads must divide over tensor-parallel ranks") {
+    CHECK(messages_for(with(R"("num_attention_heads": 4, "num_query_groups": 4, "hidden_size": 64,
+        "tensor_model_parallel_size": 8)")) ==
+          std::vector<std::string>{
+              "num_attention_heads: must be divisible by tensor_model_parallel_size (8), got 4",
+              "num_query_groups: must be divisible by tensor_model_parallel_size (8), got 4"});
+  }
+  SECTION("query groups must divide over tensor-parallel ranks") {
+    CHECK(messages_for(with(R"("num_query_groups": 2, "tensor_model_parallel_size": 4)")) ==
+          one("num_query_groups: must be divisible by tensor_model_parallel_size (4), got 2"));
+  }
+  SECTION("layers must divide over pipeline stages") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 3)")) ==
+          one("num_layers: must be divisible by pipeline_model_parallel_size (3), got 8"));
+  }
+  SECTION("layers must divide over pipeline stages times virtual stages") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3)")) ==
+          one("num_layers: must be divisible by pipeline_model_parallel_size × "
+              "virtual_pipeline_model_parallel_size (2 × 3), got 8"));
+  }
+  SECTION("virtual stages need pipeline stages") {
+    CHECK(messages_for(with(R"("virtual_pipeline_model_parallel_size": 2)")) ==
+          one("virtual_pipeline_model_parallel_size: requires pipeline_model_parallel_size > 1 "
+              "(the interleaved schedule needs pipeline stages)"));
+  }
+  SECTION("uneven stages need pipeline stages") {
+    CHECK(messages_for(with(R"("num_layers_in_last_pipeline_stage": 2)")) ==
+          one("num_layers_in_last_pipeline_stage: requires pipeline_model_parallel_size > 1"));
+  }
+  SECTION("uneven first and last stages must cover all layers when they are the only ones") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3,
+        "num_layers_in_last_pipeline_stage": 3)")) ==
+          one("num_layers: must equal num_layers_in_first_pipeline_stage + "
+              "num_layers_in_last_pipeline_stage (6) when they are the only stages, got 8"));
+  }
+  SECTION("the layers left must divide over the middle stages") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 3)")) ==
+          one("num_layers: the 5 layers left after the first/last pipeline stages must divide "
+              "evenly (and at least one each) over the 3 remaining stages"));
+  }
+  SECTION("virtual stages must divide every uneven stage") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 3, "num_layers_in_first_pipeline_stage": 2,
+        "num_layers_in_last_pipeline_stage": 2, "virtual_pipeline_model_parallel_size": 4)")) ==
+          one("virtual_pipeline_model_parallel_size: must divide the layer count of every pipeline "
+              "stage (first 2, middle 4, last 2), got 4"));
+  }
+}
+
+TEST_CASE("sequence and batch rules", "[validation]") {
+  SECTION("context parallelism splits the sequence in 2·CP chunks") {
+    CHECK(messages_for(with(R"("seq_length": 100, "context_parallel_size": 4)")) ==
+          one("seq_length: must be divisible by 2 × context_parallel_size (4), got 100"));
+  }
+  SECTION("sequence parallelism splits the sequence over TP ranks") {
+    CHECK(messages_for(with(R"("seq_length": 126, "tensor_model_parallel_size": 4, "sequence_parallel": true)")) ==
+          one("seq_length: must be divisible by tensor_model_parallel_size (4) with sequence_parallel, got 126"));
+  }
+  SECTION("the global batch must split into micro batches on every DP rank") {
+    CHECK(messages_for(with(R"("global_batch_size": 30, "micro_batch_size": 2, "data_parallel_size": 4)")) ==
+          one("global_batch_size: must be divisible by micro_batch_size × data_parallel_size (2 × 4), got 30"));
+  }
+  SECTION("num_microbatches must agree with the global batch") {
+    CHECK(messages_for(with(R"("global_batch_size": 32, "micro_batch_size": 2, "data_parallel_size": 4,
+        "num_microbatches": 3)")) ==
+          one("num_microbatches: must equal global_batch_size / (micro_batch_size × data_parallel_size) = 4, got 3"));
+  }
+  SECTION("the global batch gives the number of microbatches") {
+    const Config c = config_from(with(R"("global_batch_size": 32, "micro_batch_size": 2, "data_parallel_size": 4)"));
+    CHECK(c.num_microbatches == 4);
+  }
+  SECTION("sequence parallelism is off at TP = 1, as Megatron does") {
+    const Config c = config_from(with(R"("sequence_parallel": true)"));
+    CHECK_FALSE(c.sequence_parallel);
+  }
+}

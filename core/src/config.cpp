@@ -95,6 +95,10 @@ const std::vector<Field>& fields() {
       int_field("make_vocab_size_divisible_by", G::model, false, 1, k_max_count, "", "128",
                 "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP.",
                 &C::make_vocab_size_divisible_by),
+      int_field("max_position_embeddings", G::model, false, 1, k_max_count, "tokens", "none",
+                "Learned absolute position embeddings (GPT-2/3 style); the reference profiles do "
+                "not count them (reference §3.2).",
+                &C::max_position_embeddings),
       bool_field("should_pad_vocab", G::model, "false",
                  "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads).",
                  &C::should_pad_vocab),
@@ -414,6 +418,7 @@ ConfigInput to_input(const Config& c) {
   in.ffn_hidden_size = c.ffn_hidden_size;
   in.vocab_size = c.vocab_size;
   in.make_vocab_size_divisible_by = c.make_vocab_size_divisible_by;
+  in.max_position_embeddings = unless_zero(c.max_position_embeddings);
   in.should_pad_vocab = c.should_pad_vocab;
   in.share_embeddings_and_output_weights = c.share_embeddings_and_output_weights;
   in.gated_linear_unit = c.gated_linear_unit;
@@ -493,6 +498,7 @@ Resolved resolve(const ConfigInput& in) {
   const bool have_shape = c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0;
 
   c.make_vocab_size_divisible_by = in.make_vocab_size_divisible_by.value_or(128);
+  c.max_position_embeddings = in.max_position_embeddings.value_or(0);
   c.should_pad_vocab = in.should_pad_vocab.value_or(false);  // GPTModelProvider default (§6.8)
   c.share_embeddings_and_output_weights = in.share_embeddings_and_output_weights.value_or(true);
   c.gated_linear_unit = in.gated_linear_unit.value_or(false);

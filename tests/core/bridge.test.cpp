@@ -6,7 +6,7 @@ using Catch::Matchers::WithinRel;
 using namespace trainmem;
 using namespace trainmem::test;
 
-TEST_CASE("the reference's worked example, Llama-3 70B on TP8 PP4 VPP5 DP4, agrees to the byte",
+TEST_CASE("the reference's worked example (Llama-3 70B on TP8 PP4 VPP5 DP4) agrees to the byte",
           "[bridge][golden]") {
   // Reference §7, llama3_70b_tp8_pp4_vpp5_dp4.
   const Config c = config_from(R"({
@@ -83,7 +83,7 @@ TEST_CASE("a small dense model with tied embeddings on one GPU", "[bridge][golde
   CHECK(est.stages.empty());
 }
 
-TEST_CASE("an MoE model with shared experts, EP and the distributed optimizer on two stages",
+TEST_CASE("an MoE model with shared experts and EP and the distributed optimizer on two stages",
           "[bridge][golden][moe]") {
   const Estimate est = estimate_of(R"({"num_layers": 4, "hidden_size": 32,
       "num_attention_heads": 4, "num_query_groups": 2, "kv_channels": 8, "ffn_hidden_size": 64,
@@ -120,7 +120,7 @@ TEST_CASE("an MoE model with shared experts, EP and the distributed optimizer on
   CHECK(est.stages[1].dense == 14'112.0 + 3'200.0);
 }
 
-TEST_CASE("latent MoE with an MTP layer, context and expert parallelism", "[bridge][golden][moe]") {
+TEST_CASE("latent MoE with an MTP layer and context and expert parallelism", "[bridge][golden][moe]") {
   const Estimate est = estimate_of(R"({"num_layers": 2, "hidden_size": 32,
       "num_attention_heads": 4, "kv_channels": 8, "ffn_hidden_size": 64, "vocab_size": 64,
       "swiglu": true, "num_moe_experts": 4, "moe_router_topk": 2, "moe_ffn_hidden_size": 16,

@@ -33,7 +33,7 @@ TEST_CASE("megatron-lm: a dense RMSNorm model without sequence parallelism", "[m
   }
 }
 
-TEST_CASE("megatron-lm: MLA, MoE with router, shared gate and an MTP layer", "[megatron-lm][golden][moe]") {
+TEST_CASE("megatron-lm: MLA and MoE with router and shared gate and an MTP layer", "[megatron-lm][golden][moe]") {
   const Estimate est = estimate_of(R"({"profile": "megatron-lm", "num_layers": 2,
       "hidden_size": 32, "num_attention_heads": 2, "ffn_hidden_size": 64, "vocab_size": 100,
       "swiglu": true, "normalization": "RMSNorm", "add_bias_linear": false,

@@ -22,7 +22,7 @@ TEST_CASE("the base configuration of these tests is valid", "[validation]") {
   CHECK(messages_for(with("")).empty());
 }
 
-TEST_CASE("reading fields: names, types and ranges", "[validation]") {
+TEST_CASE("reading fields: names and types and ranges", "[validation]") {
   SECTION("an unknown field names the nearest known one") {
     CHECK(messages_for(with(R"("num_layer": 8)")) ==
           one("num_layer: unknown field; did you mean \"num_layers\"?"));

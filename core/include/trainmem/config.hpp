@@ -48,7 +48,8 @@ struct ConfigInput {
   std::optional<Profile> profile;
   // Model shape.
   std::optional<int64_t> num_layers, hidden_size, num_attention_heads, num_query_groups,
-      kv_channels, ffn_hidden_size, vocab_size, make_vocab_size_divisible_by;
+      kv_channels, ffn_hidden_size, vocab_size, make_vocab_size_divisible_by,
+      max_position_embeddings;
   std::optional<bool> should_pad_vocab, share_embeddings_and_output_weights, gated_linear_unit,
       swiglu, add_bias_linear;
   std::optional<ActivationFunc> activation_func;
@@ -85,6 +86,7 @@ struct Config {
   int64_t ffn_hidden_size = 0;   // = 4 * hidden_size when unset (see resolve())
   int64_t vocab_size = 0;
   int64_t make_vocab_size_divisible_by = 128;
+  int64_t max_position_embeddings = 0;  // 0: no learned absolute position embedding
   bool should_pad_vocab = false;
   bool share_embeddings_and_output_weights = true;
   bool gated_linear_unit = false;
@@ -133,6 +135,7 @@ struct Config {
     if (!moe_layer_freq_list.empty()) return moe_layer_freq_list[size_t(layer)] != 0;
     return layer % moe_layer_freq == 0;
   }
+  friend bool operator==(const Config&, const Config&) = default;
   bool uneven_pipeline() const {
     return num_layers_in_first_pipeline_stage > 0 || num_layers_in_last_pipeline_stage > 0;
   }

@@ -1,0 +1,77 @@
+// The native CLI as a user runs it: exit codes, stdout/stderr discipline, formats, and the
+// field documentation staying complete. Needs the native build (build/core/cli/trainmem).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const root = new URL('../../', import.meta.url).pathname;
+const cli = `${root}build/core/cli/trainmem`;
+const run = (args, input) => spawnSync(cli, args, { input, encoding: 'utf8' });
+
+// The reference's worked example (megatron-formulas.md §7): 45,169,291,776 B in total.
+const llama70b = JSON.stringify({
+  num_layers: 80, hidden_size: 8192, num_attention_heads: 64, num_query_groups: 8,
+  kv_channels: 128, ffn_hidden_size: 28672, vocab_size: 128256,
+  share_embeddings_and_output_weights: false, swiglu: true, seq_length: 8192,
+  micro_batch_size: 1, tensor_model_parallel_size: 8, pipeline_model_parallel_size: 4,
+  virtual_pipeline_model_parallel_size: 5, data_parallel_size: 4,
+  use_distributed_optimizer: true, sequence_parallel: true, recompute_granularity: 'selective',
+});
+
+test('estimate prints JSON with the contract fields', () => {
+  const r = run(['estimate', '-'], llama70b);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  const out = JSON.parse(r.stdout);
+  assert.equal(out.weight_and_optimizer_bytes, 20434604544);
+  assert.equal(out.total_bytes, 45169291776);
+  assert.equal(out.params.total, 70555025408);
+  assert.ok(Array.isArray(out.components) && out.components.length === 2);
+});
+
+test('--format text ends with the reference log line', () => {
+  const r = run(['estimate', '-', '--format', 'text'], llama70b);
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trimEnd().split('\n');
+  assert.equal(lines.at(-1),
+    'Theoretical memory footprints: weight and optimizer=19487.96 MB, activation=23588.84 MB, total=43076.79 MB');
+  assert.match(r.stdout, /total: 42\.07 GiB \(45\.17 GB, 45169291776 B\)/);
+});
+
+test('--verbose adds every intermediate with its formula', () => {
+  const r = run(['estimate', '-', '--verbose'], llama70b);
+  const trace = JSON.parse(r.stdout).trace;
+  const attention = trace.find((e) => e.name === 'bridge.attention_per_layer');
+  assert.equal(attention.value, 150994944);
+  assert.match(attention.formula, /2·h·h/);
+});
+
+test('--profile overrides the config', () => {
+  const r = run(['estimate', '-', '--profile', 'megatron-lm'], llama70b);
+  assert.equal(JSON.parse(r.stdout).profile, 'megatron-lm');
+});
+
+test('bad input: exit 2, one message per problem on stderr, nothing on stdout', () => {
+  const bad = JSON.stringify({ ...JSON.parse(llama70b), num_layers: 30, hidden_sise: 1 });
+  const r = run(['estimate', '-'], bad);
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.deepEqual(r.stderr.trimEnd().split('\n'), [
+    'hidden_sise: unknown field; did you mean "hidden_size"?',
+    'num_layers: must be divisible by pipeline_model_parallel_size × virtual_pipeline_model_parallel_size (4 × 5), got 30',
+  ]);
+});
+
+test('malformed JSON and usage errors exit 2', () => {
+  assert.equal(run(['estimate', '-'], '{').status, 2);
+  assert.equal(run(['estimate', '-', '--format', 'xml'], llama70b).status, 2);
+  assert.equal(run(['estimate', '/nonexistent.json']).status, 2);
+  assert.equal(run(['frobnicate']).status, 2);
+});
+
+test('docs/fields.md documents every input field', () => {
+  const fields = JSON.parse(run(['fields']).stdout);
+  const doc = readFileSync(`${root}docs/fields.md`, 'utf8');
+  for (const f of fields) assert.ok(doc.includes(`| \`${f.name}\` |`), `${f.name} missing from docs/fields.md`);
+});

@@ -37,14 +37,9 @@ struct BridgeParams {
   LayerCounts layers;
 };
 
-BridgeParams count_bridge(const Config& c, Trace* trace) {
-  BridgeParams b;
-  const double h = double(c.hidden_size), a = double(c.num_attention_heads);
-  const double g = double(c.num_query_groups), k = double(c.kv_channels);
-  const double F = mlp_matrix_factor(c);
+// §3.1 layer pattern: decoder layers by moe_layer_freq, then M MTP copies of the last one.
+LayerCounts bridge_layer_counts(const Config& c) {
   const int64_t L = c.num_layers, M = c.mtp_num_layers;
-
-  // §3.1 layer pattern: decoder layers by moe_layer_freq, then M MTP copies of the last one.
   int64_t decoder_moe = 0;
   if (c.is_moe()) {
     if (!c.moe_layer_freq_list.empty()) {
@@ -53,10 +48,23 @@ BridgeParams count_bridge(const Config& c, Trace* trace) {
       decoder_moe = (L - 1) / c.moe_layer_freq + 1;  // i in [0, L) with i % freq == 0
     }
   }
+  const bool mtp_is_moe = L > 0 && c.is_moe_layer(L - 1);
+  LayerCounts layers;
+  layers.total = L + M;
+  layers.moe = decoder_moe + (mtp_is_moe ? M : 0);
+  layers.dense = layers.total - layers.moe;
+  return layers;
+}
+
+BridgeParams count_bridge(const Config& c, Trace* trace) {
+  BridgeParams b;
+  const double h = double(c.hidden_size), a = double(c.num_attention_heads);
+  const double g = double(c.num_query_groups), k = double(c.kv_channels);
+  const double F = mlp_matrix_factor(c);
+  const int64_t L = c.num_layers;
+
+  b.layers = bridge_layer_counts(c);
   b.mtp_is_moe = L > 0 && c.is_moe_layer(L - 1);
-  b.layers.total = L + M;
-  b.layers.moe = decoder_moe + (b.mtp_is_moe ? M : 0);
-  b.layers.dense = b.layers.total - b.layers.moe;
 
   // §3.2 per-layer parameters.
   b.attention = 2 * h * h * ((1 + g / a) * (k * a / h));
@@ -94,29 +102,41 @@ BridgeParams count_bridge(const Config& c, Trace* trace) {
   return b;
 }
 
-// §3.3 uneven split: layer counts per stage, then the decoder layer indices of each stage.
-std::vector<std::vector<int64_t>> uneven_stage_layers(const Config& c) {
-  const int64_t p = c.pipeline_model_parallel_size, v = c.virtual_pipeline_model_parallel_size;
-  const int64_t first = c.num_layers_in_first_pipeline_stage;
-  const int64_t last = c.num_layers_in_last_pipeline_stage;
-  const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
-  const int64_t middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
-  std::vector<int64_t> counts(static_cast<size_t>(p), middle);
-  if (first) counts.front() = first;
-  if (last) counts.back() = last;
-
-  std::vector<std::vector<int64_t>> layers(static_cast<size_t>(p));
-  int64_t next = 0;
-  const int64_t rounds = v > 0 ? v : 1;  // VPP: v rounds of count/v layers per stage
-  for (int64_t round = 0; round < rounds; ++round)
-    for (int64_t r = 0; r < p; ++r)
-      for (int64_t i = 0; i < counts[size_t(r)] / rounds; ++i) layers[size_t(r)].push_back(next++);
-  return layers;
-}
+// §3.3 uneven split: stage r holds count(r) layers; with VPP v the layers are dealt in v rounds,
+// each round giving every stage, in order, the next count(r)/v layers. The layers of a stage are
+// visited in place, without building index lists.
+struct UnevenSplit {
+  int64_t p = 1, rounds = 1, first = 0, last = 0, middle = 0;
+  explicit UnevenSplit(const Config& c)
+      : p(c.pipeline_model_parallel_size),
+        rounds(c.virtual_pipeline_model_parallel_size > 0 ? c.virtual_pipeline_model_parallel_size : 1),
+        first(c.num_layers_in_first_pipeline_stage),
+        last(c.num_layers_in_last_pipeline_stage) {
+    const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
+    middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
+  }
+  int64_t count(int64_t r) const {
+    if (r == 0 && first) return first;
+    if (r == p - 1 && last) return last;
+    return middle;
+  }
+  // Layers before stage r's chunk within one round.
+  int64_t chunk_offset(int64_t r) const {
+    if (r == 0) return 0;
+    return count(0) / rounds + (r - 1) * (middle / rounds);
+  }
+  template <class F>
+  void for_each_layer(int64_t r, F&& visit) const {
+    const int64_t per_round = (count(0) + count(p - 1) + (p - 2) * middle) / rounds;
+    const int64_t chunk = count(r) / rounds;
+    for (int64_t k = 0; k < rounds; ++k)
+      for (int64_t i = 0; i < chunk; ++i) visit(k * per_round + chunk_offset(r) + i);
+  }
+};
 
 }  // namespace
 
-ModelState bridge_model_state(const Config& c, Trace* trace) {
+ModelState bridge_model_state(const Config& c, Trace* trace, std::vector<StageParams>* stages) {
   const BridgeParams b = count_bridge(c, trace);
   const double t = double(c.tensor_model_parallel_size), p = double(c.pipeline_model_parallel_size);
   const double e = double(c.expert_model_parallel_size), te = double(c.expert_tensor_parallel_size);
@@ -149,52 +169,51 @@ ModelState bridge_model_state(const Config& c, Trace* trace) {
     s.params.routed_per_gpu = s.params.routed_experts / (p * e * te);
     note(trace, "bridge.dense_per_gpu", s.params.dense_per_gpu,
          "dense_transformer/(p·t) + Emb/t (+ Emb/t if untied and p = 1)  [§3.3 even split]");
-    if (c.pipeline_model_parallel_size > 1 && c.pipeline_model_parallel_size <= k_max_listed_stages) {
+    if (stages && c.pipeline_model_parallel_size > 1) {
       for (int64_t r = 0; r < c.pipeline_model_parallel_size; ++r) {
         StageParams stage;
         stage.num_layers = L / c.pipeline_model_parallel_size;
         stage.dense = s.params.dense_transformer / p + (r == 0 ? emb : 0.0) +
                       (r == c.pipeline_model_parallel_size - 1 ? emb : 0.0);
         stage.routed = s.params.routed_experts / p;
-        s.stages.push_back(stage);
+        stages->push_back(stage);
       }
     }
   } else {
     // Uneven split (§3.3): per-stage sums; MTP layers and the final norm on the last stage;
     // an embedding matrix on the first and on the last stage whatever the tying.
-    const auto stage_layers = uneven_stage_layers(c);
-    for (const auto& indices : stage_layers) {
+    const UnevenSplit split(c);
+    double dense_max = -1, routed_max = -1;
+    int64_t dense_arg = 0, routed_arg = 0;
+    for (int64_t r = 0; r < split.p; ++r) {
       StageParams stage;
-      stage.num_layers = int64_t(indices.size());
-      for (int64_t i : indices) {
+      stage.num_layers = split.count(r);
+      split.for_each_layer(r, [&](int64_t i) {
         const bool moe = c.is_moe_layer(i);
         stage.dense += moe ? b.moe_layer_dense : b.dense_layer;
         stage.routed += moe ? b.routed : 0.0;
+      });
+      if (r == split.p - 1) {
+        stage.dense += double(M) * (b.mtp_is_moe ? b.moe_layer_dense : b.dense_layer);
+        stage.routed += b.mtp_is_moe ? double(M) * b.routed : 0.0;
+        stage.dense += b.final_norm;
       }
-      s.stages.push_back(stage);
+      if (r == 0) stage.dense += emb;
+      if (r == split.p - 1) stage.dense += emb;
+      // Python's max() keeps the first of equal values.
+      if (stage.dense > dense_max) dense_max = stage.dense, dense_arg = r;
+      if (stage.routed > routed_max) routed_max = stage.routed, routed_arg = r;
+      if (stages) stages->push_back(stage);
     }
-    StageParams& last = s.stages.back();
-    last.dense += double(M) * (b.mtp_is_moe ? b.moe_layer_dense : b.dense_layer);
-    last.routed += b.mtp_is_moe ? double(M) * b.routed : 0.0;
-    last.dense += b.final_norm;
-    s.stages.front().dense += emb;
-    s.stages.back().dense += emb;
-
-    size_t dense_max = 0, routed_max = 0;
-    for (size_t r = 1; r < s.stages.size(); ++r) {
-      if (s.stages[r].dense > s.stages[dense_max].dense) dense_max = r;
-      if (s.stages[r].routed > s.stages[routed_max].routed) routed_max = r;
-    }
-    s.params.dense_per_gpu = s.stages[dense_max].dense / t;
-    s.params.routed_per_gpu = s.stages[routed_max].routed / (e * te);
-    const bool holds_embedding = dense_max == 0 || dense_max + 1 == s.stages.size();
+    s.params.dense_per_gpu = dense_max / t;
+    s.params.routed_per_gpu = routed_max / (e * te);
+    const bool holds_embedding = dense_arg == 0 || dense_arg == split.p - 1;
     s.params.embedding_per_gpu = holds_embedding ? emb / t : 0.0;
-    s.independent_maxima = s.params.routed_experts > 0 && dense_max != routed_max;
+    s.independent_maxima = s.params.routed_experts > 0 && dense_arg != routed_arg;
     note(trace, "bridge.dense_per_gpu", s.params.dense_per_gpu,
          "max over stages of dense_stage[r] / t  [§3.3 uneven split]");
-    note(trace, "bridge.dense_max_stage", double(dense_max), "stage with the most dense parameters");
-    note(trace, "bridge.routed_max_stage", double(routed_max), "stage with the most routed parameters");
-    if (int64_t(s.stages.size()) > k_max_listed_stages) s.stages.clear();
+    note(trace, "bridge.dense_max_stage", double(dense_arg), "stage with the most dense parameters");
+    note(trace, "bridge.routed_max_stage", double(routed_arg), "stage with the most routed parameters");
   }
   s.params.per_gpu = s.params.dense_per_gpu + s.params.routed_per_gpu;
 
@@ -216,23 +235,23 @@ ModelState bridge_model_state(const Config& c, Trace* trace) {
 }
 
 double bridge_activation(const Config& c, int64_t num_microbatches, Trace* trace) {
-  const BridgeParams b = count_bridge(c, nullptr);
+  const LayerCounts layers = bridge_layer_counts(c);
   const double s = double(c.seq_length), mb = double(c.micro_batch_size), h = double(c.hidden_size);
   const double p = double(c.pipeline_model_parallel_size), t = double(c.tensor_model_parallel_size);
   const double cp = double(c.context_parallel_size);
   const double f = double(c.ffn_hidden_size);
 
   // §3.5 step 1: average MLP width ratio over all layers (MoE: active width f_e·K + f_s).
-  double mlp_width = double(b.layers.dense) * f;
-  if (c.is_moe() && b.layers.moe > 0)
-    mlp_width += double(b.layers.moe) *
+  double mlp_width = double(layers.dense) * f;
+  if (c.is_moe() && layers.moe > 0)
+    mlp_width += double(layers.moe) *
                  (double(c.moe_ffn_hidden_size) * double(c.moe_router_topk) +
                   double(c.moe_shared_expert_intermediate_size));
-  const double ratio = mlp_width / (double(b.layers.total) * h);
+  const double ratio = mlp_width / (double(layers.total) * h);
   // Step 2: Korthikanti et al. 2022 Table 2, SP + selective recompute: sbh(18 + 4·f/h) bytes.
   const double per_layer = s * mb * h * (18 + 4 * ratio);
   // Step 3: the first stage keeps p microbatches of L/p layers: L layers' worth.
-  double x = per_layer * double(b.layers.total);
+  double x = per_layer * double(layers.total);
   note(trace, "bridge.mlp_width_ratio", ratio, "(L_dense·f + L_moe·(f_e·K + f_s)) / (L_tot·h)");
   note(trace, "bridge.activation_per_layer", per_layer, "s·b·h·(18 + 4·r)  [Korthikanti Table 2]");
   note(trace, "bridge.activation_layers", x, "per_layer · L_tot");

@@ -16,9 +16,10 @@ namespace {
 
 using detail::ModelState;
 
-ModelState model_state(const Config& c, Trace* trace) {
+ModelState model_state(const Config& c, Trace* trace,
+                       std::vector<StageParams>* stages = nullptr) {
   return c.profile == Profile::megatron_lm ? detail::lm_model_state(c, trace)
-                                           : detail::bridge_model_state(c, trace);
+                                           : detail::bridge_model_state(c, trace, stages);
 }
 
 double activation(const Config& c, int64_t num_microbatches, Trace* trace) {
@@ -78,6 +79,12 @@ std::string fixed2(double v) {
 
 }  // namespace
 
+namespace detail {
+void append_note(Trace& trace, std::string_view name, double value, std::string_view formula) {
+  trace.push_back({std::string(name), value, std::string(formula)});
+}
+}  // namespace detail
+
 std::string_view assumption_text(Assumption a) { return k_assumption_texts[size_t(a)]; }
 
 std::vector<std::string_view> Estimate::assumption_texts() const {
@@ -96,7 +103,6 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
   est.profile = c.profile;
   est.params = ms.params;
   est.layers = ms.layers;
-  est.stages = std::move(ms.stages);
 
   ModelStateComponent& dense = est.components[0];
   dense.kind = ComponentKind::dense_and_embedding;
@@ -133,12 +139,6 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
   if (include_activation) est.activation_bytes = activation(c, num_microbatches, trace);
   est.total_bytes = est.weight_and_optimizer_bytes + est.activation_bytes;
 
-  for (StageParams& stage : est.stages)
-    stage.weight_and_optimizer_bytes =
-        stage.dense / double(c.tensor_model_parallel_size) * ms.dense_bpp +
-        stage.routed / double(c.expert_model_parallel_size * c.expert_tensor_parallel_size) *
-            ms.expert_bpp;
-
   uint32_t& bits = est.assumptions;
   set(bits, Assumption::most_loaded_shard);
   set(bits, Assumption::bridge_byte_model);
@@ -162,6 +162,20 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
   }
   set(bits, Assumption::activation_not_reported, !lm && !sp_selective);
   return est;
+}
+
+std::vector<StageParams> pipeline_stages(const Config& c) {
+  std::vector<StageParams> stages;
+  if (c.profile != Profile::megatron_bridge || c.pipeline_model_parallel_size < 2) return stages;
+  const ModelState ms = model_state(c, nullptr, &stages);
+  // Each GPU of a stage holds 1/t of its dense and 1/(e·t_e) of its routed parameters (§3.3).
+  for (StageParams& stage : stages)
+    stage.weight_and_optimizer_bytes =
+        stage.dense / double(c.tensor_model_parallel_size) * ms.dense_bpp +
+        stage.routed /
+            (double(c.expert_model_parallel_size) * double(c.expert_tensor_parallel_size)) *
+            ms.expert_bpp;
+  return stages;
 }
 
 double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose) {

@@ -153,8 +153,9 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   out["layers"] = {{"total", est.layers.total}, {"dense", est.layers.dense}, {"moe", est.layers.moe}};
 
   ordered stages = ordered::array();
-  for (size_t r = 0; r < est.stages.size(); ++r) {
-    const StageParams& s = est.stages[r];
+  const std::vector<StageParams> stage_list = pipeline_stages(config);
+  for (size_t r = 0; r < stage_list.size(); ++r) {
+    const StageParams& s = stage_list[r];
     stages.push_back({{"stage", r},
                       {"num_layers", s.num_layers},
                       {"dense_params", num(s.dense)},

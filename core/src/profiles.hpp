@@ -9,24 +9,22 @@
 
 namespace trainmem::detail {
 
-// Pipelines with more stages than this are not listed stage by stage (the totals still are).
-inline constexpr int64_t k_max_listed_stages = 4096;
-
-// Appends to the trace when one is being kept; the formula text is only copied then.
+void append_note(Trace& trace, std::string_view name, double value, std::string_view formula);
+// Appends to the trace when one is being kept; nothing else happens on the fast path.
 inline void note(Trace* trace, std::string_view name, double value, std::string_view formula) {
-  if (trace) trace->push_back({std::string(name), value, std::string(formula)});
+  if (trace) [[unlikely]] append_note(*trace, name, value, formula);
 }
 
 struct ModelState {
   ParamCounts params;
   LayerCounts layers;
-  std::vector<StageParams> stages;  // per pipeline stage, when the profile knows them
   double dense_shard = 1, expert_shard = 1;  // optimizer shard sizes
   double dense_bpp = 18, expert_bpp = 18;    // bytes per parameter
   bool independent_maxima = false;           // Bridge quirk 1 applies
 };
 
-ModelState bridge_model_state(const Config& config, Trace* trace);
+// `stages`, when given, receives every pipeline stage's parameters (PP > 1).
+ModelState bridge_model_state(const Config& config, Trace* trace, std::vector<StageParams>* stages);
 double bridge_activation(const Config& config, int64_t num_microbatches, Trace* trace);
 
 ModelState lm_model_state(const Config& config, Trace* trace);

@@ -85,12 +85,13 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
   }
   if (est.has_activation) line("  activation: " + both(est.activation_bytes));
   line("  total: " + both(est.total_bytes));
-  if (!est.stages.empty()) {
+  const std::vector<StageParams> stages = pipeline_stages(c);
+  if (!stages.empty()) {
     line("");
     line("Pipeline stages (model state)");
-    for (size_t r = 0; r < est.stages.size(); ++r)
-      line("  stage " + std::to_string(r) + ": " + std::to_string(est.stages[r].num_layers) +
-           " layers, " + format_bytes(est.stages[r].weight_and_optimizer_bytes, ByteUnits::binary));
+    for (size_t r = 0; r < stages.size(); ++r)
+      line("  stage " + std::to_string(r) + ": " + std::to_string(stages[r].num_layers) +
+           " layers, " + format_bytes(stages[r].weight_and_optimizer_bytes, ByteUnits::binary));
   }
   line("");
   line("Assumptions");

@@ -80,18 +80,20 @@ TEST_CASE("a small dense model with tied embeddings on one GPU", "[bridge][golde
   // + 128·2·64 = 16,384 → 1,132,544; p = 1: + 128·2·64·4·(1 + 1000/64) = 1,089,536 → 2,222,080.
   CHECK(est.activation_bytes == 2'222'080.0);
   CHECK(est.total_bytes == 162'944.0 * 18 + 2'222'080.0);
-  CHECK(est.stages.empty());
+  CHECK(pipeline_stages(config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 2})")).empty());
 }
 
 TEST_CASE("an MoE model with shared experts and EP and the distributed optimizer on two stages",
           "[bridge][golden][moe]") {
-  const Estimate est = estimate_of(R"({"num_layers": 4, "hidden_size": 32,
+  const std::string json = R"({"num_layers": 4, "hidden_size": 32,
       "num_attention_heads": 4, "num_query_groups": 2, "kv_channels": 8, "ffn_hidden_size": 64,
       "vocab_size": 100, "gated_linear_unit": true, "activation_func": "silu",
       "num_moe_experts": 4, "moe_router_topk": 2, "moe_layer_freq": 2, "moe_ffn_hidden_size": 32,
       "moe_shared_expert_intermediate_size": 16, "seq_length": 64, "micro_batch_size": 1,
       "num_microbatches": 1, "pipeline_model_parallel_size": 2, "expert_model_parallel_size": 2,
-      "data_parallel_size": 4, "use_distributed_optimizer": true})");
+      "data_parallel_size": 4, "use_distributed_optimizer": true})";
+  const Estimate est = estimate_of(json);
+  const std::vector<StageParams> stages = stages_of(json);
   CAPTURE(est);
   // §3.1: freq 2 → layers 0 and 2 are MoE. §3.2: A = 2·32·32·((1 + 2/4)·(8·4/32)) = 3,072;
   // dense layer = 3,072 + 128 + 3·32·64 = 9,344; MoE layer (non-expert) = 3,072 + 128 + 3·32·16
@@ -115,9 +117,9 @@ TEST_CASE("an MoE model with shared experts and EP and the distributed optimizer
   // + 8·64·2 + 64·32·2 = 5,120 → 226,304; × min(1, 1/2) → 113,152; p > 1: no logits.
   CHECK(est.activation_bytes == 113'152.0);
   // Even split with p = 2: both stages hold 14,112 dense + one embedding matrix.
-  REQUIRE(est.stages.size() == 2);
-  CHECK(est.stages[0].dense == 14'112.0 + 3'200.0);
-  CHECK(est.stages[1].dense == 14'112.0 + 3'200.0);
+  REQUIRE(stages.size() == 2);
+  CHECK(stages[0].dense == 14'112.0 + 3'200.0);
+  CHECK(stages[1].dense == 14'112.0 + 3'200.0);
 }
 
 TEST_CASE("latent MoE with an MTP layer and context and expert parallelism", "[bridge][golden][moe]") {
@@ -157,31 +159,35 @@ TEST_CASE("uneven pipeline stages with interleaving deal layers round-robin", "[
       "share_embeddings_and_output_weights": false, "seq_length": 16, "micro_batch_size": 1)";
 
   SECTION("first 1, last 1 on three stages: the middle stage is the heaviest") {
-    const Estimate est = estimate_of("{" + model + R"(, "pipeline_model_parallel_size": 3,
-        "num_layers_in_first_pipeline_stage": 1, "num_layers_in_last_pipeline_stage": 1})");
+    const std::string json = "{" + model + R"(, "pipeline_model_parallel_size": 3,
+        "num_layers_in_first_pipeline_stage": 1, "num_layers_in_last_pipeline_stage": 1})";
+    const Estimate est = estimate_of(json);
+    const std::vector<StageParams> stages = stages_of(json);
     CAPTURE(est);
     // Stages hold 1, 4, 1 layers: [2,112 + 800, 4·2,112, 2,112 + 2·16 + 800].
-    REQUIRE(est.stages.size() == 3);
-    CHECK(est.stages[0].dense == 2'912.0);
-    CHECK(est.stages[1].dense == 8'448.0);
-    CHECK(est.stages[2].dense == 2'944.0);
+    REQUIRE(stages.size() == 3);
+    CHECK(stages[0].dense == 2'912.0);
+    CHECK(stages[1].dense == 8'448.0);
+    CHECK(stages[2].dense == 2'944.0);
     CHECK(est.params.dense_per_gpu == 8'448.0);
     CHECK(est.weight_and_optimizer_bytes == 8'448.0 * 18);
   }
   SECTION("VPP 2 on stages of 2 and 4 layers with a dense-first MoE pattern") {
-    const Estimate est = estimate_of("{" + model + R"(, "num_moe_experts": 2, "moe_router_topk": 1,
+    const std::string json = "{" + model + R"(, "num_moe_experts": 2, "moe_router_topk": 1,
         "moe_layer_freq": [0, 0, 1, 1, 1, 1], "pipeline_model_parallel_size": 2,
         "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 2,
-        "num_layers_in_last_pipeline_stage": 4})");
+        "num_layers_in_last_pipeline_stage": 4})";
+    const Estimate est = estimate_of(json);
+    const std::vector<StageParams> stages = stages_of(json);
     CAPTURE(est);
     // Round 1: stage 0 gets layer 0, stage 1 layers 1-2; round 2: stage 0 layer 3, stage 1 4-5.
     // Stage 0 {0, 3}: 2,112 + 1,088 + 800 = 4,000 dense, 2,048 routed.
     // Stage 1 {1, 2, 4, 5}: 2,112 + 3·1,088 + 32 + 800 = 6,208 dense, 3·2,048 = 6,144 routed.
-    REQUIRE(est.stages.size() == 2);
-    CHECK(est.stages[0].dense == 4'000.0);
-    CHECK(est.stages[0].routed == 2'048.0);
-    CHECK(est.stages[1].dense == 6'208.0);
-    CHECK(est.stages[1].routed == 6'144.0);
+    REQUIRE(stages.size() == 2);
+    CHECK(stages[0].dense == 4'000.0);
+    CHECK(stages[0].routed == 2'048.0);
+    CHECK(stages[1].dense == 6'208.0);
+    CHECK(stages[1].routed == 6'144.0);
     CHECK(est.weight_and_optimizer_bytes == 6'208.0 * 18 + 6'144.0 * 18);
     CHECK_FALSE(est.has(Assumption::uneven_independent_maxima));
   }

@@ -36,4 +36,8 @@ inline Estimate estimate_of(const std::string& json) {
   return estimate_training_memory(c, c.num_microbatches);
 }
 
+inline std::vector<StageParams> stages_of(const std::string& json) {
+  return pipeline_stages(config_from(json));
+}
+
 }  // namespace trainmem::test

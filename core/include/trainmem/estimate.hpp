@@ -80,7 +80,7 @@ struct LayerCounts {
   int64_t moe = 0;
 };
 
-// Per-stage parameters for uneven pipeline splits (Bridge, reference §3.3).
+// One pipeline stage's parameters (Bridge's placement, reference §3.3).
 struct StageParams {
   int64_t num_layers = 0;   // decoder layers on the stage
   double dense = 0;         // non-expert parameters, embedding included
@@ -118,7 +118,6 @@ struct Estimate {
   ParamCounts params;
   LayerCounts layers;
   StateBreakdown state;
-  std::vector<StageParams> stages;  // uneven pipeline splits only; first stage to last
   uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
@@ -145,6 +144,11 @@ std::string format_training_memory_estimate(const Estimate& estimate, std::strin
 // Megatron-LM's for megatron-lm). Core does no I/O: the caller prints it.
 std::string report_theoretical_memory(const Config& config, int64_t num_microbatches,
                                       Trace* verbose = nullptr);
+
+// Every pipeline stage's parameters and model-state bytes, first stage to last, for profiles that
+// place layers on stages (megatron-bridge; PP > 1). Empty otherwise. Kept apart from
+// estimate_training_memory so that the estimate itself never allocates.
+std::vector<StageParams> pipeline_stages(const Config& config);
 
 std::ostream& operator<<(std::ostream& os, const Estimate& estimate);
 

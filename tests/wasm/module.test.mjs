@@ -1,0 +1,119 @@
+// The WebAssembly module as the page sees it: JSON in, JSON out, every problem named by field.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadEngine, SINGLE_GPU } from './load.mjs';
+
+const engine = await loadEngine();
+const llama = engine.presets.find((p) => p.id === 'llama-3.1-70b');
+
+// Reference §7 worked example (llama3_70b_tp8_pp4_vpp5_dp4), Megatron-Bridge profile.
+const WORKED_EXAMPLE = {
+  ...llama?.config, vocab_size: 128256, should_pad_vocab: false, seq_length: 8192, micro_batch_size: 1,
+  tensor_model_parallel_size: 8, pipeline_model_parallel_size: 4, virtual_pipeline_model_parallel_size: 5,
+  data_parallel_size: 4, use_distributed_optimizer: true,
+};
+
+test('the worked example of the reference comes through the module unchanged', () => {
+  const r = engine.estimate(WORKED_EXAMPLE);
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.equal(r.weight_and_optimizer_bytes, 20434604544);
+  assert.ok(Math.abs(r.activation_bytes - 24734687231.999996) < 1e-3);
+  assert.equal(r.total_bytes, r.weight_and_optimizer_bytes + r.activation_bytes);
+  assert.equal(r.params.total, 70555025408);
+  assert.equal(r.stages.length, 4);
+});
+
+test('state parts and activation add up to the total', () => {
+  const r = engine.estimate(WORKED_EXAMPLE);
+  let sum = r.activation_bytes;
+  for (const cls of Object.values(r.state)) sum += cls.dense + cls.embedding + cls.expert;
+  assert.ok(Math.abs(sum - r.total_bytes) / r.total_bytes < 1e-12);
+});
+
+test('verbose adds a trace of named quantities with formulas; the default leaves it out', () => {
+  const quiet = engine.estimate(WORKED_EXAMPLE);
+  const loud = engine.estimate(WORKED_EXAMPLE, { verbose: true });
+  assert.equal(quiet.trace, undefined);
+  assert.ok(loud.trace.length > 5);
+  for (const t of loud.trace) {
+    assert.equal(typeof t.name, 'string');
+    assert.ok(Number.isFinite(t.value), t.name);
+    assert.ok(t.formula.length > 0, t.name);
+  }
+});
+
+test('bad values come back as issues naming their field, never as exceptions', () => {
+  const r = engine.estimate({
+    ...WORKED_EXAMPLE, num_layers: 30, hidden_size: 1.5, activation_func: 'Silu', profile: 'megatron',
+    tensor_model_parallel_size: '8', no_such_field: 1,
+  });
+  assert.equal(r.ok, false);
+  const fields = r.issues.map((i) => i.field);
+  for (const f of ['hidden_size', 'activation_func', 'profile', 'tensor_model_parallel_size', 'no_such_field']) {
+    assert.ok(fields.includes(f), `${f} missing from ${fields}`);
+  }
+  for (const issue of r.issues) assert.ok(issue.message.startsWith(`${issue.field}:`), issue.message);
+});
+
+test('an unknown categorical string is an error, never silently the first choice', () => {
+  const r = engine.estimate({ ...WORKED_EXAMPLE, recompute_granularity: 'everything' });
+  assert.equal(r.ok, false);
+  assert.deepEqual(r.issues.map((i) => i.field), ['recompute_granularity']);
+});
+
+test('the profile travels in the config and is validated by the core', () => {
+  const lm = engine.estimate({ ...WORKED_EXAMPLE, profile: 'megatron-lm' });
+  assert.equal(lm.ok, true);
+  assert.equal(lm.profile, 'megatron-lm');
+});
+
+test('malformed JSON text is an issue, not an exception', () => {
+  for (const text of ['{', '[]', '"x"', '', '{"num_layers": }']) {
+    const r = JSON.parse(engine.module.estimate(text, false));
+    assert.equal(r.ok, false, text);
+    assert.ok(r.issues.length > 0, text);
+  }
+});
+
+test('the module keeps working after thousands of calls, valid and invalid', () => {
+  for (let i = 0; i < 2000; i += 1) {
+    engine.estimate(i % 2 ? WORKED_EXAMPLE : { num_layers: 'x' });
+  }
+  assert.equal(engine.estimate(WORKED_EXAMPLE).weight_and_optimizer_bytes, 20434604544);
+});
+
+test('every preset estimates on one GPU with a sequence length and micro-batch given', () => {
+  assert.ok(engine.presets.length >= 9);
+  for (const preset of engine.presets) {
+    const r = engine.estimate({ ...preset.config, ...SINGLE_GPU });
+    assert.equal(r.ok, true, `${preset.id}: ${JSON.stringify(r.issues)}`);
+    assert.ok(r.total_bytes > 0 && Number.isFinite(r.total_bytes), preset.id);
+  }
+});
+
+test('the presets and GPUs the issue names are there', () => {
+  const presets = new Set(engine.presets.map((p) => p.id));
+  for (const id of ['gpt-3-175b', 'llama-3.1-8b', 'llama-3.1-70b', 'llama-3.1-405b', 'mixtral-8x7b',
+    'mixtral-8x22b', 'deepseek-v3', 'qwen3-30b-a3b', 'qwen3-235b-a22b']) assert.ok(presets.has(id), id);
+  const gpus = new Set(engine.gpus.map((g) => g.id));
+  for (const id of ['a100-40gb', 'a100-80gb', 'h100-80gb', 'h200-141gb', 'b200', 'mi300x-192gb', 'tpu-v5p']) {
+    assert.ok(gpus.has(id), id);
+  }
+  for (const g of engine.gpus) assert.ok(g.memory_bytes > 0, g.id);
+});
+
+test('field specs describe every field the resolved config reports', () => {
+  const specs = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
+  const r = engine.estimate(WORKED_EXAMPLE);
+  for (const name of Object.keys(r.config)) assert.ok(specs.has(name), name);
+  for (const s of engine.fieldSpecs) {
+    if (s.type === 'choice') assert.ok(s.choices.length > 0, s.name);
+    if (s.type === 'integer') assert.ok(Number.isInteger(s.min), s.name);
+  }
+});
+
+test('version() is the package version', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8'));
+  assert.equal(engine.version, pkg.version);
+});

@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* k_usage =
     "usage: trainmem estimate CONFIG.json|- [--format json|text] [--profile NAME] [--verbose]\n"
-    "       trainmem fields     the input fields (JSON: type, range, unit, default)\n"
+    "       trainmem fields [--format markdown]   the input fields (type, range, unit, default)\n"
     "       trainmem presets    the model presets (JSON)\n"
     "       trainmem gpus       the GPU table (JSON)\n"
     "       trainmem --version\n"
@@ -99,7 +99,12 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "--version") return std::cout << "trainmem 0.1.0\n", 0;
   if (command == "estimate") return estimate_command(args);
-  if (command == "fields") return std::cout << trainmem::field_specs_json() << "\n", 0;
+  if (command == "fields") {
+    if (args.size() == 2 && args[0] == "--format" && args[1] == "markdown")
+      return std::cout << trainmem::fields_markdown(), 0;
+    if (!args.empty()) return usage_error("fields takes only --format markdown");
+    return std::cout << trainmem::field_specs_json() << "\n", 0;
+  }
   if (command == "presets") return std::cout << trainmem::presets_json(), 0;
   if (command == "gpus") return std::cout << trainmem::gpus_json(), 0;
   return usage_error("unknown command " + command);

@@ -119,6 +119,14 @@ const std::vector<Field>& fields() {
       bool_field("add_bias_linear", G::model, "true",
                  "Linear layers have biases (megatron-lm counts the router bias).",
                  &C::add_bias_linear),
+      bool_field("add_qkv_bias", G::model, "false",
+                 "Biases on the query/key/value projections only (Qwen2); not counted by the "
+                 "reference profiles.",
+                 &C::add_qkv_bias),
+      bool_field("qk_layernorm", G::model, "false",
+                 "A norm on each query and key head (Qwen3, OLMo 2); not counted by the reference "
+                 "profiles.",
+                 &C::qk_layernorm),
       // MoE and MTP.
       int_field("num_moe_experts", G::moe, false, 0, k_max_count, "experts", "none (dense model)",
                 "Routed experts per MoE layer E; unset or 0 for a dense model.", &C::num_moe_experts),
@@ -425,6 +433,8 @@ ConfigInput to_input(const Config& c) {
   in.activation_func = c.activation_func;
   in.normalization = c.normalization;
   in.add_bias_linear = c.add_bias_linear;
+  in.add_qkv_bias = c.add_qkv_bias;
+  in.qk_layernorm = c.qk_layernorm;
   in.num_moe_experts = unless_zero(c.num_moe_experts);
   if (c.is_moe()) {
     if (c.moe_layer_freq_list.empty()) in.moe_layer_freq = c.moe_layer_freq;
@@ -514,6 +524,8 @@ Resolved resolve(const ConfigInput& in) {
   }
   c.normalization = in.normalization.value_or(Normalization::layer_norm);
   c.add_bias_linear = in.add_bias_linear.value_or(true);
+  c.add_qkv_bias = in.add_qkv_bias.value_or(false);
+  c.qk_layernorm = in.qk_layernorm.value_or(false);
 
   c.num_query_groups = in.num_query_groups.value_or(c.num_attention_heads);
   if (in.num_query_groups && have_shape && c.num_attention_heads % c.num_query_groups != 0)

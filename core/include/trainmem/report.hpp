@@ -22,4 +22,7 @@ std::string format_count(double count);
 // traced intermediate when `trace` is given, and last the reference's own log line.
 std::string text_report(const Config& config, const Estimate& estimate, const Trace* trace);
 
+// docs/fields.md: every input field by group, with type, range, unit, default and meaning.
+std::string fields_markdown();
+
 }  // namespace trainmem

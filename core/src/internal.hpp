@@ -9,10 +9,6 @@
 
 namespace trainmem {
 
-const std::array<std::string_view, 2>& profile_names();
-const std::array<std::string_view, 2>& normalization_names();
-const std::array<std::string_view, 4>& activation_names();
-const std::array<std::string_view, 3>& recompute_names();
 
 // A number as people read it in messages: integers without a fraction, others with up to
 // 15 significant digits.

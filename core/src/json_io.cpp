@@ -36,6 +36,7 @@ ordered field_value_json(const FieldValue& value) {
       for (double d : list) out.push_back(num(d));
       return out;
     }
+    ordered operator()(const std::vector<std::string>& list) const { return list; }
   } visitor;
   return std::visit(visitor, value);
 }
@@ -88,6 +89,9 @@ ParsedConfig parse_config_json(std::string_view text) {
       std::vector<double> list;
       for (const auto& x : value) list.push_back(x.get<double>());
       field_value = std::move(list);
+    } else if (value.is_array() && std::all_of(value.begin(), value.end(),
+                                               [](const auto& x) { return x.is_string(); })) {
+      field_value = value.get<std::vector<std::string>>();
     } else if (const FieldSpec* spec = find_field(key)) {
       // Objects and lists of non-numbers fit no field.
       problem = Issue{key, key + ": " + std::string(name_of(spec->type) == "integer_or_list"
@@ -222,14 +226,16 @@ std::string field_specs_json() {
                      {"type", name_of(spec.type)},
                      {"group", name_of(spec.group)},
                      {"required", spec.required}};
-    if (spec.type == FieldType::integer || spec.type == FieldType::integer_or_list) {
-      entry["min"] = spec.min;
-      entry["max"] = spec.max;
+    if (spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
+        spec.type == FieldType::number) {
+      entry["min"] = num(spec.min);
+      entry["max"] = num(spec.max);
     }
     if (!choices.empty()) entry["choices"] = choices;
     entry["unit"] = spec.unit;
     entry["default"] = spec.default_text;
     entry["description"] = spec.description;
+    entry["trainmem_only"] = spec.trainmem_only;
     list.push_back(entry);
   }
   return list.dump();

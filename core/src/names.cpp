@@ -1,64 +1,79 @@
-// Name tables for the enumerations of config.hpp. Names are what users write in JSON.
+// Name tables for the enumerations of config.hpp. Names are what users write in JSON; the order of
+// each table follows its enumeration (append-only).
 #include <array>
 
+#include "internal.hpp"
 #include "trainmem/config.hpp"
 
 namespace trainmem {
 namespace {
 
-template <class E, size_t N>
-std::string_view lookup(const std::array<std::string_view, N>& names, E value) {
-  static_assert(N == size_t(E::count), "one name per enumerator");
-  return names[size_t(value)];
-}
-
-template <class E, size_t N>
-std::optional<E> parse(const std::array<std::string_view, N>& names, std::string_view text) {
-  for (size_t i = 0; i < N; ++i)
-    if (names[i] == text) return E(i);
-  return std::nullopt;
-}
-
-constexpr std::array<std::string_view, 2> k_profiles = {"megatron-bridge", "megatron-lm"};
+constexpr std::array<std::string_view, 3> k_profiles = {"megatron-bridge", "megatron-lm", "trainmem"};
 // Megatron's own spellings (TransformerConfig.normalization).
 constexpr std::array<std::string_view, 2> k_norms = {"LayerNorm", "RMSNorm"};
 constexpr std::array<std::string_view, 4> k_activations = {"gelu", "silu", "relu", "squared_relu"};
 // "none" stands for Megatron's None (no recomputation); JSON null means the same.
-constexpr std::array<std::string_view, 3> k_recompute = {"none", "selective", "full"};
-constexpr std::array<std::string_view, 4> k_field_types = {"integer", "boolean", "choice",
-                                                           "integer_or_list"};
+constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
+constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};
+constexpr std::array<std::string_view, 7> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
+                                                      "mxfp8", "mxfp4", "int8"};
+constexpr std::array<std::string_view, 7> k_optimizers = {"adam", "adamw", "sgd",  "adafactor",
+                                                          "adam8bit", "lion", "muon"};
+constexpr std::array<std::string_view, 5> k_fp8_recipes = {"none", "delayed", "tensorwise",
+                                                           "blockwise", "mxfp8"};
+constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fused", "unfused"};
+constexpr std::array<std::string_view, 2> k_recompute_methods = {"uniform", "block"};
+constexpr std::array<std::string_view, 3> k_schedules = {"1f1b", "interleaved", "gpipe"};
+// Megatron's --recompute-modules names.
+constexpr std::array<std::string_view, 7> k_recompute_modules = {
+    "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
+constexpr std::array<std::string_view, 6> k_field_types = {"integer", "boolean", "choice",
+                                                           "integer_or_list", "number", "choice_list"};
 constexpr std::array<std::string_view, 6> k_field_groups = {"profile",  "model",    "moe",
                                                             "mla",      "training", "parallelism"};
 
+template <class E, size_t N>
+constexpr bool complete(const std::array<std::string_view, N>&) {
+  return N == size_t(E::count);
+}
+static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) &&
+              complete<ActivationFunc>(k_activations) &&
+              complete<RecomputeGranularity>(k_recompute) && complete<Framework>(k_frameworks) &&
+              complete<Dtype>(k_dtypes) && complete<Optimizer>(k_optimizers) &&
+              complete<Fp8Recipe>(k_fp8_recipes) &&
+              complete<AttentionBackend>(k_attention_backends) &&
+              complete<RecomputeMethod>(k_recompute_methods) &&
+              complete<PipelineSchedule>(k_schedules) &&
+              complete<RecomputeModule>(k_recompute_modules) &&
+              k_field_types.size() == 6 && k_field_groups.size() == 6,
+              "one name per enumerator");
+
 }  // namespace
 
-std::string_view name_of(Profile v) { return lookup(k_profiles, v); }
-std::string_view name_of(Normalization v) { return lookup(k_norms, v); }
-std::string_view name_of(ActivationFunc v) { return lookup(k_activations, v); }
-std::string_view name_of(RecomputeGranularity v) { return lookup(k_recompute, v); }
-std::string_view name_of(FieldType v) {
-  static_assert(k_field_types.size() == 4);
-  return k_field_types[size_t(v)];
-}
-std::string_view name_of(FieldGroup v) {
-  static_assert(k_field_groups.size() == 6);
-  return k_field_groups[size_t(v)];
-}
+template <> std::span<const std::string_view> enum_names<Profile>() { return k_profiles; }
+template <> std::span<const std::string_view> enum_names<Normalization>() { return k_norms; }
+template <> std::span<const std::string_view> enum_names<ActivationFunc>() { return k_activations; }
+template <> std::span<const std::string_view> enum_names<RecomputeGranularity>() { return k_recompute; }
+template <> std::span<const std::string_view> enum_names<Framework>() { return k_frameworks; }
+template <> std::span<const std::string_view> enum_names<Dtype>() { return k_dtypes; }
+template <> std::span<const std::string_view> enum_names<Optimizer>() { return k_optimizers; }
+template <> std::span<const std::string_view> enum_names<Fp8Recipe>() { return k_fp8_recipes; }
+template <> std::span<const std::string_view> enum_names<AttentionBackend>() { return k_attention_backends; }
+template <> std::span<const std::string_view> enum_names<RecomputeMethod>() { return k_recompute_methods; }
+template <> std::span<const std::string_view> enum_names<PipelineSchedule>() { return k_schedules; }
+template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
+template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
+template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 
-std::optional<Profile> profile_from_name(std::string_view s) { return parse<Profile>(k_profiles, s); }
+std::optional<Profile> profile_from_name(std::string_view s) { return from_name<Profile>(s); }
 std::optional<Normalization> normalization_from_name(std::string_view s) {
-  return parse<Normalization>(k_norms, s);
+  return from_name<Normalization>(s);
 }
 std::optional<ActivationFunc> activation_from_name(std::string_view s) {
-  return parse<ActivationFunc>(k_activations, s);
+  return from_name<ActivationFunc>(s);
 }
 std::optional<RecomputeGranularity> recompute_from_name(std::string_view s) {
-  return parse<RecomputeGranularity>(k_recompute, s);
+  return from_name<RecomputeGranularity>(s);
 }
-
-const std::array<std::string_view, 2>& profile_names() { return k_profiles; }
-const std::array<std::string_view, 2>& normalization_names() { return k_norms; }
-const std::array<std::string_view, 4>& activation_names() { return k_activations; }
-const std::array<std::string_view, 3>& recompute_names() { return k_recompute; }
 
 }  // namespace trainmem

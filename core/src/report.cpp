@@ -1,5 +1,7 @@
 #include "trainmem/report.hpp"
 
+#include "internal.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -145,8 +147,10 @@ std::string fields_markdown() {
       if (f.group != section.group) continue;
       std::string range;
       if (f.type == FieldType::integer || f.type == FieldType::integer_or_list) {
-        range = grouped(double(f.min)) + " … " + grouped(double(f.max));
-      } else if (f.type == FieldType::choice) {
+        range = grouped(f.min) + " … " + grouped(f.max);
+      } else if (f.type == FieldType::number) {
+        range = number_text(f.min) + " … " + number_text(f.max);
+      } else if (f.type == FieldType::choice || f.type == FieldType::choice_list) {
         for (size_t i = 0; i < f.choices.size(); ++i)
           range += (i ? ", `" : "`") + std::string(f.choices[i]) + "`";
       } else {
@@ -156,7 +160,8 @@ std::string fields_markdown() {
       for (char& ch : type) ch = ch == '_' ? ' ' : ch;
       out += "| `" + std::string(f.name) + "` | " + type + (f.required ? " (required)" : "") +
              " | " + range + " | " + std::string(f.unit) + " | " + std::string(f.default_text) +
-             " | " + std::string(f.description) + " |\n";
+             " | " + std::string(f.description) + (f.trainmem_only ? " *(trainmem profile)*" : "") +
+             " |\n";
     }
   }
   return out;

@@ -64,7 +64,7 @@ TEST_CASE("reading fields: names and types and ranges", "[validation]") {
   }
   SECTION("an unknown profile") {
     CHECK(messages_for(with(R"("profile": "deepspeed")")) ==
-          one("profile: must be one of \"megatron-bridge\", \"megatron-lm\", got the string \"deepspeed\""));
+          one("profile: must be one of \"megatron-bridge\", \"megatron-lm\", \"trainmem\", got the string \"deepspeed\""));
   }
   SECTION("an object where a value is needed") {
     CHECK(messages_for(with(R"("hidden_size": {"value": 64})")) ==
@@ -247,5 +247,28 @@ TEST_CASE("sequence and batch rules", "[validation]") {
   SECTION("sequence parallelism is off at TP = 1, as Megatron does") {
     const Config c = config_from(with(R"("sequence_parallel": true)"));
     CHECK_FALSE(c.sequence_parallel);
+  }
+}
+
+TEST_CASE("the reference profiles reject the trainmem profile's fields", "[validation]") {
+  SECTION("a framework choice would silently not be modelled") {
+    CHECK(messages_for(with(R"("framework": "deepspeed", "zero_stage": 2)")) ==
+          std::vector<std::string>{
+              "framework: is read only by the trainmem profile (profile is \"megatron-bridge\")",
+              "zero_stage: is read only by the trainmem profile (profile is \"megatron-bridge\")"});
+  }
+  SECTION("torchtitan's per-op selective recompute") {
+    CHECK(messages_for(with(R"("profile": "megatron-lm", "recompute_granularity": "selective_op")")) ==
+          one("recompute_granularity: \"selective_op\" is read only by the trainmem profile "
+              "(profile is \"megatron-lm\")"));
+  }
+  SECTION("a number field out of range is named with its range") {
+    CHECK(messages_for(with(R"("attention_dropout": 1.5)")) ==
+          std::vector<std::string>{"attention_dropout: must be between 0 and 1, got 1.5"});
+  }
+  SECTION("a list of choices with an unknown entry") {
+    CHECK(messages_for(with(R"("recompute_modules": ["core_attn", "everything"])")) ==
+          one("recompute_modules: entries must be among \"core_attn\", \"mlp\", \"moe_act\", "
+              "\"layernorm\", \"moe\", \"shared_experts\", \"mla_up_proj\", got \"everything\""));
   }
 }

@@ -29,15 +29,40 @@ struct Issue {
 };
 
 // Enumerations are append-only; each has a name table (names.cpp) used for parsing and printing.
-enum class Profile : uint8_t { megatron_bridge, megatron_lm, count };
+enum class Profile : uint8_t { megatron_bridge, megatron_lm, trainmem, count };
 enum class Normalization : uint8_t { layer_norm, rms_norm, count };
 enum class ActivationFunc : uint8_t { gelu, silu, relu, squared_relu, count };
-enum class RecomputeGranularity : uint8_t { none, selective, full, count };
+enum class RecomputeGranularity : uint8_t { none, selective, full, selective_op, count };
+// Training framework whose memory behaviour the trainmem profile follows.
+enum class Framework : uint8_t { megatron, deepspeed, fsdp2, ddp, count };
+// Storage formats; bytes per element (block scales included) are in the dtype table.
+enum class Dtype : uint8_t { fp32, bf16, fp16, fp8, mxfp8, mxfp4, int8, count };
+enum class Optimizer : uint8_t { adam, adamw, sgd, adafactor, adam8bit, lion, muon, count };
+enum class Fp8Recipe : uint8_t { none, delayed, tensorwise, blockwise, mxfp8, count };
+enum class AttentionBackend : uint8_t { flash, fused, unfused, count };
+enum class RecomputeMethod : uint8_t { uniform, block, count };
+enum class PipelineSchedule : uint8_t { one_f_one_b, interleaved, gpipe, count };
+// Megatron's --recompute-modules; a set of them is a bit mask (bit i: RecomputeModule(i)).
+enum class RecomputeModule : uint8_t {
+  core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
+};
+enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list };
+enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism };
 
-std::string_view name_of(Profile);
-std::string_view name_of(Normalization);
-std::string_view name_of(ActivationFunc);
-std::string_view name_of(RecomputeGranularity);
+// The names of an enumeration's values, in order (names.cpp).
+template <class E>
+std::span<const std::string_view> enum_names();
+template <class E>
+std::string_view name_of(E value) {
+  return enum_names<E>()[size_t(value)];
+}
+template <class E>
+std::optional<E> from_name(std::string_view text) {
+  const auto names = enum_names<E>();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == text) return E(i);
+  return std::nullopt;
+}
 std::optional<Profile> profile_from_name(std::string_view);
 std::optional<Normalization> normalization_from_name(std::string_view);
 std::optional<ActivationFunc> activation_from_name(std::string_view);
@@ -66,6 +91,25 @@ struct ConfigInput {
   std::optional<int64_t> seq_length, micro_batch_size, num_microbatches, global_batch_size;
   std::optional<bool> use_distributed_optimizer, sequence_parallel;
   std::optional<RecomputeGranularity> recompute_granularity;
+  // Frameworks, precisions, optimizers and offload (read by the trainmem profile only).
+  std::optional<Framework> framework;
+  std::optional<int64_t> zero_stage, data_parallel_shard_size, gpus_per_node;
+  std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
+      exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
+  std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
+      gradient_as_bucket_view;
+  std::optional<Fp8Recipe> fp8_recipe;
+  std::optional<Optimizer> optimizer;
+  std::optional<double> momentum, optimizer_offload_fraction, additional_buffer_factor,
+      gpu_memory_bytes;
+  // Activations (read by the trainmem profile only).
+  std::optional<AttentionBackend> attention_backend;
+  std::optional<double> attention_dropout, hidden_dropout, moe_expert_capacity_factor;
+  std::optional<RecomputeMethod> recompute_method;
+  std::optional<int64_t> recompute_num_layers;
+  std::optional<uint32_t> recompute_modules;  // bit mask of RecomputeModule
+  std::optional<PipelineSchedule> pipeline_schedule;
+  std::optional<bool> cross_entropy_loss_fusion;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
       virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
@@ -121,6 +165,41 @@ struct Config {
   bool sequence_parallel = false;
   RecomputeGranularity recompute_granularity = RecomputeGranularity::none;
 
+  // trainmem profile: framework, precisions, optimizer, offload. Defaults follow Megatron
+  // (bf16 weights, fp32 main gradients, fp32 master weights, Adam with fp32 states).
+  Framework framework = Framework::megatron;
+  int64_t zero_stage = 0;                // deepspeed 0..3, fsdp2 2 or 3
+  int64_t data_parallel_shard_size = 1;  // fsdp2 shard group (HSDP); = DP when unset
+  int64_t gpus_per_node = 8;
+  Dtype params_dtype = Dtype::bf16;
+  Dtype main_params_dtype = Dtype::fp32;
+  Dtype main_grads_dtype = Dtype::fp32;
+  Dtype exp_avg_dtype = Dtype::fp32;
+  Dtype exp_avg_sq_dtype = Dtype::fp32;
+  Dtype compute_dtype = Dtype::bf16;
+  Dtype expert_params_dtype = Dtype::bf16;
+  bool master_weights = true;
+  bool fp8_param_gather = false;
+  bool offload_params = false;
+  bool zero_init = true;
+  bool gradient_as_bucket_view = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::none;
+  Optimizer optimizer = Optimizer::adam;
+  double momentum = 0;
+  double optimizer_offload_fraction = 0;
+  double additional_buffer_factor = 1.5;
+  double gpu_memory_bytes = 0;  // 0: not given
+  // trainmem profile: activations.
+  AttentionBackend attention_backend = AttentionBackend::flash;
+  double attention_dropout = 0.1;  // TransformerConfig defaults
+  double hidden_dropout = 0.1;
+  double moe_expert_capacity_factor = 0;  // 0: dropless
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int64_t recompute_num_layers = 0;  // 0: every layer (with full recompute)
+  uint32_t recompute_modules = 1u << unsigned(RecomputeModule::core_attn);
+  PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
+  bool cross_entropy_loss_fusion = false;
+
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;
   int64_t virtual_pipeline_model_parallel_size = 0;  // 0: no interleaving
@@ -144,22 +223,19 @@ struct Config {
 };
 
 // ---- Field table: the single description of every input field ----
-enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list };
-enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism };
-std::string_view name_of(FieldType);
-std::string_view name_of(FieldGroup);
 
 struct FieldSpec {
   std::string_view name;
   FieldType type;
   FieldGroup group;
   bool required;
-  int64_t min;  // integers: smallest legal value
-  int64_t max;  // integers: largest legal value
+  double min;  // integers and numbers: smallest legal value
+  double max;  // integers and numbers: largest legal value
   std::span<const std::string_view> choices;  // choice fields: the accepted names
   std::string_view unit;                       // e.g. "layers", "tokens", "" for pure numbers
   std::string_view default_text;               // what an unset field resolves to
   std::string_view description;
+  bool trainmem_only = false;  // the reference profiles reject it when set
 };
 
 std::span<const FieldSpec> field_specs();
@@ -167,7 +243,7 @@ const FieldSpec* find_field(std::string_view name);
 
 // A value as it arrives from JSON or JavaScript, before it is checked against the field table.
 using FieldValue = std::variant<std::monostate /* null */, bool, double, std::string,
-                                std::vector<double>>;
+                                std::vector<double>, std::vector<std::string>>;
 
 // Sets one field of `input`; returns the problem if the name is unknown or the value does not
 // fit the field's type and range. A null value unsets the field.

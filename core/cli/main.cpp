@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/import.hpp"
 #include "trainmem/json_io.hpp"
 #include "trainmem/report.hpp"
 
@@ -16,6 +17,9 @@ namespace {
 constexpr const char* k_usage =
     "usage: trainmem estimate CONFIG.json|- [--format json|text] [--profile NAME] [--verbose]\n"
     "       trainmem fields [--format markdown]   the input fields (type, range, unit, default)\n"
+    "       trainmem import hf CONFIG.json [--base TRAINING.json]   Hugging Face config.json -> config\n"
+    "       trainmem import megatron-args [FILE|-] [--base TRAINING.json]   Megatron-LM arguments -> config\n"
+    "       trainmem export CONFIG.json|- [--format megatron-args|json]\n"
     "       trainmem presets    the model presets (JSON)\n"
     "       trainmem gpus       the GPU table (JSON)\n"
     "       trainmem --version\n"
@@ -87,6 +91,84 @@ int estimate_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+void print_issues(const std::vector<trainmem::Issue>& issues) {
+  for (const trainmem::Issue& issue : issues) std::cerr << issue.message << "\n";
+}
+
+// trainmem import hf|megatron-args SOURCE [--base TRAINING.json]: the imported fields over the
+// base's, as a config on stdout; what was read, assumed and ignored on stderr.
+int import_command(const std::vector<std::string>& args) {
+  if (args.empty() || (args[0] != "hf" && args[0] != "megatron-args"))
+    return usage_error("import needs a source kind: hf or megatron-args");
+  const bool hf = args[0] == "hf";
+  std::string path, base_path;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--base") {
+      if (i + 1 >= args.size()) return usage_error("--base needs a TRAINING.json path");
+      base_path = args[++i];
+    } else if (args[i].size() > 1 && args[i][0] == '-' && args[i] != "-") {
+      return usage_error("unknown option " + args[i]);
+    } else if (path.empty()) {
+      path = args[i];
+    } else {
+      return usage_error("expected one source, got also " + args[i]);
+    }
+  }
+  if (path.empty() && hf) return usage_error("import hf needs a CONFIG.json path (or - for stdin)");
+  if (path.empty()) path = "-";
+  std::string text, base_text = "{}";
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  if (!base_path.empty() && !read_input(base_path, base_text)) return usage_error("cannot read " + base_path);
+
+  const trainmem::ImportResult imported =
+      hf ? trainmem::import_hf_config(text) : trainmem::import_megatron_args(text);
+  if (!imported.ok()) return print_issues(imported.issues), 2;
+  const trainmem::ParsedConfig base = trainmem::parse_config_json(base_text);
+  if (!base.issues.empty()) {
+    for (const trainmem::Issue& issue : base.issues) std::cerr << "--base: " << issue.message << "\n";
+    return 2;
+  }
+  for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
+  for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
+  for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
+  std::cout << trainmem::config_input_json(trainmem::merge_import(base.input, imported), 2) << "\n";
+  return 0;
+}
+
+// trainmem export CONFIG.json [--format megatron-args|json]: the resolved config as Megatron-LM
+// arguments (what they cannot carry goes to stderr as "note:") or as trainmem JSON.
+int export_command(const std::vector<std::string>& args) {
+  std::string path, format = "megatron-args";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--format") {
+      if (i + 1 >= args.size() || (args[i + 1] != "megatron-args" && args[i + 1] != "json"))
+        return usage_error("--format: must be \"megatron-args\" or \"json\"");
+      format = args[++i];
+    } else if (args[i].size() > 1 && args[i][0] == '-' && args[i] != "-") {
+      return usage_error("unknown option " + args[i]);
+    } else if (path.empty()) {
+      path = args[i];
+    } else {
+      return usage_error("expected one CONFIG argument, got also " + args[i]);
+    }
+  }
+  if (path.empty()) return usage_error("export needs a CONFIG.json path (or - for stdin)");
+  std::string text;
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  const trainmem::ParsedConfig parsed = trainmem::parse_config_json(text);
+  if (!parsed.issues.empty()) return print_issues(parsed.issues), 2;
+  const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+  if (!resolved.ok()) return print_issues(resolved.issues), 2;
+  if (format == "json") {
+    std::cout << trainmem::export_config_json(resolved.config, 2) << "\n";
+    return 0;
+  }
+  const trainmem::MegatronExport exported = trainmem::export_megatron_args(resolved.config);
+  for (const std::string& note : exported.notes) std::cerr << "note: " << note << "\n";
+  std::cout << exported.args << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +181,8 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "--version") return std::cout << "trainmem 0.1.0\n", 0;
   if (command == "estimate") return estimate_command(args);
+  if (command == "import") return import_command(args);
+  if (command == "export") return export_command(args);
   if (command == "fields") {
     if (args.size() == 2 && args[0] == "--format" && args[1] == "markdown")
       return std::cout << trainmem::fields_markdown(), 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layout.hpp"
 #include "profiles.hpp"
 
 namespace trainmem::detail {
@@ -102,38 +103,6 @@ BridgeParams count_bridge(const Config& c, Trace* trace) {
   return b;
 }
 
-// §3.3 uneven split: stage r holds count(r) layers; with VPP v the layers are dealt in v rounds,
-// each round giving every stage, in order, the next count(r)/v layers. The layers of a stage are
-// visited in place, without building index lists.
-struct UnevenSplit {
-  int64_t p = 1, rounds = 1, first = 0, last = 0, middle = 0;
-  explicit UnevenSplit(const Config& c)
-      : p(c.pipeline_model_parallel_size),
-        rounds(c.virtual_pipeline_model_parallel_size > 0 ? c.virtual_pipeline_model_parallel_size : 1),
-        first(c.num_layers_in_first_pipeline_stage),
-        last(c.num_layers_in_last_pipeline_stage) {
-    const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
-    middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
-  }
-  int64_t count(int64_t r) const {
-    if (r == 0 && first) return first;
-    if (r == p - 1 && last) return last;
-    return middle;
-  }
-  // Layers before stage r's chunk within one round.
-  int64_t chunk_offset(int64_t r) const {
-    if (r == 0) return 0;
-    return count(0) / rounds + (r - 1) * (middle / rounds);
-  }
-  template <class F>
-  void for_each_layer(int64_t r, F&& visit) const {
-    const int64_t per_round = (count(0) + count(p - 1) + (p - 2) * middle) / rounds;
-    const int64_t chunk = count(r) / rounds;
-    for (int64_t k = 0; k < rounds; ++k)
-      for (int64_t i = 0; i < chunk; ++i) visit(k * per_round + chunk_offset(r) + i);
-  }
-};
-
 }  // namespace
 
 ModelState bridge_model_state(const Config& c, Trace* trace, std::vector<StageParams>* stages) {
@@ -182,13 +151,13 @@ ModelState bridge_model_state(const Config& c, Trace* trace, std::vector<StagePa
   } else {
     // Uneven split (§3.3): per-stage sums; MTP layers and the final norm on the last stage;
     // an embedding matrix on the first and on the last stage whatever the tying.
-    const UnevenSplit split(c);
+    const PipelineLayout split(c);
     double dense_max = -1, routed_max = -1;
     int64_t dense_arg = 0, routed_arg = 0;
     for (int64_t r = 0; r < split.p; ++r) {
       StageParams stage;
       stage.num_layers = split.count(r);
-      split.for_each_layer(r, [&](int64_t i) {
+      split.for_each_layer(r, [&](int64_t i, int64_t, int64_t) {
         const bool moe = c.is_moe_layer(i);
         stage.dense += moe ? b.moe_layer_dense : b.dense_layer;
         stage.routed += moe ? b.routed : 0.0;

@@ -114,8 +114,9 @@ const std::vector<Field>& fields() {
                 "Transformer (decoder) layers, L.", &C::num_layers),
       int_field("hidden_size", G::model, true, 1, k_max_count, "", "required",
                 "Hidden size h.", &C::hidden_size),
-      int_field("num_attention_heads", G::model, true, 1, k_max_count, "heads", "required",
-                "Attention (query) heads a.", &C::num_attention_heads),
+      int_field("num_attention_heads", G::model, true, 0, k_max_count, "heads", "required",
+                "Attention (query) heads a; 0: blocks without attention (trainmem profile).",
+                &C::num_attention_heads),
       int_field("num_query_groups", G::model, false, 1, k_max_count, "groups",
                 "num_attention_heads (MHA)", "Key/value head groups g (GQA); must divide the heads.",
                 &C::num_query_groups),
@@ -124,8 +125,9 @@ const std::vector<Field>& fields() {
       int_field("ffn_hidden_size", G::model, false, 1, k_max_count, "",
                 "4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)",
                 "MLP intermediate size f.", &C::ffn_hidden_size),
-      int_field("vocab_size", G::model, true, 1, k_max_count, "tokens", "required",
-                "Vocabulary size V (before padding).", &C::vocab_size),
+      int_field("vocab_size", G::model, true, 0, k_max_count, "tokens", "required",
+                "Vocabulary size V (before padding); 0: no embedding or output layer (trainmem "
+                "profile).", &C::vocab_size),
       int_field("make_vocab_size_divisible_by", G::model, false, 1, k_max_count, "", "128",
                 "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP.",
                 &C::make_vocab_size_divisible_by),
@@ -787,8 +789,6 @@ Resolved resolve(const ConfigInput& in) {
   auto n = [](int64_t v) { return number_text(double(v)); };
 
   c.profile = in.profile.value_or(Profile::megatron_bridge);
-  if (c.profile == Profile::trainmem)  // TRAINMEM_PROFILE_PENDING: removed when the profile lands
-    fail("profile", "\"trainmem\" is not available yet; use \"megatron-bridge\" or \"megatron-lm\"");
   const bool lm = c.profile == Profile::megatron_lm;
 
   // Model shape.
@@ -799,6 +799,19 @@ Resolved resolve(const ConfigInput& in) {
   c.seq_length = required(in.seq_length, "seq_length");
   c.micro_batch_size = required(in.micro_batch_size, "micro_batch_size");
   const bool have_shape = c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0;
+  if (c.profile != Profile::trainmem) {
+    // Blocks without attention and models without embeddings are the trainmem profile's.
+    if (in.num_attention_heads == 0)
+      fail("num_attention_heads", "must be at least 1, got 0 (blocks without attention need the "
+                                  "trainmem profile)");
+    if (in.vocab_size == 0)
+      fail("vocab_size", "must be at least 1, got 0 (a model without embeddings needs the "
+                         "trainmem profile)");
+    if (in.normalization == Normalization::none)
+      fail("normalization", "\"none\" needs the trainmem profile");
+    if (in.activation_func == ActivationFunc::identity)
+      fail("activation_func", "\"identity\" needs the trainmem profile");
+  }
 
   c.make_vocab_size_divisible_by = in.make_vocab_size_divisible_by.value_or(128);
   c.max_position_embeddings = in.max_position_embeddings.value_or(0);

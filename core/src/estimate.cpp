@@ -69,6 +69,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "×1.05, and no division by TP.",
     "Megatron-LM reads neither context_parallel_size nor uneven pipeline stage sizes.",
     "Megatron-LM puts the whole multi-token-prediction block on the most-loaded shard.",
+    "The CUDA context, NCCL buffers, library workspaces and allocator fragmentation are not yet "
+    "added: the figure is what PyTorch's max_memory_allocated would show.",
+    "Adafactor's factored statistics are kept whole on every rank (they are rows + columns, "
+    "not per parameter).",
 };
 
 std::string fixed2(double v) {
@@ -96,6 +100,13 @@ std::vector<std::string_view> Estimate::assumption_texts() const {
 
 Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
                                   bool include_activation, Trace* trace) {
+  if (c.profile == Profile::trainmem) {
+    Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
+    set(est.assumptions, Assumption::most_loaded_shard);
+    set(est.assumptions, Assumption::trainmem_runtime_excluded);
+    set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
+    return est;
+  }
   const bool lm = c.profile == Profile::megatron_lm;
   ModelState ms = model_state(c, trace);
 
@@ -166,6 +177,10 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
 
 std::vector<StageParams> pipeline_stages(const Config& c) {
   std::vector<StageParams> stages;
+  if (c.profile == Profile::trainmem) {
+    detail::trainmem_estimate(c, true, nullptr, &stages);
+    return stages;
+  }
   if (c.profile != Profile::megatron_bridge || c.pipeline_model_parallel_size < 2) return stages;
   const ModelState ms = model_state(c, nullptr, &stages);
   // Each GPU of a stage holds 1/t of its dense and 1/(e·t_e) of its routed parameters (§3.3).
@@ -183,6 +198,8 @@ double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose)
 }
 
 double compute_activation_memory(const Config& config, int64_t num_microbatches, Trace* verbose) {
+  if (config.profile == Profile::trainmem)
+    return estimate_training_memory(config, num_microbatches, true, verbose).activation_bytes;
   return activation(config, num_microbatches, verbose);
 }
 
@@ -204,8 +221,12 @@ std::string format_training_memory_estimate(const Estimate& est, std::string_vie
   return out;
 }
 
-std::string report_theoretical_memory(const Config& config, int64_t num_microbatches,
+std::string report_theoretical_memory(const Config& input_config, int64_t num_microbatches,
                                       Trace* verbose) {
+  // The trainmem profile prints the line Megatron-Bridge's training log would print for the
+  // same model and layout, for people who compare with it.
+  Config config = input_config;
+  if (config.profile == Profile::trainmem) config.profile = Profile::megatron_bridge;
   const bool sp_selective = config.sequence_parallel &&
                             config.recompute_granularity == RecomputeGranularity::selective;
   // Bridge reports activation only with SP + selective recompute; Megatron-LM always does (with

@@ -49,6 +49,12 @@ ordered config_json(const Config& config) {
   return out;
 }
 
+ordered moments_json(const Moments& m) {
+  return ordered{{"forward", num(m.forward)},
+                 {"backward", num(m.backward)},
+                 {"optimizer_step", num(m.optimizer_step)}};
+}
+
 ordered part_json(const PartBytes& part) {
   return ordered{{"dense", num(part.dense)}, {"embedding", num(part.embedding)},
                  {"expert", num(part.expert)}};
@@ -141,9 +147,20 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   out["components"] = components;
 
   out["state"] = {{"weights", part_json(est.state.weights)},
+                  {"weight_copies", part_json(est.state.weight_copies)},
                   {"gradients", part_json(est.state.gradients)},
                   {"master_weights", part_json(est.state.master_weights)},
-                  {"optimizer_states", part_json(est.state.optimizer_states)}};
+                  {"optimizer_states", part_json(est.state.optimizer_states)},
+                  {"buffers", part_json(est.state.buffers)}};
+  out["cpu_bytes"] = num(est.cpu_bytes);
+  if (est.profile == Profile::trainmem) {
+    out["most_loaded_stage"] = est.most_loaded_stage;
+    out["moments"] = moments_json(est.moments);
+    out["minimum_devices"] = est.minimum_devices > 0 ? num(est.minimum_devices) : ordered(nullptr);
+    if (est.deepspeed_gpu_bytes > 0)
+      out["deepspeed_estimator"] = {{"gpu_bytes", num(est.deepspeed_gpu_bytes)},
+                                    {"cpu_bytes", num(est.deepspeed_cpu_bytes)}};
+  }
   const ParamCounts& p = est.params;
   out["params"] = {{"total", num(p.total)},
                    {"dense_transformer", num(p.dense_transformer)},
@@ -160,14 +177,21 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   const std::vector<StageParams> stage_list = pipeline_stages(config);
   for (size_t r = 0; r < stage_list.size(); ++r) {
     const StageParams& s = stage_list[r];
-    stages.push_back({{"stage", r},
-                      {"num_layers", s.num_layers},
-                      {"dense_params", num(s.dense)},
-                      {"routed_params", num(s.routed)},
-                      {"weight_and_optimizer_bytes", num(s.weight_and_optimizer_bytes)},
-                      // The reference formulas compute activations for the first stage only.
-                      {"activation_bytes", r == 0 && est.has_activation ? num(est.activation_bytes)
-                                                                        : ordered(nullptr)}});
+    ordered stage = {{"stage", r},
+                     {"num_layers", s.num_layers},
+                     {"dense_params", num(s.dense)},
+                     {"routed_params", num(s.routed)},
+                     {"weight_and_optimizer_bytes", num(s.weight_and_optimizer_bytes)}};
+    if (est.profile == Profile::trainmem) {
+      stage["activation_bytes"] = num(s.activation_bytes);
+      stage["microbatches_in_flight"] = s.microbatches_in_flight;
+      stage["moments"] = moments_json(s.moments);
+      stage["total_bytes"] = num(s.total_bytes);
+    } else {
+      // The reference formulas compute activations for the first stage only.
+      stage["activation_bytes"] = r == 0 && est.has_activation ? num(est.activation_bytes) : ordered(nullptr);
+    }
+    stages.push_back(stage);
   }
   out["stages"] = stages;
 

@@ -10,8 +10,9 @@ namespace {
 
 constexpr std::array<std::string_view, 3> k_profiles = {"megatron-bridge", "megatron-lm", "trainmem"};
 // Megatron's own spellings (TransformerConfig.normalization).
-constexpr std::array<std::string_view, 2> k_norms = {"LayerNorm", "RMSNorm"};
-constexpr std::array<std::string_view, 4> k_activations = {"gelu", "silu", "relu", "squared_relu"};
+constexpr std::array<std::string_view, 3> k_norms = {"LayerNorm", "RMSNorm", "none"};
+constexpr std::array<std::string_view, 5> k_activations = {"gelu", "silu", "relu", "squared_relu",
+                                                           "identity"};
 // "none" stands for Megatron's None (no recomputation); JSON null means the same.
 constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
 constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};

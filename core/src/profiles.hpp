@@ -29,6 +29,10 @@ double bridge_activation(const Config& config, int64_t num_microbatches, Trace* 
 
 ModelState lm_model_state(const Config& config, Trace* trace);
 double lm_activation(const Config& config, int64_t num_microbatches, Trace* trace);
+// Profile trainmem: the whole estimate; `stages`, when given, receives every stage's figures.
+Estimate trainmem_estimate(const Config& config, bool include_activation, Trace* trace,
+                           std::vector<StageParams>* stages);
+
 // Megatron-LM uses the SP formula only with sequence parallelism and selective recompute.
 bool lm_uses_sp_formula(const Config& config);
 

@@ -60,7 +60,7 @@ TEST_CASE("reading fields: names and types and ranges", "[validation]") {
   }
   SECTION("an unknown choice lists the accepted ones") {
     CHECK(messages_for(with(R"("normalization": "rmsnorm")")) ==
-          one("normalization: must be one of \"LayerNorm\", \"RMSNorm\", got the string \"rmsnorm\""));
+          one("normalization: must be one of \"LayerNorm\", \"RMSNorm\", \"none\", got the string \"rmsnorm\""));
   }
   SECTION("an unknown profile") {
     CHECK(messages_for(with(R"("profile": "deepspeed")")) ==

@@ -30,8 +30,8 @@ struct Issue {
 
 // Enumerations are append-only; each has a name table (names.cpp) used for parsing and printing.
 enum class Profile : uint8_t { megatron_bridge, megatron_lm, trainmem, count };
-enum class Normalization : uint8_t { layer_norm, rms_norm, count };
-enum class ActivationFunc : uint8_t { gelu, silu, relu, squared_relu, count };
+enum class Normalization : uint8_t { layer_norm, rms_norm, none, count };  // none: trainmem only
+enum class ActivationFunc : uint8_t { gelu, silu, relu, squared_relu, identity, count };  // identity: trainmem only
 enum class RecomputeGranularity : uint8_t { none, selective, full, selective_op, count };
 // Training framework whose memory behaviour the trainmem profile follows.
 enum class Framework : uint8_t { megatron, deepspeed, fsdp2, ddp, count };

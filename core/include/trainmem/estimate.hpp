@@ -55,11 +55,23 @@ struct PartBytes {
 // Model state by tensor class. In the reference profiles the byte model is Megatron's bf16
 // mixed-precision Adam (reference §3.4): weight 2 B and fp32 main gradient 4 B per parameter,
 // fp32 master weight 4 B and Adam m, v 8 B sharded over the optimizer group.
+// The trainmem profile adds weight_copies (FP8 caches, autocast casts) and buffers (ZeRO-3 and
+// FSDP gathered layers, DDP gradient buckets); the reference profiles leave them at zero.
 struct StateBreakdown {
-  PartBytes weights, gradients, master_weights, optimizer_states;
+  PartBytes weights, weight_copies, gradients, master_weights, optimizer_states, buffers;
   double total() const {
-    return weights.total() + gradients.total() + master_weights.total() + optimizer_states.total();
+    return weights.total() + weight_copies.total() + gradients.total() + master_weights.total() +
+           optimizer_states.total() + buffers.total();
   }
+};
+
+// The moments of a training step whose largest is the peak (trainmem profile).
+struct Moments {
+  double forward = 0;         // end of the forward passes in flight
+  double backward = 0;        // backward, with a recomputed layer re-materialised
+  double optimizer_step = 0;  // activations freed, optimizer temporaries allocated
+  double peak() const { return forward > backward ? (forward > optimizer_step ? forward : optimizer_step)
+                                                  : (backward > optimizer_step ? backward : optimizer_step); }
 };
 
 struct ParamCounts {
@@ -86,6 +98,11 @@ struct StageParams {
   double dense = 0;         // non-expert parameters, embedding included
   double routed = 0;
   double weight_and_optimizer_bytes = 0;  // model state on one GPU of the stage
+  bool has_activation = false;            // the reference formulas know only the first stage
+  double activation_bytes = 0;            // activations in flight at the stage's peak
+  int64_t microbatches_in_flight = 0;     // trainmem profile: under the pipeline schedule
+  Moments moments;                        // trainmem profile
+  double total_bytes = 0;                 // the stage's peak on one GPU
 };
 
 // Statements that qualify the number; their text is in assumption_text().
@@ -103,6 +120,8 @@ enum class Assumption : uint8_t {
   lm_no_sp_formula,          // megatron-lm's no-SP formula (10 + 24/t, ×1.05)
   lm_ignores_cp_and_uneven,  // megatron-lm reads neither CP nor uneven stage sizes
   lm_mtp_on_most_loaded,     // megatron-lm puts the whole MTP block on the most-loaded shard
+  trainmem_runtime_excluded, // trainmem: CUDA context, NCCL and allocator overheads not yet added
+  trainmem_adafactor_local,  // trainmem: factored states are not sharded by the optimizer group
   count
 };
 std::string_view assumption_text(Assumption);
@@ -118,6 +137,14 @@ struct Estimate {
   ParamCounts params;
   LayerCounts layers;
   StateBreakdown state;
+  // trainmem profile (zero in the reference profiles):
+  int64_t most_loaded_stage = 0;    // the pipeline stage whose peak is the largest
+  Moments moments;                  // of that stage
+  double cpu_bytes = 0;             // CPU memory per node: offloaded state of its GPUs
+  double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
+  // framework deepspeed, ZeRO-2/3: what DeepSpeed's own estimator prints for this model and
+  // cluster (deepspeed.hpp), for comparison; 0 otherwise.
+  double deepspeed_gpu_bytes = 0, deepspeed_cpu_bytes = 0;
   uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }

@@ -1,0 +1,55 @@
+// Per-tensor activation accounting for the trainmem profile: what the forward pass of one
+// microbatch saves for backward, tensor by tensor, on one GPU (after tensor, sequence, context
+// and expert parallel splitting), under the configured recompute policy and attention kernel.
+//
+// The pipeline schedule (how many microbatches each stage keeps in flight), the placement of
+// layers on stages and the peak over the moments of a step are composed by the trainmem profile
+// (trainmem_profile.cpp) from these per-microbatch figures.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+// One tensor kept for backward.
+struct SavedTensor {
+  std::string_view name;    // e.g. "attention.qkv_input", "mlp.fc1_output"
+  std::string_view module;  // "attention", "mlp", "moe", "norm", "embedding", "output", "loss"
+  double bytes = 0;         // for one microbatch on one GPU
+  std::string_view dtype;   // "bf16", "fp32", "mask" (1 byte per element), ...
+  std::string_view source;  // where the rule comes from (paper table, framework code/doc)
+};
+using SavedTensors = std::vector<SavedTensor>;
+
+// How a layer is treated by the recompute policy.
+enum class LayerRecompute : uint8_t {
+  policy,        // the configured granularity: none, selective (recompute_modules) or selective_op
+  checkpointed,  // full recompute: this layer keeps only its input (the checkpoint)
+  inside_group,  // full recompute, uniform method: a layer after the first of its group keeps nothing
+};
+
+// Bytes one microbatch keeps alive for backward in one transformer layer on one GPU.
+// `detail`, when given, receives every saved tensor (their bytes sum to the result).
+double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompute recompute,
+                              SavedTensors* detail = nullptr);
+
+// The extra working set while one recomputed layer (full or selective) is re-run in backward:
+// the tensors the recomputation materialises before the layer's backward frees them.
+double layer_recompute_working_bytes(const Config& config, bool moe_layer);
+
+// First pipeline stage, per microbatch: embedding output / dropout mask and what the embedding
+// lookup keeps (token ids).
+double embedding_activation_bytes(const Config& config, SavedTensors* detail = nullptr);
+
+// Last pipeline stage, per microbatch: final norm output, the output layer's input and the
+// logits kept for the loss's backward (vocab-parallel cross entropy; fp32 unless fused).
+double output_activation_bytes(const Config& config, SavedTensors* detail = nullptr);
+
+// Last pipeline stage, transient at the loss: temporaries that exist only while the loss and
+// its gradient are computed for one microbatch (e.g. fp32 logits, softmax, grad of logits).
+double loss_transient_bytes(const Config& config);
+
+}  // namespace trainmem

@@ -1,0 +1,56 @@
+// The trainmem profile's data tables: storage formats and optimizer states. Every byte count of
+// model state comes from these rows (no per-dtype or per-optimizer constants elsewhere).
+#pragma once
+
+#include <array>
+#include <span>
+#include <string_view>
+
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+// A storage format: `block_bytes` bytes hold `block_elements` elements, scales included.
+struct DtypeInfo {
+  Dtype dtype;
+  double block_elements;
+  double block_bytes;
+  std::string_view source;
+  double bytes_per_element() const { return block_bytes / block_elements; }
+};
+std::span<const DtypeInfo> dtype_table();
+double bytes_per_element(Dtype dtype);
+
+// How one optimizer state is sized for a parameter tensor.
+enum class StateRule : uint8_t {
+  exp_avg,          // one element per parameter, in exp_avg_dtype
+  exp_avg_sq,       // one element per parameter, in exp_avg_sq_dtype
+  momentum,         // one element per parameter, in the master dtype (SGD with momentum > 0)
+  factored,         // matrices: rows + cols fp32 statistics; vectors: one per element (Adafactor)
+  quantized,        // int8 with an fp32 absmax per 2048-element block (8-bit Adam); fp32 below 4096 elements
+  muon_momentum,    // hidden matrices: one momentum element per parameter in exp_avg_dtype
+  muon_adam_exp_avg,     // everything else (embeddings, output layer, vectors): AdamW's two states
+  muon_adam_exp_avg_sq,
+  count
+};
+
+struct OptimizerInfo {
+  Optimizer optimizer;
+  std::array<StateRule, 3> states;  // StateRule::count ends the list
+  std::string_view source;
+};
+std::span<const OptimizerInfo> optimizer_table();
+const OptimizerInfo& optimizer_info(Optimizer optimizer);
+
+// What an FP8 recipe keeps besides the weights (Transformer Engine): FP8 copies of each linear
+// weight, rowwise for the forward GEMM and columnwise (the transpose) for the backward GEMM.
+struct Fp8RecipeInfo {
+  Fp8Recipe recipe;
+  double copy_bytes_per_element;  // one copy, scales included
+  double copies;                  // copies kept per weight (0 for no FP8)
+  std::string_view source;
+};
+std::span<const Fp8RecipeInfo> fp8_recipe_table();
+const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe);
+
+}  // namespace trainmem

@@ -1,0 +1,929 @@
+// Megatron-LM command lines in (import_megatron_args) and out (export_megatron_args), and
+// trainmem's own JSON out. Argument names, defaults and derivations follow NVIDIA Megatron-LM
+// megatron/training/arguments.py (_add_network_size_args, _add_moe_args, _add_mla_args,
+// validate_args) as read at the commit cited in ../shared/reference/megatron-formulas.md §1.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "internal.hpp"
+#include "trainmem/import.hpp"
+
+namespace trainmem {
+namespace {
+
+// ---- --moe-layer-freq expressions ----------------------------------------------------------
+//
+// Megatron-LM's moe_freq_type() eval()s the text after checking that it holds only digits,
+// commas, brackets, parentheses, + and * (_eval_pattern). Those characters admit this grammar:
+//   sum     := product ('+' product)*
+//   product := atom ('*' atom)*
+//   atom    := integer | '[' [sum (',' sum)* [',']] ']' | '(' sum ')'
+// evaluated with Python's meaning: int + int, int * int, list + list (concatenation), list * int
+// and int * list (repetition; a count <= 0 gives []). Other combinations are Python TypeErrors.
+
+constexpr int64_t k_max_pattern = 1'000'000;  // config.cpp accepts at most 10^6 layers
+constexpr int64_t k_max_number = 1'000'000'000;
+constexpr int k_max_depth = 100;
+
+struct PyValue {
+  bool is_list = false;
+  int64_t number = 0;
+  std::vector<int64_t> list;
+};
+
+class FreqParser {
+ public:
+  explicit FreqParser(std::string_view text) : s_(text) {}
+
+  bool parse(PyValue& out, std::string& error) {
+    if (!sum(out) || (pos_ != s_.size() && unexpected())) {
+      error = error_;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string_view s_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  std::string error_;
+
+  bool fail(const std::string& e) {
+    if (error_.empty()) error_ = e;
+    return false;
+  }
+  bool unexpected() {
+    if (pos_ >= s_.size()) return fail("the expression ends too early");
+    return fail("unexpected \"" + std::string(1, s_[pos_]) + "\" at position " +
+                std::to_string(pos_ + 1));
+  }
+  bool at(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
+
+  bool sum(PyValue& v) {
+    if (!product(v)) return false;
+    while (at('+')) {
+      ++pos_;
+      PyValue r;
+      if (!product(r)) return false;
+      if (v.is_list != r.is_list) return fail("cannot add a list and an integer");
+      if (v.is_list) {
+        if (int64_t(v.list.size() + r.list.size()) > k_max_pattern)
+          return fail("the list is longer than " + number_text(double(k_max_pattern)) + " entries");
+        v.list.insert(v.list.end(), r.list.begin(), r.list.end());
+      } else {
+        v.number += r.number;
+        if (v.number > k_max_number) return fail("a number exceeds " + number_text(double(k_max_number)));
+      }
+    }
+    return true;
+  }
+
+  bool product(PyValue& v) {
+    if (!atom(v)) return false;
+    while (at('*')) {
+      ++pos_;
+      PyValue r;
+      if (!atom(r)) return false;
+      if (v.is_list && r.is_list) return fail("cannot multiply two lists");
+      if (!v.is_list && !r.is_list) {
+        if (v.number != 0 && r.number > k_max_number / v.number)
+          return fail("a number exceeds " + number_text(double(k_max_number)));
+        v.number *= r.number;
+        continue;
+      }
+      const std::vector<int64_t> items = v.is_list ? v.list : r.list;
+      const int64_t times = v.is_list ? r.number : v.number;
+      if (times > 0 && int64_t(items.size()) > k_max_pattern / times)
+        return fail("the list is longer than " + number_text(double(k_max_pattern)) + " entries");
+      v.is_list = true;
+      v.list.clear();
+      for (int64_t i = 0; i < times; ++i) v.list.insert(v.list.end(), items.begin(), items.end());
+    }
+    return true;
+  }
+
+  bool atom(PyValue& v) {
+    if (pos_ >= s_.size()) return unexpected();
+    const char c = s_[pos_];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      v = PyValue{};
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+        v.number = v.number * 10 + (s_[pos_++] - '0');
+        if (v.number > k_max_number) return fail("a number exceeds " + number_text(double(k_max_number)));
+      }
+      return true;
+    }
+    if (c != '(' && c != '[') return unexpected();
+    if (++depth_ > k_max_depth) return fail("the expression is nested too deeply");
+    ++pos_;
+    bool ok = true;
+    if (c == '(') {
+      ok = sum(v) && (at(')') || unexpected());
+      if (ok) ++pos_;
+    } else {
+      v = PyValue{};
+      v.is_list = true;
+      while (ok && !at(']')) {
+        PyValue item;
+        ok = sum(item);
+        if (ok && item.is_list) ok = fail("lists inside lists are not supported");
+        if (ok) v.list.push_back(item.number);
+        if (ok && int64_t(v.list.size()) > k_max_pattern)
+          ok = fail("the list is longer than " + number_text(double(k_max_pattern)) + " entries");
+        if (ok && at(',')) ++pos_;
+        else if (ok && !at(']')) ok = unexpected();
+      }
+      if (ok) ++pos_;
+    }
+    --depth_;
+    return ok;
+  }
+};
+
+// ---- Shell words ---------------------------------------------------------------------------
+//
+// Enough of POSIX sh word splitting for pasted launch commands: blanks separate words;
+// backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \` escapes; a backslash
+// outside quotes escapes the next character; a word starting with # comments out the rest of
+// the line. Nothing is expanded ($VAR stays as written).
+struct Words {
+  std::vector<std::string> words;
+  std::string error;
+};
+
+Words shell_words(std::string_view s) {
+  Words out;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\\' && i + 1 < s.size()) {
+      if (s[i + 1] == '\n') { ++i; continue; }
+      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') { i += 2; continue; }
+      word += s[++i];
+      in_word = true;
+    } else if (c == '\'') {
+      const size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) return out.error = "unterminated ' quote", out;
+      word += s.substr(i + 1, end - i - 1);
+      in_word = true;
+      i = end;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '"'; ++j) {
+        if (s[j] == '\\' && j + 1 < s.size() && std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
+          if (s[j + 1] != '\n') word += s[j + 1];
+          ++j;
+        } else {
+          word += s[j];
+        }
+      }
+      if (j >= s.size()) return out.error = "unterminated \" quote", out;
+      in_word = true;
+      i = j;
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.words.push_back(word);
+  return out;
+}
+
+// A signed decimal integer as Python's int() reads one (surrounding blanks are already gone).
+std::optional<int64_t> parse_int(std::string_view s) {
+  size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  if (i == s.size() || s.size() - i > 15) return std::nullopt;
+  int64_t v = 0;
+  for (size_t j = i; j < s.size(); ++j) {
+    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return std::nullopt;
+    v = v * 10 + (s[j] - '0');
+  }
+  return s[0] == '-' ? -v : v;
+}
+
+std::string shown(std::string_view s) {
+  std::string shown(s.substr(0, 60));
+  if (s.size() > 60) shown += "…";
+  return "\"" + shown + "\"";
+}
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : " ") + v;
+  if (out.size() > 60) out = out.substr(0, 60) + "…";
+  return out;
+}
+
+// Arguments that matter for memory but have no trainmem field, with the reason; any other
+// unknown argument is reported as "not used by the estimate".
+struct Unmodelled {
+  std::string_view arg;
+  std::string_view why;
+};
+constexpr Unmodelled k_unmodelled[] = {
+    {"--bf16", "bf16 weights with fp32 main gradients and Adam states: the estimate's assumption"},
+    {"--fp16", "fp16 weights take the bytes of bf16 (the estimate's assumption)"},
+    {"--fp8-format", "FP8 training is not modelled (the estimate assumes bf16 weights)"},
+    {"--fp8-param-gather", "FP8 weights are not modelled (the estimate assumes bf16 weights)"},
+    {"--fp4-format", "FP4 training is not modelled (the estimate assumes bf16 weights)"},
+    {"--fp4-param", "FP4 weights are not modelled (the estimate assumes bf16 weights)"},
+    {"--main-grads-dtype", "not modelled (the estimate assumes fp32 main gradients)"},
+    {"--main-params-dtype", "not modelled (the estimate assumes fp32 master weights)"},
+    {"--exp-avg-dtype", "not modelled (the estimate assumes fp32 Adam states)"},
+    {"--exp-avg-sq-dtype", "not modelled (the estimate assumes fp32 Adam states)"},
+    {"--recompute-method", "not modelled (the reference formulas read only the granularity)"},
+    {"--recompute-num-layers", "not modelled (the reference formulas read only the granularity)"},
+    {"--window-size", "sliding-window attention is not modelled"},
+    {"--window-attn-skip-freq", "sliding-window attention is not modelled"},
+    {"--use-torch-fsdp2", "FSDP sharding is not modelled"},
+    {"--use-megatron-fsdp", "FSDP sharding is not modelled"},
+    {"--data-parallel-sharding-strategy", "FSDP sharding is not modelled"},
+    {"--cpu-offloading", "activation offloading is not modelled"},
+    {"--optimizer-cpu-offload", "optimizer offloading is not modelled"},
+    {"--pipeline-model-parallel-layout", "custom pipeline layouts are not modelled"},
+    {"--account-for-embedding-in-pipeline-split", "custom pipeline layouts are not modelled"},
+    {"--account-for-loss-in-pipeline-split", "custom pipeline layouts are not modelled"},
+    {"--encoder-num-layers", "encoder-decoder models are not modelled"},
+    {"--decoder-num-layers", "encoder-decoder models are not modelled (use --num-layers)"},
+    {"--apply-layernorm-1p", "LayerNorm1p has LayerNorm's parameters (counted as LayerNorm)"},
+    {"--num-query-groups", "ignored without --group-query-attention (Megatron-LM then uses num_attention_heads)"},
+    {"--rotary-percent", "rotary embeddings have no parameters"},
+    {"--rotary-base", "rotary embeddings have no parameters"},
+};
+
+// Arguments read into a field as they are (dashes become underscores except where named).
+struct IntArg {
+  std::string_view arg;
+  std::string_view field;
+};
+constexpr IntArg k_int_args[] = {
+    {"--num-layers", "num_layers"},
+    {"--hidden-size", "hidden_size"},
+    {"--ffn-hidden-size", "ffn_hidden_size"},
+    {"--num-attention-heads", "num_attention_heads"},
+    {"--kv-channels", "kv_channels"},
+    {"--vocab-size", "vocab_size"},
+    {"--make-vocab-size-divisible-by", "make_vocab_size_divisible_by"},
+    {"--num-experts", "num_moe_experts"},  // Megatron-LM's name for num_moe_experts
+    {"--moe-ffn-hidden-size", "moe_ffn_hidden_size"},
+    {"--moe-router-topk", "moe_router_topk"},
+    {"--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"},
+    {"--moe-latent-size", "moe_latent_size"},
+    {"--mtp-num-layers", "mtp_num_layers"},
+    {"--q-lora-rank", "q_lora_rank"},
+    {"--kv-lora-rank", "kv_lora_rank"},
+    {"--qk-head-dim", "qk_head_dim"},
+    {"--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"},
+    {"--v-head-dim", "v_head_dim"},
+    {"--seq-length", "seq_length"},
+    {"--micro-batch-size", "micro_batch_size"},
+    {"--global-batch-size", "global_batch_size"},
+    {"--tensor-model-parallel-size", "tensor_model_parallel_size"},
+    {"--pipeline-model-parallel-size", "pipeline_model_parallel_size"},
+    {"--context-parallel-size", "context_parallel_size"},
+    {"--expert-model-parallel-size", "expert_model_parallel_size"},
+    {"--expert-tensor-parallel-size", "expert_tensor_parallel_size"},
+    {"--decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"},
+    {"--decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"},
+    {"--data-parallel-size", "data_parallel_size"},  // trainmem's own: Megatron derives DP
+};
+
+// Flags that set one boolean field (store_true / store_false in arguments.py).
+struct FlagArg {
+  std::string_view arg;
+  std::string_view field;
+  bool value;
+};
+constexpr FlagArg k_flag_args[] = {
+    {"--untie-embeddings-and-output-weights", "share_embeddings_and_output_weights", false},
+    {"--disable-bias-linear", "add_bias_linear", false},  // store_false, dest add_bias_linear
+    {"--add-qkv-bias", "add_qkv_bias", true},
+    {"--qk-layernorm", "qk_layernorm", true},
+    {"--moe-shared-expert-gate", "moe_shared_expert_gate", true},
+    {"--multi-latent-attention", "multi_latent_attention", true},
+    {"--use-distributed-optimizer", "use_distributed_optimizer", true},
+    {"--sequence-parallel", "sequence_parallel", true},
+};
+
+struct Arg {
+  std::string name;  // "--num-layers"
+  std::vector<std::string> values;
+  bool used = false;
+};
+
+class MegatronReader {
+ public:
+  explicit MegatronReader(ImportResult& out) : out_(out) {}
+  void run(std::string_view text);
+
+ private:
+  ImportResult& out_;
+  std::vector<Arg> args_;
+  std::optional<int64_t> world_size_;
+  std::string world_source_;
+  std::vector<std::pair<std::string_view, int64_t>> ints_;  // fields read from k_int_args
+
+  void fail(std::string_view field, const std::string& message) {
+    out_.issues.push_back({std::string(field), message});
+  }
+  // The last occurrence of `name` (argparse keeps the last); every occurrence counts as used.
+  Arg* get(std::string_view name) {
+    Arg* last = nullptr;
+    for (Arg& a : args_)
+      if (a.name == name) a.used = true, last = &a;
+    return last;
+  }
+  bool flag(std::string_view name, std::string_view field) {
+    Arg* a = get(name);
+    if (a && !a->values.empty())
+      fail(field, std::string(name) + ": takes no value, got " + shown(joined(a->values)));
+    return a != nullptr;
+  }
+  std::optional<std::string> word(std::string_view name, std::string_view field) {
+    Arg* a = get(name);
+    if (!a) return std::nullopt;
+    if (a->values.empty()) {
+      fail(field, std::string(name) + ": needs a value");
+      return std::nullopt;
+    }
+    if (a->values.size() > 1) {
+      fail(field, std::string(name) + ": takes one value, got " + std::to_string(a->values.size()) +
+                      " (" + shown(joined(a->values)) + ")");
+      return std::nullopt;
+    }
+    return a->values[0];
+  }
+  std::optional<int64_t> integer(std::string_view name, std::string_view field) {
+    std::optional<std::string> w = word(name, field);
+    if (!w) return std::nullopt;
+    std::optional<int64_t> v = parse_int(*w);
+    if (!v)
+      fail(field, std::string(name) + ": must be an integer, got " + shown(*w) +
+                      (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
+    return v;
+  }
+  std::optional<int64_t> int_field(std::string_view field) const {
+    for (const auto& [f, v] : ints_)
+      if (f == field) return v;
+    return std::nullopt;
+  }
+  // Sets a field; a value the field rejects is reported with the argument's name.
+  bool put(std::string_view field, const FieldValue& value, std::string_view arg) {
+    if (auto problem = set_field(out_.input, field, value)) {
+      fail(field, std::string(arg) + ": " + problem->message.substr(problem->field.size() + 2));
+      return false;
+    }
+    return true;
+  }
+  void note_read(std::string_view field, const std::string& from) {
+    out_.read.push_back(std::string(field) + " ← " + from);
+  }
+
+  size_t split(const std::vector<std::string>& words);
+  void read_launcher(const std::vector<std::string>& words, size_t end);
+  void read_model(bool defines_model);
+  void read_parallel();
+  void read_rest();
+};
+
+// Splits the words into launcher and Megatron arguments: the arguments start after the training
+// script (the first word ending in .py), else at the first --option. Returns the start.
+size_t MegatronReader::split(const std::vector<std::string>& words) {
+  size_t start = words.size();
+  for (size_t i = 0; i < words.size() && start == words.size(); ++i)
+    if (words[i].size() > 3 && words[i].compare(words[i].size() - 3, 3, ".py") == 0) start = i + 1;
+  if (start == words.size())
+    for (size_t i = 0; i < words.size() && start == words.size(); ++i)
+      if (words[i].rfind("--", 0) == 0) start = i;
+  for (size_t i = start; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) == 0 && w.size() > 2) {
+      Arg a;
+      const size_t eq = w.find('=');
+      a.name = w.substr(0, eq);
+      if (eq != std::string::npos) a.values.push_back(w.substr(eq + 1));
+      args_.push_back(std::move(a));
+    } else if (!args_.empty()) {
+      args_.back().values.push_back(w);
+    } else {
+      out_.ignored.push_back(shown(w) + ": not an argument (no --name before it)");
+    }
+  }
+  return start;
+}
+
+// The launcher before the script: WORLD_SIZE=N, or torchrun's --nproc_per_node × --nnodes. Megatron
+// reads WORLD_SIZE from the environment the launcher sets (arguments.py parse_args).
+void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t end) {
+  std::optional<int64_t> nproc, nnodes;
+  bool launcher_unclear = false;
+  for (size_t i = 0; i < end; ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("WORLD_SIZE=", 0) == 0) {
+      if (auto v = parse_int(w.substr(11)); v && *v > 0) {
+        world_size_ = *v;
+        world_source_ = "WORLD_SIZE";
+      } else {
+        out_.ignored.push_back(w + ": not a positive integer; the world size is unknown");
+      }
+      continue;
+    }
+    const size_t eq = w.find('=');
+    const std::string name = w.substr(0, eq);
+    if (name != "--nproc_per_node" && name != "--nproc-per-node" && name != "--nnodes") continue;
+    std::string value = eq != std::string::npos ? w.substr(eq + 1) : (i + 1 < end ? words[i + 1] : "");
+    std::optional<int64_t> v = parse_int(value);
+    if (!v || *v <= 0) {
+      out_.ignored.push_back(name + " " + value + ": not a fixed count; the world size is unknown");
+      launcher_unclear = true;
+    }
+    (name == "--nnodes" ? nnodes : nproc) = v;
+  }
+  if (nproc && !launcher_unclear && !world_size_) {
+    world_size_ = *nproc * nnodes.value_or(1);
+    world_source_ = nnodes ? "--nproc_per_node × --nnodes" : "--nproc_per_node";
+  }
+}
+
+void MegatronReader::read_model(bool defines_model) {
+  // Group-query attention: --num-query-groups counts only with --group-query-attention, and then
+  // defaults to 1 (arguments.py: --num-query-groups default=1).
+  if (flag("--group-query-attention", "num_query_groups")) {
+    if (Arg* groups = get("--num-query-groups")) {
+      groups->used = false;  // read below through integer(), which marks it again
+      if (auto g = integer("--num-query-groups", "num_query_groups"); g && put("num_query_groups", double(*g), "--num-query-groups"))
+        note_read("num_query_groups", "--group-query-attention --num-query-groups " + number_text(double(*g)));
+    } else if (put("num_query_groups", 1.0, "--group-query-attention")) {
+      out_.assumed.push_back("num_query_groups ← 1 (--group-query-attention without "
+                             "--num-query-groups: Megatron-LM's default)");
+    }
+  }
+
+  // Activation (megatron/training/arguments.py core_transformer_config_from_args): --swiglu is
+  // gated SiLU, --quick-geglu gated quick-GELU (counted as gelu), --squared-relu squared ReLU;
+  // the default is GELU without a gate. They exclude each other (asserted there).
+  const bool swiglu = flag("--swiglu", "activation_func");
+  const bool geglu = flag("--quick-geglu", "activation_func");
+  const bool sq_relu = flag("--squared-relu", "activation_func");
+  flag("--openai-gelu", "activation_func");  // GELU's tanh variant: still gelu
+  if (int(swiglu) + int(geglu) + int(sq_relu) > 1) {
+    fail("activation_func", std::string(swiglu ? "--swiglu" : "--quick-geglu") + ": cannot be combined with " +
+                                (sq_relu ? "--squared-relu" : "--quick-geglu") + " (Megatron-LM asserts it)");
+  } else if (swiglu || geglu || sq_relu || defines_model) {
+    const bool gated = swiglu || geglu;
+    const std::string act = swiglu ? "silu" : sq_relu ? "squared_relu" : "gelu";
+    put("gated_linear_unit", gated, "--swiglu");
+    put("activation_func", act, "--swiglu");
+    const std::string what = std::string("gated_linear_unit = ") + (gated ? "true" : "false") +
+                             ", activation_func = \"" + act + "\"";
+    if (swiglu || geglu || sq_relu)
+      out_.read.push_back(what + " ← " + (swiglu ? "--swiglu" : geglu ? "--quick-geglu (quick-GELU counted as gelu)" : "--squared-relu"));
+    else
+      out_.assumed.push_back(what + " (Megatron-LM's default MLP: no --swiglu)");
+  }
+
+  for (const FlagArg& f : k_flag_args)
+    if (flag(f.arg, f.field) && put(f.field, f.value, f.arg))
+      note_read(f.field, std::string(f.value ? "true" : "false") + " (" + std::string(f.arg) + ")");
+  if (defines_model) {
+    // Megatron-LM's defaults when the flags are absent; set so the output shows them.
+    if (!out_.input.share_embeddings_and_output_weights && put("share_embeddings_and_output_weights", true, ""))
+      out_.assumed.push_back("share_embeddings_and_output_weights ← true (no "
+                             "--untie-embeddings-and-output-weights: Megatron-LM ties them)");
+    if (!out_.input.add_bias_linear && put("add_bias_linear", true, ""))
+      out_.assumed.push_back("add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)");
+  }
+
+  if (auto norm = word("--normalization", "normalization")) {
+    if (put("normalization", *norm, "--normalization")) note_read("normalization", "--normalization " + *norm);
+  } else if (defines_model && put("normalization", std::string("LayerNorm"), "")) {
+    out_.assumed.push_back("normalization ← LayerNorm (no --normalization: Megatron-LM's default)");
+  }
+
+  {
+    if (auto text = word("--moe-layer-freq", "moe_layer_freq")) {
+      LayerFreqValue v = parse_moe_layer_freq(*text);
+      if (!v.error.empty()) {
+        fail("moe_layer_freq", "--moe-layer-freq: " + v.error);
+      } else if (v.every) {
+        if (put("moe_layer_freq", double(*v.every), "--moe-layer-freq"))
+          note_read("moe_layer_freq", "--moe-layer-freq " + *text);
+      } else {
+        std::vector<double> list(v.pattern.begin(), v.pattern.end());
+        if (put("moe_layer_freq", list, "--moe-layer-freq"))
+          note_read("moe_layer_freq", "--moe-layer-freq " + *text + " (" +
+                                          std::to_string(list.size()) + " layers)");
+      }
+    }
+  }
+
+  // Position embeddings: Megatron-LM's default type is learned_absolute, whose table
+  // (max_position_embeddings × hidden) is a parameter; rope and none have none.
+  std::string pos_type = "learned_absolute";
+  bool pos_given = false;
+  if (auto t = word("--position-embedding-type", "max_position_embeddings")) pos_type = *t, pos_given = true;
+  if (flag("--use-rotary-position-embeddings", "max_position_embeddings")) pos_type = "rope", pos_given = true;
+  if (flag("--no-position-embedding", "max_position_embeddings")) pos_type = "none", pos_given = true;
+  if (Arg* a = get("--max-position-embeddings")) {
+    a->used = false;
+    if (auto n = integer("--max-position-embeddings", "max_position_embeddings")) {
+      if (pos_type == "learned_absolute") {
+        if (put("max_position_embeddings", double(*n), "--max-position-embeddings"))
+          note_read("max_position_embeddings", "--max-position-embeddings " + number_text(double(*n)) +
+                                                   (pos_given ? " (--position-embedding-type learned_absolute)"
+                                                              : " (learned absolute positions: Megatron-LM's "
+                                                                "default --position-embedding-type)"));
+      } else {
+        out_.ignored.push_back("--max-position-embeddings " + number_text(double(*n)) + ": " + pos_type +
+                               " positions have no parameters");
+      }
+    }
+  }
+
+  // --ffn-hidden-size defaults to 4h, or int(4h · 2/3 / 64) · 64 with --swiglu (arguments.py).
+  const std::optional<int64_t> hidden = int_field("hidden_size");
+  if (!int_field("ffn_hidden_size") && hidden && *hidden > 0) {
+    const int64_t ffn = swiglu ? static_cast<int64_t>((4.0 * double(*hidden) * 2.0 / 3.0) / 64.0) * 64
+                               : 4 * *hidden;
+    if (ffn > 0 && put("ffn_hidden_size", double(ffn), "--ffn-hidden-size"))
+      out_.assumed.push_back("ffn_hidden_size ← " +
+                             std::string(swiglu ? "int(4 × hidden_size × 2/3 / 64) × 64" : "4 × hidden_size") +
+                             " = " + number_text(double(ffn)) + " (no --ffn-hidden-size: Megatron-LM's default" +
+                             (swiglu ? " with --swiglu)" : ")"));
+  }
+}
+
+void MegatronReader::read_parallel() {
+  const int64_t layers = int_field("num_layers").value_or(0);
+  const int64_t tp = int_field("tensor_model_parallel_size").value_or(1);
+  const int64_t pp = int_field("pipeline_model_parallel_size").value_or(1);
+  const int64_t cp = int_field("context_parallel_size").value_or(1);
+  const bool uneven = int_field("num_layers_in_first_pipeline_stage") || int_field("num_layers_in_last_pipeline_stage");
+  auto n = [](int64_t v) { return number_text(double(v)); };
+  const std::string vpp = "virtual_pipeline_model_parallel_size";
+
+  // Virtual pipeline (validate_args): --num-layers-per-virtual-pipeline-stage gives
+  // (num_layers / PP) / that; --num-virtual-stages-per-pipeline-rank gives it directly (and is
+  // the one uneven pipelines need); a result of 1 means no interleaving (None).
+  const bool per_given = get("--num-layers-per-virtual-pipeline-stage") != nullptr;
+  const bool stages_given = get("--num-virtual-stages-per-pipeline-rank") != nullptr;
+  std::optional<int64_t> v;
+  std::string how;
+  if (per_given && stages_given) {
+    fail(vpp, "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+              "--num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one of them)");
+  } else if (per_given) {
+    const std::optional<int64_t> per = integer("--num-layers-per-virtual-pipeline-stage", vpp);
+    if (!per) {
+    } else if (*per < 1) {
+      fail(vpp, "--num-layers-per-virtual-pipeline-stage: must be at least 1, got " + n(*per));
+    } else if (uneven) {
+      fail(vpp, "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+                "--decoder-first/last-pipeline-num-layers (Megatron-LM needs "
+                "--num-virtual-stages-per-pipeline-rank for uneven pipelines)");
+    } else if (layers <= 0) {
+      fail(vpp, "--num-layers-per-virtual-pipeline-stage: needs --num-layers to give "
+                "virtual_pipeline_model_parallel_size");
+    } else if (pp < 1 || layers % pp != 0) {
+      fail(vpp, "--num-layers-per-virtual-pipeline-stage: num_layers (" + n(layers) +
+                    ") must be divisible by pipeline_model_parallel_size (" + n(pp) + ")");
+    } else if ((layers / pp) % *per != 0) {
+      fail(vpp, "--num-layers-per-virtual-pipeline-stage: must divide num_layers / "
+                "pipeline_model_parallel_size (" + n(layers) + " / " + n(pp) + " = " + n(layers / pp) +
+                    "), got " + n(*per));
+    } else {
+      v = layers / pp / *per;
+      how = "(num_layers / pipeline_model_parallel_size) / --num-layers-per-virtual-pipeline-stage = (" +
+            n(layers) + " / " + n(pp) + ") / " + n(*per) + " = " + n(*v);
+    }
+  } else if (stages_given) {
+    v = integer("--num-virtual-stages-per-pipeline-rank", vpp);
+    if (v) how = "--num-virtual-stages-per-pipeline-rank " + n(*v);
+  }
+  if (v && *v == 1) {
+    out_.read.push_back(vpp + ": none (" + how + "; Megatron-LM drops a size of 1)");
+  } else if (v && put(vpp, double(*v), per_given ? "--num-layers-per-virtual-pipeline-stage"
+                                                  : "--num-virtual-stages-per-pipeline-rank")) {
+    note_read(vpp, how);
+  }
+
+  // Data-parallel size: trainmem's --data-parallel-size, else WORLD_SIZE / (TP · PP · CP) as
+  // validate_args computes it from the launcher's world size.
+  if (int_field("data_parallel_size")) return;
+  if (!world_size_) {
+    out_.assumed.push_back("data_parallel_size: not set (Megatron derives it from the launcher as "
+                           "WORLD_SIZE / (TP × PP × CP); give WORLD_SIZE=N, torchrun "
+                           "--nproc_per_node/--nnodes, or --data-parallel-size)");
+    return;
+  }
+  if (tp < 1 || pp < 1 || cp < 1) return;  // already reported
+  const int64_t model = tp * pp * cp;
+  const std::string sizes = "(" + n(tp) + " × " + n(pp) + " × " + n(cp) + ")";
+  if (*world_size_ % model != 0) {
+    fail("data_parallel_size", world_source_ + ": the world size " + n(*world_size_) +
+                                   " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
+    return;
+  }
+  if (put("data_parallel_size", double(*world_size_ / model), world_source_))
+    note_read("data_parallel_size", world_source_ + " / (TP × PP × CP) = " + n(*world_size_) + " / " +
+                                        sizes + " = " + n(*world_size_ / model));
+}
+
+void MegatronReader::read_rest() {
+  // Recomputation: --recompute-activations means selective (validate_args), and wins.
+  if (auto g = word("--recompute-granularity", "recompute_granularity"))
+    if (put("recompute_granularity", *g, "--recompute-granularity"))
+      note_read("recompute_granularity", "--recompute-granularity " + *g);
+  if (flag("--recompute-activations", "recompute_granularity") &&
+      put("recompute_granularity", std::string("selective"), "--recompute-activations"))
+    note_read("recompute_granularity", "selective (--recompute-activations)");
+
+  const bool has_vocab = int_field("vocab_size").has_value();
+  for (Arg& a : args_) {
+    if (a.used) continue;
+    a.used = true;
+    std::string why = "not used by the estimate";
+    for (const Unmodelled& u : k_unmodelled)
+      if (u.arg == a.name) why = u.why;
+    if (!has_vocab && (a.name == "--tokenizer-type" || a.name == "--tokenizer-model" || a.name == "--vocab-file"))
+      why = "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or --vocab-size)";
+    if (a.name == "--optimizer" && a.values.size() == 1)
+      why = a.values[0] == "adam" ? "Adam: the estimate's assumption"
+                                  : "not modelled (the estimate assumes Adam's two fp32 states)";
+    out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);
+  }
+}
+
+void MegatronReader::run(std::string_view text) {
+  Words words = shell_words(text);
+  if (!words.error.empty()) return fail("command_line", "command line: " + words.error);
+  const size_t start = split(words.words);
+  if (args_.empty())
+    return fail("command_line", "command line: no Megatron-LM arguments (--name value) found");
+  read_launcher(words.words, start);
+
+  for (const IntArg& a : k_int_args)
+    if (auto v = integer(a.arg, a.field)) {
+      ints_.emplace_back(a.field, *v);
+      if (put(a.field, double(*v), a.arg)) note_read(a.field, std::string(a.arg) + " " + number_text(double(*v)));
+    }
+  // A line that gives the model's shape describes the whole model: Megatron-LM's defaults hold
+  // for everything it leaves out.
+  const bool defines_model = int_field("hidden_size") || int_field("num_layers");
+  out_.whole_model = defines_model;
+  read_model(defines_model);
+  read_parallel();
+  read_rest();
+}
+
+// A word as a POSIX shell reads it back: quoted unless every character is plainly safe.
+std::string shell_word(const std::string& w) {
+  const bool safe = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_.,=/:+@%").find(c) != std::string_view::npos;
+  });
+  return safe ? w : "'" + w + "'";
+}
+
+using ordered = nlohmann::ordered_json;
+
+ordered json_value(const FieldValue& value) {
+  struct {
+    ordered operator()(std::monostate) const { return nullptr; }
+    ordered operator()(bool b) const { return b; }
+    ordered operator()(double d) const { return number(d); }
+    ordered operator()(const std::string& s) const { return s; }
+    ordered operator()(const std::vector<double>& list) const {
+      ordered out = ordered::array();
+      for (double d : list) out.push_back(number(d));
+      return out;
+    }
+    ordered operator()(const std::vector<std::string>& list) const { return list; }
+    // Counts as JSON integers; the few real-valued fields (dropout, fractions) as they are.
+    static ordered number(double d) {
+      if (std::fabs(d) < 9.0e15 && d == std::floor(d)) return static_cast<int64_t>(d);
+      return d;
+    }
+  } visitor;
+  return std::visit(visitor, value);
+}
+
+}  // namespace
+
+LayerFreqValue parse_moe_layer_freq(std::string_view text) {
+  LayerFreqValue out;
+  if (text.empty()) return out.error = "needs a value", out;
+  if (text.find_first_not_of("0123456789,[]()+*") != std::string_view::npos) {
+    out.error = "only digits, commas, [, ], (, ), + and * are allowed (Megatron-LM's _eval_pattern), got " +
+                shown(text);
+    return out;
+  }
+  if (text.find('[') == std::string_view::npos) {
+    // moe_freq_type: without a bracket the text is int(x).
+    std::optional<int64_t> v = parse_int(text);
+    if (!v) out.error = "must be an integer or a list expression such as ([0]*3+[1]*58), got " + shown(text);
+    else out.every = *v;
+    return out;
+  }
+  PyValue value;
+  std::string error;
+  if (!FreqParser(text).parse(value, error)) {
+    out.error = error + " in " + shown(text);
+  } else if (!value.is_list) {
+    out.error = "the expression gives an integer, not a list: " + shown(text);
+  } else {
+    out.pattern = std::move(value.list);
+  }
+  return out;
+}
+
+std::string moe_layer_freq_expression(const std::vector<uint8_t>& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size();) {
+    size_t j = i;
+    while (j < pattern.size() && pattern[j] == pattern[i]) ++j;
+    out += (out.empty() ? "" : "+") + std::string("[") + (pattern[i] ? "1" : "0") + "]";
+    if (j - i > 1) out += "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out.empty() ? "[]" : "(" + out + ")";
+}
+
+ImportResult import_megatron_args(std::string_view command_line) {
+  ImportResult out;
+  MegatronReader(out).run(command_line);
+  if (!out.ok()) out.input = ConfigInput{};
+  return out;
+}
+
+ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) {
+  ConfigInput out = base;
+  for (const FieldSpec& spec : field_specs()) {
+    const FieldValue value = get_field(imported.input, spec.name);
+    const bool model_field = spec.group == FieldGroup::model || spec.group == FieldGroup::moe ||
+                             spec.group == FieldGroup::mla;
+    // The padding policy and the vocabulary a tokenizer gives are the run's, not the model file's.
+    const bool kept = spec.name == "make_vocab_size_divisible_by" || spec.name == "should_pad_vocab" ||
+                      spec.name == "vocab_size";
+    if (!std::holds_alternative<std::monostate>(value))
+      set_field(out, spec.name, value);  // the value came out of a field: it fits
+    else if (imported.whole_model && model_field && !kept)
+      set_field(out, spec.name, std::monostate{});
+  }
+  return out;
+}
+
+MegatronExport export_megatron_args(const Config& c) {
+  MegatronExport out;
+  std::vector<std::string> a;
+  auto n = [](int64_t v) { return number_text(double(v)); };
+  auto arg = [&](const std::string& name, int64_t value) { a.push_back(name + " " + n(value)); };
+
+  arg("--num-layers", c.num_layers);
+  arg("--hidden-size", c.hidden_size);
+  arg("--ffn-hidden-size", c.ffn_hidden_size);
+  arg("--num-attention-heads", c.num_attention_heads);
+  if (c.num_query_groups != c.num_attention_heads) {
+    a.push_back("--group-query-attention");
+    arg("--num-query-groups", c.num_query_groups);
+  }
+  arg("--kv-channels", c.kv_channels);
+  arg("--seq-length", c.seq_length);
+  if (c.max_position_embeddings > 0) {
+    a.push_back("--position-embedding-type learned_absolute");
+    arg("--max-position-embeddings", c.max_position_embeddings);
+  } else {
+    // Megatron-LM sizes its rotary tables by --max-position-embeddings; rope has no parameters.
+    a.push_back("--position-embedding-type rope");
+    arg("--max-position-embeddings", c.seq_length);
+  }
+  arg("--vocab-size", c.vocab_size);
+  arg("--make-vocab-size-divisible-by", c.make_vocab_size_divisible_by);
+  a.push_back("--normalization " + std::string(name_of(c.normalization)));
+
+  const ActivationFunc act = c.activation_func;
+  if (c.gated_linear_unit && act == ActivationFunc::silu) {
+    a.push_back("--swiglu");
+  } else if (c.gated_linear_unit && act == ActivationFunc::gelu) {
+    a.push_back("--quick-geglu");
+    out.notes.push_back("gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
+                        "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)");
+  } else if (!c.gated_linear_unit && act == ActivationFunc::squared_relu) {
+    a.push_back("--squared-relu");
+  } else if (c.gated_linear_unit || act != ActivationFunc::gelu) {
+    out.notes.push_back(std::string("gated_linear_unit = ") + (c.gated_linear_unit ? "true" : "false") +
+                        " with activation_func \"" + std::string(name_of(act)) +
+                        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use GELU)");
+  }
+  if (!c.add_bias_linear) a.push_back("--disable-bias-linear");
+  if (c.add_qkv_bias) a.push_back("--add-qkv-bias");
+  if (c.qk_layernorm) a.push_back("--qk-layernorm");
+  if (!c.share_embeddings_and_output_weights) a.push_back("--untie-embeddings-and-output-weights");
+
+  if (c.is_moe()) {
+    arg("--num-experts", c.num_moe_experts);
+    arg("--moe-ffn-hidden-size", c.moe_ffn_hidden_size);
+    arg("--moe-router-topk", c.moe_router_topk);
+    if (c.moe_layer_freq_list.empty())
+      arg("--moe-layer-freq", c.moe_layer_freq);
+    else
+      a.push_back("--moe-layer-freq " + shell_word(moe_layer_freq_expression(c.moe_layer_freq_list)));
+    if (c.moe_shared_expert_intermediate_size > 0)
+      arg("--moe-shared-expert-intermediate-size", c.moe_shared_expert_intermediate_size);
+    if (c.moe_shared_expert_gate) a.push_back("--moe-shared-expert-gate");
+    if (c.moe_latent_size > 0) arg("--moe-latent-size", c.moe_latent_size);
+  }
+  if (c.mtp_num_layers > 0) arg("--mtp-num-layers", c.mtp_num_layers);
+  if (c.multi_latent_attention) {
+    a.push_back("--multi-latent-attention");
+    if (c.q_lora_rank > 0) arg("--q-lora-rank", c.q_lora_rank);
+    arg("--kv-lora-rank", c.kv_lora_rank);
+    arg("--qk-head-dim", c.qk_head_dim);
+    arg("--qk-pos-emb-head-dim", c.qk_pos_emb_head_dim);
+    arg("--v-head-dim", c.v_head_dim);
+  }
+
+  arg("--micro-batch-size", c.micro_batch_size);
+  if (c.global_batch_size > 0) {
+    arg("--global-batch-size", c.global_batch_size);
+  } else if (c.num_microbatches > 0) {
+    const int64_t global = c.num_microbatches * c.micro_batch_size * c.data_parallel_size;
+    arg("--global-batch-size", global);
+    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) + ": exported as --global-batch-size " +
+                        n(global) + " = num_microbatches × micro_batch_size × data_parallel_size");
+  }
+  if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
+  if (c.sequence_parallel) a.push_back("--sequence-parallel");
+  if (c.recompute_granularity == RecomputeGranularity::selective) {
+    a.push_back("--recompute-granularity selective");
+  } else if (c.recompute_granularity == RecomputeGranularity::full) {
+    // TransformerConfig requires a method with full recomputation; the estimate does not read it.
+    a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+    out.notes.push_back("recompute_granularity full: exported with --recompute-method uniform "
+                        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
+  }
+
+  arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
+  arg("--pipeline-model-parallel-size", c.pipeline_model_parallel_size);
+  if (c.virtual_pipeline_model_parallel_size > 0) {
+    if (c.uneven_pipeline())
+      arg("--num-virtual-stages-per-pipeline-rank", c.virtual_pipeline_model_parallel_size);
+    else
+      arg("--num-layers-per-virtual-pipeline-stage",
+          c.num_layers / c.pipeline_model_parallel_size / c.virtual_pipeline_model_parallel_size);
+  }
+  if (c.num_layers_in_first_pipeline_stage > 0)
+    arg("--decoder-first-pipeline-num-layers", c.num_layers_in_first_pipeline_stage);
+  if (c.num_layers_in_last_pipeline_stage > 0)
+    arg("--decoder-last-pipeline-num-layers", c.num_layers_in_last_pipeline_stage);
+  if (c.context_parallel_size > 1) arg("--context-parallel-size", c.context_parallel_size);
+  if (c.is_moe()) {
+    arg("--expert-model-parallel-size", c.expert_model_parallel_size);
+    arg("--expert-tensor-parallel-size", c.expert_tensor_parallel_size);
+  }
+
+  if (c.data_parallel_size > 1) {
+    const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
+                          c.pipeline_model_parallel_size * c.context_parallel_size;
+    out.notes.push_back("data_parallel_size = " + n(c.data_parallel_size) +
+                        ": not a Megatron-LM argument (Megatron derives it from the launcher); launch on "
+                        "WORLD_SIZE = DP × TP × PP × CP = " + n(c.data_parallel_size) + " × " +
+                        n(c.tensor_model_parallel_size) + " × " + n(c.pipeline_model_parallel_size) +
+                        " × " + n(c.context_parallel_size) + " = " + n(world) + " GPUs");
+  }
+  if (c.profile != Profile::megatron_bridge)
+    out.notes.push_back("profile " + std::string(name_of(c.profile)) +
+                        ": trainmem's choice of reference, not a Megatron-LM argument");
+  if (c.profile == Profile::trainmem)
+    out.notes.push_back("fields of the trainmem profile (framework, precisions, optimizer, offload, "
+                        "activation policy) are not exported");
+  if (c.should_pad_vocab)
+    out.notes.push_back("should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
+
+  for (const std::string& part : a) out.args += (out.args.empty() ? "" : " ") + part;
+  return out;
+}
+
+std::string config_input_json(const ConfigInput& input, int indent) {
+  ordered out = ordered::object();
+  for (const FieldSpec& spec : field_specs()) {
+    const FieldValue value = get_field(input, spec.name);
+    if (!std::holds_alternative<std::monostate>(value)) out[std::string(spec.name)] = json_value(value);
+  }
+  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string export_config_json(const Config& config, int indent) {
+  return config_input_json(to_input(config), indent);
+}
+
+}  // namespace trainmem

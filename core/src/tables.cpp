@@ -1,0 +1,67 @@
+// Storage formats and optimizer states, one row each with its source.
+#include "trainmem/tables.hpp"
+
+#include <array>
+
+namespace trainmem {
+namespace {
+
+constexpr std::array<DtypeInfo, size_t(Dtype::count)> k_dtypes = {{
+    {Dtype::fp32, 1, 4, "IEEE 754 binary32"},
+    {Dtype::bf16, 1, 2, "bfloat16: 8 exponent, 7 mantissa bits"},
+    {Dtype::fp16, 1, 2, "IEEE 754 binary16"},
+    // Per-tensor scaled FP8 (E4M3/E5M2): the scale is one fp32 per tensor, negligible.
+    {Dtype::fp8, 1, 1, "OCP FP8 E4M3/E5M2 (Micikevicius et al. 2022), per-tensor scale"},
+    // OCP Microscaling v1.0: 32 elements share one 8-bit E8M0 scale.
+    {Dtype::mxfp8, 32, 33, "OCP Microscaling Formats (MX) v1.0: 32 × 1 B + 1 B E8M0 scale"},
+    {Dtype::mxfp4, 32, 17, "OCP Microscaling Formats (MX) v1.0: 32 × 4 bit + 1 B E8M0 scale"},
+    // bitsandbytes block-wise 8-bit optimizer states: blocks of 2048 with an fp32 absmax.
+    {Dtype::int8, 2048, 2048 + 4, "Dettmers et al. 2022, 8-bit optimizers via block-wise quantization (block 2048, fp32 absmax)"},
+}};
+
+constexpr StateRule k_end = StateRule::count;
+constexpr std::array<OptimizerInfo, size_t(Optimizer::count)> k_optimizers = {{
+    {Optimizer::adam, {StateRule::exp_avg, StateRule::exp_avg_sq, k_end},
+     "Kingma & Ba 2015; torch.optim.Adam keeps exp_avg and exp_avg_sq per parameter"},
+    {Optimizer::adamw, {StateRule::exp_avg, StateRule::exp_avg_sq, k_end},
+     "Loshchilov & Hutter 2019; torch.optim.AdamW keeps exp_avg and exp_avg_sq per parameter"},
+    {Optimizer::sgd, {StateRule::momentum, k_end, k_end},
+     "torch.optim.SGD: a momentum_buffer per parameter only when momentum > 0"},
+    {Optimizer::adafactor, {StateRule::factored, k_end, k_end},
+     "Shazeer & Stern 2018: factored second moment (row and column sums) for matrices, no first "
+     "moment (beta1 = None, the default)"},
+    {Optimizer::adam8bit, {StateRule::quantized, StateRule::quantized, k_end},
+     "Dettmers et al. 2022 (bitsandbytes Adam8bit): both states in block-wise int8; tensors "
+     "under 4096 elements keep fp32 states (min_8bit_size)"},
+    {Optimizer::lion, {StateRule::exp_avg, k_end, k_end},
+     "Chen et al. 2023 (Lion): one momentum state per parameter"},
+    {Optimizer::muon, {StateRule::muon_momentum, StateRule::muon_adam_exp_avg, StateRule::muon_adam_exp_avg_sq},
+     "Jordan et al. 2024 (Muon), Liu et al. 2025 (Moonlight): momentum for hidden 2-D matrices; "
+     "AdamW for embeddings, the output layer and vectors"},
+}};
+
+constexpr std::array<Fp8RecipeInfo, size_t(Fp8Recipe::count)> k_fp8_recipes = {{
+    {Fp8Recipe::none, 0, 0, "no FP8"},
+    {Fp8Recipe::delayed, 1, 2,
+     "Transformer Engine DelayedScaling: FP8 weight cast cached across microbatches, rowwise and "
+     "transposed (per-tensor scale)"},
+    {Fp8Recipe::tensorwise, 1, 2,
+     "Transformer Engine Float8CurrentScaling: per-tensor scaled FP8 weight and its transpose"},
+    // 128×128 weight blocks with one fp32 scale each (DeepSeek-V3 §3.3.2).
+    {Fp8Recipe::blockwise, 1 + 4.0 / (128 * 128), 2,
+     "Transformer Engine Float8BlockScaling / DeepSeek-V3 §3.3.2: 128×128 blocks, fp32 scale per block"},
+    {Fp8Recipe::mxfp8, 33.0 / 32, 2,
+     "Transformer Engine MXFP8BlockScaling: rowwise and columnwise MXFP8 copies (OCP MX v1.0)"},
+}};
+
+}  // namespace
+
+std::span<const Fp8RecipeInfo> fp8_recipe_table() { return k_fp8_recipes; }
+const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe) { return k_fp8_recipes[size_t(recipe)]; }
+
+std::span<const DtypeInfo> dtype_table() { return k_dtypes; }
+double bytes_per_element(Dtype dtype) { return k_dtypes[size_t(dtype)].bytes_per_element(); }
+std::span<const OptimizerInfo> optimizer_table() { return k_optimizers; }
+const OptimizerInfo& optimizer_info(Optimizer optimizer) { return k_optimizers[size_t(optimizer)]; }
+
+}  // namespace trainmem

@@ -1,0 +1,630 @@
+// Profile "trainmem": the estimator that goes beyond the references.
+//
+// 1. Inventory: every parameter tensor of a layer, with its local shape on one GPU after tensor
+//    and expert parallelism (Megatron Core's column/row-parallel split), counted as the model has
+//    it (norm types, biases, qk-norm, router, MLA structure, MTP projections, padded vocabulary).
+// 2. Placement: decoder layers on pipeline stages as Megatron places them (layout.hpp); the
+//    embedding on the first stage; final norm, output layer (or the tied copy) and MTP on the last.
+// 3. Bytes per tensor class: each framework's rule (below) gives every tensor class a dtype
+//    (tables.hpp) and a sharding group; optimizer states come from the optimizer table.
+// 4. Activations per microbatch (activations.cpp) times the microbatches the schedule keeps in
+//    flight on each stage; the peak of a stage is the largest of the moments of a step.
+// The most-loaded GPU is the stage whose peak is largest.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+
+#include "layout.hpp"
+#include "profiles.hpp"
+#include "trainmem/activations.hpp"
+#include "trainmem/deepspeed.hpp"
+#include "trainmem/tables.hpp"
+
+namespace trainmem::detail {
+namespace {
+
+enum class Part : uint8_t { dense, embedding, expert };
+
+// Identical parameter tensors on one GPU. cols == 1 for vectors (norms, biases).
+struct Tensors {
+  Part part = Part::dense;
+  double count = 0;
+  double rows = 0, cols = 1;
+  bool linear = false;  // a GEMM weight: FP8 copies and autocast casts apply
+  bool hidden = false;  // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
+  double elements() const { return rows * cols; }
+  double params() const { return count * rows * cols; }
+};
+
+struct Inventory {
+  std::array<Tensors, 64> items{};
+  int n = 0;
+  void add(Part part, double count, double rows, double cols, bool linear, bool hidden) {
+    if (count <= 0 || rows <= 0 || cols <= 0) return;
+    // At most ~45 groups exist (an MTP MoE layer on a dense last stage); the bound is structural.
+    if (n == int(items.size())) std::abort();
+    items[size_t(n++)] = {part, count, rows, cols, linear, hidden};
+  }
+  void add_vectors(Part part, double count, double length) { add(part, count, length, 1, false, false); }
+  double params(Part part) const {
+    double sum = 0;
+    for (int i = 0; i < n; ++i)
+      if (items[size_t(i)].part == part) sum += items[size_t(i)].params();
+    return sum;
+  }
+  double params() const { return params(Part::dense) + params(Part::embedding) + params(Part::expert); }
+};
+
+// How a GPU's share of the model is cut: 1 everywhere gives the whole model.
+struct Shard {
+  double t = 1;   // tensor parallel
+  double e = 1;   // expert parallel
+  double te = 1;  // expert tensor parallel
+};
+
+// Parameter vectors of one norm: RMSNorm a weight, LayerNorm a weight and a bias.
+double norm_vectors(const Config& c) {
+  switch (c.normalization) {
+    case Normalization::rms_norm: return 1;
+    case Normalization::layer_norm: return 2;
+    default: return 0;
+  }
+}
+
+// Attention, MLP / MoE and norms of one decoder layer, `layers` times (Megatron Core
+// TransformerLayer: column-parallel QKV and fc1, row-parallel projection and fc2; biases of
+// row-parallel layers and norms are replicated).
+void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double layers) {
+  const double h = double(c.hidden_size), a = double(c.num_attention_heads);
+  const double g = double(c.num_query_groups), k = double(c.kv_channels);
+  const double n = norm_vectors(c);
+  const double glu = c.gated_linear_unit ? 2 : 1;
+  const bool bias = c.add_bias_linear;
+
+  const bool attention = c.num_attention_heads > 0;  // 0: a block without attention
+  inv.add_vectors(Part::dense, (attention ? 2 : 1) * n * layers, h);  // input / pre-MLP norms
+  if (!attention) {
+    // nothing: the block is its MLP
+  } else if (c.multi_latent_attention) {
+    // DeepSeek-V2 MLA (Megatron Core MLASelfAttention): down projections and their norms are
+    // replicated; up projections are column-parallel; the output projection row-parallel.
+    const double dqk = double(c.qk_head_dim), drope = double(c.qk_pos_emb_head_dim);
+    const double dv = double(c.v_head_dim), rkv = double(c.kv_lora_rank);
+    if (c.q_lora_rank > 0) {
+      const double rq = double(c.q_lora_rank);
+      inv.add(Part::dense, layers, h, rq, true, true);
+      inv.add_vectors(Part::dense, n * layers, rq);
+      inv.add(Part::dense, layers, rq, a * (dqk + drope) / s.t, true, true);
+    } else {
+      inv.add(Part::dense, layers, h, a * (dqk + drope) / s.t, true, true);
+    }
+    inv.add(Part::dense, layers, h, rkv + drope, true, true);
+    inv.add_vectors(Part::dense, n * layers, rkv);
+    inv.add(Part::dense, layers, rkv, a * (dqk + dv) / s.t, true, true);
+    inv.add(Part::dense, layers, a * dv / s.t, h, true, true);
+    if (bias) inv.add_vectors(Part::dense, layers, h);
+  } else {
+    inv.add(Part::dense, layers, h, (a + 2 * g) * k / s.t, true, true);  // fused QKV
+    inv.add(Part::dense, layers, a * k / s.t, h, true, true);            // output projection
+    if (bias || c.add_qkv_bias) inv.add_vectors(Part::dense, layers, (a + 2 * g) * k / s.t);
+    if (bias) inv.add_vectors(Part::dense, layers, h);
+  }
+  if (attention && c.qk_layernorm) {
+    const double head = c.multi_latent_attention ? double(c.qk_head_dim + c.qk_pos_emb_head_dim) : k;
+    inv.add_vectors(Part::dense, 2 * n * layers, head);
+  }
+
+  if (!moe) {
+    const double f = double(c.ffn_hidden_size);
+    inv.add(Part::dense, layers, h, glu * f / s.t, true, true);
+    inv.add(Part::dense, layers, f / s.t, h, true, true);
+    if (bias) inv.add_vectors(Part::dense, layers, glu * f / s.t), inv.add_vectors(Part::dense, layers, h);
+    return;
+  }
+  // MoE layer (Megatron Core MoELayer): a replicated router, E/EP local experts split by ETP,
+  // optional latent projections and shared experts.
+  const double E = double(c.num_moe_experts), fe = double(c.moe_ffn_hidden_size);
+  const double hr = c.moe_latent_size > 0 ? double(c.moe_latent_size) : h;
+  inv.add(Part::dense, layers, h, E, false, false);  // router (kept on AdamW by Muon recipes)
+  if (bias) inv.add_vectors(Part::dense, layers, E);
+  const double local_experts = E / s.e;
+  inv.add(Part::expert, layers * local_experts, hr, glu * fe / s.te, true, true);
+  inv.add(Part::expert, layers * local_experts, fe / s.te, hr, true, true);
+  if (bias) {
+    inv.add_vectors(Part::expert, layers * local_experts, glu * fe / s.te);
+    inv.add_vectors(Part::expert, layers * local_experts, hr);
+  }
+  if (c.moe_latent_size > 0) {
+    inv.add(Part::dense, layers, h, hr, true, true);
+    inv.add(Part::dense, layers, hr, h, true, true);
+  }
+  const double fs = double(c.moe_shared_expert_intermediate_size);
+  if (fs > 0) {
+    inv.add(Part::dense, layers, h, glu * fs / s.t, true, true);
+    inv.add(Part::dense, layers, fs / s.t, h, true, true);
+    if (c.moe_shared_expert_gate) inv.add(Part::dense, layers, h, 1, false, false);
+  }
+}
+
+// Embedding rows allocated: Megatron pads the vocabulary to a multiple of m·TP
+// (vocab_utils.calculate_padded_vocab_size); PyTorch models keep the vocabulary as it is.
+double vocab_rows(const Config& c) {
+  if (c.framework != Framework::megatron) return double(c.vocab_size);
+  return double(padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
+                                  c.tensor_model_parallel_size));
+}
+
+// Embedding on the first stage; final norm, output layer (or the tied copy Megatron keeps on
+// the last stage when PP > 1) and the MTP layers on the last.
+void add_stage_extras(Inventory& inv, const Config& c, const Shard& s, bool first, bool last,
+                      bool mtp_is_moe, double v) {
+  const double h = double(c.hidden_size);
+  const bool one_stage = first && last;
+  if (first) {
+    inv.add(Part::embedding, 1, v / s.t, h, false, false);
+    if (c.max_position_embeddings > 0) inv.add(Part::embedding, 1, double(c.max_position_embeddings), h, false, false);
+  }
+  if (last) {
+    inv.add_vectors(Part::dense, norm_vectors(c), h);  // final norm
+    if (!c.share_embeddings_and_output_weights || !one_stage)
+      inv.add(Part::embedding, 1, v / s.t, h, true, false);
+    const double m = double(c.mtp_num_layers);
+    if (m > 0) {
+      // Megatron Core MultiTokenPredictionLayer: enorm, hnorm, eh_proj (2h -> h, column
+      // parallel), a transformer layer, and its final norm.
+      inv.add_vectors(Part::dense, 3 * norm_vectors(c) * m, h);
+      inv.add(Part::dense, m, 2 * h, h / s.t, true, true);
+      add_layer(inv, c, s, mtp_is_moe, m);
+    }
+  }
+}
+
+struct StageLayers {
+  double dense = 0, moe = 0;
+};
+
+StageLayers stage_layers(const Config& c, const PipelineLayout& layout, int64_t r) {
+  StageLayers out;
+  if (!c.is_moe()) {
+    out.dense = double(layout.count(r));
+    return out;
+  }
+  layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t) { (c.is_moe_layer(i) ? out.moe : out.dense) += 1; });
+  return out;
+}
+
+Inventory stage_inventory(const Config& c, const Shard& s, const PipelineLayout& layout, int64_t r) {
+  Inventory inv;
+  const StageLayers layers = stage_layers(c, layout, r);
+  add_layer(inv, c, s, false, layers.dense);
+  add_layer(inv, c, s, true, layers.moe);
+  const int64_t L = c.num_layers;
+  add_stage_extras(inv, c, s, r == 0, r == layout.p - 1, L > 0 && c.is_moe_layer(L - 1),
+                   vocab_rows(c));
+  return inv;
+}
+
+// ---- Bytes per tensor class ----
+
+double part_add(PartBytes& bytes, Part part, double value) {
+  (part == Part::dense ? bytes.dense : part == Part::embedding ? bytes.embedding : bytes.expert) += value;
+  return value;
+}
+
+// Bytes of the optimizer's states for one group of tensors (whole, before any sharding).
+double optimizer_state_bytes(const Config& c, const Tensors& t) {
+  const OptimizerInfo& info = optimizer_info(c.optimizer);
+  const bool muon_matrix = t.hidden && t.cols > 1;
+  double bytes = 0;
+  for (StateRule rule : info.states) {
+    switch (rule) {
+      case StateRule::exp_avg: bytes += t.params() * bytes_per_element(c.exp_avg_dtype); break;
+      case StateRule::exp_avg_sq: bytes += t.params() * bytes_per_element(c.exp_avg_sq_dtype); break;
+      case StateRule::momentum:
+        if (c.momentum > 0) bytes += t.params() * bytes_per_element(c.main_params_dtype);
+        break;
+      case StateRule::factored:
+        bytes += t.count * (t.cols > 1 ? t.rows + t.cols : t.rows) * bytes_per_element(Dtype::fp32);
+        break;
+      case StateRule::quantized:
+        // bitsandbytes keeps 32-bit states for tensors under min_8bit_size = 4096 elements.
+        bytes += t.params() * bytes_per_element(t.elements() < 4096 ? Dtype::fp32 : Dtype::int8);
+        break;
+      case StateRule::muon_momentum:
+        if (muon_matrix) bytes += t.params() * bytes_per_element(c.exp_avg_dtype);
+        break;
+      case StateRule::muon_adam_exp_avg:
+        if (!muon_matrix) bytes += t.params() * bytes_per_element(c.exp_avg_dtype);
+        break;
+      case StateRule::muon_adam_exp_avg_sq:
+        if (!muon_matrix) bytes += t.params() * bytes_per_element(c.exp_avg_sq_dtype);
+        break;
+      case StateRule::count: break;
+    }
+  }
+  return bytes;
+}
+
+struct StageState {
+  StateBreakdown gpu;
+  double cpu = 0;                  // offloaded to host memory, for this GPU
+  double optimizer_temporary = 0;  // allocated during the optimizer step only
+  double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
+  double dense_local = 0, expert_local = 0;
+};
+
+// Sharding group sizes for dense and expert parameters' data-parallel state.
+struct Groups {
+  double dense = 1, expert = 1;
+};
+
+Groups data_parallel_groups(const Config& c) {
+  Groups g;
+  const double cp = double(c.context_parallel_size);
+  // Megatron shards over the DP × CP group (intra_dp_cp); FSDP2's shard group spans
+  // data_parallel_shard_size ranks (HSDP replicates over the rest).
+  const double dp = c.framework == Framework::fsdp2 ? double(c.data_parallel_shard_size)
+                                                    : double(c.data_parallel_size);
+  g.dense = dp * cp;
+  // Expert data parallel: DP·TP·CP / (EP·ETP) ranks hold the same experts.
+  g.expert = std::max(1.0, dp * double(c.tensor_model_parallel_size) * cp /
+                               (double(c.expert_model_parallel_size) *
+                                double(c.expert_tensor_parallel_size)));
+  return g;
+}
+
+// `largest_layer`: parameters of the largest decoder layer on this GPU (FSDP2's unit of gathering).
+StageState stage_state(const Config& c, const Inventory& inv, double largest_layer, Trace* trace) {
+  StageState out;
+  StateBreakdown& st = out.gpu;
+  const Groups groups = data_parallel_groups(c);
+  const Framework fw = c.framework;
+  const int64_t stage = c.zero_stage;
+  const Fp8RecipeInfo& fp8 = fp8_recipe_info(c.fp8_recipe);
+  const double offload = c.optimizer_offload_fraction;
+
+  // The largest tensor a GPU must gather whole (ZeRO-3 module) and the largest layer (FSDP unit).
+  double largest_tensor = 0;
+  for (int i = 0; i < inv.n; ++i) largest_tensor = std::max(largest_tensor, inv.items[size_t(i)].elements());
+
+  for (int i = 0; i < inv.n; ++i) {
+    const Tensors& t = inv.items[size_t(i)];
+    const double P = t.params();
+    const Part part = t.part;
+    const double n = part == Part::expert ? groups.expert : groups.dense;
+    out.params_local += P;
+    (part == Part::expert ? out.expert_local : out.dense_local) += P;
+
+    Dtype weight_dtype = part == Part::expert ? c.expert_params_dtype : c.params_dtype;
+    const double w = bytes_per_element(weight_dtype);
+    // FP8 weights (fp8_param_gather) are the low-precision copy itself.
+    const bool fp8_weight = c.fp8_param_gather && t.linear && part != Part::embedding;
+    const double stored_w = fp8_weight ? fp8.copy_bytes_per_element : w;
+    const bool needs_master =
+        c.master_weights && (fp8_weight || bytes_per_element(c.main_params_dtype) > w);
+    const double master = needs_master ? bytes_per_element(c.main_params_dtype) : 0;
+    const double grad = bytes_per_element(c.main_grads_dtype);
+    const double optimizer = optimizer_state_bytes(c, t);
+
+    // FP8 recipes cache rowwise and columnwise FP8 weights (one fewer when the weight is FP8).
+    if (c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
+      part_add(st.weight_copies, part, P * fp8.copy_bytes_per_element * (fp8.copies - (fp8_weight ? 1 : 0)));
+
+    switch (fw) {
+      case Framework::megatron: {
+        // Megatron DDP: the weights and an unsharded main-gradient buffer (main_grads_dtype) on
+        // every rank; the distributed optimizer shards master weights and optimizer states over
+        // DP × CP (docs: dist_optimizer.md); optimizer_offload_fraction moves that share to CPU.
+        const double shard = c.use_distributed_optimizer ? n : 1;
+        part_add(st.weights, part, P * stored_w);
+        part_add(st.gradients, part, P * grad);
+        part_add(st.master_weights, part, P * master / shard * (1 - offload));
+        part_add(st.optimizer_states, part, optimizer / shard * (1 - offload));
+        out.cpu += (P * master + optimizer) / shard * offload;
+        break;
+      }
+      case Framework::deepspeed: {
+        // DeepSpeed ZeRO (stage_1_and_2.py / stage3.py estimators): 16-bit params (sharded at
+        // stage 3), 16-bit gradients (sharded at stage >= 2; reduced straight into the fp32
+        // partition at stage 3), fp32 gradients, fp32 master params and optimizer states (sharded
+        // at stage >= 1). Pure fp32 training has one fp32 copy of weights and gradients.
+        const bool mixed = needs_master;
+        part_add(st.weights, part, P * stored_w / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
+        if (c.offload_params) out.cpu += P * stored_w / n;
+        const double cpu_share = offload;  // offload_optimizer moves grads32, master and states
+        // The 16-bit gradients only pass through reduce buckets when the optimizer is offloaded.
+        if (mixed && stage < 3) part_add(st.gradients, part, P * w / (stage >= 2 ? n : 1) * (1 - cpu_share));
+        const double g32 = P * bytes_per_element(Dtype::fp32) / ((mixed ? stage >= 1 : stage >= 2) ? n : 1);
+        part_add(st.gradients, part, g32 * (1 - cpu_share));
+        part_add(st.master_weights, part, P * master / (stage >= 1 ? n : 1) * (1 - cpu_share));
+        part_add(st.optimizer_states, part, optimizer / (stage >= 1 ? n : 1) * (1 - cpu_share));
+        out.cpu += (g32 + P * master / (stage >= 1 ? n : 1) + optimizer / (stage >= 1 ? n : 1)) * cpu_share;
+        break;
+      }
+      case Framework::fsdp2: {
+        // FSDP2 (torch.distributed.fsdp.fully_shard): each rank stores its shard of every
+        // parameter in the original dtype (the fp32 master when MixedPrecisionPolicy casts to a
+        // lower param_dtype), sharded gradients in reduce_dtype and sharded optimizer states.
+        // zero_stage 2 (reshard_after_forward=False) keeps the unsharded compute copy of every
+        // layer from forward to backward.
+        const double storage = needs_master ? master : stored_w;
+        PartBytes& storage_class = needs_master ? st.master_weights : st.weights;
+        const double on_gpu = c.offload_params ? 0 : 1;
+        part_add(storage_class, part, P * storage / n * on_gpu);
+        part_add(st.gradients, part, P * grad / n * on_gpu * (1 - offload));
+        part_add(st.optimizer_states, part, optimizer / n * on_gpu * (1 - offload));
+        out.cpu += (1 - on_gpu) * (P * storage / n + P * grad / n + optimizer / n) +
+                   on_gpu * offload * (P * grad / n + optimizer / n);
+        if (stage == 2 && needs_master) part_add(st.weights, part, P * stored_w);
+        // torch.optim foreach Adam: _foreach_sqrt allocates a copy of exp_avg_sq.
+        if (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw)
+          out.optimizer_temporary += P / n * bytes_per_element(c.exp_avg_sq_dtype) * on_gpu;
+        break;
+      }
+      case Framework::ddp: {
+        // PyTorch DDP: full weights and .grad in the parameter dtype on every rank, plus the
+        // all-reduce buckets unless gradient_as_bucket_view (DDP docs). Autocast caches a
+        // compute_dtype cast of each linear weight for the forward and its backward.
+        part_add(st.weights, part, P * stored_w);
+        part_add(st.gradients, part, P * w);
+        if (!c.gradient_as_bucket_view) part_add(st.buffers, part, P * w);
+        part_add(st.master_weights, part, P * master * (1 - offload));
+        part_add(st.optimizer_states, part, optimizer * (1 - offload));
+        out.cpu += (P * master + optimizer) * offload;
+        const double compute = bytes_per_element(c.compute_dtype);
+        if (t.linear && compute < w) part_add(st.weight_copies, part, P * compute);
+        if (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw)
+          out.optimizer_temporary += P * bytes_per_element(c.exp_avg_sq_dtype) * (1 - offload);
+        break;
+      }
+      case Framework::count: break;
+    }
+  }
+
+  // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
+  // (4 × largest_layer_params in DeepSpeed's estimator). FSDP2 full shard: the unsharded
+  // current and prefetched layer in param_dtype plus one layer's unsharded gradient.
+  const double w16 = bytes_per_element(c.params_dtype);
+  if (fw == Framework::deepspeed && stage == 3) {
+    st.buffers.dense += 2 * w16 * largest_tensor;
+  } else if (fw == Framework::fsdp2) {
+    const double unit = std::max(largest_layer, largest_tensor);
+    st.buffers.dense += (stage == 3 ? 2 * w16 : 0) * unit + bytes_per_element(c.main_grads_dtype) * unit;
+  }
+  note(trace, "trainmem.params_on_gpu", out.params_local, "Σ tensors of the stage, after TP/EP split");
+  note(trace, "trainmem.dense_shard_group", groups.dense, "DP·CP (fsdp2: shard size·CP)");
+  note(trace, "trainmem.expert_shard_group", groups.expert, "DP·TP·CP / (EP·ETP)");
+  return out;
+}
+
+// ---- Activations per stage ----
+
+LayerRecompute layer_policy(const Config& c, int64_t position_in_chunk) {
+  if (c.recompute_granularity != RecomputeGranularity::full) return LayerRecompute::policy;
+  const int64_t n = std::max<int64_t>(1, c.recompute_num_layers);
+  if (c.recompute_method == RecomputeMethod::block)
+    return position_in_chunk < n ? LayerRecompute::checkpointed : LayerRecompute::policy;
+  return position_in_chunk % n == 0 ? LayerRecompute::checkpointed : LayerRecompute::inside_group;
+}
+
+struct StageActivation {
+  double per_microbatch = 0;  // every layer of the stage for one microbatch
+  double recompute_working = 0;
+  double in_flight = 0;       // microbatches (or microbatch-chunk pairs / v) held at the peak
+  double bytes = 0;
+};
+
+StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r) {
+  StageActivation a;
+  const int64_t p = layout.p;
+  const bool any_recompute = c.recompute_granularity != RecomputeGranularity::none;
+  layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
+    const bool moe = c.is_moe_layer(i);
+    a.per_microbatch += layer_activation_bytes(c, moe, layer_policy(c, pos));
+    if (any_recompute) a.recompute_working = std::max(a.recompute_working, layer_recompute_working_bytes(c, moe));
+  });
+  if (r == p - 1 && c.mtp_num_layers > 0) {
+    const int64_t L = c.num_layers;
+    a.per_microbatch += double(c.mtp_num_layers) *
+                        layer_activation_bytes(c, L > 0 && c.is_moe_layer(L - 1), LayerRecompute::policy);
+  }
+  if (r == 0) a.per_microbatch += embedding_activation_bytes(c);
+  if (r == p - 1) a.per_microbatch += output_activation_bytes(c);
+
+  // Microbatches in flight at the stage's peak. 1F1B: stage r runs p − r warm-up forwards
+  // (Narayanan et al. 2021 §2.2); GPipe keeps every microbatch; Megatron's interleaved schedule
+  // warms up (p − r − 1)·2 + (v − 1)·p chunk-microbatches, +1 in steady state
+  // (megatron/core/pipeline_parallel/schedules.py); without PP one microbatch at a time.
+  const double m = double(c.num_microbatches);
+  const double v = double(std::max<int64_t>(1, c.virtual_pipeline_model_parallel_size));
+  double pairs = 1;
+  if (p > 1) {
+    switch (c.pipeline_schedule) {
+      case PipelineSchedule::one_f_one_b: pairs = double(p - r); break;
+      case PipelineSchedule::gpipe: pairs = m > 0 ? m : double(p); break;
+      case PipelineSchedule::interleaved: pairs = double((p - r - 1) * 2) + (v - 1) * double(p) + 1; break;
+      case PipelineSchedule::count: break;
+    }
+    const double all = (m > 0 ? m : pairs) * (c.pipeline_schedule == PipelineSchedule::interleaved ? v : 1);
+    pairs = std::min(pairs, all);
+  }
+  a.in_flight = c.pipeline_schedule == PipelineSchedule::interleaved ? pairs / v : pairs;
+  a.bytes = a.per_microbatch * a.in_flight;
+  return a;
+}
+
+struct StageResult {
+  StageParams summary;
+  StageState state;
+  StageActivation activation;
+};
+
+StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, bool include_activation,
+                           Trace* trace) {
+  StageResult out;
+  const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
+                  double(c.expert_tensor_parallel_size)};
+  const Inventory inv = stage_inventory(c, gpu, layout, r);
+  Inventory one_dense, one_moe;
+  add_layer(one_dense, c, gpu, false, 1);
+  if (c.is_moe()) add_layer(one_moe, c, gpu, true, 1);
+  out.state = stage_state(c, inv, std::max(one_dense.params(), one_moe.params()), trace);
+  const Inventory whole = stage_inventory(c, Shard{}, layout, r);
+  StageParams& s = out.summary;
+  s.num_layers = layout.count(r);
+  s.dense = whole.params(Part::dense) + whole.params(Part::embedding);
+  s.routed = whole.params(Part::expert);
+  s.weight_and_optimizer_bytes = out.state.gpu.total();
+  if (include_activation) {
+    out.activation = stage_activation(c, layout, r);
+    s.has_activation = true;
+    s.activation_bytes = out.activation.bytes;
+    s.microbatches_in_flight = int64_t(std::ceil(out.activation.in_flight));
+  }
+  const double model_state = s.weight_and_optimizer_bytes;
+  const bool last = r == layout.p - 1;
+  s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
+  s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
+  s.moments.optimizer_step = model_state + out.state.optimizer_temporary;
+  s.total_bytes = s.moments.peak();
+  return out;
+}
+
+}  // namespace
+
+ModelState trainmem_param_counts(const Config& c) {
+  ModelState ms;
+  Inventory all;
+  const Shard one;
+  // The whole model: every decoder layer once, embedding, output layer, MTP.
+  double dense_layers = 0, moe_layers = 0;
+  for (int64_t i = 0; i < c.num_layers; ++i) (c.is_moe_layer(i) ? moe_layers : dense_layers) += 1;
+  add_layer(all, c, one, false, dense_layers);
+  add_layer(all, c, one, true, moe_layers);
+  // The model's own parameter count: the vocabulary as published (no padding), one embedding
+  // matrix when tied (the copy a tied model keeps on the last stage is not a parameter).
+  add_stage_extras(all, c, one, true, true, c.num_layers > 0 && c.is_moe_layer(c.num_layers - 1),
+                   double(c.vocab_size));
+  ms.params.embedding = all.params(Part::embedding);
+  ms.params.routed_experts = all.params(Part::expert);
+  ms.params.dense_transformer = all.params(Part::dense);
+  ms.params.total = all.params();
+  ms.params.active = ms.params.total - ms.params.routed_experts +
+                     (c.is_moe() ? ms.params.routed_experts * double(c.moe_router_topk) / double(c.num_moe_experts) : 0);
+  const bool mtp_moe = c.num_layers > 0 && c.is_moe_layer(c.num_layers - 1);
+  ms.layers.total = c.num_layers + c.mtp_num_layers;
+  ms.layers.moe = int64_t(moe_layers) + (mtp_moe ? c.mtp_num_layers : 0);
+  ms.layers.dense = ms.layers.total - ms.layers.moe;
+  return ms;
+}
+
+Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trace,
+                           std::vector<StageParams>* stages) {
+  const PipelineLayout layout(c);
+  Estimate est;
+  est.profile = Profile::trainmem;
+  const ModelState counts = trainmem_param_counts(c);
+  est.params = counts.params;
+  est.layers = counts.layers;
+
+  int64_t heaviest = -1;
+  StageResult best;
+  for (int64_t r = 0; r < layout.p; ++r) {
+    StageResult stage = evaluate_stage(c, layout, r, include_activation, nullptr);
+    if (stages) stages->push_back(stage.summary);
+    if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
+      heaviest = r;
+      best = stage;
+    }
+  }
+  if (trace) evaluate_stage(c, layout, heaviest, include_activation, trace);  // its intermediates
+
+  est.most_loaded_stage = heaviest;
+  est.state = best.state.gpu;
+  est.moments = best.summary.moments;
+  est.has_activation = include_activation;
+  est.activation_bytes = best.summary.activation_bytes;
+  est.weight_and_optimizer_bytes = est.state.total();
+  est.total_bytes = best.summary.total_bytes;
+  est.cpu_bytes = best.state.cpu * double(c.gpus_per_node);
+  est.params.per_gpu = best.state.params_local;
+  est.params.routed_per_gpu = best.state.expert_local;
+  est.params.dense_per_gpu = best.state.dense_local;
+
+  // The reference's two components, so that every profile has the same output contract.
+  const StateBreakdown& st = est.state;
+  const double dense_bytes = st.weights.dense + st.weights.embedding + st.weight_copies.dense +
+                             st.weight_copies.embedding + st.gradients.dense + st.gradients.embedding +
+                             st.master_weights.dense + st.master_weights.embedding +
+                             st.optimizer_states.dense + st.optimizer_states.embedding +
+                             st.buffers.dense + st.buffers.embedding;
+  const double expert_bytes = st.total() - dense_bytes;
+  ModelStateComponent& dense = est.components[0];
+  dense.kind = ComponentKind::dense_and_embedding;
+  dense.name = "dense parameters and optimizer";
+  dense.parameter_count = est.params.dense_transformer + est.params.embedding;
+  dense.parameter_count_per_gpu = est.params.dense_per_gpu;
+  dense.bytes_per_parameter = est.params.dense_per_gpu > 0 ? dense_bytes / est.params.dense_per_gpu : 0;
+  dense.optimizer_shard_size = data_parallel_groups(c).dense;
+  dense.memory_bytes = dense_bytes;
+  est.n_components = 1;
+  if (est.params.routed_experts > 0) {
+    ModelStateComponent& routed = est.components[1];
+    routed.kind = ComponentKind::routed_experts;
+    routed.name = "routed expert parameters and optimizer";
+    routed.parameter_count = est.params.routed_experts;
+    routed.parameter_count_per_gpu = est.params.routed_per_gpu;
+    routed.bytes_per_parameter = est.params.routed_per_gpu > 0 ? expert_bytes / est.params.routed_per_gpu : 0;
+    routed.optimizer_shard_size = data_parallel_groups(c).expert;
+    routed.memory_bytes = expert_bytes;
+    est.n_components = 2;
+  }
+
+  // Minimum devices: the fewest GPUs of this capacity that could hold one replica's model
+  // state and one microbatch's activations if both were spread perfectly (no parallel split,
+  // no offload): a lower bound on any layout.
+  if (c.gpu_memory_bytes > 0) {
+    Config whole = c;
+    whole.tensor_model_parallel_size = whole.pipeline_model_parallel_size = 1;
+    whole.context_parallel_size = whole.expert_model_parallel_size = whole.expert_tensor_parallel_size = 1;
+    whole.data_parallel_size = whole.data_parallel_shard_size = 1;
+    whole.virtual_pipeline_model_parallel_size = 0;
+    whole.num_layers_in_first_pipeline_stage = whole.num_layers_in_last_pipeline_stage = 0;
+    whole.pipeline_schedule = PipelineSchedule::one_f_one_b;
+    whole.sequence_parallel = false;
+    whole.optimizer_offload_fraction = 0;
+    whole.offload_params = false;
+    whole.gpu_memory_bytes = 0;
+    const double needed = trainmem_estimate(whole, include_activation, nullptr, nullptr).total_bytes;
+    est.minimum_devices = std::ceil(needed / c.gpu_memory_bytes);
+    note(trace, "trainmem.minimum_devices", est.minimum_devices,
+         "ceil((one replica's model state + one microbatch's activations) / gpu_memory_bytes)");
+  }
+  if (c.framework == Framework::deepspeed && c.zero_stage >= 2) {
+    // DeepSpeed's estimator takes the model's parameter count, its largest module and the
+    // cluster shape (nodes × GPUs per node).
+    Inventory all;
+    add_layer(all, c, Shard{}, false, 1);
+    if (c.is_moe()) add_layer(all, c, Shard{}, true, 1);
+    add_stage_extras(all, c, Shard{}, true, true, false, double(c.vocab_size));
+    double largest = 0;
+    for (int i = 0; i < all.n; ++i) largest = std::max(largest, all.items[size_t(i)].elements());
+    const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
+                          c.pipeline_model_parallel_size * c.context_parallel_size;
+    const int64_t per_node = world % c.gpus_per_node == 0 ? c.gpus_per_node : world;
+    const int64_t nodes = world / per_node;
+    const bool offload = c.optimizer_offload_fraction > 0;
+    const DeepSpeedEstimate ds =
+        c.zero_stage == 2
+            ? deepspeed_zero2_estimate(est.params.total, per_node, nodes, offload, c.additional_buffer_factor)
+            : deepspeed_zero3_estimate(est.params.total, largest, per_node, nodes, offload,
+                                       c.offload_params, c.zero_init, c.additional_buffer_factor);
+    est.deepspeed_gpu_bytes = ds.gpu_bytes;
+    est.deepspeed_cpu_bytes = ds.cpu_bytes;
+  }
+  note(trace, "trainmem.most_loaded_stage", double(heaviest), "stage with the largest peak");
+  return est;
+}
+
+}  // namespace trainmem::detail

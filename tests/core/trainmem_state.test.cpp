@@ -1,0 +1,196 @@
+// Model state in the trainmem profile: each framework's byte model, precisions, optimizers and
+// offload, as golden rows worked out by hand, and the properties the byte model must keep.
+#include "support.hpp"
+#include "trainmem/tables.hpp"
+
+using Catch::Matchers::WithinRel;
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// A small dense model: 2 layers, h 64, 4 heads (k 16), GELU MLP f 256, vocab 1000, tied,
+// LayerNorm, no linear biases. Per layer: norms 2·2·64 = 256, QKV 64·192 = 12,288, output
+// 64·64 = 4,096, fc1 64·256 = 16,384, fc2 256·64 = 16,384: 49,408. Two layers 98,816, final
+// norm 128. Embedding: Megatron pads the vocabulary to 1,024 rows (65,536 parameters, 164,480 in
+// all); PyTorch frameworks keep 1,000 rows (64,000; 162,944 in all, the model's own count).
+constexpr double k_megatron_params = 164'480;
+constexpr double k_torch_params = 162'944;
+constexpr double k_linear_params = 2 * (12'288 + 4'096 + 16'384 + 16'384);  // 98,304
+
+std::string small(const std::string& extra) {
+  return R"({"profile": "trainmem", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+      "ffn_hidden_size": 256, "vocab_size": 1000, "add_bias_linear": false, "seq_length": 128,
+      "micro_batch_size": 1)" + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+Estimate state_of(const std::string& json) {
+  return estimate_training_memory(config_from(json), 0, /*include_activation=*/false);
+}
+
+}  // namespace
+
+TEST_CASE("trainmem counts the model's own parameters", "[trainmem][params]") {
+  const Estimate est = state_of(small(""));
+  CHECK(est.params.total == k_torch_params);
+  CHECK(est.params.per_gpu == k_megatron_params);  // Megatron allocates the padded rows
+}
+
+TEST_CASE("megatron: bf16 weights and fp32 main gradients with master weights and Adam", "[trainmem][golden][megatron]") {
+  SECTION("without the distributed optimizer: 2 + 4 + 4 + 8 = 18 B per parameter") {
+    const Estimate est = state_of(small(""));
+    CAPTURE(est);
+    CHECK(est.state.weights.total() == 2 * k_megatron_params);
+    CHECK(est.state.gradients.total() == 4 * k_megatron_params);
+    CHECK(est.state.master_weights.total() == 4 * k_megatron_params);
+    CHECK(est.state.optimizer_states.total() == 8 * k_megatron_params);
+    CHECK(est.weight_and_optimizer_bytes == 18 * k_megatron_params);
+    // The embedding part is the padded matrix: 65,536 × 18.
+    CHECK(est.state.total() - est.state.weights.dense - est.state.gradients.dense -
+              est.state.master_weights.dense - est.state.optimizer_states.dense ==
+          65'536.0 * 18);
+  }
+  SECTION("with the distributed optimizer over DP 4: 6 + 12/4 = 9 B per parameter") {
+    CHECK(state_of(small(R"("use_distributed_optimizer": true, "data_parallel_size": 4)")).weight_and_optimizer_bytes ==
+          9 * k_megatron_params);
+  }
+  SECTION("context-parallel ranks join the optimizer shard: DP 2 × CP 2 gives the same 9 B") {
+    CHECK(state_of(small(R"("use_distributed_optimizer": true, "data_parallel_size": 2,
+        "context_parallel_size": 2)")).weight_and_optimizer_bytes == 9 * k_megatron_params);
+  }
+  SECTION("fp32 training keeps no master copy: 4 + 4 + 8 = 16 B") {
+    CHECK(state_of(small(R"("params_dtype": "fp32")")).weight_and_optimizer_bytes == 16 * k_megatron_params);
+  }
+  SECTION("half of the sharded optimizer offloaded to CPU") {
+    const Estimate est = state_of(small(R"("use_distributed_optimizer": true, "data_parallel_size": 4,
+        "optimizer_offload_fraction": 0.5)"));
+    // GPU: 2 + 4 + (4 + 8)/4 · 0.5 = 7.5 B; CPU per GPU 1.5 B, per node of 8 GPUs 12 B.
+    CHECK(est.weight_and_optimizer_bytes == 7.5 * k_megatron_params);
+    CHECK(est.cpu_bytes == 12 * k_megatron_params);
+  }
+  SECTION("FP8 with delayed scaling caches an FP8 weight and its transpose per linear layer") {
+    // 2 × 1 B × 98,304 linear parameters on top of the 18 B model.
+    CHECK(state_of(small(R"("fp8_recipe": "delayed")")).weight_and_optimizer_bytes ==
+          18 * k_megatron_params + 2 * k_linear_params);
+  }
+  SECTION("MXFP8 copies carry one scale byte per 32 elements") {
+    CHECK(state_of(small(R"("fp8_recipe": "mxfp8")")).state.weight_copies.total() ==
+          2 * k_linear_params * 33 / 32);
+  }
+}
+
+TEST_CASE("deepspeed: ZeRO stages agree with DeepSpeed's estimator", "[trainmem][golden][deepspeed]") {
+  SECTION("ZeRO-2 over 4 ranks: 2P + 18P/4 (stage_1_and_2.py)") {
+    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 2, "data_parallel_size": 4)"));
+    CAPTURE(est);
+    // 162,944 · 6.5 = 1,059,136 = 2·162,944 + int(18·162,944/4).
+    CHECK(est.weight_and_optimizer_bytes == 1'059'136.0);
+  }
+  SECTION("ZeRO-3 over 4 ranks: 18P/4 plus the largest module gathered (4 B per parameter)") {
+    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4)"));
+    // 733,248 + 4 · 64,000 (the embedding is the largest module) = 989,248.
+    CHECK(est.weight_and_optimizer_bytes == 989'248.0);
+    CHECK(est.state.buffers.total() == 256'000.0);
+  }
+  SECTION("ZeRO-1 shards the fp32 gradients, master weights and Adam only: 2 + 2 + 16/4") {
+    CHECK(state_of(small(R"("framework": "deepspeed", "zero_stage": 1, "data_parallel_size": 4)")).weight_and_optimizer_bytes ==
+          8 * k_torch_params);
+  }
+  SECTION("ZeRO-3 with the optimizer offloaded keeps only the 16-bit shard and the gathered module") {
+    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4,
+        "optimizer_offload_fraction": 1)"));
+    // GPU 2P/4 + 4·64,000 = 81,472 + 256,000; CPU per GPU (4 + 4 + 8)P/4 = 4P, ×8 GPUs per node.
+    CHECK(est.weight_and_optimizer_bytes == 337'472.0);
+    CHECK(est.cpu_bytes == 8 * 4 * k_torch_params);
+  }
+}
+
+TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current layers", "[trainmem][golden][fsdp2]") {
+  const Estimate est = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4)"));
+  CAPTURE(est);
+  // Sharded: fp32 master 4/4 + fp32 gradients 4/4 + Adam 8/4 = 4 B per parameter = 651,776.
+  CHECK(est.state.master_weights.total() == k_torch_params);
+  CHECK(est.state.gradients.total() == k_torch_params);
+  CHECK(est.state.optimizer_states.total() == 2 * k_torch_params);
+  // Buffers: the gather unit is the larger of a layer (49,408) and the embedding (64,000):
+  // current + prefetched bf16 copies and one fp32 unsharded gradient: (2·2 + 4) · 64,000.
+  CHECK(est.state.buffers.total() == 512'000.0);
+  // torch's foreach Adam allocates a copy of exp_avg_sq during the step: 4 B × P/4.
+  CHECK(est.moments.optimizer_step == 651'776.0 + 512'000.0 + k_torch_params);
+  CHECK(est.total_bytes == est.moments.optimizer_step);
+  SECTION("hybrid sharding over groups of 2 doubles the sharded state") {
+    const Estimate hsdp = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+        "data_parallel_shard_size": 2)"));
+    CHECK(hsdp.state.optimizer_states.total() == 4 * k_torch_params);
+  }
+}
+
+TEST_CASE("ddp: fp32 weights with bf16 autocast", "[trainmem][golden][ddp]") {
+  const Estimate est = state_of(small(R"("framework": "ddp")"));
+  CAPTURE(est);
+  // fp32 weights 4 + .grad 4 + all-reduce buckets 4 + Adam 8 = 20 B; autocast caches a bf16
+  // copy of each linear weight: 2 B × 98,304.
+  CHECK(est.weight_and_optimizer_bytes == 20 * k_torch_params + 2 * k_linear_params);
+  CHECK(est.state.weight_copies.total() == 2 * k_linear_params);
+  SECTION("gradient_as_bucket_view removes the bucket copy") {
+    CHECK(state_of(small(R"("framework": "ddp", "gradient_as_bucket_view": true)")).weight_and_optimizer_bytes ==
+          16 * k_torch_params + 2 * k_linear_params);
+  }
+}
+
+TEST_CASE("optimizers take their states from the optimizer table", "[trainmem][golden][optimizer]") {
+  // Megatron without the distributed optimizer: 2 + 4 + 4 = 10 B per parameter before states.
+  const double base = 10 * k_megatron_params;
+  SECTION("SGD without momentum keeps no state; with momentum one fp32 buffer") {
+    CHECK(state_of(small(R"("optimizer": "sgd")")).weight_and_optimizer_bytes == base);
+    CHECK(state_of(small(R"("optimizer": "sgd", "momentum": 0.9)")).weight_and_optimizer_bytes ==
+          base + 4 * k_megatron_params);
+  }
+  SECTION("Lion keeps one momentum") {
+    CHECK(state_of(small(R"("optimizer": "lion")")).weight_and_optimizer_bytes == base + 4 * k_megatron_params);
+  }
+  SECTION("Adam with bf16 moments (Megatron's precision-aware optimizer)") {
+    CHECK(state_of(small(R"("exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")")).weight_and_optimizer_bytes ==
+          base + 4 * k_megatron_params);
+  }
+  SECTION("Adafactor keeps row and column statistics per matrix") {
+    // Per layer: QKV 64 + 192, output 64 + 64, fc1 64 + 256, fc2 256 + 64 = 1,024; two layers
+    // 2,048; embedding 1,024 + 64 = 1,088; vectors 8 · 64 + 2 · 64 = 640. 3,776 fp32 values.
+    CHECK(state_of(small(R"("optimizer": "adafactor")")).weight_and_optimizer_bytes == base + 4 * 3'776);
+  }
+  SECTION("8-bit Adam quantizes tensors of 4096 elements or more") {
+    // Vectors (640 elements) keep two fp32 states: 5,120 B; the other 163,840 elements two int8
+    // states with an fp32 absmax per 2,048: 2 · 163,840 · 2,052/2,048 = 328,320 B.
+    CHECK(state_of(small(R"("optimizer": "adam8bit")")).weight_and_optimizer_bytes == base + 5'120 + 328'320);
+  }
+  SECTION("Muon: momentum for hidden matrices, AdamW for the embedding and vectors") {
+    // 98,304 × 4 B + (65,536 + 640) × 8 B = 393,216 + 529,408.
+    CHECK(state_of(small(R"("optimizer": "muon")")).weight_and_optimizer_bytes == base + 393'216 + 529'408);
+  }
+  SECTION("every optimizer row names its source") {
+    for (const OptimizerInfo& row : optimizer_table()) CHECK_FALSE(row.source.empty());
+    for (const DtypeInfo& row : dtype_table()) CHECK(name_of(row.dtype).size() > 0);
+  }
+}
+
+TEST_CASE("byte-model properties across frameworks", "[trainmem][property]") {
+  const std::string framework = GENERATE(as<std::string>{}, "megatron", "deepspeed", "fsdp2", "ddp");
+  const std::string stage = framework == "deepspeed" ? R"(, "zero_stage": 2)" : "";
+  const std::string base = R"("framework": ")" + framework + "\"" + stage + R"(, "data_parallel_size": 4)";
+  CAPTURE(framework);
+  SECTION("fp32 training never stores fewer weight bytes than mixed precision") {
+    const Estimate mixed = state_of(small(base + R"(, "params_dtype": "bf16")"));
+    const Estimate full = state_of(small(base + R"(, "params_dtype": "fp32")"));
+    CHECK(full.state.weights.total() + full.state.master_weights.total() >=
+          mixed.state.weights.total());
+  }
+  SECTION("offload moves optimizer bytes from GPU to CPU without losing any") {
+    const Estimate on_gpu = state_of(small(base));
+    const Estimate offloaded = state_of(small(base + R"(, "optimizer_offload_fraction": 0.25)"));
+    const double moved = on_gpu.weight_and_optimizer_bytes - offloaded.weight_and_optimizer_bytes;
+    CHECK(moved > 0);
+    // deepspeed's 16-bit gradient partition only passes through buckets when offloading.
+    if (framework != "deepspeed")
+      REQUIRE_THAT(offloaded.cpu_bytes / 8, WithinRel(moved, k_rel_tol_exact));
+  }
+}

@@ -1,0 +1,187 @@
+// Types of the trainmem WebAssembly module (web/wasm/trainmem.mjs), written by hand because
+// Emscripten 3.1.6 cannot generate them. tests/wasm/dts.test.mjs checks this file against the real
+// module (bound functions and the keys of real results), so it cannot drift silently.
+//
+// Every function takes and returns JSON text; web/js/engine.js parses it. Field names are
+// Megatron's (snake_case), bytes are plain numbers (doubles; some are not integers).
+
+/** Megatron field name -> value. Unset fields are omitted or null; the core validates everything. */
+export type ConfigInput = Record<string, number | boolean | string | number[] | string[] | null>;
+
+export interface Issue {
+  /** the Megatron field the problem concerns, e.g. "num_layers" */
+  field: string;
+  /** starts with the field name, e.g. "num_layers: must be divisible by ... got 30" */
+  message: string;
+}
+
+export interface EstimateError {
+  ok: false;
+  issues: Issue[];
+}
+
+export interface Component {
+  name: string;
+  kind: 'dense_and_embedding' | 'routed_experts' | 'activation';
+  memory_bytes: number;
+  parameter_count?: number;
+  parameter_count_per_gpu?: number;
+  bytes_per_parameter?: number;
+  optimizer_shard_size?: number;
+}
+
+export interface PartBytes {
+  dense: number;
+  embedding: number;
+  expert: number;
+}
+
+export interface StateBreakdown {
+  weights: PartBytes;
+  /** trainmem profile: FP8 weight caches and autocast casts (zero in the reference profiles) */
+  weight_copies: PartBytes;
+  gradients: PartBytes;
+  master_weights: PartBytes;
+  optimizer_states: PartBytes;
+  /** trainmem profile: ZeRO-3/FSDP gathered layers, DDP buckets (zero in the reference profiles) */
+  buffers: PartBytes;
+}
+
+/** trainmem profile: the moments of a step; the peak is the largest */
+export interface Moments {
+  forward: number;
+  backward: number;
+  optimizer_step: number;
+}
+
+/** trainmem profile, framework deepspeed with ZeRO-2/3: DeepSpeed's own estimator's figures */
+export interface DeepSpeedEstimator {
+  gpu_bytes: number;
+  cpu_bytes: number;
+}
+
+export interface ParamCounts {
+  total: number;
+  dense_transformer: number;
+  embedding: number;
+  routed_experts: number;
+  active: number;
+  per_gpu: number;
+  dense_per_gpu: number;
+  embedding_per_gpu: number;
+  routed_per_gpu: number;
+}
+
+export interface LayerCounts {
+  total: number;
+  dense: number;
+  moe: number;
+}
+
+export interface Stage {
+  stage: number;
+  num_layers: number;
+  dense_params: number;
+  routed_params: number;
+  weight_and_optimizer_bytes: number;
+  /** known for the first stage only in the reference profiles */
+  activation_bytes: number | null;
+  /** trainmem profile */
+  microbatches_in_flight?: number;
+  moments?: Moments;
+  /** trainmem profile: the stage's peak on one GPU */
+  total_bytes?: number;
+}
+
+export interface TraceEntry {
+  name: string;
+  value: number;
+  formula: string;
+}
+
+export interface EstimateResult {
+  ok: true;
+  profile: 'megatron-bridge' | 'megatron-lm' | 'trainmem';
+  weight_and_optimizer_bytes: number;
+  /** null when the profile does not compute activations */
+  activation_bytes: number | null;
+  total_bytes: number;
+  components: Component[];
+  state: StateBreakdown;
+  /** CPU memory per node for offloaded state (0 without offload) */
+  cpu_bytes: number;
+  /** trainmem profile: the stage whose peak is the largest */
+  most_loaded_stage?: number;
+  moments?: Moments;
+  /** trainmem profile with gpu_memory_bytes: fewest GPUs that could hold the run */
+  minimum_devices?: number | null;
+  deepspeed_estimator?: DeepSpeedEstimator;
+  params: ParamCounts;
+  layers: LayerCounts;
+  /** per pipeline stage (megatron-bridge, pipeline_model_parallel_size > 1) */
+  stages?: Stage[];
+  assumptions: string[];
+  /** the training log's line: "Theoretical memory footprints: weight and optimizer=… MB, …" */
+  report: string;
+  summary: string;
+  /** every field, resolved (unset fields filled the way Megatron Core fills them) */
+  config: ConfigInput;
+  /** verbose only: every intermediate quantity with its formula */
+  trace?: TraceEntry[];
+}
+
+export interface FieldSpec {
+  name: string;
+  type: 'integer' | 'number' | 'boolean' | 'choice' | 'choice_list' | 'integer_or_list';
+  group: 'profile' | 'model' | 'moe' | 'mla' | 'training' | 'parallelism';
+  required: boolean;
+  min?: number;
+  max?: number;
+  choices?: string[];
+  unit: string;
+  /** what an unset field resolves to, as text */
+  default: string;
+  description: string;
+  /** read only by the trainmem profile; the reference profiles reject it */
+  trainmem_only?: boolean;
+}
+
+export interface Preset {
+  id: string;
+  name: string;
+  family: string;
+  source: string;
+  published_params: Record<string, unknown>;
+  config: ConfigInput;
+  notes?: string;
+  extra?: Record<string, unknown>;
+  param_check?: Record<string, unknown>;
+}
+
+export interface Gpu {
+  id: string;
+  name: string;
+  /** total device memory in bytes */
+  memory_bytes: number;
+  marketing_capacity?: string;
+  reported?: Record<string, unknown>;
+  memory_note?: string;
+  source?: string;
+}
+
+export interface TrainmemModule {
+  /** JSON config -> JSON EstimateResult | EstimateError. Never throws for bad input. */
+  estimate(configJson: string, verbose: boolean): string;
+  /** JSON FieldSpec[] */
+  fieldSpecs(): string;
+  /** JSON { schema: 1, presets: Preset[] } */
+  presets(): string;
+  /** JSON { schema: 1, gpus: Gpu[] } */
+  gpus(): string;
+  /** the package version, e.g. "0.1.0" */
+  version(): string;
+}
+
+/** Emscripten's MODULARIZE factory. In Node pass { wasmBinary } (fetch cannot read file paths). */
+declare function createTrainmem(overrides?: { wasmBinary?: ArrayBuffer | Uint8Array }): Promise<TrainmemModule>;
+export default createTrainmem;

@@ -1,0 +1,227 @@
+// The input form, built from the core's field specs and layout.js. It turns what people type into
+// field values without judging them (the core validates), shows each issue next to its field, and
+// shows what unset fields resolved to.
+import { APPLIES, LABELS, NOT_SHOWN, SECTIONS } from './layout.js';
+import { listToText, textToList } from './url-state.js';
+import { formatInteger } from './format.js';
+
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else node.setAttribute(k, v === true ? '' : v);
+  }
+  node.append(...children);
+  return node;
+};
+
+/** Megatron's list syntax, e.g. "[0]*3+[1]*58", for showing a 0/1 layer pattern. */
+export function listToMegatron(list) {
+  return listToText(list).split(',').map((run) => {
+    const [x, n] = run.split('*');
+    return n ? `[${x}]*${n}` : `[${x}]`;
+  }).join('+');
+}
+
+/**
+ * What the text of an input means. Integers may be typed with separators ("8,192", "8_192").
+ * Text that is not a number is passed on as text, so the core can say what is wrong with it.
+ * Empty means unset.
+ */
+export function parseInput(text, type) {
+  const raw = String(text).trim();
+  if (raw === '') return undefined;
+  if (type === 'integer') {
+    const compact = raw.replace(/[\s,_]/g, '');
+    return /^-?\d+(\.\d+)?(e\d+)?$/i.test(compact) ? Number(compact) : raw;
+  }
+  if (type === 'number') {
+    const compact = raw.replace(/[\s,_]/g, '');
+    return /^-?\d*\.?\d+(e-?\d+)?$/i.test(compact) ? Number(compact) : raw;
+  }
+  if (type === 'choice_list') return raw.split(/[\s,]+/).filter(Boolean);
+  if (type === 'integer_or_list') {
+    if (/^-?\d+$/.test(raw.replace(/[\s_]/g, ''))) return Number(raw.replace(/[\s_]/g, ''));
+    return textToList(raw) ?? raw;
+  }
+  return raw;
+}
+
+function displayValue(value) {
+  if (value === undefined || value === null) return '';
+  if (Array.isArray(value)) return value.some((x) => typeof x === 'string') ? value.join(', ') : listToMegatron(value);
+  return String(value);
+}
+
+function rangeText(spec) {
+  if (!['integer', 'number', 'integer_or_list'].includes(spec.type)) return '';
+  // Limits like 10^6 or 10^12 only guard against absurd input; they are not worth showing.
+  const hasMax = Number.isFinite(spec.max) && spec.max < 1e6;
+  if (Number.isFinite(spec.min) && hasMax) return `${spec.min}–${formatInteger(spec.max)}`;
+  if (Number.isFinite(spec.min)) return `≥ ${spec.min}`;
+  return '';
+}
+
+export class Form {
+  /**
+   * @param {HTMLElement} root where the sections go
+   * @param {object[]} specs the core's field specs
+   * @param {(name: string, value: unknown) => void} onChange
+   */
+  constructor(root, specs, onChange) {
+    this.specs = new Map(specs.map((s) => [s.name, s]));
+    this.onChange = onChange;
+    /** @type {Map<string, {wrap: HTMLElement, input: HTMLInputElement|HTMLSelectElement, error: HTMLElement, spec: object}>} */
+    this.fields = new Map();
+    this.order = [];
+    this.build(root);
+  }
+
+  build(root) {
+    const placed = new Set([...SECTIONS.flatMap((s) => [...s.fields, ...s.more]), ...NOT_SHOWN]);
+    for (const section of SECTIONS) {
+      const extra = [...this.specs.values()]
+        .filter((s) => section.groups.includes(s.group) && !placed.has(s.name))
+        .map((s) => s.name);
+      const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
+        el('legend', { text: section.title }));
+      const grid = el('div', { class: 'grid' });
+      for (const name of section.fields) this.addField(grid, name);
+      fieldset.append(grid);
+      const moreNames = [...section.more, ...extra].filter((n) => this.specs.has(n));
+      if (moreNames.length) {
+        const moreGrid = el('div', { class: 'grid' });
+        for (const name of moreNames) this.addField(moreGrid, name);
+        fieldset.append(el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid));
+      }
+      root.append(fieldset);
+    }
+  }
+
+  addField(grid, name) {
+    const spec = this.specs.get(name);
+    if (!spec) return; // the core does not know this field (any more): nothing to show
+    const id = `f-${name}`;
+    const hintId = `h-${name}`;
+    const errorId = `e-${name}`;
+    const label = LABELS[name] ?? name.replaceAll('_', ' ');
+    let input;
+    if (spec.type === 'boolean') {
+      input = el('input', { type: 'checkbox', id, name, 'aria-describedby': `${hintId} ${errorId}` });
+    } else if (spec.type === 'choice') {
+      input = el('select', { id, name, 'aria-describedby': `${hintId} ${errorId}` });
+      if (!spec.required) input.append(el('option', { value: '', text: 'default' }));
+      for (const choice of spec.choices ?? []) input.append(el('option', { value: choice, text: choice }));
+    } else {
+      input = el('input', {
+        type: 'text', id, name, inputmode: { integer: 'numeric', number: 'decimal' }[spec.type] ?? 'text',
+        autocomplete: 'off', spellcheck: 'false', 'aria-describedby': `${hintId} ${errorId}`,
+      });
+    }
+    const range = rangeText(spec);
+    const hint = el('p', { class: 'hint', id: hintId },
+      el('code', { text: name }),
+      range ? ` · ${range}` : '',
+      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
+    const error = el('p', { class: 'error', id: errorId, hidden: true });
+    let wrap;
+    if (spec.type === 'boolean') {
+      wrap = el('div', { class: 'field check', 'data-field': name, title: spec.description },
+        el('div', { class: 'check-row' }, input, el('label', { for: id, text: label })), hint, error);
+    } else {
+      const row = el('div', { class: 'input-row' }, input);
+      if (spec.unit) row.append(el('span', { class: 'unit', text: spec.unit }));
+      wrap = el('div', { class: 'field', 'data-field': name, title: spec.description },
+        el('label', { for: id, text: label }), row, hint, error);
+    }
+    input.addEventListener(spec.type === 'boolean' || spec.type === 'choice' ? 'change' : 'input', () => {
+      this.onChange(name, this.read(name));
+    });
+    grid.append(wrap);
+    this.fields.set(name, { wrap, input, error, spec });
+    this.order.push(name);
+  }
+
+  /** The value the user gave a field, or undefined when it is left to the core's default. */
+  read(name) {
+    const f = this.fields.get(name);
+    if (!f) return undefined;
+    if (f.spec.type === 'boolean') {
+      f.input.classList.remove('auto');
+      return f.input.checked;
+    }
+    if (f.spec.type === 'choice') return f.input.value === '' ? undefined : f.input.value;
+    return parseInput(f.input.value, f.spec.type);
+  }
+
+  /** Puts values into the inputs (unset fields are cleared). */
+  setValues(values) {
+    for (const [name, f] of this.fields) {
+      const value = values[name];
+      if (f.spec.type === 'boolean') {
+        f.input.checked = value === true;
+        f.input.classList.toggle('auto', value === undefined);
+      } else {
+        f.input.value = displayValue(value);
+      }
+    }
+  }
+
+  /** Shows what unset fields resolved to: placeholders, default options, auto checkboxes. */
+  showResolved(values, resolved) {
+    for (const [name, f] of this.fields) {
+      const r = resolved?.[name];
+      if (f.spec.type === 'boolean') {
+        if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
+      } else if (f.spec.type === 'choice') {
+        const first = f.input.options[0];
+        if (first && first.value === '') first.textContent = r !== undefined && r !== null ? `default (${r})` : 'default';
+      } else {
+        const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r);
+        f.input.placeholder = shown ? `auto: ${shown}` : 'unset';
+      }
+    }
+  }
+
+  /** Shows or hides fields by whether they apply; returns the applicable names in page order. */
+  updateVisibility(values) {
+    const names = [];
+    for (const name of this.order) {
+      const { spec } = this.fields.get(name);
+      const applies = (!spec.trainmem_only || values.profile === 'trainmem')
+        && (APPLIES[name] ? APPLIES[name](values) : true);
+      this.fields.get(name).wrap.hidden = !applies;
+      if (applies) names.push(name);
+    }
+    return names;
+  }
+
+  /** Marks fields with the core's messages; returns the issues no visible field could show. */
+  showIssues(issues) {
+    const byField = new Map();
+    const unplaced = [];
+    for (const issue of issues) {
+      const f = this.fields.get(issue.field);
+      if (f && !f.wrap.hidden) {
+        if (!byField.has(issue.field)) byField.set(issue.field, []);
+        byField.get(issue.field).push(issue.message);
+      } else unplaced.push(issue);
+    }
+    for (const [name, f] of this.fields) {
+      const messages = byField.get(name);
+      f.error.hidden = !messages;
+      f.error.textContent = messages ? messages.join(' ') : '';
+      f.wrap.classList.toggle('invalid', Boolean(messages));
+      if (messages) f.input.setAttribute('aria-invalid', 'true');
+      else f.input.removeAttribute('aria-invalid');
+    }
+    // Open a collapsed "More" list that hides an invalid field.
+    for (const name of byField.keys()) {
+      const details = this.fields.get(name).wrap.closest('details');
+      if (details) details.open = true;
+    }
+    return unplaced;
+  }
+}

@@ -1,0 +1,125 @@
+// How the form is laid out: sections, labels and when a field applies. Types, ranges, units,
+// defaults and help text come from the core's field specs (engine.fieldSpecs); nothing here
+// duplicates them. A field the core adds later and this table does not list still appears, in
+// its group's "More" list.
+
+const isMoe = (v) => Number(v.num_moe_experts) > 0;
+const isPipelined = (v) => Number(v.pipeline_model_parallel_size) > 1;
+const isMla = (v) => v.multi_latent_attention === true;
+
+/**
+ * When a field applies; fields not listed always do. `v` holds the values in effect. Fields the
+ * core marks trainmem_only apply only to the trainmem profile (form.js checks that).
+ */
+export const APPLIES = {
+  moe_layer_freq: isMoe,
+  moe_ffn_hidden_size: isMoe,
+  moe_router_topk: isMoe,
+  moe_shared_expert_intermediate_size: isMoe,
+  moe_latent_size: isMoe,
+  moe_shared_expert_gate: isMoe,
+  expert_model_parallel_size: isMoe,
+  expert_tensor_parallel_size: isMoe,
+  q_lora_rank: isMla,
+  kv_lora_rank: isMla,
+  qk_head_dim: isMla,
+  qk_pos_emb_head_dim: isMla,
+  v_head_dim: isMla,
+  virtual_pipeline_model_parallel_size: isPipelined,
+  num_layers_in_first_pipeline_stage: isPipelined,
+  num_layers_in_last_pipeline_stage: isPipelined,
+};
+
+/**
+ * Page sections in order. `fields` are shown; `more` go under a collapsed "More" disclosure.
+ * `groups` lists the core field groups whose unlisted fields land in this section's "More".
+ */
+export const SECTIONS = [
+  {
+    id: 'model',
+    title: 'Model',
+    groups: ['model', 'moe', 'mla'],
+    fields: ['num_layers', 'hidden_size', 'num_attention_heads', 'num_query_groups', 'kv_channels',
+      'ffn_hidden_size', 'vocab_size', 'gated_linear_unit', 'activation_func',
+      'share_embeddings_and_output_weights', 'num_moe_experts', 'moe_ffn_hidden_size',
+      'moe_router_topk', 'moe_shared_expert_intermediate_size', 'moe_layer_freq', 'mtp_num_layers',
+      'multi_latent_attention', 'q_lora_rank', 'kv_lora_rank', 'qk_head_dim',
+      'qk_pos_emb_head_dim', 'v_head_dim'],
+    more: ['normalization', 'add_bias_linear', 'swiglu', 'make_vocab_size_divisible_by',
+      'should_pad_vocab', 'moe_latent_size', 'moe_shared_expert_gate'],
+  },
+  {
+    id: 'parallelism',
+    title: 'Parallelism',
+    groups: ['parallelism'],
+    fields: ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size',
+      'context_parallel_size', 'expert_model_parallel_size', 'expert_tensor_parallel_size',
+      'virtual_pipeline_model_parallel_size', 'num_layers_in_first_pipeline_stage',
+      'num_layers_in_last_pipeline_stage', 'sequence_parallel', 'use_distributed_optimizer'],
+    more: [],
+  },
+  {
+    id: 'training',
+    title: 'Training',
+    groups: ['training', 'profile'],
+    fields: ['seq_length', 'micro_batch_size', 'global_batch_size', 'recompute_granularity',
+      'profile'],
+    more: ['num_microbatches'],
+  },
+];
+
+/** Short labels; the Megatron name is shown beside each one. */
+export const LABELS = {
+  profile: 'Reference estimator',
+  num_layers: 'Layers',
+  hidden_size: 'Hidden size',
+  num_attention_heads: 'Attention heads',
+  num_query_groups: 'KV heads (query groups)',
+  kv_channels: 'Head dimension',
+  ffn_hidden_size: 'FFN hidden size',
+  vocab_size: 'Vocabulary size',
+  make_vocab_size_divisible_by: 'Pad vocabulary to a multiple of',
+  should_pad_vocab: 'Pad vocabulary',
+  share_embeddings_and_output_weights: 'Tied input/output embeddings',
+  gated_linear_unit: 'Gated MLP (GLU)',
+  swiglu: 'SwiGLU (Megatron-LM flag)',
+  add_bias_linear: 'Linear layers have biases',
+  activation_func: 'Activation',
+  normalization: 'Normalization',
+  num_moe_experts: 'Routed experts (0 = dense)',
+  moe_layer_freq: 'MoE layer pattern',
+  moe_ffn_hidden_size: 'Expert FFN size',
+  moe_router_topk: 'Experts per token (top-k)',
+  moe_shared_expert_intermediate_size: 'Shared expert FFN size',
+  moe_latent_size: 'MoE latent size',
+  moe_shared_expert_gate: 'Shared expert gate',
+  mtp_num_layers: 'Multi-token prediction layers',
+  multi_latent_attention: 'Multi-latent attention (MLA)',
+  q_lora_rank: 'Query LoRA rank',
+  kv_lora_rank: 'KV LoRA rank',
+  qk_head_dim: 'QK head dimension',
+  qk_pos_emb_head_dim: 'RoPE head dimension',
+  v_head_dim: 'V head dimension',
+  seq_length: 'Sequence length',
+  micro_batch_size: 'Micro-batch size',
+  global_batch_size: 'Global batch size',
+  num_microbatches: 'Microbatches per step',
+  use_distributed_optimizer: 'Distributed optimizer (ZeRO-1)',
+  sequence_parallel: 'Sequence parallel',
+  recompute_granularity: 'Activation recompute',
+  tensor_model_parallel_size: 'Tensor parallel (TP)',
+  pipeline_model_parallel_size: 'Pipeline parallel (PP)',
+  virtual_pipeline_model_parallel_size: 'Virtual stages per GPU (VPP)',
+  num_layers_in_first_pipeline_stage: 'Layers in first stage',
+  num_layers_in_last_pipeline_stage: 'Layers in last stage',
+  context_parallel_size: 'Context parallel (CP)',
+  expert_model_parallel_size: 'Expert parallel (EP)',
+  expert_tensor_parallel_size: 'Expert tensor parallel (ETP)',
+  data_parallel_size: 'Data parallel (DP)',
+};
+
+/** Core fields the page sets itself instead of showing them (the Hardware section owns capacity). */
+export const NOT_SHOWN = new Set(['gpu_memory_bytes']);
+
+/** Fields a preset describes (the model); choosing a preset resets exactly these. */
+export const MODEL_GROUPS = new Set(['model', 'moe', 'mla']);

@@ -1,0 +1,242 @@
+// The share link: the whole page state in the URL fragment, readable and versioned.
+//
+//   #v=1&m=llama-3.1-8b&L=32&h=4096&a=32&g=~8&...&tp=2&pp=4&gpu=h100-80gb&u=GiB&ck=1x9z0a
+//
+// - A fragment never reaches a server and needs no routing, so links work on any static host.
+// - `v` is the format version. A reader of version N reads the keys it knows from any version
+//   and names the rest as rejected; it never guesses.
+// - Every applicable field is written. A field the user left unset is written as `~value`, the
+//   value the core resolved it to when the link was made. If a later core resolves it
+//   differently, the page pins the link's value, so a link means the same after defaults change.
+// - `ck` is a checksum of everything before it: a truncated or hand-edited link is reported.
+// Nothing here validates a field's value: the core does that (main.js drops what it rejects).
+
+export const FORMAT_VERSION = 1;
+
+// Short, stable keys (append-only: never reuse or rename a key; add a new one instead).
+// Megatron's own names are accepted too, so a hand-written link can use them.
+export const FIELD_KEYS = Object.freeze({
+  profile: 'prof',
+  num_layers: 'L',
+  hidden_size: 'h',
+  num_attention_heads: 'a',
+  num_query_groups: 'g',
+  kv_channels: 'kv',
+  ffn_hidden_size: 'ffn',
+  vocab_size: 'V',
+  make_vocab_size_divisible_by: 'Vdiv',
+  should_pad_vocab: 'Vpad',
+  share_embeddings_and_output_weights: 'tied',
+  gated_linear_unit: 'glu',
+  swiglu: 'swiglu',
+  add_bias_linear: 'bias',
+  activation_func: 'act',
+  normalization: 'norm',
+  num_moe_experts: 'E',
+  moe_layer_freq: 'freq',
+  moe_ffn_hidden_size: 'fe',
+  moe_router_topk: 'topk',
+  moe_shared_expert_intermediate_size: 'fs',
+  moe_latent_size: 'lat',
+  moe_shared_expert_gate: 'sgate',
+  mtp_num_layers: 'mtp',
+  multi_latent_attention: 'mla',
+  q_lora_rank: 'qr',
+  kv_lora_rank: 'kvr',
+  qk_head_dim: 'qkd',
+  qk_pos_emb_head_dim: 'roped',
+  v_head_dim: 'vd',
+  seq_length: 's',
+  micro_batch_size: 'b',
+  global_batch_size: 'gbs',
+  num_microbatches: 'nmb',
+  use_distributed_optimizer: 'dopt',
+  sequence_parallel: 'sp',
+  recompute_granularity: 'rc',
+  tensor_model_parallel_size: 'tp',
+  pipeline_model_parallel_size: 'pp',
+  virtual_pipeline_model_parallel_size: 'vpp',
+  num_layers_in_first_pipeline_stage: 'ppf',
+  num_layers_in_last_pipeline_stage: 'ppl',
+  context_parallel_size: 'cp',
+  expert_model_parallel_size: 'ep',
+  expert_tensor_parallel_size: 'etp',
+  data_parallel_size: 'dp',
+});
+
+// Page state that is not a core field.
+export const PAGE_KEYS = Object.freeze({ preset: 'm', gpu: 'gpu', capacity: 'cap', unit: 'u' });
+const UNITS = ['GiB', 'GB'];
+
+const keyToField = new Map(Object.entries(FIELD_KEYS).map(([field, key]) => [key, field]));
+const keyOf = (field) => FIELD_KEYS[field] ?? field;
+
+// ---- value text ----
+
+/** 0/1 lists are written as runs, "0*3,1*58" (DeepSeek-V3's moe_layer_freq is 61 entries). */
+export function listToText(list) {
+  const runs = [];
+  for (const x of list) {
+    const last = runs[runs.length - 1];
+    if (last && last[0] === x) last[1] += 1;
+    else runs.push([x, 1]);
+  }
+  return runs.map(([x, n]) => (n === 1 ? String(x) : `${x}*${n}`)).join(',');
+}
+
+/** Inverse of listToText; also reads Megatron's "[0]*3+[1]*58" and JSON "[0,1,1]". null if neither. */
+export function textToList(text) {
+  const t = String(text).replace(/\s+/g, '');
+  const parts = t.includes('+') ? t.split('+') : t.replace(/^\[|\]$/g, '').split(',');
+  const out = [];
+  for (const part of parts) {
+    const m = /^\[?(-?\d+)\]?(?:\*(\d+))?$/.exec(part);
+    if (!m) return null;
+    const n = m[2] === undefined ? 1 : Number(m[2]);
+    if (n > 100000) return null; // a link is not a way to allocate gigabytes
+    for (let i = 0; i < n; i += 1) out.push(Number(m[1]));
+  }
+  return out.length ? out : null;
+}
+
+export function valueToText(value) {
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  if (Array.isArray(value)) return value.some((x) => typeof x === 'string') ? value.join(',') : listToText(value);
+  return String(value);
+}
+
+/**
+ * Reads a value written by valueToText, given the field's type from the core's field specs.
+ * Text that does not fit the type is returned unchanged, so the core names the problem.
+ */
+export function textToValue(text, type) {
+  if (type === 'boolean') {
+    if (text === '1' || text === 'true') return true;
+    if (text === '0' || text === 'false') return false;
+    return text;
+  }
+  if (type === 'choice_list') return text.split(',').filter(Boolean);
+  if (type === 'number') return /^-?\d*\.?\d+(e-?\d+)?$/i.test(text) ? Number(text) : text;
+  if (type === 'integer' || type === 'integer_or_list') {
+    if (/^-?\d+(\.\d+)?(e\d+)?$/i.test(text)) return Number(text);
+    if (type === 'integer_or_list') return textToList(text) ?? text;
+    return text;
+  }
+  return text;
+}
+
+// ---- fragment text ----
+
+// Keep the fragment readable: encodeURIComponent escapes ",", ":" and "*"-free text that is
+// legal in a fragment; undo it for the characters our values use.
+const escapeText = (s) => encodeURIComponent(s).replace(/%2C/gi, ',').replace(/%3A/gi, ':');
+
+/** FNV-1a 32-bit, base 36: short, and enough to notice a cut or an edit (not a security check). */
+export function checksum(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(36);
+}
+
+/**
+ * @param {object} state
+ * @param {Record<string, unknown>} state.fields  values the user set (unset fields absent)
+ * @param {string[]} state.names                  fields that apply to this model, in page order
+ * @param {Record<string, unknown>} state.resolved the core's resolved config (result.config)
+ * @param {string|null} state.preset
+ * @param {string} state.gpu
+ * @param {string} [state.capacity]               custom capacity text, e.g. "96GB"
+ * @param {string} state.unit                     "GiB" or "GB"
+ * @returns {string} the fragment without "#"
+ */
+export function encodeState({ fields, names, resolved = {}, preset, gpu, capacity, unit }) {
+  const pairs = [['v', String(FORMAT_VERSION)]];
+  if (preset) pairs.push([PAGE_KEYS.preset, preset]);
+  for (const name of names) {
+    if (fields[name] !== undefined && fields[name] !== null) {
+      pairs.push([keyOf(name), valueToText(fields[name])]);
+    } else if (resolved[name] !== undefined && resolved[name] !== null) {
+      pairs.push([keyOf(name), `~${valueToText(resolved[name])}`]);
+    }
+  }
+  pairs.push([PAGE_KEYS.gpu, gpu]);
+  if (capacity) pairs.push([PAGE_KEYS.capacity, capacity]);
+  pairs.push([PAGE_KEYS.unit, unit]);
+  const body = pairs.map(([k, v]) => `${escapeText(k)}=${escapeText(v)}`).join('&');
+  return `${body}&ck=${checksum(body)}`;
+}
+
+/**
+ * Splits a fragment into page state. Unknown keys, malformed pairs and values of the wrong shape
+ * are listed in `rejected`; everything else is kept.
+ * @param {string} fragment location.hash, with or without "#"
+ * @param {Map<string, {type: string}>} specs the core's field specs by name
+ */
+export function decodeState(fragment, specs) {
+  const out = {
+    version: null, fields: {}, auto: {}, preset: null, gpu: null, capacity: null, unit: null,
+    rejected: [], integrity: 'ok', notes: [],
+  };
+  let text = String(fragment ?? '').replace(/^#/, '');
+  if (!text) return out;
+
+  const ck = /&ck=([0-9a-z]*)$/.exec(text);
+  if (!ck) out.integrity = 'missing';
+  else {
+    text = text.slice(0, ck.index);
+    if (ck[1] !== checksum(text)) out.integrity = 'mismatch';
+  }
+
+  for (const pair of text.split('&')) {
+    if (!pair) continue;
+    const eq = pair.indexOf('=');
+    let key;
+    let value;
+    try {
+      key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq));
+      value = eq < 0 ? null : decodeURIComponent(pair.slice(eq + 1));
+    } catch {
+      out.rejected.push({ key: pair, reason: 'not valid URL text' });
+      continue;
+    }
+    if (value === null) {
+      out.rejected.push({ key, reason: 'has no value' });
+      continue;
+    }
+    readPair(out, key, value, specs);
+  }
+
+  if (out.version === null) out.notes.push('The link has no format version; it was read as version 1.');
+  else if (out.version > FORMAT_VERSION) {
+    out.notes.push(`The link was made by a newer trainmem (link format ${out.version}); fields this version knows were kept.`);
+  }
+  return out;
+}
+
+function readPair(out, key, value, specs) {
+  if (key === 'v') {
+    const n = Number(value);
+    if (Number.isInteger(n) && n > 0) out.version = n;
+    else out.rejected.push({ key, reason: `unknown link format "${value}"` });
+    return;
+  }
+  if (key === PAGE_KEYS.preset) out.preset = value;
+  else if (key === PAGE_KEYS.gpu) out.gpu = value;
+  else if (key === PAGE_KEYS.capacity) out.capacity = value;
+  else if (key === PAGE_KEYS.unit) {
+    if (UNITS.includes(value)) out.unit = value;
+    else out.rejected.push({ key, reason: `unit must be GiB or GB, got "${value}"` });
+  } else {
+    const name = keyToField.get(key) ?? (specs.has(key) ? key : null);
+    const spec = name && specs.get(name);
+    if (!spec) {
+      out.rejected.push({ key, reason: 'unknown field' });
+      return;
+    }
+    if (value.startsWith('~')) out.auto[name] = textToValue(value.slice(1), spec.type);
+    else out.fields[name] = textToValue(value, spec.type);
+  }
+}

@@ -285,6 +285,18 @@ void unfused_softmax(const Shape& x, Ledger& out) {
 
 // Core attention on q, k, v already accounted: the kernel's own statistics or score tensors,
 // and its output (the output projection's input). `v_width` is the per-head value size.
+//
+// flash: flash-attn (through TE) saves q, k, v, out and the fp32 logsumexp per head and token.
+// fused: TE's cuDNN backend (F16_arbitrary_seqlen, the one used for training lengths) is
+//   flash-like: it saves q, k, v, out and fp32 softmax statistics [b, h, s, 1] plus the RNG
+//   state, no s² buffer; it is counted exactly like flash. (The legacy max-512 cuDNN kernel kept
+//   the softmax, which only matters for s ≤ 512.)
+// unfused: QK^T is computed by baddbmm, which saves Q and K but not its output; the fused
+//   scale-mask-softmax saves only its output, so the raw scores are never kept. What stays is the
+//   softmax output, and with attention dropout its mask and the dropped-out probabilities that
+//   the bmm with V saves (Korthikanti's 5as²b).
+// In 16-bit the flash `out` and linear_proj's input are counted once (one storage); some TE
+// flash-attn paths transpose the output to sbhd with a copy when b > 1, which is not counted.
 void core_attention(const Config& c, const Shape& x, const Modules& m, double v_width,
                     Ledger& out) {
   const bool unfused = c.attention_backend == AttentionBackend::unfused;

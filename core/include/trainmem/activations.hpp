@@ -17,27 +17,34 @@ namespace trainmem {
 // One tensor kept for backward.
 struct SavedTensor {
   std::string_view name;    // e.g. "attention.qkv_input", "mlp.fc1_output"
-  std::string_view module;  // "attention", "mlp", "moe", "norm", "embedding", "output", "loss"
+  std::string_view module;  // "attention", "mlp", "moe", "norm", "layer" (a checkpoint's input),
+                            // "embedding", "output", "loss"
   double bytes = 0;         // for one microbatch on one GPU
-  std::string_view dtype;   // "bf16", "fp32", "mask" (1 byte per element), ...
+  std::string_view dtype;   // "bf16", "fp16", "fp32", "mask" (1 byte per element), "int64",
+                            // "fp8", "mxfp8", ...
   std::string_view source;  // where the rule comes from (paper table, framework code/doc)
 };
 using SavedTensors = std::vector<SavedTensor>;
 
 // How a layer is treated by the recompute policy.
 enum class LayerRecompute : uint8_t {
-  policy,        // the configured granularity: none, selective (recompute_modules) or selective_op
+  policy,        // the configured granularity: none, selective (recompute_modules) or selective_op;
+                 // with granularity full it means a layer the method does not recompute (block
+                 // method, beyond recompute_num_layers): everything is kept
   checkpointed,  // full recompute: this layer keeps only its input (the checkpoint)
   inside_group,  // full recompute, uniform method: a layer after the first of its group keeps nothing
 };
 
 // Bytes one microbatch keeps alive for backward in one transformer layer on one GPU.
-// `detail`, when given, receives every saved tensor (their bytes sum to the result).
+// `detail`, when given, has every saved tensor appended (their bytes sum to the result).
 double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompute recompute,
                               SavedTensors* detail = nullptr);
 
 // The extra working set while one recomputed layer (full or selective) is re-run in backward:
-// the tensors the recomputation materialises before the layer's backward frees them.
+// the tensors the recomputation materialises before the layer's backward frees them. Full: the
+// layer's whole saved set less its checkpointed input (a uniform group of n layers is re-run as
+// a whole, so n of these exist at once); selective: the largest single module's set (modules are
+// re-run one at a time); selective_op: what the policy did not save; none: 0.
 double layer_recompute_working_bytes(const Config& config, bool moe_layer);
 
 // First pipeline stage, per microbatch: embedding output / dropout mask and what the embedding

@@ -122,7 +122,7 @@ export interface EstimateResult {
   stages?: Stage[];
   assumptions: string[];
   /** the training log's line: "Theoretical memory footprints: weight and optimizer=… MB, …" */
-  report: string;
+  report: string | null;
   summary: string;
   /** every field, resolved (unset fields filled the way Megatron Core fills them) */
   config: ConfigInput;

@@ -158,6 +158,7 @@ struct Shape {
   double e = 2;          // bytes per activation element
   double lin = 2;        // bytes per element of a saved linear input
   double norm_stats = 8;  // fp32 bytes per token a norm keeps beside its input
+  bool has_norm = true;   // normalization "none" (trainmem): no norm layers at all
   std::string_view act_dtype, lin_dtype;
   bool fp8 = false;
   bool attention_dropout = false, hidden_dropout = false;
@@ -182,6 +183,7 @@ Shape shape_of(const Config& c) {
   x.lin = x.fp8 ? fp8_input_bytes(c.fp8_recipe) : x.e;
   x.lin_dtype = x.fp8 ? fp8_dtype(c.fp8_recipe) : x.act_dtype;
   x.norm_stats = c.normalization == Normalization::layer_norm ? 8 : 4;
+  x.has_norm = c.normalization != Normalization::none;
   x.attention_dropout = c.attention_dropout > 0;
   x.hidden_dropout = c.hidden_dropout > 0;
   return x;
@@ -265,6 +267,8 @@ void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& 
       fc2_input_shared = true;
   } else if (squared) {
     out.add(n.relu_output, n.module, one, x.act_dtype, k_src_sq_relu);
+  } else if (c.activation_func == ActivationFunc::identity) {
+    // No activation: fc2 reads fc1's output directly, kept once as fc2's input.
   } else {
     out.add(n.fc1_output, n.module, one, x.act_dtype, k_src_act_input);
   }
@@ -318,6 +322,7 @@ void core_attention(const Config& c, const Shape& x, const Modules& m, double v_
 
 void norm_entries(const Shape& x, std::string_view input_name, std::string_view stats_name,
                   bool keep_stats, Ledger& out) {
+  if (!x.has_norm) return;  // normalization "none": the block has no norm to keep inputs for
   out.add(input_name, "norm", x.e * x.h * x.tokens_sp, x.act_dtype, k_src_norm_input);
   if (keep_stats) out.add(stats_name, "norm", x.norm_stats * x.tokens_sp, "fp32", k_src_norm_stats);
 }

@@ -226,7 +226,15 @@ std::string report_theoretical_memory(const Config& input_config, int64_t num_mi
   // The trainmem profile prints the line Megatron-Bridge's training log would print for the
   // same model and layout, for people who compare with it.
   Config config = input_config;
-  if (config.profile == Profile::trainmem) config.profile = Profile::megatron_bridge;
+  if (config.profile == Profile::trainmem) {
+    // Blocks without attention, models without embeddings, no norms or no activation function
+    // are outside the reference formula: it has no line for them.
+    if (config.num_attention_heads == 0 || config.vocab_size == 0 ||
+        config.normalization == Normalization::none ||
+        config.activation_func == ActivationFunc::identity)
+      return "";
+    config.profile = Profile::megatron_bridge;
+  }
   const bool sp_selective = config.sequence_parallel &&
                             config.recompute_granularity == RecomputeGranularity::selective;
   // Bridge reports activation only with SP + selective recompute; Megatron-LM always does (with

@@ -198,7 +198,8 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   ordered assumptions = ordered::array();
   for (std::string_view text : est.assumption_texts()) assumptions.push_back(text);
   out["assumptions"] = assumptions;
-  out["report"] = report_theoretical_memory(config, config.num_microbatches);
+  const std::string report = report_theoretical_memory(config, config.num_microbatches);
+  out["report"] = report.empty() ? ordered(nullptr) : ordered(report);
   out["summary"] = format_training_memory_estimate(est, "GB");
   out["config"] = config_json(config);
   if (trace) {

@@ -107,8 +107,11 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
       line("  " + e.name + " = " + value + "    " + e.formula);
     }
   }
-  line("");
-  line(report_theoretical_memory(c, c.num_microbatches));
+  const std::string reference_line = report_theoretical_memory(c, c.num_microbatches);
+  if (!reference_line.empty()) {
+    line("");
+    line(reference_line);
+  }
   return out;
 }
 

@@ -419,10 +419,17 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   StageActivation a;
   const int64_t p = layout.p;
   const bool any_recompute = c.recompute_granularity != RecomputeGranularity::none;
+  // Full recompute with the uniform method re-runs a whole group of recompute_num_layers layers
+  // from its checkpoint, so the group's layers are live together during its backward.
+  const double group = c.recompute_granularity == RecomputeGranularity::full &&
+                               c.recompute_method == RecomputeMethod::uniform
+                           ? double(std::max<int64_t>(1, c.recompute_num_layers))
+                           : 1.0;
   layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
     const bool moe = c.is_moe_layer(i);
     a.per_microbatch += layer_activation_bytes(c, moe, layer_policy(c, pos));
-    if (any_recompute) a.recompute_working = std::max(a.recompute_working, layer_recompute_working_bytes(c, moe));
+    if (any_recompute)
+      a.recompute_working = std::max(a.recompute_working, group * layer_recompute_working_bytes(c, moe));
   });
   if (r == p - 1 && c.mtp_num_layers > 0) {
     const int64_t L = c.num_layers;

@@ -167,8 +167,10 @@ Estimate estimate_training_memory(const Config& config, int64_t num_microbatches
 // unit: "MB" (2^20) or "GB" (2^30), case-insensitive; anything else throws std::invalid_argument
 // with "Unsupported memory unit: <unit>".
 std::string format_training_memory_estimate(const Estimate& estimate, std::string_view unit = "MB");
-// The line the training log prints (Bridge's report_theoretical_memory for megatron-bridge;
-// Megatron-LM's for megatron-lm). Core does no I/O: the caller prints it.
+// The line the training log prints (Bridge's report_theoretical_memory for megatron-bridge and,
+// for comparison, for trainmem; Megatron-LM's for megatron-lm). Empty when the reference formula
+// cannot describe the model (trainmem blocks without attention, norms or embeddings). Core does
+// no I/O: the caller prints it.
 std::string report_theoretical_memory(const Config& config, int64_t num_microbatches,
                                       Trace* verbose = nullptr);
 

@@ -91,6 +91,19 @@ export interface Stage {
   moments?: Moments;
   /** trainmem profile: the stage's peak on one GPU */
   total_bytes?: number;
+  /** trainmem profile: what torch.cuda.max_memory_allocated / _reserved and nvidia-smi show */
+  allocated_bytes?: number;
+  reserved_bytes?: number;
+  device_bytes?: number;
+}
+
+/** trainmem profile: the runtime lines between allocated, reserved and device bytes */
+export interface Overheads {
+  allocator_bytes: number;
+  cuda_context_bytes: number;
+  nccl_bytes: number;
+  nccl_communicators: number;
+  workspace_bytes: number;
 }
 
 export interface TraceEntry {
@@ -110,6 +123,11 @@ export interface EstimateResult {
   state: StateBreakdown;
   /** CPU memory per node for offloaded state (0 without offload) */
   cpu_bytes: number;
+  /** trainmem profile: torch.cuda.max_memory_allocated (= total_bytes), _reserved, nvidia-smi */
+  allocated_bytes?: number;
+  reserved_bytes?: number;
+  device_bytes?: number;
+  overheads?: Overheads;
   /** trainmem profile: the stage whose peak is the largest */
   most_loaded_stage?: number;
   moments?: Moments;

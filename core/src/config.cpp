@@ -273,6 +273,23 @@ const std::vector<Field>& fields() {
       trainmem_only(number_field("gpu_memory_bytes", G::training, 0, 1e15, "bytes", "none",
           "Capacity of one GPU; gives whether it fits and the minimum number of devices.",
           &C::gpu_memory_bytes)),
+      // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
+      trainmem_only(number_field("allocator_fragmentation", G::training, 0, 10, "", "0.05",
+          "PyTorch's caching allocator: reserved = allocated × (1 + this). It rounds blocks of "
+          "1 MiB and more up to 2 MiB multiples and keeps freed blocks cached (PyTorch CUDA "
+          "semantics, memory management); 5 % is a planning default, set it from "
+          "torch.cuda.memory_stats of a run.", &C::allocator_fragmentation)),
+      trainmem_only(number_field("cuda_context_bytes", G::training, 0, 1e12, "bytes", "536870912 (512 MiB)",
+          "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "
+          "counted in nvidia-smi, not in PyTorch's figures.", &C::cuda_context_bytes)),
+      trainmem_only(number_field("nccl_bytes_per_communicator", G::training, 0, 1e12, "bytes",
+          "268435456 (256 MiB)", "NCCL buffers of one communicator: NCCL_BUFFSIZE (4 MiB) per "
+          "channel, send and receive, up to 32 channels (NCCL environment variables). One "
+          "communicator for the world and one per parallel dimension above 1.",
+          &C::nccl_bytes_per_communicator)),
+      trainmem_only(number_field("workspace_bytes", G::training, 0, 1e12, "bytes", "67108864 (64 MiB)",
+          "cuBLAS/cuBLASLt workspaces (32 MiB per handle on Hopper) and Transformer Engine's.",
+          &C::workspace_bytes)),
       // Activations: the trainmem profile (issue 5).
       trainmem_only(choice_field<&C::attention_backend>("attention_backend", G::training, "flash",
           "Attention kernel: flash keeps the softmax statistics; unfused keeps the s² scores.")),
@@ -631,6 +648,10 @@ ConfigInput to_input(const Config& c) {
     in.additional_buffer_factor = c.additional_buffer_factor;
     in.gradient_as_bucket_view = c.gradient_as_bucket_view;
     if (c.gpu_memory_bytes > 0) in.gpu_memory_bytes = c.gpu_memory_bytes;
+    in.allocator_fragmentation = c.allocator_fragmentation;
+    in.cuda_context_bytes = c.cuda_context_bytes;
+    in.nccl_bytes_per_communicator = c.nccl_bytes_per_communicator;
+    in.workspace_bytes = c.workspace_bytes;
     in.attention_backend = c.attention_backend;
     in.attention_dropout = c.attention_dropout;
     in.hidden_dropout = c.hidden_dropout;
@@ -745,6 +766,10 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   c.additional_buffer_factor = in.additional_buffer_factor.value_or(1.5);
   c.gradient_as_bucket_view = in.gradient_as_bucket_view.value_or(false);
   c.gpu_memory_bytes = in.gpu_memory_bytes.value_or(0);
+  c.allocator_fragmentation = in.allocator_fragmentation.value_or(0.05);
+  c.cuda_context_bytes = in.cuda_context_bytes.value_or(512.0 * 1024 * 1024);
+  c.nccl_bytes_per_communicator = in.nccl_bytes_per_communicator.value_or(256.0 * 1024 * 1024);
+  c.workspace_bytes = in.workspace_bytes.value_or(64.0 * 1024 * 1024);
 
   c.attention_backend = in.attention_backend.value_or(AttentionBackend::flash);
   c.attention_dropout = in.attention_dropout.value_or(0.1);

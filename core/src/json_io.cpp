@@ -154,6 +154,14 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
                   {"buffers", part_json(est.state.buffers)}};
   out["cpu_bytes"] = num(est.cpu_bytes);
   if (est.profile == Profile::trainmem) {
+    out["allocated_bytes"] = num(est.total_bytes);
+    out["reserved_bytes"] = num(est.reserved_bytes);
+    out["device_bytes"] = num(est.device_bytes);
+    out["overheads"] = {{"allocator_bytes", num(est.reserved_bytes - est.total_bytes)},
+                        {"cuda_context_bytes", num(config.cuda_context_bytes)},
+                        {"nccl_bytes", num(double(est.communicators) * config.nccl_bytes_per_communicator)},
+                        {"nccl_communicators", est.communicators},
+                        {"workspace_bytes", num(config.workspace_bytes)}};
     out["most_loaded_stage"] = est.most_loaded_stage;
     out["moments"] = moments_json(est.moments);
     out["minimum_devices"] = est.minimum_devices > 0 ? num(est.minimum_devices) : ordered(nullptr);
@@ -187,6 +195,9 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
       stage["microbatches_in_flight"] = s.microbatches_in_flight;
       stage["moments"] = moments_json(s.moments);
       stage["total_bytes"] = num(s.total_bytes);
+      stage["allocated_bytes"] = num(s.total_bytes);
+      stage["reserved_bytes"] = num(s.reserved_bytes);
+      stage["device_bytes"] = num(s.device_bytes);
     } else {
       // The reference formulas compute activations for the first stage only.
       stage["activation_bytes"] = r == 0 && est.has_activation ? num(est.activation_bytes) : ordered(nullptr);

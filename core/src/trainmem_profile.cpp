@@ -461,6 +461,18 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   return a;
 }
 
+// One NCCL communicator for the world and one per parallel dimension above 1.
+int64_t communicators(const Config& c) {
+  return 1 + (c.data_parallel_size > 1) + (c.tensor_model_parallel_size > 1) +
+         (c.pipeline_model_parallel_size > 1) + (c.context_parallel_size > 1) +
+         (c.expert_model_parallel_size > 1);
+}
+
+double runtime_overhead(const Config& c) {
+  return c.cuda_context_bytes + double(communicators(c)) * c.nccl_bytes_per_communicator +
+         c.workspace_bytes;
+}
+
 struct StageResult {
   StageParams summary;
   StageState state;
@@ -495,6 +507,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
   s.moments.optimizer_step = model_state + out.state.optimizer_temporary;
   s.total_bytes = s.moments.peak();
+  // Runtime overheads (documented defaults in the field table, adjustable).
+  s.reserved_bytes = s.total_bytes * (1 + c.allocator_fragmentation);
+  s.device_bytes = s.reserved_bytes + runtime_overhead(c);
   return out;
 }
 
@@ -554,6 +569,10 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.activation_bytes = best.summary.activation_bytes;
   est.weight_and_optimizer_bytes = est.state.total();
   est.total_bytes = best.summary.total_bytes;
+  est.reserved_bytes = best.summary.reserved_bytes;
+  est.device_bytes = best.summary.device_bytes;
+  est.communicators = communicators(c);
+  est.runtime_bytes = est.device_bytes - est.reserved_bytes;
   est.cpu_bytes = best.state.cpu * double(c.gpus_per_node);
   est.params.per_gpu = best.state.params_local;
   est.params.routed_per_gpu = best.state.expert_local;

@@ -101,7 +101,8 @@ struct ConfigInput {
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
   std::optional<double> momentum, optimizer_offload_fraction, additional_buffer_factor,
-      gpu_memory_bytes;
+      gpu_memory_bytes, allocator_fragmentation, cuda_context_bytes, nccl_bytes_per_communicator,
+      workspace_bytes;
   // Activations (read by the trainmem profile only).
   std::optional<AttentionBackend> attention_backend;
   std::optional<double> attention_dropout, hidden_dropout, moe_expert_capacity_factor;
@@ -189,6 +190,12 @@ struct Config {
   double optimizer_offload_fraction = 0;
   double additional_buffer_factor = 1.5;
   double gpu_memory_bytes = 0;  // 0: not given
+  // Runtime overheads (trainmem): reserved = allocated × (1 + fragmentation); device = reserved +
+  // CUDA context + NCCL buffers per communicator + library workspaces.
+  double allocator_fragmentation = 0.05;
+  double cuda_context_bytes = 512.0 * 1024 * 1024;
+  double nccl_bytes_per_communicator = 256.0 * 1024 * 1024;
+  double workspace_bytes = 64.0 * 1024 * 1024;
   // trainmem profile: activations.
   AttentionBackend attention_backend = AttentionBackend::flash;
   double attention_dropout = 0.1;  // TransformerConfig defaults

@@ -102,7 +102,9 @@ struct StageParams {
   double activation_bytes = 0;            // activations in flight at the stage's peak
   int64_t microbatches_in_flight = 0;     // trainmem profile: under the pipeline schedule
   Moments moments;                        // trainmem profile
-  double total_bytes = 0;                 // the stage's peak on one GPU
+  double total_bytes = 0;                 // the stage's peak on one GPU (allocated)
+  double reserved_bytes = 0;              // trainmem: + the caching allocator's overhead
+  double device_bytes = 0;                // trainmem: + CUDA context, NCCL, workspaces
 };
 
 // Statements that qualify the number; their text is in assumption_text().
@@ -139,6 +141,11 @@ struct Estimate {
   StateBreakdown state;
   // trainmem profile (zero in the reference profiles):
   int64_t most_loaded_stage = 0;    // the pipeline stage whose peak is the largest
+  // total_bytes is what torch.cuda.max_memory_allocated would show; reserved adds the caching
+  // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
+  double reserved_bytes = 0, device_bytes = 0;
+  double runtime_bytes = 0;         // device − reserved: context, NCCL buffers, workspaces
+  int64_t communicators = 0;        // NCCL communicators the overhead counts
   Moments moments;                  // of that stage
   double cpu_bytes = 0;             // CPU memory per node: offloaded state of its GPUs
   double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run

@@ -40,8 +40,9 @@ void add_state(StateBreakdown& state, double PartBytes::*part, double params, do
   state.optimizer_states.*part += 8 * params / n;
 }
 
-void set(uint32_t& bits, Assumption a, bool on = true) {
-  if (on) bits |= 1u << unsigned(a);
+// Branch-free: the estimate is on the planner's hot path.
+inline void set(uint32_t& bits, Assumption a, bool on = true) {
+  bits |= uint32_t(on) << unsigned(a);
 }
 
 constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_texts = {
@@ -98,15 +99,18 @@ std::vector<std::string_view> Estimate::assumption_texts() const {
   return out;
 }
 
-Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
-                                  bool include_activation, Trace* trace) {
-  if (c.profile == Profile::trainmem) {
-    Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
-    set(est.assumptions, Assumption::most_loaded_shard);
-    set(est.assumptions, Assumption::trainmem_runtime_excluded);
-    set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
-    return est;
-  }
+namespace {
+
+Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Trace* trace) {
+  Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
+  set(est.assumptions, Assumption::most_loaded_shard);
+  set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
+  return est;
+}
+
+// The reference profiles (reference §3 and §4). One named result, so it is built in place.
+Estimate reference_estimate(const Config& c, int64_t num_microbatches, bool include_activation,
+                            Trace* trace) {
   const bool lm = c.profile == Profile::megatron_lm;
   ModelState ms = model_state(c, trace);
 
@@ -173,6 +177,14 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
   }
   set(bits, Assumption::activation_not_reported, !lm && !sp_selective);
   return est;
+}
+
+}  // namespace
+
+Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
+                                  bool include_activation, Trace* trace) {
+  if (c.profile == Profile::trainmem) return trainmem_profile_estimate(c, include_activation, trace);
+  return reference_estimate(c, num_microbatches, include_activation, trace);
 }
 
 std::vector<StageParams> pipeline_stages(const Config& c) {

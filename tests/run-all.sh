@@ -4,6 +4,9 @@
 #   2. the same Catch2 tests compiled with em++ and run in Node (proves the wasm build of the core)
 #   3. Node tests of the WebAssembly module (tests/wasm)
 #   4. browser tests of the page in headless Chromium (tests/web)
+#   5. the Catch2 tests again under AddressSanitizer + UndefinedBehaviorSanitizer (clang), and the
+#      libFuzzer harnesses for a bounded time (FUZZ_SECONDS each, default 10), replaying every
+#      input in tests/fuzz/regressions first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup.sh
@@ -31,3 +34,19 @@ node --test tests/wasm/
 
 echo "== browser tests"
 node tests/web/browser-check.mjs
+
+echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRAINMEM_SANITIZE=ON -DTRAINMEM_FUZZ=ON > /dev/null
+cmake --build build-fuzz -j"$jobs"
+ctest --test-dir build-fuzz --output-on-failure -j"$jobs"
+for pair in config:config hf_import:hf megatron_args:megatron; do
+  harness=build-fuzz/tests/fuzz_${pair%%:*}
+  corpus=${pair##*:}
+  regressions=(tests/fuzz/regressions/"$corpus"/*)
+  [ -e "${regressions[0]}" ] && "$harness" "${regressions[@]}"
+  mkdir -p build-fuzz/corpus/"$corpus"
+  "$harness" -max_total_time="${FUZZ_SECONDS:-10}" -print_final_stats=1 \
+    build-fuzz/corpus/"$corpus" tests/fuzz/corpus/"$corpus" 2>&1 | grep -E "^stat::number_of_executed_units|^Done"
+done
+echo "fuzzing: no crash"

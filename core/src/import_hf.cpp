@@ -19,27 +19,27 @@ using json = nlohmann::json;
 
 enum class MoeKind : uint8_t {
   none,
-  local_experts,  // mixtral, gpt_oss: num_local_experts; every layer MoE; experts use intermediate_size
+  local_experts,  // mixtral, gpt_oss: num_local_experts, every layer, experts of intermediate_size
   qwen,           // qwen2_moe, qwen3_moe: num_experts, decoder_sparse_step, mlp_only_layers
   deepseek,       // deepseek_v2/v3: n_routed_experts, n_shared_experts, first_k_dense_replace
 };
 
 struct ModelType {
   std::string_view name;
-  std::string_view source;      // the transformers class whose defaults and layers are used
-  bool gated;                   // gate_proj, up_proj, down_proj (3 matrices) vs fc1/fc2 (2)
+  std::string_view source;       // the transformers class whose defaults and layers are used
+  bool gated;                    // gate_proj, up_proj, down_proj (3 matrices) vs fc1/fc2 (2)
   Normalization norm;
-  std::string_view act_default; // the config class's default activation
-  bool tie_default;             // tie_word_embeddings default of the config class
-  int64_t kv_heads_default;     // num_key_value_heads default; 0: num_attention_heads (MHA)
-  int64_t head_dim_default;     // head_dim default; 0: hidden_size / num_attention_heads
-  int64_t vocab_default;        // vocab_size used when absent; 0: the key is required
-  bool qkv_bias;                // q/k/v projections always have biases (no attention_bias key)
-  bool all_bias;                // every linear layer has a bias
-  bool qk_norm;                 // a norm on queries and keys is always built
+  std::string_view act_default;  // the config class's default activation
+  bool tie_default;              // tie_word_embeddings default of the config class
+  int64_t kv_heads_default;      // num_key_value_heads default; 0: num_attention_heads (MHA)
+  int64_t head_dim_default;      // head_dim default; 0: hidden_size / num_attention_heads
+  int64_t vocab_default;         // vocab_size used when absent; 0: the key is required
+  bool qkv_bias;                 // q/k/v projections always have biases (no attention_bias key)
+  bool all_bias;                 // every linear layer has a bias
+  bool qk_norm;                  // a norm on queries and keys is always built
   MoeKind moe;
-  bool mla;                     // DeepSeek multi-latent attention
-  bool gpt2_names;              // n_layer, n_embd, n_head, n_inner, n_positions
+  bool mla;                      // DeepSeek multi-latent attention
+  bool gpt2_names;               // n_layer, n_embd, n_head, n_inner, n_positions
 };
 
 constexpr Normalization rms = Normalization::rms_norm;
@@ -49,26 +49,29 @@ const std::vector<ModelType>& model_types() {
   // Defaults are the __init__ defaults of each configuration class; gated/norm/bias/qk-norm
   // facts are the modules each modeling file builds (LlamaMLP gate/up/down, GPT2MLP c_fc/c_proj,
   // Qwen2Attention q/k/v bias=True, Qwen3Attention q_norm/k_norm, ...).
+  // clang-format off
   static const std::vector<ModelType> table = {
-      {"llama", "LlamaConfig", true, rms, "silu", false, 0, 0, 0, false, false, false, MoeKind::none, false, false},
-      {"mistral", "MistralConfig", true, rms, "silu", false, 8, 0, 0, false, false, false, MoeKind::none, false, false},
-      {"mixtral", "MixtralConfig", true, rms, "silu", false, 8, 0, 0, false, false, false, MoeKind::local_experts, false, false},
-      {"qwen2", "Qwen2Config", true, rms, "silu", false, 32, 0, 0, true, false, false, MoeKind::none, false, false},
-      {"qwen2_moe", "Qwen2MoeConfig", true, rms, "silu", false, 16, 0, 0, true, false, false, MoeKind::qwen, false, false},
-      {"qwen3", "Qwen3Config", true, rms, "silu", false, 32, 128, 0, false, false, true, MoeKind::none, false, false},
-      {"qwen3_moe", "Qwen3MoeConfig", true, rms, "silu", false, 4, 0, 0, false, false, true, MoeKind::qwen, false, false},
-      {"deepseek_v2", "DeepseekV2Config", true, rms, "silu", false, 0, 0, 0, false, false, false, MoeKind::deepseek, true, false},
-      {"deepseek_v3", "DeepseekV3Config", true, rms, "silu", false, 0, 0, 0, false, false, false, MoeKind::deepseek, true, false},
-      {"gemma", "GemmaConfig", true, rms, "gelu_pytorch_tanh", true, 16, 256, 0, false, false, false, MoeKind::none, false, false},
-      {"gemma2", "Gemma2Config", true, rms, "gelu_pytorch_tanh", true, 4, 256, 0, false, false, false, MoeKind::none, false, false},
-      {"gemma3_text", "Gemma3TextConfig", true, rms, "gelu_pytorch_tanh", true, 4, 256, 262208, false, false, true, MoeKind::none, false, false},
-      {"phi3", "Phi3Config", true, rms, "silu", false, 0, 0, 0, false, false, false, MoeKind::none, false, false},
-      {"gpt_oss", "GptOssConfig", true, rms, "silu", false, 8, 64, 0, false, true, false, MoeKind::local_experts, false, false},
-      {"olmo2", "Olmo2Config", true, rms, "silu", false, 0, 0, 0, false, false, true, MoeKind::none, false, false},
-      {"gpt2", "GPT2Config", false, ln, "gelu_new", true, 0, 0, 0, false, true, false, MoeKind::none, false, true},
-      {"gpt_neox", "GPTNeoXConfig", false, ln, "gelu", false, 0, 0, 0, false, true, false, MoeKind::none, false, false},
-      {"nemotron", "NemotronConfig", false, ln, "relu2", false, 0, 0, 0, false, false, false, MoeKind::none, false, false},
+      // name       source              gated  norm act default          tie    kv  head vocab   qkv_bias all_bias qk_norm moe                 mla    gpt2_names
+      {"llama",       "LlamaConfig",      true,  rms, "silu",              false, 0,  0,   0,      false, false, false, MoeKind::none,          false, false},
+      {"mistral",     "MistralConfig",    true,  rms, "silu",              false, 8,  0,   0,      false, false, false, MoeKind::none,          false, false},
+      {"mixtral",     "MixtralConfig",    true,  rms, "silu",              false, 8,  0,   0,      false, false, false, MoeKind::local_experts, false, false},
+      {"qwen2",       "Qwen2Config",      true,  rms, "silu",              false, 32, 0,   0,      true,  false, false, MoeKind::none,          false, false},
+      {"qwen2_moe",   "Qwen2MoeConfig",   true,  rms, "silu",              false, 16, 0,   0,      true,  false, false, MoeKind::qwen,          false, false},
+      {"qwen3",       "Qwen3Config",      true,  rms, "silu",              false, 32, 128, 0,      false, false, true,  MoeKind::none,          false, false},
+      {"qwen3_moe",   "Qwen3MoeConfig",   true,  rms, "silu",              false, 4,  0,   0,      false, false, true,  MoeKind::qwen,          false, false},
+      {"deepseek_v2", "DeepseekV2Config", true,  rms, "silu",              false, 0,  0,   0,      false, false, false, MoeKind::deepseek,      true,  false},
+      {"deepseek_v3", "DeepseekV3Config", true,  rms, "silu",              false, 0,  0,   0,      false, false, false, MoeKind::deepseek,      true,  false},
+      {"gemma",       "GemmaConfig",      true,  rms, "gelu_pytorch_tanh", true,  16, 256, 0,      false, false, false, MoeKind::none,          false, false},
+      {"gemma2",      "Gemma2Config",     true,  rms, "gelu_pytorch_tanh", true,  4,  256, 0,      false, false, false, MoeKind::none,          false, false},
+      {"gemma3_text", "Gemma3TextConfig", true,  rms, "gelu_pytorch_tanh", true,  4,  256, 262208, false, false, true,  MoeKind::none,          false, false},
+      {"phi3",        "Phi3Config",       true,  rms, "silu",              false, 0,  0,   0,      false, false, false, MoeKind::none,          false, false},
+      {"gpt_oss",     "GptOssConfig",     true,  rms, "silu",              false, 8,  64,  0,      false, true,  false, MoeKind::local_experts, false, false},
+      {"olmo2",       "Olmo2Config",      true,  rms, "silu",              false, 0,  0,   0,      false, false, true,  MoeKind::none,          false, false},
+      {"gpt2",        "GPT2Config",       false, ln,  "gelu_new",          true,  0,  0,   0,      false, true,  false, MoeKind::none,          false, true},
+      {"gpt_neox",    "GPTNeoXConfig",    false, ln,  "gelu",              false, 0,  0,   0,      false, true,  false, MoeKind::none,          false, false},
+      {"nemotron",    "NemotronConfig",   false, ln,  "relu2",             false, 0,  0,   0,      false, false, false, MoeKind::none,          false, false},
   };
+  // clang-format on
   return table;
 }
 
@@ -89,11 +92,16 @@ const ModelType* find_type(std::string_view name) {
 // HF activation names (transformers/activations.py ACT2CLS) -> trainmem's activation family.
 std::optional<ActivationFunc> activation_of(std::string_view name) {
   static constexpr std::pair<std::string_view, ActivationFunc> names[] = {
-      {"silu", ActivationFunc::silu},          {"swish", ActivationFunc::silu},
-      {"gelu", ActivationFunc::gelu},          {"gelu_new", ActivationFunc::gelu},
-      {"gelu_pytorch_tanh", ActivationFunc::gelu}, {"gelu_fast", ActivationFunc::gelu},
-      {"gelu_python", ActivationFunc::gelu},   {"gelu_accurate", ActivationFunc::gelu},
-      {"quick_gelu", ActivationFunc::gelu},    {"relu", ActivationFunc::relu},
+      {"silu", ActivationFunc::silu},
+      {"swish", ActivationFunc::silu},
+      {"gelu", ActivationFunc::gelu},
+      {"gelu_new", ActivationFunc::gelu},
+      {"gelu_pytorch_tanh", ActivationFunc::gelu},
+      {"gelu_fast", ActivationFunc::gelu},
+      {"gelu_python", ActivationFunc::gelu},
+      {"gelu_accurate", ActivationFunc::gelu},
+      {"quick_gelu", ActivationFunc::gelu},
+      {"relu", ActivationFunc::relu},
       {"relu2", ActivationFunc::squared_relu},
   };
   for (const auto& [n, a] : names)
@@ -186,16 +194,24 @@ class HfReader {
       out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " +
                           number_text(double(value)));
   }
-  void assume_int(std::string_view field, int64_t value, std::string_view key,
-                  const std::string& why) {
+  // A class default: "vocab_size ← 262208 (no vocab_size: Gemma3TextConfig default)".
+  void assume_default(std::string_view field, int64_t value, std::string_view key) {
     if (put(field, double(value), key))
-      out_.assumed.push_back(std::string(field) + " ← " + why + " = " + number_text(double(value)) +
-                             " (no " + std::string(key) + ")");
+      out_.assumed.push_back(std::string(field) + " ← " + number_text(double(value)) + " (no " +
+                             std::string(key) + ": " + std::string(type_.source) + " default)");
+  }
+  // A derived value: "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)".
+  void assume_formula(std::string_view field, int64_t value, std::string_view key,
+                      const std::string& formula) {
+    if (put(field, double(value), key))
+      out_.assumed.push_back(std::string(field) + " ← " + formula + " = " +
+                             number_text(double(value)) + " (no " + std::string(key) + ")");
   }
   void ignore(std::string_view key, const std::string& why) {
     const json* v = find(key);
-    out_.ignored.push_back(std::string(key) + (v && !v->is_object() && !v->is_array() ? " = " + show(*v) : "") +
-                           ": " + why);
+    out_.ignored.push_back(std::string(key) +
+                           (v && !v->is_object() && !v->is_array() ? " = " + show(*v) : "") + ": " +
+                           why);
   }
 
   std::string key(std::string_view usual, std::string_view gpt2) const {
@@ -225,43 +241,43 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
   // Query groups: num_key_value_heads, else the class default (LlamaConfig and others: None ->
   // num_attention_heads; MistralConfig 8, Qwen2Config 32, ...). GPT-2 and GPT-NeoX are MHA.
   if (type_.gpt2_names || type_.name == "gpt_neox") {
-    if (heads > 0)
-      out_.assumed.push_back("num_query_groups ← num_attention_heads = " + number_text(double(heads)) +
-                             " (model_type " + std::string(type_.name) + " has multi-head attention)");
-    if (heads > 0) put("num_query_groups", double(heads), "num_attention_heads");
+    if (heads > 0 && put("num_query_groups", double(heads), "num_attention_heads"))
+      out_.assumed.push_back(
+          "num_query_groups ← num_attention_heads = " + number_text(double(heads)) +
+          " (model_type " + std::string(type_.name) + " has multi-head attention)");
   } else if (auto v = integer("num_key_value_heads", false)) {
     put_int("num_query_groups", *v, "num_key_value_heads");
   } else if (!find("num_key_value_heads")) {
     if (type_.kv_heads_default > 0)
-      assume_int("num_query_groups", type_.kv_heads_default, "num_key_value_heads",
-                 std::string(type_.source) + " default");
+      assume_default("num_query_groups", type_.kv_heads_default, "num_key_value_heads");
     else if (heads > 0)
-      assume_int("num_query_groups", heads, "num_key_value_heads", "num_attention_heads");
+      assume_formula("num_query_groups", heads, "num_key_value_heads", "num_attention_heads");
   }
 
   // Head size: head_dim (NeMo-converted Nemotron configs write kv_channels), else the class
   // default, else hidden_size / num_attention_heads as every modeling file computes it.
-  if (type_.mla) return;  // read_mla sets kv_channels
-  std::string_view head_key = "head_dim";
-  std::optional<int64_t> head_dim = integer("head_dim", false);
-  if (!head_dim && !find("head_dim") && type_.name == "nemotron" && find("kv_channels")) {
-    head_key = "kv_channels";
-    head_dim = integer("kv_channels", false);
-  }
-  if (head_dim) {
-    put_int("kv_channels", *head_dim, head_key);
-  } else if (find(head_key)) {
-    // wrong type: already reported
-  } else if (type_.head_dim_default > 0) {
-    assume_int("kv_channels", type_.head_dim_default, "head_dim",
-               std::string(type_.source) + " default");
-  } else if (hidden > 0 && heads > 0) {
-    if (hidden % heads != 0)
-      fail("head_dim", "missing from config.json, and hidden_size (" + number_text(double(hidden)) +
-                           ") is not divisible by num_attention_heads (" +
-                           number_text(double(heads)) + ")");
-    else
-      assume_int("kv_channels", hidden / heads, "head_dim", "hidden_size / num_attention_heads");
+  if (!type_.mla) {  // read_mla sets kv_channels for MLA
+    std::string_view head_key = "head_dim";
+    std::optional<int64_t> head_dim = integer("head_dim", false);
+    if (!head_dim && !find("head_dim") && type_.name == "nemotron" && find("kv_channels")) {
+      head_key = "kv_channels";
+      head_dim = integer("kv_channels", false);
+    }
+    if (head_dim) {
+      put_int("kv_channels", *head_dim, head_key);
+    } else if (find(head_key)) {
+      // wrong type: already reported
+    } else if (type_.head_dim_default > 0) {
+      assume_default("kv_channels", type_.head_dim_default, "head_dim");
+    } else if (hidden > 0 && heads > 0) {
+      if (hidden % heads != 0)
+        fail("head_dim", "missing from config.json, and hidden_size (" + number_text(double(hidden)) +
+                             ") is not divisible by num_attention_heads (" +
+                             number_text(double(heads)) + ")");
+      else
+        assume_formula("kv_channels", hidden / heads, "head_dim",
+                       "hidden_size / num_attention_heads");
+    }
   }
 
   // Biases. GPT-2, GPT-NeoX and GPT-OSS put a bias on every linear layer (GPT2Attention c_attn,
@@ -291,12 +307,16 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
       out_.read.push_back("add_bias_linear ← attention_bias = true, mlp_bias = true");
     } else if (a) {
       out_.read.push_back("add_qkv_bias ← attention_bias = true");
-      ignore("attention_bias", "the o_proj bias (hidden_size per layer) is not modelled; "
-                               "add_qkv_bias counts q, k and v");
+      ignore("attention_bias",
+             "the o_proj bias (hidden_size per layer) is not modelled; "
+             "add_qkv_bias counts q, k and v");
     } else {
       if (m) ignore("mlp_bias", "MLP biases without attention biases are not modelled");
-      out_.assumed.push_back(std::string("add_bias_linear ← false (") +
-                             (attention ? "attention_bias = false" : "no attention_bias: " + std::string(type_.source) + " default false") + ")");
+      if (attention)
+        out_.read.push_back("add_bias_linear ← attention_bias = false");
+      else
+        out_.assumed.push_back("add_bias_linear ← false (no attention_bias: " +
+                               std::string(type_.source) + " default)");
     }
   }
 
@@ -315,10 +335,13 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
 }
 
 void HfReader::read_mlp(int64_t hidden) {
-  // Activation: GPT-2 names it activation_function; Gemma 2/3 hidden_activation (GemmaConfig
-  // reads hidden_activation before hidden_act); the rest hidden_act.
+  // Activation: GPT-2 names it activation_function; Gemma 2/3 hidden_activation; Gemma reads
+  // hidden_activation before hidden_act (GemmaMLP); the rest hidden_act.
   std::string_view act_key = type_.gpt2_names ? "activation_function" : "hidden_act";
-  if (type_.name.substr(0, 5) == "gemma" && find("hidden_activation")) act_key = "hidden_activation";
+  if (type_.name == "gemma2" || type_.name == "gemma3_text")
+    act_key = find("hidden_activation") || !find("hidden_act") ? "hidden_activation" : "hidden_act";
+  else if (type_.name == "gemma" && find("hidden_activation"))
+    act_key = "hidden_activation";
   std::string act_name(type_.act_default);
   const json* act = find(act_key);
   if (act && !act->is_string()) {
@@ -328,22 +351,25 @@ void HfReader::read_mlp(int64_t hidden) {
   if (act) act_name = act->get<std::string>();
   std::optional<ActivationFunc> func = activation_of(act_name);
   if (!func) {
-    fail(act_key, quote(act_name) + " is not a supported activation (silu, swish, gelu, gelu_new, "
-                                    "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, "
-                                    "quick_gelu, relu, relu2)");
+    fail(act_key, quote(act_name) +
+                      " is not a supported activation (silu, swish, gelu, gelu_new, "
+                      "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, "
+                      "quick_gelu, relu, relu2)");
     return;
   }
   const std::string gated = type_.gated ? "true" : "false";
   put("gated_linear_unit", type_.gated, "model_type");
-  out_.assumed.push_back("gated_linear_unit ← " + gated + " (model_type " + std::string(type_.name) +
-                         (type_.gated ? ": gate_proj, up_proj and down_proj)" : ": two MLP matrices)"));
+  out_.assumed.push_back(
+      "gated_linear_unit ← " + gated + " (model_type " + std::string(type_.name) +
+      (type_.gated ? ": gate_proj, up_proj and down_proj)" : ": two MLP matrices)"));
   if (type_.name == "gpt_oss") {
     // GptOssExperts: gate · sigmoid(1.702 · gate) · (up + 1), clamped at swiglu_limit: a gated
     // quick-GELU, which Megatron-Bridge's GPTOSSProvider models as quick_gelu (counted as gelu).
     put("activation_func", std::string("gelu"), act_key);
-    out_.assumed.push_back("activation_func ← \"gelu\" (model_type gpt_oss: the clamped gate is "
-                           "x·σ(1.702x), quick-GELU, as Megatron-Bridge's GPTOSSProvider; " +
-                           std::string(act_key) + " = " + quote(act_name) + " not used)");
+    out_.assumed.push_back(
+        "activation_func ← \"gelu\" (model_type gpt_oss: the clamped gate is "
+        "x·σ(1.702x), quick-GELU, as Megatron-Bridge's GPTOSSProvider; " +
+        std::string(act_key) + " = " + quote(act_name) + " not used)");
   } else {
     put("activation_func", std::string(name_of(*func)), act_key);
     if (act)
@@ -355,16 +381,17 @@ void HfReader::read_mlp(int64_t hidden) {
   }
 
   put("normalization", std::string(name_of(type_.norm)), "model_type");
-  out_.assumed.push_back("normalization ← " + std::string(name_of(type_.norm)) + " (model_type " +
-                         std::string(type_.name) +
-                         (type_.name == "nemotron" ? ": LayerNorm1p, LayerNorm's parameters)" : ")"));
+  out_.assumed.push_back(
+      "normalization ← " + std::string(name_of(type_.norm)) + " (model_type " +
+      std::string(type_.name) +
+      (type_.name == "nemotron" ? ": LayerNorm1p, LayerNorm's parameters)" : ")"));
 
   // MLP width: intermediate_size (GPT-2: n_inner, None -> 4 · n_embd, GPT2MLP).
   if (type_.gpt2_names) {
     if (auto v = integer("n_inner", false))
       put_int("ffn_hidden_size", *v, "n_inner");
     else if (!find("n_inner") && hidden > 0)
-      assume_int("ffn_hidden_size", 4 * hidden, "n_inner", "4 × n_embd");
+      assume_formula("ffn_hidden_size", 4 * hidden, "n_inner", "4 × n_embd");
   } else if (auto v = integer("intermediate_size", true)) {
     put_int("ffn_hidden_size", *v, "intermediate_size");
   }
@@ -390,8 +417,9 @@ void HfReader::set_layer_pattern(const std::vector<uint8_t>& pattern, const std:
 void HfReader::read_moe(int64_t layers) {
   if (type_.moe == MoeKind::none) return;
   const bool qwen = type_.moe == MoeKind::qwen, deepseek = type_.moe == MoeKind::deepseek;
-  const std::string experts_key =
-      deepseek ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
+  const std::string experts_key = deepseek ? "n_routed_experts"
+                                  : qwen   ? "num_experts"
+                                           : "num_local_experts";
   if (auto v = integer(experts_key, true)) put_int("num_moe_experts", *v, experts_key);
   // GptOssConfig also writes experts_per_token (its original name) next to num_experts_per_tok.
   std::string topk_key = "num_experts_per_tok";
@@ -414,15 +442,18 @@ void HfReader::read_moe(int64_t layers) {
     if (auto v = integer("shared_expert_intermediate_size", true, 0))
       put_int("moe_shared_expert_intermediate_size", *v, "shared_expert_intermediate_size");
     put("moe_shared_expert_gate", true, "shared_expert_intermediate_size");
-    out_.assumed.push_back("moe_shared_expert_gate ← true (model_type qwen2_moe: shared_expert_gate)");
+    out_.assumed.push_back(
+        "moe_shared_expert_gate ← true (model_type qwen2_moe: shared_expert_gate)");
   } else if (deepseek) {
     const std::optional<int64_t> shared = integer("n_shared_experts", true, 0);
     if (shared && expert_width) {
-      if (put("moe_shared_expert_intermediate_size", double(*shared * *expert_width), "n_shared_experts"))
-        out_.read.push_back("moe_shared_expert_intermediate_size ← n_shared_experts × "
-                            "moe_intermediate_size = " + number_text(double(*shared)) + " × " +
-                            number_text(double(*expert_width)) + " = " +
-                            number_text(double(*shared * *expert_width)));
+      if (put("moe_shared_expert_intermediate_size", double(*shared * *expert_width),
+              "n_shared_experts"))
+        out_.read.push_back(
+            "moe_shared_expert_intermediate_size ← n_shared_experts × "
+            "moe_intermediate_size = " +
+            number_text(double(*shared)) + " × " + number_text(double(*expert_width)) + " = " +
+            number_text(double(*shared * *expert_width)));
     }
     put("moe_shared_expert_gate", false, "n_shared_experts");
   } else {
@@ -445,8 +476,8 @@ void HfReader::read_moe(int64_t layers) {
       for (const json& x : *v) dense.push_back(x.get<int64_t>());
     }
     for (int64_t i = 0; i < layers; ++i)
-      pattern[size_t(i)] = (i + 1) % step == 0 &&
-                           std::find(dense.begin(), dense.end(), i) == dense.end();
+      pattern[size_t(i)] =
+          (i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end();
     std::string how = "decoder_sparse_step = " + number_text(double(step));
     if (!find("decoder_sparse_step")) how = "decoder_sparse_step (default 1)";
     if (!dense.empty()) how += ", mlp_only_layers";
@@ -469,14 +500,15 @@ void HfReader::read_moe(int64_t layers) {
 void HfReader::read_mla() {
   if (!type_.mla) return;
   put("multi_latent_attention", true, "model_type");
-  out_.assumed.push_back("multi_latent_attention ← true (model_type " + std::string(type_.name) + ")");
+  out_.assumed.push_back("multi_latent_attention ← true (model_type " + std::string(type_.name) +
+                         ")");
   // q_lora_rank: null means full-rank queries (DeepSeek-V2-Lite); absent, the config classes'
   // default 1536.
   auto q_rank = cfg_.find("q_lora_rank");
   if (q_rank != cfg_.end() && q_rank->is_null()) {
     out_.read.push_back("q_lora_rank ← q_lora_rank = null (full-rank queries)");
   } else if (q_rank == cfg_.end()) {
-    assume_int("q_lora_rank", 1536, "q_lora_rank", std::string(type_.source) + " default");
+    assume_default("q_lora_rank", 1536, "q_lora_rank");
   } else if (auto v = integer("q_lora_rank", false)) {
     put_int("q_lora_rank", *v, "q_lora_rank");
   }
@@ -498,22 +530,24 @@ void HfReader::read_embeddings() {
   if (auto v = integer("vocab_size", type_.vocab_default == 0)) {
     put_int("vocab_size", *v, "vocab_size");
   } else if (!find("vocab_size") && type_.vocab_default > 0) {
-    assume_int("vocab_size", type_.vocab_default, "vocab_size", std::string(type_.source) + " default");
+    assume_default("vocab_size", type_.vocab_default, "vocab_size");
   }
   if (auto tie = boolean("tie_word_embeddings")) {
     put("share_embeddings_and_output_weights", *tie, "tie_word_embeddings");
-    out_.read.push_back(std::string("share_embeddings_and_output_weights ← tie_word_embeddings = ") +
-                        (*tie ? "true" : "false"));
+    out_.read.push_back(
+        std::string("share_embeddings_and_output_weights ← tie_word_embeddings = ") +
+        (*tie ? "true" : "false"));
   } else if (!find("tie_word_embeddings")) {
     put("share_embeddings_and_output_weights", type_.tie_default, "tie_word_embeddings");
     out_.assumed.push_back(std::string("share_embeddings_and_output_weights ← ") +
-                           (type_.tie_default ? "true" : "false") + " (no tie_word_embeddings: " +
-                           std::string(type_.source) + " default)");
+                           (type_.tie_default ? "true" : "false") +
+                           " (no tie_word_embeddings: " + std::string(type_.source) + " default)");
   }
   // Learned absolute positions exist only in GPT-2 (wpe: n_positions × n_embd); the others use
   // rotary embeddings, which have no parameters.
   if (type_.gpt2_names) {
-    if (auto v = integer("n_positions", true)) put_int("max_position_embeddings", *v, "n_positions");
+    if (auto v = integer("n_positions", true))
+      put_int("max_position_embeddings", *v, "n_positions");
   } else if (find("max_position_embeddings")) {
     ignore("max_position_embeddings",
            "rotary positions have no parameters (the sequence length comes from the training "
@@ -531,30 +565,37 @@ void HfReader::read_unmodelled() {
   // (Qwen3MoeConfig.__post_init__ then drops it).
   const bool qwen = name.rfind("qwen", 0) == 0;
   if (find("sliding_window") && (!qwen || boolean("use_sliding_window").value_or(false)))
-    ignore("sliding_window", "sliding-window attention is not modelled (every layer is counted "
-                             "as full attention)");
+    ignore("sliding_window",
+           "sliding-window attention is not modelled (every layer is counted "
+           "as full attention)");
   if (find("layer_types")) ignore("layer_types", "per-layer attention types are not modelled");
   if (find("sliding_window_pattern"))
     ignore("sliding_window_pattern", "the local/global attention pattern is not modelled");
   if (const json* q = find("quantization_config")) {
-    std::string method = q->is_object() && q->contains("quant_method") ? show((*q)["quant_method"]) : "?";
+    std::string method =
+        q->is_object() && q->contains("quant_method") ? show((*q)["quant_method"]) : "?";
     out_.ignored.push_back("quantization_config (quant_method " + method +
                            "): the checkpoint's storage format; the estimate assumes bf16 "
                            "training weights");
   }
   for (const char* dtype_key : {"torch_dtype", "dtype"})
     if (const json* d = find(dtype_key); d && d->is_string() && d->get<std::string>() != "bfloat16")
-      ignore(dtype_key, "the checkpoint's dtype; the estimate assumes bf16 weights with fp32 "
-                        "gradients and optimizer states");
-  if (const json* t = find("topk_method"); t && t->is_string() && t->get<std::string>() == "noaux_tc")
-    ignore("topk_method", "the per-expert score-correction bias (n_routed_experts per MoE layer) "
-                          "is not modelled");
+      ignore(dtype_key,
+             "the checkpoint's dtype; the estimate assumes bf16 weights with fp32 "
+             "gradients and optimizer states");
+  if (const json* t = find("topk_method");
+      t && t->is_string() && t->get<std::string>() == "noaux_tc")
+    ignore("topk_method",
+           "the per-expert score-correction bias (n_routed_experts per MoE layer) "
+           "is not modelled");
   if (name == "gemma2" || name == "gemma3_text")
-    out_.ignored.push_back("post_attention_layernorm, post_feedforward_layernorm (model_type " + name +
-                           "): the two extra RMSNorms per layer (2 × hidden_size) are not modelled");
+    out_.ignored.push_back(
+        "post_attention_layernorm, post_feedforward_layernorm (model_type " + name +
+        "): the two extra RMSNorms per layer (2 × hidden_size) are not modelled");
   if (name == "gpt_oss")
-    out_.ignored.push_back("sinks (model_type gpt_oss): the learned attention sinks "
-                           "(num_attention_heads per layer) are not modelled");
+    out_.ignored.push_back(
+        "sinks (model_type gpt_oss): the learned attention sinks "
+        "(num_attention_heads per layer) are not modelled");
 }
 
 void HfReader::run() {
@@ -595,8 +636,9 @@ ImportResult import_hf_config(std::string_view text) {
     return out;
   }
   if (!doc.is_object()) {
-    out.issues.push_back({"config.json", "config.json: must be a JSON object, got " +
-                                             std::string(doc.is_array() ? "a list" : "a single value")});
+    out.issues.push_back(
+        {"config.json", "config.json: must be a JSON object, got " +
+                            std::string(doc.is_array() ? "a list" : "a single value")});
     return out;
   }
   auto type_it = doc.find("model_type");
@@ -635,8 +677,9 @@ ImportResult import_hf_config(std::string_view text) {
     out.read.push_back("model ← text_config (model_type " + type_name + ": the " +
                        std::string(type->name) + " text decoder)");
     if (doc.contains("vision_config"))
-      out.ignored.push_back("vision_config: the vision tower and projector are not modelled (text "
-                            "decoder only)");
+      out.ignored.push_back(
+          "vision_config: the vision tower and projector are not modelled (text "
+          "decoder only)");
   }
   HfReader(*cfg, *type, out).run();
   if (!out.ok()) out.input = ConfigInput{};

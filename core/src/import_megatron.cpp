@@ -38,11 +38,9 @@ class FreqParser {
   explicit FreqParser(std::string_view text) : s_(text) {}
 
   bool parse(PyValue& out, std::string& error) {
-    if (!sum(out) || (pos_ != s_.size() && unexpected())) {
-      error = error_;
-      return false;
-    }
-    return true;
+    const bool ok = sum(out) && (pos_ == s_.size() || unexpected());
+    if (!ok) error = error_;
+    return ok;
   }
 
  private:
@@ -75,7 +73,8 @@ class FreqParser {
         v.list.insert(v.list.end(), r.list.begin(), r.list.end());
       } else {
         v.number += r.number;
-        if (v.number > k_max_number) return fail("a number exceeds " + number_text(double(k_max_number)));
+        if (v.number > k_max_number)
+          return fail("a number exceeds " + number_text(double(k_max_number)));
       }
     }
     return true;
@@ -112,7 +111,8 @@ class FreqParser {
       v = PyValue{};
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
         v.number = v.number * 10 + (s_[pos_++] - '0');
-        if (v.number > k_max_number) return fail("a number exceeds " + number_text(double(k_max_number)));
+        if (v.number > k_max_number)
+          return fail("a number exceeds " + number_text(double(k_max_number)));
       }
       return true;
     }
@@ -133,8 +133,10 @@ class FreqParser {
         if (ok) v.list.push_back(item.number);
         if (ok && int64_t(v.list.size()) > k_max_pattern)
           ok = fail("the list is longer than " + number_text(double(k_max_pattern)) + " entries");
-        if (ok && at(',')) ++pos_;
-        else if (ok && !at(']')) ok = unexpected();
+        if (ok && at(','))
+          ++pos_;
+        else if (ok && !at(']'))
+          ok = unexpected();
       }
       if (ok) ++pos_;
     }
@@ -161,8 +163,14 @@ Words shell_words(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '\\' && i + 1 < s.size()) {
-      if (s[i + 1] == '\n') { ++i; continue; }
-      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') { i += 2; continue; }
+      if (s[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') {
+        i += 2;
+        continue;
+      }
       word += s[++i];
       in_word = true;
     } else if (c == '\'') {
@@ -174,7 +182,8 @@ Words shell_words(std::string_view s) {
     } else if (c == '"') {
       size_t j = i + 1;
       for (; j < s.size() && s[j] != '"'; ++j) {
-        if (s[j] == '\\' && j + 1 < s.size() && std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
+        if (s[j] == '\\' && j + 1 < s.size() &&
+            std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
           if (s[j + 1] != '\n') word += s[j + 1];
           ++j;
         } else {
@@ -256,7 +265,8 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--encoder-num-layers", "encoder-decoder models are not modelled"},
     {"--decoder-num-layers", "encoder-decoder models are not modelled (use --num-layers)"},
     {"--apply-layernorm-1p", "LayerNorm1p has LayerNorm's parameters (counted as LayerNorm)"},
-    {"--num-query-groups", "ignored without --group-query-attention (Megatron-LM then uses num_attention_heads)"},
+    {"--num-query-groups",
+     "ignored without --group-query-attention (Megatron-LM then uses num_attention_heads)"},
     {"--rotary-percent", "rotary embeddings have no parameters"},
     {"--rotary-base", "rotary embeddings have no parameters"},
 };
@@ -368,8 +378,9 @@ class MegatronReader {
     if (!w) return std::nullopt;
     std::optional<int64_t> v = parse_int(*w);
     if (!v)
-      fail(field, std::string(name) + ": must be an integer, got " + shown(*w) +
-                      (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
+      fail(field,
+           std::string(name) + ": must be an integer, got " + shown(*w) +
+               (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
     return v;
   }
   std::optional<int64_t> int_field(std::string_view field) const {
@@ -399,10 +410,13 @@ class MegatronReader {
 // Splits the words into launcher and Megatron arguments: the arguments start after the training
 // script (the first word ending in .py), else at the first --option. Returns the start.
 size_t MegatronReader::split(const std::vector<std::string>& words) {
+  std::optional<size_t> script;
+  for (size_t i = 0; i < words.size() && !script; ++i)
+    if (words[i].size() > 3 && words[i].compare(words[i].size() - 3, 3, ".py") == 0) script = i;
   size_t start = words.size();
-  for (size_t i = 0; i < words.size() && start == words.size(); ++i)
-    if (words[i].size() > 3 && words[i].compare(words[i].size() - 3, 3, ".py") == 0) start = i + 1;
-  if (start == words.size())
+  if (script)
+    start = *script + 1;
+  else
     for (size_t i = 0; i < words.size() && start == words.size(); ++i)
       if (words[i].rfind("--", 0) == 0) start = i;
   for (size_t i = start; i < words.size(); ++i) {
@@ -441,7 +455,8 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
     const size_t eq = w.find('=');
     const std::string name = w.substr(0, eq);
     if (name != "--nproc_per_node" && name != "--nproc-per-node" && name != "--nnodes") continue;
-    std::string value = eq != std::string::npos ? w.substr(eq + 1) : (i + 1 < end ? words[i + 1] : "");
+    std::string value =
+        eq != std::string::npos ? w.substr(eq + 1) : (i + 1 < end ? words[i + 1] : "");
     std::optional<int64_t> v = parse_int(value);
     if (!v || *v <= 0) {
       out_.ignored.push_back(name + " " + value + ": not a fixed count; the world size is unknown");
@@ -450,7 +465,7 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
     (name == "--nnodes" ? nnodes : nproc) = v;
   }
   if (nproc && !launcher_unclear && !world_size_) {
-    world_size_ = *nproc * nnodes.value_or(1);
+    world_size_ = checked_mul(*nproc, nnodes.value_or(1));
     world_source_ = nnodes ? "--nproc_per_node × --nnodes" : "--nproc_per_node";
   }
 }
@@ -459,13 +474,15 @@ void MegatronReader::read_model(bool defines_model) {
   // Group-query attention: --num-query-groups counts only with --group-query-attention, and then
   // defaults to 1 (arguments.py: --num-query-groups default=1).
   if (flag("--group-query-attention", "num_query_groups")) {
-    if (Arg* groups = get("--num-query-groups")) {
-      groups->used = false;  // read below through integer(), which marks it again
-      if (auto g = integer("--num-query-groups", "num_query_groups"); g && put("num_query_groups", double(*g), "--num-query-groups"))
-        note_read("num_query_groups", "--group-query-attention --num-query-groups " + number_text(double(*g)));
+    if (get("--num-query-groups")) {
+      if (auto g = integer("--num-query-groups", "num_query_groups");
+          g && put("num_query_groups", double(*g), "--num-query-groups"))
+        note_read("num_query_groups",
+                  "--group-query-attention --num-query-groups " + number_text(double(*g)));
     } else if (put("num_query_groups", 1.0, "--group-query-attention")) {
-      out_.assumed.push_back("num_query_groups ← 1 (--group-query-attention without "
-                             "--num-query-groups: Megatron-LM's default)");
+      out_.assumed.push_back(
+          "num_query_groups ← 1 (--group-query-attention without "
+          "--num-query-groups: Megatron-LM's default)");
     }
   }
 
@@ -477,8 +494,9 @@ void MegatronReader::read_model(bool defines_model) {
   const bool sq_relu = flag("--squared-relu", "activation_func");
   flag("--openai-gelu", "activation_func");  // GELU's tanh variant: still gelu
   if (int(swiglu) + int(geglu) + int(sq_relu) > 1) {
-    fail("activation_func", std::string(swiglu ? "--swiglu" : "--quick-geglu") + ": cannot be combined with " +
-                                (sq_relu ? "--squared-relu" : "--quick-geglu") + " (Megatron-LM asserts it)");
+    fail("activation_func",
+         std::string(swiglu ? "--swiglu" : "--quick-geglu") + ": cannot be combined with " +
+             (sq_relu ? "--squared-relu" : "--quick-geglu") + " (Megatron-LM asserts it)");
   } else if (swiglu || geglu || sq_relu || defines_model) {
     const bool gated = swiglu || geglu;
     const std::string act = swiglu ? "silu" : sq_relu ? "squared_relu" : "gelu";
@@ -487,7 +505,10 @@ void MegatronReader::read_model(bool defines_model) {
     const std::string what = std::string("gated_linear_unit = ") + (gated ? "true" : "false") +
                              ", activation_func = \"" + act + "\"";
     if (swiglu || geglu || sq_relu)
-      out_.read.push_back(what + " ← " + (swiglu ? "--swiglu" : geglu ? "--quick-geglu (quick-GELU counted as gelu)" : "--squared-relu"));
+      out_.read.push_back(what + " ← " +
+                          (swiglu  ? "--swiglu"
+                           : geglu ? "--quick-geglu (quick-GELU counted as gelu)"
+                                   : "--squared-relu"));
     else
       out_.assumed.push_back(what + " (Megatron-LM's default MLP: no --swiglu)");
   }
@@ -497,15 +518,24 @@ void MegatronReader::read_model(bool defines_model) {
       note_read(f.field, std::string(f.value ? "true" : "false") + " (" + std::string(f.arg) + ")");
   if (defines_model) {
     // Megatron-LM's defaults when the flags are absent; set so the output shows them.
-    if (!out_.input.share_embeddings_and_output_weights && put("share_embeddings_and_output_weights", true, ""))
-      out_.assumed.push_back("share_embeddings_and_output_weights ← true (no "
-                             "--untie-embeddings-and-output-weights: Megatron-LM ties them)");
+    if (!out_.input.share_embeddings_and_output_weights &&
+        put("share_embeddings_and_output_weights", true, ""))
+      out_.assumed.push_back(
+          "share_embeddings_and_output_weights ← true (no "
+          "--untie-embeddings-and-output-weights: Megatron-LM ties them)");
     if (!out_.input.add_bias_linear && put("add_bias_linear", true, ""))
-      out_.assumed.push_back("add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)");
+      out_.assumed.push_back(
+          "add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)");
   }
 
   if (auto norm = word("--normalization", "normalization")) {
-    if (put("normalization", *norm, "--normalization")) note_read("normalization", "--normalization " + *norm);
+    if (*norm != "LayerNorm" && *norm != "RMSNorm")  // arguments.py choices
+      fail("normalization",
+           "--normalization: must be \"LayerNorm\" or \"RMSNorm\" (Megatron-LM's "
+           "choices), got " +
+               shown(*norm));
+    else if (put("normalization", *norm, "--normalization"))
+      note_read("normalization", "--normalization " + *norm);
   } else if (defines_model && put("normalization", std::string("LayerNorm"), "")) {
     out_.assumed.push_back("normalization ← LayerNorm (no --normalization: Megatron-LM's default)");
   }
@@ -521,8 +551,8 @@ void MegatronReader::read_model(bool defines_model) {
       } else {
         std::vector<double> list(v.pattern.begin(), v.pattern.end());
         if (put("moe_layer_freq", list, "--moe-layer-freq"))
-          note_read("moe_layer_freq", "--moe-layer-freq " + *text + " (" +
-                                          std::to_string(list.size()) + " layers)");
+          note_read("moe_layer_freq",
+                    "--moe-layer-freq " + *text + " (" + std::to_string(list.size()) + " layers)");
       }
     }
   }
@@ -531,21 +561,25 @@ void MegatronReader::read_model(bool defines_model) {
   // (max_position_embeddings × hidden) is a parameter; rope and none have none.
   std::string pos_type = "learned_absolute";
   bool pos_given = false;
-  if (auto t = word("--position-embedding-type", "max_position_embeddings")) pos_type = *t, pos_given = true;
-  if (flag("--use-rotary-position-embeddings", "max_position_embeddings")) pos_type = "rope", pos_given = true;
-  if (flag("--no-position-embedding", "max_position_embeddings")) pos_type = "none", pos_given = true;
+  if (auto t = word("--position-embedding-type", "max_position_embeddings"))
+    pos_type = *t, pos_given = true;
+  if (flag("--use-rotary-position-embeddings", "max_position_embeddings"))
+    pos_type = "rope", pos_given = true;
+  if (flag("--no-position-embedding", "max_position_embeddings"))
+    pos_type = "none", pos_given = true;
   if (Arg* a = get("--max-position-embeddings")) {
     a->used = false;
     if (auto n = integer("--max-position-embeddings", "max_position_embeddings")) {
       if (pos_type == "learned_absolute") {
         if (put("max_position_embeddings", double(*n), "--max-position-embeddings"))
-          note_read("max_position_embeddings", "--max-position-embeddings " + number_text(double(*n)) +
-                                                   (pos_given ? " (--position-embedding-type learned_absolute)"
-                                                              : " (learned absolute positions: Megatron-LM's "
-                                                                "default --position-embedding-type)"));
+          note_read("max_position_embeddings",
+                    "--max-position-embeddings " + number_text(double(*n)) +
+                        (pos_given ? " (--position-embedding-type learned_absolute)"
+                                   : " (learned absolute positions: Megatron-LM's "
+                                     "default --position-embedding-type)"));
       } else {
-        out_.ignored.push_back("--max-position-embeddings " + number_text(double(*n)) + ": " + pos_type +
-                               " positions have no parameters");
+        out_.ignored.push_back("--max-position-embeddings " + number_text(double(*n)) + ": " +
+                               pos_type + " positions have no parameters");
       }
     }
   }
@@ -553,13 +587,15 @@ void MegatronReader::read_model(bool defines_model) {
   // --ffn-hidden-size defaults to 4h, or int(4h · 2/3 / 64) · 64 with --swiglu (arguments.py).
   const std::optional<int64_t> hidden = int_field("hidden_size");
   if (!int_field("ffn_hidden_size") && hidden && *hidden > 0) {
-    const int64_t ffn = swiglu ? static_cast<int64_t>((4.0 * double(*hidden) * 2.0 / 3.0) / 64.0) * 64
-                               : 4 * *hidden;
+    const int64_t ffn = swiglu
+                            ? static_cast<int64_t>((4.0 * double(*hidden) * 2.0 / 3.0) / 64.0) * 64
+                            : 4 * *hidden;
     if (ffn > 0 && put("ffn_hidden_size", double(ffn), "--ffn-hidden-size"))
-      out_.assumed.push_back("ffn_hidden_size ← " +
-                             std::string(swiglu ? "int(4 × hidden_size × 2/3 / 64) × 64" : "4 × hidden_size") +
-                             " = " + number_text(double(ffn)) + " (no --ffn-hidden-size: Megatron-LM's default" +
-                             (swiglu ? " with --swiglu)" : ")"));
+      out_.assumed.push_back(
+          "ffn_hidden_size ← " +
+          std::string(swiglu ? "int(4 × hidden_size × 2/3 / 64) × 64" : "4 × hidden_size") + " = " +
+          number_text(double(ffn)) + " (no --ffn-hidden-size: Megatron-LM's default" +
+          (swiglu ? " with --swiglu)" : ")"));
   }
 }
 
@@ -568,7 +604,8 @@ void MegatronReader::read_parallel() {
   const int64_t tp = int_field("tensor_model_parallel_size").value_or(1);
   const int64_t pp = int_field("pipeline_model_parallel_size").value_or(1);
   const int64_t cp = int_field("context_parallel_size").value_or(1);
-  const bool uneven = int_field("num_layers_in_first_pipeline_stage") || int_field("num_layers_in_last_pipeline_stage");
+  const bool uneven = int_field("num_layers_in_first_pipeline_stage") ||
+                      int_field("num_layers_in_last_pipeline_stage");
   auto n = [](int64_t v) { return number_text(double(v)); };
   const std::string vpp = "virtual_pipeline_model_parallel_size";
 
@@ -580,31 +617,37 @@ void MegatronReader::read_parallel() {
   std::optional<int64_t> v;
   std::string how;
   if (per_given && stages_given) {
-    fail(vpp, "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
-              "--num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one of them)");
+    fail(vpp,
+         "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+         "--num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one of them)");
   } else if (per_given) {
     const std::optional<int64_t> per = integer("--num-layers-per-virtual-pipeline-stage", vpp);
     if (!per) {
     } else if (*per < 1) {
       fail(vpp, "--num-layers-per-virtual-pipeline-stage: must be at least 1, got " + n(*per));
     } else if (uneven) {
-      fail(vpp, "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
-                "--decoder-first/last-pipeline-num-layers (Megatron-LM needs "
-                "--num-virtual-stages-per-pipeline-rank for uneven pipelines)");
+      fail(vpp,
+           "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+           "--decoder-first/last-pipeline-num-layers (Megatron-LM needs "
+           "--num-virtual-stages-per-pipeline-rank for uneven pipelines)");
     } else if (layers <= 0) {
-      fail(vpp, "--num-layers-per-virtual-pipeline-stage: needs --num-layers to give "
-                "virtual_pipeline_model_parallel_size");
+      fail(vpp,
+           "--num-layers-per-virtual-pipeline-stage: needs --num-layers to give "
+           "virtual_pipeline_model_parallel_size");
     } else if (pp < 1 || layers % pp != 0) {
       fail(vpp, "--num-layers-per-virtual-pipeline-stage: num_layers (" + n(layers) +
                     ") must be divisible by pipeline_model_parallel_size (" + n(pp) + ")");
     } else if ((layers / pp) % *per != 0) {
-      fail(vpp, "--num-layers-per-virtual-pipeline-stage: must divide num_layers / "
-                "pipeline_model_parallel_size (" + n(layers) + " / " + n(pp) + " = " + n(layers / pp) +
-                    "), got " + n(*per));
+      fail(vpp,
+           "--num-layers-per-virtual-pipeline-stage: must divide num_layers / "
+           "pipeline_model_parallel_size (" +
+               n(layers) + " / " + n(pp) + " = " + n(layers / pp) + "), got " + n(*per));
     } else {
       v = layers / pp / *per;
-      how = "(num_layers / pipeline_model_parallel_size) / --num-layers-per-virtual-pipeline-stage = (" +
-            n(layers) + " / " + n(pp) + ") / " + n(*per) + " = " + n(*v);
+      how =
+          "(num_layers / pipeline_model_parallel_size) / --num-layers-per-virtual-pipeline-stage = "
+          "(" +
+          n(layers) + " / " + n(pp) + ") / " + n(*per) + " = " + n(*v);
     }
   } else if (stages_given) {
     v = integer("--num-virtual-stages-per-pipeline-rank", vpp);
@@ -612,8 +655,9 @@ void MegatronReader::read_parallel() {
   }
   if (v && *v == 1) {
     out_.read.push_back(vpp + ": none (" + how + "; Megatron-LM drops a size of 1)");
-  } else if (v && put(vpp, double(*v), per_given ? "--num-layers-per-virtual-pipeline-stage"
-                                                  : "--num-virtual-stages-per-pipeline-rank")) {
+  } else if (v && put(vpp, double(*v),
+                      per_given ? "--num-layers-per-virtual-pipeline-stage"
+                                : "--num-virtual-stages-per-pipeline-rank")) {
     note_read(vpp, how);
   }
 
@@ -621,29 +665,37 @@ void MegatronReader::read_parallel() {
   // validate_args computes it from the launcher's world size.
   if (int_field("data_parallel_size")) return;
   if (!world_size_) {
-    out_.assumed.push_back("data_parallel_size: not set (Megatron derives it from the launcher as "
-                           "WORLD_SIZE / (TP × PP × CP); give WORLD_SIZE=N, torchrun "
-                           "--nproc_per_node/--nnodes, or --data-parallel-size)");
+    out_.assumed.push_back(
+        "data_parallel_size: not set (Megatron derives it from the launcher as "
+        "WORLD_SIZE / (TP × PP × CP); give WORLD_SIZE=N, torchrun "
+        "--nproc_per_node/--nnodes, or --data-parallel-size)");
     return;
   }
   if (tp < 1 || pp < 1 || cp < 1) return;  // already reported
   const int64_t model = tp * pp * cp;
   const std::string sizes = "(" + n(tp) + " × " + n(pp) + " × " + n(cp) + ")";
   if (*world_size_ % model != 0) {
-    fail("data_parallel_size", world_source_ + ": the world size " + n(*world_size_) +
-                                   " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
+    fail("data_parallel_size",
+         world_source_ + ": the world size " + n(*world_size_) +
+             " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
     return;
   }
   if (put("data_parallel_size", double(*world_size_ / model), world_source_))
-    note_read("data_parallel_size", world_source_ + " / (TP × PP × CP) = " + n(*world_size_) + " / " +
-                                        sizes + " = " + n(*world_size_ / model));
+    note_read("data_parallel_size", world_source_ + " / (TP × PP × CP) = " + n(*world_size_) +
+                                        " / " + sizes + " = " + n(*world_size_ / model));
 }
 
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
-  if (auto g = word("--recompute-granularity", "recompute_granularity"))
-    if (put("recompute_granularity", *g, "--recompute-granularity"))
+  if (auto g = word("--recompute-granularity", "recompute_granularity")) {
+    if (*g != "full" && *g != "selective")  // arguments.py choices
+      fail("recompute_granularity",
+           "--recompute-granularity: must be \"full\" or \"selective\" "
+           "(Megatron-LM's choices), got " +
+               shown(*g));
+    else if (put("recompute_granularity", *g, "--recompute-granularity"))
       note_read("recompute_granularity", "--recompute-granularity " + *g);
+  }
   if (flag("--recompute-activations", "recompute_granularity") &&
       put("recompute_granularity", std::string("selective"), "--recompute-activations"))
     note_read("recompute_granularity", "selective (--recompute-activations)");
@@ -655,8 +707,11 @@ void MegatronReader::read_rest() {
     std::string why = "not used by the estimate";
     for (const Unmodelled& u : k_unmodelled)
       if (u.arg == a.name) why = u.why;
-    if (!has_vocab && (a.name == "--tokenizer-type" || a.name == "--tokenizer-model" || a.name == "--vocab-file"))
-      why = "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or --vocab-size)";
+    if (!has_vocab &&
+        (a.name == "--tokenizer-type" || a.name == "--tokenizer-model" || a.name == "--vocab-file"))
+      why =
+          "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or "
+          "--vocab-size)";
     if (a.name == "--optimizer" && a.values.size() == 1)
       why = a.values[0] == "adam" ? "Adam: the estimate's assumption"
                                   : "not modelled (the estimate assumes Adam's two fp32 states)";
@@ -675,7 +730,8 @@ void MegatronReader::run(std::string_view text) {
   for (const IntArg& a : k_int_args)
     if (auto v = integer(a.arg, a.field)) {
       ints_.emplace_back(a.field, *v);
-      if (put(a.field, double(*v), a.arg)) note_read(a.field, std::string(a.arg) + " " + number_text(double(*v)));
+      if (put(a.field, double(*v), a.arg))
+        note_read(a.field, std::string(a.arg) + " " + number_text(double(*v)));
     }
   // A line that gives the model's shape describes the whole model: Megatron-LM's defaults hold
   // for everything it leaves out.
@@ -689,7 +745,8 @@ void MegatronReader::run(std::string_view text) {
 // A word as a POSIX shell reads it back: quoted unless every character is plainly safe.
 std::string shell_word(const std::string& w) {
   const bool safe = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_.,=/:+@%").find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_.,=/:+@%").find(c) != std::string_view::npos;
   });
   return safe ? w : "'" + w + "'";
 }
@@ -723,15 +780,19 @@ LayerFreqValue parse_moe_layer_freq(std::string_view text) {
   LayerFreqValue out;
   if (text.empty()) return out.error = "needs a value", out;
   if (text.find_first_not_of("0123456789,[]()+*") != std::string_view::npos) {
-    out.error = "only digits, commas, [, ], (, ), + and * are allowed (Megatron-LM's _eval_pattern), got " +
-                shown(text);
+    out.error =
+        "only digits, commas, [, ], (, ), + and * are allowed (Megatron-LM's _eval_pattern), got " +
+        shown(text);
     return out;
   }
   if (text.find('[') == std::string_view::npos) {
     // moe_freq_type: without a bracket the text is int(x).
     std::optional<int64_t> v = parse_int(text);
-    if (!v) out.error = "must be an integer or a list expression such as ([0]*3+[1]*58), got " + shown(text);
-    else out.every = *v;
+    if (!v)
+      out.error =
+          "must be an integer or a list expression such as ([0]*3+[1]*58), got " + shown(text);
+    else
+      out.every = *v;
     return out;
   }
   PyValue value;
@@ -772,8 +833,8 @@ ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) 
     const bool model_field = spec.group == FieldGroup::model || spec.group == FieldGroup::moe ||
                              spec.group == FieldGroup::mla;
     // The padding policy and the vocabulary a tokenizer gives are the run's, not the model file's.
-    const bool kept = spec.name == "make_vocab_size_divisible_by" || spec.name == "should_pad_vocab" ||
-                      spec.name == "vocab_size";
+    const bool kept = spec.name == "make_vocab_size_divisible_by" ||
+                      spec.name == "should_pad_vocab" || spec.name == "vocab_size";
     if (!std::holds_alternative<std::monostate>(value))
       set_field(out, spec.name, value);  // the value came out of a field: it fits
     else if (imported.whole_model && model_field && !kept)
@@ -808,21 +869,28 @@ MegatronExport export_megatron_args(const Config& c) {
   }
   arg("--vocab-size", c.vocab_size);
   arg("--make-vocab-size-divisible-by", c.make_vocab_size_divisible_by);
-  a.push_back("--normalization " + std::string(name_of(c.normalization)));
+  if (c.normalization == Normalization::layer_norm || c.normalization == Normalization::rms_norm)
+    a.push_back("--normalization " + std::string(name_of(c.normalization)));
+  else
+    out.notes.push_back(
+        "normalization \"" + std::string(name_of(c.normalization)) +
+        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use LayerNorm)");
 
   const ActivationFunc act = c.activation_func;
   if (c.gated_linear_unit && act == ActivationFunc::silu) {
     a.push_back("--swiglu");
   } else if (c.gated_linear_unit && act == ActivationFunc::gelu) {
     a.push_back("--quick-geglu");
-    out.notes.push_back("gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
-                        "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)");
+    out.notes.push_back(
+        "gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
+        "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)");
   } else if (!c.gated_linear_unit && act == ActivationFunc::squared_relu) {
     a.push_back("--squared-relu");
   } else if (c.gated_linear_unit || act != ActivationFunc::gelu) {
-    out.notes.push_back(std::string("gated_linear_unit = ") + (c.gated_linear_unit ? "true" : "false") +
-                        " with activation_func \"" + std::string(name_of(act)) +
-                        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use GELU)");
+    out.notes.push_back(
+        std::string("gated_linear_unit = ") + (c.gated_linear_unit ? "true" : "false") +
+        " with activation_func \"" + std::string(name_of(act)) +
+        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use GELU)");
   }
   if (!c.add_bias_linear) a.push_back("--disable-bias-linear");
   if (c.add_qkv_bias) a.push_back("--add-qkv-bias");
@@ -836,7 +904,8 @@ MegatronExport export_megatron_args(const Config& c) {
     if (c.moe_layer_freq_list.empty())
       arg("--moe-layer-freq", c.moe_layer_freq);
     else
-      a.push_back("--moe-layer-freq " + shell_word(moe_layer_freq_expression(c.moe_layer_freq_list)));
+      a.push_back("--moe-layer-freq " +
+                  shell_word(moe_layer_freq_expression(c.moe_layer_freq_list)));
     if (c.moe_shared_expert_intermediate_size > 0)
       arg("--moe-shared-expert-intermediate-size", c.moe_shared_expert_intermediate_size);
     if (c.moe_shared_expert_gate) a.push_back("--moe-shared-expert-gate");
@@ -858,8 +927,9 @@ MegatronExport export_megatron_args(const Config& c) {
   } else if (c.num_microbatches > 0) {
     const int64_t global = c.num_microbatches * c.micro_batch_size * c.data_parallel_size;
     arg("--global-batch-size", global);
-    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) + ": exported as --global-batch-size " +
-                        n(global) + " = num_microbatches × micro_batch_size × data_parallel_size");
+    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) +
+                        ": exported as --global-batch-size " + n(global) +
+                        " = num_microbatches × micro_batch_size × data_parallel_size");
   }
   if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (c.sequence_parallel) a.push_back("--sequence-parallel");
@@ -868,8 +938,9 @@ MegatronExport export_megatron_args(const Config& c) {
   } else if (c.recompute_granularity == RecomputeGranularity::full) {
     // TransformerConfig requires a method with full recomputation; the estimate does not read it.
     a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-    out.notes.push_back("recompute_granularity full: exported with --recompute-method uniform "
-                        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
+    out.notes.push_back(
+        "recompute_granularity full: exported with --recompute-method uniform "
+        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
   }
 
   arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
@@ -894,32 +965,43 @@ MegatronExport export_megatron_args(const Config& c) {
   if (c.data_parallel_size > 1) {
     const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
                           c.pipeline_model_parallel_size * c.context_parallel_size;
-    out.notes.push_back("data_parallel_size = " + n(c.data_parallel_size) +
-                        ": not a Megatron-LM argument (Megatron derives it from the launcher); launch on "
-                        "WORLD_SIZE = DP × TP × PP × CP = " + n(c.data_parallel_size) + " × " +
-                        n(c.tensor_model_parallel_size) + " × " + n(c.pipeline_model_parallel_size) +
-                        " × " + n(c.context_parallel_size) + " = " + n(world) + " GPUs");
+    out.notes.push_back(
+        "data_parallel_size = " + n(c.data_parallel_size) +
+        ": not a Megatron-LM argument (Megatron derives it from the launcher); launch on "
+        "WORLD_SIZE = DP × TP × PP × CP = " +
+        n(c.data_parallel_size) + " × " + n(c.tensor_model_parallel_size) + " × " +
+        n(c.pipeline_model_parallel_size) + " × " + n(c.context_parallel_size) + " = " + n(world) +
+        " GPUs");
   }
   if (c.profile != Profile::megatron_bridge)
     out.notes.push_back("profile " + std::string(name_of(c.profile)) +
                         ": trainmem's choice of reference, not a Megatron-LM argument");
   if (c.profile == Profile::trainmem)
-    out.notes.push_back("fields of the trainmem profile (framework, precisions, optimizer, offload, "
-                        "activation policy) are not exported");
+    out.notes.push_back(
+        "fields of the trainmem profile (framework, precisions, optimizer, offload, "
+        "activation policy) are not exported");
   if (c.should_pad_vocab)
-    out.notes.push_back("should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
+    out.notes.push_back(
+        "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
 
   for (const std::string& part : a) out.args += (out.args.empty() ? "" : " ") + part;
   return out;
 }
 
 std::string config_input_json(const ConfigInput& input, int indent) {
-  ordered out = ordered::object();
+  // One field per line when indented, each value compact (a 61-layer moe_layer_freq list stays
+  // on its line): the object is flat, so this is all the layout there is.
+  std::string out;
   for (const FieldSpec& spec : field_specs()) {
     const FieldValue value = get_field(input, spec.name);
-    if (!std::holds_alternative<std::monostate>(value)) out[std::string(spec.name)] = json_value(value);
+    if (std::holds_alternative<std::monostate>(value)) continue;
+    out += out.empty() ? "{" : ",";
+    if (indent >= 0) out += "\n" + std::string(size_t(indent), ' ');
+    out += ordered(std::string(spec.name)).dump() + (indent >= 0 ? ": " : ":") +
+           json_value(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (out.empty()) return "{}";
+  return out + (indent >= 0 ? "\n}" : "}");
 }
 
 std::string export_config_json(const Config& config, int indent) {

@@ -24,11 +24,12 @@ namespace trainmem {
 struct ImportResult {
   ConfigInput input;                 // only the fields the source determines are set
   std::vector<std::string> read;     // "num_attention_heads ← num_attention_heads = 64"
-  std::vector<std::string> assumed;  // "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)"
-  std::vector<std::string> ignored;  // "sliding_window = 4096: not modelled (...)"
+  std::vector<std::string> assumed;  // "kv_channels ← hidden_size / num_attention_heads = 128
+                                     //  (no head_dim)": defaults and conventions applied
+  std::vector<std::string> ignored;  // "sliding_window = 4096: ... not modelled ..."
   std::vector<Issue> issues;         // when not empty, `input` must not be used
-  // true when the source describes the whole model (a config.json): merging then replaces every
-  // model field of the base instead of overlaying the ones set here.
+  // true when the source describes the whole model (a config.json, or a Megatron line that gives
+  // the model's shape): merging then replaces the base's model fields instead of overlaying them.
   bool whole_model = false;
   bool ok() const { return issues.empty(); }
 };
@@ -49,8 +50,9 @@ ImportResult import_hf_config(std::string_view config_json);
 ImportResult import_megatron_args(std::string_view command_line);
 
 // `base` with the import applied: every field the import set replaces the base's; when the
-// import describes the whole model (config.json), the base's other model fields are cleared too,
-// except the vocabulary padding policy (make_vocab_size_divisible_by, should_pad_vocab).
+// import describes the whole model, the base's other model fields are cleared too, except the
+// run's vocabulary (vocab_size, which a Megatron tokenizer supplies) and its padding policy
+// (make_vocab_size_divisible_by, should_pad_vocab).
 ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported);
 
 struct MegatronExport {

@@ -1,0 +1,762 @@
+// Importing Hugging Face config.json files and Megatron-LM command lines, and exporting back.
+// Fixtures: tests/data/hf/*.json are the published config.json files (values as on the Hugging
+// Face Hub), tests/data/megatron/*.txt launch commands in the style of Megatron-LM's examples.
+#include "trainmem/import.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+// The wasm build of these tests runs in Node without a host file system: read through Node's fs.
+EM_JS(int, host_file_size, (const char* path), {
+  try {
+    return require('fs').readFileSync(UTF8ToString(path)).length;
+  } catch (e) {
+    return -1;
+  }
+});
+EM_JS(void, host_file_read, (const char* path, char* out, int size),
+      { HEAPU8.set(require('fs').readFileSync(UTF8ToString(path)).subarray(0, size), out); });
+#else
+#include <fstream>
+#include <sstream>
+#endif
+
+using namespace trainmem;
+using namespace trainmem::test;
+using Catch::Matchers::WithinRel;
+using json = nlohmann::json;
+
+namespace {
+
+// A correct shape lands within 0.5 % of the publisher's total in the megatron-lm profile (as in
+// data.test.cpp: it counts norms, router and MLA as the models have them).
+constexpr double k_rel_tol_published = 0.005;
+
+std::string read_data(const std::string& relative) {
+  // Fixtures live in tests/data/, next to this file's directory.
+  const std::string here = __FILE__;
+  const std::string path = here.substr(0, here.rfind("core/")) + "data/" + relative;
+  std::string text;
+#ifdef __EMSCRIPTEN__
+  const int size = host_file_size(path.c_str());
+  if (size > 0) {
+    text.resize(size_t(size));
+    host_file_read(path.c_str(), text.data(), size);
+  }
+#else
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  text = buffer.str();
+#endif
+  INFO(path);
+  REQUIRE(!text.empty());
+  return text;
+}
+
+ImportResult hf(const std::string& file) {
+  return import_hf_config(read_data("hf/" + file + ".json"));
+}
+ImportResult megatron(const std::string& file) {
+  return import_megatron_args(read_data("megatron/" + file + ".txt"));
+}
+
+std::string problems_of(const std::vector<Issue>& issues) {
+  std::string out;
+  for (const Issue& i : issues) out += i.message + "\n";
+  return out;
+}
+
+// The import over a training configuration, resolved; fails the test on any issue.
+Config resolved(const ImportResult& imported, const std::string& base_json) {
+  INFO(problems_of(imported.issues));
+  REQUIRE(imported.ok());
+  const ParsedConfig base = parse_config_json(base_json);
+  REQUIRE(base.issues.empty());
+  const Resolved r = resolve(merge_import(base.input, imported));
+  INFO(problems_of(r.issues));
+  REQUIRE(r.ok());
+  return r.config;
+}
+
+std::vector<std::string> messages(const ImportResult& r) {
+  std::vector<std::string> out;
+  for (const Issue& i : r.issues) out.push_back(i.message);
+  return out;
+}
+std::vector<std::string> one(const std::string& message) { return {message}; }
+
+// One field of an input as JSON, for comparison with a preset's config.
+json field_json(const ConfigInput& input, std::string_view name) {
+  return json::parse(config_input_json(input)).value(std::string(name), json());
+}
+
+json preset(const std::string& id) {
+  const json doc = json::parse(presets_json());
+  for (const json& p : doc["presets"])
+    if (p["id"] == id) return p;
+  FAIL("no preset " << id);
+  return {};
+}
+
+// A HF fixture with one key changed (or removed when `value` is null).
+std::string hf_with(const std::string& file, const std::string& key, const json& value) {
+  json doc = json::parse(read_data("hf/" + file + ".json"));
+  if (value.is_null())
+    doc.erase(key);
+  else
+    doc[key] = value;
+  return doc.dump();
+}
+
+std::string supported() {
+  return "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, "
+         "gemma, gemma2, gemma3_text, gemma3, phi3, gpt_oss, olmo2, gpt2, gpt_neox, nemotron";
+}
+
+}  // namespace
+
+// ---- Hugging Face config.json ----------------------------------------------------------------
+
+TEST_CASE("every Hugging Face fixture with a preset imports the preset's model fields",
+          "[import][hf][golden]") {
+  auto [file, id] = GENERATE(table<std::string, std::string>({
+      {"llama-3.1-8b", "llama-3.1-8b"},
+      {"llama-3.2-1b", "llama-3.2-1b"},
+      {"mistral-7b-v0.1", "mistral-7b-v0.1"},
+      {"mixtral-8x7b", "mixtral-8x7b"},
+      {"qwen2.5-7b", "qwen2.5-7b"},
+      {"qwen3-8b", "qwen3-8b"},
+      {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+      {"deepseek-v2-lite", "deepseek-v2-lite"},
+      {"deepseek-v3", "deepseek-v3"},
+      {"gemma-2-9b", "gemma-2-9b"},
+      {"gemma-3-27b", "gemma-3-27b"},
+      {"phi-3-mini-4k", "phi-3-mini-4k"},
+      {"gpt-oss-20b", "gpt-oss-20b"},
+      {"olmo-2-7b", "olmo-2-7b"},
+  }));
+  CAPTURE(file);
+  const ImportResult r = hf(file);
+  INFO(problems_of(r.issues));
+  REQUIRE(r.ok());
+  // The preset's shape was checked against the publisher's; its training length and padding
+  // policy are not in a config.json.
+  // Keep the document alive: items() of a temporary would iterate freed memory (ASan found it).
+  const auto expected = preset(id)["config"];
+  for (const auto& [key, value] : expected.items()) {
+    if (key == "seq_length" || key == "make_vocab_size_divisible_by") continue;
+    CAPTURE(key);
+    CHECK(field_json(r.input, key) == value);
+  }
+}
+
+TEST_CASE("imported models with training settings reproduce the publishers' totals",
+          "[import][hf][golden]") {
+  // Excluded as in data.test.cpp, for the same reason: gated-GELU MLPs (Gemma 2 and 3, GPT-OSS)
+  // are counted as two matrices by the reference profiles (reference §6 quirk 4).
+  auto [file, published] = GENERATE(table<std::string, double>({
+      {"llama-3.1-8b", 0},
+      {"llama-3.2-1b", 0},
+      {"mistral-7b-v0.1", 0},
+      {"mixtral-8x7b", 0},
+      {"qwen2.5-7b", 0},
+      {"qwen3-8b", 0},
+      {"qwen3-30b-a3b", 0},
+      {"deepseek-v2-lite", 0},
+      {"phi-3-mini-4k", 0},
+      {"olmo-2-7b", 0},
+      // DeepSeek-V3: 671B without its 11.5B MTP module (technical report §2.2), which
+      // num_nextn_predict_layers = 1 includes.
+      {"deepseek-v3", 671e9 + 11.5e9},
+      // No preset: EleutherAI/gpt-neox-20b model card, "Number of parameters 20,554,567,680";
+      // Qwen/Qwen1.5-MoE-A2.7B model card, "14.3B parameters in total".
+      {"gpt-neox-20b", 20554567680.0},
+      {"qwen1.5-moe-a2.7b", 14.3e9},
+  }));
+  if (published == 0) published = preset(file)["published_params"]["total"].get<double>();
+  CAPTURE(file);
+  const Config c = resolved(
+      hf(file), R"({"seq_length": 4096, "micro_batch_size": 1, "profile": "megatron-lm"})");
+  const Estimate e = estimate_training_memory(c, c.num_microbatches);
+  CHECK_THAT(e.params.total, WithinRel(published, k_rel_tol_published));
+}
+
+TEST_CASE("fixtures without a preset import their published shape", "[import][hf]") {
+  SECTION("gemma: head_dim 256 and tied embeddings by GemmaConfig's default") {
+    const ImportResult r = hf("gemma-7b");
+    REQUIRE(r.ok());
+    CHECK(r.input.kv_channels == 256);
+    CHECK(r.input.share_embeddings_and_output_weights == true);
+    CHECK(r.input.gated_linear_unit == true);
+    CHECK(r.input.activation_func == ActivationFunc::gelu);
+    CHECK(
+        r.assumed.back() ==
+        "share_embeddings_and_output_weights ← true (no tie_word_embeddings: GemmaConfig default)");
+  }
+  SECTION("gemma3_text: multi-query attention with per-head q and k norms") {
+    const ImportResult r = hf("gemma-3-1b");
+    REQUIRE(r.ok());
+    CHECK(r.input.num_query_groups == 1);
+    CHECK(r.input.kv_channels == 256);
+    CHECK(r.input.qk_layernorm == true);
+    CHECK(r.input.vocab_size == 262144);
+  }
+  SECTION("qwen2_moe: a gated shared expert and q k v biases") {
+    const ImportResult r = hf("qwen1.5-moe-a2.7b");
+    REQUIRE(r.ok());
+    CHECK(r.input.num_moe_experts == 60);
+    CHECK(r.input.moe_router_topk == 4);
+    CHECK(r.input.moe_ffn_hidden_size == 1408);
+    CHECK(r.input.moe_shared_expert_intermediate_size == 5632);
+    CHECK(r.input.moe_shared_expert_gate == true);
+    CHECK(r.input.moe_layer_freq == 1);
+    CHECK(r.input.add_qkv_bias == true);
+    CHECK(r.input.add_bias_linear == false);
+  }
+  SECTION("gpt2: GPT-2's key names and learned positions") {
+    const ImportResult r = hf("gpt2");
+    REQUIRE(r.ok());
+    CHECK(r.input.num_layers == 12);
+    CHECK(r.input.hidden_size == 768);
+    CHECK(r.input.num_attention_heads == 12);
+    CHECK(r.input.num_query_groups == 12);
+    CHECK(r.input.ffn_hidden_size == 3072);
+    CHECK(r.input.max_position_embeddings == 1024);
+    CHECK(r.input.gated_linear_unit == false);
+    CHECK(r.input.activation_func == ActivationFunc::gelu);
+    CHECK(r.input.normalization == Normalization::layer_norm);
+    CHECK(r.input.add_bias_linear == true);
+    CHECK(r.input.share_embeddings_and_output_weights == true);
+  }
+  SECTION("gpt_neox: multi-head attention with biases and untied embeddings") {
+    const ImportResult r = hf("gpt-neox-20b");
+    REQUIRE(r.ok());
+    CHECK(r.input.num_query_groups == 64);
+    CHECK(r.input.ffn_hidden_size == 24576);
+    CHECK(r.input.add_bias_linear == true);
+    CHECK(r.input.share_embeddings_and_output_weights == false);
+    CHECK(r.input.normalization == Normalization::layer_norm);
+  }
+  SECTION("nemotron: squared ReLU without a gate and NeMo's kv_channels") {
+    const ImportResult r = hf("minitron-4b");
+    REQUIRE(r.ok());
+    CHECK(r.input.activation_func == ActivationFunc::squared_relu);
+    CHECK(r.input.gated_linear_unit == false);
+    CHECK(r.input.kv_channels == 128);
+    CHECK(r.input.num_query_groups == 8);
+    CHECK(r.input.normalization == Normalization::layer_norm);
+    CHECK(r.input.add_bias_linear == false);
+  }
+}
+
+TEST_CASE("an import lists what it read and what it assumed and what it ignored", "[import][hf]") {
+  const ImportResult r = hf("llama-3.1-8b");
+  REQUIRE(r.ok());
+  CHECK(r.read == std::vector<std::string>{
+                      "num_layers ← num_hidden_layers = 32",
+                      "hidden_size ← hidden_size = 4096",
+                      "num_attention_heads ← num_attention_heads = 32",
+                      "num_query_groups ← num_key_value_heads = 8",
+                      "add_bias_linear ← attention_bias = false",
+                      "activation_func ← hidden_act = \"silu\"",
+                      "ffn_hidden_size ← intermediate_size = 14336",
+                      "vocab_size ← vocab_size = 128256",
+                      "share_embeddings_and_output_weights ← tie_word_embeddings = false",
+                  });
+  CHECK(r.assumed ==
+        std::vector<std::string>{
+            "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)",
+            "gated_linear_unit ← true (model_type llama: gate_proj, up_proj and down_proj)",
+            "normalization ← RMSNorm (model_type llama)",
+        });
+  CHECK(r.ignored ==
+        std::vector<std::string>{
+            "max_position_embeddings = 131072: rotary positions have no parameters (the "
+            "sequence length comes from the training settings)",
+        });
+  SECTION("memory-relevant keys without a field are named") {
+    const ImportResult v3 = hf("deepseek-v3");
+    CHECK(v3.ignored == std::vector<std::string>{
+                            "max_position_embeddings = 163840: rotary positions have no parameters "
+                            "(the sequence length comes from the training settings)",
+                            "quantization_config (quant_method \"fp8\"): the checkpoint's storage "
+                            "format; the estimate assumes bf16 training weights",
+                            "topk_method = \"noaux_tc\": the per-expert score-correction bias "
+                            "(n_routed_experts per MoE layer) is not modelled",
+                        });
+    const ImportResult mistral = hf("mistral-7b-v0.1");
+    CHECK(mistral.ignored.back() ==
+          "sliding_window = 4096: sliding-window attention is not modelled "
+          "(every layer is counted as full attention)");
+  }
+  SECTION("a multimodal config imports its text decoder") {
+    const ImportResult g = hf("gemma-3-27b");
+    REQUIRE(g.ok());
+    CHECK(g.read.front() ==
+          "model ← text_config (model_type gemma3: the gemma3_text text decoder)");
+    CHECK(g.ignored.front() ==
+          "vision_config: the vision tower and projector are not modelled (text decoder only)");
+    CHECK(std::find(g.assumed.begin(), g.assumed.end(),
+                    "vocab_size ← 262208 (no vocab_size: Gemma3TextConfig default)") !=
+          g.assumed.end());
+  }
+  SECTION("an MLA model's head size follows Megatron's DeepSeek recipes") {
+    const ImportResult lite = hf("deepseek-v2-lite");
+    CHECK(std::find(lite.read.begin(), lite.read.end(),
+                    "q_lora_rank ← q_lora_rank = null (full-rank queries)") != lite.read.end());
+    CHECK(
+        std::find(lite.read.begin(), lite.read.end(),
+                  "moe_layer_freq ← first_k_dense_replace = 1, moe_layer_freq = 1: ([0]+[1]*26)") !=
+        lite.read.end());
+    CHECK(lite.input.kv_channels == 128);
+    CHECK(!lite.input.q_lora_rank);
+  }
+}
+
+TEST_CASE("qwen and deepseek MoE layer patterns follow their modeling code", "[import][hf]") {
+  const std::string qwen = R"({"model_type": "qwen2_moe", "num_hidden_layers": 4, "hidden_size": 64,
+      "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 1000, "num_experts": 4,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32)";
+  auto pattern = [](const ImportResult& r) {
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    return field_json(r.input, "moe_layer_freq");
+  };
+  SECTION("decoder_sparse_step 2: layers whose index plus one is even") {
+    CHECK(pattern(import_hf_config(qwen + R"(, "decoder_sparse_step": 2})")) == json({0, 1, 0, 1}));
+  }
+  SECTION("mlp_only_layers are dense") {
+    CHECK(pattern(import_hf_config(qwen + R"(, "mlp_only_layers": [0, 3]})")) ==
+          json({0, 1, 1, 0}));
+  }
+  SECTION("deepseek moe_layer_freq without dense first layers is Megatron's integer form") {
+    json doc = json::parse(read_data("hf/deepseek-v2-lite.json"));
+    doc["first_k_dense_replace"] = 0;
+    doc["moe_layer_freq"] = 3;
+    CHECK(pattern(import_hf_config(doc.dump())) == json(3));
+  }
+}
+
+TEST_CASE("a config.json that cannot be imported gives exact messages",
+          "[import][hf][validation]") {
+  SECTION("malformed JSON names the position") {
+    CHECK(messages(import_hf_config(R"({"model_type": "llama",)")) ==
+          one("config.json: malformed JSON: parse error at line 1, column 24: syntax error while "
+              "parsing object key - unexpected end of input; expected string literal"));
+  }
+  SECTION("a document that is not an object") {
+    CHECK(messages(import_hf_config("[1, 2]")) ==
+          one("config.json: must be a JSON object, got a list"));
+  }
+  SECTION("no model_type lists the supported ones") {
+    CHECK(messages(import_hf_config(R"({"hidden_size": 4096})")) ==
+          one("model_type: missing from config.json (supported: " + supported() + ")"));
+  }
+  SECTION("an unsupported model_type lists the supported ones") {
+    CHECK(messages(import_hf_config(R"({"model_type": "bert"})")) ==
+          one("model_type: \"bert\" is not supported; supported: " + supported()));
+  }
+  SECTION("a missing required key names the key") {
+    const ImportResult r = import_hf_config(hf_with("llama-3.1-8b", "hidden_size", nullptr));
+    CHECK(messages(r) == one("hidden_size: missing from config.json (model_type llama needs it)"));
+    CHECK(!r.input.num_layers);  // nothing half-imported
+  }
+  SECTION("GPT-2 keys are named as GPT-2 names them") {
+    CHECK(messages(import_hf_config(hf_with("gpt2", "n_embd", nullptr))) ==
+          one("n_embd: missing from config.json (model_type gpt2 needs it)"));
+  }
+  SECTION("MoE keys are required for MoE model types") {
+    CHECK(messages(import_hf_config(hf_with("mixtral-8x7b", "num_local_experts", nullptr))) ==
+          one("num_local_experts: missing from config.json (model_type mixtral needs it)"));
+  }
+  SECTION("a count given as a string") {
+    CHECK(messages(import_hf_config(hf_with("llama-3.1-8b", "num_hidden_layers", "32"))) ==
+          one("num_hidden_layers: must be a positive integer, got \"32\""));
+  }
+  SECTION("a count of zero") {
+    CHECK(messages(import_hf_config(hf_with("llama-3.1-8b", "num_attention_heads", 0))) ==
+          one("num_attention_heads: must be a positive integer, got 0"));
+  }
+  SECTION("a count beyond the field's range is reported against the HF key") {
+    CHECK(messages(import_hf_config(hf_with("llama-3.1-8b", "num_hidden_layers", 2000000))) ==
+          one("num_hidden_layers: must be at most 1000000, got 2000000"));
+  }
+  SECTION("a boolean given as a string") {
+    CHECK(messages(import_hf_config(hf_with("llama-3.1-8b", "tie_word_embeddings", "yes"))) ==
+          one("tie_word_embeddings: must be true or false, got \"yes\""));
+  }
+  SECTION("an unknown activation") {
+    CHECK(
+        messages(import_hf_config(hf_with("llama-3.1-8b", "hidden_act", "tanh"))) ==
+        one("hidden_act: \"tanh\" is not a supported activation (silu, swish, gelu, gelu_new, "
+            "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, quick_gelu, relu, relu2)"));
+  }
+  SECTION("no head_dim and a hidden size the heads do not divide") {
+    CHECK(messages(import_hf_config(hf_with("llama-3.1-8b", "num_attention_heads", 48))) ==
+          one("head_dim: missing from config.json, and hidden_size (4096) is not divisible by "
+              "num_attention_heads (48)"));
+  }
+  SECTION("mlp_only_layers that are not layer indices") {
+    CHECK(messages(import_hf_config(hf_with("qwen3-30b-a3b", "mlp_only_layers", "none"))) ==
+          one("mlp_only_layers: must be a list of layer indices, got \"none\""));
+  }
+  SECTION("a multimodal wrapper without its text_config") {
+    CHECK(messages(import_hf_config(R"({"model_type": "gemma3"})")) ==
+          one("text_config: missing from config.json (model_type gemma3 needs it)"));
+  }
+  SECTION("anything at all is answered without throwing") {
+    for (const char* text :
+         {"", "null", "\"llama\"", "{\"model_type\": 7}", "{\"model_type\": \"llama\"}",
+          "{\"model_type\": \"gemma3\", \"text_config\": []}"}) {
+      CAPTURE(text);
+      CHECK(!import_hf_config(text).ok());
+    }
+  }
+}
+
+TEST_CASE("merging an import keeps the training settings and replaces the whole model",
+          "[import]") {
+  const ParsedConfig base = parse_config_json(R"({"seq_length": 8192, "micro_batch_size": 2,
+      "num_moe_experts": 8, "moe_router_topk": 2, "swiglu": true, "multi_latent_attention": true,
+      "make_vocab_size_divisible_by": 64, "tensor_model_parallel_size": 2,
+      "expert_model_parallel_size": 2, "use_distributed_optimizer": true})");
+  REQUIRE(base.issues.empty());
+  const ConfigInput merged = merge_import(base.input, hf("llama-3.1-8b"));
+  CHECK(merged.seq_length == 8192);
+  CHECK(merged.micro_batch_size == 2);
+  CHECK(merged.tensor_model_parallel_size == 2);
+  CHECK(merged.expert_model_parallel_size == 2);
+  CHECK(merged.use_distributed_optimizer == true);
+  CHECK(merged.make_vocab_size_divisible_by == 64);  // the run's padding policy stays
+  CHECK(!merged.num_moe_experts);                    // the base's model does not leak in
+  CHECK(!merged.moe_router_topk);
+  CHECK(!merged.swiglu);
+  CHECK(!merged.multi_latent_attention);
+  CHECK(merged.num_layers == 32);
+}
+
+// ---- Megatron-LM arguments -------------------------------------------------------------------
+
+TEST_CASE("the reference's worked example imported from a torchrun command estimates to the byte",
+          "[import][megatron][golden]") {
+  const ImportResult r = megatron("llama3-70b");
+  const Config c = resolved(r, "{}");
+  CHECK(c.virtual_pipeline_model_parallel_size == 5);
+  CHECK(c.data_parallel_size == 4);
+  CHECK(c.num_query_groups == 8);
+  CHECK(c.num_microbatches == 128);
+  // megatron-formulas.md §7 (README example): 45,169,291,776 bytes.
+  CHECK(estimate_training_memory(c, c.num_microbatches).total_bytes == 45169291776.0);
+  CHECK(std::find(r.read.begin(), r.read.end(),
+                  "data_parallel_size ← --nproc_per_node × --nnodes / (TP × PP × CP) = 128 / (8 × "
+                  "4 × 1) = 4") != r.read.end());
+}
+
+TEST_CASE("a DeepSeek-V3 launch line imports MLA and the MoE layer list and the uneven pipeline",
+          "[import][megatron]") {
+  const Config c = resolved(megatron("deepseek-v3"), "{}");
+  CHECK(c.multi_latent_attention);
+  CHECK(c.q_lora_rank == 1536);
+  CHECK(c.moe_layer_freq_list.size() == 61);
+  CHECK(std::count(c.moe_layer_freq_list.begin(), c.moe_layer_freq_list.end(), 0) == 3);
+  CHECK(c.mtp_num_layers == 1);
+  CHECK(c.num_layers_in_first_pipeline_stage == 3);
+  CHECK(c.num_layers_in_last_pipeline_stage == 2);
+  CHECK(c.data_parallel_size == 64);
+  CHECK(c.expert_tensor_parallel_size == 2);
+  CHECK(c.num_query_groups == 128);
+  // The same model as the HF import of DeepSeek-V3's config.json.
+  const Config from_hf =
+      resolved(hf("deepseek-v3"), R"({"seq_length": 4096, "micro_batch_size": 1})");
+  CHECK(estimate_training_memory(c, 0).params.total ==
+        estimate_training_memory(from_hf, 0).params.total);
+}
+
+TEST_CASE("a GPT-3 line with flag=value forms imports learned positions and Megatron's defaults",
+          "[import][megatron]") {
+  const ImportResult r = megatron("gpt3-175b");
+  REQUIRE(r.ok());
+  CHECK(r.input.max_position_embeddings == 2048);
+  CHECK(r.input.ffn_hidden_size == 4 * 12288);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::selective);
+  CHECK(r.input.data_parallel_size == 8);
+  CHECK(!r.input.vocab_size);
+  CHECK(
+      r.assumed ==
+      std::vector<std::string>{
+          "gated_linear_unit = false, activation_func = \"gelu\" (Megatron-LM's default MLP: no "
+          "--swiglu)",
+          "share_embeddings_and_output_weights ← true (no "
+          "--untie-embeddings-and-output-weights: Megatron-LM ties them)",
+          "add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)",
+          "normalization ← LayerNorm (no --normalization: Megatron-LM's default)",
+          "ffn_hidden_size ← 4 × hidden_size = 49152 (no --ffn-hidden-size: Megatron-LM's default)",
+      });
+  CHECK(r.ignored.front() ==
+        "--vocab-file gpt2-vocab.json: Megatron-LM takes the vocabulary size "
+        "from the tokenizer: set vocab_size (or --vocab-size)");
+  // The base supplies what the tokenizer would: GPT-2's 50,257 tokens.
+  const Config c = resolved(r, R"({"vocab_size": 50257})");
+  CHECK(c.vocab_size == 50257);
+}
+
+TEST_CASE("shell syntax in pasted launch commands is read as a shell reads it",
+          "[import][megatron]") {
+  const ImportResult r = import_megatron_args(
+      "# a comment line --num-layers 99\n"
+      "torchrun --nproc-per-node=4 \\\n  train.py --num-layers=\"12\" \\\r\n"
+      "  --hidden-size '768' --num-attention-heads 12 # trailing comment --seq-length 9\n"
+      "  --seq-length 1024 --micro-batch-size 2 --tensor-model-parallel-size 2");
+  INFO(problems_of(r.issues));
+  REQUIRE(r.ok());
+  CHECK(r.input.num_layers == 12);
+  CHECK(r.input.hidden_size == 768);
+  CHECK(r.input.seq_length == 1024);
+  CHECK(r.input.data_parallel_size == 2);  // 4 GPUs / TP 2
+  SECTION("a line of bare arguments is read too") {
+    const ImportResult bare =
+        import_megatron_args("--tensor-model-parallel-size 4 --sequence-parallel");
+    REQUIRE(bare.ok());
+    CHECK(bare.input.tensor_model_parallel_size == 4);
+    CHECK(!bare.whole_model);  // no shape: it overlays a base instead of replacing its model
+    const ConfigInput merged =
+        merge_import(parse_config_json(R"({"num_layers": 8, "swiglu": true})").input, bare);
+    CHECK(merged.swiglu == true);
+    CHECK(merged.tensor_model_parallel_size == 4);
+  }
+}
+
+TEST_CASE("arguments that do not affect memory are listed as ignored", "[import][megatron]") {
+  const ImportResult r = import_megatron_args(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --lr 3e-4 --recompute-method "
+      "uniform "
+      "--num-query-groups 2 --optimizer sgd --split 98,2,0");
+  REQUIRE(r.ok());
+  CHECK(r.ignored ==
+        std::vector<std::string>{
+            "--lr 3e-4: not used by the estimate",
+            "--recompute-method uniform: not modelled (the reference formulas read only "
+            "the granularity)",
+            "--num-query-groups 2: ignored without --group-query-attention (Megatron-LM "
+            "then uses num_attention_heads)",
+            "--optimizer sgd: not modelled (the estimate assumes Adam's two fp32 states)",
+            "--split 98,2,0: not used by the estimate",
+        });
+  CHECK(!r.input.num_query_groups);
+}
+
+TEST_CASE("a Megatron-LM argument that cannot be used gives an exact message",
+          "[import][megatron][validation]") {
+  auto msgs = [](const std::string& line) { return messages(import_megatron_args(line)); };
+  SECTION("a value that is not an integer") {
+    CHECK(msgs("--num-layers abc") == one("--num-layers: must be an integer, got \"abc\""));
+  }
+  SECTION("a shell variable left unexpanded") {
+    CHECK(msgs("--num-layers $LAYERS") == one("--num-layers: must be an integer, got \"$LAYERS\" "
+                                              "(shell variables are not expanded)"));
+  }
+  SECTION("a missing value") {
+    CHECK(msgs("--num-layers --swiglu") == one("--num-layers: needs a value"));
+  }
+  SECTION("two values for one") {
+    CHECK(msgs("--num-layers 32 64") == one("--num-layers: takes one value, got 2 (\"32 64\")"));
+  }
+  SECTION("a value outside the field's range") {
+    CHECK(msgs("--num-layers 0") == one("--num-layers: must be at least 1, got 0"));
+  }
+  SECTION("a value given to a flag") {
+    CHECK(msgs("--swiglu true") == one("--swiglu: takes no value, got \"true\""));
+  }
+  SECTION("activations that exclude each other") {
+    CHECK(msgs("--swiglu --squared-relu") ==
+          one("--swiglu: cannot be combined with --squared-relu (Megatron-LM asserts it)"));
+  }
+  SECTION("a normalization Megatron-LM does not offer") {
+    CHECK(msgs("--normalization BatchNorm") ==
+          one("--normalization: must be \"LayerNorm\" or \"RMSNorm\" (Megatron-LM's choices), got "
+              "\"BatchNorm\""));
+  }
+  SECTION("a recompute granularity Megatron-LM does not offer") {
+    CHECK(msgs("--recompute-granularity none") ==
+          one("--recompute-granularity: must be \"full\" or \"selective\" (Megatron-LM's choices), "
+              "got \"none\""));
+  }
+  SECTION("a layer pattern with characters Megatron-LM refuses") {
+    CHECK(
+        msgs("--moe-layer-freq '[1, 0]'") ==
+        one("--moe-layer-freq: only digits, commas, [, ], (, ), + and * are allowed (Megatron-LM's "
+            "_eval_pattern), got \"[1, 0]\""));
+  }
+  SECTION("a layer pattern with entries other than 0 and 1") {
+    CHECK(msgs("--moe-layer-freq [2]") ==
+          one("--moe-layer-freq: list entries must be 0 or 1, got 2 at index 0"));
+  }
+  SECTION("layers per virtual stage with layers the pipeline does not divide") {
+    CHECK(msgs("--num-layers 30 --pipeline-model-parallel-size 4 "
+               "--num-layers-per-virtual-pipeline-stage 2") ==
+          one("--num-layers-per-virtual-pipeline-stage: num_layers (30) must be divisible by "
+              "pipeline_model_parallel_size (4)"));
+  }
+  SECTION("layers per virtual stage that do not divide a stage") {
+    CHECK(msgs("--num-layers 80 --pipeline-model-parallel-size 4 "
+               "--num-layers-per-virtual-pipeline-stage 3") ==
+          one("--num-layers-per-virtual-pipeline-stage: must divide num_layers / "
+              "pipeline_model_parallel_size (80 / 4 = 20), got 3"));
+  }
+  SECTION("both ways of giving the virtual pipeline size") {
+    CHECK(msgs("--num-layers 8 --pipeline-model-parallel-size 2 "
+               "--num-layers-per-virtual-pipeline-stage 2 "
+               "--num-virtual-stages-per-pipeline-rank 2") ==
+          one("--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+              "--num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one of them)"));
+  }
+  SECTION("layers per virtual stage with an uneven pipeline") {
+    CHECK(msgs("--num-layers 10 --pipeline-model-parallel-size 4 "
+               "--decoder-first-pipeline-num-layers 1 "
+               "--num-layers-per-virtual-pipeline-stage 1") ==
+          one("--num-layers-per-virtual-pipeline-stage: cannot be combined with "
+              "--decoder-first/last-pipeline-num-layers (Megatron-LM needs "
+              "--num-virtual-stages-per-pipeline-rank for uneven pipelines)"));
+  }
+  SECTION("a world size the model-parallel group does not divide") {
+    CHECK(msgs("WORLD_SIZE=100 python pretrain_gpt.py --tensor-model-parallel-size 8") ==
+          one("WORLD_SIZE: the world size 100 must be divisible by tensor × pipeline × context "
+              "parallel sizes (8 × 1 × 1)"));
+  }
+  SECTION("an unterminated quote") {
+    CHECK(msgs("--moe-layer-freq '[1]*4") == one("command line: unterminated ' quote"));
+  }
+  SECTION("a launcher without arguments") {
+    CHECK(msgs("torchrun --nproc_per_node 8 pretrain_gpt.py") ==
+          one("command line: no Megatron-LM arguments (--name value) found"));
+  }
+}
+
+TEST_CASE("moe-layer-freq expressions evaluate as Megatron-LM evaluates them",
+          "[import][megatron]") {
+  auto list = [](std::string_view text) {
+    const LayerFreqValue v = parse_moe_layer_freq(text);
+    INFO(v.error);
+    REQUIRE(v.error.empty());
+    REQUIRE(!v.every);
+    return v.pattern;
+  };
+  CHECK(list("([0]*3+[1]*58)").size() == 61);
+  const std::vector<int64_t> qwen3_next =
+      list("[0]*1+[1]*45");  // no parentheses, as in NeMo's scripts
+  CHECK(qwen3_next.size() == 46);
+  CHECK(qwen3_next.front() == 0);
+  CHECK(list("([1]*3+[0]*1)*3") == std::vector<int64_t>{1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 0});
+  CHECK(list("[1,0,]") == std::vector<int64_t>{1, 0});
+  CHECK(list("2*[1]+[0]*0") == std::vector<int64_t>{1, 1});
+  CHECK(list("[1+1,(0)]") == std::vector<int64_t>{2, 0});  // entries are checked by the field
+  CHECK(parse_moe_layer_freq("3").every == 3);
+
+  auto error = [](std::string_view text) { return parse_moe_layer_freq(text).error; };
+  CHECK(error("[1]+2") == "cannot add a list and an integer in \"[1]+2\"");
+  CHECK(error("[1]*[1]") == "cannot multiply two lists in \"[1]*[1]\"");
+  CHECK(error("[[1]]") == "lists inside lists are not supported in \"[[1]]\"");
+  CHECK(error("(1,2)+[0]") == "unexpected \",\" at position 3 in \"(1,2)+[0]\"");
+  CHECK(error("[1") == "the expression ends too early in \"[1\"");
+  CHECK(error("([1])[0]") == "unexpected \"[\" at position 6 in \"([1])[0]\"");
+  CHECK(error("(2)") ==
+        "must be an integer or a list expression such as ([0]*3+[1]*58), got \"(2)\"");
+  CHECK(error("[1]*99999999") == "the list is longer than 1000000 entries in \"[1]*99999999\"");
+  CHECK(error("__import__('os')") ==
+        "only digits, commas, [, ], (, ), + and * are allowed (Megatron-LM's _eval_pattern), got "
+        "\"__import__('os')\"");
+
+  SECTION("the exporter's expression reads back as the same list") {
+    for (const std::vector<uint8_t>& p : std::vector<std::vector<uint8_t>>{
+             {0, 0, 0, 1, 1}, {1}, {0, 1, 0, 1, 1, 0}, {1, 1, 1, 1}}) {
+      const std::string expression = moe_layer_freq_expression(p);
+      CAPTURE(expression);
+      CHECK(list(expression) == std::vector<int64_t>(p.begin(), p.end()));
+    }
+    CHECK(moe_layer_freq_expression({0, 0, 0, 1, 1}) == "([0]*3+[1]*2)");
+  }
+}
+
+// ---- Export ----------------------------------------------------------------------------------
+
+TEST_CASE("Megatron-LM arguments round-trip through import and export",
+          "[import][megatron][export]") {
+  auto [file, base] = GENERATE(table<std::string, std::string>(
+      {{"llama3-70b", "{}"}, {"deepseek-v3", "{}"}, {"gpt3-175b", R"({"vocab_size": 50257})"}}));
+  CAPTURE(file);
+  const Config c = resolved(megatron(file), base);
+  const MegatronExport exported = export_megatron_args(c);
+  // Megatron-LM takes the data-parallel size from the launcher: the notes say how many GPUs.
+  const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
+                        c.pipeline_model_parallel_size * c.context_parallel_size;
+  CHECK(exported.notes.back().find("= " + std::to_string(world) + " GPUs") != std::string::npos);
+  const Config again = resolved(import_megatron_args("WORLD_SIZE=" + std::to_string(world) +
+                                                     " pretrain_gpt.py " + exported.args),
+                                base);
+  CHECK(again == c);
+}
+
+TEST_CASE("every preset round-trips through Megatron-LM arguments and through JSON",
+          "[import][export]") {
+  const json doc = json::parse(presets_json());
+  for (const json& p : doc["presets"]) {
+    json config = p["config"];
+    config["micro_batch_size"] = 1;
+    config["global_batch_size"] = 16;
+    config["data_parallel_size"] = 2;
+    config["use_distributed_optimizer"] = true;
+    config["recompute_granularity"] = "full";
+    const std::string id = p["id"];
+    CAPTURE(id);
+    const Config c = config_from(config.dump());
+    const MegatronExport exported = export_megatron_args(c);
+    CAPTURE(exported.args);
+    const ImportResult back = import_megatron_args("WORLD_SIZE=2 " + exported.args);
+    CHECK(resolved(back, "{}") == c);
+    CHECK(config_from(export_config_json(c)) == c);
+  }
+}
+
+TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][export]") {
+  SECTION("GeGLU becomes quick-GeGLU with the same parameter count") {
+    json config = preset("gemma-2-9b")["config"];
+    config["micro_batch_size"] = 1;
+    const MegatronExport e = export_megatron_args(config_from(config.dump()));
+    CHECK(e.args.find("--quick-geglu") != std::string::npos);
+    CHECK(e.notes ==
+          std::vector<std::string>{
+              "gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
+              "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)"});
+  }
+  SECTION("an activation no argument gives and trainmem's own choices") {
+    const Config c = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "activation_func": "relu",
+        "profile": "megatron-lm", "should_pad_vocab": true, "data_parallel_size": 3})");
+    CHECK(export_megatron_args(c).notes ==
+          std::vector<std::string>{
+              "gated_linear_unit = false with activation_func \"relu\": no Megatron-LM argument "
+              "gives it; "
+              "not exported (Megatron-LM will use GELU)",
+              "data_parallel_size = 3: not a Megatron-LM argument (Megatron derives it from the "
+              "launcher); launch on WORLD_SIZE = DP × TP × PP × CP = 3 × 1 × 1 × 1 = 3 GPUs",
+              "profile megatron-lm: trainmem's choice of reference, not a Megatron-LM argument",
+              "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)",
+          });
+  }
+  SECTION("the argument line of a small dense model") {
+    const Config c = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+        "num_query_groups": 2, "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "swiglu": true,
+        "normalization": "RMSNorm", "add_bias_linear": false, "tensor_model_parallel_size": 2})");
+    CHECK(
+        export_megatron_args(c).args ==
+        "--num-layers 2 --hidden-size 64 --ffn-hidden-size 256 --num-attention-heads 4 "
+        "--group-query-attention --num-query-groups 2 --kv-channels 16 --seq-length 16 "
+        "--position-embedding-type rope --max-position-embeddings 16 --vocab-size 100 "
+        "--make-vocab-size-divisible-by 128 --normalization RMSNorm --swiglu --disable-bias-linear "
+        "--micro-batch-size 1 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 1");
+  }
+}

@@ -105,10 +105,11 @@ using C = ConfigInput;
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
-      choice_field<&C::profile>("profile", G::profile, "megatron-bridge",
+      choice_field<&C::profile>("profile", G::profile, "trainmem",
                    "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
                    "estimate_training_memory), megatron-lm (Megatron-LM theoretical_memory_usage) "
-                   "or trainmem (every framework, precision and optimizer; in progress)."),
+                   "or trainmem (the default: every framework, precision, optimizer, per-tensor "
+                   "activations on every pipeline stage, runtime overheads)."),
       // Model shape.
       int_field("num_layers", G::model, true, 1, k_max_layers, "layers", "required",
                 "Transformer (decoder) layers, L.", &C::num_layers),
@@ -813,7 +814,7 @@ Resolved resolve(const ConfigInput& in) {
   };
   auto n = [](int64_t v) { return number_text(double(v)); };
 
-  c.profile = in.profile.value_or(Profile::megatron_bridge);
+  c.profile = in.profile.value_or(Profile::trainmem);
   const bool lm = c.profile == Profile::megatron_lm;
 
   // Model shape.

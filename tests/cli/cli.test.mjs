@@ -11,6 +11,7 @@ const run = (args, input) => spawnSync(cli, args, { input, encoding: 'utf8' });
 
 // The reference's worked example (megatron-formulas.md §7): 45,169,291,776 B in total.
 const llama70b = JSON.stringify({
+  profile: 'megatron-bridge',
   num_layers: 80, hidden_size: 8192, num_attention_heads: 64, num_query_groups: 8,
   kv_channels: 128, ffn_hidden_size: 28672, vocab_size: 128256,
   share_embeddings_and_output_weights: false, swiglu: true, seq_length: 8192,

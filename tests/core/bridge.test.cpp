@@ -9,7 +9,7 @@ using namespace trainmem::test;
 TEST_CASE("the reference's worked example (Llama-3 70B on TP8 PP4 VPP5 DP4) agrees to the byte",
           "[bridge][golden]") {
   // Reference §7, llama3_70b_tp8_pp4_vpp5_dp4.
-  const Config c = config_from(R"({
+  const Config c = config_from(R"({"profile": "megatron-bridge", 
     "num_layers": 80, "hidden_size": 8192, "num_attention_heads": 64, "num_query_groups": 8,
     "kv_channels": 128, "ffn_hidden_size": 28672, "vocab_size": 128256,
     "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
@@ -65,7 +65,7 @@ TEST_CASE("the reference's worked example (Llama-3 70B on TP8 PP4 VPP5 DP4) agre
 }
 
 TEST_CASE("a small dense model with tied embeddings on one GPU", "[bridge][golden]") {
-  const Estimate est = estimate_of(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+  const Estimate est = estimate_of(R"({"profile": "megatron-bridge", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
       "ffn_hidden_size": 256, "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 2,
       "data_parallel_size": 2})");
   CAPTURE(est);
@@ -80,12 +80,12 @@ TEST_CASE("a small dense model with tied embeddings on one GPU", "[bridge][golde
   // + 128·2·64 = 16,384 → 1,132,544; p = 1: + 128·2·64·4·(1 + 1000/64) = 1,089,536 → 2,222,080.
   CHECK(est.activation_bytes == 2'222'080.0);
   CHECK(est.total_bytes == 162'944.0 * 18 + 2'222'080.0);
-  CHECK(pipeline_stages(config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 2})")).empty());
+  CHECK(pipeline_stages(config_from(R"({"profile": "megatron-bridge", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 2})")).empty());
 }
 
 TEST_CASE("an MoE model with shared experts and EP and the distributed optimizer on two stages",
           "[bridge][golden][moe]") {
-  const std::string json = R"({"num_layers": 4, "hidden_size": 32,
+  const std::string json = R"({"profile": "megatron-bridge", "num_layers": 4, "hidden_size": 32,
       "num_attention_heads": 4, "num_query_groups": 2, "kv_channels": 8, "ffn_hidden_size": 64,
       "vocab_size": 100, "gated_linear_unit": true, "activation_func": "silu",
       "num_moe_experts": 4, "moe_router_topk": 2, "moe_layer_freq": 2, "moe_ffn_hidden_size": 32,
@@ -123,7 +123,7 @@ TEST_CASE("an MoE model with shared experts and EP and the distributed optimizer
 }
 
 TEST_CASE("latent MoE with an MTP layer and context and expert parallelism", "[bridge][golden][moe]") {
-  const Estimate est = estimate_of(R"({"num_layers": 2, "hidden_size": 32,
+  const Estimate est = estimate_of(R"({"profile": "megatron-bridge", "num_layers": 2, "hidden_size": 32,
       "num_attention_heads": 4, "kv_channels": 8, "ffn_hidden_size": 64, "vocab_size": 64,
       "swiglu": true, "num_moe_experts": 4, "moe_router_topk": 2, "moe_ffn_hidden_size": 16,
       "moe_latent_size": 8, "mtp_num_layers": 1, "seq_length": 32, "micro_batch_size": 1,
@@ -154,7 +154,7 @@ TEST_CASE("uneven pipeline stages with interleaving deal layers round-robin", "[
   // h = 16, a = 2, k = 8, f = 32, GELU: A = 2·16·16·(2·1) = 1,024, norms 64, MLP 2·16·32 = 1,024:
   // dense layer 2,112. MoE (E = 2, f_e = 32): non-expert 1,088, routed 2·16·32·2 = 2,048.
   // Untied, V = 50: Emb = 800 on the first and on the last stage (§3.3).
-  const std::string model = R"("num_layers": 6, "hidden_size": 16, "num_attention_heads": 2,
+  const std::string model = R"("profile": "megatron-bridge", "num_layers": 6, "hidden_size": 16, "num_attention_heads": 2,
       "kv_channels": 8, "ffn_hidden_size": 32, "vocab_size": 50,
       "share_embeddings_and_output_weights": false, "seq_length": 16, "micro_batch_size": 1)";
 

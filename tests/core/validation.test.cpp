@@ -252,7 +252,7 @@ TEST_CASE("sequence and batch rules", "[validation]") {
 
 TEST_CASE("the reference profiles reject the trainmem profile's fields", "[validation]") {
   SECTION("a framework choice would silently not be modelled") {
-    CHECK(messages_for(with(R"("framework": "deepspeed", "zero_stage": 2)")) ==
+    CHECK(messages_for(with(R"("profile": "megatron-bridge", "framework": "deepspeed", "zero_stage": 2)")) ==
           std::vector<std::string>{
               "framework: is read only by the trainmem profile (profile is \"megatron-bridge\")",
               "zero_stage: is read only by the trainmem profile (profile is \"megatron-bridge\")"});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <variant>
 
 #include "internal.hpp"
@@ -342,10 +343,47 @@ const std::vector<Field>& fields() {
   return table;
 }
 
+// The rules between fields, in words, for the field documentation. resolve() checks them; a test
+// asserts each rule's exact message (tests/core/validation.test.cpp).
+constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
+    {"num_layers", "divisible by pipeline_model_parallel_size (× virtual_pipeline_model_parallel_size) for an even split; with uneven first/last stages the rest divides evenly over the middle stages"},
+    {"hidden_size", "divisible by num_attention_heads when kv_channels is unset"},
+    {"num_attention_heads", "divisible by tensor_model_parallel_size and by num_query_groups; 0 only in the trainmem profile"},
+    {"num_query_groups", "divides num_attention_heads; divisible by tensor_model_parallel_size"},
+    {"vocab_size", "0 only in the trainmem profile"},
+    {"swiglu", "consistent with gated_linear_unit and activation_func"},
+    {"num_moe_experts", "divisible by expert_model_parallel_size"},
+    {"moe_layer_freq", "a list has one 0/1 entry per layer"},
+    {"moe_router_topk", "at most num_moe_experts"},
+    {"seq_length", "divisible by 2 × context_parallel_size when CP > 1, times tensor_model_parallel_size with sequence_parallel"},
+    {"global_batch_size", "divisible by micro_batch_size × data_parallel_size"},
+    {"num_microbatches", "equals global_batch_size / (micro_batch_size × data_parallel_size) when both are given"},
+    {"sequence_parallel", "ignored at TP = 1; required for MoE with TP > 1 and EP > 1"},
+    {"virtual_pipeline_model_parallel_size", "needs pipeline_model_parallel_size > 1; divides every stage's layer count"},
+    {"num_layers_in_first_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
+    {"num_layers_in_last_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
+    {"expert_model_parallel_size", "EP × ETP divides DP × TP × CP; 1 for a dense model"},
+    {"use_distributed_optimizer", "framework megatron only"},
+    {"zero_stage", "deepspeed 0-3, fsdp2 2 or 3; not for megatron or ddp"},
+    {"data_parallel_shard_size", "fsdp2 only; divides data_parallel_size"},
+    {"params_dtype", "fp32, bf16 or fp16"},
+    {"fp8_param_gather", "needs an fp8_recipe"},
+    {"momentum", "optimizer sgd only"},
+    {"offload_params", "deepspeed or fsdp2 with zero_stage 3"},
+    {"recompute_method", "recompute_granularity full only"},
+    {"recompute_num_layers", "recompute_granularity full only"},
+    {"recompute_modules", "recompute_granularity selective only"},
+    {"pipeline_schedule", "interleaved exactly when virtual_pipeline_model_parallel_size is set"},
+};
+
 const std::vector<FieldSpec>& spec_table() {
   static const std::vector<FieldSpec> specs = [] {
     std::vector<FieldSpec> out;
-    for (const Field& f : fields()) out.push_back(f.spec);
+    for (const Field& f : fields()) {
+      out.push_back(f.spec);
+      for (const auto& [name, rule] : k_rules)
+        if (name == f.spec.name) out.back().rules = rule;
+    }
     return out;
   }();
   return specs;

@@ -145,7 +145,7 @@ std::string fields_markdown() {
       "from the core's field table, and a test checks that it is current.\n";
   for (const Section& section : sections) {
     out += std::string("\n## ") + section.title + "\n\n";
-    out += "| field | type | range | unit | unset means | meaning |\n|---|---|---|---|---|---|\n";
+    out += "| field | type | range | unit | unset means | meaning | rules |\n|---|---|---|---|---|---|---|\n";
     for (const FieldSpec& f : field_specs()) {
       if (f.group != section.group) continue;
       std::string range;
@@ -164,7 +164,7 @@ std::string fields_markdown() {
       out += "| `" + std::string(f.name) + "` | " + type + (f.required ? " (required)" : "") +
              " | " + range + " | " + std::string(f.unit) + " | " + std::string(f.default_text) +
              " | " + std::string(f.description) + (f.trainmem_only ? " *(trainmem profile)*" : "") +
-             " |\n";
+             " | " + std::string(f.rules) + " |\n";
     }
   }
   return out;

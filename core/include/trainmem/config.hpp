@@ -243,6 +243,7 @@ struct FieldSpec {
   std::string_view default_text;               // what an unset field resolves to
   std::string_view description;
   bool trainmem_only = false;  // the reference profiles reject it when set
+  std::string_view rules = {}; // the cross-field rules it takes part in (checked by resolve())
 };
 
 std::span<const FieldSpec> field_specs();

@@ -19,6 +19,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== CLI tests"
 node --test tests/cli/
+node --test tests/validation/
 
 echo "== wasm build (core, module, Catch2 tests under Node)"
 emcmake cmake -S . -B build-wasm -DCMAKE_BUILD_TYPE=Release \

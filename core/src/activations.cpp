@@ -17,6 +17,8 @@
 
 #include <algorithm>
 
+#include "trainmem/tables.hpp"
+
 namespace trainmem {
 namespace {
 
@@ -49,8 +51,9 @@ constexpr std::string_view k_src_proj_input =
     "Korthikanti Table 2: the output projection keeps its input (2sbh); in 16-bit the flash "
     "kernel's saved `out` is the same storage";
 constexpr std::string_view k_src_kernel_out =
-    "Under FP8 the attention kernel's saved `out` (16-bit) and linear_proj's FP8 input copy are "
-    "two storages";
+    "The attention kernel's saved `out` (16-bit) and linear_proj's input are two storages under "
+    "FP8 (an FP8 copy) and under TE's flash-attn with b > 1 (a contiguous sbhd copy of the bshd "
+    "output)";
 constexpr std::string_view k_src_dropout_mask =
     "PyTorch native_dropout saves a bool mask (1 byte per element) when p > 0 (Korthikanti: sbh "
     "per dropout); Megatron bias_dropout_add";
@@ -112,6 +115,25 @@ constexpr std::string_view k_src_output_input =
 constexpr std::string_view k_src_ce =
     "Megatron _VocabParallelCrossEntropy (native and jit-fused): logits.float(), exp in place, "
     "saves exp_logits (fp32), target_mask and masked_target_1d";
+constexpr std::string_view k_src_autocast_norm =
+    "torch.autocast runs layer_norm in fp32 (PyTorch AMP docs, ops that autocast to float32) and "
+    "HF RMSNorm modules upcast to fp32 themselves: the norm saves an fp32 input";
+constexpr std::string_view k_src_autocast_softmax =
+    "torch.autocast runs softmax in fp32 (AMP docs, ops that autocast to float32), which saves "
+    "its fp32 output; the probabilities are cast back to the compute dtype for the matmul with V "
+    "(autocast to float16 ops), which saves that copy";
+constexpr std::string_view k_src_torch_ce =
+    "PyTorch F.cross_entropy on logits.float() (torchtitan components/loss.py cross_entropy_loss; "
+    "HF models upcast the logits before the loss): aten log_softmax saves its fp32 result for "
+    "backward, nll_loss keeps the int64 targets";
+constexpr std::string_view k_src_dtensor_input =
+    "DTensor tensor parallelism (torchtitan's TP plan): PrepareModuleInput redistributes the "
+    "sequence-sharded input to Replicate before the ColwiseParallel linears, and autograd saves "
+    "the gathered tensor";
+constexpr std::string_view k_src_dtensor_output =
+    "torchtitan's TP plan: the output layer is ColwiseParallel(input_layouts=Shard(1)), so the "
+    "sequence-sharded input is redistributed to Replicate before F.linear and autograd saves the "
+    "gathered tensor (DTensor keeps no re-gather for backward, unlike Megatron's SP linears)";
 constexpr std::string_view k_src_te_ce =
     "TE parallel_cross_entropy (cross_entropy_fusion_impl te): saves the 16-bit logits and "
     "per-token softmax statistics, no fp32 copy";
@@ -150,6 +172,16 @@ std::string_view fp8_dtype(Fp8Recipe recipe) {
   }
 }
 
+// Whether FP8 changes what is saved: Transformer Engine (Megatron, DeepSpeed) saves FP8 copies
+// of the linear inputs. PyTorch-native training (fsdp2, ddp) gets FP8 from torchao's Float8Linear,
+// whose autograd function (float8_linear.matmul_with_hp_or_float8_args) saves the high-precision
+// input and weight and casts again in backward; torchao's benchmarks (docs/source/workflows/
+// training.md: Llama3-8B bf16 47.65 GiB, tensorwise 47.77, rowwise 47.79) show the same peak.
+bool te_fp8(const Config& c) {
+  if (c.fp8_recipe == Fp8Recipe::none) return false;
+  return c.framework == Framework::megatron || c.framework == Framework::deepspeed;
+}
+
 // The configuration reduced to the doubles every rule needs.
 struct Shape {
   double s = 0, b = 0, h = 0, a = 0, g = 0, k = 0, f = 0, t = 1, c = 1;
@@ -162,6 +194,12 @@ struct Shape {
   std::string_view act_dtype, lin_dtype;
   bool fp8 = false;
   bool attention_dropout = false, hidden_dropout = false;
+  bool autocast = false;  // torch.autocast over higher-precision weights (framework ddp)
+  double norm_e = 2;      // bytes per element of a saved norm input
+  std::string_view norm_dtype;
+  // Tokens of a column-parallel linear's saved input: Megatron keeps the sequence-parallel shard
+  // and gathers it again in backward; DTensor (fsdp2) saves the gathered input.
+  double tokens_linear_in = 0;
 };
 
 Shape shape_of(const Config& c) {
@@ -179,10 +217,17 @@ Shape shape_of(const Config& c) {
   x.tokens_sp = c.sequence_parallel ? x.tokens / x.t : x.tokens;
   x.e = activation_bytes(c);
   x.act_dtype = activation_dtype(c);
-  x.fp8 = c.fp8_recipe != Fp8Recipe::none;
+  x.fp8 = te_fp8(c);
   x.lin = x.fp8 ? fp8_input_bytes(c.fp8_recipe) : x.e;
   x.lin_dtype = x.fp8 ? fp8_dtype(c.fp8_recipe) : x.act_dtype;
   x.norm_stats = c.normalization == Normalization::layer_norm ? 8 : 4;
+  // ddp trains a plain module under torch.autocast when compute_dtype is below params_dtype.
+  x.autocast = c.framework == Framework::ddp &&
+               bytes_per_element(c.compute_dtype) < bytes_per_element(c.params_dtype);
+  x.norm_e = x.autocast ? 4 : x.e;
+  x.norm_dtype = x.autocast ? "fp32" : x.act_dtype;
+  x.tokens_linear_in =
+      c.framework == Framework::fsdp2 && c.sequence_parallel ? x.tokens : x.tokens_sp;
   x.has_norm = c.normalization != Normalization::none;
   x.attention_dropout = c.attention_dropout > 0;
   x.hidden_dropout = c.hidden_dropout > 0;
@@ -279,6 +324,15 @@ void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& 
 // The s²-proportional tensors of unfused attention (per GPU: a/t heads, T queries, s keys).
 void unfused_softmax(const Shape& x, Ledger& out) {
   const double scores = x.a / x.t * x.tokens * x.s;  // elements of one [b, a/t, s/c, s] tensor
+  if (x.autocast) {
+    // The dropout (on the fp32 probabilities) keeps its mask; its fp32 output is saved by no
+    // one, the matmul saving the cast copy instead.
+    out.add("attention.softmax_output", "attention", 4 * scores, "fp32", k_src_autocast_softmax);
+    if (x.attention_dropout)
+      out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_softmax);
+    out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_autocast_softmax);
+    return;
+  }
   out.add("attention.softmax_output", "attention", x.e * scores, x.act_dtype, k_src_softmax);
   if (x.attention_dropout) {
     out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_softmax);
@@ -299,8 +353,14 @@ void unfused_softmax(const Shape& x, Ledger& out) {
 //   scale-mask-softmax saves only its output, so the raw scores are never kept. What stays is the
 //   softmax output, and with attention dropout its mask and the dropped-out probabilities that
 //   the bmm with V saves (Korthikanti's 5as²b).
-// In 16-bit the flash `out` and linear_proj's input are counted once (one storage); some TE
-// flash-attn paths transpose the output to sbhd with a copy when b > 1, which is not counted.
+// In 16-bit the cuDNN (fused) `out` and linear_proj's input are one storage: cuDNN works on
+// Megatron's sbhd layout. flash-attn works on bshd: TE's FlashAttention makes q, k, v contiguous
+// in bshd (the sbhd originals are then freed) and returns its bshd `out`, which it saves, as a
+// contiguous sbhd copy for linear_proj. With b = 1 both layouts are one storage; with b > 1 the
+// copy is a second one. Megatron CI's gpt3_7b_tp4_pp1_memory_speed shows it: the A100 golden
+// (flash-attn) peaks 1,044,324,352 B above the H100 one (cuDNN), which is 32 layers × s·b·(a/t)·k
+// × 2 B = 1,073,741,824 B less the 29,415,424 B smaller Transformer Engine workspace that both
+// runs' after-step allocation shows.
 void core_attention(const Config& c, const Shape& x, const Modules& m, double v_width,
                     Ledger& out) {
   const bool unfused = c.attention_backend == AttentionBackend::unfused;
@@ -312,7 +372,9 @@ void core_attention(const Config& c, const Shape& x, const Modules& m, double v_
               k_src_flash_stats);
     // Under FP8 the flash kernel's 16-bit `out` is a second storage beside linear_proj's FP8
     // copy; the unfused path's context output is saved by nobody but linear_proj.
-    if (x.fp8 && !unfused)
+    const bool bshd_copy = c.attention_backend == AttentionBackend::flash &&
+                           c.framework == Framework::megatron && x.b > 1;
+    if ((x.fp8 || bshd_copy) && !unfused)
       out.add("attention.kernel_output", "attention", x.e * x.a * v_width / x.t * x.tokens,
               x.act_dtype, k_src_kernel_out);
   }
@@ -320,10 +382,17 @@ void core_attention(const Config& c, const Shape& x, const Modules& m, double v_
           x.fp8 ? k_src_fp8_input : k_src_proj_input);
 }
 
+// Where the saved input of a column-parallel linear after a norm comes from.
+std::string_view linear_input_source(const Shape& x) {
+  if (x.fp8) return k_src_fp8_input;
+  return x.tokens_linear_in > x.tokens_sp ? k_src_dtensor_input : k_src_linear_input;
+}
+
 void norm_entries(const Shape& x, std::string_view input_name, std::string_view stats_name,
                   bool keep_stats, Ledger& out) {
   if (!x.has_norm) return;  // normalization "none": the block has no norm to keep inputs for
-  out.add(input_name, "norm", x.e * x.h * x.tokens_sp, x.act_dtype, k_src_norm_input);
+  out.add(input_name, "norm", x.norm_e * x.h * x.tokens_sp, x.norm_dtype,
+          x.autocast ? k_src_autocast_norm : k_src_norm_input);
   if (keep_stats) out.add(stats_name, "norm", x.norm_stats * x.tokens_sp, "fp32", k_src_norm_stats);
 }
 
@@ -335,8 +404,8 @@ void output_dropout(const Shape& x, std::string_view name, std::string_view modu
 // layernorm recompute module does not apply to it).
 void standard_attention(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   norm_entries(x, "norm.attention_input", "norm.attention_stats", true, out);
-  out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_sp, x.lin_dtype,
-          x.fp8 ? k_src_fp8_input : k_src_linear_input);
+  out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
+          linear_input_source(x));
   const double q_width = x.a * x.k / x.t, kv_width = x.g * x.k / x.t;
   if (c.qk_layernorm) {
     out.add("attention.q_norm_input", "attention", x.e * q_width * x.tokens, x.act_dtype,
@@ -410,8 +479,8 @@ void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
             k_src_checkpoint_input);
   } else {
     norm_entries(x, "norm.mlp_input", "norm.mlp_stats", true, out);
-    out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_sp, x.lin_dtype,
-            x.fp8 ? k_src_fp8_input : k_src_linear_input);
+    out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
+            linear_input_source(x));
     activation_and_fc2(c, x, k_mlp_names, x.f / x.t, x.tokens, false, out);
   }
   output_dropout(x, "mlp.output_dropout_mask", "mlp", out);
@@ -470,9 +539,11 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
 // reduce_scatter_tensor and all_to_all_single; the block input is kept as the checkpoint's
 // argument. The MoE router's gate mm is force-recomputed (per_op_sac_force_recompute_mm_shapes_
 // by_fqns defaults to moe.router.gate) and grouped expert GEMMs (_grouped_mm) are not in the list.
-// Under FP8 the linears run torch._scaled_mm, which is not in the list either: no mm output is
-// saved. Matmuls are visited in torchtitan's order: wq, wk, wv (or MLA's wq_a, wq_b, wkv_a,
-// wkv_b), SDPA, wo, then w1, w3, w2 (shared experts after the routed ones).
+// Under Transformer Engine FP8 the linears run torch._scaled_mm, which is not in the list either:
+// no mm output is saved. torchao's Float8Linear (fsdp2, ddp) calls aten.mm on Float8Tensor
+// subclasses, which the policy sees as mm: saved as in 16 bits (te_fp8 is false there).
+// Matmuls are visited in torchtitan's order: wq, wk, wv (or MLA's wq_a, wq_b, wkv_a, wkv_b),
+// SDPA, wo, then w1, w3, w2 (shared experts after the routed ones).
 class OpSac {
  public:
   OpSac(const Config& c, const Shape& x, Ledger& out) : c_(c), x_(x), out_(out) {}
@@ -667,20 +738,32 @@ double embedding_activation_bytes(const Config& config, SavedTensors* detail) {
   return out.total();
 }
 
+// Megatron computes the loss with its vocab-parallel cross entropy; the PyTorch-native
+// frameworks (fsdp2: torchtitan, ddp and deepspeed: HF Trainer / Accelerate models) with
+// F.cross_entropy on the logits cast to fp32.
+namespace {
+bool torch_loss(const Config& config) { return config.framework != Framework::megatron; }
+}  // namespace
+
 double output_activation_bytes(const Config& config, SavedTensors* detail) {
   Ledger out(detail);
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
-  out.add("output.final_norm_input", "output", x.e * x.h * x.tokens_sp, x.act_dtype,
-          k_src_norm_input);
+  out.add("output.final_norm_input", "output", x.norm_e * x.h * x.tokens_sp, x.norm_dtype,
+          x.autocast ? k_src_autocast_norm : k_src_norm_input);
   out.add("output.final_norm_stats", "output", x.norm_stats * x.tokens_sp, "fp32", k_src_norm_stats);
-  out.add("output.output_layer_input", "output", x.e * x.h * x.tokens_sp, x.act_dtype,
-          k_src_output_input);
+  // DTensor tensor parallelism (fsdp2) saves the gathered input; Megatron the local shard.
+  const bool gathered = config.framework == Framework::fsdp2 && config.sequence_parallel;
+  out.add("output.output_layer_input", "output", x.e * x.h * (gathered ? x.tokens : x.tokens_sp),
+          x.act_dtype, gathered ? k_src_dtensor_output : k_src_output_input);
   const double logits = padded_vocab(config) / x.t * x.tokens;  // elements on this GPU
   if (config.cross_entropy_loss_fusion) {
     out.add("loss.logits", "loss", x.e * logits, x.act_dtype, k_src_te_ce);
     out.add("loss.softmax_stats", "loss", 8 * x.tokens, "fp32", k_src_te_ce);
     out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_te_ce);
+  } else if (torch_loss(config)) {
+    out.add("loss.log_softmax", "loss", 4 * logits, "fp32", k_src_torch_ce);
+    out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_torch_ce);
   } else {
     out.add("loss.softmax", "loss", 4 * logits, "fp32", k_src_ce);
     out.add("loss.target_mask", "loss", x.tokens, "mask", k_src_ce);
@@ -693,11 +776,27 @@ double loss_transient_bytes(const Config& config) {
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
   const double logits = padded_vocab(config) / x.t * x.tokens;
-  // Unfused: the 16-bit logits live beside their fp32 copy until the loss's forward returns,
-  // and in backward the fp32 gradient (computed in place in the saved softmax) is cast back to
-  // a new 16-bit tensor for the output layer. With fp32 compute .float() is a no-op: nothing
-  // extra. Fused (TE): backward writes the logits' gradient into a new 16-bit tensor.
-  if (!config.cross_entropy_loss_fusion && x.e == 4) return 0;
+  // Fused (TE, or a compiled loss): backward writes the logits' gradient into a new 16-bit
+  // tensor.
+  if (config.cross_entropy_loss_fusion) return x.e * logits;
+  // PyTorch F.cross_entropy: in backward, nll_loss_backward materialises a dense fp32 gradient of
+  // the log-probabilities and log_softmax_backward_data allocates its own fp32 result while the
+  // saved log-probabilities are still alive: two fp32 logits-sized tensors beyond the saved one
+  // (aten/src/ATen/native/LossNLL.cpp, SoftMax.cpp). The forward's 16-bit logits beside their
+  // fp32 copy (2 + 4 bytes) stay below that. Under DTensor tensor parallelism (fsdp2 with TP,
+  // torchtitan's loss_parallel) the backward is decomposed instead
+  // (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward):
+  // zeros_like(x), exp(x), their sum and its product with the incoming gradient are each a new
+  // fp32 logits-sized tensor, three beyond the saved log-probabilities at once.
+  if (torch_loss(config)) {
+    const bool loss_parallel = config.framework == Framework::fsdp2 && x.t > 1;
+    return (loss_parallel ? 3 : 2) * 4 * logits;
+  }
+  // Megatron unfused: the 16-bit logits live beside their fp32 copy until the loss's forward
+  // returns, and in backward the fp32 gradient (computed in place in the saved softmax) is cast
+  // back to a new 16-bit tensor for the output layer. With fp32 compute .float() is a no-op:
+  // nothing extra.
+  if (x.e == 4) return 0;
   return x.e * logits;
 }
 

@@ -70,8 +70,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "×1.05, and no division by TP.",
     "Megatron-LM reads neither context_parallel_size nor uneven pipeline stage sizes.",
     "Megatron-LM puts the whole multi-token-prediction block on the most-loaded shard.",
-    "The CUDA context, NCCL buffers, library workspaces and allocator fragmentation are not yet "
-    "added: the figure is what PyTorch's max_memory_allocated would show.",
+    "The most-loaded GPU is the pipeline stage whose peak (the largest moment of a step) is "
+    "largest. Allocated bytes include the library workspaces; reserved and device bytes add the "
+    "caching allocator, the CUDA context and NCCL buffers from their fields' documented "
+    "defaults: set them from a run for the best match.",
     "Adafactor's factored statistics are kept whole on every rank (they are rows + columns, "
     "not per parameter).",
 };
@@ -103,7 +105,7 @@ namespace {
 
 Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Trace* trace) {
   Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
-  set(est.assumptions, Assumption::most_loaded_shard);
+  set(est.assumptions, Assumption::trainmem_peak_and_overheads);
   set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
   return est;
 }

@@ -250,6 +250,7 @@ struct StageState {
   StateBreakdown gpu;
   double cpu = 0;                  // offloaded to host memory, for this GPU
   double optimizer_temporary = 0;  // allocated during the optimizer step only
+  double forward_backward_only = 0;  // state bytes freed before the optimizer step
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double dense_local = 0, expert_local = 0;
 };
@@ -307,8 +308,11 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
     const double grad = bytes_per_element(c.main_grads_dtype);
     const double optimizer = optimizer_state_bytes(c, t);
 
-    // FP8 recipes cache rowwise and columnwise FP8 weights (one fewer when the weight is FP8).
-    if (c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
+    // Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and columnwise FP8
+    // weights (one fewer when the weight is FP8). torchao's Float8Linear (fsdp2, ddp) casts the
+    // weight inside each matmul and keeps no copy (torchao float8_linear.py).
+    const bool te = fw == Framework::megatron || fw == Framework::deepspeed;
+    if (te && c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
       part_add(st.weight_copies, part, P * fp8.copy_bytes_per_element * (fp8.copies - (fp8_weight ? 1 : 0)));
 
     switch (fw) {
@@ -348,11 +352,17 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // lower param_dtype), sharded gradients in reduce_dtype and sharded optimizer states.
         // zero_stage 2 (reshard_after_forward=False) keeps the unsharded compute copy of every
         // layer from forward to backward.
+        // With pipeline parallelism, torch.distributed.pipelining turns gradient sync off until
+        // the last microbatch's backward (stage.py, backward_maybe_with_nosync): FSDP2 keeps each
+        // parameter's unsharded gradient, upcast to reduce_dtype
+        // (FSDPParam.to_accumulated_grad_if_needed), and reduce-scatters once at the end.
+        const bool unsharded_grads = c.pipeline_model_parallel_size > 1;
         const double storage = needs_master ? master : stored_w;
         PartBytes& storage_class = needs_master ? st.master_weights : st.weights;
         const double on_gpu = c.offload_params ? 0 : 1;
         part_add(storage_class, part, P * storage / n * on_gpu);
-        part_add(st.gradients, part, P * grad / n * on_gpu * (1 - offload));
+        part_add(st.gradients, part,
+                 unsharded_grads ? P * grad : P * grad / n * on_gpu * (1 - offload));
         part_add(st.optimizer_states, part, optimizer / n * on_gpu * (1 - offload));
         out.cpu += (1 - on_gpu) * (P * storage / n + P * grad / n + optimizer / n) +
                    on_gpu * offload * (P * grad / n + optimizer / n);
@@ -368,12 +378,19 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // compute_dtype cast of each linear weight for the forward and its backward.
         part_add(st.weights, part, P * stored_w);
         part_add(st.gradients, part, P * w);
-        if (!c.gradient_as_bucket_view) part_add(st.buffers, part, P * w);
+        // The buckets belong to the DistributedDataParallel wrapper: a single-GPU run (HF
+        // Trainer with one device) trains the bare module and has none.
+        if (!c.gradient_as_bucket_view && c.data_parallel_size > 1)
+          part_add(st.buffers, part, P * w);
         part_add(st.master_weights, part, P * master * (1 - offload));
         part_add(st.optimizer_states, part, optimizer * (1 - offload));
         out.cpu += (P * master + optimizer) * offload;
+        // The casts live from the forward to the backward that consumes them: the cache is
+        // cleared on leaving the autocast region and autograd frees the saved casts in
+        // backward (torch.autocast docs, cache_enabled), so the optimizer step has none.
         const double compute = bytes_per_element(c.compute_dtype);
-        if (t.linear && compute < w) part_add(st.weight_copies, part, P * compute);
+        if (t.linear && compute < w)
+          out.forward_backward_only += part_add(st.weight_copies, part, P * compute);
         if (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw)
           out.optimizer_temporary += P * bytes_per_element(c.exp_avg_sq_dtype) * (1 - offload);
         break;
@@ -383,14 +400,25 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
   }
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
-  // (4 × largest_layer_params in DeepSpeed's estimator). FSDP2 full shard: the unsharded
-  // current and prefetched layer in param_dtype plus one layer's unsharded gradient.
+  // (4 × largest_layer_params in DeepSpeed's estimator).
+  // FSDP2, as torchtitan and the fully_shard docs apply it (each transformer block, then the
+  // model): the root group is what no block holds, the embedding and the output layer of this
+  // stage; its reshard_after_forward is forced to False ("the root FSDP state has its value
+  // specially set to False", fully_shard docs), so it stays unsharded in param_dtype from the
+  // forward to the end of backward. Full shard (3) gathers the current block and prefetches the
+  // next (2 × param_dtype); reduce-scattering a block's gradient takes its unsharded gradient in
+  // param_dtype and the reduce_dtype copy FSDP2 casts it to (foreach_reduce). zero_stage 2 holds
+  // every weight unsharded already (above).
   const double w16 = bytes_per_element(c.params_dtype);
   if (fw == Framework::deepspeed && stage == 3) {
     st.buffers.dense += 2 * w16 * largest_tensor;
   } else if (fw == Framework::fsdp2) {
-    const double unit = std::max(largest_layer, largest_tensor);
-    st.buffers.dense += (stage == 3 ? 2 * w16 : 0) * unit + bytes_per_element(c.main_grads_dtype) * unit;
+    const double root = inv.params(Part::embedding);
+    if (stage == 3) {
+      st.buffers.embedding += w16 * root;
+      st.buffers.dense += 2 * w16 * largest_layer;
+    }
+    st.buffers.dense += (w16 + bytes_per_element(c.main_grads_dtype)) * largest_layer;
   }
   note(trace, "trainmem.params_on_gpu", out.params_local, "Σ tensors of the stage, after TP/EP split");
   note(trace, "trainmem.dense_shard_group", groups.dense, "DP·CP (fsdp2: shard size·CP)");
@@ -431,13 +459,15 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
     if (any_recompute)
       a.recompute_working = std::max(a.recompute_working, group * layer_recompute_working_bytes(c, moe));
   });
+  // The MTP layers, the output layer and the loss sit in the last stage's last chunk.
+  double loss_chunk = 0;
   if (r == p - 1 && c.mtp_num_layers > 0) {
     const int64_t L = c.num_layers;
-    a.per_microbatch += double(c.mtp_num_layers) *
-                        layer_activation_bytes(c, L > 0 && c.is_moe_layer(L - 1), LayerRecompute::policy);
+    loss_chunk += double(c.mtp_num_layers) *
+                  layer_activation_bytes(c, L > 0 && c.is_moe_layer(L - 1), LayerRecompute::policy);
   }
   if (r == 0) a.per_microbatch += embedding_activation_bytes(c);
-  if (r == p - 1) a.per_microbatch += output_activation_bytes(c);
+  if (r == p - 1) loss_chunk += output_activation_bytes(c);
 
   // Microbatches in flight at the stage's peak. 1F1B: stage r runs p − r warm-up forwards
   // (Narayanan et al. 2021 §2.2); GPipe keeps every microbatch; Megatron's interleaved schedule
@@ -457,20 +487,37 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
     pairs = std::min(pairs, all);
   }
   a.in_flight = c.pipeline_schedule == PipelineSchedule::interleaved ? pairs / v : pairs;
-  a.bytes = a.per_microbatch * a.in_flight;
+  // The loss chunk holds one microbatch at a time except under GPipe: 1F1B gives the last stage
+  // p − r = 1 microbatch, and in the interleaved schedule the last rank's warm-up
+  // ((p − r − 1)·2 + (v − 1)·p forwards) ends just before its first last-chunk forward, after
+  // which every forward of the last chunk is followed by that microbatch's backward
+  // (schedules.py: backward chunk ids run from v − 1 down).
+  const double loss_chunk_in_flight =
+      c.pipeline_schedule == PipelineSchedule::gpipe && p > 1 ? pairs : 1.0;
+  a.per_microbatch += loss_chunk;
+  a.bytes = (a.per_microbatch - loss_chunk) * a.in_flight + loss_chunk * loss_chunk_in_flight;
   return a;
 }
 
-// One NCCL communicator for the world and one per parallel dimension above 1.
+// One NCCL communicator for the world and one per parallel dimension above 1. A single-GPU run
+// initialises no process group, so NCCL allocates nothing (buffers are allocated per
+// communicator, NCCL environment variables: NCCL_BUFFSIZE).
 int64_t communicators(const Config& c) {
+  const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
+                        c.pipeline_model_parallel_size * c.context_parallel_size;
+  if (world <= 1) return 0;
   return 1 + (c.data_parallel_size > 1) + (c.tensor_model_parallel_size > 1) +
          (c.pipeline_model_parallel_size > 1) + (c.context_parallel_size > 1) +
          (c.expert_model_parallel_size > 1);
 }
 
+// What nvidia-smi shows beyond PyTorch's reserved memory: the CUDA context and NCCL's buffers.
+// The library workspaces are not here: PyTorch allocates the cuBLAS/cuBLASLt workspace of each
+// handle and stream through its caching allocator (ATen CublasHandlePool.cpp; they show in
+// memory_allocated until torch._C._cuda_clearCublasWorkspaces()), and Transformer Engine its
+// cuBLAS workspace with torch.empty, so they are part of the allocated figure (evaluate_stage).
 double runtime_overhead(const Config& c) {
-  return c.cuda_context_bytes + double(communicators(c)) * c.nccl_bytes_per_communicator +
-         c.workspace_bytes;
+  return c.cuda_context_bytes + double(communicators(c)) * c.nccl_bytes_per_communicator;
 }
 
 struct StageResult {
@@ -501,11 +548,14 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     s.activation_bytes = out.activation.bytes;
     s.microbatches_in_flight = int64_t(std::ceil(out.activation.in_flight));
   }
-  const double model_state = s.weight_and_optimizer_bytes;
+  // Every moment holds the model state and the library workspaces, which stay allocated once
+  // created (runtime_overhead).
+  const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
   const bool last = r == layout.p - 1;
   s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
   s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
-  s.moments.optimizer_step = model_state + out.state.optimizer_temporary;
+  s.moments.optimizer_step =
+      model_state - out.state.forward_backward_only + out.state.optimizer_temporary;
   s.total_bytes = s.moments.peak();
   // Runtime overheads (documented defaults in the field table, adjustable).
   s.reserved_bytes = s.total_bytes * (1 + c.allocator_fragmentation);

@@ -112,11 +112,14 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
   CHECK(est.state.master_weights.total() == k_torch_params);
   CHECK(est.state.gradients.total() == k_torch_params);
   CHECK(est.state.optimizer_states.total() == 2 * k_torch_params);
-  // Buffers: the gather unit is the larger of a layer (49,408) and the embedding (64,000):
-  // current + prefetched bf16 copies and one fp32 unsharded gradient: (2·2 + 4) · 64,000.
-  CHECK(est.state.buffers.total() == 512'000.0);
-  // torch's foreach Adam allocates a copy of exp_avg_sq during the step: 4 B × P/4.
-  CHECK(est.moments.optimizer_step == 651'776.0 + 512'000.0 + k_torch_params);
+  // Buffers: the root group (the tied embedding, 64,000) stays unsharded in bf16, 128,000; the
+  // current and prefetched layer (49,408 each) in bf16, 2·2·49,408 = 197,632; one layer's
+  // unsharded gradient in bf16 and its fp32 reduce-scatter copy, (2 + 4)·49,408 = 296,448.
+  CHECK(est.state.buffers.embedding == 128'000.0);
+  CHECK(est.state.buffers.total() == 622'080.0);
+  // torch's foreach Adam allocates a copy of exp_avg_sq during the step: 4 B × P/4; the
+  // library workspaces (workspace_bytes, 96 MiB) are allocated through the caching allocator.
+  CHECK(est.moments.optimizer_step == 651'776.0 + 622'080.0 + k_torch_params + 100'663'296.0);
   CHECK(est.total_bytes == est.moments.optimizer_step);
   SECTION("hybrid sharding over groups of 2 doubles the sharded state") {
     const Estimate hsdp = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
@@ -126,14 +129,18 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
 }
 
 TEST_CASE("ddp: fp32 weights with bf16 autocast", "[trainmem][golden][ddp]") {
-  const Estimate est = state_of(small(R"("framework": "ddp")"));
+  const Estimate est = state_of(small(R"("framework": "ddp", "data_parallel_size": 2)"));
   CAPTURE(est);
   // fp32 weights 4 + .grad 4 + all-reduce buckets 4 + Adam 8 = 20 B; autocast caches a bf16
   // copy of each linear weight: 2 B × 98,304.
   CHECK(est.weight_and_optimizer_bytes == 20 * k_torch_params + 2 * k_linear_params);
   CHECK(est.state.weight_copies.total() == 2 * k_linear_params);
   SECTION("gradient_as_bucket_view removes the bucket copy") {
-    CHECK(state_of(small(R"("framework": "ddp", "gradient_as_bucket_view": true)")).weight_and_optimizer_bytes ==
+    CHECK(state_of(small(R"("framework": "ddp", "data_parallel_size": 2, "gradient_as_bucket_view": true)"))
+              .weight_and_optimizer_bytes == 16 * k_torch_params + 2 * k_linear_params);
+  }
+  SECTION("one GPU trains the bare module: no DistributedDataParallel, no buckets") {
+    CHECK(state_of(small(R"("framework": "ddp")")).weight_and_optimizer_bytes ==
           16 * k_torch_params + 2 * k_linear_params);
   }
 }

@@ -195,7 +195,7 @@ struct Config {
   double allocator_fragmentation = 0.05;
   double cuda_context_bytes = 512.0 * 1024 * 1024;
   double nccl_bytes_per_communicator = 256.0 * 1024 * 1024;
-  double workspace_bytes = 64.0 * 1024 * 1024;
+  double workspace_bytes = 96.0 * 1024 * 1024;
   // trainmem profile: activations.
   AttentionBackend attention_backend = AttentionBackend::flash;
   double attention_dropout = 0.1;  // TransformerConfig defaults

@@ -122,7 +122,7 @@ enum class Assumption : uint8_t {
   lm_no_sp_formula,          // megatron-lm's no-SP formula (10 + 24/t, ×1.05)
   lm_ignores_cp_and_uneven,  // megatron-lm reads neither CP nor uneven stage sizes
   lm_mtp_on_most_loaded,     // megatron-lm puts the whole MTP block on the most-loaded shard
-  trainmem_runtime_excluded, // trainmem: CUDA context, NCCL and allocator overheads not yet added
+  trainmem_peak_and_overheads,  // trainmem: the heaviest stage's peak; overheads from defaults
   trainmem_adafactor_local,  // trainmem: factored states are not sharded by the optimizer group
   count
 };

@@ -1,0 +1,25 @@
+// npm run validate: every point of points.json through the native CLI, compared with its
+// measurement; prints a Markdown table and the summary per profile. Prints figures, exits 0.
+import { evaluate, gib, summarize } from './points.mjs';
+
+const rows = evaluate();
+const pct = (e) => `${e >= 0 ? '+' : ''}${(100 * e).toFixed(1)} %`;
+const figure = (r) => `${r.compare.figure}, ${r.compare.stage === 'max' ? 'max over ranks' : `${r.compare.stage} stage`}`;
+
+console.log('| point | compared | measured GiB | trainmem GiB | error | bridge error | lm error |');
+console.log('|---|---|--:|--:|--:|--:|--:|');
+for (const r of rows)
+  console.log(`| ${r.id} | ${figure(r)} | ${gib(r.measured).toFixed(2)} | ${gib(r.trainmem).toFixed(2)} | ` +
+              `${pct(r.error.trainmem)} | ${pct(r.error.bridge)} | ${pct(r.error.lm)} |`);
+
+const names = { trainmem: 'trainmem', bridge: 'megatron-bridge', lm: 'megatron-lm' };
+const sets = [['all', rows], ['visible', rows.filter((r) => r.origin === 'visible')],
+              ['found in public sources', rows.filter((r) => r.origin !== 'visible')]];
+for (const [label, subset] of sets) {
+  if (subset.length === 0) continue;
+  const s = summarize(subset);
+  console.log(`\n${label}: ${subset.length} points (|error|: median, maximum, share within 15 %)`);
+  for (const [key, name] of Object.entries(names))
+    console.log(`  ${name.padEnd(16)} median ${(100 * s[key].median).toFixed(1)} %, max ` +
+                `${(100 * s[key].max).toFixed(1)} %, within 15 %: ${(100 * s[key].within).toFixed(0)} %`);
+}

@@ -27,18 +27,20 @@ namespace {
 enum class Part : uint8_t { dense, embedding, expert };
 
 // Identical parameter tensors on one GPU. cols == 1 for vectors (norms, biases).
+// Trivially constructible on purpose: an Inventory's slots stay uninitialised until add() fills
+// them (the planner builds millions of inventories).
 struct Tensors {
-  Part part = Part::dense;
-  double count = 0;
-  double rows = 0, cols = 1;
-  bool linear = false;  // a GEMM weight: FP8 copies and autocast casts apply
-  bool hidden = false;  // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
+  Part part;
+  double count;
+  double rows, cols;
+  bool linear;  // a GEMM weight: FP8 copies and autocast casts apply
+  bool hidden;  // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
   double elements() const { return rows * cols; }
   double params() const { return count * rows * cols; }
 };
 
 struct Inventory {
-  std::array<Tensors, 64> items{};
+  std::array<Tensors, 64> items;  // the first n are set
   int n = 0;
   void add(Part part, double count, double rows, double cols, bool linear, bool hidden) {
     if (count <= 0 || rows <= 0 || cols <= 0) return;
@@ -453,11 +455,23 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
                                c.recompute_method == RecomputeMethod::uniform
                            ? double(std::max<int64_t>(1, c.recompute_num_layers))
                            : 1.0;
+  // A layer's figures depend only on whether it is MoE and on its recompute treatment: compute
+  // each combination once per stage (the planner estimates millions of layouts).
+  constexpr int k_policies = 3;  // LayerRecompute::policy, checkpointed, inside_group
+  double kept[2][k_policies];
+  double working[2] = {-1, -1};
+  for (auto& row : kept)
+    for (double& v : row) v = -1;
   layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
-    const bool moe = c.is_moe_layer(i);
-    a.per_microbatch += layer_activation_bytes(c, moe, layer_policy(c, pos));
-    if (any_recompute)
-      a.recompute_working = std::max(a.recompute_working, group * layer_recompute_working_bytes(c, moe));
+    const int moe = c.is_moe_layer(i) ? 1 : 0;
+    const LayerRecompute policy = layer_policy(c, pos);
+    double& bytes = kept[moe][int(policy)];
+    if (bytes < 0) bytes = layer_activation_bytes(c, moe == 1, policy);
+    a.per_microbatch += bytes;
+    if (any_recompute) {
+      if (working[moe] < 0) working[moe] = layer_recompute_working_bytes(c, moe == 1);
+      a.recompute_working = std::max(a.recompute_working, group * working[moe]);
+    }
   });
   // The MTP layers, the output layer and the loss sit in the last stage's last chunk.
   double loss_chunk = 0;
@@ -526,16 +540,24 @@ struct StageResult {
   StageActivation activation;
 };
 
-StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, bool include_activation,
+// The parameters of the largest decoder layer on one GPU (FSDP2's unit of gathering).
+double largest_layer_params(const Config& c) {
+  const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
+                  double(c.expert_tensor_parallel_size)};
+  Inventory one_dense, one_moe;
+  add_layer(one_dense, c, gpu, false, 1);
+  if (c.is_moe()) add_layer(one_moe, c, gpu, true, 1);
+  return std::max(one_dense.params(), one_moe.params());
+}
+
+StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, double largest_layer,
+                           bool include_activation,
                            Trace* trace) {
   StageResult out;
   const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
                   double(c.expert_tensor_parallel_size)};
   const Inventory inv = stage_inventory(c, gpu, layout, r);
-  Inventory one_dense, one_moe;
-  add_layer(one_dense, c, gpu, false, 1);
-  if (c.is_moe()) add_layer(one_moe, c, gpu, true, 1);
-  out.state = stage_state(c, inv, std::max(one_dense.params(), one_moe.params()), trace);
+  out.state = stage_state(c, inv, largest_layer, trace);
   const Inventory whole = stage_inventory(c, Shard{}, layout, r);
   StageParams& s = out.summary;
   s.num_layers = layout.count(r);
@@ -600,17 +622,18 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.params = counts.params;
   est.layers = counts.layers;
 
+  const double largest_layer = largest_layer_params(c);
   int64_t heaviest = -1;
   StageResult best;
   for (int64_t r = 0; r < layout.p; ++r) {
-    StageResult stage = evaluate_stage(c, layout, r, include_activation, nullptr);
+    StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr);
     if (stages) stages->push_back(stage.summary);
     if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
       heaviest = r;
       best = stage;
     }
   }
-  if (trace) evaluate_stage(c, layout, heaviest, include_activation, trace);  // its intermediates
+  if (trace) evaluate_stage(c, layout, heaviest, largest_layer, include_activation, trace);  // its intermediates
 
   est.most_loaded_stage = heaviest;
   est.state = best.state.gpu;

@@ -46,8 +46,14 @@ for pair in config:config hf_import:hf megatron_args:megatron; do
   corpus=${pair##*:}
   regressions=(tests/fuzz/regressions/"$corpus"/*)
   [ -e "${regressions[0]}" ] && "$harness" "${regressions[@]}"
-  mkdir -p build-fuzz/corpus/"$corpus"
-  "$harness" -max_total_time="${FUZZ_SECONDS:-10}" -print_final_stats=1 \
-    build-fuzz/corpus/"$corpus" tests/fuzz/corpus/"$corpus" 2>&1 | grep -E "^stat::number_of_executed_units|^Done"
+  mkdir -p build-fuzz/corpus/"$corpus" build-fuzz/crashes
+  log=build-fuzz/fuzz-"$corpus".log
+  if ! "$harness" -max_total_time="${FUZZ_SECONDS:-10}" -print_final_stats=1 \
+      -artifact_prefix=build-fuzz/crashes/ build-fuzz/corpus/"$corpus" tests/fuzz/corpus/"$corpus" > "$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzzing found a crash: the input is in build-fuzz/crashes/ (see tests/fuzz/README.md)"
+    exit 1
+  fi
+  grep -E "^stat::number_of_executed_units" "$log"
 done
 echo "fuzzing: no crash"

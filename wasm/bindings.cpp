@@ -10,7 +10,19 @@
 #include <exception>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+// TRAINMEM_WASM_TOOLS (CMake option, default on): also bind the importers, the exporters and the
+// planner. Off, the module is the estimator alone (see wasm/README.md for the size of each).
+#ifndef TRAINMEM_WASM_TOOLS
+#define TRAINMEM_WASM_TOOLS 1
+#endif
+
 #include "trainmem/json_io.hpp"
+#if TRAINMEM_WASM_TOOLS
+#include "trainmem/import.hpp"
+#include "trainmem/planner.hpp"
+#endif
 
 namespace {
 
@@ -52,6 +64,94 @@ std::string gpus() {
 
 std::string version() { return TRAINMEM_VERSION; }
 
+#if TRAINMEM_WASM_TOOLS
+// ---- imports and exports (core/include/trainmem/import.hpp) ----
+// Each returns {"ok": true, ...} or {"ok": false, "issues": [...]}, like estimate().
+
+nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
+  return nlohmann::json::parse(trainmem::issues_to_json(issues));
+}
+
+// {"ok", "config": the import merged over base, "input": the import alone, "read", "assumed",
+// "ignored", "whole_model"}. base_json is the page's current config (training and parallel
+// settings the import does not describe).
+std::string imported_json(const trainmem::ImportResult& imported, const std::string& base_json) {
+  if (!imported.ok()) return issues_json(imported.issues).dump();
+  const trainmem::ParsedConfig base = trainmem::parse_config_json(base_json);
+  if (!base.issues.empty()) return issues_json(base.issues).dump();
+  nlohmann::json out;
+  out["ok"] = true;
+  out["config"] = nlohmann::json::parse(
+      trainmem::config_input_json(trainmem::merge_import(base.input, imported)));
+  out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
+  out["read"] = imported.read;
+  out["assumed"] = imported.assumed;
+  out["ignored"] = imported.ignored;
+  out["whole_model"] = imported.whole_model;
+  return out.dump();
+}
+
+std::string import_hf_config(const std::string& config_json, const std::string& base_json) {
+  return guarded([&] { return imported_json(trainmem::import_hf_config(config_json), base_json); });
+}
+
+std::string import_megatron_args(const std::string& command_line, const std::string& base_json) {
+  return guarded(
+      [&] { return imported_json(trainmem::import_megatron_args(command_line), base_json); });
+}
+
+// {"ok", "args": one Megatron-LM argument line, "notes": what the arguments cannot carry}.
+std::string export_megatron_args(const std::string& config_json) {
+  return guarded([&] {
+    const trainmem::ParsedConfig parsed = trainmem::parse_config_json(config_json);
+    if (!parsed.issues.empty()) return issues_json(parsed.issues).dump();
+    const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+    if (!resolved.ok()) return issues_json(resolved.issues).dump();
+    const trainmem::MegatronExport exported = trainmem::export_megatron_args(resolved.config);
+    nlohmann::json out;
+    out["ok"] = true;
+    out["args"] = exported.args;
+    out["notes"] = exported.notes;
+    return out.dump();
+  });
+}
+
+// {"ok", "config": every resolved field that is not Megatron's None}.
+std::string export_config_json(const std::string& config_json) {
+  return guarded([&] {
+    const trainmem::ParsedConfig parsed = trainmem::parse_config_json(config_json);
+    if (!parsed.issues.empty()) return issues_json(parsed.issues).dump();
+    const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+    if (!resolved.ok()) return issues_json(resolved.issues).dump();
+    return R"({"ok":true,"config":)" + trainmem::export_config_json(resolved.config) + "}";
+  });
+}
+
+// {"ok", "config": the fields that are set, in the field table's order} (no resolution).
+std::string config_input_json(const std::string& config_json) {
+  return guarded([&] {
+    const trainmem::ParsedConfig parsed = trainmem::parse_config_json(config_json);
+    if (!parsed.issues.empty()) return issues_json(parsed.issues).dump();
+    return R"({"ok":true,"config":)" + trainmem::config_input_json(parsed.input) + "}";
+  });
+}
+
+// The planner (core/include/trainmem/planner.hpp): {"ok", "layouts": [...], ...} or issues.
+std::string plan(const std::string& config_json, const std::string& options_json) {
+  return guarded([&] { return trainmem::plan_json(config_json, options_json); });
+}
+
+// ["llama", "mistral", ...]: the model types importHfConfig understands.
+std::string hf_model_types() {
+  return guarded([] {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::string_view t : trainmem::hf_model_types()) out.push_back(std::string(t));
+    return out.dump();
+  });
+}
+
+#endif  // TRAINMEM_WASM_TOOLS
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(trainmem) {
@@ -60,4 +160,13 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("presets", &presets);
   emscripten::function("gpus", &gpus);
   emscripten::function("version", &version);
+#if TRAINMEM_WASM_TOOLS
+  emscripten::function("importHfConfig", &import_hf_config);
+  emscripten::function("importMegatronArgs", &import_megatron_args);
+  emscripten::function("exportMegatronArgs", &export_megatron_args);
+  emscripten::function("exportConfigJson", &export_config_json);
+  emscripten::function("configInputJson", &config_input_json);
+  emscripten::function("hfModelTypes", &hf_model_types);
+  emscripten::function("plan", &plan);
+#endif
 }

@@ -187,6 +187,98 @@ export interface Gpu {
   source?: string;
 }
 
+/** importHfConfig / importMegatronArgs on success (on failure: EstimateError) */
+export interface ImportResult {
+  ok: true;
+  /** the import merged over the base config (core merge_import) */
+  config: ConfigInput;
+  /** only the fields the source determines */
+  input: ConfigInput;
+  /** "num_attention_heads ← num_attention_heads = 64" */
+  read: string[];
+  /** defaults and conventions applied, e.g. "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)" */
+  assumed: string[];
+  /** keys that matter for memory but have no field, with the reason */
+  ignored: string[];
+  /** the source describes the whole model: the base's other model fields were cleared */
+  whole_model: boolean;
+}
+
+/** exportMegatronArgs on success */
+export interface MegatronArgsExport {
+  ok: true;
+  /** one line of Megatron-LM arguments */
+  args: string;
+  /** what the arguments cannot carry (e.g. how many GPUs to launch on) */
+  notes: string[];
+}
+
+/** exportConfigJson (every resolved field) and configInputJson (the set fields) on success */
+export interface ConfigExport {
+  ok: true;
+  config: ConfigInput;
+}
+
+/** One layout that fits (planner), best first by rank */
+export interface PlanLayout {
+  rank: number;
+  /** TP·PP·CP·EP: GPUs one model replica spans */
+  footprint: number;
+  data_parallel_size: number;
+  num_microbatches: number;
+  /** the figure that was fitted (PlanResult.metric) */
+  metric_bytes: number;
+  allocated_bytes: number;
+  /** 0 in the reference profiles */
+  reserved_bytes: number;
+  device_bytes: number;
+  weight_and_optimizer_bytes: number;
+  activation_bytes: number;
+  headroom_bytes: number;
+  /** headroom_bytes / gpu_memory_bytes */
+  headroom: number;
+  most_loaded_stage: number;
+  /** the fields the layout sets over the base config (null: left unset) */
+  fields: ConfigInput;
+}
+
+export interface PlanStats {
+  layouts: number;
+  candidates: number;
+  invalid: number;
+  estimates: number;
+  state_estimates: number;
+  pruned_by_state: number;
+  pruned_by_batch: number;
+  pruned_by_rank: number;
+}
+
+/** plan() on success (core/include/trainmem/planner.hpp; keys in README.md) */
+export interface PlanResult {
+  ok: true;
+  profile: 'megatron-bridge' | 'megatron-lm' | 'trainmem';
+  metric: 'allocated' | 'reserved' | 'device';
+  gpus: number;
+  gpus_per_node: number;
+  gpu_memory_bytes: number;
+  headroom: number;
+  /** gpu_memory_bytes × (1 − headroom) */
+  limit_bytes: number;
+  search: string[];
+  allow_uneven_pipeline: boolean;
+  /** false: stopped at max_evaluations (see stopped) */
+  complete: boolean;
+  stopped: string | null;
+  solve: string;
+  n_fitting: number;
+  /** n_fitting counts every fitting layout (no bound cut the search) */
+  counted_all: boolean;
+  layouts: PlanLayout[];
+  stats: PlanStats;
+  /** with options.solve */
+  solution?: Record<string, unknown>;
+}
+
 export interface TrainmemModule {
   /** JSON config -> JSON EstimateResult | EstimateError. Never throws for bad input. */
   estimate(configJson: string, verbose: boolean): string;
@@ -198,6 +290,27 @@ export interface TrainmemModule {
   gpus(): string;
   /** the package version, e.g. "0.1.0" */
   version(): string;
+}
+
+/**
+ * web/wasm/trainmem-tools.mjs (types: trainmem-tools.d.ts): the estimator plus the importers,
+ * exporters and the planner, which the page loads on first use.
+ */
+export interface TrainmemToolsModule extends TrainmemModule {
+  /** (config.json text, base config JSON) -> JSON ImportResult | EstimateError */
+  importHfConfig(configJson: string, baseJson: string): string;
+  /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */
+  importMegatronArgs(commandLine: string, baseJson: string): string;
+  /** config JSON -> JSON MegatronArgsExport | EstimateError */
+  exportMegatronArgs(configJson: string): string;
+  /** config JSON -> JSON ConfigExport (every field resolved) | EstimateError */
+  exportConfigJson(configJson: string): string;
+  /** config JSON -> JSON ConfigExport (the set fields, in the field table's order) | EstimateError */
+  configInputJson(configJson: string): string;
+  /** JSON string[]: the model types importHfConfig understands */
+  hfModelTypes(): string;
+  /** (config JSON, options JSON {gpus, gpu_memory_bytes, headroom, max_results, solve, ...}) -> JSON PlanResult | EstimateError */
+  plan(configJson: string, optionsJson: string): string;
 }
 
 /** Emscripten's MODULARIZE factory. In Node pass { wasmBinary } (fetch cannot read file paths). */

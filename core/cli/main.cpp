@@ -10,12 +10,17 @@
 
 #include "trainmem/import.hpp"
 #include "trainmem/json_io.hpp"
+#include "trainmem/planner.hpp"
 #include "trainmem/report.hpp"
 
 namespace {
 
 constexpr const char* k_usage =
     "usage: trainmem estimate CONFIG.json|- [--format json|text] [--profile NAME] [--verbose]\n"
+    "       trainmem plan CONFIG.json|- --gpus N --gpu-memory 80GiB [--headroom 0.1] [--format json|text]\n"
+    "            [--max-results K] [--solve max-micro-batch|max-seq-length|min-gpus] [--gpus-per-node N]\n"
+    "            [--metric allocated|reserved|device] [--search tp,pp,...] [--uneven] [--max-evaluations N]\n"
+    "            the layouts that fit, best first (or the largest micro batch, longest sequence, fewest GPUs)\n"
     "       trainmem fields [--format markdown]   the input fields (type, range, unit, default)\n"
     "       trainmem import hf CONFIG.json [--base TRAINING.json]   Hugging Face config.json -> config\n"
     "       trainmem import megatron-args [FILE|-] [--base TRAINING.json]   Megatron-LM arguments -> config\n"
@@ -169,6 +174,49 @@ int export_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// trainmem plan CONFIG.json --gpus N --gpu-memory SIZE ...: flags map one to one onto the
+// planner's options (planner.hpp), which checks their values.
+int plan_command(const std::vector<std::string>& args) {
+  static const std::vector<std::pair<std::string, std::string>> k_flags = {
+      {"--gpus", "gpus"}, {"--gpu-memory", "gpu_memory_bytes"}, {"--headroom", "headroom"},
+      {"--gpus-per-node", "gpus_per_node"}, {"--metric", "metric"}, {"--max-results", "max_results"},
+      {"--max-evaluations", "max_evaluations"}, {"--search", "search"}, {"--solve", "solve"},
+      {"--max-micro-batch", "max_micro_batch_size"}, {"--max-seq-length", "max_seq_length"},
+      {"--seq-step", "seq_length_step"}, {"--max-gpus", "max_gpus"}};
+  std::string path, format = "json";
+  trainmem::PlanOptions options;
+  std::vector<trainmem::Issue> issues;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string option;
+    for (const auto& [flag, name] : k_flags)
+      if (arg == flag) option = name;
+    if (arg == "--format") {
+      if (i + 1 >= args.size() || (args[i + 1] != "json" && args[i + 1] != "text"))
+        return usage_error("--format: must be \"json\" or \"text\"");
+      format = args[++i];
+    } else if (arg == "--uneven") {
+      options.allow_uneven_pipeline = true;
+    } else if (!option.empty()) {
+      if (i + 1 >= args.size()) return usage_error(arg + " needs a value");
+      if (auto issue = trainmem::set_plan_option_text(options, option, args[++i])) issues.push_back(*issue);
+    } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
+      return usage_error("unknown option " + arg);
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      return usage_error("expected one CONFIG argument, got also " + arg);
+    }
+  }
+  if (path.empty()) return usage_error("plan needs a CONFIG.json path (or - for stdin)");
+  std::string text;
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  const trainmem::PlanResult result = trainmem::plan_request(text, options, std::move(issues));
+  if (!result.ok()) return print_issues(result.issues), 2;
+  std::cout << (format == "text" ? trainmem::plan_text(result) : trainmem::plan_to_json(result, 2) + "\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -183,6 +231,7 @@ int main(int argc, char** argv) {
   if (command == "estimate") return estimate_command(args);
   if (command == "import") return import_command(args);
   if (command == "export") return export_command(args);
+  if (command == "plan") return plan_command(args);
   if (command == "fields") {
     if (args.size() == 2 && args[0] == "--format" && args[1] == "markdown")
       return std::cout << trainmem::fields_markdown(), 0;

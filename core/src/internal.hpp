@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <stdexcept>
 #include <string_view>
 
 namespace trainmem {
@@ -13,6 +14,15 @@ namespace trainmem {
 // A number as people read it in messages: integers without a fraction, others with up to
 // 15 significant digits.
 std::string number_text(double value);
+
+// A JSON library error without its "[json.exception.parse_error.101] " tag: "parse error at
+// line 1, column 2: ..." or "number overflow parsing '1e400'".
+inline std::string json_error_text(const std::exception& e) {
+  std::string what = e.what();
+  const size_t tag_end = what.rfind("] ", what.find("json.exception") == std::string::npos ? 0 : what.size());
+  if (what.rfind("[json.exception", 0) == 0 && tag_end != std::string::npos) what.erase(0, tag_end + 2);
+  return what;
+}
 
 // a·b, or nullopt when it does not fit in int64 (inputs may be absurdly large).
 inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {

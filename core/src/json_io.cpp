@@ -67,11 +67,10 @@ ParsedConfig parse_config_json(std::string_view text) {
   ordered doc;  // keeps the document's order, so issues follow it
   try {
     doc = ordered::parse(text.begin(), text.end());
-  } catch (const ordered::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
-    std::string what = e.what();
-    const size_t at = what.find("parse error");
-    out.issues.push_back({"config", "config: malformed JSON: " + what.substr(at == std::string::npos ? 0 : at)});
+  } catch (const nlohmann::json::exception& e) {
+    // Malformed text ("parse error at line 1, column 2: ...") or a number beyond double
+    // ("number overflow parsing '1e400'", found by fuzzing).
+    out.issues.push_back({"config", "config: malformed JSON: " + json_error_text(e)});
     return out;
   }
   if (!doc.is_object()) {

@@ -14,8 +14,11 @@ const RUNS = Number(process.argv[2] ?? 7);
 const WEB = new URL('../../web/', import.meta.url);
 const OWN = ['index.html', 'css/app.css', 'js/main.js', 'js/engine.js', 'js/form.js', 'js/layout.js',
   'js/url-state.js', 'js/format.js', 'js/charts.js', 'js/results.js', 'js/formulas.js', 'js/theme.js',
+  'js/preset-picker.js', 'js/import-panel.js', 'js/share.js', 'js/plan-panel.js',
   'wasm/trainmem.mjs', 'wasm/trainmem.wasm'];
 const VENDOR = ['vendor/chart.umd.js'];
+// Loaded on first use (imports, exports, the planner), not by the first result.
+const LAZY = ['js/plan-worker.js', 'js/embed.js', 'js/trainmem-element.js', 'js/link-config.js', 'wasm/trainmem-tools.mjs', 'wasm/trainmem-tools.wasm'];
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
@@ -36,11 +39,15 @@ async function sizes(files) {
 
 const own = await sizes(OWN);
 const vendor = await sizes(VENDOR);
+const lazy = await sizes(LAZY);
 console.log('Asset sizes (gzip -9):');
 console.log(own.rows.join('\n'));
 console.log(vendor.rows.join('\n'));
 console.log(`own assets:            ${kb(own.gz)} gzip (${kb(own.raw)} raw)`);
 console.log(`own assets + Chart.js: ${kb(own.gz + vendor.gz)} gzip`);
+console.log('Loaded on first use (tools module, planner worker, embed views):');
+console.log(lazy.rows.join('\n'));
+console.log(`on first use:          ${kb(lazy.gz)} gzip`);
 
 const { server, url } = await serve({ port: 0 });
 const browser = await chromium.launch({

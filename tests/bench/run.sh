@@ -5,9 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash tests/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j2 --target trainmem_bench > /dev/null
+cmake --build build -j2 --target trainmem_bench trainmem_plan_bench > /dev/null
 echo "== native estimator"
 build/tests/trainmem_bench
+echo "== native planner"
+build/tests/trainmem_plan_bench
 if [ -f tests/bench/page-bench.mjs ]; then
   echo "== page"
   node tests/bench/page-bench.mjs

@@ -272,3 +272,8 @@ TEST_CASE("the reference profiles reject the trainmem profile's fields", "[valid
               "\"layernorm\", \"moe\", \"shared_experts\", \"mla_up_proj\", got \"everything\""));
   }
 }
+
+TEST_CASE("a number beyond double is malformed JSON, not a crash (found by fuzzing)", "[validation][fuzz]") {
+  CHECK(messages_for(R"({"num_layers": 1e400, "hidden_size": 64})") ==
+        one("config: malformed JSON: number overflow parsing '1e400'"));
+}

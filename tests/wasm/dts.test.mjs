@@ -46,11 +46,17 @@ const moeRun = engine.estimate({
   expert_tensor_parallel_size: 1, sequence_parallel: true, use_distributed_optimizer: true,
 }, { verbose: true });
 
-test('the module binds exactly the functions TrainmemModule declares', () => {
-  const bound = Object.keys(engine.module).filter((k) => typeof engine.module[k] === 'function'
-    && Number.isInteger(engine.module[k].argCount)); // Embind marks its functions with argCount
-  assert.deepEqual(new Set(bound), declared.get('TrainmemModule').required);
+// Embind marks its functions with argCount.
+const boundFunctions = (m) => new Set(Object.keys(m).filter((k) => typeof m[k] === 'function' && Number.isInteger(m[k].argCount)));
+
+test('each module binds exactly the functions its interface declares', async () => {
+  assert.deepEqual(boundFunctions(engine.module), declared.get('TrainmemModule').required);
   assert.equal(engine.module.estimate.argCount, 2);
+  const base = declared.get('TrainmemModule').required;
+  const tools = declared.get('TrainmemToolsModule').required;
+  assert.deepEqual(boundFunctions(engine.toolsModule), new Set([...base, ...tools]));
+  const toolsDts = await readFile(new URL('../../wasm/trainmem-tools.d.ts', import.meta.url), 'utf8');
+  assert.match(toolsDts, /Promise<TrainmemToolsModule>/);
 });
 
 test('a result has exactly the declared keys', () => {
@@ -64,6 +70,47 @@ test('a result has exactly the declared keys', () => {
   assertShape('Stage', moeRun.stages);
   assertShape('TraceEntry', moeRun.trace);
   assertShape('Component', moeRun.components);
+});
+
+test('the trainmem profile result has exactly the declared keys, overheads and moments included', () => {
+  const r = engine.estimate({ ...deepseek.config, seq_length: 4096, micro_batch_size: 1, tensor_model_parallel_size: 2,
+    pipeline_model_parallel_size: 16, data_parallel_size: 64, expert_model_parallel_size: 64,
+    num_layers_in_first_pipeline_stage: 3, num_layers_in_last_pipeline_stage: 2, profile: 'trainmem',
+    framework: 'megatron', gpu_memory_bytes: 80e9, optimizer_offload_fraction: 0.5, sequence_parallel: true,
+    use_distributed_optimizer: true });
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assertShape('EstimateResult', [r]);
+  assertShape('Overheads', [r.overheads]);
+  assertShape('Moments', [r.moments, ...r.stages.map((s) => s.moments)]);
+  assertShape('Stage', r.stages);
+  const ds = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 2048,
+    micro_batch_size: 1, data_parallel_size: 8, framework: 'deepspeed', zero_stage: 3 });
+  assert.equal(ds.ok, true, JSON.stringify(ds.issues));
+  assertShape('DeepSpeedEstimator', [ds.deepspeed_estimator]);
+});
+
+test('imports and exports have exactly the declared keys', () => {
+  const hf = engine.importHfConfig(JSON.stringify({ model_type: 'llama', hidden_size: 256, intermediate_size: 512,
+    num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 1000 }), { seq_length: 128, micro_batch_size: 1 });
+  assert.equal(hf.ok, true, JSON.stringify(hf.issues));
+  assertShape('ImportResult', [hf, engine.importMegatronArgs('--num-layers 2 --hidden-size 64 --num-attention-heads 4', {})]);
+  assertShape('MegatronArgsExport', [engine.exportMegatronArgs(hf.config)]);
+  assertShape('ConfigExport', [engine.exportConfigJson(hf.config), engine.configInputJson(hf.config)]);
+  assertShape('EstimateError', [engine.importHfConfig('{}', {}), engine.exportConfigJson({ num_layers: 0 })]);
+  assert.ok(engine.hfModelTypes().every((t) => typeof t === 'string'));
+});
+
+test('a plan has exactly the declared keys', () => {
+  const llama = engine.presets.find((p) => p.id === 'llama-3.1-8b');
+  const r = engine.plan({ ...llama.config, seq_length: 4096, micro_batch_size: 1, global_batch_size: 64 },
+    { gpus: 16, gpu_memory_bytes: 80 * 2 ** 30, max_results: 5 });
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assertShape('PlanResult', [r]);
+  assertShape('PlanLayout', r.layouts);
+  assertShape('PlanStats', [r.stats]);
+  assert.ok(r.layouts.length > 0);
+  const bad = engine.plan({ ...llama.config, seq_length: 4096, micro_batch_size: 1 }, { gpus: -1 });
+  assertShape('EstimateError', [bad]);
 });
 
 test('an error has exactly the declared keys', () => {

@@ -4,9 +4,12 @@ import { readFile } from 'node:fs/promises';
 import { createEngine } from '../../web/js/engine.js';
 
 export const WASM_URL = new URL('../../web/wasm/trainmem.wasm', import.meta.url);
+export const TOOLS_WASM_URL = new URL('../../web/wasm/trainmem-tools.wasm', import.meta.url);
 
+/** The page's engine with both modules loaded (the estimator, and the tools: imports, plan). */
 export async function loadEngine() {
-  return createEngine({ wasmBinary: await readFile(WASM_URL) });
+  const engine = await createEngine({ wasmBinary: await readFile(WASM_URL) });
+  return engine.loadTools({ wasmBinary: await readFile(TOOLS_WASM_URL) });
 }
 
 /** A training setup every preset accepts (1 GPU, no parallelism). */

@@ -8,7 +8,7 @@ const llama = engine.presets.find((p) => p.id === 'llama-3.1-70b');
 
 // Reference §7 worked example (llama3_70b_tp8_pp4_vpp5_dp4), Megatron-Bridge profile.
 const WORKED_EXAMPLE = {
-  ...llama?.config, vocab_size: 128256, should_pad_vocab: false, seq_length: 8192, micro_batch_size: 1,
+  profile: 'megatron-bridge', ...llama?.config, vocab_size: 128256, should_pad_vocab: false, seq_length: 8192, micro_batch_size: 1,
   tensor_model_parallel_size: 8, pipeline_model_parallel_size: 4, virtual_pipeline_model_parallel_size: 5,
   data_parallel_size: 4, use_distributed_optimizer: true,
 };
@@ -65,6 +65,86 @@ test('the profile travels in the config and is validated by the core', () => {
   const lm = engine.estimate({ ...WORKED_EXAMPLE, profile: 'megatron-lm' });
   assert.equal(lm.ok, true);
   assert.equal(lm.profile, 'megatron-lm');
+  const { profile, ...unset } = WORKED_EXAMPLE;
+  assert.equal(engine.estimate(unset).profile, 'trainmem', 'the default profile');
+});
+
+test('a reference profile rejects trainmem-only fields by name', () => {
+  const r = engine.estimate({ ...WORKED_EXAMPLE, optimizer: 'adam', gpu_memory_bytes: 80 * 2 ** 30 });
+  assert.equal(r.ok, false);
+  assert.deepEqual(r.issues.map((i) => i.field).sort(), ['gpu_memory_bytes', 'optimizer']);
+  const trainmemOnly = engine.fieldSpecs.filter((s) => s.trainmem_only).map((s) => s.name);
+  assert.ok(trainmemOnly.includes('gpu_memory_bytes') && trainmemOnly.includes('recompute_modules'));
+});
+
+test('the trainmem profile reports allocated <= reserved <= device and every stage', () => {
+  const { profile, ...config } = WORKED_EXAMPLE;
+  const r = engine.estimate({ ...config, gpu_memory_bytes: 80 * 2 ** 30 });
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.equal(r.allocated_bytes, r.total_bytes);
+  assert.ok(r.allocated_bytes <= r.reserved_bytes && r.reserved_bytes <= r.device_bytes);
+  assert.equal(r.stages.length, 4);
+  for (const s of r.stages) assert.ok(s.total_bytes > 0 && s.device_bytes >= s.total_bytes);
+  const peak = Math.max(...r.stages.map((s) => s.total_bytes));
+  assert.equal(r.total_bytes, peak);
+  assert.equal(r.stages[r.most_loaded_stage].total_bytes, peak);
+  assert.ok(Number.isFinite(r.minimum_devices));
+});
+
+const HF_LLAMA = JSON.stringify({
+  model_type: 'llama', hidden_size: 4096, intermediate_size: 14336, num_hidden_layers: 32,
+  num_attention_heads: 32, num_key_value_heads: 8, vocab_size: 128256, tie_word_embeddings: false,
+  max_position_embeddings: 131072, rms_norm_eps: 1e-5, hidden_act: 'silu', rope_theta: 500000,
+});
+
+test('importHfConfig merges a config.json over the page config and says what it read and assumed', () => {
+  const base = { seq_length: 4096, micro_batch_size: 1, tensor_model_parallel_size: 2, num_layers: 99 };
+  const r = engine.importHfConfig(HF_LLAMA, base);
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.equal(r.config.num_layers, 32);
+  assert.equal(r.config.num_query_groups, 8);
+  assert.equal(r.config.tensor_model_parallel_size, 2, 'training settings of the base are kept');
+  assert.equal(r.input.tensor_model_parallel_size, undefined, 'the import alone has no training settings');
+  assert.equal(r.whole_model, true);
+  assert.ok(r.read.length > 5 && r.read.some((t) => t.startsWith('num_layers')), r.read.join('\n'));
+  for (const key of ['assumed', 'ignored']) assert.ok(Array.isArray(r[key]), key);
+  const e = engine.estimate(r.config);
+  assert.equal(e.ok, true, JSON.stringify(e.issues));
+  assert.equal(e.params.total, 8030261248);
+});
+
+test('importHfConfig names the problem: unsupported model type, missing key, not JSON', () => {
+  const types = engine.hfModelTypes();
+  assert.ok(types.includes('llama') && types.includes('deepseek_v3'));
+  const unknown = engine.importHfConfig(JSON.stringify({ ...JSON.parse(HF_LLAMA), model_type: 'rwkv' }));
+  assert.equal(unknown.ok, false);
+  assert.match(unknown.issues[0].message, /llama/);
+  const missing = engine.importHfConfig(JSON.stringify({ ...JSON.parse(HF_LLAMA), hidden_size: undefined }));
+  assert.equal(missing.ok, false);
+  assert.ok(missing.issues.some((i) => /hidden_size/.test(i.message)), JSON.stringify(missing.issues));
+  assert.equal(engine.importHfConfig('{ nope').ok, false);
+  assert.equal(engine.importHfConfig(HF_LLAMA, { no_such_field: 1 }).ok, false, 'a bad base is an issue');
+});
+
+test('Megatron arguments import and export round trip', () => {
+  const line = 'torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 32 --hidden-size 4096 '
+    + '--num-attention-heads 32 --group-query-attention --num-query-groups 8 --ffn-hidden-size 14336 '
+    + '--swiglu --seq-length 8192 --micro-batch-size 1 --tensor-model-parallel-size 4 --vocab-size 128256';
+  const r = engine.importMegatronArgs(line, {});
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.equal(r.config.tensor_model_parallel_size, 4);
+  assert.equal(r.config.data_parallel_size, 4, 'world size 16 over TP 4');
+  const exported = engine.exportMegatronArgs(r.config);
+  assert.equal(exported.ok, true, JSON.stringify(exported.issues));
+  assert.match(exported.args, /--num-layers 32/);
+  const back = engine.importMegatronArgs(`WORLD_SIZE=16 ${exported.args}`, {});
+  assert.equal(back.ok, true, JSON.stringify(back.issues));
+  const a = engine.exportConfigJson(r.config);
+  const b = engine.exportConfigJson(back.config);
+  assert.equal(a.ok, true);
+  assert.deepEqual(b.config, a.config);
+  assert.equal(engine.exportMegatronArgs({ num_layers: 'x' }).ok, false);
+  assert.deepEqual(Object.keys(engine.configInputJson({ seq_length: 8, num_layers: 2 }).config), ['num_layers', 'seq_length']);
 });
 
 test('malformed JSON text is an issue, not an exception', () => {
@@ -116,4 +196,23 @@ test('version() is the package version', async () => {
   const { readFile } = await import('node:fs/promises');
   const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8'));
   assert.equal(engine.version, pkg.version);
+});
+
+test('every layout the planner returns re-estimates within the limit', () => {
+  const mixtral = engine.presets.find((p) => p.id === 'mixtral-8x7b');
+  const base = { ...mixtral.config, seq_length: 4096, micro_batch_size: 1, global_batch_size: 256 };
+  const r = engine.plan(base, { gpus: 32, gpu_memory_bytes: 80 * 2 ** 30, headroom: 0.1, max_results: 30 });
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.ok(r.layouts.length > 0);
+  for (const layout of r.layouts) {
+    const config = { ...base, gpu_memory_bytes: 80 * 2 ** 30 };
+    for (const [k, v] of Object.entries(layout.fields)) {
+      if (v === null) delete config[k];
+      else config[k] = v;
+    }
+    const e = engine.estimate(config);
+    assert.equal(e.ok, true, `layout ${layout.rank}: ${JSON.stringify(e.issues)}`);
+    assert.equal(e.device_bytes, layout.metric_bytes, `layout ${layout.rank}`);
+    assert.ok(e.device_bytes <= r.limit_bytes, `layout ${layout.rank} does not fit`);
+  }
 });

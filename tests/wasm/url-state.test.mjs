@@ -111,3 +111,27 @@ test('typed input: separators are allowed in integers, anything else goes to the
   assert.equal(parseInput('2', 'integer_or_list'), 2);
   assert.deepEqual(parseInput('[0]*2+[1]', 'integer_or_list'), [0, 0, 1]);
 });
+
+test('the compared figure and a pinned configuration travel in the link and come back', () => {
+  const pin = encodeState({ fields: { num_layers: 16, seq_length: 4096 }, names: ['num_layers', 'seq_length'],
+    preset: null, gpu: 'h100-80gb', unit: 'GiB' });
+  const text = encodeState({ ...STATE, figure: 'reserved', pin });
+  const back = decodeState(text, specs);
+  assert.equal(back.figure, 'reserved');
+  assert.equal(back.pin, pin);
+  assert.equal(back.integrity, 'ok');
+  assert.deepEqual(back.rejected, []);
+  const inner = decodeState(back.pin, specs);
+  assert.deepEqual(inner.fields, { num_layers: 16, seq_length: 4096 });
+  assert.equal(inner.integrity, 'ok');
+  assert.deepEqual(decodeState('v=1&fig=most', specs).rejected.map((r) => r.key), ['fig']);
+});
+
+test('trainmem-profile fields have short keys and round-trip, lists included', () => {
+  const fields = { framework: 'deepspeed', zero_stage: 3, optimizer: 'adamw', recompute_modules: ['core_attn', 'mlp'],
+    optimizer_offload_fraction: 0.5, cuda_context_bytes: 536870912 };
+  const names = Object.keys(fields);
+  const text = encodeState({ fields, names, preset: null, gpu: 'h100-80gb', unit: 'GiB' });
+  assert.match(text, /&fw=deepspeed&zero=3&opt=adamw&rcmod=core_attn,mlp&ooff=0\.5&ctx=536870912&/);
+  assert.deepEqual(decodeState(text, specs).fields, fields);
+});

@@ -3,7 +3,8 @@
 // Serves web/ on a free port, runs each check in a fresh page, saves screenshots under
 // build-wasm/screenshots/, prints "N passed, N failed" and exits non-zero on any failure.
 // Needs: web/wasm/trainmem.{mjs,wasm} (the wasm build) and web/vendor/chart.umd.js (vendor script).
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +55,7 @@ async function check(name, fn) {
     console.log(`ok   ${name}`);
     passed += 1;
   } catch (error) {
-    console.log(`FAIL ${name}\n     ${String(error.stack ?? error).split('\n').slice(0, 3).join('\n     ')}`);
+    console.log(`FAIL ${name}\n     ${String(error.stack ?? error).split("\n").slice(0, 5).join('\n     ')}`);
     failed += 1;
   } finally {
     await page?.close().catch(() => {});
@@ -297,6 +298,327 @@ await check('dark mode renders without errors', async (keep) => {
   await phone.close();
   expect(problems.length === 0, problems.join('\n'));
   return page;
+});
+
+await check('trainmem profile: every tensor class, overhead lines, the picked figure, moments, CPU and minimum GPUs', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const rows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.textContent));
+  for (const name of ['Weights', 'Weight copies', 'Gradients', 'Master weights', 'Optimizer states', 'Buffers',
+    'Activations', 'Allocated', 'CUDA context', 'NCCL buffers', 'Library workspaces', 'Reserved', 'Device']) {
+    expect(rows.some((r) => r.startsWith(name)), `no "${name}" row: ${rows.join(' | ')}`);
+  }
+  expect(await page.isVisible('#figure-switch'), 'no figure switch for the trainmem profile');
+  expect((await page.textContent('#eyebrow')).includes('nvidia-smi'), 'device is not the default figure');
+  const gib = (t) => Number.parseFloat(t);
+  const device = gib(await total(page));
+  await page.click('label[for="figure-reserved"]');
+  const reserved = gib(await total(page));
+  await page.click('label[for="figure-allocated"]');
+  const allocated = gib(await total(page));
+  expect(allocated < reserved && reserved < device, `allocated ${allocated}, reserved ${reserved}, device ${device}`);
+  await settleUrl(page);
+  expect((await hashNow(page)).includes('&fig=allocated'), 'the figure is not in the link');
+  const moments = await page.textContent('#peak');
+  for (const m of ['End of forward', 'Backward', 'Optimizer step', '(peak)', 'Minimum GPUs']) expect(moments.includes(m), `moments card lacks "${m}": ${moments}`);
+  expect(!moments.includes('CPU memory per node'), 'CPU memory shown without offload');
+  await typeInto(page, '#f-optimizer_offload_fraction', '0.5');
+  expect((await page.textContent('#peak')).includes('CPU memory per node'), 'no CPU memory with offload');
+  for (const id of ['section-framework', 'section-optimizer', 'section-activations', 'section-runtime']) {
+    expect(await page.isVisible(`#${id}`), `#${id} hidden for the trainmem profile`);
+  }
+  await page.selectOption('#f-recompute_granularity', 'selective');
+  expect(await page.isChecked('#f-recompute_modules-core_attn'), 'recompute_modules does not show its default');
+  await page.check('#f-recompute_modules-mlp');
+  await settleUrl(page);
+  expect((await hashNow(page)).includes('rcmod=core_attn,mlp'), `hash lacks rcmod: ${await hashNow(page)}`);
+  await typeInto(page, '#f-pipeline_model_parallel_size', '2');
+  await typeInto(page, '#f-data_parallel_size', '2');
+  expect(await page.isVisible('#stages-card'), 'no stage chart at PP = 2');
+  expect(await paintedPixels(page, '#stage-chart') > 2000, 'stage chart is blank');
+  await page.screenshot({ path: join(SHOTS, 'trainmem-profile-1280x900.png') });
+  await page.selectOption('#f-profile', 'megatron-bridge');
+  expect(!(await page.isVisible('#figure-switch')), 'figure switch shown for a reference profile');
+  expect(!(await page.isVisible('#section-framework')), 'trainmem-only section shown for a reference profile');
+  expect(!(await page.isVisible('#peak-card')), 'moments shown for a reference profile');
+  expect((await page.$$('.field.invalid')).length === 0, 'a reference profile got a trainmem-only field');
+  const refRows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.textContent));
+  expect(refRows.at(-1) === 'Total' && !refRows.includes('Buffers'), `reference rows: ${refRows.join(' | ')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('the preset picker finds models by name, family and size; Enter picks the first', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const options = () => page.$$eval('#preset option', (os) => os.map((o) => o.value).filter(Boolean));
+  await typeInto(page, '#preset-search', 'qwen3 moe');
+  let ids = await options();
+  expect(ids.includes('qwen3-30b-a3b') && ids.includes('qwen3-235b-a22b') && !ids.includes('qwen3-8b'), `qwen3 moe: ${ids}`);
+  expect((await page.textContent('#preset-count')).startsWith('2 of'), await page.textContent('#preset-count'));
+  await typeInto(page, '#preset-search', '<2b');
+  ids = (await options()).filter((id) => id !== 'llama-3.1-8b'); // the chosen preset stays listed
+  expect(ids.length === 1 && ids[0] === 'llama-3.2-1b', `<2b: ${ids}`);
+  await typeInto(page, '#preset-search', '70b');
+  ids = await options();
+  expect(ids.includes('llama-3.1-70b') && ids.includes('llama-2-70b') && ids.includes('qwen2.5-72b') && !ids.includes('gemma-2-27b'), `70b: ${ids}`);
+  await typeInto(page, '#preset-search', 'mixtral 8x22');
+  await page.press('#preset-search', 'Enter');
+  expect(await page.inputValue('#preset') === 'mixtral-8x22b', `Enter picked ${await page.inputValue('#preset')}`);
+  expect((await page.title()).startsWith('Mixtral 8x22B'), await page.title());
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+const HF_CONFIG = JSON.stringify({
+  architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: 3584, intermediate_size: 18944,
+  num_hidden_layers: 28, num_attention_heads: 28, num_key_value_heads: 4, vocab_size: 152064,
+  tie_word_embeddings: false, max_position_embeddings: 131072, rms_norm_eps: 1e-6, hidden_act: 'silu',
+  sliding_window: 131072, use_sliding_window: false, torch_dtype: 'bfloat16',
+}, null, 2);
+
+await check('a pasted HF config.json loads with what was read and assumed; the link keeps the model', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', HF_CONFIG);
+  expect((await page.textContent('#import-kind')).includes('config.json'), 'kind not detected');
+  await page.click('#import-run');
+  await page.waitForSelector('#import-report:not([hidden])'); // the importers' module loads on first use
+  const report = await page.textContent('#import-report');
+  expect(/Imported qwen2 config\.json: \d+ read/.test(report), `report: ${report}`);
+  expect(await page.isVisible('#import-report .import-assumed') || await page.isVisible('#import-report .import-ignored'), 'no assumed/ignored list');
+  expect(await page.inputValue('#f-num_layers') === '28', 'num_layers not imported');
+  expect(await page.inputValue('#f-hidden_size') === '3584', 'hidden_size not imported');
+  expect(await page.inputValue('#f-tensor_model_parallel_size') === '2', 'training settings were lost');
+  expect(await page.inputValue('#preset') === '', 'a preset is still shown as chosen');
+  expect((await page.title()).startsWith('Imported qwen2'), await page.title());
+  await settleUrl(page);
+  const link = await hashNow(page);
+  expect(!link.includes('&m=') && link.includes('&L=28&'), `link: ${link}`);
+  const shown = await total(page);
+  const { page: copy } = await open(link);
+  const again = await total(copy);
+  const layers = await copy.inputValue('#f-num_layers');
+  const notice = await copy.isVisible('#link-notice');
+  await copy.close();
+  expect(again === shown && layers === '28' && !notice, `restored ${again} vs ${shown}, L=${layers}, notice ${notice}`);
+  await page.screenshot({ path: join(SHOTS, 'import-hf-1280x900.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('an uploaded config.json and pasted Megatron arguments import; bad input names the problem', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await page.click('#import-panel > summary');
+  await page.setInputFiles('#import-file', { name: 'config.json', mimeType: 'application/json', buffer: Buffer.from(HF_CONFIG) });
+  await page.waitForFunction(() => document.querySelector('#f-num_layers').value === '28');
+  expect((await page.textContent('#import-report')).includes('(config.json)'), 'file name not reported');
+  await page.fill('#import-text', 'WORLD_SIZE=64 python pretrain_gpt.py --num-layers 40 --hidden-size 5120 --num-attention-heads 40 '
+    + '--ffn-hidden-size 13824 --seq-length 4096 --micro-batch-size 2 --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 '
+    + '--vocab-size 32000 --swiglu --normalization RMSNorm --untie-embeddings-and-output-weights --bf16');
+  expect((await page.textContent('#import-kind')).includes('Megatron'), 'kind not detected');
+  await page.click('#import-run');
+  await page.waitForFunction(() => document.querySelector('#import-report').textContent.startsWith('Imported Megatron-LM arguments'));
+  expect(await page.inputValue('#f-num_layers') === '40', 'num_layers not imported');
+  expect(await page.inputValue('#f-tensor_model_parallel_size') === '4', 'TP not imported');
+  expect(await page.inputValue('#f-data_parallel_size') === '8', `DP ${await page.inputValue('#f-data_parallel_size')} (64 / 4 / 2)`);
+  const before = await total(page);
+  await page.fill('#import-text', '{"model_type": "rwkv", "hidden_size": 10}');
+  await page.click('#import-run');
+  await page.waitForFunction(() => document.querySelector('#import-report').textContent.startsWith('Nothing'));
+  const report = await page.textContent('#import-report');
+  expect(report.startsWith('Nothing was imported') && report.includes('llama'), `report: ${report}`);
+  expect(await total(page) === before, 'a failed import changed the result');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('compare: pin, change inputs, both side by side with the difference; the link carries both', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await page.click('#pin');
+  expect(await page.isVisible('#compare-card'), 'no compare card after pinning');
+  await typeInto(page, '#f-micro_batch_size', '4');
+  const rows = await page.$$eval('#compare-body tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+  const act = rows.find((r) => r[0] === 'Activations');
+  expect(act && act[3].startsWith('+'), `activations difference: ${JSON.stringify(act)}`);
+  const weights = rows.find((r) => r[0] === 'Weights');
+  expect(weights && weights[3] === '=', `weights should not change: ${JSON.stringify(weights)}`);
+  expect(rows.at(-1)[0].startsWith('Total'), 'no total row');
+  expect((await page.textContent('#compare-names')).includes('micro_batch_size 1 → 4'), await page.textContent('#compare-names'));
+  expect(await paintedPixels(page, '#compare-chart') > 2000, 'compare chart is blank');
+  await settleUrl(page);
+  const link = await hashNow(page);
+  expect(link.includes('&pin=') && link.includes('&b=4&'), `link: ${link}`);
+  await page.screenshot({ path: join(SHOTS, 'compare-1280x900.png') });
+  const { page: copy } = await open(link);
+  const copied = await copy.$$eval('#compare-body tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+  const notice = await copy.isVisible('#link-notice');
+  await copy.close();
+  expect(JSON.stringify(copied) === JSON.stringify(rows), 'the link did not restore both configurations');
+  expect(!notice, 'a notice for a clean compare link');
+  await page.click('#pin-load');
+  expect(await page.inputValue('#f-micro_batch_size') === '1', 'swap did not load the pinned configuration');
+  await page.click('#pin-clear');
+  expect(!(await page.isVisible('#compare-card')), 'compare card stays after unpinning');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('export: JSON and CSV carry the inputs, every category and every stage; the chart as PNG', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-pipeline_model_parallel_size', '2');
+  await typeInto(page, '#f-data_parallel_size', '2');
+  const save = async (id) => {
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click(id)]);
+    return { name: dl.suggestedFilename(), body: await readFile(await dl.path()) };
+  };
+  const json = await save('#export-json');
+  const doc = JSON.parse(json.body.toString());
+  expect(json.name === 'llama-3.1-8b-tp2-pp2-dp2.json', json.name);
+  expect(doc.inputs.pipeline_model_parallel_size === 2 && doc.resolved.num_layers === 32, 'JSON lacks the inputs');
+  expect(doc.result.stages.length === 2 && doc.result.state.buffers && doc.result.device_bytes > 0, 'JSON lacks stages or categories');
+  const csv = (await save('#export-csv')).body.toString();
+  for (const line of ['input,num_layers,,32', 'bytes,weights,dense,', 'bytes,optimizer_states,expert,', 'bytes,buffers,embedding,',
+    'bytes,activations,,', 'bytes,cuda_context,,', 'figure,device_bytes,,', 'stage,0,total_bytes,', 'stage,1,moments.backward,']) {
+    expect(csv.includes(`\n${line}`), `CSV lacks "${line}"`);
+  }
+  const png = (await save('#export-png')).body;
+  expect(png.subarray(1, 4).toString() === 'PNG' && png.length > 2000, 'not a PNG');
+  await page.click('#export-args');
+  await page.waitForFunction(() => document.querySelector('#args-text').value.length > 0);
+  expect((await page.inputValue('#args-text')).includes('--pipeline-model-parallel-size 2'), 'no Megatron arguments');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('Find layouts: a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  const [worker] = await Promise.all([page.waitForEvent('worker'), page.click('#plan-run')]);
+  expect(worker.url().endsWith('plan-worker.js'), `worker ${worker.url()}`);
+  await page.waitForSelector('#plan-body tr');
+  const status = await page.textContent('#plan-status');
+  expect(/layouts fit/.test(status) && /estimates in \d+ ms/.test(status), `status: ${status}`);
+  const rows = await page.$$eval('#plan-body tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+  expect(rows.length > 3 && rows[0][0] === '#1', `rows: ${JSON.stringify(rows.slice(0, 2))}`);
+  await page.click('#plan-head button[data-key="memory"]');
+  const sortedHead = await page.getAttribute('#plan-head th[aria-sort]', 'aria-sort');
+  const mem = await page.$$eval('#plan-body tr td:nth-child(11)', (tds) => tds.map((td) => Number.parseFloat(td.textContent)));
+  expect(sortedHead === 'ascending' && mem.every((m, i) => i === 0 || m >= mem[i - 1]), `not sorted by memory: ${mem}`);
+  await page.click('#plan-head button[data-key="memory"]');
+  const desc = await page.$$eval('#plan-body tr td:nth-child(11)', (tds) => tds.map((td) => Number.parseFloat(td.textContent)));
+  expect(desc[0] >= desc.at(-1), 'second click does not reverse the order');
+  // Choose the layout listed with the most memory: the calculator shows exactly that figure.
+  const pick = await page.$eval('#plan-body tr', (tr) => ({ tp: tr.children[1].textContent, pp: tr.children[2].textContent, mem: tr.children[10].textContent }));
+  await page.click('#plan-body tr:first-child button.load');
+  expect(await page.inputValue('#f-tensor_model_parallel_size') === pick.tp, 'TP not loaded');
+  expect(await page.inputValue('#f-pipeline_model_parallel_size') === pick.pp, 'PP not loaded');
+  expect(await total(page) === pick.mem, `calculator shows ${await total(page)}, the row said ${pick.mem}`);
+  expect((await page.$$('.field.invalid')).length === 0, 'the loaded layout is invalid');
+  await page.screenshot({ path: join(SHOTS, 'plan-1280x900.png'), fullPage: true });
+  for (const [solve, pattern] of [['min-gpus', /fewest GPUs on which a layout fits: (\d+)/], ['max-micro-batch', /largest micro batch that fits is (\d+)/]]) {
+    await page.selectOption('#plan-solve', solve);
+    await page.click('#plan-run');
+    await page.waitForFunction(() => !document.querySelector('#plan-run').disabled);
+    const answer = pattern.exec(await page.textContent('#plan-status'));
+    expect(answer && Number(answer[1]) > 0, `${solve}: ${await page.textContent('#plan-status')}`);
+    expect((await page.$$('#plan-body tr')).length === 1, `${solve}: not one layout row`);
+    await page.click('#plan-body tr button.load');
+    expect((await page.textContent('#verdict')).startsWith('Fits'), `${solve}: the loaded layout does not fit`);
+    if (solve === 'min-gpus') {
+      const gpus = ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size', 'context_parallel_size'];
+      const product = (await Promise.all(gpus.map(async (f) => Number(await page.inputValue(`#f-${f}`) || await page.getAttribute(`#f-${f}`, 'placeholder').then((p) => p.replace(/\D/g, '')))))).reduce((a, b) => a * b, 1);
+      expect(product === Number(answer[1]), `min-gpus answer ${answer[1]} but the loaded layout spans ${product}`);
+    } else {
+      expect(await page.inputValue('#f-micro_batch_size') === answer[1], 'the micro batch was not loaded');
+    }
+  }
+  await page.selectOption('#plan-solve', 'none');
+  await typeInto(page, '#plan-gpus', 'many');
+  await page.click('#plan-run');
+  expect((await page.textContent('#plan-status')).includes('whole number'), 'no message for a bad GPU count');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
+// host page with the snippets the Embed dialog gives.
+await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize', async (keep) => {
+  const out = await mkdtemp(join(tmpdir(), 'trainmem-dist-'));
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out], { stdio: 'pipe' });
+  const prefix = '/docs/tools/trainmem/';
+  const sub = await serve({ port: 0, root: out, prefix });
+  try {
+    const page = keep(await context.newPage());
+    const problems = [];
+    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+    page.on('response', (r) => { if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
+    await page.goto(`${sub.url}#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb&u=GiB`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    expect(/GiB$/.test(await total(page)), 'dist page shows no total');
+    await page.click('#embed-open');
+    await page.selectOption('#embed-theme', 'dark');
+    const iframe = await page.inputValue('#embed-iframe');
+    const element = await page.inputValue('#embed-element');
+    expect(iframe.includes(`${sub.url}embed.html#`) && iframe.includes('theme=dark'), `iframe snippet: ${iframe}`);
+    expect(element.includes('preset="llama-3.1-70b"') && element.includes('tp="8"'), `element snippet: ${element}`);
+    await page.keyboard.press('Escape');
+    expect(!(await page.isVisible('#embed-dialog')), 'Escape does not close the dialog');
+    await writeFile(join(out, 'host.html'), `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>host</title><link rel="icon" href="data:,">
+      <meta name="viewport" content="width=device-width, initial-scale=1"></head>
+      <body><h1>Our training runbook</h1><div id="one">${iframe}</div><div id="two">${element}</div></body></html>`);
+    const host = await context.newPage();
+    host.on('pageerror', (e) => problems.push(`host: ${e.message}`));
+    host.on('response', (r) => { if (r.status() >= 400) problems.push(`host: ${r.status()} ${r.url()}`); });
+    host.on('console', (m) => { if (m.type() === 'error') problems.push(`host console: ${m.text()}`); });
+    await host.setViewportSize(DESKTOP);
+    await host.goto(`${sub.url}host.html`);
+    await host.waitForFunction(() => document.querySelector('#trainmem-embed').height !== '420', null, { timeout: 20000 });
+    const frame = host.frame({ url: /embed\.html/ });
+    await frame.waitForSelector('body[data-ready="1"]');
+    expect(/GiB$/.test(await frame.textContent('#total')), 'iframe shows no total');
+    expect(await frame.evaluate(() => document.documentElement.dataset.theme) === 'dark', 'theme=dark not applied');
+    const fits = () => host.evaluate(() => {
+      const f = document.querySelector('#trainmem-embed');
+      const doc = f.contentDocument.documentElement;
+      return { frame: f.getBoundingClientRect().height, content: doc.scrollHeight, client: doc.clientHeight };
+    });
+    let size = await fits();
+    expect(size.content <= size.client + 1, `iframe scrolls: ${JSON.stringify(size)}`);
+    const before = size.frame;
+    await frame.click('.embed-table > summary'); // opening the breakdown makes it taller
+    await host.waitForFunction((h) => document.querySelector('#trainmem-embed').getBoundingClientRect().height > h + 50, before);
+    size = await fits();
+    expect(size.content <= size.client + 1, `iframe scrolls after growing: ${JSON.stringify(size)}`);
+    const el = host.locator('trainmem-calculator');
+    await host.waitForFunction(() => document.querySelector('trainmem-calculator')?.dataset.ready === '1');
+    const text = await el.evaluate((e) => e.shadowRoot.textContent);
+    expect(/\d+\.\d\d GiB/.test(text) && text.includes('Llama 3.1 70B') && text.includes('Weights'), `element text: ${text.slice(0, 200)}`);
+    const first = await el.evaluate((e) => e.shadowRoot.querySelector('.total').textContent);
+    await el.evaluate((e) => e.setAttribute('tp', '4'));
+    await host.waitForFunction((t) => document.querySelector('trainmem-calculator').shadowRoot.querySelector('.total')?.textContent !== t, first);
+    await host.setViewportSize(PHONE);
+    await host.waitForTimeout(200);
+    const overflow = await host.evaluate(() => document.documentElement.scrollWidth);
+    expect(overflow <= PHONE.width, `host page is ${overflow}px wide at 390 px`);
+    const phoneHeight = (await fits()).frame;
+    expect(phoneHeight >= before, 'the iframe did not follow its content at phone width');
+    await host.screenshot({ path: join(SHOTS, 'host-embed-390.png'), fullPage: true });
+    await host.close();
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  } finally {
+    sub.server.close();
+    await rm(out, { recursive: true, force: true });
+  }
 });
 
 await context.close();

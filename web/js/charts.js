@@ -126,9 +126,11 @@ export class GpuChart {
    * @param {{key: string, label: string, bytes: number, color: string, formula?: string[]}[]} segments
    * @param {number|null} capacity bytes
    */
-  update(segments, capacity, capacityLabel, unit) {
+  update(allSegments, capacity, capacityLabel, unit) {
     this.unit = unit;
-    const total = segments.reduce((sum, s) => sum + (s.bytes > 0 ? s.bytes : 0), 0);
+    // Empty segments get no dataset: Chart.js's update time grows with the datasets, hidden or not.
+    const segments = allSegments.filter((s) => s.bytes > 0);
+    const total = segments.reduce((sum, s) => sum + s.bytes, 0);
     // Datasets are created once per segment key and then only mutated: replacing them makes
     // Chart.js rebuild its controllers, which costs more than the whole estimate.
     const { datasets } = this.chart.data;
@@ -181,26 +183,70 @@ export class StageChart {
 
   /**
    * @param {object[]} stages result.stages
-   * @param {(stage: object) => string} describe footer text per stage (layers, parameters)
+   * @param {{label: string, color: string, bytes: (number|null)[]}[]} series stacked per stage;
+   *   null bytes are "not computed" (the reference profiles know the first stage's activations only)
+   * @param {(stage: object) => string} describe footer text per stage (layers, parameters, moments)
    */
-  update(stages, capacity, capacityLabel, unit, colors, describe) {
+  update(stages, capacity, capacityLabel, unit, series, describe) {
     this.unit = unit;
     this.footers = stages.map(describe);
-    const state = stages.map((s) => s.weight_and_optimizer_bytes);
-    const act = stages.map((s) => (Number.isFinite(s.activation_bytes) ? s.activation_bytes : null));
     this.chart.data.labels = stages.map((s) => String(s.stage));
-    this.chart.data.datasets = [
-      { label: 'Weights and optimizer', bytes: state, data: state.map((b) => inUnit(b, unit)), backgroundColor: colors.state },
-      { label: 'Activations', bytes: act, data: act.map((b) => (b === null ? 0 : inUnit(b, unit))), backgroundColor: colors.activation },
-    ];
+    this.chart.data.datasets = series.map((x) => ({
+      label: x.label, bytes: x.bytes, data: x.bytes.map((b) => (b === null ? 0 : inUnit(b, unit))), backgroundColor: x.color,
+    }));
+    const tops = stages.map((_, i) => series.reduce((sum, x) => sum + (x.bytes[i] ?? 0), 0));
     const o = this.chart.options;
     o.scales.y.min = 0;
     o.scales.y.max = undefined;
-    o.scales.y.suggestedMax = inUnit(axisMax(state.map((b, i) => b + (act[i] ?? 0)), capacity), unit);
+    o.scales.y.suggestedMax = inUnit(axisMax(tops, capacity), unit);
     o.scales.y.title = { display: true, text: unit, color: css('--muted') };
     o.scales.x.title = { display: true, text: 'Pipeline stage', color: css('--muted') };
     o.plugins.capacityLine = {
       axis: 'y', value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
+      label: capacityLabel, color: css('--capacity'),
+    };
+    this.chart.update('none');
+  }
+}
+
+/** Two stacked bars, pinned and current, one dataset per category, against the capacity. */
+export class CompareChart {
+  constructor(canvas) {
+    const options = baseOptions();
+    options.indexAxis = 'y';
+    options.layout = { padding: { top: 22, right: 8 } };
+    options.scales.y.grid.display = false;
+    options.plugins.tooltip = {
+      enabled: false,
+      mode: 'index',
+      external: htmlTooltip((item) => {
+        const i = item.dataIndex;
+        const lines = this.chart.data.datasets.filter((d) => d.bytes[i] > 0)
+          .map((d) => `${d.label}: ${formatBytes(d.bytes[i], this.unit)}`);
+        return { title: this.chart.data.labels[i], lines, notes: [] };
+      }),
+    };
+    this.unit = 'GiB';
+    this.chart = new window.Chart(canvas, {
+      type: 'bar', data: { labels: ['Pinned', 'Current'], datasets: [] }, options, plugins: [capacityLine],
+    });
+  }
+
+  /** @param {{label: string, color: string, bytes: [number, number]}[]} series */
+  update(series, capacity, capacityLabel, unit) {
+    this.unit = unit;
+    this.chart.data.datasets = series.map((x) => ({
+      label: x.label, bytes: x.bytes, data: x.bytes.map((b) => inUnit(b, unit)), backgroundColor: x.color,
+      barPercentage: 0.9, categoryPercentage: 0.9,
+    }));
+    const tops = [0, 1].map((i) => series.reduce((sum, x) => sum + x.bytes[i], 0));
+    const o = this.chart.options;
+    o.scales.x.min = 0;
+    o.scales.x.suggestedMax = inUnit(axisMax(tops, capacity), unit);
+    o.scales.x.title = { display: true, text: unit, color: css('--muted') };
+    o.scales.y.ticks.color = css('--text');
+    o.plugins.capacityLine = {
+      axis: 'x', value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
       label: capacityLabel, color: css('--capacity'),
     };
     this.chart.update('none');

@@ -1,9 +1,14 @@
 // The only file that touches the WebAssembly module. It loads trainmem.mjs once and exposes the
 // core's JSON API as plain JS objects (JSON.stringify in, JSON.parse out).
+// Two modules: trainmem.mjs (the estimator: everything a result needs) and trainmem-tools.mjs (the
+// estimator plus importers, exporters and the planner), loaded on first use.
 /** @typedef {import('../../wasm/trainmem').TrainmemModule} TrainmemModule */
+/** @typedef {import('../../wasm/trainmem').TrainmemToolsModule} TrainmemToolsModule */
 
 /** @type {Promise<TrainmemModule> | undefined} */
 let modulePromise;
+/** @type {Promise<TrainmemToolsModule> | undefined} */
+let toolsPromise;
 
 /**
  * Loads the module once; later calls share the same promise. `overrides` reaches the Emscripten
@@ -18,11 +23,27 @@ export function loadModule(overrides = {}) {
   return modulePromise;
 }
 
-/** Synchronous facade over a loaded module; the page calls it on every input change. */
+/**
+ * Loads the tools module once (importers, exporters, planner); `overrides` as for loadModule.
+ * @returns {Promise<TrainmemToolsModule>}
+ */
+export function loadToolsModule(overrides = {}) {
+  if (!toolsPromise) {
+    toolsPromise = import('../wasm/trainmem-tools.mjs').then((m) => m.default(overrides));
+  }
+  return toolsPromise;
+}
+
+/**
+ * Synchronous facade over a loaded module; the page calls it on every input change. The tools'
+ * methods (imports, exports, plan) need `await engine.loadTools()` first.
+ */
 export class Engine {
   /** @param {TrainmemModule} module */
   constructor(module) {
     this.module = module;
+    /** @type {TrainmemToolsModule | null} */
+    this.toolsModule = null;
     // These never change for a given build: parse them once.
     this.fieldSpecs = JSON.parse(module.fieldSpecs());
     this.presets = JSON.parse(module.presets()).presets;
@@ -37,9 +58,71 @@ export class Engine {
   estimate(config, { verbose = false } = {}) {
     return JSON.parse(this.module.estimate(JSON.stringify(config), verbose));
   }
+
+  /** Loads the tools module (once); resolves to this engine. */
+  async loadTools(overrides) {
+    this.toolsModule ??= await loadToolsModule(overrides);
+    return this;
+  }
+
+  /** The tools module, or a clear error when loadTools() has not finished. */
+  get tools() {
+    if (!this.toolsModule) throw new Error('the tools module is not loaded yet: await engine.loadTools() first');
+    return this.toolsModule;
+  }
+
+  /**
+   * A Hugging Face config.json (text) merged over `base` (the page's config).
+   * @returns {{ok: true, config: object, input: object, read: string[], assumed: string[], ignored: string[], whole_model: boolean} | {ok: false, issues: object[]}}
+   */
+  importHfConfig(text, base = {}) {
+    return JSON.parse(this.tools.importHfConfig(String(text), JSON.stringify(base)));
+  }
+
+  /** A Megatron-LM command line (text) merged over `base`; same shape as importHfConfig. */
+  importMegatronArgs(text, base = {}) {
+    return JSON.parse(this.tools.importMegatronArgs(String(text), JSON.stringify(base)));
+  }
+
+  /** @returns {{ok: true, args: string, notes: string[]} | {ok: false, issues: object[]}} */
+  exportMegatronArgs(config) {
+    return JSON.parse(this.tools.exportMegatronArgs(JSON.stringify(config)));
+  }
+
+  /** Every resolved field: @returns {{ok: true, config: object} | {ok: false, issues: object[]}} */
+  exportConfigJson(config) {
+    return JSON.parse(this.tools.exportConfigJson(JSON.stringify(config)));
+  }
+
+  /** The set fields in the core's order, unresolved: {ok, config} or {ok: false, issues}. */
+  configInputJson(config) {
+    return JSON.parse(this.tools.configInputJson(JSON.stringify(config)));
+  }
+
+  /**
+   * The planner: the layouts of `config` that fit. options: {gpus, gpu_memory_bytes, headroom,
+   * max_results, solve, ...} (core/include/trainmem/planner.hpp). Can take tens of milliseconds:
+   * the page runs it in a worker (plan-worker.js).
+   */
+  plan(config, options = {}) {
+    return JSON.parse(this.tools.plan(JSON.stringify(config), JSON.stringify(options)));
+  }
+
+  /** The model types importHfConfig understands. */
+  hfModelTypes() {
+    return JSON.parse(this.tools.hfModelTypes());
+  }
 }
 
 /** @param {object} [overrides] */
 export async function createEngine(overrides) {
   return new Engine(await loadModule(overrides));
+}
+
+/** An engine over the tools module alone (it estimates too): for the planner's worker. */
+export async function createToolsEngine(overrides) {
+  const module = await loadToolsModule(overrides);
+  const engine = new Engine(module);
+  engine.toolsModule = module;
+  return engine;
 }

@@ -76,6 +76,8 @@ export class Form {
     /** @type {Map<string, {wrap: HTMLElement, input: HTMLInputElement|HTMLSelectElement, error: HTMLElement, spec: object}>} */
     this.fields = new Map();
     this.order = [];
+    /** fieldsets and "More" lists, hidden when none of their fields applies */
+    this.sections = [];
     this.build(root);
   }
 
@@ -94,9 +96,13 @@ export class Form {
       if (moreNames.length) {
         const moreGrid = el('div', { class: 'grid' });
         for (const name of moreNames) this.addField(moreGrid, name);
-        fieldset.append(el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid));
+        const more = el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid);
+        fieldset.append(more);
+        this.sections.push(more);
       }
+      if (section.trainmemOnly) fieldset.classList.add('trainmem-only');
       root.append(fieldset);
+      this.sections.push(fieldset);
     }
   }
 
@@ -108,6 +114,10 @@ export class Form {
     const errorId = `e-${name}`;
     const label = LABELS[name] ?? name.replaceAll('_', ' ');
     let input;
+    if (spec.type === 'choice_list') {
+      this.addChoiceList(grid, spec, label);
+      return;
+    }
     if (spec.type === 'boolean') {
       input = el('input', { type: 'checkbox', id, name, 'aria-describedby': `${hintId} ${errorId}` });
     } else if (spec.type === 'choice') {
@@ -144,10 +154,43 @@ export class Form {
     this.order.push(name);
   }
 
+  /**
+   * A choice_list field as a group of checkboxes. Until one is clicked the field is unset and the
+   * boxes show what the core resolved it to (dimmed, like an unset boolean).
+   */
+  addChoiceList(grid, spec, label) {
+    const { name } = spec;
+    const hintId = `h-${name}`;
+    const errorId = `e-${name}`;
+    const boxes = (spec.choices ?? []).map((choice) => {
+      const id = `f-${name}-${choice}`;
+      const box = el('input', { type: 'checkbox', id, name, value: choice, class: 'auto' });
+      box.addEventListener('change', () => {
+        for (const b of boxes) b.input.classList.remove('auto');
+        wrap.dataset.set = '1';
+        this.onChange(name, this.read(name));
+      });
+      return { input: box, row: el('div', { class: 'check-row' }, box, el('label', { for: id, text: choice })) };
+    });
+    const hint = el('p', { class: 'hint', id: hintId }, el('code', { text: name }),
+      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
+    const error = el('p', { class: 'error', id: errorId, hidden: true });
+    const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${errorId}` },
+      el('legend', { text: label }), ...boxes.map((b) => b.row));
+    const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, error);
+    grid.append(wrap);
+    // `input` is the first box: focus and aria-invalid go there.
+    this.fields.set(name, { wrap, input: boxes[0]?.input ?? group, boxes, error, spec });
+    this.order.push(name);
+  }
+
   /** The value the user gave a field, or undefined when it is left to the core's default. */
   read(name) {
     const f = this.fields.get(name);
     if (!f) return undefined;
+    if (f.spec.type === 'choice_list') {
+      return f.wrap.dataset.set ? f.boxes.filter((b) => b.input.checked).map((b) => b.input.value) : undefined;
+    }
     if (f.spec.type === 'boolean') {
       f.input.classList.remove('auto');
       return f.input.checked;
@@ -160,7 +203,15 @@ export class Form {
   setValues(values) {
     for (const [name, f] of this.fields) {
       const value = values[name];
-      if (f.spec.type === 'boolean') {
+      if (f.spec.type === 'choice_list') {
+        const set = Array.isArray(value);
+        if (set) f.wrap.dataset.set = '1';
+        else delete f.wrap.dataset.set;
+        for (const b of f.boxes) {
+          b.input.checked = set && value.includes(b.input.value);
+          b.input.classList.toggle('auto', !set);
+        }
+      } else if (f.spec.type === 'boolean') {
         f.input.checked = value === true;
         f.input.classList.toggle('auto', value === undefined);
       } else {
@@ -173,7 +224,11 @@ export class Form {
   showResolved(values, resolved) {
     for (const [name, f] of this.fields) {
       const r = resolved?.[name];
-      if (f.spec.type === 'boolean') {
+      if (f.spec.type === 'choice_list') {
+        if (values[name] === undefined && Array.isArray(r)) {
+          for (const b of f.boxes) b.input.checked = r.includes(b.input.value);
+        }
+      } else if (f.spec.type === 'boolean') {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
@@ -186,7 +241,10 @@ export class Form {
   }
 
   /** Shows or hides fields by whether they apply; returns the applicable names in page order. */
-  updateVisibility(values) {
+  updateVisibility(given) {
+    // An unset profile is the core's default one (the field spec says which).
+    const values = { profile: this.specs.get('profile')?.default, ...given };
+    if (values.profile === undefined || values.profile === null) values.profile = this.specs.get('profile')?.default;
     const names = [];
     for (const name of this.order) {
       const { spec } = this.fields.get(name);
@@ -195,7 +253,16 @@ export class Form {
       this.fields.get(name).wrap.hidden = !applies;
       if (applies) names.push(name);
     }
+    // A section (or its "More" list) with nothing that applies is hidden as a whole.
+    for (const box of this.sections) {
+      box.hidden = !box.querySelector('.field:not([hidden])');
+    }
     return names;
+  }
+
+  /** The profile the values select (the core's default when unset). */
+  profileOf(values) {
+    return values.profile ?? this.specs.get('profile')?.default;
   }
 
   /** Marks fields with the core's messages; returns the issues no visible field could show. */

@@ -6,6 +6,9 @@
 const isMoe = (v) => Number(v.num_moe_experts) > 0;
 const isPipelined = (v) => Number(v.pipeline_model_parallel_size) > 1;
 const isMla = (v) => v.multi_latent_attention === true;
+const framework = (v) => v.framework ?? 'megatron';
+const isFramework = (...names) => (v) => names.includes(framework(v));
+const isGranularity = (name) => (v) => v.recompute_granularity === name;
 
 /**
  * When a field applies; fields not listed always do. `v` holds the values in effect. Fields the
@@ -28,6 +31,20 @@ export const APPLIES = {
   virtual_pipeline_model_parallel_size: isPipelined,
   num_layers_in_first_pipeline_stage: isPipelined,
   num_layers_in_last_pipeline_stage: isPipelined,
+  moe_expert_capacity_factor: isMoe,
+  pipeline_schedule: isPipelined,
+  zero_stage: isFramework('deepspeed', 'fsdp2'),
+  data_parallel_shard_size: isFramework('fsdp2'),
+  zero_init: isFramework('deepspeed'),
+  additional_buffer_factor: isFramework('deepspeed'),
+  gradient_as_bucket_view: isFramework('ddp'),
+  use_distributed_optimizer: (v) => v.profile !== 'trainmem' || framework(v) === 'megatron',
+  expert_params_dtype: isMoe,
+  momentum: (v) => v.optimizer === 'sgd',
+  fp8_param_gather: (v) => v.fp8_recipe !== undefined && v.fp8_recipe !== null && v.fp8_recipe !== 'none',
+  recompute_method: isGranularity('full'),
+  recompute_num_layers: isGranularity('full'),
+  recompute_modules: isGranularity('selective'),
 };
 
 /**
@@ -66,11 +83,79 @@ export const SECTIONS = [
       'profile'],
     more: ['num_microbatches'],
   },
+  // The sections below hold fields only the trainmem profile reads (the core marks them
+  // trainmem_only); they are hidden with the reference profiles.
+  {
+    id: 'framework',
+    title: 'Framework and precision',
+    groups: [],
+    fields: ['framework', 'zero_stage', 'data_parallel_shard_size', 'params_dtype', 'compute_dtype',
+      'master_weights', 'fp8_recipe', 'fp8_param_gather', 'expert_params_dtype'],
+    more: ['main_params_dtype', 'main_grads_dtype', 'exp_avg_dtype', 'exp_avg_sq_dtype',
+      'zero_init', 'additional_buffer_factor', 'gradient_as_bucket_view', 'gpus_per_node'],
+  },
+  {
+    id: 'optimizer',
+    title: 'Optimizer and offload',
+    groups: [],
+    fields: ['optimizer', 'momentum', 'optimizer_offload_fraction', 'offload_params'],
+    more: [],
+  },
+  {
+    id: 'activations',
+    title: 'Activations',
+    groups: [],
+    fields: ['attention_backend', 'recompute_method', 'recompute_num_layers', 'recompute_modules',
+      'pipeline_schedule', 'cross_entropy_loss_fusion'],
+    more: ['attention_dropout', 'hidden_dropout', 'moe_expert_capacity_factor'],
+  },
+  {
+    id: 'runtime',
+    title: 'Runtime overheads',
+    groups: [],
+    fields: ['allocator_fragmentation', 'cuda_context_bytes', 'nccl_bytes_per_communicator',
+      'workspace_bytes'],
+    more: [],
+  },
 ];
 
 /** Short labels; the Megatron name is shown beside each one. */
 export const LABELS = {
-  profile: 'Reference estimator',
+  profile: 'Estimator profile',
+  framework: 'Framework',
+  zero_stage: 'ZeRO / FSDP stage',
+  data_parallel_shard_size: 'Shard group size (HSDP)',
+  gpus_per_node: 'GPUs per node',
+  params_dtype: 'Weights dtype',
+  expert_params_dtype: 'Expert weights dtype',
+  compute_dtype: 'Compute dtype',
+  master_weights: 'Master weights',
+  main_params_dtype: 'Master weights dtype',
+  main_grads_dtype: 'Gradient dtype',
+  exp_avg_dtype: 'First moment dtype',
+  exp_avg_sq_dtype: 'Second moment dtype',
+  fp8_recipe: 'FP8 recipe',
+  fp8_param_gather: 'FP8 weights (param gather)',
+  optimizer: 'Optimizer',
+  momentum: 'SGD momentum',
+  optimizer_offload_fraction: 'Optimizer offload to CPU (fraction)',
+  offload_params: 'Offload weights to CPU',
+  zero_init: 'Partitioned init (zero.Init)',
+  additional_buffer_factor: 'DeepSpeed CPU buffer factor',
+  gradient_as_bucket_view: 'Gradients as bucket views',
+  allocator_fragmentation: 'Allocator fragmentation (fraction)',
+  cuda_context_bytes: 'CUDA context',
+  nccl_bytes_per_communicator: 'NCCL per communicator',
+  workspace_bytes: 'Library workspaces',
+  attention_backend: 'Attention kernel',
+  attention_dropout: 'Attention dropout',
+  hidden_dropout: 'Hidden dropout',
+  moe_expert_capacity_factor: 'Expert capacity factor',
+  recompute_method: 'Recompute method',
+  recompute_num_layers: 'Recompute layers',
+  recompute_modules: 'Recomputed modules',
+  pipeline_schedule: 'Pipeline schedule',
+  cross_entropy_loss_fusion: 'Fused cross entropy',
   num_layers: 'Layers',
   hidden_size: 'Hidden size',
   num_attention_heads: 'Attention heads',

@@ -2,26 +2,43 @@
 // synchronously (the estimate takes microseconds), so there is no Calculate button.
 import { createEngine } from './engine.js';
 import { Form } from './form.js';
-import { GpuChart, StageChart } from './charts.js';
-import { ResultsView, segmentsOf } from './results.js';
+import { CompareChart, GpuChart, StageChart } from './charts.js';
+import { DEFAULT_FIGURE, ResultsView, compareRows, figureOf, segmentsOf } from './results.js';
 import { cssColor } from './theme.js';
 import { decodeState, encodeState } from './url-state.js';
-import { formatCount, formatSize, parseCapacity } from './format.js';
+import { formatBytes, formatCount, formatExactBytes, formatSize, parseCapacity } from './format.js';
 import { MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
+import { PresetPicker } from './preset-picker.js';
+import { ImportPanel } from './import-panel.js';
+import { PlanPanel } from './plan-panel.js';
+import { canvasPng, download, elementAttributes, embedSnippets, fileStem, resultCsv, resultJson } from './share.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
 const findElements = () => ({
-  fields: $('fields'), preset: $('preset'), presetSource: $('preset-source'), gpu: $('gpu'),
+  fields: $('fields'), preset: $('preset'), presetSearch: $('preset-search'), presetCount: $('preset-count'),
+  presetSource: $('preset-source'), gpu: $('gpu'),
+  importPanel: $('import-panel'), importText: $('import-text'), importFile: $('import-file'), importRun: $('import-run'),
+  importKind: $('import-kind'), importReport: $('import-report'),
   capacityField: $('capacity-field'), capacityInput: $('capacity-input'), capacityError: $('capacity-error'),
   notice: $('link-notice'), generalIssues: $('general-issues'),
-  summary: $('summary'), total: $('total'), capacity: $('capacity'), gpuName: $('gpu-name'),
+  summary: $('summary'), eyebrow: $('eyebrow'), figureSwitch: $('figure-switch'), peakCard: $('peak-card'), peak: $('peak'),
+  stagesHint: $('stages-hint'), total: $('total'), capacity: $('capacity'), gpuName: $('gpu-name'),
   meter: $('meter'), meterFill: $('meter-fill'), verdict: $('verdict'), stale: $('stale'),
   copy: $('copy-link'), copyStatus: $('copy-status'),
   tableHead: $('breakdown-head'), tableBody: $('breakdown-body'), traceBody: $('trace-body'), stagesCard: $('stages-card'), params: $('params'),
   assumptions: $('assumptions'), report: $('report'), summaryText: $('summary-text'), profile: $('profile'),
   version: $('version'),
+  compareCard: $('compare-card'), compareNames: $('compare-names'), compareBody: $('compare-body'),
+  pin: $('pin'), pinLoad: $('pin-load'), pinClear: $('pin-clear'),
+  embedOpen: $('embed-open'), embedDialog: $('embed-dialog'), embedTheme: $('embed-theme'),
+  embedIframe: $('embed-iframe'), embedElement: $('embed-element'), embedStatus: $('embed-status'),
+  exportJson: $('export-json'), exportCsv: $('export-csv'), exportPng: $('export-png'), exportArgs: $('export-args'),
+  planGpus: $('plan-gpus'), planGpu: $('plan-gpu'), planHeadroom: $('plan-headroom'), planRun: $('plan-run'),
+  planCancel: $('plan-cancel'), planProgress: $('plan-progress'), planStatus: $('plan-status'), planTable: $('plan-table'),
+  planHead: $('plan-head'), planBody: $('plan-body'),
+  argsBox: $('args-box'), argsText: $('args-text'), argsNotes: $('args-notes'), shareStatus: $('share-status'),
 });
 let ui;
 
@@ -37,12 +54,16 @@ const START = {
 const CUSTOM_GPU = 'custom';
 const URL_WRITE_DELAY_MS = 250;
 
-const state = { fields: {}, preset: null, gpu: null, capacityText: '', unit: 'GiB' };
+// pin: a configuration kept for comparison, { config, preset, label } (config: the fields sent to the core)
+const state = { fields: {}, preset: null, gpu: null, capacityText: '', unit: 'GiB', figure: DEFAULT_FIGURE, pin: null };
 let engine;
 let form;
 let gpuChart;
 let stageChart;
+let compareChart;
 let view;
+let picker;
+let importedLabel = null; // the source of an imported model, for the title
 let lastOk = null; // { result, names }: the last valid result stays on screen
 let lastStale = false;
 let lastWritten = null;
@@ -78,11 +99,16 @@ function gpuLabel() {
 /** The fields that apply to the model in view, and the config sent to the core. */
 function configFor(fields) {
   const resolved = lastOk?.result.config ?? {};
-  const names = form.updateVisibility({ ...resolved, ...fields });
+  const values = { ...resolved, ...fields };
+  const names = form.updateVisibility(values);
   const config = {};
   for (const name of names) {
     if (fields[name] !== undefined) config[name] = fields[name];
   }
+  // The Hardware section's capacity feeds the trainmem profile (minimum devices); the reference
+  // profiles do not read it and would reject it.
+  const capacity = capacityBytes();
+  if (form.profileOf(fields) === 'trainmem' && Number.isFinite(capacity)) config.gpu_memory_bytes = capacity;
   return { names, config };
 }
 
@@ -116,22 +142,223 @@ function render(stale) {
   ui.capacityError.hidden = !(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
   ui.capacityError.textContent = 'Enter a size such as 96 GB or 80 GiB.';
   const result = lastOk?.result;
-  view.renderSummary(result, capacity, gpuLabel(), unit, stale);
+  view.renderSummary(result, capacity, gpuLabel(), unit, stale, state.figure);
   if (!result) return;
   const capacityLabel = Number.isFinite(capacity) ? `${gpuLabel()} ${formatSize(capacity, unit)}` : '';
   const stages = result.stages ?? [];
   ui.stagesCard.hidden = stages.length < 2;
-  if (gpuChart) gpuChart.update(segmentsOf(result, formulaLookup(result)), capacity, capacityLabel, unit);
+  if (gpuChart) gpuChart.update(segmentsOf(result, formulaLookup(result), state.figure), capacity, capacityLabel, unit);
   if (gpuChart && stages.length >= 2) {
     stageChart ??= new StageChart($('stage-chart')); // most runs have no pipeline: create on demand
-    stageChart.update(stages, capacity, capacityLabel, unit, {
-      state: cssColor('--c-weights-dense'), activation: cssColor('--c-activation'),
-    }, (s) => `${s.num_layers} layers · ${formatCount(s.dense_params)} dense, ${formatCount(s.routed_params)} expert parameters`);
+    stageChart.update(stages, capacity, capacityLabel, unit, stageSeries(result),
+      (s) => `${s.num_layers} layers · ${formatCount(s.dense_params)} dense, ${formatCount(s.routed_params)} expert parameters${s.moments ? ` · ${s.microbatches_in_flight} microbatches in flight · peak at ${peakMoment(s.moments)}` : ''}`);
   }
-  view.renderTable(result, unit);
+  ui.stagesHint.textContent = result.profile === 'trainmem'
+    ? 'Each stage\'s peak: its own layers, embedding or output layer, and the microbatches its schedule keeps in flight.'
+    : 'The reference estimators compute activation memory for the first stage only; other stages show weights and optimizer state.';
+  view.renderTable(result, unit, state.figure);
+  view.renderPeak(result, unit, capacity);
+  renderCompare(result, capacity, capacityLabel);
   view.renderParams(result);
   view.renderNotes(result);
   view.renderTrace(result);
+}
+
+// ---- compare ----
+
+function currentLabel() {
+  const preset = presetById(state.preset);
+  if (preset) return `${preset.name}${isModified() ? ' (modified)' : ''}`;
+  return importedLabel ? `Imported ${importedLabel}` : 'Custom model';
+}
+
+function pinCurrent() {
+  if (!lastOk) return;
+  const { gpu_memory_bytes: _c, ...config } = configFor(state.fields).config;
+  state.pin = { config, preset: state.preset, label: currentLabel() };
+  render(lastStale);
+  scheduleUrlWrite();
+  ui.compareCard.scrollIntoView?.({ block: 'nearest' });
+}
+
+function pinnedResult() {
+  const config = { ...state.pin.config };
+  const capacity = capacityBytes();
+  if (form.profileOf(config) === 'trainmem' && Number.isFinite(capacity)) config.gpu_memory_bytes = capacity;
+  return engine.estimate(config);
+}
+
+function renderCompare(result, capacity, capacityLabel) {
+  ui.compareCard.hidden = !state.pin;
+  ui.pin.textContent = state.pin ? 'Pin this instead' : 'Pin to compare';
+  if (!state.pin) return;
+  const pinned = pinnedResult();
+  const unit = state.unit;
+  if (!pinned.ok) {
+    ui.compareNames.textContent = `The pinned configuration is not valid any more: ${pinned.issues.map((i) => i.message).join('; ')}`;
+    ui.compareBody.replaceChildren();
+    return;
+  }
+  const a = compareRows(pinned, state.figure);
+  const b = compareRows(result, state.figure);
+  // Name the fields that differ (the resolved values, so an unset field and its default agree).
+  const changed = Object.keys({ ...pinned.config, ...result.config })
+    .filter((k) => !sameValue(pinned.config[k], result.config[k]) && k !== 'gpu_memory_bytes')
+    .map((k) => `${k} ${valueText(pinned.config[k])} → ${valueText(result.config[k])}`);
+  ui.compareNames.textContent = `Pinned: ${state.pin.label} · Current: ${currentLabel()}`
+    + (changed.length ? ` · Changed: ${changed.slice(0, 6).join(', ')}${changed.length > 6 ? `, and ${changed.length - 6} more` : ''}` : ' · Same configuration');
+  const row = (label, x, y, strong) => {
+    const tr = document.createElement('tr');
+    if (strong) tr.className = 'total-row';
+    const th = Object.assign(document.createElement('th'), { scope: 'row', textContent: label });
+    const d = y - x;
+    const cells = [x, y].map((v) => Object.assign(document.createElement('td'), { textContent: formatBytes(v, unit), title: formatExactBytes(v) }));
+    const diff = Object.assign(document.createElement('td'), {
+      textContent: Math.abs(d) < 0.5 ? '=' : `${d > 0 ? '+' : '−'}${formatBytes(Math.abs(d), unit)}`,
+      className: Math.abs(d) < 0.5 ? '' : d > 0 ? 'up' : 'down', title: formatExactBytes(d),
+    });
+    tr.append(th, ...cells, diff);
+    return tr;
+  };
+  const rows = a.rows.map((r, i) => [r, b.rows[i]]).filter(([x, y]) => x.bytes > 0 || y.bytes > 0);
+  ui.compareBody.replaceChildren(...rows.map(([x, y]) => row(x.label, x.bytes, y.bytes)),
+    row(`Total (${b.figure.label})`, a.figure.bytes, b.figure.bytes, true));
+  if (window.Chart) {
+    compareChart ??= new CompareChart($('compare-chart'));
+    compareChart.update(rows.map(([x, y]) => ({ label: x.label, color: cssColor(x.color), bytes: [x.bytes, y.bytes] })),
+      capacity, capacityLabel, unit);
+  }
+}
+
+function valueText(v) {
+  if (v === undefined || v === null) return 'unset';
+  return Array.isArray(v) ? `[${v.length > 8 ? `${v.length} entries` : v.join(',')}]` : String(v);
+}
+
+function swapPin() {
+  if (!state.pin || !lastOk) return;
+  const { gpu_memory_bytes: _c, ...config } = configFor(state.fields).config;
+  const current = { config, preset: state.preset, label: currentLabel() };
+  state.fields = { ...state.pin.config };
+  state.preset = state.pin.preset;
+  importedLabel = state.preset ? null : state.pin.label.replace(/^Imported /, '');
+  state.pin = current;
+  syncControls();
+  recompute();
+}
+
+// ---- export and embed ----
+
+/** The folder this page is served from, e.g. "https://example.org/docs/trainmem/". */
+function baseUrl() {
+  return new URL('.', location.href).href;
+}
+
+function currentInputs() {
+  const { config } = configFor(state.fields);
+  return config;
+}
+
+function flash(node, text) {
+  node.textContent = text;
+  setTimeout(() => { if (node.textContent === text) node.textContent = ''; }, 4000);
+}
+
+function exportName() {
+  return fileStem(presetById(state.preset)?.name ?? importedLabel ?? 'custom', lastOk?.result.config);
+}
+
+function fillEmbed() {
+  writeUrl();
+  const fragment = linkFragment({ withPin: false }) ?? '';
+  const attrs = elementAttributes({
+    fields: state.fields, names: lastOk?.names ?? [], preset: presetById(state.preset), gpu: state.gpu,
+    capacity: state.gpu === CUSTOM_GPU ? state.capacityText.replace(/\s+/g, '') : '', unit: state.unit,
+    figure: lastOk?.result.profile === 'trainmem' && state.figure !== DEFAULT_FIGURE ? state.figure : undefined,
+  });
+  const { iframe, element } = embedSnippets(baseUrl(), fragment, attrs, ui.embedTheme.value);
+  ui.embedIframe.value = iframe;
+  ui.embedElement.value = element;
+}
+
+function bindShare() {
+  ui.pin.addEventListener('click', pinCurrent);
+  ui.pinClear.addEventListener('click', () => {
+    state.pin = null;
+    render(lastStale);
+    scheduleUrlWrite();
+    ui.pin.focus();
+  });
+  ui.pinLoad.addEventListener('click', swapPin);
+  ui.embedOpen.addEventListener('click', () => {
+    fillEmbed();
+    ui.embedDialog.showModal();
+  });
+  ui.embedTheme.addEventListener('change', fillEmbed);
+  for (const button of ui.embedDialog.querySelectorAll('[data-copy]')) {
+    button.addEventListener('click', async () => {
+      const box = $(button.dataset.copy);
+      box.select();
+      try {
+        await navigator.clipboard.writeText(box.value);
+        flash(ui.embedStatus, 'Copied');
+      } catch {
+        flash(ui.embedStatus, 'Selected: press Ctrl+C (or ⌘C) to copy');
+      }
+    });
+  }
+  ui.exportJson.addEventListener('click', () => {
+    if (!lastOk) return;
+    download(`${exportName()}.json`, new Blob([resultJson(lastOk.result, currentInputs(), engine.version)], { type: 'application/json' }));
+    flash(ui.shareStatus, 'JSON downloaded');
+  });
+  ui.exportCsv.addEventListener('click', () => {
+    if (!lastOk) return;
+    download(`${exportName()}.csv`, new Blob([resultCsv(lastOk.result)], { type: 'text/csv' }));
+    flash(ui.shareStatus, 'CSV downloaded');
+  });
+  ui.exportPng.addEventListener('click', async () => {
+    if (!gpuChart) return;
+    download(`${exportName()}.png`, await canvasPng($('gpu-chart'), cssColor('--surface')));
+    flash(ui.shareStatus, 'PNG downloaded');
+  });
+  ui.exportArgs.addEventListener('click', async () => {
+    const { gpu_memory_bytes: _c, ...config } = currentInputs();
+    await engine.loadTools();
+    const r = engine.exportMegatronArgs(config);
+    ui.argsBox.hidden = false;
+    ui.argsText.value = r.ok ? r.args : r.issues.map((i) => i.message).join('\n');
+    ui.argsNotes.replaceChildren(...(r.ok ? r.notes : []).map((n) => Object.assign(document.createElement('li'), { textContent: n })));
+    ui.argsText.select();
+  });
+}
+
+const MOMENT_NAMES = { forward: 'the end of forward', backward: 'backward', optimizer_step: 'the optimizer step' };
+function peakMoment(m) {
+  const [key] = Object.entries(m).reduce((best, e) => (e[1] > best[1] ? e : best));
+  return MOMENT_NAMES[key] ?? key;
+}
+
+/** The stage chart's stacks: model state, activations, the peak's temporaries, runtime overheads. */
+function stageSeries(result) {
+  const stages = result.stages;
+  const series = [
+    { label: 'Weights and optimizer', color: cssColor('--c-weights-dense'), bytes: stages.map((s) => s.weight_and_optimizer_bytes) },
+    { label: 'Activations', color: cssColor('--c-activation'), bytes: stages.map((s) => (Number.isFinite(s.activation_bytes) ? s.activation_bytes : null)) },
+  ];
+  if (result.profile === 'trainmem' && stages.every((s) => Number.isFinite(s.total_bytes))) {
+    const fig = figureOf(result, state.figure).key;
+    // At an optimizer-step peak the activations are freed: the stack shows the state and that step's temporaries.
+    const optimizerPeak = (s) => s.moments && s.moments.optimizer_step >= Math.max(s.moments.forward, s.moments.backward);
+    series[1].bytes = stages.map((s) => (optimizerPeak(s) ? 0 : s.activation_bytes));
+    series.push({ label: 'Temporaries at the peak', color: cssColor('--c-temporary'),
+      bytes: stages.map((s, i) => Math.max(0, s.total_bytes - s.weight_and_optimizer_bytes - series[1].bytes[i])) });
+    if (fig !== 'allocated') {
+      series.push({ label: fig === 'device' ? 'Allocator, CUDA context, NCCL, workspaces' : 'Allocator caching and fragmentation',
+        color: cssColor('--c-allocator'), bytes: stages.map((s) => Math.max(0, s[`${fig}_bytes`] - s.total_bytes)) });
+    }
+  }
+  return series;
 }
 
 function showGeneralIssues(issues) {
@@ -145,17 +372,22 @@ function showGeneralIssues(issues) {
 
 function updateTitle() {
   const preset = presetById(state.preset);
-  const model = preset ? `${preset.name}${isModified() ? ' (modified)' : ''}` : 'Custom model';
+  const model = preset ? `${preset.name}${isModified() ? ' (modified)' : ''}` : (importedLabel ? `Imported ${importedLabel}` : 'Custom model');
   document.title = `${model} · ${gpuLabel()} · trainmem`;
 }
 
 // ---- share link ----
 
-function linkFragment() {
+function linkFragment({ withPin = true } = {}) {
   if (!lastOk) return null;
   return encodeState({
     fields: state.fields, names: lastOk.names, resolved: lastOk.result.config, preset: state.preset,
     gpu: state.gpu, capacity: state.gpu === CUSTOM_GPU ? state.capacityText.replace(/\s+/g, '') : '', unit: state.unit,
+    figure: lastOk.result.profile === 'trainmem' && state.figure !== DEFAULT_FIGURE ? state.figure : undefined,
+    pin: state.pin && withPin ? encodeState({
+      fields: state.pin.config, names: Object.keys(state.pin.config), preset: state.pin.preset,
+      gpu: state.gpu, unit: state.unit,
+    }) : undefined,
   });
 }
 
@@ -201,6 +433,16 @@ function restoreFromLink(fragment) {
   }
   state.capacityText = link.capacity ?? '';
   if (link.unit) state.unit = link.unit;
+  state.figure = link.figure ?? DEFAULT_FIGURE;
+  state.pin = null;
+  if (link.pin) {
+    const inner = decodeState(link.pin, form.specs);
+    const config = { ...inner.auto, ...inner.fields };
+    const pinPreset = presetById(inner.preset);
+    const check = engine.estimate(config);
+    if (check.ok) state.pin = { config, preset: pinPreset?.id ?? null, label: pinPreset?.name ?? 'Custom model' };
+    else rejected.push({ key: 'pin', reason: `the pinned configuration is not valid: ${check.issues.map((i) => i.message).join('; ')}` });
+  }
 
   // Drop what the core rejects, one field per round, then pin unset fields whose default changed
   // since the link was made. A rule between two fields is reported on one of them and names the
@@ -303,14 +545,16 @@ function pickFirst(ids, list) {
 
 function fillSelects() {
   const option = (value, text) => Object.assign(document.createElement('option'), { value, textContent: text });
-  ui.preset.replaceChildren(option('', 'Custom model'), ...engine.presets.map((p) => option(p.id, p.name)));
-  ui.gpu.replaceChildren(...engine.gpus.map((g) => option(g.id, `${g.name} (${formatSize(g.memory_bytes, 'GB')})`)),
-    option(CUSTOM_GPU, 'Custom capacity…'));
+  picker = new PresetPicker({ search: ui.presetSearch, select: ui.preset, count: ui.presetCount }, engine.presets);
+  const gpuOptions = () => [...engine.gpus.map((g) => option(g.id, `${g.name} (${formatSize(g.memory_bytes, 'GB')})`)),
+    option(CUSTOM_GPU, 'Custom capacity…')];
+  ui.gpu.replaceChildren(...gpuOptions());
+  ui.planGpu.replaceChildren(...gpuOptions());
 }
 
 function syncControls() {
   form.setValues(state.fields);
-  ui.preset.value = state.preset ?? '';
+  picker.set(state.preset ?? '');
   const preset = presetById(state.preset);
   ui.presetSource.replaceChildren();
   // "source" is a URL, optionally followed by a note: "https://… (Brown et al. 2020, Table 2.1)".
@@ -320,9 +564,11 @@ function syncControls() {
     ui.presetSource.append(`${preset.family ?? 'Model'} · shapes from the `, a, source[2] ? ` ${source[2]}` : '');
   }
   ui.gpu.value = state.gpu;
+  ui.planGpu.value = state.gpu;
   ui.capacityField.hidden = state.gpu !== CUSTOM_GPU;
   ui.capacityInput.value = state.capacityText;
   document.querySelector(`input[name="unit"][value="${state.unit}"]`).checked = true;
+  document.querySelector(`input[name="figure"][value="${state.figure}"]`).checked = true;
 }
 
 function applyPreset(id) {
@@ -335,12 +581,21 @@ function applyPreset(id) {
 
 function bindControls() {
   ui.preset.addEventListener('change', () => {
+    importedLabel = null;
     applyPreset(ui.preset.value);
     syncControls();
     recompute();
   });
+  // The planner's GPU type and the Hardware section's GPU are one setting.
+  ui.planGpu.addEventListener('change', () => {
+    state.gpu = ui.planGpu.value;
+    syncControls();
+    recompute();
+    if (state.gpu === CUSTOM_GPU) ui.capacityInput.focus();
+  });
   ui.gpu.addEventListener('change', () => {
     state.gpu = ui.gpu.value;
+    ui.planGpu.value = state.gpu;
     ui.capacityField.hidden = state.gpu !== CUSTOM_GPU;
     recompute();
   });
@@ -351,6 +606,12 @@ function bindControls() {
   for (const radio of document.querySelectorAll('input[name="unit"]')) {
     radio.addEventListener('change', () => {
       state.unit = radio.value;
+      recompute();
+    });
+  }
+  for (const radio of document.querySelectorAll('input[name="figure"]')) {
+    radio.addEventListener('change', () => {
+      state.figure = radio.value;
       recompute();
     });
   }
@@ -373,6 +634,28 @@ async function copyLink() {
     ui.copyStatus.textContent = 'Copy the address bar: it holds the link';
   }
   setTimeout(() => { ui.copyStatus.textContent = ''; }, 4000);
+}
+
+/** A layout from the planner: its fields over the page's (null: the field is left unset). */
+function loadLayout(fields) {
+  for (const [name, value] of Object.entries(fields)) {
+    if (!form.specs.has(name)) continue;
+    if (value === null) delete state.fields[name];
+    else state.fields[name] = value;
+  }
+  syncControls();
+  recompute();
+  ui.summary.scrollIntoView?.({ block: 'nearest' });
+}
+
+/** An imported model replaces the page's config; the link carries it as plain fields. */
+function loadImported(config, label) {
+  const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
+  state.fields = fields;
+  state.preset = null;
+  importedLabel = label;
+  syncControls();
+  recompute();
 }
 
 function onFieldChange(name, value) {
@@ -413,6 +696,16 @@ async function start() {
   ui.version.textContent = engine.version;
   fillSelects();
   bindControls();
+  bindShare();
+  new PlanPanel({
+    solve: $('plan-solve'), gpus: ui.planGpus, headroom: ui.planHeadroom, run: ui.planRun, cancel: ui.planCancel, progress: ui.planProgress,
+    status: ui.planStatus, table: ui.planTable, head: ui.planHead, body: ui.planBody,
+  }, () => ({ config: configFor(state.fields).config, capacity: capacityBytes(), gpuLabel: gpuLabel(), unit: state.unit }),
+  loadLayout, () => engine);
+  new ImportPanel({
+    panel: ui.importPanel, text: ui.importText, file: ui.importFile, run: ui.importRun,
+    kind: ui.importKind, report: ui.importReport,
+  }, engine, () => configFor(state.fields).config, loadImported);
   if (location.hash.length > 1) {
     restoreFromLink(location.hash);
   } else {

@@ -5,10 +5,67 @@ import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize }
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
+  { key: 'weight_copies', label: 'Weight copies', trainmem: true },
   { key: 'gradients', label: 'Gradients' },
   { key: 'master_weights', label: 'Master weights' },
   { key: 'optimizer_states', label: 'Optimizer states' },
+  { key: 'buffers', label: 'Buffers', trainmem: true },
 ];
+
+/** The figures a trainmem result can be compared with a GPU's capacity by. */
+export const FIGURES = {
+  allocated: { label: 'allocated', long: 'allocated (torch max_memory_allocated)' },
+  reserved: { label: 'reserved', long: 'reserved (torch max_memory_reserved)' },
+  device: { label: 'device', long: 'device (what nvidia-smi shows)' },
+};
+export const DEFAULT_FIGURE = 'device';
+
+/** Runtime lines between allocated, reserved and device bytes, in stacking order. */
+const OVERHEADS = [
+  { key: 'allocator_bytes', label: 'Allocator caching and fragmentation', from: 'reserved', color: '--c-allocator' },
+  { key: 'cuda_context_bytes', label: 'CUDA context', from: 'device', color: '--c-context' },
+  { key: 'nccl_bytes', label: 'NCCL buffers', from: 'device', color: '--c-nccl' },
+  { key: 'workspace_bytes', label: 'Library workspaces', from: 'device', color: '--c-workspace' },
+];
+const FIGURE_RANK = { allocated: 0, reserved: 1, device: 2 };
+
+const isTrainmem = (result) => result?.profile === 'trainmem' && Number.isFinite(result?.device_bytes);
+
+/**
+ * The figure compared with the capacity: the picked one for the trainmem profile, total_bytes
+ * (the reference's figure) otherwise. {key, bytes, label}
+ */
+export function figureOf(result, figure = DEFAULT_FIGURE) {
+  if (!isTrainmem(result)) return { key: 'total', bytes: result?.total_bytes, label: 'total' };
+  const key = FIGURES[figure] ? figure : DEFAULT_FIGURE;
+  return { key, bytes: result[`${key}_bytes`], label: FIGURES[key].label };
+}
+
+const stateTotal = (state) => CATEGORIES.reduce((sum, c) => sum + PARTS.reduce((t, p) => t + (state?.[c.key]?.[p.key] ?? 0), 0), 0);
+
+/**
+ * What sits on the GPU at the peak besides model state and activations: the step's temporaries
+ * (logits, a recomputed layer, the optimizer's scratch). When the optimizer step is the peak, the
+ * activations are freed by then. {activation, temporary, label}
+ */
+export function peakParts(result) {
+  const act = Number.isFinite(result.activation_bytes) ? result.activation_bytes : 0;
+  if (!isTrainmem(result)) return { activation: act, temporary: 0, label: '' };
+  const state = stateTotal(result.state);
+  const m = result.moments;
+  const optimizerPeak = m && m.optimizer_step >= m.forward && m.optimizer_step >= m.backward && m.optimizer_step > 0;
+  if (optimizerPeak) {
+    return { activation: 0, temporary: Math.max(0, result.total_bytes - state), label: 'Optimizer-step temporaries', freed: true };
+  }
+  return { activation: act, temporary: Math.max(0, result.total_bytes - state - act), label: 'Temporaries at the peak' };
+}
+
+/** The overhead lines a figure includes (allocated: none; reserved: allocator; device: all). */
+export function overheadLines(result, figure) {
+  if (!isTrainmem(result) || !result.overheads) return [];
+  return OVERHEADS.map((o) => ({ ...o, bytes: result.overheads[o.key] ?? 0,
+    included: FIGURE_RANK[figure] >= FIGURE_RANK[o.from] }));
+}
 export const PARTS = [
   { key: 'dense', label: 'dense' },
   { key: 'embedding', label: 'embedding' },
@@ -21,22 +78,34 @@ const setText = (node, text) => { if (node.textContent !== text) node.textConten
  * The result as chart segments, one per tensor class and part, in stacking order, each with its
  * exact bytes and the formulas from the core's trace that produce it.
  */
-export function segmentsOf(result, formulas) {
+export function segmentsOf(result, formulas, figure = DEFAULT_FIGURE, color = cssColor) {
   const segments = [];
+  const peak = peakParts(result);
   for (const c of CATEGORIES) {
     for (const p of PARTS) {
       segments.push({
         key: `${c.key}.${p.key}`, label: `${c.label} · ${p.label}`,
         bytes: result.state?.[c.key]?.[p.key] ?? 0,
-        color: cssColor(`--c-${c.key}-${p.key}`),
+        color: color(`--c-${c.key}-${p.key}`),
         formula: formulas(c.key, p.key),
       });
     }
   }
   segments.push({
-    key: 'activation', label: 'Activations', bytes: result.activation_bytes ?? 0,
-    color: cssColor('--c-activation'), formula: formulas('activation', null),
+    key: 'activation', label: 'Activations', bytes: peak.activation,
+    color: color('--c-activation'), formula: formulas('activation', null),
   });
+  segments.push({
+    key: 'temporary', label: peak.label || 'Temporaries', bytes: peak.temporary,
+    color: color('--c-temporary'), formula: ['The largest moment of the step minus model state and activations'],
+  });
+  const fig = figureOf(result, figure).key;
+  for (const o of overheadLines(result, fig)) {
+    segments.push({
+      key: o.key, label: o.label, bytes: o.included ? o.bytes : 0, color: color(o.color),
+      formula: [`Included in the ${FIGURES[o.from].long} figure`],
+    });
+  }
   return segments;
 }
 
@@ -46,9 +115,15 @@ export class ResultsView {
   }
 
   /** Headline: the total, the capacity and whether it fits. */
-  renderSummary(result, capacity, gpuName, unit, stale) {
+  renderSummary(result, capacity, gpuName, unit, stale, figure = DEFAULT_FIGURE) {
     const { ui } = this;
-    const total = result?.total_bytes;
+    const fig = figureOf(result, figure);
+    const total = fig.bytes;
+    const stage = isTrainmem(result) && (result.stages?.length ?? 0) > 1 ? ` (pipeline stage ${result.most_loaded_stage})` : '';
+    setText(ui.eyebrow, isTrainmem(result)
+      ? `Most-loaded GPU${stage} · ${FIGURES[fig.key].long}`
+      : 'Most-loaded GPU needs');
+    ui.figureSwitch.hidden = !isTrainmem(result);
     setText(ui.total, formatBytes(total, unit));
     ui.total.title = formatExactBytes(total);
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
@@ -74,24 +149,87 @@ export class ResultsView {
   }
 
   /** The breakdown table: the accessible twin of the GPU chart. Empty parts get no column. */
-  renderTable(result, unit) {
-    const parts = PARTS.filter((p) => CATEGORIES.some((c) => result.state?.[c.key]?.[p.key] > 0));
+  renderTable(result, unit, figure = DEFAULT_FIGURE) {
+    const trainmem = isTrainmem(result);
+    const categories = CATEGORIES.filter((c) => trainmem || !c.trainmem);
+    const parts = PARTS.filter((p) => categories.some((c) => result.state?.[c.key]?.[p.key] > 0));
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
     const swatch = (key) => `<span class="swatch" data-c="${key}"></span>`;
     const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${p.label[0].toUpperCase()}${p.label.slice(1)}</th>`).join('')}<th scope="col">Total</th></tr>`;
-    const rows = CATEGORIES.map((c) => {
+    const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
       const sum = PARTS.reduce((s, p) => s + (row[p.key] ?? 0), 0);
       return `<tr><th scope="row">${swatch(c.key)}${c.label}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(sum)}</tr>`;
     });
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
-    const blank = parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : '';
-    rows.push(`<tr><th scope="row">${swatch('activation')}Activations</th>${blank}${known ? cell(act) : '<td>—</td>'}</tr>`);
-    rows.push(`<tr class="total-row"><th scope="row">Total</th>${parts.length ? `<td colspan="${parts.length}"></td>` : ''}${cell(result.total_bytes)}</tr>`);
+    const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
+    // A row header with an optional second line explaining it.
+    const th = (key, label, note = '') => `<th scope="row">${key ? swatch(key) : ''}${label}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    const peak = peakParts(result);
+    rows.push(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`);
+    const fig = figureOf(result, figure).key;
+    if (trainmem) {
+      rows.push(`<tr>${th('temporary', peak.label)}${span}${cell(peak.temporary)}</tr>`);
+      const mark = (key) => (key === fig ? ' compared' : '');
+      rows.push(`<tr class="total-row${mark('allocated')}">${th('', 'Allocated', 'the peak: torch max_memory_allocated')}${span}${cell(result.allocated_bytes)}</tr>`);
+      const lines = overheadLines(result, fig);
+      const line = (o) => `<tr>${th(o.key, o.label, o.key === 'nccl_bytes' ? `${result.overheads.nccl_communicators} communicators` : '')}${span}${cell(o.bytes)}</tr>`;
+      rows.push(line(lines[0]));
+      rows.push(`<tr class="total-row${mark('reserved')}">${th('', 'Reserved', 'torch max_memory_reserved')}${span}${cell(result.reserved_bytes)}</tr>`);
+      rows.push(...lines.slice(1).map(line));
+      rows.push(`<tr class="total-row${mark('device')}">${th('', 'Device', 'what nvidia-smi shows')}${span}${cell(result.device_bytes)}</tr>`);
+    } else {
+      rows.push(`<tr class="total-row compared">${th('', 'Total')}${span}${cell(result.total_bytes)}</tr>`);
+    }
     this.ui.tableHead.innerHTML = head;
     this.ui.tableBody.innerHTML = rows.join('');
+  }
+
+  /** Moments of the step, the most-loaded stage, CPU per node, minimum devices, DeepSpeed's figures. */
+  renderPeak(result, unit, capacity) {
+    const { ui } = this;
+    const trainmem = isTrainmem(result);
+    ui.peakCard.hidden = !trainmem;
+    if (!trainmem) return;
+    const items = [];
+    const m = result.moments ?? {};
+    const names = { forward: 'End of forward', backward: 'Backward', optimizer_step: 'Optimizer step' };
+    const top = Math.max(m.forward ?? 0, m.backward ?? 0, m.optimizer_step ?? 0);
+    for (const [key, label] of Object.entries(names)) {
+      if (!Number.isFinite(m[key])) continue;
+      items.push([`${label}${m[key] === top ? ' (peak)' : ''}`, formatBytes(m[key], unit), formatExactBytes(m[key]), m[key] === top ? 'peak' : '']);
+    }
+    const stages = result.stages ?? [];
+    const stage = stages.find((s) => s.stage === result.most_loaded_stage);
+    if (stages.length > 1 && stage) {
+      items.push(['Most-loaded pipeline stage', `${stage.stage} (of 0–${stages.length - 1})`, '', '']);
+    }
+    if (stage && Number.isFinite(stage.microbatches_in_flight)) {
+      items.push(['Microbatches in flight there', String(stage.microbatches_in_flight), '', '']);
+    }
+    if (result.cpu_bytes > 0) items.push(['CPU memory per node', formatBytes(result.cpu_bytes, unit), formatExactBytes(result.cpu_bytes), '']);
+    if (Number.isFinite(result.minimum_devices) && result.minimum_devices > 0) {
+      items.push(['Minimum GPUs that could hold the run', formatInteger(result.minimum_devices),
+        Number.isFinite(capacity) ? `at ${formatSize(capacity, unit)} each` : '', '']);
+    }
+    if (result.deepspeed_estimator) {
+      const d = result.deepspeed_estimator;
+      items.push(["DeepSpeed's estimator: GPU", formatBytes(d.gpu_bytes, unit), formatExactBytes(d.gpu_bytes), '']);
+      items.push(["DeepSpeed's estimator: CPU per node", formatBytes(d.cpu_bytes, unit), formatExactBytes(d.cpu_bytes), '']);
+    }
+    ui.peak.replaceChildren(...items.map(([k, v, title, cls]) => {
+      const div = document.createElement('div');
+      if (cls) div.className = cls;
+      const dt = document.createElement('dt');
+      dt.textContent = k;
+      const dd = document.createElement('dd');
+      dd.textContent = v;
+      if (title) dd.title = title;
+      div.append(dt, dd);
+      return div;
+    }));
   }
 
   renderParams(result) {
@@ -143,4 +281,23 @@ export class ResultsView {
     });
     this.ui.traceBody.replaceChildren(...rows);
   }
+}
+
+/**
+ * The categories two results are compared by: each tensor class (parts summed), activations,
+ * the peak's temporaries and the runtime overheads the figure includes; and the figure itself.
+ * @returns {{rows: {key: string, label: string, color: string, bytes: number}[], figure: {key: string, bytes: number, label: string}}}
+ */
+export function compareRows(result, figure = DEFAULT_FIGURE) {
+  const rows = CATEGORIES.map((c) => ({
+    key: c.key, label: c.label, color: `--c-${c.key}-dense`,
+    bytes: PARTS.reduce((sum, p) => sum + (result.state?.[c.key]?.[p.key] ?? 0), 0),
+  }));
+  const peak = peakParts(result);
+  rows.push({ key: 'activation', label: 'Activations', color: '--c-activation', bytes: peak.activation });
+  rows.push({ key: 'temporary', label: 'Temporaries at the peak', color: '--c-temporary', bytes: peak.temporary });
+  const fig = figureOf(result, figure);
+  const overhead = overheadLines(result, fig.key).filter((o) => o.included).reduce((sum, o) => sum + o.bytes, 0);
+  rows.push({ key: 'overhead', label: 'Runtime overheads', color: '--c-allocator', bytes: overhead });
+  return { rows, figure: fig };
 }

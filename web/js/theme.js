@@ -1,10 +1,29 @@
 // Colours from the CSS variables in app.css, for canvas drawing (charts cannot use CSS directly).
 // Reading computed style forces a style recalculation, so values are read once per colour scheme.
+// The values themselves are cached too: reading a live computed style after the DOM changed forces
+// a style recalculation, on every keystroke.
 let style = null;
-matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => { style = null; });
+const values = new Map();
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => { style = null; values.clear(); });
 
 /** @param {string} name a custom property, e.g. "--c-weights-dense" */
 export function cssColor(name) {
-  style ??= getComputedStyle(document.documentElement);
-  return style.getPropertyValue(name).trim();
+  let value = values.get(name);
+  if (value === undefined) {
+    style ??= getComputedStyle(document.documentElement);
+    value = style.getPropertyValue(name).trim();
+    values.set(name, value);
+  }
+  return value;
+}
+
+/**
+ * Forces a theme ('light' or 'dark'), or follows the system ('auto' or anything else), for the
+ * embed view. Colours read before are dropped.
+ */
+export function applyTheme(theme) {
+  if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+  style = null;
+  values.clear();
 }

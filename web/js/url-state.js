@@ -62,14 +62,55 @@ export const FIELD_KEYS = Object.freeze({
   expert_model_parallel_size: 'ep',
   expert_tensor_parallel_size: 'etp',
   data_parallel_size: 'dp',
+  // trainmem profile and later model fields
+  max_position_embeddings: 'maxpos',
+  add_qkv_bias: 'qkvb',
+  qk_layernorm: 'qkln',
+  framework: 'fw',
+  zero_stage: 'zero',
+  data_parallel_shard_size: 'dps',
+  gpus_per_node: 'gpn',
+  params_dtype: 'dt',
+  expert_params_dtype: 'edt',
+  compute_dtype: 'cdt',
+  master_weights: 'mw',
+  main_params_dtype: 'mdt',
+  main_grads_dtype: 'gdt',
+  exp_avg_dtype: 'm1dt',
+  exp_avg_sq_dtype: 'm2dt',
+  fp8_recipe: 'fp8',
+  fp8_param_gather: 'fp8pg',
+  optimizer: 'opt',
+  momentum: 'mom',
+  optimizer_offload_fraction: 'ooff',
+  offload_params: 'poff',
+  zero_init: 'zinit',
+  additional_buffer_factor: 'abf',
+  gradient_as_bucket_view: 'gbv',
+  allocator_fragmentation: 'frag',
+  cuda_context_bytes: 'ctx',
+  nccl_bytes_per_communicator: 'nccl',
+  workspace_bytes: 'ws',
+  attention_backend: 'attn',
+  attention_dropout: 'adrop',
+  hidden_dropout: 'hdrop',
+  moe_expert_capacity_factor: 'cf',
+  recompute_method: 'rcm',
+  recompute_num_layers: 'rcn',
+  recompute_modules: 'rcmod',
+  pipeline_schedule: 'sched',
+  cross_entropy_loss_fusion: 'cef',
 });
 
 // Page state that is not a core field.
-export const PAGE_KEYS = Object.freeze({ preset: 'm', gpu: 'gpu', capacity: 'cap', unit: 'u' });
+// `pin` holds a second, complete state (a pinned configuration to compare with), encoded the same way.
+export const PAGE_KEYS = Object.freeze({ preset: 'm', gpu: 'gpu', capacity: 'cap', unit: 'u', figure: 'fig', pin: 'pin' });
 const UNITS = ['GiB', 'GB'];
+const FIGURES = ['allocated', 'reserved', 'device'];
 
 const keyToField = new Map(Object.entries(FIELD_KEYS).map(([field, key]) => [key, field]));
-const keyOf = (field) => FIELD_KEYS[field] ?? field;
+/** The link key of a field: its short key, or its Megatron name. */
+export const keyOf = (field) => FIELD_KEYS[field] ?? field;
 
 // ---- value text ----
 
@@ -150,9 +191,11 @@ export function checksum(text) {
  * @param {string} state.gpu
  * @param {string} [state.capacity]               custom capacity text, e.g. "96GB"
  * @param {string} state.unit                     "GiB" or "GB"
+ * @param {string} [state.figure]                 trainmem profile: allocated, reserved or device
+ * @param {string} [state.pin]                    a pinned configuration, itself an encoded state
  * @returns {string} the fragment without "#"
  */
-export function encodeState({ fields, names, resolved = {}, preset, gpu, capacity, unit }) {
+export function encodeState({ fields, names, resolved = {}, preset, gpu, capacity, unit, figure, pin }) {
   const pairs = [['v', String(FORMAT_VERSION)]];
   if (preset) pairs.push([PAGE_KEYS.preset, preset]);
   for (const name of names) {
@@ -165,6 +208,8 @@ export function encodeState({ fields, names, resolved = {}, preset, gpu, capacit
   pairs.push([PAGE_KEYS.gpu, gpu]);
   if (capacity) pairs.push([PAGE_KEYS.capacity, capacity]);
   pairs.push([PAGE_KEYS.unit, unit]);
+  if (figure) pairs.push([PAGE_KEYS.figure, figure]);
+  if (pin) pairs.push([PAGE_KEYS.pin, pin]);
   const body = pairs.map(([k, v]) => `${escapeText(k)}=${escapeText(v)}`).join('&');
   return `${body}&ck=${checksum(body)}`;
 }
@@ -177,7 +222,7 @@ export function encodeState({ fields, names, resolved = {}, preset, gpu, capacit
  */
 export function decodeState(fragment, specs) {
   const out = {
-    version: null, fields: {}, auto: {}, preset: null, gpu: null, capacity: null, unit: null,
+    version: null, fields: {}, auto: {}, preset: null, gpu: null, capacity: null, unit: null, figure: null, pin: null,
     rejected: [], integrity: 'ok', notes: [],
   };
   let text = String(fragment ?? '').replace(/^#/, '');
@@ -229,6 +274,11 @@ function readPair(out, key, value, specs) {
   else if (key === PAGE_KEYS.unit) {
     if (UNITS.includes(value)) out.unit = value;
     else out.rejected.push({ key, reason: `unit must be GiB or GB, got "${value}"` });
+  } else if (key === PAGE_KEYS.pin) {
+    out.pin = value;
+  } else if (key === PAGE_KEYS.figure) {
+    if (FIGURES.includes(value)) out.figure = value;
+    else out.rejected.push({ key, reason: `figure must be allocated, reserved or device, got "${value}"` });
   } else {
     const name = keyToField.get(key) ?? (specs.has(key) ? key : null);
     const spec = name && specs.get(name);

@@ -22,7 +22,7 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-async function handle(req, res) {
+async function handle(req, res, root, prefix) {
   let path;
   try {
     path = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
@@ -30,10 +30,16 @@ async function handle(req, res) {
     res.writeHead(400).end('bad request');
     return;
   }
+  // Served under a sub-path (tests of dist/): only URLs below it exist.
+  if (!path.startsWith(prefix)) {
+    res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found');
+    return;
+  }
+  path = `/${path.slice(prefix.length)}`;
   if (path.endsWith('/')) path += 'index.html';
-  const file = normalize(join(WEB_ROOT, path));
-  // Refuse anything outside web/ (e.g. an encoded "..%2F").
-  if (!file.startsWith(WEB_ROOT.endsWith(sep) ? WEB_ROOT : WEB_ROOT + sep)) {
+  const file = normalize(join(root, path));
+  // Refuse anything outside the root (e.g. an encoded "..%2F").
+  if (!file.startsWith(root.endsWith(sep) ? root : root + sep)) {
     res.writeHead(403).end('forbidden');
     return;
   }
@@ -51,14 +57,17 @@ async function handle(req, res) {
   }
 }
 
-/** Starts the server; resolves when it listens. */
-export function serve({ port = 0, host = '127.0.0.1' } = {}) {
+/**
+ * Starts the server; resolves when it listens. `root` is the folder served (default web/);
+ * `prefix` a sub-path it is served under ("/docs/trainmem/"), as a static host might.
+ */
+export function serve({ port = 0, host = '127.0.0.1', root = WEB_ROOT, prefix = '/' } = {}) {
   return new Promise((resolve, reject) => {
-    const server = createServer((req, res) => { handle(req, res); });
+    const server = createServer((req, res) => { handle(req, res, root, prefix); });
     server.once('error', reject);
     server.listen(port, host, () => {
       const { port: actual } = server.address();
-      resolve({ server, url: `http://${host}:${actual}/` });
+      resolve({ server, url: `http://${host}:${actual}${prefix}` });
     });
   });
 }

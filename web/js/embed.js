@@ -1,0 +1,73 @@
+// The embed view (embed.html#<state>&theme=light|dark|auto): the headline, the stacked bar and the
+// breakdown of one configuration, no form. It tells its parent its height so the iframe fits:
+//   parent.postMessage({ type: 'trainmem:height', height }, '*')
+import { createEngine } from './engine.js';
+import { GpuChart } from './charts.js';
+import { ResultsView, segmentsOf } from './results.js';
+import { applyTheme } from './theme.js';
+import { configFromLink, splitViewOptions } from './link-config.js';
+import { formatSize } from './format.js';
+import { formulaLookup } from './formulas.js';
+
+const $ = (id) => document.getElementById(id);
+let engine;
+let chart;
+let view;
+let lastHeight = 0;
+
+function postHeight() {
+  const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
+  if (height === lastHeight || window.parent === window) return;
+  lastHeight = height;
+  window.parent.postMessage({ type: 'trainmem:height', height }, '*');
+}
+
+function render() {
+  const { state, theme } = splitViewOptions(location.hash);
+  applyTheme(theme);
+  const link = configFromLink(state, engine);
+  const result = engine.estimate(link.config, { verbose: true });
+  const issues = $('general-issues');
+  $('open-full').href = `index.html${state ? `#${state}` : ''}`;
+  $('model-name').textContent = link.name;
+  if (!result.ok) {
+    issues.hidden = false;
+    issues.replaceChildren(...result.issues.map((i) => Object.assign(document.createElement('p'), { textContent: i.message })));
+    view.renderSummary(null, link.capacity, link.gpuLabel, link.unit, true);
+    return;
+  }
+  issues.hidden = true;
+  view.renderSummary(result, link.capacity, link.gpuLabel, link.unit, false, link.figure);
+  view.renderTable(result, link.unit, link.figure);
+  const label = Number.isFinite(link.capacity) ? `${link.gpuLabel} ${formatSize(link.capacity, link.unit)}` : '';
+  chart?.update(segmentsOf(result, formulaLookup(result), link.figure), link.capacity, label, link.unit);
+  document.title = `${link.name} · trainmem`;
+}
+
+async function start() {
+  const enginePromise = createEngine();
+  if (document.readyState === 'loading') await new Promise((r) => document.addEventListener('DOMContentLoaded', r, { once: true }));
+  applyTheme(splitViewOptions(location.hash).theme);
+  engine = await enginePromise;
+  view = new ResultsView({
+    summary: $('summary'), eyebrow: $('eyebrow'), figureSwitch: $('figure-switch'), total: $('total'),
+    capacity: $('capacity'), gpuName: $('gpu-name'), meter: $('meter'), meterFill: $('meter-fill'),
+    verdict: $('verdict'), stale: $('stale'), tableHead: $('breakdown-head'), tableBody: $('breakdown-body'),
+  });
+  $('version').textContent = `· ${engine.version}`;
+  // Chart.js is a deferred classic script: it has run by the load event.
+  if (!window.Chart && document.readyState !== 'complete') await new Promise((r) => window.addEventListener('load', r, { once: true }));
+  if (window.Chart) chart = new GpuChart($('gpu-chart'));
+  render();
+  window.addEventListener('hashchange', render);
+  new ResizeObserver(postHeight).observe(document.documentElement);
+  postHeight();
+  document.body.dataset.ready = '1';
+}
+
+start().catch((error) => {
+  const box = $('general-issues');
+  box.hidden = false;
+  box.textContent = `The calculator could not start: ${error.message}`;
+  document.body.dataset.ready = 'error';
+});

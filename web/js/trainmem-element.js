@@ -1,0 +1,266 @@
+// <trainmem-calculator>: the calculator's answer as a custom element, for sites that prefer not
+// to use iframes. One ES module; it loads the WebAssembly core from next to itself.
+//
+//   <script type="module" src="https://example.org/trainmem/js/trainmem-element.js"></script>
+//   <trainmem-calculator preset="llama-3.1-70b" tp="8" pp="2" gpu="h100-80gb" theme="auto"></trainmem-calculator>
+//
+// Attributes are the share link's keys (url-state.js: preset or m, gpu, cap, u, fig, the short
+// field keys such as tp, pp, dp, s, b, or Megatron's field names), plus theme (light, dark, auto).
+// Changing an attribute recomputes. The element renders in its shadow root with its own styles,
+// so the host page's CSS neither leaks in nor is touched; it needs no inline script or style.
+import { createEngine } from './engine.js';
+import { configFromLink } from './link-config.js';
+import { FIELD_KEYS, PAGE_KEYS } from './url-state.js';
+import { CATEGORIES, PARTS, figureOf, peakParts, overheadLines, FIGURES } from './results.js';
+import { formatBytes, formatExactBytes, formatSize } from './format.js';
+
+// The palette of web/css/app.css (tests/wasm/page-logic.test.mjs checks that they agree).
+const PALETTE_LIGHT = `
+  --bg: #f6f7f9;
+  --surface: #ffffff;
+  --text: #15181d;
+  --muted: #525a66;
+  --border: #d5d9e0;
+  --grid: #e3e6eb;
+  --accent: #1f5fd1;
+  --focus: #1f5fd1;
+  --ok: #11703a;
+  --ok-bg: #e3f4e9;
+  --bad: #b3261e;
+  --bad-bg: #fce8e6;
+  --capacity: #b3261e;
+  --c-weights-dense: #2f6fe0;
+  --c-weights-embedding: #9dbbf3;
+  --c-weights-expert: #173f8c;
+  --c-gradients-dense: #e07b1f;
+  --c-gradients-embedding: #f5c594;
+  --c-gradients-expert: #8f4a0c;
+  --c-master_weights-dense: #8a5cf0;
+  --c-master_weights-embedding: #cbb8f9;
+  --c-master_weights-expert: #54279e;
+  --c-optimizer_states-dense: #10948a;
+  --c-optimizer_states-embedding: #8ad6cf;
+  --c-optimizer_states-expert: #0b5a54;
+  --c-activation: #d9345b;
+  --c-weight_copies-dense: #5a86c9;
+  --c-weight_copies-embedding: #b7cbe8;
+  --c-weight_copies-expert: #2c4f80;
+  --c-buffers-dense: #8c7a2e;
+  --c-buffers-embedding: #d8cb8f;
+  --c-buffers-expert: #5c4f17;
+  --c-temporary: #a8326e;
+  --c-allocator: #8a929e;
+  --c-context: #6b7380;
+  --c-nccl: #4f5662;
+  --c-workspace: #b4bac4;`;
+const PALETTE_DARK = `
+  --bg: #0f1216;
+  --surface: #181c22;
+  --text: #e7eaee;
+  --muted: #a3abb7;
+  --border: #343b46;
+  --grid: #2a3039;
+  --accent: #7aa7ff;
+  --focus: #9dbdff;
+  --ok: #6fd394;
+  --ok-bg: #143322;
+  --bad: #ff8a80;
+  --bad-bg: #3a1716;
+  --capacity: #ff8a80;
+  --c-weights-dense: #5b8ff0;
+  --c-weights-embedding: #a9c4f7;
+  --c-weights-expert: #2d58b0;
+  --c-gradients-dense: #f0923c;
+  --c-gradients-embedding: #f7c99b;
+  --c-gradients-expert: #b0621c;
+  --c-master_weights-dense: #a07ef5;
+  --c-master_weights-embedding: #d2c2fa;
+  --c-master_weights-expert: #6f43c4;
+  --c-optimizer_states-dense: #25b3a7;
+  --c-optimizer_states-embedding: #93dcd5;
+  --c-optimizer_states-expert: #147a72;
+  --c-activation: #f05d80;
+  --c-weight_copies-dense: #7ea3dc;
+  --c-weight_copies-embedding: #bcd0ee;
+  --c-weight_copies-expert: #4a6fa8;
+  --c-buffers-dense: #c2ad4f;
+  --c-buffers-embedding: #e3d9a6;
+  --c-buffers-expert: #8a7a2c;
+  --c-temporary: #d0609a;
+  --c-allocator: #9aa2ad;
+  --c-context: #7d8592;
+  --c-nccl: #5f6773;
+  --c-workspace: #c3c8d0;`;
+
+const STYLE = `
+:host { display: block; font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+  font-size: 15px; line-height: 1.4; ${PALETTE_LIGHT} color-scheme: light; }
+:host([hidden]) { display: none; }
+@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${PALETTE_DARK} color-scheme: dark; } }
+:host([theme="dark"]) { ${PALETTE_DARK} color-scheme: dark; }
+.box { background: var(--surface); color: var(--text); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; }
+.eyebrow, .model { margin: 0; color: var(--muted); font-size: 0.82rem; }
+.headline { margin: 0; display: flex; flex-wrap: wrap; align-items: baseline; gap: 2px 8px; }
+.total { font-size: 1.8rem; font-weight: 750; font-variant-numeric: tabular-nums; }
+.of { color: var(--muted); font-size: 0.9rem; }
+.verdict { margin: 2px 0 6px; font-weight: 650; }
+.fits { color: var(--ok); } .over { color: var(--bad); }
+.bar { position: relative; display: flex; height: 22px; border-radius: 4px; background: var(--grid); overflow: visible; }
+.seg { height: 100%; min-width: 0; }
+.cap { position: absolute; top: -4px; bottom: -4px; width: 0; border-left: 2px dashed var(--capacity); }
+ul { list-style: none; margin: 8px 0 4px; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(210px, 1fr)); gap: 1px 14px; font-size: 0.84rem; }
+li { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px solid var(--grid); }
+li span:last-child { font-variant-numeric: tabular-nums; font-weight: 600; }
+.sw { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
+.issues { color: var(--bad); font-size: 0.86rem; margin: 4px 0; padding-left: 18px; }
+.foot { margin: 4px 0 0; font-size: 0.78rem; color: var(--muted); }
+a { color: var(--accent); }
+`;
+
+const OWN = new Set(['theme', 'preset', 'class', 'id', 'style', 'hidden', 'lang', 'dir', 'title', 'slot']);
+const FULL_PAGE = new URL('../index.html', import.meta.url);
+let sheet = null;
+
+function styleSheet() {
+  if (!sheet) {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(STYLE);
+  }
+  return sheet;
+}
+
+const h = (tag, cls, text) => {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+export class TrainmemCalculator extends HTMLElement {
+  static get observedAttributes() {
+    return ['theme', 'preset', ...Object.values(PAGE_KEYS), ...Object.keys(FIELD_KEYS), ...Object.values(FIELD_KEYS)];
+  }
+
+  constructor() {
+    super();
+    this.root = this.attachShadow({ mode: 'open' });
+    this.root.adoptedStyleSheets = [styleSheet()];
+    this.box = h('div', 'box');
+    this.box.setAttribute('role', 'group');
+    this.box.setAttribute('aria-label', 'GPU memory estimate');
+    this.root.append(this.box);
+    this.pending = false;
+  }
+
+  connectedCallback() {
+    this.schedule();
+  }
+
+  attributeChangedCallback() {
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.pending) return;
+    this.pending = true;
+    queueMicrotask(async () => {
+      this.pending = false;
+      if (!this.isConnected) return;
+      this.engine ??= await createEngine();
+      this.render();
+    });
+  }
+
+  /** The attributes as a share-link state ("m=llama-3.1-70b&tp=8&..."). */
+  state() {
+    const pairs = [];
+    for (const { name, value } of this.attributes) {
+      if (name === 'preset') pairs.push(['m', value]);
+      else if (!OWN.has(name) && !name.startsWith('data-') && !name.startsWith('aria-')) pairs.push([name, value]);
+    }
+    return pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
+  }
+
+  render() {
+    const state = this.state();
+    const link = configFromLink(state, this.engine);
+    const result = this.engine.estimate(link.config);
+    const { unit } = link;
+    const color = (name) => getComputedStyle(this).getPropertyValue(name).trim();
+    const parts = [h('p', 'model', link.name)];
+    const problems = [...link.rejected.map((r) => `${r.key}: ${r.reason}`)];
+    if (!result.ok) {
+      problems.push(...result.issues.map((i) => i.message));
+    } else {
+      const fig = figureOf(result, link.figure);
+      parts.unshift(h('p', 'eyebrow', result.profile === 'trainmem' ? `Most-loaded GPU · ${FIGURES[fig.key].long}` : 'Most-loaded GPU needs'));
+      const headline = h('p', 'headline');
+      const total = h('span', 'total', formatBytes(fig.bytes, unit));
+      total.title = formatExactBytes(fig.bytes);
+      headline.append(total, h('span', 'of', Number.isFinite(link.capacity) ? `of ${formatSize(link.capacity, unit)} · ${link.gpuLabel}` : ''));
+      parts.push(headline);
+      if (Number.isFinite(link.capacity)) {
+        const headroom = link.capacity - fig.bytes;
+        parts.push(h('p', `verdict ${headroom >= 0 ? 'fits' : 'over'}`, headroom >= 0
+          ? `Fits · ${formatBytes(headroom, unit)} headroom` : `Does not fit · ${formatBytes(-headroom, unit)} over`));
+      }
+      // Rows: each tensor class (its parts summed), activations, temporaries, overhead lines.
+      const rows = CATEGORIES.map((c) => ({
+        label: c.label, color: color(`--c-${c.key}-dense`),
+        bytes: PARTS.reduce((sum, p) => sum + (result.state?.[c.key]?.[p.key] ?? 0), 0),
+      }));
+      const peak = peakParts(result);
+      rows.push({ label: 'Activations', color: color('--c-activation'), bytes: peak.activation });
+      if (peak.temporary > 0) rows.push({ label: peak.label, color: color('--c-temporary'), bytes: peak.temporary });
+      for (const o of overheadLines(result, fig.key)) if (o.included) rows.push({ label: o.label, color: color(o.color), bytes: o.bytes });
+      const shown = rows.filter((r) => r.bytes > 0);
+      const scale = Math.max(fig.bytes, Number.isFinite(link.capacity) ? link.capacity : 0) * 1.02;
+      const bar = h('div', 'bar');
+      bar.setAttribute('role', 'img');
+      bar.setAttribute('aria-label', `${formatBytes(fig.bytes, unit)} on the most-loaded GPU; the list below gives each part`);
+      for (const r of shown) {
+        const seg = h('div', 'seg');
+        seg.style.width = `${(100 * r.bytes / scale).toFixed(3)}%`; // CSSOM, not a style attribute: CSP-safe
+        seg.style.background = r.color;
+        seg.title = `${r.label}: ${formatBytes(r.bytes, unit)}`;
+        bar.append(seg);
+      }
+      if (Number.isFinite(link.capacity)) {
+        const cap = h('div', 'cap');
+        cap.style.left = `${(100 * link.capacity / scale).toFixed(3)}%`;
+        cap.title = `${link.gpuLabel} ${formatSize(link.capacity, unit)}`;
+        bar.append(cap);
+      }
+      parts.push(bar);
+      const list = h('ul');
+      for (const r of shown) {
+        const li = h('li');
+        const name = h('span');
+        const sw = h('span', 'sw');
+        sw.style.background = r.color;
+        name.append(sw, r.label);
+        li.append(name, h('span', '', formatBytes(r.bytes, unit)));
+        list.append(li);
+      }
+      parts.push(list);
+    }
+    if (problems.length) {
+      const ul = h('ul', 'issues');
+      ul.setAttribute('role', 'alert');
+      for (const text of problems) ul.append(h('li', '', text));
+      parts.push(ul);
+    }
+    const foot = h('p', 'foot');
+    const a = h('a', '', 'Open in trainmem');
+    a.href = `${FULL_PAGE.href}#${state}`;
+    a.target = '_blank';
+    a.rel = 'noopener';
+    foot.append(a);
+    parts.push(foot);
+    this.box.replaceChildren(...parts);
+    this.dataset.ready = result.ok ? '1' : 'invalid';
+    this.dispatchEvent(new CustomEvent('trainmem-result', { detail: result }));
+  }
+}
+
+if (!customElements.get('trainmem-calculator')) customElements.define('trainmem-calculator', TrainmemCalculator);

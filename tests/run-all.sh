@@ -14,7 +14,7 @@ bash tests/setup.sh
 jobs=2
 echo "== native build and Catch2 tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j"$jobs"
+cmake --build build -j"$jobs" --target trainmem trainmem_tests   # benchmarks: npm run bench
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== CLI tests"
@@ -39,7 +39,7 @@ node tests/web/browser-check.mjs
 echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRAINMEM_SANITIZE=ON -DTRAINMEM_FUZZ=ON > /dev/null
-cmake --build build-fuzz -j"$jobs"
+cmake --build build-fuzz -j"$jobs" --target trainmem_tests fuzz_config fuzz_hf_import fuzz_megatron_args
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs"
 for pair in config:config hf_import:hf megatron_args:megatron; do
   harness=build-fuzz/tests/fuzz_${pair%%:*}

@@ -356,6 +356,9 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"vocab_size", "0 only in the trainmem profile"},
     {"swiglu", "consistent with gated_linear_unit and activation_func"},
     {"num_moe_experts", "divisible by expert_model_parallel_size"},
+    {"ffn_hidden_size", "divisible by tensor_model_parallel_size when a layer has a dense MLP"},
+    {"moe_ffn_hidden_size", "divisible by expert_tensor_parallel_size"},
+    {"moe_shared_expert_intermediate_size", "divisible by tensor_model_parallel_size"},
     {"moe_layer_freq", "a list has one 0/1 entry per layer"},
     {"moe_router_topk", "at most num_moe_experts"},
     {"seq_length", "divisible by 2 × context_parallel_size when CP > 1, times tensor_model_parallel_size with sequence_parallel"},
@@ -976,6 +979,28 @@ Resolved resolve(const ConfigInput& in) {
   if (have_shape && !c.multi_latent_attention && c.num_query_groups % t != 0)
     fail("num_query_groups", "must be divisible by tensor_model_parallel_size (" + n(t) +
                                  "), got " + n(c.num_query_groups));
+
+  // Megatron's column-parallel linears split their output evenly over the tensor-parallel ranks
+  // (ColumnParallelLinear: divide(output_size, world_size) asserts): TP divides the MLP and the
+  // shared experts' widths, ETP the routed experts'.
+  bool has_dense_mlp = !c.is_moe();
+  if (c.is_moe() && c.num_layers > 0) {
+    if (!c.moe_layer_freq_list.empty()) {
+      for (uint8_t x : c.moe_layer_freq_list) has_dense_mlp |= x == 0;
+    } else {
+      has_dense_mlp = c.moe_layer_freq > 1 && c.num_layers > 1;
+    }
+  }
+  if (has_dense_mlp && c.ffn_hidden_size > 0 && c.ffn_hidden_size % t != 0)
+    fail("ffn_hidden_size", "must be divisible by tensor_model_parallel_size (" + n(t) + "), got " +
+                                n(c.ffn_hidden_size));
+  if (c.is_moe() && c.moe_shared_expert_intermediate_size % t != 0)
+    fail("moe_shared_expert_intermediate_size", "must be divisible by tensor_model_parallel_size (" +
+                                                    n(t) + "), got " +
+                                                    n(c.moe_shared_expert_intermediate_size));
+  if (c.is_moe() && c.moe_ffn_hidden_size > 0 && c.moe_ffn_hidden_size % te != 0)
+    fail("moe_ffn_hidden_size", "must be divisible by expert_tensor_parallel_size (" + n(te) +
+                                    "), got " + n(c.moe_ffn_hidden_size));
 
   if (v > 0 && p == 1)
     fail("virtual_pipeline_model_parallel_size",

@@ -334,9 +334,8 @@ class Search {
     }
   }
 
-  // Megatron's column-parallel linears divide their output evenly (ColumnParallelLinear asserts
-  // it): TP divides the MLP and shared-expert sizes, ETP the routed experts'. resolve() does not
-  // check this yet, so the search space leaves such sizes out.
+  // resolve()'s rule (Megatron's column-parallel linears divide their output evenly), applied
+  // early only to keep such sizes out of the search space.
   bool splits_mlp(int64_t t, bool experts) const {
     const Config& b = base_;
     if (experts) return b.moe_ffn_hidden_size % t == 0;

@@ -277,3 +277,24 @@ TEST_CASE("a number beyond double is malformed JSON, not a crash (found by fuzzi
   CHECK(messages_for(R"({"num_layers": 1e400, "hidden_size": 64})") ==
         one("config: malformed JSON: number overflow parsing '1e400'"));
 }
+
+TEST_CASE("column-parallel widths must split over their tensor-parallel ranks", "[validation]") {
+  SECTION("the MLP width over TP") {
+    CHECK(messages_for(with(R"("ffn_hidden_size": 100, "tensor_model_parallel_size": 8)")) ==
+          one("ffn_hidden_size: must be divisible by tensor_model_parallel_size (8), got 100"));
+  }
+  SECTION("the routed experts' width over ETP") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "moe_ffn_hidden_size": 100,
+        "expert_tensor_parallel_size": 8, "data_parallel_size": 8)")) ==
+          one("moe_ffn_hidden_size: must be divisible by expert_tensor_parallel_size (8), got 100"));
+  }
+  SECTION("the shared experts' width over TP") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "moe_shared_expert_intermediate_size": 100,
+        "tensor_model_parallel_size": 8, "sequence_parallel": true)")) ==
+          one("moe_shared_expert_intermediate_size: must be divisible by tensor_model_parallel_size (8), got 100"));
+  }
+  SECTION("an MoE model whose every layer is MoE has no dense MLP to split") {
+    CHECK(messages_for(with(R"("num_moe_experts": 8, "ffn_hidden_size": 100, "moe_ffn_hidden_size": 64,
+        "tensor_model_parallel_size": 8, "sequence_parallel": true)")).empty());
+  }
+}

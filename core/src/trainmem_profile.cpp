@@ -445,8 +445,14 @@ struct StageActivation {
   double bytes = 0;
 };
 
-StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r) {
-  StageActivation a;
+// What one microbatch keeps on stage r, before the schedule multiplies it. `loss_chunk` is the
+// part in the last chunk (MTP, output layer, loss), which the schedule treats apart.
+struct StageMicrobatch {
+  double per_microbatch = 0, loss_chunk = 0, recompute_working = 0;
+};
+
+StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, int64_t r) {
+  StageMicrobatch a;
   const int64_t p = layout.p;
   const bool any_recompute = c.recompute_granularity != RecomputeGranularity::none;
   // Full recompute with the uniform method re-runs a whole group of recompute_num_layers layers
@@ -482,6 +488,17 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   }
   if (r == 0) a.per_microbatch += embedding_activation_bytes(c);
   if (r == p - 1) loss_chunk += output_activation_bytes(c);
+  a.loss_chunk = loss_chunk;
+  return a;
+}
+
+StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r,
+                                 const StageMicrobatch& micro) {
+  StageActivation a;
+  const int64_t p = layout.p;
+  a.recompute_working = micro.recompute_working;
+  const double loss_chunk = micro.loss_chunk;
+  a.per_microbatch = micro.per_microbatch;
 
   // Microbatches in flight at the stage's peak. 1F1B: stage r runs p − r warm-up forwards
   // (Narayanan et al. 2021 §2.2); GPipe keeps every microbatch; Megatron's interleaved schedule
@@ -550,22 +567,49 @@ double largest_layer_params(const Config& c) {
   return std::max(one_dense.params(), one_moe.params());
 }
 
+// Stages with the same layers and neither the first nor the last stage's extras hold the same
+// model state and keep the same per-microbatch activations: only the schedule's in-flight count
+// differs. The estimate evaluates one of each kind (a 16-stage pipeline: 3 kinds).
+struct StageKind {
+  bool valid = false;
+  double dense = 0, moe = 0;
+  StageState state;
+  StageMicrobatch micro;
+  double dense_params = 0, routed_params = 0;
+};
+
 StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, double largest_layer,
-                           bool include_activation,
-                           Trace* trace) {
+                           bool include_activation, Trace* trace, StageKind* middle = nullptr) {
   StageResult out;
   const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
                   double(c.expert_tensor_parallel_size)};
-  const Inventory inv = stage_inventory(c, gpu, layout, r);
-  out.state = stage_state(c, inv, largest_layer, trace);
-  const Inventory whole = stage_inventory(c, Shard{}, layout, r);
+  const bool first = r == 0, last = r == layout.p - 1;
+  // With full recompute the kept bytes depend on where MoE layers sit in a chunk: no sharing.
+  const bool shareable = middle && !first && !last && !trace &&
+                         c.recompute_granularity != RecomputeGranularity::full;
+  const StageLayers layers = shareable ? stage_layers(c, layout, r) : StageLayers{};
   StageParams& s = out.summary;
+  if (shareable && middle->valid && middle->dense == layers.dense && middle->moe == layers.moe) {
+    out.state = middle->state;
+    s.dense = middle->dense_params;
+    s.routed = middle->routed_params;
+    if (include_activation) out.activation = stage_activation(c, layout, r, middle->micro);
+  } else {
+    const Inventory inv = stage_inventory(c, gpu, layout, r);
+    out.state = stage_state(c, inv, largest_layer, trace);
+    const Inventory whole = stage_inventory(c, Shard{}, layout, r);
+    s.dense = whole.params(Part::dense) + whole.params(Part::embedding);
+    s.routed = whole.params(Part::expert);
+    StageMicrobatch micro;
+    if (include_activation) {
+      micro = stage_microbatch(c, layout, r);
+      out.activation = stage_activation(c, layout, r, micro);
+    }
+    if (shareable) *middle = StageKind{true, layers.dense, layers.moe, out.state, micro, s.dense, s.routed};
+  }
   s.num_layers = layout.count(r);
-  s.dense = whole.params(Part::dense) + whole.params(Part::embedding);
-  s.routed = whole.params(Part::expert);
   s.weight_and_optimizer_bytes = out.state.gpu.total();
   if (include_activation) {
-    out.activation = stage_activation(c, layout, r);
     s.has_activation = true;
     s.activation_bytes = out.activation.bytes;
     s.microbatches_in_flight = int64_t(std::ceil(out.activation.in_flight));
@@ -573,7 +617,6 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Every moment holds the model state and the library workspaces, which stay allocated once
   // created (runtime_overhead).
   const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
-  const bool last = r == layout.p - 1;
   s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
   s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
   s.moments.optimizer_step =
@@ -623,10 +666,11 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.layers = counts.layers;
 
   const double largest_layer = largest_layer_params(c);
+  StageKind middle;  // the middle stages' shared figures
   int64_t heaviest = -1;
   StageResult best;
   for (int64_t r = 0; r < layout.p; ++r) {
-    StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr);
+    StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle);
     if (stages) stages->push_back(stage.summary);
     if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
       heaviest = r;

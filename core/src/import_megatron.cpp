@@ -10,6 +10,8 @@
 #include "internal.hpp"
 #include "trainmem/import.hpp"
 
+#include "json_values.hpp"
+
 namespace trainmem {
 namespace {
 
@@ -753,26 +755,7 @@ std::string shell_word(const std::string& w) {
 
 using ordered = nlohmann::ordered_json;
 
-ordered json_value(const FieldValue& value) {
-  struct {
-    ordered operator()(std::monostate) const { return nullptr; }
-    ordered operator()(bool b) const { return b; }
-    ordered operator()(double d) const { return number(d); }
-    ordered operator()(const std::string& s) const { return s; }
-    ordered operator()(const std::vector<double>& list) const {
-      ordered out = ordered::array();
-      for (double d : list) out.push_back(number(d));
-      return out;
-    }
-    ordered operator()(const std::vector<std::string>& list) const { return list; }
-    // Counts as JSON integers; the few real-valued fields (dropout, fractions) as they are.
-    static ordered number(double d) {
-      if (std::fabs(d) < 9.0e15 && d == std::floor(d)) return static_cast<int64_t>(d);
-      return d;
-    }
-  } visitor;
-  return std::visit(visitor, value);
-}
+ordered json_value(const FieldValue& value) { return detail::json_field_value(value); }
 
 }  // namespace
 

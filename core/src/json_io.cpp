@@ -6,18 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "json_values.hpp"
 
 namespace trainmem {
 namespace {
 
 using ordered = nlohmann::ordered_json;
 
-// A count or byte figure as JSON: integers where exact (|x| < 2^53), never NaN or Infinity.
-ordered num(double x) {
-  if (!std::isfinite(x)) return nullptr;
-  if (std::fabs(x) < 9.007199254740992e15 && x == std::floor(x)) return static_cast<int64_t>(x);
-  return x;
-}
+ordered num(double x) { return detail::json_number(x); }
 
 std::string_view json_type_name(const ordered& v) {
   if (v.is_object()) return "an object";
@@ -25,27 +21,11 @@ std::string_view json_type_name(const ordered& v) {
   return "a value";
 }
 
-ordered field_value_json(const FieldValue& value) {
-  struct {
-    ordered operator()(std::monostate) const { return nullptr; }
-    ordered operator()(bool b) const { return b; }
-    ordered operator()(double d) const { return num(d); }
-    ordered operator()(const std::string& s) const { return s; }
-    ordered operator()(const std::vector<double>& list) const {
-      ordered out = ordered::array();
-      for (double d : list) out.push_back(num(d));
-      return out;
-    }
-    ordered operator()(const std::vector<std::string>& list) const { return list; }
-  } visitor;
-  return std::visit(visitor, value);
-}
-
 ordered config_json(const Config& config) {
   const ConfigInput input = to_input(config);
   ordered out = ordered::object();
   for (const FieldSpec& spec : field_specs())
-    out[std::string(spec.name)] = field_value_json(get_field(input, spec.name));
+    out[std::string(spec.name)] = detail::json_field_value(get_field(input, spec.name));
   return out;
 }
 
@@ -61,6 +41,32 @@ ordered part_json(const PartBytes& part) {
 }
 
 }  // namespace
+
+namespace detail {
+
+ordered_json json_number(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  if (std::fabs(x) < 9.007199254740992e15 && x == std::floor(x)) return static_cast<int64_t>(x);
+  return x;
+}
+
+ordered_json json_field_value(const FieldValue& value) {
+  struct {
+    ordered_json operator()(std::monostate) const { return nullptr; }
+    ordered_json operator()(bool b) const { return b; }
+    ordered_json operator()(double d) const { return json_number(d); }
+    ordered_json operator()(const std::string& s) const { return s; }
+    ordered_json operator()(const std::vector<double>& list) const {
+      ordered_json out = ordered_json::array();
+      for (double d : list) out.push_back(json_number(d));
+      return out;
+    }
+    ordered_json operator()(const std::vector<std::string>& list) const { return list; }
+  } visitor;
+  return std::visit(visitor, value);
+}
+
+}  // namespace detail
 
 ParsedConfig parse_config_json(std::string_view text) {
   ParsedConfig out;

@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "internal.hpp"
+#include "json_values.hpp"
 #include "trainmem/json_io.hpp"
 #include "trainmem/report.hpp"
 
@@ -945,27 +946,8 @@ namespace {
 
 using ordered = nlohmann::ordered_json;
 
-ordered num(double x) {
-  if (!std::isfinite(x)) return nullptr;
-  if (std::fabs(x) < 9.007199254740992e15 && x == std::floor(x)) return static_cast<int64_t>(x);
-  return x;
-}
-
-ordered field_json(const FieldValue& value) {
-  struct {
-    ordered operator()(std::monostate) const { return nullptr; }
-    ordered operator()(bool b) const { return b; }
-    ordered operator()(double d) const { return num(d); }
-    ordered operator()(const std::string& s) const { return s; }
-    ordered operator()(const std::vector<double>& list) const {
-      ordered out = ordered::array();
-      for (double d : list) out.push_back(num(d));
-      return out;
-    }
-    ordered operator()(const std::vector<std::string>& list) const { return list; }
-  } visitor;
-  return std::visit(visitor, value);
-}
+ordered num(double x) { return detail::json_number(x); }
+ordered field_json(const FieldValue& value) { return detail::json_field_value(value); }
 
 // The fields a layout sets (the Search's input_for), in the field table's order.
 ordered layout_fields(const Config& c) {

@@ -547,6 +547,186 @@ await check('Find layouts: a worker searches, the table sorts, choosing a row lo
   return page;
 });
 
+// ---- hostile links and imports (issue 9, item 5) ----
+
+const PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><svg onload="window.__pwned=3">';
+const enc = encodeURIComponent;
+/** Anything the payload would have created or run, in the page and in shadow roots. */
+const injected = (page) => page.evaluate(() => {
+  const roots = [document, ...[...document.querySelectorAll('*')].filter((e) => e.shadowRoot).map((e) => e.shadowRoot)];
+  const found = roots.flatMap((r) => [...r.querySelectorAll('img[src="x"], img[onerror], script:not([src]), svg[onload], [onerror], [onload]')]);
+  return { pwned: window.__pwned, elements: found.map((e) => e.outerHTML.slice(0, 80)) };
+});
+async function expectInert(page, where) {
+  const { pwned, elements } = await injected(page);
+  expect(pwned === undefined, `${where}: the payload ran (window.__pwned = ${pwned})`);
+  expect(elements.length === 0, `${where}: the payload made elements: ${elements.join(' ')}`);
+}
+
+await check('a hostile link: markup in every string field is shown as text, never run', async (keep) => {
+  const pin = `v=1&m=${enc(PAYLOAD)}&L=${enc(PAYLOAD)}`;
+  const { page, problems } = await open(`#v=1&m=${enc(PAYLOAD)}&L=${enc(PAYLOAD)}&act=${enc(PAYLOAD)}&rcmod=${enc(PAYLOAD)}`
+    + `&s=4096&gpu=custom&cap=${enc(PAYLOAD)}&u=GiB&fig=${enc(PAYLOAD)}&pin=${enc(pin)}&${enc(PAYLOAD)}=1`);
+  keep(page);
+  const notice = await page.textContent('#link-notice');
+  for (const name of ['num_layers', 'activation_func', 'unknown model preset', 'pin', 'fig']) expect(notice.includes(name), `notice does not name ${name}: ${notice}`);
+  expect(notice.includes('<img src=x onerror='), 'the payload is not shown as text in the notice');
+  expect(await page.inputValue('#f-seq_length') === '4096', 'a valid field next to the payload was lost');
+  expect(/^\d+\.\d\d GiB$/.test(await total(page)), `total is "${await total(page)}"`);
+  await expectInert(page, 'link');
+  // The same payload typed into fields, the capacity and the preset search.
+  await typeInto(page, '#f-num_layers', PAYLOAD);
+  await typeInto(page, '#capacity-input', PAYLOAD);
+  await typeInto(page, '#preset-search', PAYLOAD);
+  expect((await page.textContent('#e-num_layers')).length > 0, 'no message for markup typed into num_layers');
+  await settleUrl(page);
+  await expectInert(page, 'typed');
+  // A GPU name from the link is only ever looked up, and named when unknown.
+  const { page: gpuPage, problems: more } = await open(`#v=1&m=llama-3.1-8b&gpu=${enc(PAYLOAD)}&u=GiB`);
+  const gpuNotice = await gpuPage.textContent('#link-notice');
+  const inert = await injected(gpuPage);
+  await gpuPage.close();
+  expect(gpuNotice.includes('unknown GPU "<img src=x'), `GPU notice: ${gpuNotice}`);
+  expect(inert.pwned === undefined && inert.elements.length === 0, `GPU link: ${JSON.stringify(inert)}`);
+  expect(problems.length === 0 && more.length === 0, [...problems, ...more].join('\n')); // a CSP violation is a console error
+  return page;
+});
+
+await check('hostile imports: markup in a config.json or a Megatron argument line stays text', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await page.click('#import-panel > summary');
+  const hostile = JSON.stringify({ ...JSON.parse(HF_CONFIG), model_type: PAYLOAD, architectures: [PAYLOAD], torch_dtype: PAYLOAD,
+    hidden_act: PAYLOAD, [PAYLOAD]: PAYLOAD, rope_scaling: { type: PAYLOAD } });
+  await page.fill('#import-text', hostile);
+  await page.click('#import-run');
+  await page.waitForSelector('#import-report:not([hidden])');
+  const report = await page.textContent('#import-report');
+  expect(report.includes('<img src=x') || report.includes('hidden_act'), `the report names nothing of the payload: ${report.slice(0, 200)}`);
+  await expectInert(page, 'config.json');
+  await page.setInputFiles('#import-file', { name: '<img src=x onerror="window.__pwned=4">.json', mimeType: 'application/json', buffer: Buffer.from(hostile) });
+  await page.waitForTimeout(300);
+  await expectInert(page, 'uploaded file');
+  await page.fill('#import-text', `python pretrain_gpt.py --num-layers '${PAYLOAD}' --hidden-size 4096 --normalization "${PAYLOAD}" --${PAYLOAD} 1`);
+  await page.click('#import-run');
+  await page.waitForFunction(() => document.querySelector('#import-report').textContent.length > 0);
+  await page.waitForTimeout(100);
+  await expectInert(page, 'Megatron arguments');
+  expect(!/NaN/.test(await page.textContent('#summary')), 'NaN in the headline');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('Content-Security-Policy: no unsafe-eval or unsafe-inline scripts, enforced, no violation on load; no eval in the glue', async (keep) => {
+  for (const file of ['index.html', 'embed.html']) {
+    const html = await readFile(new URL(`../../web/${file}`, import.meta.url), 'utf8');
+    const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(html)?.[1];
+    expect(csp, `${file} has no CSP meta tag`);
+    const directives = Object.fromEntries(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([k, ...v]) => [k, v]));
+    const scripts = directives['script-src'] ?? directives['default-src'];
+    expect(scripts && !scripts.includes("'unsafe-eval'") && !scripts.includes("'unsafe-inline'") && !scripts.includes('*'), `${file} script-src: ${scripts}`);
+    expect(!csp.includes("'unsafe-inline'"), `${file} allows unsafe-inline: ${csp}`);
+    expect(directives['object-src']?.includes("'none'") && directives['base-uri']?.includes("'none'"), `${file}: ${csp}`);
+  }
+  for (const file of ['trainmem.mjs', 'trainmem-tools.mjs']) {
+    const glue = await readFile(new URL(`../../web/wasm/${file}`, import.meta.url), 'utf8');
+    expect(!/new\s+Function\s*\(|(?<![\w$.])eval\s*\(/.test(glue), `${file} uses new Function or eval`);
+  }
+  const page = keep(await context.newPage());
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  for (const file of ['index.html', 'embed.html']) {
+    await page.goto(`${url}${file}#v=1&m=llama-3.1-8b&gpu=h100-80gb&u=GiB`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    expect((await page.evaluate(() => window.__csp)).length === 0, `${file}: CSP violations on load: ${await page.evaluate(() => window.__csp)}`);
+    // The policy is live: an inline script (what injected markup would bring) is refused, and reported.
+    // (page.evaluate itself bypasses CSP, so it adds a script element the way a payload would.)
+    await page.evaluate(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.append(s); });
+    expect(await page.evaluate(() => window.__inline) === undefined, `${file}: an inline script ran`);
+    await page.waitForFunction(() => window.__csp.length > 0);
+  }
+  return page;
+});
+
+await check('no request leaves the origin: page, imports, planner worker, embed page, custom element', async (keep) => {
+  const requests = [];
+  const record = (r) => requests.push(r.url());
+  context.on('request', record);
+  try {
+    const page = keep(await context.newPage());
+    page.on('request', record); // requests from the page's workers too
+    await page.goto(`${url}index.html#v=1&m=${enc(PAYLOAD)}&gpu=custom&cap=80GB&u=GiB`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    await page.click('#import-panel > summary');
+    await page.fill('#import-text', HF_CONFIG);
+    await page.click('#import-run');
+    await page.waitForSelector('#import-report:not([hidden])');
+    await typeInto(page, '#plan-gpus', '8');
+    await page.click('#plan-run');
+    await page.waitForSelector('#plan-body tr', { timeout: 20000 });
+    await page.goto(`${url}embed.html#v=1&m=llama-3.1-70b&tp=8&gpu=${enc(PAYLOAD)}&u=GiB&theme=dark`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    await expectInert(page, 'embed');
+    // A host page on the same origin with the custom element, attributes carrying the payload.
+    await page.route(`${url}hostile-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>host</title><link rel="icon" href="data:,">
+      <script type="module" src="js/trainmem-element.js"></script></head><body>
+      <trainmem-calculator preset="llama-3.1-8b" tp="2" gpu="x" cap="1" L="32"></trainmem-calculator></body></html>` }));
+    await page.goto(`${url}hostile-host.html`);
+    await page.evaluate((p) => { const e = document.querySelector('trainmem-calculator'); e.setAttribute('gpu', p); e.setAttribute('m', p); }, PAYLOAD);
+    // An unknown preset leaves no model: the element shows the core's issues ("invalid").
+    await page.waitForFunction(() => ['1', 'invalid'].includes(document.querySelector('trainmem-calculator')?.dataset.ready), null, { timeout: 20000 });
+    await page.waitForTimeout(200);
+    await expectInert(page, 'custom element');
+    const text = await page.evaluate(() => document.querySelector('trainmem-calculator').shadowRoot.textContent);
+    expect(text.includes('<img src=x'), `the element does not show the payload as text: ${text.slice(0, 200)}`);
+    const origin = new URL(url).origin;
+    const foreign = requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith('data:') && !u.startsWith('blob:'));
+    expect(requests.some((u) => u.endsWith('plan-worker.js')) && requests.some((u) => u.endsWith('trainmem-tools.wasm')), `not all requests seen: ${requests.length}`);
+    expect(foreign.length === 0, `requests outside ${origin}: ${foreign.join(' ')}`);
+    return page;
+  } finally {
+    context.off('request', record);
+  }
+});
+
+// ---- nothing lost (issue 9, item 6) ----
+
+await check('nothing lost: a bad edit keeps the other inputs and the last result; a reload restores what was valid', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
+  await typeInto(page, '#f-num_layers', '48');
+  const good = await total(page);
+  await typeInto(page, '#f-num_layers', 'abc');
+  expect((await page.textContent('#e-num_layers')).includes('num_layers'), 'no message beside num_layers');
+  expect(await total(page) === good && await page.isVisible('#stale'), 'the last valid result was not kept (or not marked stale)');
+  expect(await paintedPixels(page, '#gpu-chart') > 2000, 'the chart was cleared');
+  // Edits made while the error stands are kept too.
+  await typeInto(page, '#f-seq_length', '8192');
+  await typeInto(page, '#f-micro_batch_size', '2');
+  const inputs = { tensor_model_parallel_size: '2', num_layers: 'abc', seq_length: '8192', micro_batch_size: '2' };
+  for (const [name, value] of Object.entries(inputs)) {
+    expect(await page.inputValue(`#f-${name}`) === value, `${name} is "${await page.inputValue(`#f-${name}`)}", not "${value}"`);
+  }
+  expect(await total(page) === good, 'the result changed while an input is invalid');
+  await settleUrl(page);
+  const link = await hashNow(page);
+  expect(link.includes('&s=8192&') && link.includes('&b=2&') && link.includes('&tp=2&'), `the link lost edits: ${link}`);
+  await page.reload();
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  for (const [name, value] of Object.entries({ tensor_model_parallel_size: '2', seq_length: '8192', micro_batch_size: '2', num_layers: '32' })) {
+    expect(await page.inputValue(`#f-${name}`) === value, `after reload ${name} is "${await page.inputValue(`#f-${name}`)}", not "${value}"`);
+  }
+  const notice = await page.textContent('#link-notice');
+  expect(await page.isVisible('#link-notice') && notice.includes('num_layers') && notice.includes('abc'), `the reload does not name the dropped value: ${notice}`);
+  expect(/^\d+\.\d\d GiB$/.test(await total(page)) && !(await page.isVisible('#stale')), `after reload: ${await total(page)}`);
+  expect(!/NaN/.test(await page.textContent('body')), 'NaN on the page');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 // Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
 // host page with the snippets the Embed dialog gives.
 await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize', async (keep) => {

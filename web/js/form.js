@@ -2,7 +2,7 @@
 // field values without judging them (the core validates), shows each issue next to its field, and
 // shows what unset fields resolved to.
 import { APPLIES, LABELS, NOT_SHOWN, SECTIONS } from './layout.js';
-import { listToText, textToList } from './url-state.js';
+import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 
 const el = (tag, attrs = {}, ...children) => {
@@ -35,15 +35,16 @@ export function parseInput(text, type) {
   if (raw === '') return undefined;
   if (type === 'integer') {
     const compact = raw.replace(/[\s,_]/g, '');
-    return /^-?\d+(\.\d+)?(e\d+)?$/i.test(compact) ? Number(compact) : raw;
+    return typeof numberOrText(compact, INTEGER_TEXT) === 'number' ? Number(compact) + 0 : raw;
   }
   if (type === 'number') {
     const compact = raw.replace(/[\s,_]/g, '');
-    return /^-?\d*\.?\d+(e-?\d+)?$/i.test(compact) ? Number(compact) : raw;
+    return typeof numberOrText(compact, NUMBER_TEXT) === 'number' ? Number(compact) + 0 : raw;
   }
   if (type === 'choice_list') return raw.split(/[\s,]+/).filter(Boolean);
   if (type === 'integer_or_list') {
-    if (/^-?\d+$/.test(raw.replace(/[\s_]/g, ''))) return Number(raw.replace(/[\s_]/g, ''));
+    const compact = raw.replace(/[\s_]/g, '');
+    if (/^-?\d+$/.test(compact) && Number.isFinite(Number(compact))) return Number(compact) + 0;
     return textToList(raw) ?? raw;
   }
   return raw;

@@ -51,7 +51,8 @@ export function formatInteger(n) {
  * in `defaultUnit`. Returns bytes, or null if the text is not a positive size.
  */
 export function parseCapacity(text, defaultUnit = 'GiB') {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(GiB|GB)?\s*$/i.exec(String(text ?? ''));
+  // Trimmed first: "\s*(GiB|GB)?\s*$" backtracks quadratically on a long run of spaces.
+  const m = /^(\d+(?:\.\d+)?)\s*(GiB|GB)?$/i.exec(String(text ?? '').trim());
   if (!m) return null;
   const unitName = m[2] ? (m[2].toLowerCase() === 'gib' ? 'GiB' : 'GB') : defaultUnit;
   const bytes = Number(m[1]) * UNITS[unitName].bytes;

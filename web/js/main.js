@@ -127,6 +127,9 @@ function recompute() {
     scheduleUrlWrite();
   } else {
     showGeneralIssues(form.showIssues(result.issues));
+    // The link keeps every input, the bad one too: a reload (or the copied link) restores the
+    // valid ones and names the one that was dropped, instead of losing edits made since.
+    scheduleUrlWrite();
   }
   const t2 = performance.now();
   render(!result.ok);
@@ -380,8 +383,10 @@ function updateTitle() {
 
 function linkFragment({ withPin = true } = {}) {
   if (!lastOk) return null;
+  // After a bad edit, fields set since the last valid result may not be among its names.
+  const names = [...lastOk.names, ...Object.keys(state.fields).filter((n) => !lastOk.names.includes(n))];
   return encodeState({
-    fields: state.fields, names: lastOk.names, resolved: lastOk.result.config, preset: state.preset,
+    fields: state.fields, names, resolved: lastOk.result.config, preset: state.preset,
     gpu: state.gpu, capacity: state.gpu === CUSTOM_GPU ? state.capacityText.replace(/\s+/g, '') : '', unit: state.unit,
     figure: lastOk.result.profile === 'trainmem' && state.figure !== DEFAULT_FIGURE ? state.figure : undefined,
     pin: state.pin && withPin ? encodeState({

@@ -114,6 +114,18 @@ export const keyOf = (field) => FIELD_KEYS[field] ?? field;
 
 // ---- value text ----
 
+const MAX_LIST = 100000;
+/** A number the core can be given: finite, and 0 rather than -0 (which writes back as "0"). */
+const finite = (x) => (Number.isFinite(x) ? x + 0 : null);
+// Written so that no part can match the same characters as its neighbour: they run in linear
+// time on any text (the earlier /^-?\d*\.?\d+/ backtracked quadratically on a long digit run).
+export const NUMBER_TEXT = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/i;
+export const INTEGER_TEXT = /^-?\d+(?:\.\d+)?(?:e\+?\d+)?$/i;
+/** Number(text) if the text is a number of that pattern and a finite double; else the text itself. */
+export function numberOrText(text, pattern) {
+  return pattern.test(text) ? finite(Number(text)) ?? text : text;
+}
+
 /** 0/1 lists are written as runs, "0*3,1*58" (DeepSeek-V3's moe_layer_freq is 61 entries). */
 export function listToText(list) {
   const runs = [];
@@ -133,16 +145,22 @@ export function textToList(text) {
   for (const part of parts) {
     const m = /^\[?(-?\d+)\]?(?:\*(\d+))?$/.exec(part);
     if (!m) return null;
+    const x = finite(Number(m[1]));
     const n = m[2] === undefined ? 1 : Number(m[2]);
-    if (n > 100000) return null; // a link is not a way to allocate gigabytes
-    for (let i = 0; i < n; i += 1) out.push(Number(m[1]));
+    // A link is not a way to allocate gigabytes: the whole list, not each run, is bounded.
+    if (x === null || out.length + n > MAX_LIST) return null;
+    for (let i = 0; i < n; i += 1) out.push(x);
   }
   return out.length ? out : null;
 }
 
 export function valueToText(value) {
   if (typeof value === 'boolean') return value ? '1' : '0';
-  if (Array.isArray(value)) return value.some((x) => typeof x === 'string') ? value.join(',') : listToText(value);
+  if (Array.isArray(value)) {
+    if (value.some((x) => typeof x === 'string')) return value.join(',');
+    // "[1]", not "1": a one-layer pattern is not the same as moe_layer_freq = 1 (every layer).
+    return value.length === 1 ? `[${value[0]}]` : listToText(value);
+  }
   return String(value);
 }
 
@@ -157,11 +175,13 @@ export function textToValue(text, type) {
     return text;
   }
   if (type === 'choice_list') return text.split(',').filter(Boolean);
-  if (type === 'number') return /^-?\d*\.?\d+(e-?\d+)?$/i.test(text) ? Number(text) : text;
+  // Numbers beyond a double (1e999) stay text too: as Infinity they would reach the core as null,
+  // i.e. unset, and the page would silently answer for the default.
+  if (type === 'number') return numberOrText(text, NUMBER_TEXT);
   if (type === 'integer' || type === 'integer_or_list') {
-    if (/^-?\d+(\.\d+)?(e\d+)?$/i.test(text)) return Number(text);
-    if (type === 'integer_or_list') return textToList(text) ?? text;
-    return text;
+    const n = numberOrText(text, INTEGER_TEXT);
+    if (typeof n === 'number' || type === 'integer') return n;
+    return textToList(text) ?? text;
   }
   return text;
 }
@@ -170,7 +190,10 @@ export function textToValue(text, type) {
 
 // Keep the fragment readable: encodeURIComponent escapes ",", ":" and "*"-free text that is
 // legal in a fragment; undo it for the characters our values use.
-const escapeText = (s) => encodeURIComponent(s).replace(/%2C/gi, ',').replace(/%3A/gi, ':');
+// A lone surrogate (half an emoji, cut by hand or by a truncation) would make encodeURIComponent
+// throw; it becomes U+FFFD both when reading and when writing.
+const wellFormed = (s) => String(s).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+const escapeText = (s) => encodeURIComponent(wellFormed(s)).replace(/%2C/gi, ',').replace(/%3A/gi, ':');
 
 /** FNV-1a 32-bit, base 36: short, and enough to notice a cut or an edit (not a security check). */
 export function checksum(text) {
@@ -241,8 +264,8 @@ export function decodeState(fragment, specs) {
     let key;
     let value;
     try {
-      key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq));
-      value = eq < 0 ? null : decodeURIComponent(pair.slice(eq + 1));
+      key = wellFormed(decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq)));
+      value = eq < 0 ? null : wellFormed(decodeURIComponent(pair.slice(eq + 1)));
     } catch {
       out.rejected.push({ key: pair, reason: 'not valid URL text' });
       continue;

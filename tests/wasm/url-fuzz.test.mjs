@@ -1,0 +1,331 @@
+// A randomized property test of the share-link decoder (web/js/url-state.js, web/js/link-config.js),
+// standing in for libFuzzer since the decoder is JavaScript. Thousands of random, mutated and
+// hostile fragments; seeded, so a failure reproduces:
+//   URL_FUZZ_SEED=1234 node --test tests/wasm/url-fuzz.test.mjs
+//   URL_FUZZ_MS=60000 node --test tests/wasm/url-fuzz.test.mjs    (run longer on demand)
+// Properties: decoding never throws and never takes long; no accepted field holds NaN or
+// Infinity; every pair is either used or named in `rejected`; pairs next to a bad one are kept;
+// encode(decode(encode(s))) === encode(s) and decode(encode(s)) gives s back for valid states.
+// Crashes found are kept below as fixed regression cases.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  FIELD_KEYS, PAGE_KEYS, checksum, decodeState, encodeState, keyOf, textToList, textToValue,
+} from '../../web/js/url-state.js';
+import { configFromLink, splitViewOptions } from '../../web/js/link-config.js';
+import { parseCapacity } from '../../web/js/format.js';
+import { parseInput } from '../../web/js/form.js';
+import { loadEngine } from './load.mjs';
+
+const engine = await loadEngine();
+const SPECS = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
+const FIELDS = [...SPECS.values()];
+const SEED = Number(process.env.URL_FUZZ_SEED ?? (Date.now() % 2 ** 31));
+const BUDGET_MS = Number(process.env.URL_FUZZ_MS ?? 1500); // per property
+console.log(`url-fuzz seed ${SEED} (reproduce with URL_FUZZ_SEED=${SEED})`);
+
+/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
+function prng(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
+  const pick = (list) => list[Math.floor(next() * list.length)];
+  return { next, int, pick, chance: (p) => next() < p };
+}
+
+// ---- generators ----
+
+const HOSTILE_NUMBERS = ['NaN', 'Infinity', '-Infinity', '-0', '0', '1e999', '-1e999', '1e308', '1e-400', '1e+21',
+  '9'.repeat(400), `0.${'0'.repeat(400)}1`, '0x10', '1_000', ' 1', '1 ', '+1', '.5', '5.', '1e', 'e5', '--1', '1e5.5',
+  '4294967296', '9007199254740993', '-9007199254740993', '2.5', '1,2', '1*999999', '[0]*100001', '0*3,1*58'];
+const HOSTILE_TEXT = ['<img src=x onerror=window.__pwned=1>', '<script>window.__pwned=1</script>', '"><svg onload=alert(1)>',
+  "javascript:alert('x')", '${alert(1)}', '__proto__', 'constructor', 'toString', '~', '~~', '', ' ', '&', '=', '#', '%', '%%',
+  '%G1', '%E0%A4%A', '%ED%A0%80', '%00', '%C0%AF', '%uD800', '\u0000', '\u202e', '😀', 'ünïcödé', '\\', '\n\r\t'];
+const JUNK_CHARS = '&=#%~,:*+[]-.e0123456789abcdefxyzABC<>"\' \t\n\u00e9\u{1F600}';
+
+function randomText(r, maxLen = 24) {
+  let s = '';
+  const n = r.int(0, maxLen);
+  for (let i = 0; i < n; i += 1) s += r.chance(0.1) ? String.fromCharCode(r.int(0, 0xd7ff)) : r.pick([...JUNK_CHARS]);
+  return s;
+}
+
+/** A valid value of a field's type, within its documented range. */
+function validValue(r, spec) {
+  const lo = Number.isFinite(spec.min) ? spec.min : 0;
+  const hi = Number.isFinite(spec.max) ? spec.max : 1e6;
+  switch (spec.type) {
+    case 'boolean': return r.chance(0.5);
+    case 'choice': return r.pick(spec.choices);
+    case 'choice_list': return spec.choices.filter(() => r.chance(0.4));
+    case 'integer': return r.chance(0.2) ? Math.floor(hi) : r.int(Math.ceil(lo), Math.min(Math.floor(hi), 1e6));
+    case 'number': {
+      if (r.chance(0.15)) return hi; // e.g. 1e15: written as "1000000000000000"
+      if (r.chance(0.1) && hi >= 1e21) return 1e21;
+      const x = lo + r.next() * (Math.min(hi, 1e4) - lo);
+      return r.chance(0.5) ? x : Math.round(x * 100) / 100;
+    }
+    case 'integer_or_list':
+      if (r.chance(0.5)) return r.int(1, 8);
+      return Array.from({ length: r.int(1, 70) }, () => (r.chance(0.7) ? 1 : 0));
+    default: throw new Error(`no generator for type ${spec.type}`);
+  }
+}
+
+/** A valid page state: some fields set, some resolved (written as "~value"), any page strings. */
+function validState(r) {
+  const names = FIELDS.filter(() => r.chance(0.3)).map((s) => s.name);
+  const fields = {};
+  const resolved = {};
+  for (const name of names) {
+    const v = validValue(r, SPECS.get(name));
+    if (r.chance(0.6)) fields[name] = v;
+    else resolved[name] = v;
+  }
+  const text = () => (r.chance(0.3) ? r.pick(HOSTILE_TEXT.filter((t) => !/%ED|%uD|%C0|%E0/.test(t))) : randomText(r));
+  const state = {
+    fields, names, resolved,
+    preset: r.chance(0.5) ? r.pick(engine.presets).id : (r.chance(0.5) ? text() : null),
+    gpu: r.chance(0.6) ? r.pick(engine.gpus).id : (r.chance(0.5) ? 'custom' : text()),
+    unit: r.pick(['GiB', 'GB']),
+  };
+  if (r.chance(0.3)) state.capacity = r.chance(0.5) ? `${r.int(1, 500)}GB` : text();
+  if (r.chance(0.3)) state.figure = r.pick(['allocated', 'reserved', 'device']);
+  if (r.chance(0.2)) state.pin = encodeState({ ...validState(r), pin: undefined });
+  return state;
+}
+
+/** The pairs of a fragment, without the checksum. */
+const pairsOf = (fragment) => fragment.replace(/&ck=[0-9a-z]*$/, '').split('&');
+
+function mutatePairs(r, pairs) {
+  const out = [...pairs];
+  const touched = new Set();
+  const n = r.int(1, 4);
+  for (let i = 0; i < n; i += 1) {
+    const at = r.int(0, out.length);
+    const key = r.chance(0.7) ? r.pick([...Object.values(FIELD_KEYS), ...Object.values(PAGE_KEYS), 'v', 'ck'])
+      : r.pick(['zzz', '__proto__', 'constructor', 'theme', 'V2', 'num_layers', '', '%', randomText(r, 8)]);
+    const value = r.chance(0.5) ? r.pick(HOSTILE_NUMBERS) : (r.chance(0.6) ? r.pick(HOSTILE_TEXT) : randomText(r));
+    const raw = r.chance(0.5) ? `${key}=${value}` : `${encodeURIComponent(key)}=${encodeURIComponent(value)}`;
+    switch (r.int(0, 4)) {
+      case 0: out.splice(at, 0, raw); touched.add(key); break; // insert (often a repeated key)
+      case 1: if (out.length) { touched.add(out[Math.min(at, out.length - 1)].split('=')[0]); out[Math.min(at, out.length - 1)] = raw; touched.add(key); } break;
+      case 2: if (out.length) { touched.add(out[Math.min(at, out.length - 1)].split('=')[0]); out.splice(Math.min(at, out.length - 1), 1); } break;
+      case 3: out.splice(at, 0, r.pick([key, `${key}=`, '=', '==', '&&', `${key}==${value}`])); touched.add(key); break;
+      default: out.splice(at, 0, `v=${r.pick(['2', '999999', '0', '-1', '1.5', 'x', '1e400', '9'.repeat(30)])}`); touched.add('v');
+    }
+  }
+  return { pairs: out, touched };
+}
+
+/** Byte-level damage: truncation, random characters, percent-encoding junk. */
+function mutateText(r, text) {
+  let s = text;
+  const n = r.int(1, 3);
+  for (let i = 0; i < n; i += 1) {
+    const at = r.int(0, s.length);
+    switch (r.int(0, 3)) {
+      case 0: s = s.slice(0, at); break;
+      case 1: s = s.slice(0, at) + randomText(r, 6) + s.slice(at); break;
+      case 2: s = s.slice(0, at) + r.pick(['%', '%2', '%ZZ', '%E0%A4%A', '%ED%A0%80', '%FF', '%25', '%26', '%3D', '#']) + s.slice(at); break;
+      default: s = s.slice(0, at) + s.slice(at + r.int(1, 5));
+    }
+  }
+  return s;
+}
+
+// ---- properties ----
+
+function assertFiniteValues(out, context) {
+  for (const bag of ['fields', 'auto']) {
+    for (const [name, value] of Object.entries(out[bag])) {
+      assert.ok(SPECS.has(name), `${context}: ${bag}.${name} is not a field`);
+      const values = Array.isArray(value) ? value : [value];
+      for (const v of values) {
+        assert.ok(typeof v !== 'number' || Number.isFinite(v), `${context}: ${bag}.${name} = ${v}`);
+        assert.ok(['number', 'string', 'boolean'].includes(typeof v), `${context}: ${bag}.${name} is a ${typeof v}`);
+      }
+    }
+  }
+}
+
+/** Every non-empty pair was used (a known key whose value the reader took) or is named in `rejected`. */
+function assertEveryPairAccounted(fragment, out, context) {
+  let text = fragment.replace(/^#/, '');
+  if (out.integrity !== 'missing') text = text.replace(/&ck=[0-9a-z]*$/, '');
+  const rejectedKeys = new Set(out.rejected.map((x) => x.key));
+  for (const pair of text.split('&')) {
+    if (!pair) continue;
+    const eq = pair.indexOf('=');
+    let key;
+    try { key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq)); decodeURIComponent(pair.slice(eq + 1)); } catch {
+      assert.ok(rejectedKeys.has(pair), `${context}: undecodable pair "${pair}" is not named`);
+      continue;
+    }
+    if (rejectedKeys.has(key)) continue;
+    const field = Object.entries(FIELD_KEYS).find(([, k]) => k === key)?.[0] ?? (SPECS.has(key) ? key : null);
+    const pageUsed = key === 'v' ? out.version !== null
+      : Object.entries(PAGE_KEYS).some(([prop, k]) => k === key && out[prop] !== null);
+    assert.ok(pageUsed || (field && (field in out.fields || field in out.auto)), `${context}: pair "${pair}" neither used nor named`);
+  }
+}
+
+function checkFragment(fragment, context) {
+  const t0 = performance.now();
+  let out;
+  try {
+    out = decodeState(fragment, SPECS);
+  } catch (error) {
+    assert.fail(`${context}: decodeState threw ${error.stack}`);
+  }
+  assertFiniteValues(out, context);
+  assertEveryPairAccounted(fragment, out, context);
+  // The page writes the URL back from what it read: that must not throw either.
+  const again = encodeState({ fields: out.fields, names: Object.keys({ ...out.auto, ...out.fields }), resolved: out.auto,
+    preset: out.preset, gpu: out.gpu ?? 'h100-80gb', capacity: out.capacity ?? '', unit: out.unit ?? 'GiB', figure: out.figure, pin: out.pin });
+  const twice = decodeState(again, SPECS);
+  assert.deepEqual(twice.fields, out.fields, `${context}: re-encoding what was read changes it`);
+  assert.deepEqual(twice.rejected, [], `${context}: re-encoding what was read is rejected`);
+  // The views without a form (embed, custom element) read the same links.
+  const { state } = splitViewOptions(fragment);
+  const link = configFromLink(state, engine);
+  assert.ok(link.capacity === null || Number.isFinite(link.capacity), `${context}: capacity ${link.capacity}`);
+  const ms = performance.now() - t0;
+  assert.ok(ms < 250, `${context}: decoding took ${ms.toFixed(0)} ms (length ${fragment.length})`);
+  return out;
+}
+
+/** Runs `body(r, i)` on `count` cases (stopping early at the time budget); URL_FUZZ_MS runs for that long instead. */
+function fuzz(label, count, body) {
+  const r = prng(SEED ^ [...label].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261));
+  const longRun = Boolean(process.env.URL_FUZZ_MS);
+  const end = performance.now() + BUDGET_MS;
+  let i = 0;
+  while (longRun ? performance.now() < end : i < count && performance.now() < end) {
+    body(r, i);
+    i += 1;
+  }
+  console.log(`url-fuzz ${label}: ${i} cases`);
+  return i;
+}
+
+// ---- tests ----
+
+test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(s))) === encode(s)', () => {
+  const n = fuzz('roundtrip', 3000, (r, i) => {
+    const s = validState(r);
+    const context = `seed ${SEED} roundtrip case ${i}`;
+    const text = encodeState(s);
+    const back = decodeState(`#${text}`, SPECS);
+    assert.deepEqual(back.rejected, [], `${context}: ${text}`);
+    assert.equal(back.integrity, 'ok', context);
+    const set = Object.fromEntries(Object.entries(s.fields));
+    const auto = Object.fromEntries(Object.entries(s.resolved).filter(([k]) => !(k in s.fields)));
+    assert.deepEqual(back.fields, set, `${context}: ${text}`);
+    assert.deepEqual(back.auto, auto, `${context}: ${text}`);
+    for (const key of ['gpu', 'unit']) assert.equal(back[key], s[key], `${context}: ${key} (${text})`);
+    for (const key of ['preset', 'capacity', 'figure', 'pin']) { // written only when not empty
+      assert.equal(back[key], s[key] || null, `${context}: ${key} (${text})`);
+    }
+    const again = encodeState({ ...s, fields: back.fields, resolved: back.auto, preset: back.preset, gpu: back.gpu,
+      capacity: back.capacity, unit: back.unit, figure: back.figure, pin: back.pin });
+    assert.equal(again, text, context);
+  });
+  assert.ok(n >= 200, `only ${n} cases in the time budget`);
+});
+
+test('mutated links: never throw, no NaN or Infinity, every pair used or named, untouched fields kept', () => {
+  const n = fuzz('mutate', 3000, (r, i) => {
+    const s = validState(r);
+    const { pairs, touched } = mutatePairs(r, pairsOf(encodeState(s)));
+    const body = pairs.join('&');
+    const fragment = r.chance(0.5) ? `${body}&ck=${checksum(body)}` : body;
+    const context = `seed ${SEED} mutate case ${i}: ${fragment.slice(0, 300)}`;
+    const out = checkFragment(fragment, context);
+    // A field whose pair was not touched, and whose key appears once, keeps the value it was written with.
+    const clean = decodeState(encodeState(s), SPECS);
+    for (const [name, value] of Object.entries(clean.fields)) {
+      const key = keyOf(name);
+      if (touched.has(key) || touched.has(name)) continue;
+      assert.deepEqual(out.fields[name], value, `${context}: lost ${name}`);
+    }
+  });
+  assert.ok(n >= 200, `only ${n} cases in the time budget`);
+});
+
+test('damaged bytes and random fragments: never throw, no NaN or Infinity, every pair used or named', () => {
+  const n = fuzz('bytes', 4000, (r, i) => {
+    const fragment = r.chance(0.6) ? mutateText(r, `#${encodeState(validState(r))}`)
+      : Array.from({ length: r.int(0, 12) }, () => `${randomText(r, 6)}=${randomText(r, 10)}`).join('&');
+    checkFragment(fragment, `seed ${SEED} bytes case ${i}: ${JSON.stringify(fragment.slice(0, 300))}`);
+  });
+  assert.ok(n >= 200, `only ${n} cases in the time budget`);
+});
+
+// ---- fixed regression cases (found by the fuzzer) ----
+
+test('regression: numbers too large for a double are kept as text, not turned into Infinity', () => {
+  // Found: "tp=1e999" decoded to Infinity; JSON.stringify sends null, and the core silently used TP = 1.
+  for (const text of ['1e999', '-1e999', '9'.repeat(400)]) {
+    const out = checkFragment(`v=1&tp=${text}&momentum=${text}&freq=${text},1&L=32`, text);
+    assert.equal(out.fields.tensor_model_parallel_size, text);
+    assert.equal(out.fields.momentum, text);
+    assert.equal(out.fields.moe_layer_freq, `${text},1`);
+    assert.equal(out.fields.num_layers, 32);
+  }
+  const result = engine.estimate({ num_layers: 32, hidden_size: 4096, num_attention_heads: 32, vocab_size: 32000,
+    seq_length: 4096, micro_batch_size: 1, ...decodeState('tp=1e999', SPECS).fields });
+  assert.equal(result.ok, false);
+  assert.deepEqual(result.issues.map((x) => x.field), ['tensor_model_parallel_size']);
+  assert.equal(parseInput('1e999', 'integer'), '1e999'); // the form reads typed text the same way
+  assert.equal(parseInput('1e999', 'number'), '1e999');
+});
+
+test('regression: long digit runs decode in linear time (no regex backtracking)', () => {
+  // Found: the number pattern /^-?\d*\.?\d+(e-?\d+)?$/ backtracked quadratically: 40k digits took 4 s,
+  // and a 2 MB link would hang the tab. Same for "1" + 40k spaces + "x" in a custom capacity.
+  const digits = '1'.repeat(200000);
+  for (const fragment of [`v=1&momentum=${digits}x&L=${digits}x`, `v=1&freq=${digits}x`, `v=1&gpu=custom&cap=1${'%20'.repeat(100000)}x`]) {
+    checkFragment(fragment, fragment.slice(0, 40));
+  }
+  let t0 = performance.now();
+  assert.equal(parseCapacity(`1${' '.repeat(200000)}x`), null);
+  assert.equal(parseInput(`${digits}x`, 'number'), `${digits}x`);
+  assert.ok(performance.now() - t0 < 250, `parsing took ${performance.now() - t0} ms`);
+  t0 = performance.now();
+  assert.equal(textToList(`${'1*99999,'.repeat(20000)}1`), null); // 2 billion entries: refused, not allocated
+  assert.ok(performance.now() - t0 < 250, `a huge run list took ${performance.now() - t0} ms`);
+});
+
+test('regression: exponents with a sign and one-element layer lists survive the round trip', () => {
+  // Found: 1e21 is written "1e+21", which the reader did not take as a number; [1] was written "1",
+  // which reads back as moe_layer_freq = 1 (every layer), not a one-layer pattern.
+  assert.equal(textToValue('1e+21', 'number'), 1e21);
+  assert.equal(textToValue('2.5e-7', 'number'), 2.5e-7);
+  const s = { fields: { gpu_memory_bytes: 1e21, moe_layer_freq: [1] }, names: ['gpu_memory_bytes', 'moe_layer_freq'], gpu: 'h100-80gb', unit: 'GiB' };
+  assert.deepEqual(decodeState(encodeState(s), SPECS).fields, s.fields);
+});
+
+test('regression: half a surrogate pair (a cut emoji) is read and written back without throwing', () => {
+  // Found (seed 4): a truncation inside "\u{1F600}" left a lone surrogate; re-encoding threw URIError.
+  const out = checkFragment('v=1&m=a\uD83D&gpu=\uDE00b&act=x\uD83D', 'lone surrogate');
+  assert.equal(out.preset, 'a\uFFFD');
+  assert.doesNotThrow(() => encodeState({ fields: {}, names: [], gpu: 'custom', capacity: '8\uD83D', unit: 'GiB' }));
+});
+
+test('regression: hostile names are kept as inert text; prototype keys do not reach objects', () => {
+  const out = checkFragment('v=1&m=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&gpu=%3Cscript%3E&__proto__=1&constructor=2&act=%3Cb%3E', 'hostile');
+  assert.equal(out.preset, '<img src=x onerror=alert(1)>');
+  assert.equal(out.gpu, '<script>');
+  assert.equal(out.fields.activation_func, '<b>');
+  assert.deepEqual(out.rejected.map((x) => x.key), ['__proto__', 'constructor']);
+  assert.equal(Object.getPrototypeOf(out.fields), Object.prototype);
+  assert.equal({}.polluted, undefined);
+});

@@ -52,6 +52,10 @@ export interface Moments {
   forward: number;
   backward: number;
   optimizer_step: number;
+  /** the largest moment, and what it holds besides model state (the core computes the split) */
+  peak: 'forward' | 'backward' | 'optimizer_step';
+  peak_activation_bytes: number;
+  peak_temporary_bytes: number;
 }
 
 /** trainmem profile, framework deepspeed with ZeRO-2/3: DeepSpeed's own estimator's figures */

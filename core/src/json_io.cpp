@@ -30,9 +30,13 @@ ordered config_json(const Config& config) {
 }
 
 ordered moments_json(const Moments& m) {
+  static constexpr const char* names[] = {"forward", "backward", "optimizer_step"};
   return ordered{{"forward", num(m.forward)},
                  {"backward", num(m.backward)},
-                 {"optimizer_step", num(m.optimizer_step)}};
+                 {"optimizer_step", num(m.optimizer_step)},
+                 {"peak", names[size_t(m.peak_moment)]},
+                 {"peak_activation_bytes", num(m.peak_activation_bytes)},
+                 {"peak_temporary_bytes", num(m.peak_temporary_bytes)}};
 }
 
 ordered part_json(const PartBytes& part) {

@@ -622,6 +622,15 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   s.moments.optimizer_step =
       model_state - out.state.forward_backward_only + out.state.optimizer_temporary;
   s.total_bytes = s.moments.peak();
+  // The peak's composition, for the breakdown: state + activations (freed by the optimizer
+  // step) + that moment's temporaries.
+  Moments& m = s.moments;
+  m.peak_moment = s.total_bytes == m.forward ? Moment::forward
+                  : s.total_bytes == m.backward ? Moment::backward
+                                                : Moment::optimizer_step;
+  m.peak_activation_bytes = m.peak_moment == Moment::optimizer_step ? 0.0 : s.activation_bytes;
+  m.peak_temporary_bytes =
+      std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable).
   s.reserved_bytes = s.total_bytes * (1 + c.allocator_fragmentation);
   s.device_bytes = s.reserved_bytes + runtime_overhead(c);

@@ -99,6 +99,11 @@ TEST_CASE("the peak is the largest moment of a step", "[trainmem][property]") {
                            R"(", "recompute_granularity": ")" + recompute + "\"}";
   const Estimate est = estimate_of(json);
   CHECK(est.total_bytes == est.moments.peak());
+  // The peak's split adds back up to it; an optimizer-step peak holds no activations.
+  REQUIRE_THAT(est.weight_and_optimizer_bytes + est.moments.peak_activation_bytes +
+                   est.moments.peak_temporary_bytes,
+               WithinRel(est.total_bytes, k_rel_tol_exact));
+  if (est.moments.peak_moment == Moment::optimizer_step) CHECK(est.moments.peak_activation_bytes == 0);
   CHECK(est.moments.forward >= est.weight_and_optimizer_bytes + est.activation_bytes);
   CHECK(est.moments.optimizer_step >= est.weight_and_optimizer_bytes);
   SECTION("full recompute never keeps more than selective, selective never more than none") {

@@ -351,11 +351,10 @@ function stageSeries(result) {
   ];
   if (result.profile === 'trainmem' && stages.every((s) => Number.isFinite(s.total_bytes))) {
     const fig = figureOf(result, state.figure).key;
-    // At an optimizer-step peak the activations are freed: the stack shows the state and that step's temporaries.
-    const optimizerPeak = (s) => s.moments && s.moments.optimizer_step >= Math.max(s.moments.forward, s.moments.backward);
-    series[1].bytes = stages.map((s) => (optimizerPeak(s) ? 0 : s.activation_bytes));
+    // The core splits each stage's peak: at an optimizer-step peak the activations are freed.
+    series[1].bytes = stages.map((s) => s.moments.peak_activation_bytes);
     series.push({ label: 'Temporaries at the peak', color: cssColor('--c-temporary'),
-      bytes: stages.map((s, i) => Math.max(0, s.total_bytes - s.weight_and_optimizer_bytes - series[1].bytes[i])) });
+      bytes: stages.map((s) => s.moments.peak_temporary_bytes) });
     if (fig !== 'allocated') {
       series.push({ label: fig === 'device' ? 'Allocator, CUDA context, NCCL, workspaces' : 'Allocator caching and fragmentation',
         color: cssColor('--c-allocator'), bytes: stages.map((s) => Math.max(0, s[`${fig}_bytes`] - s.total_bytes)) });

@@ -41,7 +41,6 @@ export function figureOf(result, figure = DEFAULT_FIGURE) {
   return { key, bytes: result[`${key}_bytes`], label: FIGURES[key].label };
 }
 
-const stateTotal = (state) => CATEGORIES.reduce((sum, c) => sum + PARTS.reduce((t, p) => t + (state?.[c.key]?.[p.key] ?? 0), 0), 0);
 
 /**
  * What sits on the GPU at the peak besides model state and activations: the step's temporaries
@@ -50,14 +49,12 @@ const stateTotal = (state) => CATEGORIES.reduce((sum, c) => sum + PARTS.reduce((
  */
 export function peakParts(result) {
   const act = Number.isFinite(result.activation_bytes) ? result.activation_bytes : 0;
-  if (!isTrainmem(result)) return { activation: act, temporary: 0, label: '' };
-  const state = stateTotal(result.state);
+  if (!isTrainmem(result) || !result.moments) return { activation: act, temporary: 0, label: '' };
+  // The core splits the peak (moments.peak_*); the page only labels it.
   const m = result.moments;
-  const optimizerPeak = m && m.optimizer_step >= m.forward && m.optimizer_step >= m.backward && m.optimizer_step > 0;
-  if (optimizerPeak) {
-    return { activation: 0, temporary: Math.max(0, result.total_bytes - state), label: 'Optimizer-step temporaries', freed: true };
-  }
-  return { activation: act, temporary: Math.max(0, result.total_bytes - state - act), label: 'Temporaries at the peak' };
+  if (m.peak === 'optimizer_step')
+    return { activation: 0, temporary: m.peak_temporary_bytes, label: 'Optimizer-step temporaries', freed: true };
+  return { activation: m.peak_activation_bytes, temporary: m.peak_temporary_bytes, label: 'Temporaries at the peak' };
 }
 
 /** The overhead lines a figure includes (allocated: none; reserved: allocator; device: all). */

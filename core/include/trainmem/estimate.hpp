@@ -65,11 +65,18 @@ struct StateBreakdown {
   }
 };
 
+enum class Moment : uint8_t { forward, backward, optimizer_step };
+
 // The moments of a training step whose largest is the peak (trainmem profile).
 struct Moments {
   double forward = 0;         // end of the forward passes in flight
   double backward = 0;        // backward, with a recomputed layer re-materialised
   double optimizer_step = 0;  // activations freed, optimizer temporaries allocated
+  // What the peak holds besides the model state: activations (0 at an optimizer-step peak) and
+  // the moment's temporaries (loss logits, a recomputed layer, optimizer scratch, workspaces).
+  Moment peak_moment = Moment::forward;
+  double peak_activation_bytes = 0;
+  double peak_temporary_bytes = 0;
   double peak() const { return forward > backward ? (forward > optimizer_step ? forward : optimizer_step)
                                                   : (backward > optimizer_step ? backward : optimizer_step); }
 };

@@ -500,9 +500,9 @@ await check('Find layouts: a worker searches, the table sorts, choosing a row lo
   keep(page);
   await typeInto(page, '#f-global_batch_size', '64');
   await typeInto(page, '#plan-gpus', '16');
-  const [worker] = await Promise.all([page.waitForEvent('worker'), page.click('#plan-run')]);
+  const [worker] = await Promise.all([page.waitForEvent('worker', { timeout: 90000 }), page.click('#plan-run')]);
   expect(worker.url().endsWith('plan-worker.js'), `worker ${worker.url()}`);
-  await page.waitForSelector('#plan-body tr');
+  await page.waitForSelector('#plan-body tr', { timeout: 90000 });  // the search can take long on a loaded 2-core machine
   const status = await page.textContent('#plan-status');
   expect(/layouts fit/.test(status) && /estimates in \d+ ms/.test(status), `status: ${status}`);
   const rows = await page.$$eval('#plan-body tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));

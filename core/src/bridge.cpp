@@ -229,15 +229,7 @@ double bridge_activation(const Config& c, int64_t num_microbatches, Trace* trace
   x += s * mb * h * p;
   note(trace, "bridge.activation_with_embedding", x, "+ 8·s·b·p + s·b·h·p");
   // Step 5: pipeline schedule factor.
-  if (c.virtual_pipeline_model_parallel_size > 0) {
-    const double penalty = 1 + (p - 1) / (p * double(c.virtual_pipeline_model_parallel_size));
-    x *= penalty;
-    note(trace, "bridge.interleaved_penalty", penalty, "1 + (p − 1)/(p·v)");
-  } else if (c.pipeline_model_parallel_size > 1 && num_microbatches > 0) {
-    const double factor = std::min(1.0, double(num_microbatches) / p);
-    x *= factor;
-    note(trace, "bridge.in_flight_factor", factor, "min(1, num_microbatches / p)");
-  }
+  x *= reference_schedule_factor(c, num_microbatches, trace, "bridge");
   // Step 6: final-norm output and fp32 logits for the loss, only when p = 1.
   if (c.pipeline_model_parallel_size == 1) {
     x += s * mb * h * 4 * (1 + vocab_used(c) / h);

@@ -74,8 +74,9 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "largest. Allocated bytes include the library workspaces; reserved and device bytes add the "
     "caching allocator, the CUDA context and NCCL buffers from their fields' documented "
     "defaults: set them from a run for the best match.",
-    "Adafactor's factored statistics are kept whole on every rank (they are rows + columns, "
-    "not per parameter).",
+    "Adafactor's factored statistics (rows + columns per matrix) are divided over the optimizer's "
+    "shard group like per-parameter states; real implementations keep a matrix's statistics "
+    "together, so a sharded figure is an approximation.",
 };
 
 std::string fixed2(double v) {
@@ -87,6 +88,48 @@ std::string fixed2(double v) {
 }  // namespace
 
 namespace detail {
+
+double reference_schedule_factor(const Config& c, int64_t num_microbatches, Trace* trace,
+                                 std::string_view profile) {
+  const double p = double(c.pipeline_model_parallel_size);
+  if (c.virtual_pipeline_model_parallel_size > 0) {
+    const double penalty = 1 + (p - 1) / (p * double(c.virtual_pipeline_model_parallel_size));
+    if (trace) append_note(*trace, std::string(profile) + ".interleaved_penalty", penalty, "1 + (p − 1)/(p·v)");
+    return penalty;
+  }
+  if (c.pipeline_model_parallel_size > 1 && num_microbatches > 0) {
+    const double factor = std::min(1.0, double(num_microbatches) / p);
+    if (trace) append_note(*trace, std::string(profile) + ".in_flight_factor", factor, "min(1, num_microbatches / p)");
+    return factor;
+  }
+  return 1.0;
+}
+
+void set_components(Estimate& est, double dense_bytes_per_parameter, double dense_bytes,
+                    double dense_shard, double expert_bytes_per_parameter, double expert_bytes,
+                    double expert_shard) {
+  ModelStateComponent& dense = est.components[0];
+  dense.kind = ComponentKind::dense_and_embedding;
+  dense.name = "dense parameters and optimizer";
+  dense.parameter_count = est.params.dense_transformer + est.params.embedding;
+  dense.parameter_count_per_gpu = est.params.dense_per_gpu;
+  dense.bytes_per_parameter = dense_bytes_per_parameter;
+  dense.optimizer_shard_size = dense_shard;
+  dense.memory_bytes = dense_bytes;
+  est.n_components = 1;
+  if (est.params.routed_experts > 0) {
+    ModelStateComponent& routed = est.components[1];
+    routed.kind = ComponentKind::routed_experts;
+    routed.name = "routed expert parameters and optimizer";
+    routed.parameter_count = est.params.routed_experts;
+    routed.parameter_count_per_gpu = est.params.routed_per_gpu;
+    routed.bytes_per_parameter = expert_bytes_per_parameter;
+    routed.optimizer_shard_size = expert_shard;
+    routed.memory_bytes = expert_bytes;
+    est.n_components = 2;
+  }
+}
+
 void append_note(Trace& trace, std::string_view name, double value, std::string_view formula) {
   trace.push_back({std::string(name), value, std::string(formula)});
 }
@@ -121,26 +164,10 @@ Estimate reference_estimate(const Config& c, int64_t num_microbatches, bool incl
   est.params = ms.params;
   est.layers = ms.layers;
 
-  ModelStateComponent& dense = est.components[0];
-  dense.kind = ComponentKind::dense_and_embedding;
-  dense.name = "dense parameters and optimizer";
-  dense.parameter_count = ms.params.dense_transformer + ms.params.embedding;
-  dense.parameter_count_per_gpu = ms.params.dense_per_gpu;
-  dense.bytes_per_parameter = ms.dense_bpp;
-  dense.optimizer_shard_size = c.use_distributed_optimizer ? ms.dense_shard : 1;
-  dense.memory_bytes = ms.params.dense_per_gpu * ms.dense_bpp;
-  est.n_components = 1;
-  if (ms.params.routed_experts > 0) {
-    ModelStateComponent& routed = est.components[1];
-    routed.kind = ComponentKind::routed_experts;
-    routed.name = "routed expert parameters and optimizer";
-    routed.parameter_count = ms.params.routed_experts;
-    routed.parameter_count_per_gpu = ms.params.routed_per_gpu;
-    routed.bytes_per_parameter = ms.expert_bpp;
-    routed.optimizer_shard_size = c.use_distributed_optimizer ? ms.expert_shard : 1;
-    routed.memory_bytes = ms.params.routed_per_gpu * ms.expert_bpp;
-    est.n_components = 2;
-  }
+  detail::set_components(est, ms.dense_bpp, ms.params.dense_per_gpu * ms.dense_bpp,
+                 c.use_distributed_optimizer ? ms.dense_shard : 1, ms.expert_bpp,
+                 ms.params.routed_per_gpu * ms.expert_bpp,
+                 c.use_distributed_optimizer ? ms.expert_shard : 1);
   for (int i = 0; i < est.n_components; ++i)
     est.weight_and_optimizer_bytes += est.components[size_t(i)].memory_bytes;
 

@@ -19,7 +19,7 @@ std::string number_text(double value);
 // line 1, column 2: ..." or "number overflow parsing '1e400'".
 inline std::string json_error_text(const std::exception& e) {
   std::string what = e.what();
-  const size_t tag_end = what.rfind("] ", what.find("json.exception") == std::string::npos ? 0 : what.size());
+  const size_t tag_end = what.find("] ");
   if (what.rfind("[json.exception", 0) == 0 && tag_end != std::string::npos) what.erase(0, tag_end + 2);
   return what;
 }

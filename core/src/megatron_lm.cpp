@@ -175,15 +175,7 @@ double lm_activation(const Config& c, int64_t num_microbatches, Trace* trace) {
   x += 8 * s * b * p;
   x += s * b * h * p;
   note(trace, "lm.activation_with_embedding", x, "per_layer·L + 8·s·b·p + s·b·h·p");
-  if (c.virtual_pipeline_model_parallel_size > 0) {
-    const double penalty = 1 + (p - 1) / (p * double(c.virtual_pipeline_model_parallel_size));
-    x *= penalty;
-    note(trace, "lm.interleaved_penalty", penalty, "1 + (p − 1)/(p·v)");
-  } else if (c.pipeline_model_parallel_size > 1 && num_microbatches > 0) {
-    const double factor = std::min(1.0, double(num_microbatches) / p);
-    x *= factor;
-    note(trace, "lm.in_flight_factor", factor, "min(1, num_microbatches / p)");
-  }
+  x *= reference_schedule_factor(c, num_microbatches, trace, "lm");
   if (sp) {
     if (c.pipeline_model_parallel_size == 1) x += s * b * h * 4 * (1 + vpad / h);
     const double bytes = x / t;

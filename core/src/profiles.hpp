@@ -15,6 +15,19 @@ inline void note(Trace* trace, std::string_view name, double value, std::string_
   if (trace) [[unlikely]] append_note(*trace, name, value, formula);
 }
 
+// Both reference formulas scale the first stage's activations by the pipeline schedule
+// (reference §3.5 step 5, §4.3): × (1 + (p − 1)/(p·v)) with VPP (the interleaving penalty),
+// else × min(1, num_microbatches / p) when PP > 1 and the number of microbatches is known.
+// `profile` prefixes the trace names ("bridge", "lm").
+double reference_schedule_factor(const Config& config, int64_t num_microbatches, Trace* trace,
+                                 std::string_view profile);
+
+// Fills the reference's two model-state components from est.params: "dense parameters and
+// optimizer" and, when there are routed experts, "routed expert parameters and optimizer".
+void set_components(Estimate& est, double dense_bytes_per_parameter, double dense_bytes,
+                    double dense_shard, double expert_bytes_per_parameter, double expert_bytes,
+                    double expert_shard);
+
 struct ModelState {
   ParamCounts params;
   LayerCounts layers;

@@ -712,26 +712,10 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
                              st.optimizer_states.dense + st.optimizer_states.embedding +
                              st.buffers.dense + st.buffers.embedding;
   const double expert_bytes = st.total() - dense_bytes;
-  ModelStateComponent& dense = est.components[0];
-  dense.kind = ComponentKind::dense_and_embedding;
-  dense.name = "dense parameters and optimizer";
-  dense.parameter_count = est.params.dense_transformer + est.params.embedding;
-  dense.parameter_count_per_gpu = est.params.dense_per_gpu;
-  dense.bytes_per_parameter = est.params.dense_per_gpu > 0 ? dense_bytes / est.params.dense_per_gpu : 0;
-  dense.optimizer_shard_size = data_parallel_groups(c).dense;
-  dense.memory_bytes = dense_bytes;
-  est.n_components = 1;
-  if (est.params.routed_experts > 0) {
-    ModelStateComponent& routed = est.components[1];
-    routed.kind = ComponentKind::routed_experts;
-    routed.name = "routed expert parameters and optimizer";
-    routed.parameter_count = est.params.routed_experts;
-    routed.parameter_count_per_gpu = est.params.routed_per_gpu;
-    routed.bytes_per_parameter = est.params.routed_per_gpu > 0 ? expert_bytes / est.params.routed_per_gpu : 0;
-    routed.optimizer_shard_size = data_parallel_groups(c).expert;
-    routed.memory_bytes = expert_bytes;
-    est.n_components = 2;
-  }
+  const Groups groups = data_parallel_groups(c);
+  auto per_parameter = [](double bytes, double params) { return params > 0 ? bytes / params : 0.0; };
+  set_components(est, per_parameter(dense_bytes, est.params.dense_per_gpu), dense_bytes, groups.dense,
+                 per_parameter(expert_bytes, est.params.routed_per_gpu), expert_bytes, groups.expert);
 
   // Minimum devices: the fewest GPUs of this capacity that could hold one replica's model
   // state and one microbatch's activations if both were spread perfectly (no parallel split,

@@ -130,7 +130,7 @@ enum class Assumption : uint8_t {
   lm_ignores_cp_and_uneven,  // megatron-lm reads neither CP nor uneven stage sizes
   lm_mtp_on_most_loaded,     // megatron-lm puts the whole MTP block on the most-loaded shard
   trainmem_peak_and_overheads,  // trainmem: the heaviest stage's peak; overheads from defaults
-  trainmem_adafactor_local,  // trainmem: factored states are not sharded by the optimizer group
+  trainmem_adafactor_local,  // trainmem: factored states sharded like per-parameter ones (approximation)
   count
 };
 std::string_view assumption_text(Assumption);

@@ -255,6 +255,12 @@ const std::vector<Field>& fields() {
           "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).", &C::fp8_param_gather)),
       trainmem_only(choice_field<&C::optimizer>("optimizer", G::training, "adam",
           "Optimizer; its states per parameter come from the optimizer table.")),
+      trainmem_only(choice_field<&C::optimizer_implementation>("optimizer_implementation",
+          G::training, "foreach",
+          "How torch.optim Adam/AdamW steps (frameworks ddp and fsdp2; torchtitan's "
+          "optimizer.implementation): foreach keeps a copy of every exp_avg_sq as the "
+          "denominator, for-loop one tensor's at a time, fused none. Megatron and DeepSpeed step "
+          "with their fused multi-tensor Adam.")),
       trainmem_only(number_field("momentum", G::training, 0, 1, "", "0",
           "SGD momentum; 0 keeps no momentum buffer.", &C::momentum)),
       trainmem_only(number_field("optimizer_offload_fraction", G::training, 0, 1, "", "0",
@@ -375,6 +381,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"params_dtype", "fp32, bf16 or fp16"},
     {"fp8_param_gather", "needs an fp8_recipe"},
     {"momentum", "optimizer sgd only"},
+    {"optimizer_implementation", "frameworks ddp and fsdp2 only"},
     {"offload_params", "deepspeed or fsdp2 with zero_stage 3"},
     {"recompute_method", "recompute_granularity full only"},
     {"recompute_num_layers", "recompute_granularity full only"},
@@ -687,6 +694,8 @@ ConfigInput to_input(const Config& c) {
     in.fp8_param_gather = c.fp8_param_gather;
     in.optimizer = c.optimizer;
     if (c.optimizer == Optimizer::sgd) in.momentum = c.momentum;
+    if (c.framework == Framework::ddp || c.framework == Framework::fsdp2)
+      in.optimizer_implementation = c.optimizer_implementation;
     in.optimizer_offload_fraction = c.optimizer_offload_fraction;
     in.offload_params = c.offload_params;
     in.zero_init = c.zero_init;
@@ -759,8 +768,9 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
                            (fw == Framework::megatron ? " shards with use_distributed_optimizer" : " does not shard"));
   }
   if (c.use_distributed_optimizer && fw != Framework::megatron)
-    fail("use_distributed_optimizer", "is Megatron's; with framework " + fw_name +
-                                          " use zero_stage instead");
+    fail("use_distributed_optimizer", fw == Framework::ddp
+        ? std::string("is Megatron's; framework ddp does not shard (deepspeed and fsdp2 shard with zero_stage)")
+        : "is Megatron's; with framework " + fw_name + " use zero_stage instead");
   c.data_parallel_shard_size = in.data_parallel_shard_size.value_or(c.data_parallel_size);
   if (in.data_parallel_shard_size) {
     if (fw != Framework::fsdp2)
@@ -778,7 +788,9 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
                              std::string(name_of(c.params_dtype)) + "\"");
   c.expert_params_dtype = in.expert_params_dtype.value_or(c.params_dtype);
   c.compute_dtype = in.compute_dtype.value_or(fw == Framework::ddp ? Dtype::bf16 : c.params_dtype);
-  if (c.compute_dtype != Dtype::fp32 && c.compute_dtype != Dtype::bf16 && c.compute_dtype != Dtype::fp16)
+  // Defaulted from a valid params_dtype it is valid; from an invalid one that field is named.
+  if (in.compute_dtype && c.compute_dtype != Dtype::fp32 && c.compute_dtype != Dtype::bf16 &&
+      c.compute_dtype != Dtype::fp16)
     fail("compute_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 matmuls: fp8_recipe), got \"" +
                               std::string(name_of(c.compute_dtype)) + "\"");
   c.master_weights = in.master_weights.value_or(true);
@@ -803,6 +815,10 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   c.momentum = in.momentum.value_or(0);
   if (in.momentum && c.optimizer != Optimizer::sgd)
     fail("momentum", "applies to optimizer \"sgd\" only");
+  c.optimizer_implementation = in.optimizer_implementation.value_or(OptimizerImplementation::foreach);
+  if (in.optimizer_implementation && fw != Framework::ddp && fw != Framework::fsdp2)
+    fail("optimizer_implementation", "applies to frameworks ddp and fsdp2 (torch.optim); framework " +
+                                     fw_name + " steps with its own fused Adam");
   c.optimizer_offload_fraction = in.optimizer_offload_fraction.value_or(0);
   c.offload_params = in.offload_params.value_or(false);
   if (c.offload_params && !((fw == Framework::deepspeed || fw == Framework::fsdp2) && c.zero_stage == 3))

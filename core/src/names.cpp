@@ -20,6 +20,8 @@ constexpr std::array<std::string_view, 7> k_dtypes = {"fp32", "bf16",  "fp16", "
                                                       "mxfp8", "mxfp4", "int8"};
 constexpr std::array<std::string_view, 7> k_optimizers = {"adam", "adamw", "sgd",  "adafactor",
                                                           "adam8bit", "lion", "muon"};
+constexpr std::array<std::string_view, 3> k_optimizer_implementations = {"foreach", "for-loop",
+                                                                         "fused"};
 constexpr std::array<std::string_view, 5> k_fp8_recipes = {"none", "delayed", "tensorwise",
                                                            "blockwise", "mxfp8"};
 constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fused", "unfused"};
@@ -41,6 +43,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<ActivationFunc>(k_activations) &&
               complete<RecomputeGranularity>(k_recompute) && complete<Framework>(k_frameworks) &&
               complete<Dtype>(k_dtypes) && complete<Optimizer>(k_optimizers) &&
+              complete<OptimizerImplementation>(k_optimizer_implementations) &&
               complete<Fp8Recipe>(k_fp8_recipes) &&
               complete<AttentionBackend>(k_attention_backends) &&
               complete<RecomputeMethod>(k_recompute_methods) &&
@@ -58,6 +61,9 @@ template <> std::span<const std::string_view> enum_names<RecomputeGranularity>()
 template <> std::span<const std::string_view> enum_names<Framework>() { return k_frameworks; }
 template <> std::span<const std::string_view> enum_names<Dtype>() { return k_dtypes; }
 template <> std::span<const std::string_view> enum_names<Optimizer>() { return k_optimizers; }
+template <> std::span<const std::string_view> enum_names<OptimizerImplementation>() {
+  return k_optimizer_implementations;
+}
 template <> std::span<const std::string_view> enum_names<Fp8Recipe>() { return k_fp8_recipes; }
 template <> std::span<const std::string_view> enum_names<AttentionBackend>() { return k_attention_backends; }
 template <> std::span<const std::string_view> enum_names<RecomputeMethod>() { return k_recompute_methods; }

@@ -277,6 +277,29 @@ Groups data_parallel_groups(const Config& c) {
   return g;
 }
 
+// The temporaries of one torch.optim Adam/AdamW step over `elements` parameters whose largest
+// tensor has `largest` (torch/optim/adam.py and the torch.optim docs on foreach: "uses more peak
+// memory since the intermediates are a tensorlist vs just one tensor"):
+//   foreach   _multi_tensor_adam: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), divided and
+//             offset in place: one exp_avg_sq-sized copy of the whole group.
+//   for-loop  _single_tensor_adam: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
+//             the sqrt and the quotient of one tensor exist together, the largest tensor's two.
+//             (transformers' AdamW, the Trainer's adamw_hf, keeps one: sqrt().add_(eps).)
+//   fused     _fused_adamw_ updates in one kernel per group: no temporaries.
+struct TorchStep {
+  double elements = 0;  // parameters this GPU steps
+  double largest = 0;   // elements of its largest tensor (shard)
+};
+double torch_adam_temporary(const Config& c, const TorchStep& step) {
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return 0;
+  const double bytes = bytes_per_element(c.exp_avg_sq_dtype);
+  switch (c.optimizer_implementation) {
+    case OptimizerImplementation::foreach: return step.elements * bytes;
+    case OptimizerImplementation::for_loop: return 2 * step.largest * bytes;
+    default: return 0;
+  }
+}
+
 // `largest_layer`: parameters of the largest decoder layer on this GPU (FSDP2's unit of gathering).
 StageState stage_state(const Config& c, const Inventory& inv, double largest_layer, Trace* trace) {
   StageState out;
@@ -291,6 +314,7 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
   double largest_tensor = 0;
   for (int i = 0; i < inv.n; ++i) largest_tensor = std::max(largest_tensor, inv.items[size_t(i)].elements());
 
+  TorchStep step;  // what a torch.optim step (ddp, fsdp2) iterates over on this GPU
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
     const double P = t.params();
@@ -369,9 +393,9 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         out.cpu += (1 - on_gpu) * (P * storage / n + P * grad / n + optimizer / n) +
                    on_gpu * offload * (P * grad / n + optimizer / n);
         if (stage == 2 && needs_master) part_add(st.weights, part, P * stored_w);
-        // torch.optim foreach Adam: _foreach_sqrt allocates a copy of exp_avg_sq.
-        if (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw)
-          out.optimizer_temporary += P / n * bytes_per_element(c.exp_avg_sq_dtype) * on_gpu;
+        // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
+        step.elements += P / n * on_gpu;
+        step.largest = std::max(step.largest, t.elements() / n * on_gpu);
         break;
       }
       case Framework::ddp: {
@@ -393,13 +417,14 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         const double compute = bytes_per_element(c.compute_dtype);
         if (t.linear && compute < w)
           out.forward_backward_only += part_add(st.weight_copies, part, P * compute);
-        if (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw)
-          out.optimizer_temporary += P * bytes_per_element(c.exp_avg_sq_dtype) * (1 - offload);
+        step.elements += P * (1 - offload);
+        step.largest = std::max(step.largest, t.elements() * (1 - offload));
         break;
       }
       case Framework::count: break;
     }
   }
+  out.optimizer_temporary += torch_adam_temporary(c, step);
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).

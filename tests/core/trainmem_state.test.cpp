@@ -128,6 +128,32 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
   }
 }
 
+TEST_CASE("torch.optim implementations set the Adam step's temporaries", "[trainmem][golden][optimizer]") {
+  // fsdp2 over DP 4 as above: before the step, sharded state 651,776 + buffers 622,080 +
+  // workspaces 100,663,296 B; the step adds the temporaries of torch/optim/adam.py.
+  const auto step = [](const std::string& implementation) {
+    return state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4, "optimizer": "adamw",
+        "optimizer_implementation": ")" + implementation + "\"")).moments.optimizer_step -
+           (651'776.0 + 622'080.0 + 100'663'296.0);
+  };
+  // foreach: _foreach_sqrt copies every exp_avg_sq shard: 4 B × 162,944 / 4 = 162,944.
+  CHECK(step("foreach") == k_torch_params);
+  // for-loop: one parameter at a time; the largest is the embedding, 1,000 × 64 = 64,000
+  // elements, 16,000 per shard; its sqrt and quotient exist together: 2 × 4 B × 16,000.
+  CHECK(step("for-loop") == 128'000.0);
+  // fused: one kernel per group, nothing allocated.
+  CHECK(step("fused") == 0.0);
+  SECTION("ddp steps the whole model: the for-loop temporaries are the whole embedding's") {
+    const Estimate loop = state_of(small(R"("framework": "ddp", "optimizer_implementation": "for-loop")"));
+    const Estimate fused = state_of(small(R"("framework": "ddp", "optimizer_implementation": "fused")"));
+    CHECK(loop.moments.optimizer_step - fused.moments.optimizer_step == 2 * 4 * 64'000.0);
+  }
+  SECTION("optimizers without Adam's denominator get none") {
+    CHECK(state_of(small(R"("framework": "ddp", "optimizer": "sgd", "optimizer_implementation": "foreach")")).moments.optimizer_step ==
+          state_of(small(R"("framework": "ddp", "optimizer": "sgd", "optimizer_implementation": "fused")")).moments.optimizer_step);
+  }
+}
+
 TEST_CASE("ddp: fp32 weights with bf16 autocast", "[trainmem][golden][ddp]") {
   const Estimate est = state_of(small(R"("framework": "ddp", "data_parallel_size": 2)"));
   CAPTURE(est);

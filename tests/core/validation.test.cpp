@@ -298,3 +298,52 @@ TEST_CASE("column-parallel widths must split over their tensor-parallel ranks", 
         "tensor_model_parallel_size": 8, "sequence_parallel": true)")).empty());
   }
 }
+
+TEST_CASE("trainmem profile rules: frameworks, sharding, precisions and optimizers", "[validation][trainmem]") {
+  SECTION("zero_stage belongs to deepspeed and fsdp2") {
+    CHECK(messages_for(with(R"("zero_stage": 1)")) ==
+          one("zero_stage: applies to deepspeed and fsdp2; framework megatron shards with use_distributed_optimizer"));
+    CHECK(messages_for(with(R"("framework": "ddp", "zero_stage": 1)")) ==
+          one("zero_stage: applies to deepspeed and fsdp2; framework ddp does not shard"));
+  }
+  SECTION("fsdp2 shards at stage 2 or 3") {
+    CHECK(messages_for(with(R"("framework": "fsdp2", "zero_stage": 1)")) ==
+          one("zero_stage: must be 2 (shard gradients and optimizer) or 3 (full shard) with fsdp2, got 1"));
+  }
+  SECTION("the distributed optimizer is Megatron's") {
+    CHECK(messages_for(with(R"("framework": "fsdp2", "use_distributed_optimizer": true)")) ==
+          one("use_distributed_optimizer: is Megatron's; with framework fsdp2 use zero_stage instead"));
+    CHECK(messages_for(with(R"("framework": "ddp", "use_distributed_optimizer": true)")) ==
+          one("use_distributed_optimizer: is Megatron's; framework ddp does not shard (deepspeed and "
+              "fsdp2 shard with zero_stage)"));
+  }
+  SECTION("hybrid sharding is fsdp2's and divides the data-parallel ranks") {
+    CHECK(messages_for(with(R"("data_parallel_shard_size": 1)")) ==
+          one("data_parallel_shard_size: applies to fsdp2 (hybrid sharding) only"));
+    CHECK(messages_for(with(R"("framework": "fsdp2", "data_parallel_size": 4, "data_parallel_shard_size": 3)")) ==
+          one("data_parallel_shard_size: must divide data_parallel_size (4), got 3"));
+  }
+  SECTION("weights are stored in fp32 or 16 bits; an invalid one is named once") {
+    CHECK(messages_for(with(R"("params_dtype": "fp8")")) ==
+          one("params_dtype: must be \"fp32\", \"bf16\" or \"fp16\" (FP8 weights: fp8_param_gather), got \"fp8\""));
+    CHECK(messages_for(with(R"("compute_dtype": "mxfp4")")) ==
+          one("compute_dtype: must be \"fp32\", \"bf16\" or \"fp16\" (FP8 matmuls: fp8_recipe), got \"mxfp4\""));
+  }
+  SECTION("fp8_param_gather needs a recipe; momentum needs SGD; offloaded weights need full sharding") {
+    CHECK(messages_for(with(R"("fp8_param_gather": true)")) == one("fp8_param_gather: needs an fp8_recipe"));
+    CHECK(messages_for(with(R"("momentum": 0.9)")) == one("momentum: applies to optimizer \"sgd\" only"));
+    CHECK(messages_for(with(R"("framework": "fsdp2", "zero_stage": 2, "offload_params": true)")) ==
+          one("offload_params: needs sharded weights: framework deepspeed or fsdp2 with zero_stage 3"));
+  }
+  SECTION("optimizer_implementation is torch.optim's: ddp and fsdp2 only") {
+    CHECK(messages_for(with(R"("optimizer_implementation": "fused")")) ==
+          one("optimizer_implementation: applies to frameworks ddp and fsdp2 (torch.optim); framework "
+              "megatron steps with its own fused Adam"));
+    CHECK(messages_for(with(R"("framework": "deepspeed", "optimizer_implementation": "for-loop")")) ==
+          one("optimizer_implementation: applies to frameworks ddp and fsdp2 (torch.optim); framework "
+              "deepspeed steps with its own fused Adam"));
+    CHECK(messages_for(with(R"("framework": "ddp", "optimizer_implementation": "loop")")) ==
+          one("optimizer_implementation: must be one of \"foreach\", \"for-loop\", \"fused\", got the string \"loop\""));
+    CHECK(messages_for(with(R"("framework": "fsdp2", "optimizer_implementation": "for-loop")")).empty());
+  }
+}

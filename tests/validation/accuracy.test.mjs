@@ -4,15 +4,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { evaluate, load_points, summarize } from './points.mjs';
 
-// Issue 5's targets are a median absolute error of 5 % and 90 % of points within 15 %. They are
-// NOT met yet (README, "Accuracy against measured runs": 6.1 % and 72 % on 54 points when this
-// set was assembled). These tests guard what was measured, so accuracy cannot silently get worse;
-// tighten them as the model improves, up to the targets.
+// Issue 5's targets are a median absolute error of 5 % and 90 % of points within 15 %. The median
+// target is met (4.7 % on 54 points); the share within 15 % is NOT (74 %; README, "Accuracy
+// against measured runs", lists the misses). The median is held to its target; the share is
+// guarded at what was measured so accuracy cannot silently get worse: tighten it as the model
+// improves, up to the target.
 const MEDIAN_TARGET = 0.05;
 const WITHIN_TARGET = 0.9;
-const MEDIAN_GUARD = 0.065;  // median absolute error must not exceed this
-const BAND = 0.15;           // a point is close when its absolute error is within this
-const WITHIN_GUARD = 0.70;   // share of points that must stay close
+const MEDIAN_GUARD = MEDIAN_TARGET;  // median absolute error must not exceed this
+const BAND = 0.15;                   // a point is close when its absolute error is within this
+const WITHIN_GUARD = 0.74;           // share of points that must stay close
 
 const FIGURES = new Set(['allocated', 'reserved', 'device']);
 const STAGES = new Set(['first', 'last', 'max']);

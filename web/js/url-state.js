@@ -82,6 +82,7 @@ export const FIELD_KEYS = Object.freeze({
   fp8_param_gather: 'fp8pg',
   optimizer: 'opt',
   momentum: 'mom',
+  optimizer_implementation: 'oimpl',
   optimizer_offload_fraction: 'ooff',
   offload_params: 'poff',
   zero_init: 'zinit',

@@ -38,6 +38,9 @@ enum class Framework : uint8_t { megatron, deepspeed, fsdp2, ddp, count };
 // Storage formats; bytes per element (block scales included) are in the dtype table.
 enum class Dtype : uint8_t { fp32, bf16, fp16, fp8, mxfp8, mxfp4, int8, count };
 enum class Optimizer : uint8_t { adam, adamw, sgd, adafactor, adam8bit, lion, muon, count };
+// How a torch.optim optimizer steps (its foreach / fused arguments; torchtitan's
+// optimizer.implementation names): the temporaries of the step differ.
+enum class OptimizerImplementation : uint8_t { foreach, for_loop, fused, count };
 enum class Fp8Recipe : uint8_t { none, delayed, tensorwise, blockwise, mxfp8, count };
 enum class AttentionBackend : uint8_t { flash, fused, unfused, count };
 enum class RecomputeMethod : uint8_t { uniform, block, count };
@@ -100,6 +103,7 @@ struct ConfigInput {
       gradient_as_bucket_view;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
+  std::optional<OptimizerImplementation> optimizer_implementation;
   std::optional<double> momentum, optimizer_offload_fraction, additional_buffer_factor,
       gpu_memory_bytes, allocator_fragmentation, cuda_context_bytes, nccl_bytes_per_communicator,
       workspace_bytes;
@@ -186,6 +190,7 @@ struct Config {
   bool gradient_as_bucket_view = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::none;
   Optimizer optimizer = Optimizer::adam;
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::foreach;
   double momentum = 0;
   double optimizer_offload_fraction = 0;
   double additional_buffer_factor = 1.5;

@@ -772,6 +772,17 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   return out.total();
 }
 
+double stage_boundary_bytes(const Config& config) {
+  const Shape x = shape_of(config);
+  return x.e * x.h * x.tokens_sp;
+}
+
+double model_output_bytes(const Config& config) {
+  if (config.vocab_size <= 0) return 0;
+  const Shape x = shape_of(config);
+  return (config.cross_entropy_loss_fusion ? x.e : 4) * padded_vocab(config) / x.t * x.tokens;
+}
+
 double loss_transient_bytes(const Config& config) {
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);

@@ -387,12 +387,16 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         PartBytes& storage_class = needs_master ? st.master_weights : st.weights;
         const double on_gpu = c.offload_params ? 0 : 1;
         part_add(storage_class, part, P * storage / n * on_gpu);
-        part_add(st.gradients, part,
-                 unsharded_grads ? P * grad : P * grad / n * on_gpu * (1 - offload));
+        const double sharded_grad = P * grad / n * on_gpu * (1 - offload);
+        part_add(st.gradients, part, unsharded_grads ? P * grad : sharded_grad);
+        // The last microbatch's backward reduce-scatters them: the optimizer sees the shards.
+        if (unsharded_grads) out.forward_backward_only += P * grad - sharded_grad;
         part_add(st.optimizer_states, part, optimizer / n * on_gpu * (1 - offload));
         out.cpu += (1 - on_gpu) * (P * storage / n + P * grad / n + optimizer / n) +
                    on_gpu * offload * (P * grad / n + optimizer / n);
-        if (stage == 2 && needs_master) part_add(st.weights, part, P * stored_w);
+        // Unsharded from the forward to the end of backward, resharded after it
+        // (reshard_after_backward, True by default and for the last microbatch under PP).
+        if (stage == 2 && needs_master) out.forward_backward_only += part_add(st.weights, part, P * stored_w);
         // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
         step.elements += P / n * on_gpu;
         step.largest = std::max(step.largest, t.elements() / n * on_gpu);
@@ -440,12 +444,15 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
   if (fw == Framework::deepspeed && stage == 3) {
     st.buffers.dense += 2 * w16 * largest_tensor;
   } else if (fw == Framework::fsdp2) {
+    // All of them live from the forward to the end of backward, none in the optimizer step.
+    const double before = st.buffers.total();
     const double root = inv.params(Part::embedding);
     if (stage == 3) {
       st.buffers.embedding += w16 * root;
       st.buffers.dense += 2 * w16 * largest_layer;
     }
     st.buffers.dense += (w16 + bytes_per_element(c.main_grads_dtype)) * largest_layer;
+    out.forward_backward_only += st.buffers.total() - before;
   }
   note(trace, "trainmem.params_on_gpu", out.params_local, "Σ tensors of the stage, after TP/EP split");
   note(trace, "trainmem.dense_shard_group", groups.dense, "DP·CP (fsdp2: shard size·CP)");
@@ -468,6 +475,10 @@ struct StageActivation {
   double recompute_working = 0;
   double in_flight = 0;       // microbatches (or microbatch-chunk pairs / v) held at the peak
   double bytes = 0;
+  // torch.distributed.pipelining's own tensors (torch_pipeline_bytes): during the forward and
+  // backward passes (counted in `bytes`), and at the end of the step (the optimizer-step moment).
+  double pipeline_step = 0, pipeline_end = 0;
+  double pipeline_merged = 0;  // the part of pipeline_end freed before the optimizer runs
 };
 
 // What one microbatch keeps on stage r, before the schedule multiplies it. `loss_chunk` is the
@@ -517,6 +528,39 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   return a;
 }
 
+// What torch.distributed.pipelining (torchtitan's pipeline parallelism; frameworks fsdp2 and ddp)
+// holds beyond the layers' saved tensors, from torch/distributed/pipelining/stage.py and
+// schedules.py. A is the hidden state passed between stages (stage_boundary_bytes), n the
+// microbatches of a step, v the stages (chunks) this rank holds.
+//  - Receive buffers: _prepare_forward_infra and _prepare_backward_infra create one _RecvInfo
+//    buffer per microbatch and chunk, for the activation received from the previous stage and
+//    for the gradient received from the next, and keep them across steps: n·A for each chunk
+//    that receives (every chunk but stage 0's), n·A for each chunk that is sent a gradient
+//    (every chunk but the last stage's). An in-flight microbatch's received buffer is the input
+//    its first layer saves (counted with the layers), so those are not counted twice.
+//  - fwd_cache keeps each in-flight microbatch's stage output until its backward: A per pair.
+//  - stage_backward accumulates each input's gradient into the receive buffer's .grad, which
+//    clear_runtime_states frees only when the next step starts: n·A per receiving chunk at the
+//    end of the step.
+//  - The last stage appends every microbatch's model output to output_chunks (kept until the
+//    next step) and step() returns them concatenated (_merge_outputs, a second copy) before the
+//    optimizer runs: n outputs during the step, 2n at its end.
+void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, double pairs,
+                          StageActivation& a) {
+  const double A = stage_boundary_bytes(c);
+  const double v = double(std::max<int64_t>(1, c.virtual_pipeline_model_parallel_size));
+  const bool first = r == 0, last = r == p - 1;
+  const double receiving = first ? v - 1 : v, sending = last ? v - 1 : v;
+  const double buffers = n * A * (receiving + sending);
+  // The in-flight pairs whose output is a hidden state (the last stage's last chunk outputs logits).
+  const double hidden_outputs = last ? std::max(0.0, pairs - (v > 1 ? 1.0 : pairs)) : pairs;
+  const double outputs = last ? n * model_output_bytes(c) : 0;
+  const double received_in_flight = pairs * receiving / v;
+  a.pipeline_step = buffers - received_in_flight * A + hidden_outputs * A + outputs;
+  a.pipeline_end = buffers + n * A * receiving + 2 * outputs;
+  a.pipeline_merged = outputs;
+}
+
 StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r,
                                  const StageMicrobatch& micro) {
   StageActivation a;
@@ -552,6 +596,9 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
       c.pipeline_schedule == PipelineSchedule::gpipe && p > 1 ? pairs : 1.0;
   a.per_microbatch += loss_chunk;
   a.bytes = (a.per_microbatch - loss_chunk) * a.in_flight + loss_chunk * loss_chunk_in_flight;
+  if (p > 1 && (c.framework == Framework::fsdp2 || c.framework == Framework::ddp))
+    torch_pipeline_bytes(c, r, p, m > 0 ? m : pairs, pairs, a);
+  a.bytes += a.pipeline_step;
   return a;
 }
 
@@ -644,8 +691,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
   s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
   s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
+  // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
+  // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
+  const StageActivation& act = out.activation;
   s.moments.optimizer_step =
-      model_state - out.state.forward_backward_only + out.state.optimizer_temporary;
+      model_state - out.state.forward_backward_only +
+      std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + out.state.optimizer_temporary);
   s.total_bytes = s.moments.peak();
   // The peak's composition, for the breakdown: state + activations (freed by the optimizer
   // step) + that moment's temporaries.

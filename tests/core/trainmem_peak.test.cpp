@@ -1,6 +1,7 @@
 // The trainmem profile's activations on every stage, the peak over the moments of a step, and
 // the seed's worked example (shared/seeds/003: an FFN-only model on H100s and TPU v5p).
 #include "support.hpp"
+#include "trainmem/activations.hpp"
 
 using Catch::Matchers::WithinRel;
 using namespace trainmem;
@@ -87,6 +88,64 @@ TEST_CASE("each pipeline stage holds the microbatches its schedule keeps in flig
     CHECK(est.weight_and_optimizer_bytes == stages[size_t(arg)].weight_and_optimizer_bytes);
     CHECK(est.activation_bytes == stages[size_t(arg)].activation_bytes);
   }
+}
+
+TEST_CASE("torch.distributed.pipelining keeps receive buffers and the last stage's outputs", "[trainmem][pipeline][golden]") {
+  // fsdp2 (torchtitan's pipeline parallelism) over 2 stages of 2 layers. The hidden state passed
+  // between stages is A = 2 B × 512 tokens × 256 = 262,144 B; the last stage's model output is
+  // fp32 logits, 4 B × 512 × 4,096 = 8,388,608 B per microbatch.
+  const auto config = [](const std::string& framework, int microbatches) {
+    return R"({"profile": "trainmem", "framework": ")" + framework + R"(", "num_layers": 4,
+        "hidden_size": 256, "num_attention_heads": 8, "ffn_hidden_size": 1024, "vocab_size": 4096,
+        "seq_length": 512, "micro_batch_size": 1, "pipeline_model_parallel_size": 2,
+        "num_microbatches": )" + std::to_string(microbatches) + "}";
+  };
+  constexpr double A = 262'144, logits = 8'388'608;
+  const auto four = stages_of(config("fsdp2", 4)), eight = stages_of(config("fsdp2", 8));
+  REQUIRE((four.size() == 2 && eight.size() == 2));
+  SECTION("stage 0: per microbatch one gradient receive buffer; each in-flight output cached") {
+    // Layers × 2 in flight, plus 4 gradient buffers (4A) and the 2 in-flight outputs (2A).
+    const Config c = config_from(config("fsdp2", 4));
+    const double layers = 2 * layer_activation_bytes(c, false, LayerRecompute::policy) + embedding_activation_bytes(c);
+    CHECK_THAT(four[0].activation_bytes, WithinRel(2 * layers + 4 * A + 2 * A, k_rel_tol_exact));
+    // Four more microbatches: four more buffers, the same two in flight.
+    CHECK(eight[0].activation_bytes - four[0].activation_bytes == 4 * A);
+  }
+  SECTION("last stage: an activation buffer per microbatch and every microbatch's output") {
+    const Config c = config_from(config("fsdp2", 4));
+    const double layers = 2 * layer_activation_bytes(c, false, LayerRecompute::policy) + output_activation_bytes(c);
+    // One microbatch in flight: its buffer is the input its first layer saves, counted once.
+    CHECK_THAT(four[1].activation_bytes, WithinRel(layers + (4 - 1) * A + 4 * logits, k_rel_tol_exact));
+    CHECK(eight[1].activation_bytes - four[1].activation_bytes == 4 * (A + logits));
+    // At the end of the step each microbatch also left its input gradient in the buffer's .grad,
+    // and step() concatenates the outputs into a second copy: 4 × (A + A + 2 × logits) more.
+    CHECK(eight[1].moments.optimizer_step - four[1].moments.optimizer_step == 4 * (2 * A + 2 * logits));
+  }
+  SECTION("Megatron frees its pipeline tensors with each microbatch") {
+    const auto m4 = stages_of(config("megatron", 4)), m8 = stages_of(config("megatron", 8));
+    CHECK(m8[0].activation_bytes == m4[0].activation_bytes);
+    CHECK(m8[1].moments.optimizer_step == m4[1].moments.optimizer_step);
+  }
+}
+
+TEST_CASE("fsdp2 with pipeline stages steps on sharded gradients", "[trainmem][pipeline][golden]") {
+  // Without gradient sync until the last microbatch a stage keeps every unsharded gradient in
+  // fp32 (4 B per parameter); the last backward reduce-scatters them, so the optimizer step holds
+  // 4 B / DP 4: 3 B per parameter less. The gathered buffers are freed after backward too.
+  const Estimate est = estimate_of(R"({"profile": "trainmem", "framework": "fsdp2", "num_layers": 4,
+      "hidden_size": 256, "num_attention_heads": 8, "ffn_hidden_size": 1024, "vocab_size": 4096,
+      "seq_length": 512, "micro_batch_size": 1, "pipeline_model_parallel_size": 2,
+      "data_parallel_size": 4, "num_microbatches": 4, "optimizer_implementation": "fused"})");
+  REQUIRE(est.most_loaded_stage == 1);  // the last stage: it holds every microbatch's logits
+  const double P = est.params.per_gpu;
+  CHECK(est.state.gradients.total() == 4 * P);
+  // The last stage's end-of-step pipeline tensors (as in the test above, A = 262,144 B and
+  // logits 8,388,608 B): 4 activation buffers and their 4 input gradients, 4 outputs and their
+  // concatenation; the fused optimizer adds nothing. Workspaces 96 MiB.
+  const double pipeline_end = 8 * 262'144.0 + 8 * 8'388'608.0;
+  CHECK_THAT(est.moments.optimizer_step,
+             WithinRel(est.weight_and_optimizer_bytes - 3 * P - est.state.buffers.total() + 100'663'296.0 + pipeline_end,
+                       k_rel_tol_exact));
 }
 
 TEST_CASE("the peak is the largest moment of a step", "[trainmem][property]") {

@@ -117,10 +117,13 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
   // unsharded gradient in bf16 and its fp32 reduce-scatter copy, (2 + 4)·49,408 = 296,448.
   CHECK(est.state.buffers.embedding == 128'000.0);
   CHECK(est.state.buffers.total() == 622'080.0);
-  // torch's foreach Adam allocates a copy of exp_avg_sq during the step: 4 B × P/4; the
-  // library workspaces (workspace_bytes, 96 MiB) are allocated through the caching allocator.
-  CHECK(est.moments.optimizer_step == 651'776.0 + 622'080.0 + k_torch_params + 100'663'296.0);
-  CHECK(est.total_bytes == est.moments.optimizer_step);
+  // The library workspaces (workspace_bytes, 96 MiB) are allocated through the caching
+  // allocator and stay. The buffers live from the forward to the end of backward (FSDP2 reshards
+  // after backward): the optimizer step holds the shards and torch's foreach Adam temporary, a
+  // copy of exp_avg_sq (4 B × P/4), so the state peaks with the buffers.
+  CHECK(est.moments.forward == 651'776.0 + 622'080.0 + 100'663'296.0);
+  CHECK(est.moments.optimizer_step == 651'776.0 + k_torch_params + 100'663'296.0);
+  CHECK(est.total_bytes == est.moments.forward);
   SECTION("hybrid sharding over groups of 2 doubles the sharded state") {
     const Estimate hsdp = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
         "data_parallel_shard_size": 2)"));
@@ -129,12 +132,12 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
 }
 
 TEST_CASE("torch.optim implementations set the Adam step's temporaries", "[trainmem][golden][optimizer]") {
-  // fsdp2 over DP 4 as above: before the step, sharded state 651,776 + buffers 622,080 +
-  // workspaces 100,663,296 B; the step adds the temporaries of torch/optim/adam.py.
+  // fsdp2 over DP 4 as above: at the step, sharded state 651,776 + workspaces 100,663,296 B (the
+  // gathered buffers are gone); the step adds the temporaries of torch/optim/adam.py.
   const auto step = [](const std::string& implementation) {
     return state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4, "optimizer": "adamw",
         "optimizer_implementation": ")" + implementation + "\"")).moments.optimizer_step -
-           (651'776.0 + 622'080.0 + 100'663'296.0);
+           (651'776.0 + 100'663'296.0);
   };
   // foreach: _foreach_sqrt copies every exp_avg_sq shard: 4 B × 162,944 / 4 = 162,944.
   CHECK(step("foreach") == k_torch_params);

@@ -55,6 +55,15 @@ double embedding_activation_bytes(const Config& config, SavedTensors* detail = n
 // logits kept for the loss's backward (vocab-parallel cross entropy; fp32 unless fused).
 double output_activation_bytes(const Config& config, SavedTensors* detail = nullptr);
 
+// The hidden state one microbatch passes between pipeline stages on one GPU: the residual
+// stream [b, s/CP (/TP with sequence parallelism), h] in the activation dtype.
+double stage_boundary_bytes(const Config& config);
+
+// The model output (logits) of one microbatch on one GPU as the training framework returns it
+// to the loss: PyTorch-native models (torchtitan's Transformer: `self.output(h).float()`) return
+// fp32 logits, 16-bit when the loss fuses the upcast (cross_entropy_loss_fusion).
+double model_output_bytes(const Config& config);
+
 // Last pipeline stage, transient at the loss: temporaries that exist only while the loss and
 // its gradient are computed for one microbatch (e.g. fp32 logits, softmax, grad of logits).
 double loss_transient_bytes(const Config& config);

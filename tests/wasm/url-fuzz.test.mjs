@@ -20,7 +20,9 @@ import { loadEngine } from './load.mjs';
 const engine = await loadEngine();
 const SPECS = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
 const FIELDS = [...SPECS.values()];
-const SEED = Number(process.env.URL_FUZZ_SEED ?? (Date.now() % 2 ** 31));
+// A new seed on every local run explores; CI (CI set) runs one fixed seed so that its verdict does
+// not depend on the day. Seeds that found bugs are kept as cases below.
+const SEED = Number(process.env.URL_FUZZ_SEED ?? (process.env.CI ? 22350738 : Date.now() % 2 ** 31));
 const BUDGET_MS = Number(process.env.URL_FUZZ_MS ?? 1500); // per property
 console.log(`url-fuzz seed ${SEED} (reproduce with URL_FUZZ_SEED=${SEED})`);
 
@@ -165,7 +167,9 @@ function assertEveryPairAccounted(fragment, out, context) {
     if (!pair) continue;
     const eq = pair.indexOf('=');
     let key;
-    try { key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq)); decodeURIComponent(pair.slice(eq + 1)); } catch {
+    // The reader names a key with lone surrogates replaced (U+FFFD), as toWellFormed() does
+    // (found with seed 22350738: a raw "\ud83d" at the end of a key).
+    try { key = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq)).toWellFormed(); decodeURIComponent(pair.slice(eq + 1)); } catch {
       assert.ok(rejectedKeys.has(pair), `${context}: undecodable pair "${pair}" is not named`);
       continue;
     }
@@ -318,6 +322,12 @@ test('regression: half a surrogate pair (a cut emoji) is read and written back w
   const out = checkFragment('v=1&m=a\uD83D&gpu=\uDE00b&act=x\uD83D', 'lone surrogate');
   assert.equal(out.preset, 'a\uFFFD');
   assert.doesNotThrow(() => encodeState({ fields: {}, names: [], gpu: 'custom', capacity: '8\uD83D', unit: 'GiB' }));
+});
+
+test('regression: an unknown key ending in half a surrogate pair is named, made well-formed', () => {
+  // Found (seed 22350738): the reader names such a key with U+FFFD in place of the lone half.
+  const out = checkFragment('v=1&L=32&zi\u00e9\u00e9y\uD83D', 'lone surrogate key');
+  assert.deepEqual(out.rejected, [{ key: 'zi\u00e9\u00e9y\uFFFD', reason: 'has no value' }]);
 });
 
 test('regression: hostile names are kept as inert text; prototype keys do not reach objects', () => {

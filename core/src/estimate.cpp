@@ -77,6 +77,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "Adafactor's factored statistics (rows + columns per matrix) are divided over the optimizer's "
     "shard group like per-parameter states; real implementations keep a matrix's statistics "
     "together, so a sharded figure is an approximation.",
+    "Pipeline stages follow torch.distributed.pipelining (torchtitan): a receive buffer per "
+    "microbatch for activations and for gradients on every stage, and on the last stage every "
+    "microbatch's logits (fp32 unless the loss fuses the upcast) kept until the step ends and "
+    "concatenated once more; they count as activations.",
 };
 
 std::string fixed2(double v) {
@@ -150,6 +154,9 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
   set(est.assumptions, Assumption::trainmem_peak_and_overheads);
   set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
+  set(est.assumptions, Assumption::trainmem_torch_pipeline,
+      c.pipeline_model_parallel_size > 1 &&
+          (c.framework == Framework::fsdp2 || c.framework == Framework::ddp));
   return est;
 }
 

@@ -126,6 +126,10 @@ TEST_CASE("torch.distributed.pipelining keeps receive buffers and the last stage
     CHECK(m8[0].activation_bytes == m4[0].activation_bytes);
     CHECK(m8[1].moments.optimizer_step == m4[1].moments.optimizer_step);
   }
+  SECTION("the result says so among its assumptions, only where it applies") {
+    CHECK(estimate_of(config("fsdp2", 4)).has(Assumption::trainmem_torch_pipeline));
+    CHECK_FALSE(estimate_of(config("megatron", 4)).has(Assumption::trainmem_torch_pipeline));
+  }
 }
 
 TEST_CASE("fsdp2 with pipeline stages steps on sharded gradients", "[trainmem][pipeline][golden]") {

@@ -131,6 +131,7 @@ enum class Assumption : uint8_t {
   lm_mtp_on_most_loaded,     // megatron-lm puts the whole MTP block on the most-loaded shard
   trainmem_peak_and_overheads,  // trainmem: the heaviest stage's peak; overheads from defaults
   trainmem_adafactor_local,  // trainmem: factored states sharded like per-parameter ones (approximation)
+  trainmem_torch_pipeline,   // trainmem: torch.distributed.pipelining's buffers and kept outputs
   count
 };
 std::string_view assumption_text(Assumption);

@@ -24,6 +24,7 @@ const FIELDS = [...SPECS.values()];
 // not depend on the day. Seeds that found bugs are kept as cases below.
 const SEED = Number(process.env.URL_FUZZ_SEED ?? (process.env.CI ? 22350738 : Date.now() % 2 ** 31));
 const BUDGET_MS = Number(process.env.URL_FUZZ_MS ?? 1500); // per property
+const SUPERLINEAR_MS = 2000; // one fragment's reading: far above linear, far below quadratic
 console.log(`url-fuzz seed ${SEED} (reproduce with URL_FUZZ_SEED=${SEED})`);
 
 /** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
@@ -201,8 +202,11 @@ function checkFragment(fragment, context) {
   const { state } = splitViewOptions(fragment);
   const link = configFromLink(state, engine);
   assert.ok(link.capacity === null || Number.isFinite(link.capacity), `${context}: capacity ${link.capacity}`);
+  // A complexity guard, not a speed target: linear reading takes a few ms, while the quadratic
+  // patterns this caught took seconds on fragments this long. The bound leaves room for a GC
+  // pause or a busy CI machine.
   const ms = performance.now() - t0;
-  assert.ok(ms < 250, `${context}: decoding took ${ms.toFixed(0)} ms (length ${fragment.length})`);
+  assert.ok(ms < SUPERLINEAR_MS, `${context}: decoding took ${ms.toFixed(0)} ms (length ${fragment.length})`);
   return out;
 }
 
@@ -302,10 +306,10 @@ test('regression: long digit runs decode in linear time (no regex backtracking)'
   let t0 = performance.now();
   assert.equal(parseCapacity(`1${' '.repeat(200000)}x`), null);
   assert.equal(parseInput(`${digits}x`, 'number'), `${digits}x`);
-  assert.ok(performance.now() - t0 < 250, `parsing took ${performance.now() - t0} ms`);
+  assert.ok(performance.now() - t0 < SUPERLINEAR_MS, `parsing took ${performance.now() - t0} ms`);
   t0 = performance.now();
   assert.equal(textToList(`${'1*99999,'.repeat(20000)}1`), null); // 2 billion entries: refused, not allocated
-  assert.ok(performance.now() - t0 < 250, `a huge run list took ${performance.now() - t0} ms`);
+  assert.ok(performance.now() - t0 < SUPERLINEAR_MS, `a huge run list took ${performance.now() - t0} ms`);
 });
 
 test('regression: exponents with a sign and one-element layer lists survive the round trip', () => {

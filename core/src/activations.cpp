@@ -780,7 +780,8 @@ double stage_boundary_bytes(const Config& config) {
 double model_output_bytes(const Config& config) {
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
-  return (config.cross_entropy_loss_fusion ? x.e : 4) * padded_vocab(config) / x.t * x.tokens;
+  const bool fp32 = config.pipeline_outputs == PipelineOutputs::kept_fp32_merged;
+  return (fp32 ? 4 : x.e) * padded_vocab(config) / x.t * x.tokens;
 }
 
 double loss_transient_bytes(const Config& config) {

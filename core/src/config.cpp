@@ -323,6 +323,12 @@ const std::vector<Field>& fields() {
       trainmem_only(choice_field<&C::pipeline_schedule>("pipeline_schedule", G::parallelism,
           "interleaved with VPP, else 1f1b", "Pipeline schedule: how many microbatches each "
           "stage keeps in flight.")),
+      trainmem_only(choice_field<&C::pipeline_outputs>("pipeline_outputs", G::parallelism, "kept",
+          "Frameworks ddp and fsdp2 with PP (torch.distributed.pipelining): the last stage keeps "
+          "every microbatch's model output until the step ends. kept: the logits in the compute "
+          "dtype (torchtitan 2025 on: 16-bit logits, step(return_outputs=False)); "
+          "kept_fp32_merged: fp32 logits, concatenated once more when step() returns them "
+          "(torchtitan and torch of December 2024: the model's .float(), _merge_outputs).")),
       trainmem_only(bool_field("cross_entropy_loss_fusion", G::training, "false",
           "Fused cross entropy: no fp32 copy of the logits.", &C::cross_entropy_loss_fusion)),
       // Parallelism.
@@ -387,6 +393,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"recompute_num_layers", "recompute_granularity full only"},
     {"recompute_modules", "recompute_granularity selective only"},
     {"pipeline_schedule", "interleaved exactly when virtual_pipeline_model_parallel_size is set"},
+    {"pipeline_outputs", "frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 only"},
 };
 
 const std::vector<FieldSpec>& spec_table() {
@@ -717,6 +724,9 @@ ConfigInput to_input(const Config& c) {
     if (c.recompute_granularity == RecomputeGranularity::selective)
       in.recompute_modules = c.recompute_modules;
     in.pipeline_schedule = c.pipeline_schedule;
+    if (c.pipeline_model_parallel_size > 1 &&
+        (c.framework == Framework::ddp || c.framework == Framework::fsdp2))
+      in.pipeline_outputs = c.pipeline_outputs;
     in.cross_entropy_loss_fusion = c.cross_entropy_loss_fusion;
   }
   in.tensor_model_parallel_size = c.tensor_model_parallel_size;
@@ -853,6 +863,11 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   if (c.pipeline_schedule != PipelineSchedule::interleaved && interleaved)
     fail("pipeline_schedule", "must be \"interleaved\" with virtual_pipeline_model_parallel_size, got \"" +
                                   std::string(name_of(c.pipeline_schedule)) + "\"");
+  c.pipeline_outputs = in.pipeline_outputs.value_or(PipelineOutputs::kept);
+  if (in.pipeline_outputs && !(c.pipeline_model_parallel_size > 1 && (c.framework == Framework::ddp ||
+                                                                      c.framework == Framework::fsdp2)))
+    fail("pipeline_outputs", "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
+                             "(torch.distributed.pipelining)");
   c.cross_entropy_loss_fusion = in.cross_entropy_loss_fusion.value_or(false);
 }
 

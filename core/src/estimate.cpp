@@ -79,8 +79,8 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "together, so a sharded figure is an approximation.",
     "Pipeline stages follow torch.distributed.pipelining (torchtitan): a receive buffer per "
     "microbatch for activations and for gradients on every stage, and on the last stage every "
-    "microbatch's logits (fp32 unless the loss fuses the upcast) kept until the step ends and "
-    "concatenated once more; they count as activations.",
+    "microbatch's logits kept until the step ends (pipeline_outputs: in the compute dtype, or "
+    "fp32 and concatenated once more as in December 2024); they count as activations.",
 };
 
 std::string fixed2(double v) {

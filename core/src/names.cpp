@@ -27,6 +27,7 @@ constexpr std::array<std::string_view, 5> k_fp8_recipes = {"none", "delayed", "t
 constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fused", "unfused"};
 constexpr std::array<std::string_view, 2> k_recompute_methods = {"uniform", "block"};
 constexpr std::array<std::string_view, 3> k_schedules = {"1f1b", "interleaved", "gpipe"};
+constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "kept_fp32_merged"};
 // Megatron's --recompute-modules names.
 constexpr std::array<std::string_view, 7> k_recompute_modules = {
     "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
@@ -48,6 +49,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<AttentionBackend>(k_attention_backends) &&
               complete<RecomputeMethod>(k_recompute_methods) &&
               complete<PipelineSchedule>(k_schedules) &&
+              complete<PipelineOutputs>(k_pipeline_outputs) &&
               complete<RecomputeModule>(k_recompute_modules) &&
               k_field_types.size() == 6 && k_field_groups.size() == 6,
               "one name per enumerator");
@@ -68,6 +70,7 @@ template <> std::span<const std::string_view> enum_names<Fp8Recipe>() { return k
 template <> std::span<const std::string_view> enum_names<AttentionBackend>() { return k_attention_backends; }
 template <> std::span<const std::string_view> enum_names<RecomputeMethod>() { return k_recompute_methods; }
 template <> std::span<const std::string_view> enum_names<PipelineSchedule>() { return k_schedules; }
+template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { return k_pipeline_outputs; }
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }

@@ -543,8 +543,10 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
 //    clear_runtime_states frees only when the next step starts: n·A per receiving chunk at the
 //    end of the step.
 //  - The last stage appends every microbatch's model output to output_chunks (kept until the
-//    next step) and step() returns them concatenated (_merge_outputs, a second copy) before the
-//    optimizer runs: n outputs during the step, 2n at its end.
+//    next step): n outputs during the step. With pipeline_outputs "kept_fp32_merged" (torch and
+//    torchtitan of December 2024) they are fp32 and step() also returns them concatenated
+//    (_merge_outputs, a second copy) before the optimizer runs: 2n at its end. torchtitan now
+//    passes step(return_outputs=False) and its model returns 16-bit logits.
 void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, double pairs,
                           StageActivation& a) {
   const double A = stage_boundary_bytes(c);
@@ -557,8 +559,9 @@ void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, doubl
   const double outputs = last ? n * model_output_bytes(c) : 0;
   const double received_in_flight = pairs * receiving / v;
   a.pipeline_step = buffers - received_in_flight * A + hidden_outputs * A + outputs;
-  a.pipeline_end = buffers + n * A * receiving + 2 * outputs;
-  a.pipeline_merged = outputs;
+  const bool merged = c.pipeline_outputs == PipelineOutputs::kept_fp32_merged;
+  a.pipeline_merged = merged ? outputs : 0;
+  a.pipeline_end = buffers + n * A * receiving + outputs + a.pipeline_merged;
 }
 
 StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r,

@@ -93,14 +93,14 @@ TEST_CASE("each pipeline stage holds the microbatches its schedule keeps in flig
 TEST_CASE("torch.distributed.pipelining keeps receive buffers and the last stage's outputs", "[trainmem][pipeline][golden]") {
   // fsdp2 (torchtitan's pipeline parallelism) over 2 stages of 2 layers. The hidden state passed
   // between stages is A = 2 B × 512 tokens × 256 = 262,144 B; the last stage's model output is
-  // fp32 logits, 4 B × 512 × 4,096 = 8,388,608 B per microbatch.
-  const auto config = [](const std::string& framework, int microbatches) {
+  // bf16 logits, 2 B × 512 × 4,096 = 4,194,304 B per microbatch (fp32: 8,388,608 B).
+  const auto config = [](const std::string& framework, int microbatches, const std::string& extra = "") {
     return R"({"profile": "trainmem", "framework": ")" + framework + R"(", "num_layers": 4,
         "hidden_size": 256, "num_attention_heads": 8, "ffn_hidden_size": 1024, "vocab_size": 4096,
         "seq_length": 512, "micro_batch_size": 1, "pipeline_model_parallel_size": 2,
-        "num_microbatches": )" + std::to_string(microbatches) + "}";
+        "num_microbatches": )" + std::to_string(microbatches) + extra + "}";
   };
-  constexpr double A = 262'144, logits = 8'388'608;
+  constexpr double A = 262'144, logits = 4'194'304, logits32 = 8'388'608;
   const auto four = stages_of(config("fsdp2", 4)), eight = stages_of(config("fsdp2", 8));
   REQUIRE((four.size() == 2 && eight.size() == 2));
   SECTION("stage 0: per microbatch one gradient receive buffer; each in-flight output cached") {
@@ -117,9 +117,16 @@ TEST_CASE("torch.distributed.pipelining keeps receive buffers and the last stage
     // One microbatch in flight: its buffer is the input its first layer saves, counted once.
     CHECK_THAT(four[1].activation_bytes, WithinRel(layers + (4 - 1) * A + 4 * logits, k_rel_tol_exact));
     CHECK(eight[1].activation_bytes - four[1].activation_bytes == 4 * (A + logits));
-    // At the end of the step each microbatch also left its input gradient in the buffer's .grad,
-    // and step() concatenates the outputs into a second copy: 4 × (A + A + 2 × logits) more.
-    CHECK(eight[1].moments.optimizer_step - four[1].moments.optimizer_step == 4 * (2 * A + 2 * logits));
+    // At the end of the step each microbatch also left its input gradient in the buffer's .grad:
+    // 4 × (A + A + logits) more.
+    CHECK(eight[1].moments.optimizer_step - four[1].moments.optimizer_step == 4 * (2 * A + logits));
+  }
+  SECTION("December 2024 torchtitan: fp32 outputs, concatenated once more when the step returns") {
+    const std::string old = R"(, "pipeline_outputs": "kept_fp32_merged")";
+    const auto four32 = stages_of(config("fsdp2", 4, old)), eight32 = stages_of(config("fsdp2", 8, old));
+    CHECK(eight32[1].activation_bytes - four32[1].activation_bytes == 4 * (A + logits32));
+    // 4 × (A + A + 2 × logits32): the merged copy outweighs the foreach Adam temporary here.
+    CHECK(eight32[1].moments.optimizer_step - four32[1].moments.optimizer_step == 4 * (2 * A + 2 * logits32));
   }
   SECTION("Megatron frees its pipeline tensors with each microbatch") {
     const auto m4 = stages_of(config("megatron", 4)), m8 = stages_of(config("megatron", 8));
@@ -143,10 +150,10 @@ TEST_CASE("fsdp2 with pipeline stages steps on sharded gradients", "[trainmem][p
   REQUIRE(est.most_loaded_stage == 1);  // the last stage: it holds every microbatch's logits
   const double P = est.params.per_gpu;
   CHECK(est.state.gradients.total() == 4 * P);
-  // The last stage's end-of-step pipeline tensors (as in the test above, A = 262,144 B and
-  // logits 8,388,608 B): 4 activation buffers and their 4 input gradients, 4 outputs and their
-  // concatenation; the fused optimizer adds nothing. Workspaces 96 MiB.
-  const double pipeline_end = 8 * 262'144.0 + 8 * 8'388'608.0;
+  // The last stage's end-of-step pipeline tensors (as in the test above, A = 262,144 B and bf16
+  // logits 4,194,304 B): 4 activation buffers and their 4 input gradients, 4 outputs; the fused
+  // optimizer adds nothing. Workspaces 96 MiB.
+  const double pipeline_end = 8 * 262'144.0 + 4 * 4'194'304.0;
   CHECK_THAT(est.moments.optimizer_step,
              WithinRel(est.weight_and_optimizer_bytes - 3 * P - est.state.buffers.total() + 100'663'296.0 + pipeline_end,
                        k_rel_tol_exact));

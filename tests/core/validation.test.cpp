@@ -346,4 +346,14 @@ TEST_CASE("trainmem profile rules: frameworks, sharding, precisions and optimize
           one("optimizer_implementation: must be one of \"foreach\", \"for-loop\", \"fused\", got the string \"loop\""));
     CHECK(messages_for(with(R"("framework": "fsdp2", "optimizer_implementation": "for-loop")")).empty());
   }
+  SECTION("pipeline_outputs is torch.distributed.pipelining's: ddp and fsdp2 with PP only") {
+    CHECK(messages_for(with(R"("framework": "fsdp2", "pipeline_outputs": "kept")")) ==
+          one("pipeline_outputs: applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
+              "(torch.distributed.pipelining)"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_outputs": "kept")")) ==
+          one("pipeline_outputs: applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
+              "(torch.distributed.pipelining)"));
+    CHECK(messages_for(with(R"("framework": "fsdp2", "pipeline_model_parallel_size": 2,
+        "pipeline_outputs": "kept_fp32_merged")")).empty());
+  }
 }

@@ -100,6 +100,7 @@ export const FIELD_KEYS = Object.freeze({
   recompute_num_layers: 'rcn',
   recompute_modules: 'rcmod',
   pipeline_schedule: 'sched',
+  pipeline_outputs: 'ppout',
   cross_entropy_loss_fusion: 'cef',
 });
 

@@ -60,8 +60,8 @@ double output_activation_bytes(const Config& config, SavedTensors* detail = null
 double stage_boundary_bytes(const Config& config);
 
 // The model output (logits) of one microbatch on one GPU as the training framework returns it
-// to the loss: PyTorch-native models (torchtitan's Transformer: `self.output(h).float()`) return
-// fp32 logits, 16-bit when the loss fuses the upcast (cross_entropy_loss_fusion).
+// to the loss: in the compute dtype, or fp32 with pipeline_outputs "kept_fp32_merged"
+// (torchtitan's Transformer of December 2024 ended in `self.output(h).float()`).
 double model_output_bytes(const Config& config);
 
 // Last pipeline stage, transient at the loss: temporaries that exist only while the loss and

@@ -45,6 +45,8 @@ enum class Fp8Recipe : uint8_t { none, delayed, tensorwise, blockwise, mxfp8, co
 enum class AttentionBackend : uint8_t { flash, fused, unfused, count };
 enum class RecomputeMethod : uint8_t { uniform, block, count };
 enum class PipelineSchedule : uint8_t { one_f_one_b, interleaved, gpipe, count };
+// What torch.distributed.pipelining's last stage keeps of the model outputs during a step.
+enum class PipelineOutputs : uint8_t { kept, kept_fp32_merged, count };
 // Megatron's --recompute-modules; a set of them is a bit mask (bit i: RecomputeModule(i)).
 enum class RecomputeModule : uint8_t {
   core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
@@ -114,6 +116,7 @@ struct ConfigInput {
   std::optional<int64_t> recompute_num_layers;
   std::optional<uint32_t> recompute_modules;  // bit mask of RecomputeModule
   std::optional<PipelineSchedule> pipeline_schedule;
+  std::optional<PipelineOutputs> pipeline_outputs;
   std::optional<bool> cross_entropy_loss_fusion;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
@@ -210,6 +213,7 @@ struct Config {
   int64_t recompute_num_layers = 0;  // 0: every layer (with full recompute)
   uint32_t recompute_modules = 1u << unsigned(RecomputeModule::core_attn);
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
+  PipelineOutputs pipeline_outputs = PipelineOutputs::kept;
   bool cross_entropy_loss_fusion = false;
 
   int64_t tensor_model_parallel_size = 1;

@@ -200,7 +200,15 @@ struct Shape {
   // Tokens of a column-parallel linear's saved input: Megatron keeps the sequence-parallel shard
   // and gathers it again in backward; DTensor (fsdp2) saves the gathered input.
   double tokens_linear_in = 0;
+  double hidden = 0;  // bytes of one residual-stream tensor on this GPU: e · h · T_sp
+  double logits = 0;  // elements of the logits on this GPU: padded vocabulary / TP · T
 };
+
+double padded_vocab(const Config& c) {
+  return double(c.should_pad_vocab ? padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
+                                                       c.tensor_model_parallel_size)
+                                   : c.vocab_size);
+}
 
 Shape shape_of(const Config& c) {
   Shape x;
@@ -231,6 +239,8 @@ Shape shape_of(const Config& c) {
   x.has_norm = c.normalization != Normalization::none;
   x.attention_dropout = c.attention_dropout > 0;
   x.hidden_dropout = c.hidden_dropout > 0;
+  x.hidden = x.e * x.h * x.tokens_sp;
+  x.logits = padded_vocab(c) / x.t * x.tokens;
   return x;
 }
 
@@ -475,7 +485,7 @@ void latent_attention(const Config& c, const Shape& x, const Modules& m, Ledger&
 // and the MLP together, keeping only the residual stream that enters them).
 void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   if (m.mlp) {
-    out.add("norm.mlp_input", "norm", x.e * x.h * x.tokens_sp, x.act_dtype,
+    out.add("norm.mlp_input", "norm", x.hidden, x.act_dtype,
             k_src_checkpoint_input);
   } else {
     norm_entries(x, "norm.mlp_input", "norm.mlp_stats", true, out);
@@ -501,7 +511,7 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   // The norm output is the MoE input: kept by the router's gating linear and by the shared
   // experts' fc1 (one storage), or by the moe checkpoint as its input.
   if (!m.layernorm)
-    out.add("moe.input", "moe", x.e * x.h * x.tokens_sp, x.act_dtype,
+    out.add("moe.input", "moe", x.hidden, x.act_dtype,
             m.moe ? k_src_checkpoint_input : k_src_linear_input);
   if (!m.moe) {
     const double n_experts = double(c.num_moe_experts), topk = double(c.moe_router_topk);
@@ -525,7 +535,7 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
                          double(c.moe_shared_expert_intermediate_size) / x.t, x.tokens, false,
                          out);
       if (c.moe_shared_expert_gate)
-        out.add("moe.shared_output", "moe", x.e * x.h * x.tokens_sp, x.act_dtype,
+        out.add("moe.shared_output", "moe", x.hidden, x.act_dtype,
                 k_src_shared_gate);
     }
   }
@@ -587,7 +597,7 @@ class OpSac {
 };
 
 void selective_op_layer(const Config& c, const Shape& x, bool moe_layer, Ledger& out) {
-  out.add("layer.input", "layer", x.e * x.h * x.tokens_sp, x.act_dtype, k_src_sac);
+  out.add("layer.input", "layer", x.hidden, x.act_dtype, k_src_sac);
   OpSac sac(c, x, out);
   if (x.a > 0) {
     if (c.multi_latent_attention) {
@@ -667,12 +677,6 @@ double no_recompute_layer(const Config& c, bool moe_layer) {
   return megatron_layer(c, x, moe_layer, Modules{}, out);
 }
 
-double padded_vocab(const Config& c) {
-  return double(c.should_pad_vocab ? padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
-                                                       c.tensor_model_parallel_size)
-                                   : c.vocab_size);
-}
-
 }  // namespace
 
 double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompute recompute,
@@ -683,7 +687,7 @@ double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompu
     case LayerRecompute::checkpointed: {
       const Shape x = shape_of(config);
       Ledger out(detail);
-      out.add("layer.input", "layer", x.e * x.h * x.tokens_sp, x.act_dtype, k_src_full_recompute);
+      out.add("layer.input", "layer", x.hidden, x.act_dtype, k_src_full_recompute);
       return out.total();
     }
     default:
@@ -698,7 +702,7 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
       // Backward re-runs the layer's forward with grad enabled: its whole saved set exists
       // again, beside the checkpointed input it starts from.
       const Shape x = shape_of(config);
-      return std::max(0.0, everything - x.e * x.h * x.tokens_sp);
+      return std::max(0.0, everything - x.hidden);
     }
     case RecomputeGranularity::selective: {
       // Each recomputed module is re-run just before its own backward and freed after it, so
@@ -756,7 +760,7 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   const bool gathered = config.framework == Framework::fsdp2 && config.sequence_parallel;
   out.add("output.output_layer_input", "output", x.e * x.h * (gathered ? x.tokens : x.tokens_sp),
           x.act_dtype, gathered ? k_src_dtensor_output : k_src_output_input);
-  const double logits = padded_vocab(config) / x.t * x.tokens;  // elements on this GPU
+  const double logits = x.logits;
   if (config.cross_entropy_loss_fusion) {
     out.add("loss.logits", "loss", x.e * logits, x.act_dtype, k_src_te_ce);
     out.add("loss.softmax_stats", "loss", 8 * x.tokens, "fp32", k_src_te_ce);
@@ -772,22 +776,19 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   return out.total();
 }
 
-double stage_boundary_bytes(const Config& config) {
-  const Shape x = shape_of(config);
-  return x.e * x.h * x.tokens_sp;
-}
+double stage_boundary_bytes(const Config& config) { return shape_of(config).hidden; }
 
 double model_output_bytes(const Config& config) {
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
   const bool fp32 = config.pipeline_outputs == PipelineOutputs::kept_fp32_merged;
-  return (fp32 ? 4 : x.e) * padded_vocab(config) / x.t * x.tokens;
+  return (fp32 ? 4 : x.e) * x.logits;
 }
 
 double loss_transient_bytes(const Config& config) {
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
-  const double logits = padded_vocab(config) / x.t * x.tokens;
+  const double logits = x.logits;
   // Fused (TE, or a compiled loss): backward writes the logits' gradient into a new 16-bit
   // tensor.
   if (config.cross_entropy_loss_fusion) return x.e * logits;

@@ -701,8 +701,7 @@ ConfigInput to_input(const Config& c) {
     in.fp8_param_gather = c.fp8_param_gather;
     in.optimizer = c.optimizer;
     if (c.optimizer == Optimizer::sgd) in.momentum = c.momentum;
-    if (c.framework == Framework::ddp || c.framework == Framework::fsdp2)
-      in.optimizer_implementation = c.optimizer_implementation;
+    if (c.pytorch_native()) in.optimizer_implementation = c.optimizer_implementation;
     in.optimizer_offload_fraction = c.optimizer_offload_fraction;
     in.offload_params = c.offload_params;
     in.zero_init = c.zero_init;
@@ -724,9 +723,7 @@ ConfigInput to_input(const Config& c) {
     if (c.recompute_granularity == RecomputeGranularity::selective)
       in.recompute_modules = c.recompute_modules;
     in.pipeline_schedule = c.pipeline_schedule;
-    if (c.pipeline_model_parallel_size > 1 &&
-        (c.framework == Framework::ddp || c.framework == Framework::fsdp2))
-      in.pipeline_outputs = c.pipeline_outputs;
+    if (c.torch_pipelining()) in.pipeline_outputs = c.pipeline_outputs;
     in.cross_entropy_loss_fusion = c.cross_entropy_loss_fusion;
   }
   in.tensor_model_parallel_size = c.tensor_model_parallel_size;
@@ -826,7 +823,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   if (in.momentum && c.optimizer != Optimizer::sgd)
     fail("momentum", "applies to optimizer \"sgd\" only");
   c.optimizer_implementation = in.optimizer_implementation.value_or(OptimizerImplementation::foreach);
-  if (in.optimizer_implementation && fw != Framework::ddp && fw != Framework::fsdp2)
+  if (in.optimizer_implementation && !c.pytorch_native())
     fail("optimizer_implementation", "applies to frameworks ddp and fsdp2 (torch.optim); framework " +
                                      fw_name + " steps with its own fused Adam");
   c.optimizer_offload_fraction = in.optimizer_offload_fraction.value_or(0);
@@ -864,8 +861,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
     fail("pipeline_schedule", "must be \"interleaved\" with virtual_pipeline_model_parallel_size, got \"" +
                                   std::string(name_of(c.pipeline_schedule)) + "\"");
   c.pipeline_outputs = in.pipeline_outputs.value_or(PipelineOutputs::kept);
-  if (in.pipeline_outputs && !(c.pipeline_model_parallel_size > 1 && (c.framework == Framework::ddp ||
-                                                                      c.framework == Framework::fsdp2)))
+  if (in.pipeline_outputs && !c.torch_pipelining())
     fail("pipeline_outputs", "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
                              "(torch.distributed.pipelining)");
   c.cross_entropy_loss_fusion = in.cross_entropy_loss_fusion.value_or(false);

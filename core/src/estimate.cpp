@@ -154,9 +154,7 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
   set(est.assumptions, Assumption::trainmem_peak_and_overheads);
   set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
-  set(est.assumptions, Assumption::trainmem_torch_pipeline,
-      c.pipeline_model_parallel_size > 1 &&
-          (c.framework == Framework::fsdp2 || c.framework == Framework::ddp));
+  set(est.assumptions, Assumption::trainmem_torch_pipeline, c.torch_pipelining());
   return est;
 }
 

@@ -554,8 +554,9 @@ void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, doubl
   const bool first = r == 0, last = r == p - 1;
   const double receiving = first ? v - 1 : v, sending = last ? v - 1 : v;
   const double buffers = n * A * (receiving + sending);
-  // The in-flight pairs whose output is a hidden state (the last stage's last chunk outputs logits).
-  const double hidden_outputs = last ? std::max(0.0, pairs - (v > 1 ? 1.0 : pairs)) : pairs;
+  // The in-flight pairs whose output is a hidden state: all but the last stage's last chunk,
+  // whose output (the logits) is counted below.
+  const double hidden_outputs = !last ? pairs : v > 1 ? std::max(0.0, pairs - 1) : 0.0;
   const double outputs = last ? n * model_output_bytes(c) : 0;
   const double received_in_flight = pairs * receiving / v;
   a.pipeline_step = buffers - received_in_flight * A + hidden_outputs * A + outputs;
@@ -599,8 +600,7 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
       c.pipeline_schedule == PipelineSchedule::gpipe && p > 1 ? pairs : 1.0;
   a.per_microbatch += loss_chunk;
   a.bytes = (a.per_microbatch - loss_chunk) * a.in_flight + loss_chunk * loss_chunk_in_flight;
-  if (p > 1 && (c.framework == Framework::fsdp2 || c.framework == Framework::ddp))
-    torch_pipeline_bytes(c, r, p, m > 0 ? m : pairs, pairs, a);
+  if (c.torch_pipelining()) torch_pipeline_bytes(c, r, p, m > 0 ? m : pairs, pairs, a);
   a.bytes += a.pipeline_step;
   return a;
 }

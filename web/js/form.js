@@ -243,9 +243,14 @@ export class Form {
 
   /** Shows or hides fields by whether they apply; returns the applicable names in page order. */
   updateVisibility(given) {
-    // An unset profile is the core's default one (the field spec says which).
-    const values = { profile: this.specs.get('profile')?.default, ...given };
-    if (values.profile === undefined || values.profile === null) values.profile = this.specs.get('profile')?.default;
+    // An unset choice is the core's default (its field spec names it: the profile, the framework,
+    // the optimizer, ...), so layout.js's rules need no defaults of their own.
+    const values = { ...given };
+    for (const [name, spec] of this.specs) {
+      if (spec.type === 'choice' && (values[name] ?? null) === null && spec.choices?.includes(spec.default)) {
+        values[name] = spec.default;
+      }
+    }
     const names = [];
     for (const name of this.order) {
       const { spec } = this.fields.get(name);

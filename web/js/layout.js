@@ -6,8 +6,7 @@
 const isMoe = (v) => Number(v.num_moe_experts) > 0;
 const isPipelined = (v) => Number(v.pipeline_model_parallel_size) > 1;
 const isMla = (v) => v.multi_latent_attention === true;
-const framework = (v) => v.framework ?? 'megatron';
-const isFramework = (...names) => (v) => names.includes(framework(v));
+const isFramework = (...names) => (v) => names.includes(v.framework);
 const isGranularity = (name) => (v) => v.recompute_granularity === name;
 
 /**
@@ -39,10 +38,10 @@ export const APPLIES = {
   zero_init: isFramework('deepspeed'),
   additional_buffer_factor: isFramework('deepspeed'),
   gradient_as_bucket_view: isFramework('ddp'),
-  use_distributed_optimizer: (v) => v.profile !== 'trainmem' || framework(v) === 'megatron',
+  use_distributed_optimizer: (v) => v.profile !== 'trainmem' || v.framework === 'megatron',
   expert_params_dtype: isMoe,
   momentum: (v) => v.optimizer === 'sgd',
-  optimizer_implementation: (v) => isFramework('ddp', 'fsdp2')(v) && ['adam', 'adamw', undefined, null].includes(v.optimizer),
+  optimizer_implementation: (v) => isFramework('ddp', 'fsdp2')(v) && ['adam', 'adamw'].includes(v.optimizer),
   fp8_param_gather: (v) => v.fp8_recipe !== undefined && v.fp8_recipe !== null && v.fp8_recipe !== 'none',
   recompute_method: isGranularity('full'),
   recompute_num_layers: isGranularity('full'),

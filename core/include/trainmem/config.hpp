@@ -227,6 +227,9 @@ struct Config {
   int64_t data_parallel_size = 1;
 
   bool is_moe() const { return num_moe_experts > 0; }
+  // Plain PyTorch training (ddp, fsdp2): torch.optim steps, torch.distributed.pipelining pipelines.
+  bool pytorch_native() const { return framework == Framework::ddp || framework == Framework::fsdp2; }
+  bool torch_pipelining() const { return pipeline_model_parallel_size > 1 && pytorch_native(); }
   bool is_moe_layer(int64_t layer) const {  // layer: 0-based decoder layer index
     if (!is_moe()) return false;
     if (!moe_layer_freq_list.empty()) return moe_layer_freq_list[size_t(layer)] != 0;

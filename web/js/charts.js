@@ -82,6 +82,21 @@ function htmlTooltip(describe) {
   };
 }
 
+/**
+ * The value axis of a chart (bytes in `unit`, from 0 to above the largest bar and the capacity)
+ * and the dashed capacity line drawn across it.
+ */
+function setValueAxis(options, axis, tops, capacity, capacityLabel, unit) {
+  const scale = options.scales[axis];
+  scale.min = 0;
+  scale.suggestedMax = inUnit(axisMax(tops, capacity), unit);
+  scale.title = { display: true, text: unit, color: css('--muted') };
+  options.plugins.capacityLine = {
+    axis, value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
+    label: capacityLabel, color: css('--capacity'),
+  };
+}
+
 function baseOptions() {
   const text = css('--muted');
   const grid = css('--grid');
@@ -149,14 +164,7 @@ export class GpuChart {
       d.borderColor = border;
       d.segment = s;
     });
-    const o = this.chart.options;
-    o.scales.x.min = 0;
-    o.scales.x.suggestedMax = inUnit(axisMax([total], capacity), unit);
-    o.scales.x.title = { display: true, text: unit, color: css('--muted') };
-    o.plugins.capacityLine = {
-      axis: 'x', value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
-      label: capacityLabel, color: css('--capacity'),
-    };
+    setValueAxis(this.chart.options, 'x', [total], capacity, capacityLabel, unit);
     this.chart.update('none');
   }
 }
@@ -196,15 +204,9 @@ export class StageChart {
     }));
     const tops = stages.map((_, i) => series.reduce((sum, x) => sum + (x.bytes[i] ?? 0), 0));
     const o = this.chart.options;
-    o.scales.y.min = 0;
     o.scales.y.max = undefined;
-    o.scales.y.suggestedMax = inUnit(axisMax(tops, capacity), unit);
-    o.scales.y.title = { display: true, text: unit, color: css('--muted') };
+    setValueAxis(o, 'y', tops, capacity, capacityLabel, unit);
     o.scales.x.title = { display: true, text: 'Pipeline stage', color: css('--muted') };
-    o.plugins.capacityLine = {
-      axis: 'y', value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
-      label: capacityLabel, color: css('--capacity'),
-    };
     this.chart.update('none');
   }
 }
@@ -241,14 +243,8 @@ export class CompareChart {
     }));
     const tops = [0, 1].map((i) => series.reduce((sum, x) => sum + x.bytes[i], 0));
     const o = this.chart.options;
-    o.scales.x.min = 0;
-    o.scales.x.suggestedMax = inUnit(axisMax(tops, capacity), unit);
-    o.scales.x.title = { display: true, text: unit, color: css('--muted') };
+    setValueAxis(o, 'x', tops, capacity, capacityLabel, unit);
     o.scales.y.ticks.color = css('--text');
-    o.plugins.capacityLine = {
-      axis: 'x', value: Number.isFinite(capacity) ? inUnit(capacity, unit) : NaN,
-      label: capacityLabel, color: css('--capacity'),
-    };
     this.chart.update('none');
   }
 }

@@ -291,10 +291,16 @@ const std::vector<Field>& fields() {
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "
           "counted in nvidia-smi, not in PyTorch's figures.", &C::cuda_context_bytes)),
       trainmem_only(number_field("nccl_bytes_per_communicator", G::training, 0, 1e12, "bytes",
-          "268435456 (256 MiB)", "NCCL buffers of one communicator: NCCL_BUFFSIZE (4 MiB) per "
-          "channel, send and receive, up to 32 channels (NCCL environment variables). One "
-          "communicator for the world and one per parallel dimension above 1.",
-          &C::nccl_bytes_per_communicator)),
+          "754974720 (720 MiB)", "NCCL ring and tree buffers of one communicator: per channel one "
+          "ring and two tree (chain) receive connections, each holding the Simple (NCCL_BUFFSIZE "
+          "4 MiB), LL128 (4.6875 MiB) and LL (0.5 MiB) buffers in one 10 MiB allocation (2 MiB "
+          "cuMem granularity; NVIDIA/nccl#1685), 24 channels on 8-GPU H100/H200 boards. "
+          "Communicators: the world and each process group that runs a collective (the result's "
+          "nccl_groups).", &C::nccl_bytes_per_communicator)),
+      trainmem_only(bool_field("nccl_nvls", G::training, "false",
+          "NVLink SHARP (NVSwitch boards: H100/H200/B200 SXM): a communicator of more than two "
+          "GPUs on one node also binds 24 channels x 2 x (4 + 2) MiB per GPU of it (288 MiB x "
+          "GPUs; NCCL 2.17-2.20 nvls.cc, NCCL_NVLS_ENABLE=0 turns it off).", &C::nccl_nvls)),
       trainmem_only(number_field("workspace_bytes", G::training, 0, 1e12, "bytes", "100663296 (96 MiB)",
           "Library workspaces PyTorch allocates through its caching allocator: the cuBLAS and "
           "cuBLASLt workspaces (32 MiB each on Hopper and newer; CUBLAS_WORKSPACE_CONFIG=:4096:8) "
@@ -711,6 +717,7 @@ ConfigInput to_input(const Config& c) {
     in.allocator_fragmentation = c.allocator_fragmentation;
     in.cuda_context_bytes = c.cuda_context_bytes;
     in.nccl_bytes_per_communicator = c.nccl_bytes_per_communicator;
+    in.nccl_nvls = c.nccl_nvls;
     in.workspace_bytes = c.workspace_bytes;
     in.attention_backend = c.attention_backend;
     in.attention_dropout = c.attention_dropout;
@@ -836,7 +843,8 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   c.gpu_memory_bytes = in.gpu_memory_bytes.value_or(0);
   c.allocator_fragmentation = in.allocator_fragmentation.value_or(0.05);
   c.cuda_context_bytes = in.cuda_context_bytes.value_or(512.0 * 1024 * 1024);
-  c.nccl_bytes_per_communicator = in.nccl_bytes_per_communicator.value_or(256.0 * 1024 * 1024);
+  c.nccl_bytes_per_communicator = in.nccl_bytes_per_communicator.value_or(720.0 * 1024 * 1024);
+  c.nccl_nvls = in.nccl_nvls.value_or(false);
   c.workspace_bytes = in.workspace_bytes.value_or(96.0 * 1024 * 1024);
 
   c.attention_backend = in.attention_backend.value_or(AttentionBackend::flash);

@@ -168,9 +168,16 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
     out["device_bytes"] = num(est.device_bytes);
     out["overheads"] = {{"allocator_bytes", num(est.reserved_bytes - est.total_bytes)},
                         {"cuda_context_bytes", num(config.cuda_context_bytes)},
-                        {"nccl_bytes", num(double(est.communicators) * config.nccl_bytes_per_communicator)},
-                        {"nccl_communicators", est.communicators},
+                        {"nccl_bytes", num(est.nccl.bytes())},
+                        {"nccl_communicators", est.nccl.count},
                         {"workspace_bytes", num(config.workspace_bytes)}};
+    auto groups = ordered::array();
+    for (int i = 0; i < est.nccl.count; ++i) {
+      const NcclCommunicator& g = est.nccl.list[size_t(i)];
+      groups.push_back({{"name", g.name}, {"gpus", g.gpus}, {"gpus_on_node", g.gpus_on_node},
+                        {"bytes", num(g.bytes)}});
+    }
+    out["overheads"]["nccl_groups"] = std::move(groups);
     out["most_loaded_stage"] = est.most_loaded_stage;
     out["moments"] = moments_json(est.moments);
     out["minimum_devices"] = est.minimum_devices > 0 ? num(est.minimum_devices) : ordered(nullptr);

@@ -19,6 +19,7 @@
 #include "profiles.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/deepspeed.hpp"
+#include "trainmem/nccl.hpp"
 #include "trainmem/tables.hpp"
 
 namespace trainmem::detail {
@@ -605,25 +606,14 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   return a;
 }
 
-// One NCCL communicator for the world and one per parallel dimension above 1. A single-GPU run
-// initialises no process group, so NCCL allocates nothing (buffers are allocated per
-// communicator, NCCL environment variables: NCCL_BUFFSIZE).
-int64_t communicators(const Config& c) {
-  const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
-                        c.pipeline_model_parallel_size * c.context_parallel_size;
-  if (world <= 1) return 0;
-  return 1 + (c.data_parallel_size > 1) + (c.tensor_model_parallel_size > 1) +
-         (c.pipeline_model_parallel_size > 1) + (c.context_parallel_size > 1) +
-         (c.expert_model_parallel_size > 1);
-}
-
-// What nvidia-smi shows beyond PyTorch's reserved memory: the CUDA context and NCCL's buffers.
+// What nvidia-smi shows beyond PyTorch's reserved memory: the CUDA context and NCCL's buffers
+// (nccl.cpp: one entry per communicator the run uses).
 // The library workspaces are not here: PyTorch allocates the cuBLAS/cuBLASLt workspace of each
 // handle and stream through its caching allocator (ATen CublasHandlePool.cpp; they show in
 // memory_allocated until torch._C._cuda_clearCublasWorkspaces()), and Transformer Engine its
 // cuBLAS workspace with torch.empty, so they are part of the allocated figure (evaluate_stage).
-double runtime_overhead(const Config& c) {
-  return c.cuda_context_bytes + double(communicators(c)) * c.nccl_bytes_per_communicator;
+double runtime_overhead(const Config& c, const NcclCommunicators& nccl) {
+  return c.cuda_context_bytes + nccl.bytes();
 }
 
 struct StageResult {
@@ -690,7 +680,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     s.microbatches_in_flight = int64_t(std::ceil(out.activation.in_flight));
   }
   // Every moment holds the model state and the library workspaces, which stay allocated once
-  // created (runtime_overhead).
+  // created (workspace_bytes).
   const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
   s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
   s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
@@ -712,7 +702,6 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
       std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable).
   s.reserved_bytes = s.total_bytes * (1 + c.allocator_fragmentation);
-  s.device_bytes = s.reserved_bytes + runtime_overhead(c);
   return out;
 }
 
@@ -754,11 +743,16 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.layers = counts.layers;
 
   const double largest_layer = largest_layer_params(c);
+  // Every rank holds the same communicators' buffers (the embedding group's two ranks aside, a
+  // few hundred MiB on the first and last stage that the middle stages do not have).
+  const NcclCommunicators nccl = nccl_communicators(c);
+  const double runtime = runtime_overhead(c, nccl);
   StageKind middle;  // the middle stages' shared figures
   int64_t heaviest = -1;
   StageResult best;
   for (int64_t r = 0; r < layout.p; ++r) {
     StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle);
+    stage.summary.device_bytes = stage.summary.reserved_bytes + runtime;
     if (stages) stages->push_back(stage.summary);
     if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
       heaviest = r;
@@ -776,7 +770,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.total_bytes = best.summary.total_bytes;
   est.reserved_bytes = best.summary.reserved_bytes;
   est.device_bytes = best.summary.device_bytes;
-  est.communicators = communicators(c);
+  est.nccl = nccl;
   est.runtime_bytes = est.device_bytes - est.reserved_bytes;
   est.cpu_bytes = best.state.cpu * double(c.gpus_per_node);
   est.params.per_gpu = best.state.params_local;

@@ -115,7 +115,7 @@ export const SECTIONS = [
     title: 'Runtime overheads',
     groups: [],
     fields: ['allocator_fragmentation', 'cuda_context_bytes', 'nccl_bytes_per_communicator',
-      'workspace_bytes'],
+      'nccl_nvls', 'workspace_bytes'],
     more: [],
   },
 ];
@@ -148,6 +148,7 @@ export const LABELS = {
   allocator_fragmentation: 'Allocator fragmentation (fraction)',
   cuda_context_bytes: 'CUDA context',
   nccl_bytes_per_communicator: 'NCCL per communicator',
+  nccl_nvls: 'NVLink SHARP buffers (NVSwitch)',
   workspace_bytes: 'Library workspaces',
   attention_backend: 'Attention kernel',
   attention_dropout: 'Attention dropout',

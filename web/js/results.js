@@ -172,7 +172,10 @@ export class ResultsView {
       const mark = (key) => (key === fig ? ' compared' : '');
       rows.push(`<tr class="total-row${mark('allocated')}">${th('', 'Allocated', 'the peak: torch max_memory_allocated')}${span}${cell(result.allocated_bytes)}</tr>`);
       const lines = overheadLines(result, fig);
-      const line = (o) => `<tr>${th(o.key, o.label, o.key === 'nccl_bytes' ? `${result.overheads.nccl_communicators} communicators` : '')}${span}${cell(o.bytes)}</tr>`;
+      // The NCCL line names its communicators and their sizes (group name × GPUs).
+      const groups = (result.overheads.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
+      const ncclNote = `${result.overheads.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;
+      const line = (o) => `<tr>${th(o.key, o.label, o.key === 'nccl_bytes' ? ncclNote : '')}${span}${cell(o.bytes)}</tr>`;
       rows.push(line(lines[0]));
       rows.push(`<tr class="total-row${mark('reserved')}">${th('', 'Reserved', 'torch max_memory_reserved')}${span}${cell(result.reserved_bytes)}</tr>`);
       rows.push(...lines.slice(1).map(line));

@@ -91,6 +91,7 @@ export const FIELD_KEYS = Object.freeze({
   allocator_fragmentation: 'frag',
   cuda_context_bytes: 'ctx',
   nccl_bytes_per_communicator: 'nccl',
+  nccl_nvls: 'nvls',
   workspace_bytes: 'ws',
   attention_backend: 'attn',
   attention_dropout: 'adrop',

@@ -102,7 +102,7 @@ struct ConfigInput {
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
   std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
-      gradient_as_bucket_view;
+      gradient_as_bucket_view, nccl_nvls;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
   std::optional<OptimizerImplementation> optimizer_implementation;
@@ -202,7 +202,8 @@ struct Config {
   // CUDA context + NCCL buffers per communicator + library workspaces.
   double allocator_fragmentation = 0.05;
   double cuda_context_bytes = 512.0 * 1024 * 1024;
-  double nccl_bytes_per_communicator = 256.0 * 1024 * 1024;
+  double nccl_bytes_per_communicator = 720.0 * 1024 * 1024;
+  bool nccl_nvls = false;
   double workspace_bytes = 96.0 * 1024 * 1024;
   // trainmem profile: activations.
   AttentionBackend attention_backend = AttentionBackend::flash;

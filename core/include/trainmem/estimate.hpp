@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "trainmem/config.hpp"
+#include "trainmem/nccl.hpp"
 
 namespace trainmem {
 
@@ -153,7 +154,7 @@ struct Estimate {
   // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
   double reserved_bytes = 0, device_bytes = 0;
   double runtime_bytes = 0;         // device − reserved: context, NCCL buffers, workspaces
-  int64_t communicators = 0;        // NCCL communicators the overhead counts
+  NcclCommunicators nccl;           // the NCCL communicators and their buffers on this GPU
   Moments moments;                  // of that stage
   double cpu_bytes = 0;             // CPU memory per node: offloaded state of its GPUs
   double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run

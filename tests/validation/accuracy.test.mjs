@@ -2,18 +2,15 @@
 // prints): the targets of issue 5, item 6, on the figure and rank each measurement reports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { evaluate, load_points, summarize } from './points.mjs';
+import { by_configuration, evaluate, load_points, summarize } from './points.mjs';
 
-// Issue 5's targets are a median absolute error of 5 % and 90 % of points within 15 %. The median
-// target is met (4.7 % on 55 points); the share within 15 % is NOT (82 %; README, "Accuracy
-// against measured runs", lists the misses). The median is held to its target; the share is
-// guarded at what was measured so accuracy cannot silently get worse: tighten it as the model
-// improves, up to the target.
+// Issue 5's targets are a median absolute error of 5 % and 90 % of points within 15 %. Both are
+// met on the 75 points (3.7 % median, 91 % within) and on the 61 distinct configurations (points
+// the estimator cannot tell apart merged, the worst error kept: 90 % within), so both are held to
+// the targets on both counts; README, "Accuracy against measured runs", lists the misses.
 const MEDIAN_TARGET = 0.05;
 const WITHIN_TARGET = 0.9;
-const MEDIAN_GUARD = MEDIAN_TARGET;  // median absolute error must not exceed this
-const BAND = 0.15;                   // a point is close when its absolute error is within this
-const WITHIN_GUARD = 0.81;           // share of points that must stay close
+const BAND = 0.15;  // a point is close when its absolute error is within this
 
 const FIGURES = new Set(['allocated', 'reserved', 'device']);
 const STAGES = new Set(['first', 'last', 'max']);
@@ -21,6 +18,8 @@ const STAGES = new Set(['first', 'last', 'max']);
 const points = load_points();
 const rows = evaluate(points);
 const summary = summarize(rows, BAND);
+const configurations = by_configuration(rows);
+const per_configuration = summarize(configurations, BAND);
 const pct = (e) => `${(100 * e).toFixed(1)} %`;
 
 test('every point names its source, metric, rank, compared figure and reasons', () => {
@@ -44,16 +43,25 @@ test('the reference profiles are evaluated on every point', () => {
   }
 });
 
-test(`trainmem's median absolute error stays at most ${pct(MEDIAN_GUARD)} (target ${pct(MEDIAN_TARGET)})`, () => {
-  assert.ok(summary.trainmem.median <= MEDIAN_GUARD,
+test(`trainmem's median absolute error is at most ${pct(MEDIAN_TARGET)}`, () => {
+  assert.ok(summary.trainmem.median <= MEDIAN_TARGET,
             `median |error| ${pct(summary.trainmem.median)} over ${rows.length} points`);
+  assert.ok(per_configuration.trainmem.median <= MEDIAN_TARGET,
+            `median |error| ${pct(per_configuration.trainmem.median)} over ${configurations.length} configurations`);
 });
 
-test(`at least ${pct(WITHIN_GUARD)} of points stay within ${pct(BAND)} (target ${pct(WITHIN_TARGET)})`, () => {
-  const misses = rows.filter((r) => Math.abs(r.error.trainmem) > BAND)
-    .map((r) => `${r.id} ${r.error.trainmem >= 0 ? '+' : ''}${pct(r.error.trainmem)}`);
-  assert.ok(summary.trainmem.within >= WITHIN_GUARD,
-            `${pct(summary.trainmem.within)} within ${pct(BAND)}; misses: ${misses.join(', ')}`);
+const misses = (list) => list.filter((r) => Math.abs(r.error.trainmem) > BAND)
+  .map((r) => `${r.id} ${r.error.trainmem >= 0 ? '+' : ''}${pct(r.error.trainmem)}`).join(', ');
+
+test(`at least ${pct(WITHIN_TARGET)} of points are within ${pct(BAND)}`, () => {
+  assert.ok(summary.trainmem.within >= WITHIN_TARGET,
+            `${pct(summary.trainmem.within)} within ${pct(BAND)}; misses: ${misses(rows)}`);
+});
+
+test(`at least ${pct(WITHIN_TARGET)} of distinct configurations are within ${pct(BAND)} at their worst point`, () => {
+  assert.ok(configurations.length < rows.length, 'some points share a configuration');
+  assert.ok(per_configuration.trainmem.within >= WITHIN_TARGET,
+            `${pct(per_configuration.trainmem.within)} within ${pct(BAND)}; misses: ${misses(configurations)}`);
 });
 
 test('trainmem is closer than both reference profiles on the median', () => {

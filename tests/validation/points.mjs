@@ -72,9 +72,34 @@ export function evaluate(points = load_points()) {
     const lm = run({ ...reference, profile: 'megatron-lm' }).total_bytes;
     return {
       id: p.id, origin: p.origin, compare: p.compare, measured, trainmem, bridge, lm,
+      configuration: configuration_key(p),
       error: { trainmem: error(trainmem), bridge: error(bridge), lm: error(lm) },
     };
   });
+}
+
+// What the estimator sees of a point: its expanded configuration and the figure and stage compared
+// (keys sorted, so the order fields were written in does not matter).
+function configuration_key(p) {
+  const sorted = Object.fromEntries(Object.entries(p.config).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return JSON.stringify([sorted, p.compare.figure, p.compare.stage]);
+}
+
+// One row per distinct configuration: points that differ only in what no field expresses (sibling
+// CI cases, reruns, the same script on other hardware) are one configuration, and its error is its
+// worst point's, so a setup measured twice counts once and a miss is never averaged away.
+export function by_configuration(rows) {
+  const groups = new Map();
+  for (const r of rows) {
+    if (!groups.has(r.configuration)) groups.set(r.configuration, []);
+    groups.get(r.configuration).push(r);
+  }
+  const worst = (list, key) =>
+    list.reduce((w, r) => (Math.abs(r.error[key]) > Math.abs(w) ? r.error[key] : w), 0);
+  return [...groups.values()].map((list) => ({
+    id: list.map((r) => r.id).join(' = '), origin: list[0].origin,
+    error: { trainmem: worst(list, 'trainmem'), bridge: worst(list, 'bridge'), lm: worst(list, 'lm') },
+  }));
 }
 
 function median(values) {

@@ -1,6 +1,6 @@
 // npm run validate: every point of points.json through the native CLI, compared with its
 // measurement; prints a Markdown table and the summary per profile. Prints figures, exits 0.
-import { evaluate, gib, summarize } from './points.mjs';
+import { by_configuration, evaluate, gib, summarize } from './points.mjs';
 
 const rows = evaluate();
 const pct = (e) => `${e >= 0 ? '+' : ''}${(100 * e).toFixed(1)} %`;
@@ -14,11 +14,13 @@ for (const r of rows)
 
 const names = { trainmem: 'trainmem', bridge: 'megatron-bridge', lm: 'megatron-lm' };
 const sets = [['all', rows], ['visible', rows.filter((r) => r.origin === 'visible')],
-              ['found in public sources', rows.filter((r) => r.origin !== 'visible')]];
+              ['found in public sources', rows.filter((r) => r.origin !== 'visible')],
+              ['distinct configurations (points the estimator cannot tell apart merged, the worst error kept)',
+               by_configuration(rows)]];
 for (const [label, subset] of sets) {
   if (subset.length === 0) continue;
   const s = summarize(subset);
-  console.log(`\n${label}: ${subset.length} points (|error|: median, maximum, share within 15 %)`);
+  console.log(`\n${label}: ${subset.length} ${label.startsWith('distinct') ? 'rows' : 'points'} (|error|: median, maximum, share within 15 %)`);
   for (const [key, name] of Object.entries(names))
     console.log(`  ${name.padEnd(16)} median ${(100 * s[key].median).toFixed(1)} %, max ` +
                 `${(100 * s[key].max).toFixed(1)} %, within 15 %: ${(100 * s[key].within).toFixed(0)} %`);

@@ -105,9 +105,20 @@ export interface Stage {
 export interface Overheads {
   allocator_bytes: number;
   cuda_context_bytes: number;
+  /** the sum of nccl_groups' bytes */
   nccl_bytes: number;
   nccl_communicators: number;
   workspace_bytes: number;
+  /** each NCCL communicator the run uses, with this GPU's buffers for it */
+  nccl_groups: NcclGroup[];
+}
+
+export interface NcclGroup {
+  /** which process group (world, tensor, context, pipeline, data, data-context, model, embedding, amax, expert, expert-data, expert-tensor) */
+  name: string;
+  gpus: number;
+  gpus_on_node: number;
+  bytes: number;
 }
 
 export interface TraceEntry {

@@ -81,6 +81,8 @@ test('the trainmem profile result has exactly the declared keys, overheads and m
   assert.equal(r.ok, true, JSON.stringify(r.issues));
   assertShape('EstimateResult', [r]);
   assertShape('Overheads', [r.overheads]);
+  assert.ok(r.overheads.nccl_groups.length > 0);
+  assertShape('NcclGroup', r.overheads.nccl_groups);
   assertShape('Moments', [r.moments, ...r.stages.map((s) => s.moments)]);
   assertShape('Stage', r.stages);
   const ds = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 2048,

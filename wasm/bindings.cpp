@@ -103,9 +103,7 @@ std::string import_megatron_args(const std::string& command_line, const std::str
 // {"ok", "args": one Megatron-LM argument line, "notes": what the arguments cannot carry}.
 std::string export_megatron_args(const std::string& config_json) {
   return guarded([&] {
-    const trainmem::ParsedConfig parsed = trainmem::parse_config_json(config_json);
-    if (!parsed.issues.empty()) return issues_json(parsed.issues).dump();
-    const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+    const trainmem::Resolved resolved = trainmem::resolve_config_json(config_json);
     if (!resolved.ok()) return issues_json(resolved.issues).dump();
     const trainmem::MegatronExport exported = trainmem::export_megatron_args(resolved.config);
     nlohmann::json out;
@@ -119,9 +117,7 @@ std::string export_megatron_args(const std::string& config_json) {
 // {"ok", "config": every resolved field that is not Megatron's None}.
 std::string export_config_json(const std::string& config_json) {
   return guarded([&] {
-    const trainmem::ParsedConfig parsed = trainmem::parse_config_json(config_json);
-    if (!parsed.issues.empty()) return issues_json(parsed.issues).dump();
-    const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+    const trainmem::Resolved resolved = trainmem::resolve_config_json(config_json);
     if (!resolved.ok()) return issues_json(resolved.issues).dump();
     return R"({"ok":true,"config":)" + trainmem::export_config_json(resolved.config) + "}";
   });

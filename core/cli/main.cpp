@@ -48,6 +48,13 @@ bool read_input(const std::string& path, std::string& text) {
   return true;
 }
 
+// Reads the command's CONFIG argument (a path, or - for stdin): 0, or the usage error's status.
+int read_config(const std::string& command, const std::string& path, std::string& text) {
+  if (path.empty()) return usage_error(command + " needs a CONFIG.json path (or - for stdin)");
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  return 0;
+}
+
 int estimate_command(const std::vector<std::string>& args) {
   std::string path, format = "json";
   trainmem::RunOptions options;
@@ -79,9 +86,8 @@ int estimate_command(const std::vector<std::string>& args) {
       return usage_error("expected one CONFIG argument, got also " + arg);
     }
   }
-  if (path.empty()) return usage_error("estimate needs a CONFIG.json path (or - for stdin)");
   std::string text;
-  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  if (const int status = read_config("estimate", path, text)) return status;
 
   const trainmem::Run run = trainmem::run_estimate(text, options);
   if (!run.ok()) {
@@ -157,12 +163,9 @@ int export_command(const std::vector<std::string>& args) {
       return usage_error("expected one CONFIG argument, got also " + args[i]);
     }
   }
-  if (path.empty()) return usage_error("export needs a CONFIG.json path (or - for stdin)");
   std::string text;
-  if (!read_input(path, text)) return usage_error("cannot read " + path);
-  const trainmem::ParsedConfig parsed = trainmem::parse_config_json(text);
-  if (!parsed.issues.empty()) return print_issues(parsed.issues), 2;
-  const trainmem::Resolved resolved = trainmem::resolve(parsed.input);
+  if (const int status = read_config("export", path, text)) return status;
+  const trainmem::Resolved resolved = trainmem::resolve_config_json(text);
   if (!resolved.ok()) return print_issues(resolved.issues), 2;
   if (format == "json") {
     std::cout << trainmem::export_config_json(resolved.config, 2) << "\n";
@@ -208,9 +211,8 @@ int plan_command(const std::vector<std::string>& args) {
       return usage_error("expected one CONFIG argument, got also " + arg);
     }
   }
-  if (path.empty()) return usage_error("plan needs a CONFIG.json path (or - for stdin)");
   std::string text;
-  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  if (const int status = read_config("plan", path, text)) return status;
   const trainmem::PlanResult result = trainmem::plan_request(text, options, std::move(issues));
   if (!result.ok()) return print_issues(result.issues), 2;
   std::cout << (format == "text" ? trainmem::plan_text(result) : trainmem::plan_to_json(result, 2) + "\n");

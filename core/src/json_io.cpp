@@ -238,24 +238,31 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Run run_estimate(std::string_view config_json_text, const RunOptions& options) {
-  Run run;
-  ParsedConfig parsed = parse_config_json(config_json_text);
-  if (options.profile) parsed.input.profile = options.profile;
-  run.issues = std::move(parsed.issues);
-  for (const Issue& issue : run.issues)
-    if (issue.field == "config") return run;  // malformed document: nothing more to check
+Resolved resolve_config_json(std::string_view text, std::optional<Profile> profile) {
+  ParsedConfig parsed = parse_config_json(text);
+  if (profile) parsed.input.profile = profile;
+  Resolved out;
+  out.issues = std::move(parsed.issues);
+  for (const Issue& issue : out.issues)
+    if (issue.field == "config") return out;  // malformed document: nothing more to check
 
   Resolved resolved = resolve(parsed.input);
   // A field rejected while reading would be reported again as missing: keep the first report.
-  const size_t n_read_issues = run.issues.size();
+  const size_t n_read_issues = out.issues.size();
   for (Issue& issue : resolved.issues) {
     bool seen = false;
-    for (size_t i = 0; i < n_read_issues; ++i) seen |= run.issues[i].field == issue.field;
-    if (!seen) run.issues.push_back(std::move(issue));
+    for (size_t i = 0; i < n_read_issues; ++i) seen |= out.issues[i].field == issue.field;
+    if (!seen) out.issues.push_back(std::move(issue));
   }
-  if (!run.issues.empty()) return run;
+  if (out.issues.empty()) out.config = std::move(resolved.config);
+  return out;
+}
 
+Run run_estimate(std::string_view config_json_text, const RunOptions& options) {
+  Run run;
+  Resolved resolved = resolve_config_json(config_json_text, options.profile);
+  run.issues = std::move(resolved.issues);
+  if (!run.issues.empty()) return run;
   run.config = std::move(resolved.config);
   run.estimate = estimate_training_memory(run.config, run.config.num_microbatches, true,
                                           options.verbose ? &run.trace : nullptr);

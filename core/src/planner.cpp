@@ -468,6 +468,29 @@ bool group_starts(const std::vector<Layout>& layouts, size_t i) {
   return i == 0 || layouts[i].footprint != layouts[i - 1].footprint;
 }
 
+// Binary search between `lo`, which fits (found: `lo_found`), and `hi`, which does not or is out of
+// range: memory grows with the searched value, so the largest fitting one ends in `lo`. False
+// when the evaluation budget ran out.
+template <class Fits>
+bool bisect_largest_fitting(int64_t& lo, int64_t hi, Found& lo_found, Fits fits) {
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    Found f;
+    const Outcome o = fits(mid, f);
+    if (o == Outcome::out_of_budget) return false;
+    if (o == Outcome::fits) lo = mid, lo_found = f;
+    else hi = mid;
+  }
+  return true;
+}
+
+// Keeps `found` when its searched value (`key`: micro batch or sequence) is larger than the
+// best's, or equal and better ranked.
+void keep_larger(std::optional<Found>& best, const Found& found, int64_t Found::*key) {
+  if (!best || found.*key > (*best).*key || (found.*key == (*best).*key && rank_less(found, *best)))
+    best = found;
+}
+
 // Largest micro batch: per layout and policy, the smallest micro batch not below the best so far
 // is tried, and only if it fits the larger ones are searched (binary search, monotone). Once the
 // best is the largest micro batch any layout allows, later groups can neither beat nor outrank it.
@@ -495,17 +518,10 @@ std::optional<Found> solve_max_micro_batch(Search& search, int64_t gpus) {
       const Outcome first = search.evaluate(l, r, mbs[from], seq, lo_found);
       if (first == Outcome::out_of_budget) return best;
       if (first != Outcome::fits) continue;
-      size_t lo = from, hi = mbs.size();  // mbs[lo] fits; mbs[hi] (if any) does not
-      while (hi - lo > 1) {
-        const size_t mid = lo + (hi - lo) / 2;
-        Found f;
-        const Outcome o = search.evaluate(l, r, mbs[mid], seq, f);
-        if (o == Outcome::out_of_budget) return best;
-        if (o == Outcome::fits) lo = mid, lo_found = f;
-        else hi = mid;
-      }
-      if (!best || lo_found.mbs > best->mbs || (lo_found.mbs == best->mbs && rank_less(lo_found, *best)))
-        best = lo_found;
+      int64_t lo = int64_t(from);  // mbs[lo] fits; mbs[size] is out of range
+      auto fits = [&](int64_t k, Found& f) { return search.evaluate(l, r, mbs[size_t(k)], seq, f); };
+      if (!bisect_largest_fitting(lo, int64_t(mbs.size()), lo_found, fits)) return best;
+      keep_larger(best, lo_found, &Found::mbs);
     }
   }
   return best;
@@ -558,16 +574,8 @@ std::optional<Found> solve_max_seq_length(Search& search, int64_t gpus, int64_t 
         }
         lo = k, lo_found = f;
       }
-      while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        Found f;
-        o = fits(mid, f);
-        if (o == Outcome::out_of_budget) return best;
-        if (o == Outcome::fits) lo = mid, lo_found = f;
-        else hi = mid;
-      }
-      if (!best || lo_found.seq > best->seq || (lo_found.seq == best->seq && rank_less(lo_found, *best)))
-        best = lo_found;
+      if (!bisect_largest_fitting(lo, hi, lo_found, fits)) return best;
+      keep_larger(best, lo_found, &Found::seq);
     }
   }
   return best;
@@ -1154,19 +1162,8 @@ std::string plan_text(const PlanResult& r) {
 PlanResult plan_request(std::string_view config_json, const PlanOptions& options, std::vector<Issue> option_issues) {
   PlanResult result;
   result.issues = std::move(option_issues);
-  ParsedConfig parsed = parse_config_json(config_json);
-  bool malformed = false;
-  for (Issue& issue : parsed.issues) {
-    malformed |= issue.field == "config";
-    result.issues.push_back(std::move(issue));
-  }
-  if (malformed) return result;
-  Resolved resolved = resolve(parsed.input);
-  for (Issue& issue : resolved.issues) {
-    bool seen = false;  // a field rejected while reading is not reported again as missing
-    for (const Issue& earlier : result.issues) seen |= earlier.field == issue.field;
-    if (!seen) result.issues.push_back(std::move(issue));
-  }
+  Resolved resolved = resolve_config_json(config_json);
+  for (Issue& issue : resolved.issues) result.issues.push_back(std::move(issue));
   if (!result.ok()) return result;
   return plan(resolved.config, options);
 }

@@ -113,12 +113,18 @@ function baseOptions() {
   };
 }
 
+/** Horizontal stacked bars (GPU and compare charts): room above for the capacity label. */
+function horizontalOptions() {
+  const options = baseOptions();
+  options.indexAxis = 'y';
+  options.layout = { padding: { top: 22, right: 8 } };
+  options.scales.y.grid.display = false;
+  return options;
+}
+
 export class GpuChart {
   constructor(canvas) {
-    const options = baseOptions();
-    options.indexAxis = 'y';
-    options.layout = { padding: { top: 22, right: 8 } };
-    options.scales.y.grid.display = false;
+    const options = horizontalOptions();
     options.scales.y.ticks.display = false;
     options.plugins.tooltip = {
       enabled: false,
@@ -214,10 +220,7 @@ export class StageChart {
 /** Two stacked bars, pinned and current, one dataset per category, against the capacity. */
 export class CompareChart {
   constructor(canvas) {
-    const options = baseOptions();
-    options.indexAxis = 'y';
-    options.layout = { padding: { top: 22, right: 8 } };
-    options.scales.y.grid.display = false;
+    const options = horizontalOptions();
     options.plugins.tooltip = {
       enabled: false,
       mode: 'index',

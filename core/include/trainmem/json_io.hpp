@@ -23,6 +23,10 @@ struct ParsedConfig {
 // Parses a JSON object of config fields. Never throws.
 ParsedConfig parse_config_json(std::string_view text);
 
+// Parses and resolves: the configuration, or every issue found (a malformed document stops at
+// its own issue; a field rejected while reading is not reported again as missing). Never throws.
+Resolved resolve_config_json(std::string_view text, std::optional<Profile> profile = std::nullopt);
+
 struct RunOptions {
   std::optional<Profile> profile;  // overrides the config's "profile"
   bool verbose = false;            // include "trace": every intermediate quantity and its formula

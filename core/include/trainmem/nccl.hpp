@@ -25,7 +25,7 @@ struct NcclCommunicator {
 };
 
 struct NcclCommunicators {
-  static constexpr int k_capacity = 12;
+  static constexpr int k_capacity = 12;  // one slot per group nccl_communicators can name
   std::array<NcclCommunicator, k_capacity> list{};
   int count = 0;
   double bytes() const {

@@ -8,12 +8,9 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "config/messages.hpp"
+
 namespace trainmem {
-
-
-// A number as people read it in messages: integers without a fraction, others with up to
-// 15 significant digits.
-std::string number_text(double value);
 
 // A JSON library error without its "[json.exception.parse_error.101] " tag: "parse error at
 // line 1, column 2: ..." or "number overflow parsing '1e400'".

@@ -1,5 +1,4 @@
-// The field table, reading single fields, and resolve(): validation plus Megatron Core's
-// default resolution (../shared/reference/megatron-formulas.md §2 and §6 item 8).
+// The field table and reading or writing single fields of a ConfigInput.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,17 +9,6 @@
 #include "trainmem/config.hpp"
 
 namespace trainmem {
-
-std::string number_text(double value) {
-  char buf[64];
-  if (std::isfinite(value) && std::fabs(value) < 9.007199254740992e15 &&
-      value == std::floor(value)) {
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.15g", value);
-  }
-  return buf;
-}
 
 namespace {
 
@@ -415,41 +403,6 @@ const std::vector<FieldSpec>& spec_table() {
   return specs;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string describe(const FieldValue& v) {
-  struct {
-    std::string operator()(std::monostate) const { return "null"; }
-    std::string operator()(bool b) const { return b ? "true" : "false"; }
-    std::string operator()(double d) const { return number_text(d); }
-    std::string operator()(const std::string& s) const {
-      return "the string " + quoted(s.size() > 40 ? s.substr(0, 40) + "…" : s);
-    }
-    std::string operator()(const std::vector<double>&) const { return "a list"; }
-    std::string operator()(const std::vector<std::string>&) const { return "a list"; }
-  } visitor;
-  return std::visit(visitor, v);
-}
-
-Issue issue(std::string_view field, const std::string& rule) {
-  return {std::string(field), std::string(field) + ": " + rule};
-}
-
 // An integer field's value: finite, integral and within [min, max].
 std::optional<Issue> read_integer(const FieldSpec& spec, double d, int64_t& out) {
   if (!std::isfinite(d)) return issue(spec.name, "must be a finite integer, got " + number_text(d));
@@ -462,12 +415,6 @@ std::optional<Issue> read_integer(const FieldSpec& spec, double d, int64_t& out)
                                 number_text(d));
   out = static_cast<int64_t>(d);
   return std::nullopt;
-}
-
-std::string choice_list_text(const FieldSpec& spec) {
-  std::string list;
-  for (size_t i = 0; i < spec.choices.size(); ++i) list += (i ? ", " : "") + quoted(spec.choices[i]);
-  return list;
 }
 
 std::optional<size_t> choice_index(const FieldSpec& spec, std::string_view text) {
@@ -514,7 +461,7 @@ struct FieldSetter {
     const auto* text = std::get_if<std::string>(&value);
     const std::optional<size_t> index = text ? choice_index(spec, *text) : std::nullopt;
     if (!index)
-      return issue(spec.name, "must be one of " + choice_list_text(spec) + ", got " + describe(value));
+      return issue(spec.name, "must be one of " + choices_text(spec.choices, ", ") + ", got " + describe(value));
     target.set(input, index);
     return std::nullopt;
   }
@@ -523,13 +470,13 @@ struct FieldSetter {
     const auto* list = std::get_if<std::vector<std::string>>(&value);
     const auto* empty = std::get_if<std::vector<double>>(&value);  // [] parses as a number list
     if (!list && !(empty && empty->empty()))
-      return issue(spec.name, "must be a list of " + choice_list_text(spec) + ", got " + describe(value));
+      return issue(spec.name, "must be a list of " + choices_text(spec.choices, ", ") + ", got " + describe(value));
     uint32_t mask = 0;
     if (list)
       for (const std::string& text : *list) {
         const std::optional<size_t> index = choice_index(spec, text);
         if (!index)
-          return issue(spec.name, "entries must be among " + choice_list_text(spec) + ", got " +
+          return issue(spec.name, "entries must be among " + choices_text(spec.choices, ", ") + ", got " +
                                       quoted(text));
         mask |= 1u << *index;
       }
@@ -617,16 +564,12 @@ std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const 
     if (f.spec.name == name) field = &f;
   if (!field) {
     // A typo must never fall back to a default silently: name the closest known field.
-    std::string_view best;
-    size_t best_distance = 4;  // suggest only near misses
-    for (const Field& f : fields()) {
-      size_t d = edit_distance(name, f.spec.name);
-      if (d < best_distance) best_distance = d, best = f.spec.name;
-    }
-    std::string shown(name.substr(0, 60));
-    std::string rule = "unknown field";
-    if (!best.empty()) rule += "; did you mean " + quoted(best) + "?";
-    return Issue{shown, shown + ": " + rule};
+    static const std::vector<std::string_view> names = [] {
+      std::vector<std::string_view> out;
+      for (const Field& f : fields()) out.push_back(f.spec.name);
+      return out;
+    }();
+    return unknown_name(name, "field", names);
   }
   const FieldSpec& spec = field->spec;
   const bool is_null = std::holds_alternative<std::monostate>(value);
@@ -743,410 +686,6 @@ ConfigInput to_input(const Config& c) {
   in.expert_tensor_parallel_size = c.expert_tensor_parallel_size;
   in.data_parallel_size = c.data_parallel_size;
   return in;
-}
-
-int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tensor_parallel) {
-  // Megatron-LM vocab_utils.calculate_padded_vocab_size: multiple = m · t; pad up to it.
-  const int64_t multiple = divisible_by * tensor_parallel;
-  return (vocab_size + multiple - 1) / multiple * multiple;
-}
-
-namespace {
-
-// Fields of the trainmem profile: defaults that depend on the framework, and their rules. The
-// reference profiles model only Megatron's bf16 Adam, so they reject these fields when set
-// rather than silently answering another question.
-void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue>& issues) {
-  auto fail = [&](std::string_view field, const std::string& rule) {
-    issues.push_back(issue(field, rule));
-  };
-  if (c.profile != Profile::trainmem) {
-    for (const FieldSpec& spec : field_specs())
-      if (spec.trainmem_only && !std::holds_alternative<std::monostate>(get_field(in, spec.name)))
-        fail(spec.name, "is read only by the trainmem profile (profile is \"" +
-                            std::string(name_of(c.profile)) + "\")");
-    if (c.recompute_granularity == RecomputeGranularity::selective_op)
-      fail("recompute_granularity", "\"selective_op\" is read only by the trainmem profile "
-                                    "(profile is \"" + std::string(name_of(c.profile)) + "\")");
-    return;
-  }
-  const Framework fw = c.framework = in.framework.value_or(Framework::megatron);
-  const std::string fw_name(name_of(fw));
-  if (fw == Framework::deepspeed || fw == Framework::fsdp2) {
-    c.zero_stage = in.zero_stage.value_or(fw == Framework::fsdp2 ? 3 : 0);
-    if (fw == Framework::fsdp2 && c.zero_stage < 2)
-      fail("zero_stage", "must be 2 (shard gradients and optimizer) or 3 (full shard) with fsdp2, got " +
-                             std::to_string(c.zero_stage));
-  } else if (in.zero_stage) {
-    fail("zero_stage", "applies to deepspeed and fsdp2; framework " + fw_name +
-                           (fw == Framework::megatron ? " shards with use_distributed_optimizer" : " does not shard"));
-  }
-  if (c.use_distributed_optimizer && fw != Framework::megatron)
-    fail("use_distributed_optimizer", fw == Framework::ddp
-        ? std::string("is Megatron's; framework ddp does not shard (deepspeed and fsdp2 shard with zero_stage)")
-        : "is Megatron's; with framework " + fw_name + " use zero_stage instead");
-  c.data_parallel_shard_size = in.data_parallel_shard_size.value_or(c.data_parallel_size);
-  if (in.data_parallel_shard_size) {
-    if (fw != Framework::fsdp2)
-      fail("data_parallel_shard_size", "applies to fsdp2 (hybrid sharding) only");
-    else if (c.data_parallel_size % c.data_parallel_shard_size != 0)
-      fail("data_parallel_shard_size", "must divide data_parallel_size (" +
-                                           std::to_string(c.data_parallel_size) + "), got " +
-                                           std::to_string(c.data_parallel_shard_size));
-  }
-  c.gpus_per_node = in.gpus_per_node.value_or(8);
-
-  c.params_dtype = in.params_dtype.value_or(fw == Framework::ddp ? Dtype::fp32 : Dtype::bf16);
-  if (c.params_dtype != Dtype::fp32 && c.params_dtype != Dtype::bf16 && c.params_dtype != Dtype::fp16)
-    fail("params_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 weights: fp8_param_gather), got \"" +
-                             std::string(name_of(c.params_dtype)) + "\"");
-  c.expert_params_dtype = in.expert_params_dtype.value_or(c.params_dtype);
-  c.compute_dtype = in.compute_dtype.value_or(fw == Framework::ddp ? Dtype::bf16 : c.params_dtype);
-  // Defaulted from a valid params_dtype it is valid; from an invalid one that field is named.
-  if (in.compute_dtype && c.compute_dtype != Dtype::fp32 && c.compute_dtype != Dtype::bf16 &&
-      c.compute_dtype != Dtype::fp16)
-    fail("compute_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 matmuls: fp8_recipe), got \"" +
-                              std::string(name_of(c.compute_dtype)) + "\"");
-  c.master_weights = in.master_weights.value_or(true);
-  c.main_params_dtype = in.main_params_dtype.value_or(Dtype::fp32);
-  c.main_grads_dtype = in.main_grads_dtype.value_or(Dtype::fp32);
-  c.exp_avg_dtype = in.exp_avg_dtype.value_or(Dtype::fp32);
-  c.exp_avg_sq_dtype = in.exp_avg_sq_dtype.value_or(Dtype::fp32);
-  for (auto [name, dtype] : {std::pair<std::string_view, Dtype>{"main_params_dtype", c.main_params_dtype},
-                             {"main_grads_dtype", c.main_grads_dtype}})
-    if (dtype != Dtype::fp32 && dtype != Dtype::bf16 && dtype != Dtype::fp16)
-      fail(name, "must be \"fp32\", \"bf16\" or \"fp16\", got \"" + std::string(name_of(dtype)) + "\"");
-  for (auto [name, dtype] : {std::pair<std::string_view, Dtype>{"exp_avg_dtype", c.exp_avg_dtype},
-                             {"exp_avg_sq_dtype", c.exp_avg_sq_dtype}})
-    if (dtype == Dtype::mxfp4 || dtype == Dtype::mxfp8 || dtype == Dtype::int8)
-      fail(name, "must be \"fp32\", \"bf16\", \"fp16\" or \"fp8\" (8-bit states: optimizer "
-                 "\"adam8bit\"), got \"" + std::string(name_of(dtype)) + "\"");
-  c.fp8_recipe = in.fp8_recipe.value_or(Fp8Recipe::none);
-  c.fp8_param_gather = in.fp8_param_gather.value_or(false);
-  if (c.fp8_param_gather && c.fp8_recipe == Fp8Recipe::none)
-    fail("fp8_param_gather", "needs an fp8_recipe");
-  c.optimizer = in.optimizer.value_or(Optimizer::adam);
-  c.momentum = in.momentum.value_or(0);
-  if (in.momentum && c.optimizer != Optimizer::sgd)
-    fail("momentum", "applies to optimizer \"sgd\" only");
-  c.optimizer_implementation = in.optimizer_implementation.value_or(OptimizerImplementation::foreach);
-  if (in.optimizer_implementation && !c.pytorch_native())
-    fail("optimizer_implementation", "applies to frameworks ddp and fsdp2 (torch.optim); framework " +
-                                     fw_name + " steps with its own fused Adam");
-  c.optimizer_offload_fraction = in.optimizer_offload_fraction.value_or(0);
-  c.offload_params = in.offload_params.value_or(false);
-  if (c.offload_params && !((fw == Framework::deepspeed || fw == Framework::fsdp2) && c.zero_stage == 3))
-    fail("offload_params", "needs sharded weights: framework deepspeed or fsdp2 with zero_stage 3");
-  c.zero_init = in.zero_init.value_or(true);
-  c.additional_buffer_factor = in.additional_buffer_factor.value_or(1.5);
-  c.gradient_as_bucket_view = in.gradient_as_bucket_view.value_or(false);
-  c.gpu_memory_bytes = in.gpu_memory_bytes.value_or(0);
-  c.allocator_fragmentation = in.allocator_fragmentation.value_or(0.05);
-  c.cuda_context_bytes = in.cuda_context_bytes.value_or(512.0 * 1024 * 1024);
-  c.nccl_bytes_per_communicator = in.nccl_bytes_per_communicator.value_or(720.0 * 1024 * 1024);
-  c.nccl_nvls = in.nccl_nvls.value_or(false);
-  c.workspace_bytes = in.workspace_bytes.value_or(96.0 * 1024 * 1024);
-
-  c.attention_backend = in.attention_backend.value_or(AttentionBackend::flash);
-  c.attention_dropout = in.attention_dropout.value_or(0.1);
-  c.hidden_dropout = in.hidden_dropout.value_or(0.1);
-  c.moe_expert_capacity_factor = in.moe_expert_capacity_factor.value_or(0);
-  c.recompute_method = in.recompute_method.value_or(RecomputeMethod::uniform);
-  c.recompute_num_layers = in.recompute_num_layers.value_or(0);
-  if ((in.recompute_method || in.recompute_num_layers) &&
-      c.recompute_granularity != RecomputeGranularity::full)
-    fail(in.recompute_method ? "recompute_method" : "recompute_num_layers",
-         "applies to recompute_granularity \"full\" only");
-  c.recompute_modules = in.recompute_modules.value_or(1u << unsigned(RecomputeModule::core_attn));
-  if (in.recompute_modules && c.recompute_granularity != RecomputeGranularity::selective)
-    fail("recompute_modules", "applies to recompute_granularity \"selective\" only");
-  const bool interleaved = c.virtual_pipeline_model_parallel_size > 0;
-  c.pipeline_schedule = in.pipeline_schedule.value_or(interleaved ? PipelineSchedule::interleaved
-                                                                  : PipelineSchedule::one_f_one_b);
-  if (c.pipeline_schedule == PipelineSchedule::interleaved && !interleaved)
-    fail("pipeline_schedule", "\"interleaved\" needs virtual_pipeline_model_parallel_size");
-  if (c.pipeline_schedule != PipelineSchedule::interleaved && interleaved)
-    fail("pipeline_schedule", "must be \"interleaved\" with virtual_pipeline_model_parallel_size, got \"" +
-                                  std::string(name_of(c.pipeline_schedule)) + "\"");
-  c.pipeline_outputs = in.pipeline_outputs.value_or(PipelineOutputs::kept);
-  if (in.pipeline_outputs && !c.torch_pipelining())
-    fail("pipeline_outputs", "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
-                             "(torch.distributed.pipelining)");
-  c.cross_entropy_loss_fusion = in.cross_entropy_loss_fusion.value_or(false);
-}
-
-}  // namespace
-
-Resolved resolve(const ConfigInput& in) {
-  Resolved out;
-  Config& c = out.config;
-  std::vector<Issue>& issues = out.issues;
-  auto fail = [&](std::string_view field, const std::string& rule) {
-    issues.push_back(issue(field, rule));
-  };
-  auto required = [&](const std::optional<int64_t>& v, std::string_view name) -> int64_t {
-    if (!v) {
-      fail(name, "is required (a positive integer)");
-      return 0;
-    }
-    return *v;
-  };
-  auto n = [](int64_t v) { return number_text(double(v)); };
-
-  c.profile = in.profile.value_or(Profile::trainmem);
-  const bool lm = c.profile == Profile::megatron_lm;
-
-  // Model shape.
-  c.num_layers = required(in.num_layers, "num_layers");
-  c.hidden_size = required(in.hidden_size, "hidden_size");
-  c.num_attention_heads = required(in.num_attention_heads, "num_attention_heads");
-  c.vocab_size = required(in.vocab_size, "vocab_size");
-  c.seq_length = required(in.seq_length, "seq_length");
-  c.micro_batch_size = required(in.micro_batch_size, "micro_batch_size");
-  const bool have_shape = c.num_layers > 0 && c.hidden_size > 0 && c.num_attention_heads > 0;
-  if (c.profile != Profile::trainmem) {
-    // Blocks without attention and models without embeddings are the trainmem profile's.
-    if (in.num_attention_heads == 0)
-      fail("num_attention_heads", "must be at least 1, got 0 (blocks without attention need the "
-                                  "trainmem profile)");
-    if (in.vocab_size == 0)
-      fail("vocab_size", "must be at least 1, got 0 (a model without embeddings needs the "
-                         "trainmem profile)");
-    if (in.normalization == Normalization::none)
-      fail("normalization", "\"none\" needs the trainmem profile");
-    if (in.activation_func == ActivationFunc::identity)
-      fail("activation_func", "\"identity\" needs the trainmem profile");
-  }
-
-  c.make_vocab_size_divisible_by = in.make_vocab_size_divisible_by.value_or(128);
-  c.max_position_embeddings = in.max_position_embeddings.value_or(0);
-  c.should_pad_vocab = in.should_pad_vocab.value_or(false);  // GPTModelProvider default (§6.8)
-  c.share_embeddings_and_output_weights = in.share_embeddings_and_output_weights.value_or(true);
-  c.gated_linear_unit = in.gated_linear_unit.value_or(false);
-  c.activation_func = in.activation_func.value_or(ActivationFunc::gelu);
-  if (in.swiglu.value_or(false)) {
-    if (in.gated_linear_unit == false)
-      fail("swiglu", "contradicts gated_linear_unit = false (SwiGLU is a gated MLP)");
-    if (in.activation_func && *in.activation_func != ActivationFunc::silu)
-      fail("swiglu", "contradicts activation_func = \"" +
-                         std::string(name_of(*in.activation_func)) + "\" (SwiGLU uses silu)");
-    c.gated_linear_unit = true;
-    c.activation_func = ActivationFunc::silu;
-  }
-  c.normalization = in.normalization.value_or(Normalization::layer_norm);
-  c.add_bias_linear = in.add_bias_linear.value_or(true);
-  c.add_qkv_bias = in.add_qkv_bias.value_or(false);
-  c.qk_layernorm = in.qk_layernorm.value_or(false);
-
-  c.num_query_groups = in.num_query_groups.value_or(c.num_attention_heads);
-  if (in.num_query_groups && have_shape && c.num_attention_heads % c.num_query_groups != 0)
-    fail("num_query_groups", "must divide num_attention_heads (" + n(c.num_attention_heads) +
-                                 "), got " + n(c.num_query_groups));
-  if (in.kv_channels) {
-    c.kv_channels = *in.kv_channels;
-  } else if (have_shape) {
-    // Megatron-LM arguments.py: kv_channels defaults to h / a and requires divisibility.
-    if (c.hidden_size % c.num_attention_heads != 0)
-      fail("hidden_size", "must be divisible by num_attention_heads (" + n(c.num_attention_heads) +
-                              ") when kv_channels is unset, got " + n(c.hidden_size));
-    c.kv_channels = c.hidden_size / c.num_attention_heads;
-  }
-  if (in.ffn_hidden_size) {
-    c.ffn_hidden_size = *in.ffn_hidden_size;
-  } else if (lm && c.gated_linear_unit && c.activation_func == ActivationFunc::silu) {
-    // Megatron-LM arguments.py with --swiglu: int((4h · 2/3) / 64) · 64.
-    c.ffn_hidden_size =
-        static_cast<int64_t>((4.0 * double(c.hidden_size) * 2.0 / 3.0) / 64.0) * 64;
-    if (c.hidden_size > 0 && c.ffn_hidden_size < 1)
-      fail("ffn_hidden_size", "resolves to 0 for hidden_size " + n(c.hidden_size) +
-                                  " with SwiGLU; set it explicitly");
-  } else {
-    c.ffn_hidden_size = 4 * c.hidden_size;  // TransformerConfig.__post_init__
-  }
-
-  // MoE and MTP.
-  c.num_moe_experts = in.num_moe_experts.value_or(0);
-  c.moe_layer_freq = in.moe_layer_freq.value_or(1);
-  if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
-  c.moe_ffn_hidden_size = in.moe_ffn_hidden_size.value_or(c.ffn_hidden_size);
-  c.moe_router_topk = in.moe_router_topk.value_or(2);  // TransformerConfig default (§6.8)
-  c.moe_shared_expert_intermediate_size = in.moe_shared_expert_intermediate_size.value_or(0);
-  c.moe_latent_size = in.moe_latent_size.value_or(0);
-  c.moe_shared_expert_gate = in.moe_shared_expert_gate.value_or(false);
-  c.mtp_num_layers = in.mtp_num_layers.value_or(0);
-  if (c.is_moe()) {
-    if (!c.moe_layer_freq_list.empty() && c.num_layers > 0 &&
-        int64_t(c.moe_layer_freq_list.size()) != c.num_layers)
-      fail("moe_layer_freq", "list must have one entry per layer (num_layers = " +
-                                 n(c.num_layers) + "), got " +
-                                 n(int64_t(c.moe_layer_freq_list.size())));
-    if (c.moe_router_topk > c.num_moe_experts)
-      fail("moe_router_topk", "must be at most num_moe_experts (" + n(c.num_moe_experts) +
-                                  "), got " + n(c.moe_router_topk));
-  } else {
-    c.moe_layer_freq_list.clear();  // a dense model has no MoE layers to describe
-  }
-
-  // Multi-latent attention (defaults of Megatron-LM's arguments, §2).
-  c.multi_latent_attention = in.multi_latent_attention.value_or(false);
-  c.q_lora_rank = in.q_lora_rank.value_or(0);
-  c.kv_lora_rank = in.kv_lora_rank.value_or(32);
-  c.qk_head_dim = in.qk_head_dim.value_or(128);
-  c.qk_pos_emb_head_dim = in.qk_pos_emb_head_dim.value_or(64);
-  c.v_head_dim = in.v_head_dim.value_or(128);
-
-  // Parallelism.
-  const int64_t t = c.tensor_model_parallel_size = in.tensor_model_parallel_size.value_or(1);
-  const int64_t p = c.pipeline_model_parallel_size = in.pipeline_model_parallel_size.value_or(1);
-  const int64_t v = c.virtual_pipeline_model_parallel_size =
-      in.virtual_pipeline_model_parallel_size.value_or(0);
-  c.num_layers_in_first_pipeline_stage = in.num_layers_in_first_pipeline_stage.value_or(0);
-  c.num_layers_in_last_pipeline_stage = in.num_layers_in_last_pipeline_stage.value_or(0);
-  const int64_t cp = c.context_parallel_size = in.context_parallel_size.value_or(1);
-  const int64_t e = c.expert_model_parallel_size = in.expert_model_parallel_size.value_or(1);
-  // Megatron Core __post_init__: expert_tensor_parallel_size None -> tensor_model_parallel_size.
-  const int64_t te = c.expert_tensor_parallel_size = in.expert_tensor_parallel_size.value_or(t);
-  const int64_t d = c.data_parallel_size = in.data_parallel_size.value_or(1);
-
-  if (have_shape && c.num_attention_heads % t != 0)
-    fail("num_attention_heads", "must be divisible by tensor_model_parallel_size (" + n(t) +
-                                    "), got " + n(c.num_attention_heads));
-  if (have_shape && !c.multi_latent_attention && c.num_query_groups % t != 0)
-    fail("num_query_groups", "must be divisible by tensor_model_parallel_size (" + n(t) +
-                                 "), got " + n(c.num_query_groups));
-
-  // Megatron's column-parallel linears split their output evenly over the tensor-parallel ranks
-  // (ColumnParallelLinear: divide(output_size, world_size) asserts): TP divides the MLP and the
-  // shared experts' widths, ETP the routed experts'.
-  bool has_dense_mlp = !c.is_moe();
-  if (c.is_moe() && c.num_layers > 0) {
-    if (!c.moe_layer_freq_list.empty()) {
-      for (uint8_t x : c.moe_layer_freq_list) has_dense_mlp |= x == 0;
-    } else {
-      has_dense_mlp = c.moe_layer_freq > 1 && c.num_layers > 1;
-    }
-  }
-  if (has_dense_mlp && c.ffn_hidden_size > 0 && c.ffn_hidden_size % t != 0)
-    fail("ffn_hidden_size", "must be divisible by tensor_model_parallel_size (" + n(t) + "), got " +
-                                n(c.ffn_hidden_size));
-  if (c.is_moe() && c.moe_shared_expert_intermediate_size % t != 0)
-    fail("moe_shared_expert_intermediate_size", "must be divisible by tensor_model_parallel_size (" +
-                                                    n(t) + "), got " +
-                                                    n(c.moe_shared_expert_intermediate_size));
-  if (c.is_moe() && c.moe_ffn_hidden_size > 0 && c.moe_ffn_hidden_size % te != 0)
-    fail("moe_ffn_hidden_size", "must be divisible by expert_tensor_parallel_size (" + n(te) +
-                                    "), got " + n(c.moe_ffn_hidden_size));
-
-  if (v > 0 && p == 1)
-    fail("virtual_pipeline_model_parallel_size",
-         "requires pipeline_model_parallel_size > 1 (the interleaved schedule needs pipeline stages)");
-  if (c.uneven_pipeline()) {
-    const int64_t first = c.num_layers_in_first_pipeline_stage;
-    const int64_t last = c.num_layers_in_last_pipeline_stage;
-    if (p == 1) {
-      fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
-           "requires pipeline_model_parallel_size > 1");
-    } else if (c.num_layers > 0) {
-      const int64_t rest_layers = c.num_layers - first - last;
-      const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
-      int64_t middle = 0;
-      if (rest_stages == 0) {
-        if (rest_layers != 0)
-          fail("num_layers", "must equal num_layers_in_first_pipeline_stage + "
-                             "num_layers_in_last_pipeline_stage (" + n(first + last) +
-                                 ") when they are the only stages, got " + n(c.num_layers));
-      } else if (rest_layers <= 0 || rest_layers % rest_stages != 0) {
-        fail("num_layers", "the " + n(rest_layers) +
-                               " layers left after the first/last pipeline stages must divide "
-                               "evenly (and at least one each) over the " + n(rest_stages) +
-                               " remaining stages");
-      } else {
-        middle = rest_layers / rest_stages;
-      }
-      if (v > 0) {
-        bool divisible = (first % v == 0) && (last % v == 0) && (middle % v == 0);
-        if (!divisible)
-          fail("virtual_pipeline_model_parallel_size",
-               "must divide the layer count of every pipeline stage (first " +
-                   n(first ? first : middle) + ", middle " + n(middle) + ", last " +
-                   n(last ? last : middle) + "), got " + n(v));
-      }
-    }
-  } else if (p > 1 && c.num_layers > 0) {
-    const int64_t per = v > 0 ? p * v : p;  // p, v <= 10^9 and 10^6: no overflow
-    if (c.num_layers % per != 0) {
-      if (v > 0)
-        fail("num_layers", "must be divisible by pipeline_model_parallel_size × "
-                           "virtual_pipeline_model_parallel_size (" + n(p) + " × " + n(v) +
-                               "), got " + n(c.num_layers));
-      else
-        fail("num_layers", "must be divisible by pipeline_model_parallel_size (" + n(p) +
-                               "), got " + n(c.num_layers));
-    }
-  }
-
-  if (c.is_moe()) {
-    if (c.num_moe_experts % e != 0)
-      fail("num_moe_experts", "must be divisible by expert_model_parallel_size (" + n(e) +
-                                  "), got " + n(c.num_moe_experts));
-    // Expert data-parallel size = DP·TP·CP / (EP·ETP) must be a whole number of ranks.
-    auto dense_ranks = checked_mul(d, t);
-    if (dense_ranks) dense_ranks = checked_mul(*dense_ranks, cp);
-    auto expert_ranks = checked_mul(e, te);
-    if (!dense_ranks || !expert_ranks)
-      fail("data_parallel_size", "the parallel sizes multiply to more ranks than can be counted");
-    else if (*dense_ranks % *expert_ranks != 0)
-      fail("expert_model_parallel_size",
-           "expert_model_parallel_size × expert_tensor_parallel_size (" + n(e) + " × " + n(te) +
-               ") must divide data_parallel_size × tensor_model_parallel_size × "
-               "context_parallel_size (" + n(d) + " × " + n(t) + " × " + n(cp) + ")");
-  } else if (e > 1) {
-    fail("expert_model_parallel_size", "must be 1 for a dense model (num_moe_experts is unset), got " +
-                                           n(e));
-  }
-
-  // Training.
-  c.use_distributed_optimizer = in.use_distributed_optimizer.value_or(false);
-  c.recompute_granularity = in.recompute_granularity.value_or(RecomputeGranularity::none);
-  // Megatron-LM turns sequence parallelism off when TP = 1 (arguments.py).
-  c.sequence_parallel = in.sequence_parallel.value_or(false) && t > 1;
-  if (c.is_moe() && t > 1 && e > 1 && !c.sequence_parallel)
-    fail("sequence_parallel", "must be true when an MoE model uses both tensor_model_parallel_size "
-                              "> 1 and expert_model_parallel_size > 1 (Megatron requires it)");
-  if (c.seq_length > 0) {
-    int64_t divisor = 1;
-    std::string why;
-    if (cp > 1) divisor = 2 * cp, why = "2 × context_parallel_size (" + n(cp) + ")";
-    if (c.sequence_parallel) {
-      auto with_tp = checked_mul(divisor, t);
-      divisor = with_tp.value_or(0);
-      why += (why.empty() ? "" : " × ") + std::string("tensor_model_parallel_size (") + n(t) +
-             ") with sequence_parallel";
-    }
-    if (divisor == 0 || (divisor > 1 && c.seq_length % divisor != 0))
-      fail("seq_length", "must be divisible by " + why + ", got " + n(c.seq_length));
-  }
-
-  resolve_trainmem_fields(in, c, issues);
-
-  c.global_batch_size = in.global_batch_size.value_or(0);
-  c.num_microbatches = in.num_microbatches.value_or(0);
-  if (in.global_batch_size && c.micro_batch_size > 0) {
-    auto per_step = checked_mul(c.micro_batch_size, d);
-    if (!per_step || c.global_batch_size % *per_step != 0) {
-      fail("global_batch_size", "must be divisible by micro_batch_size × data_parallel_size (" +
-                                    n(c.micro_batch_size) + " × " + n(d) + "), got " +
-                                    n(c.global_batch_size));
-    } else {
-      const int64_t derived = c.global_batch_size / *per_step;
-      if (in.num_microbatches && *in.num_microbatches != derived)
-        fail("num_microbatches", "must equal global_batch_size / (micro_batch_size × "
-                                 "data_parallel_size) = " + n(derived) + ", got " +
-                                     n(*in.num_microbatches));
-      c.num_microbatches = derived;
-    }
-  }
-  return out;
 }
 
 }  // namespace trainmem

@@ -14,7 +14,7 @@
 #include <numeric>
 
 #include "internal.hpp"
-#include "json_values.hpp"
+#include "json/json_values.hpp"
 #include "trainmem/json_io.hpp"
 #include "trainmem/report.hpp"
 
@@ -780,30 +780,6 @@ constexpr std::array<OptionSpec, 16> k_options = {{
     {"prune", OptionSpec::boolean, 0, 0},
     {"progress_every", OptionSpec::integer, 1, 1e12},
 }};
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), size_t(0));
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-template <class E>
-std::string choices_text() {
-  std::string out;
-  const auto names = enum_names<E>();
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + std::string(names[i]) + "\"");
-  return out;
-}
 
 std::vector<std::string> split_list(std::string_view text) {
   std::vector<std::string> out;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
-#include "json_values.hpp"
+#include "json/json_values.hpp"
 
 namespace trainmem {
 namespace {

@@ -10,7 +10,7 @@
 #include "internal.hpp"
 #include "trainmem/import.hpp"
 
-#include "json_values.hpp"
+#include "json/json_values.hpp"
 
 namespace trainmem {
 namespace {

@@ -1,0 +1,86 @@
+#include "messages.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <variant>
+#include <vector>
+
+namespace trainmem {
+
+Issue issue(std::string_view field, std::string_view rule) {
+  return {std::string(field), std::string(field) + ": " + std::string(rule)};
+}
+
+std::string number_text(double value) {
+  char buf[64];
+  if (std::isfinite(value) && std::fabs(value) < 9.007199254740992e15 &&
+      value == std::floor(value)) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.15g", value);
+  }
+  return buf;
+}
+
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+std::string describe(const FieldValue& value) {
+  struct {
+    std::string operator()(std::monostate) const { return "null"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(double d) const { return number_text(d); }
+    std::string operator()(const std::string& s) const {
+      return "the string " + quoted(s.size() > 40 ? s.substr(0, 40) + "…" : s);
+    }
+    std::string operator()(const std::vector<double>&) const { return "a list"; }
+    std::string operator()(const std::vector<std::string>&) const { return "a list"; }
+  } visitor;
+  return std::visit(visitor, value);
+}
+
+std::string choices_text(std::span<const std::string_view> names, std::string_view last_separator) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last_separator : std::string_view(", ");
+    out += quoted(names[i]);
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), size_t(0));
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string_view> nearest_name(std::string_view name,
+                                             std::span<const std::string_view> known) {
+  std::optional<std::string_view> best;
+  size_t best_distance = 4;  // suggest only near misses
+  for (std::string_view candidate : known) {
+    const size_t d = edit_distance(name, candidate);
+    if (d < best_distance) best_distance = d, best = candidate;
+  }
+  return best;
+}
+
+Issue unknown_name(std::string_view name, std::string_view what,
+                   std::span<const std::string_view> known) {
+  const std::string_view shown = name.substr(0, 60);
+  std::string rule = "unknown " + std::string(what);
+  if (const auto best = nearest_name(name, known)) rule += "; did you mean " + quoted(*best) + "?";
+  return issue(shown, rule);
+}
+
+}  // namespace trainmem

@@ -61,21 +61,20 @@ int estimate_command(const std::vector<std::string>& args) {
   options.indent = 2;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) return nullptr;
-      (void)flag;
-      return &args[++i];
-    };
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     if (arg == "--format") {
-      const std::string* v = value("--format");
+      const std::string* v = value();
       if (!v || (*v != "json" && *v != "text"))
         return usage_error("--format: must be \"json\" or \"text\"");
       format = *v;
     } else if (arg == "--profile") {
-      const std::string* v = value("--profile");
-      auto profile = v ? trainmem::profile_from_name(*v) : std::nullopt;
-      if (!profile) return usage_error("--profile: must be \"megatron-bridge\" or \"megatron-lm\"");
-      options.profile = profile;
+      // The profile field's own rule and message (every profile named).
+      const std::string* v = value();
+      trainmem::ConfigInput with_profile;
+      if (!v) return usage_error("--profile needs a value");
+      if (auto problem = trainmem::set_field(with_profile, "profile", *v))
+        return usage_error("--" + problem->message);
+      options.profile = with_profile.profile;
     } else if (arg == "--verbose") {
       options.verbose = true;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -229,7 +228,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
-  if (command == "--version") return std::cout << "trainmem 0.1.0\n", 0;
+  if (command == "--version") return std::cout << "trainmem " TRAINMEM_VERSION "\n", 0;
   if (command == "estimate") return estimate_command(args);
   if (command == "import") return import_command(args);
   if (command == "export") return export_command(args);

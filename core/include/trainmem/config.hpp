@@ -68,10 +68,6 @@ std::optional<E> from_name(std::string_view text) {
     if (names[i] == text) return E(i);
   return std::nullopt;
 }
-std::optional<Profile> profile_from_name(std::string_view);
-std::optional<Normalization> normalization_from_name(std::string_view);
-std::optional<ActivationFunc> activation_from_name(std::string_view);
-std::optional<RecomputeGranularity> recompute_from_name(std::string_view);
 
 // The configuration as written: unset (JSON null or absent) fields are std::nullopt.
 struct ConfigInput {

@@ -75,15 +75,4 @@ template <> std::span<const std::string_view> enum_names<RecomputeModule>() { re
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 
-std::optional<Profile> profile_from_name(std::string_view s) { return from_name<Profile>(s); }
-std::optional<Normalization> normalization_from_name(std::string_view s) {
-  return from_name<Normalization>(s);
-}
-std::optional<ActivationFunc> activation_from_name(std::string_view s) {
-  return from_name<ActivationFunc>(s);
-}
-std::optional<RecomputeGranularity> recompute_from_name(std::string_view s) {
-  return from_name<RecomputeGranularity>(s);
-}
-
 }  // namespace trainmem

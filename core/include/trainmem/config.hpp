@@ -125,7 +125,7 @@ struct ConfigInput {
 // 0 stands for Megatron's None where 0 is not a legal value (virtual pipeline size, uneven stage
 // sizes, latent size, q LoRA rank, number of microbatches).
 struct Config {
-  Profile profile = Profile::megatron_bridge;
+  Profile profile = Profile::trainmem;
   int64_t num_layers = 0;
   int64_t hidden_size = 0;
   int64_t num_attention_heads = 0;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "config/field_table.hpp"
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 
@@ -42,51 +43,135 @@ using MaskMember = std::optional<uint32_t> ConfigInput::*;  // a set of choices 
 struct MoeFreqTarget {};  // moe_layer_freq: an integer or a 0/1 list
 using Target = std::variant<IntMember, BoolMember, NumberMember, ChoiceTarget, MaskMember, MoeFreqTarget>;
 
+// How a field's unset value resolves, and what the docs say about it. Simple defaults live in
+// one place, `Config{}`: resolve() leaves such a field at Config{}'s value when it is unset, and
+// the field documentation prints that value. Only defaults that follow from other fields keep
+// prose (and a rule in resolve()).
+struct Default {
+  enum Kind : uint8_t { required, from_config, none_when_zero, derived } kind;
+  std::string_view text;  // none_when_zero: what none means; derived: the rule in words
+};
+constexpr Default required() { return {Default::required, {}}; }
+constexpr Default from_config() { return {Default::from_config, {}}; }
+// 0 in Config stands for Megatron's None (config.hpp): unset, and not written back.
+constexpr Default none_means(std::string_view meaning) { return {Default::none_when_zero, meaning}; }
+constexpr Default derived(std::string_view rule) { return {Default::derived, rule}; }
+
+// The Config member a field resolves into, reached without knowing its type.
+struct ConfigLink {
+  void (*copy_in)(const ConfigInput&, Config&) = nullptr;    // when the input sets it
+  void (*copy_out)(const Config&, ConfigInput&) = nullptr;   // to_input
+  bool (*is_zero)(const Config&) = nullptr;                  // Megatron's None, for none_when_zero
+  FieldValue (*default_value)() = nullptr;                    // Config{}'s value, for the docs
+};
+
+// A Config value as a field value: enumerations by name, a set of choices as a bit mask.
+template <class T>
+FieldValue field_value_of(T v) {
+  if constexpr (std::is_same_v<T, bool>) return v;
+  else if constexpr (std::is_enum_v<T>) return std::string(name_of(v));
+  else return double(v);
+}
+
+template <auto In, auto Out>
+ConfigLink config_link() {
+  if constexpr (std::is_same_v<decltype(Out), std::nullptr_t>) {
+    return {};  // an input-only shorthand (swiglu): resolve() reads it
+  } else {
+    return {[](const ConfigInput& in, Config& c) {
+              if (const auto& v = in.*In) c.*Out = *v;
+            },
+            [](const Config& c, ConfigInput& in) { in.*In = c.*Out; },
+            [](const Config& c) { return c.*Out == std::remove_reference_t<decltype(c.*Out)>{}; },
+            [] { return field_value_of(Config{}.*Out); }};
+  }
+}
+
 struct Field {
   FieldSpec spec;
-  Target target;
+  Target target;          // the ConfigInput member
+  Default fallback;       // what an unset field resolves to
+  ConfigLink config;      // the Config member
+  // When the field means something for a resolved config: to_input writes it back only then,
+  // and resolve() rejects it set otherwise with `applies_rule` (when there is one).
+  bool (*applies)(const Config&) = nullptr;
+  std::string_view applies_rule = {};
 };
 
 constexpr std::span<const std::string_view> no_choices{};
 
-Field int_field(std::string_view name, FieldGroup group, bool required, int64_t min, int64_t max,
-                std::string_view unit, std::string_view default_text, std::string_view description,
-                IntMember member) {
-  return {{name, FieldType::integer, group, required, double(min), double(max), no_choices, unit,
-           default_text, description},
-          member};
+template <auto In, auto Out = nullptr>
+Field int_field(std::string_view name, FieldGroup group, int64_t min, int64_t max,
+                std::string_view unit, Default fallback, std::string_view description) {
+  return {{name, FieldType::integer, group, fallback.kind == Default::required, double(min),
+           double(max), no_choices, unit, {}, description},
+          IntMember(In), fallback, config_link<In, Out>()};
 }
+template <auto In, auto Out = nullptr>
 Field number_field(std::string_view name, FieldGroup group, double min, double max,
-                   std::string_view unit, std::string_view default_text,
-                   std::string_view description, NumberMember member) {
-  return {{name, FieldType::number, group, false, min, max, no_choices, unit, default_text,
-           description},
-          member};
+                   std::string_view unit, Default fallback, std::string_view description) {
+  return {{name, FieldType::number, group, false, min, max, no_choices, unit, {}, description},
+          NumberMember(In), fallback, config_link<In, Out>()};
 }
-Field bool_field(std::string_view name, FieldGroup group, std::string_view default_text,
-                 std::string_view description, BoolMember member) {
-  return {{name, FieldType::boolean, group, false, 0, 1, no_choices, "", default_text, description},
-          member};
+template <auto In, auto Out = nullptr>
+Field bool_field(std::string_view name, FieldGroup group, Default fallback,
+                 std::string_view description) {
+  return {{name, FieldType::boolean, group, false, 0, 1, no_choices, "", {}, description},
+          BoolMember(In), fallback, config_link<In, Out>()};
 }
-template <auto Member>
-Field choice_field(std::string_view name, FieldGroup group, std::string_view default_text,
+template <auto In, auto Out = nullptr>
+Field choice_field(std::string_view name, FieldGroup group, Default fallback,
                    std::string_view description) {
-  using E = typename std::remove_reference_t<decltype(ConfigInput{}.*Member)>::value_type;
-  return {{name, FieldType::choice, group, false, 0, 0, enum_names<E>(), "", default_text,
-           description},
-          choice_target<Member>()};
+  using E = typename std::remove_reference_t<decltype(ConfigInput{}.*In)>::value_type;
+  return {{name, FieldType::choice, group, false, 0, 0, enum_names<E>(), "", {}, description},
+          choice_target<In>(), fallback, config_link<In, Out>()};
 }
-template <class E>
-Field choice_list_field(std::string_view name, FieldGroup group, std::string_view default_text,
-                        std::string_view description, MaskMember member) {
-  return {{name, FieldType::choice_list, group, false, 0, 0, enum_names<E>(), "", default_text,
-           description},
-          member};
+template <class E, auto In, auto Out = nullptr>
+Field choice_list_field(std::string_view name, FieldGroup group, Default fallback,
+                        std::string_view description) {
+  Field f{{name, FieldType::choice_list, group, false, 0, 0, enum_names<E>(), "", {}, description},
+          MaskMember(In), fallback, config_link<In, Out>()};
+  f.config.default_value = [] { return FieldValue(double(Config{}.*Out)); };  // the bit mask
+  return f;
 }
 // Marks a field as read only by the trainmem profile.
 Field trainmem_only(Field f) {
   f.spec.trainmem_only = true;
   return f;
+}
+// Marks when a field means something (see Field::applies).
+Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rule = {}) {
+  f.applies = applies;
+  f.applies_rule = rule;
+  return f;
+}
+
+// The conditions under which fields apply.
+bool moe_model(const Config& c) { return c.is_moe(); }
+bool latent_attention(const Config& c) { return c.multi_latent_attention; }
+bool shards_with_zero_stage(const Config& c) {
+  return c.framework == Framework::deepspeed || c.framework == Framework::fsdp2;
+}
+bool fsdp2(const Config& c) { return c.framework == Framework::fsdp2; }
+bool sgd(const Config& c) { return c.optimizer == Optimizer::sgd; }
+bool torch_optim(const Config& c) { return c.pytorch_native(); }
+bool full_recompute(const Config& c) { return c.recompute_granularity == RecomputeGranularity::full; }
+bool selective_recompute(const Config& c) {
+  return c.recompute_granularity == RecomputeGranularity::selective;
+}
+bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
+
+// moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
+ConfigLink moe_layer_freq_link() {
+  return {[](const ConfigInput& in, Config& c) {
+            if (in.moe_layer_freq) c.moe_layer_freq = *in.moe_layer_freq;
+            if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
+          },
+          [](const Config& c, ConfigInput& in) {
+            if (c.moe_layer_freq_list.empty()) in.moe_layer_freq = c.moe_layer_freq;
+            else in.moe_layer_freq_list = c.moe_layer_freq_list;
+          },
+          nullptr, [] { return FieldValue(double(Config{}.moe_layer_freq)); }};
 }
 
 using G = FieldGroup;
@@ -94,260 +179,322 @@ using C = ConfigInput;
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
-      choice_field<&C::profile>("profile", G::profile, "trainmem",
-                   "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
-                   "estimate_training_memory), megatron-lm (Megatron-LM theoretical_memory_usage) "
-                   "or trainmem (the default: every framework, precision, optimizer, per-tensor "
-                   "activations on every pipeline stage, runtime overheads)."),
+      choice_field<&C::profile, &Config::profile>(
+          "profile", G::profile, from_config(),
+          "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
+          "estimate_training_memory), megatron-lm (Megatron-LM theoretical_memory_usage) "
+          "or trainmem (the default: every framework, precision, optimizer, per-tensor "
+          "activations on every pipeline stage, runtime overheads)."),
       // Model shape.
-      int_field("num_layers", G::model, true, 1, k_max_layers, "layers", "required",
-                "Transformer (decoder) layers, L.", &C::num_layers),
-      int_field("hidden_size", G::model, true, 1, k_max_count, "", "required",
-                "Hidden size h.", &C::hidden_size),
-      int_field("num_attention_heads", G::model, true, 0, k_max_count, "heads", "required",
-                "Attention (query) heads a; 0: blocks without attention (trainmem profile).",
-                &C::num_attention_heads),
-      int_field("num_query_groups", G::model, false, 1, k_max_count, "groups",
-                "num_attention_heads (MHA)", "Key/value head groups g (GQA); must divide the heads.",
-                &C::num_query_groups),
-      int_field("kv_channels", G::model, false, 1, k_max_count, "", "hidden_size / num_attention_heads",
-                "Channels per attention head k (head_dim).", &C::kv_channels),
-      int_field("ffn_hidden_size", G::model, false, 1, k_max_count, "",
-                "4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)",
-                "MLP intermediate size f.", &C::ffn_hidden_size),
-      int_field("vocab_size", G::model, true, 0, k_max_count, "tokens", "required",
-                "Vocabulary size V (before padding); 0: no embedding or output layer (trainmem "
-                "profile).", &C::vocab_size),
-      int_field("make_vocab_size_divisible_by", G::model, false, 1, k_max_count, "", "128",
-                "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP.",
-                &C::make_vocab_size_divisible_by),
-      int_field("max_position_embeddings", G::model, false, 1, k_max_count, "tokens", "none",
-                "Learned absolute position embeddings (GPT-2/3 style); the reference profiles do "
-                "not count them (reference §3.2).",
-                &C::max_position_embeddings),
-      bool_field("should_pad_vocab", G::model, "false",
-                 "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads).",
-                 &C::should_pad_vocab),
-      bool_field("share_embeddings_and_output_weights", G::model, "true",
-                 "Tie the input embedding and the output layer.",
-                 &C::share_embeddings_and_output_weights),
-      bool_field("gated_linear_unit", G::model, "false", "Gated MLP (GLU): fc1 has two halves.",
-                 &C::gated_linear_unit),
-      choice_field<&C::activation_func>("activation_func", G::model, "gelu",
-                   "MLP activation; with gated_linear_unit, silu is SwiGLU and gelu GeGLU."),
-      bool_field("swiglu", G::model, "false",
-                 "Megatron-LM's --swiglu: shorthand for gated_linear_unit=true, activation_func=silu.",
-                 &C::swiglu),
-      choice_field<&C::normalization>("normalization", G::model, "LayerNorm",
-                   "Normalization layer (megatron-lm counts RMSNorm as h, LayerNorm as 2h)."),
-      bool_field("add_bias_linear", G::model, "true",
-                 "Linear layers have biases (megatron-lm counts the router bias).",
-                 &C::add_bias_linear),
-      bool_field("add_qkv_bias", G::model, "false",
-                 "Biases on the query/key/value projections only (Qwen2); not counted by the "
-                 "reference profiles.",
-                 &C::add_qkv_bias),
-      bool_field("qk_layernorm", G::model, "false",
-                 "A norm on each query and key head (Qwen3, OLMo 2); not counted by the reference "
-                 "profiles.",
-                 &C::qk_layernorm),
+      int_field<&C::num_layers, &Config::num_layers>(
+          "num_layers", G::model, 1, k_max_layers, "layers", required(),
+          "Transformer (decoder) layers, L."),
+      int_field<&C::hidden_size, &Config::hidden_size>(
+          "hidden_size", G::model, 1, k_max_count, "", required(),
+          "Hidden size h."),
+      int_field<&C::num_attention_heads, &Config::num_attention_heads>(
+          "num_attention_heads", G::model, 0, k_max_count, "heads", required(),
+          "Attention (query) heads a; 0: blocks without attention (trainmem profile)."),
+      int_field<&C::num_query_groups, &Config::num_query_groups>(
+          "num_query_groups", G::model, 1, k_max_count, "groups", derived("num_attention_heads (MHA)"),
+          "Key/value head groups g (GQA); must divide the heads."),
+      int_field<&C::kv_channels, &Config::kv_channels>(
+          "kv_channels", G::model, 1, k_max_count, "", derived("hidden_size / num_attention_heads"),
+          "Channels per attention head k (head_dim)."),
+      int_field<&C::ffn_hidden_size, &Config::ffn_hidden_size>(
+          "ffn_hidden_size", G::model, 1, k_max_count, "", derived("4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)"),
+          "MLP intermediate size f."),
+      int_field<&C::vocab_size, &Config::vocab_size>(
+          "vocab_size", G::model, 0, k_max_count, "tokens", required(),
+          "Vocabulary size V (before padding); 0: no embedding or output layer (trainmem "
+          "profile)."),
+      int_field<&C::make_vocab_size_divisible_by, &Config::make_vocab_size_divisible_by>(
+          "make_vocab_size_divisible_by", G::model, 1, k_max_count, "", from_config(),
+          "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP."),
+      int_field<&C::max_position_embeddings, &Config::max_position_embeddings>(
+          "max_position_embeddings", G::model, 1, k_max_count, "tokens", none_means(""),
+          "Learned absolute position embeddings (GPT-2/3 style); the reference profiles do "
+          "not count them (reference §3.2)."),
+      bool_field<&C::should_pad_vocab, &Config::should_pad_vocab>(
+          "should_pad_vocab", G::model, from_config(),
+          "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads)."),
+      bool_field<&C::share_embeddings_and_output_weights, &Config::share_embeddings_and_output_weights>(
+          "share_embeddings_and_output_weights", G::model, from_config(),
+          "Tie the input embedding and the output layer."),
+      bool_field<&C::gated_linear_unit, &Config::gated_linear_unit>(
+          "gated_linear_unit", G::model, from_config(),
+          "Gated MLP (GLU): fc1 has two halves."),
+      choice_field<&C::activation_func, &Config::activation_func>(
+          "activation_func", G::model, from_config(),
+          "MLP activation; with gated_linear_unit, silu is SwiGLU and gelu GeGLU."),
+      bool_field<&C::swiglu>(
+          "swiglu", G::model, derived("false"),
+          "Megatron-LM's --swiglu: shorthand for gated_linear_unit=true, activation_func=silu."),
+      choice_field<&C::normalization, &Config::normalization>(
+          "normalization", G::model, from_config(),
+          "Normalization layer (megatron-lm counts RMSNorm as h, LayerNorm as 2h)."),
+      bool_field<&C::add_bias_linear, &Config::add_bias_linear>(
+          "add_bias_linear", G::model, from_config(),
+          "Linear layers have biases (megatron-lm counts the router bias)."),
+      bool_field<&C::add_qkv_bias, &Config::add_qkv_bias>(
+          "add_qkv_bias", G::model, from_config(),
+          "Biases on the query/key/value projections only (Qwen2); not counted by the "
+          "reference profiles."),
+      bool_field<&C::qk_layernorm, &Config::qk_layernorm>(
+          "qk_layernorm", G::model, from_config(),
+          "A norm on each query and key head (Qwen3, OLMo 2); not counted by the reference "
+          "profiles."),
       // MoE and MTP.
-      int_field("num_moe_experts", G::moe, false, 0, k_max_count, "experts", "none (dense model)",
-                "Routed experts per MoE layer E; unset or 0 for a dense model.", &C::num_moe_experts),
-      {{"moe_layer_freq", FieldType::integer_or_list, G::moe, false, 1, k_max_layers, no_choices, "",
-        "1", "Which layers are MoE: every n-th layer (layer i is MoE iff i % n == 0), or a 0/1 list "
-        "with one entry per layer."},
-       MoeFreqTarget{}},
-      int_field("moe_ffn_hidden_size", G::moe, false, 1, k_max_count, "", "ffn_hidden_size",
-                "Intermediate size of one routed expert f_e.", &C::moe_ffn_hidden_size),
-      int_field("moe_router_topk", G::moe, false, 1, k_max_count, "experts", "2",
-                "Experts each token is routed to K.", &C::moe_router_topk),
-      int_field("moe_shared_expert_intermediate_size", G::moe, false, 0, k_max_count, "", "0",
-                "Total intermediate size of the shared experts f_s.",
-                &C::moe_shared_expert_intermediate_size),
-      int_field("moe_latent_size", G::moe, false, 1, k_max_count, "", "none",
-                "Latent MoE: experts work in a latent space of this size.", &C::moe_latent_size),
-      bool_field("moe_shared_expert_gate", G::moe, "false",
-                 "Shared experts have a gate (megatron-lm counts h parameters for it).",
-                 &C::moe_shared_expert_gate),
-      int_field("mtp_num_layers", G::moe, false, 0, k_max_layers, "layers", "0",
-                "Multi-token-prediction layers after the decoder.", &C::mtp_num_layers),
+      int_field<&C::num_moe_experts, &Config::num_moe_experts>(
+          "num_moe_experts", G::moe, 0, k_max_count, "experts", none_means("dense model"),
+          "Routed experts per MoE layer E; unset or 0 for a dense model."),
+      applies_when({{"moe_layer_freq", FieldType::integer_or_list, G::moe, false, 1, k_max_layers,
+                     no_choices, "", {},
+                     "Which layers are MoE: every n-th layer (layer i is MoE iff i % n == 0), or a "
+                     "0/1 list with one entry per layer."},
+                    MoeFreqTarget{}, from_config(), moe_layer_freq_link()},
+                   moe_model),
+      applies_when(int_field<&C::moe_ffn_hidden_size, &Config::moe_ffn_hidden_size>(
+          "moe_ffn_hidden_size", G::moe, 1, k_max_count, "", derived("ffn_hidden_size"),
+          "Intermediate size of one routed expert f_e."), moe_model),
+      applies_when(int_field<&C::moe_router_topk, &Config::moe_router_topk>(
+          "moe_router_topk", G::moe, 1, k_max_count, "experts", from_config(),
+          "Experts each token is routed to K."), moe_model),
+      applies_when(int_field<&C::moe_shared_expert_intermediate_size, &Config::moe_shared_expert_intermediate_size>(
+          "moe_shared_expert_intermediate_size", G::moe, 0, k_max_count, "", from_config(),
+          "Total intermediate size of the shared experts f_s."), moe_model),
+      applies_when(int_field<&C::moe_latent_size, &Config::moe_latent_size>(
+          "moe_latent_size", G::moe, 1, k_max_count, "", none_means(""),
+          "Latent MoE: experts work in a latent space of this size."), moe_model),
+      applies_when(bool_field<&C::moe_shared_expert_gate, &Config::moe_shared_expert_gate>(
+          "moe_shared_expert_gate", G::moe, from_config(),
+          "Shared experts have a gate (megatron-lm counts h parameters for it)."), moe_model),
+      int_field<&C::mtp_num_layers, &Config::mtp_num_layers>(
+          "mtp_num_layers", G::moe, 0, k_max_layers, "layers", from_config(),
+          "Multi-token-prediction layers after the decoder."),
       // Multi-latent attention.
-      bool_field("multi_latent_attention", G::mla, "false",
-                 "DeepSeek multi-latent attention (counted by megatron-lm only).",
-                 &C::multi_latent_attention),
-      int_field("q_lora_rank", G::mla, false, 1, k_max_count, "", "none",
-                "MLA query low-rank size r_q; unset: full-rank queries.", &C::q_lora_rank),
-      int_field("kv_lora_rank", G::mla, false, 1, k_max_count, "", "32",
-                "MLA key/value low-rank size r_kv.", &C::kv_lora_rank),
-      int_field("qk_head_dim", G::mla, false, 1, k_max_count, "", "128",
-                "MLA query/key head size without the rotary part.", &C::qk_head_dim),
-      int_field("qk_pos_emb_head_dim", G::mla, false, 0, k_max_count, "", "64",
-                "MLA rotary (decoupled) head size.", &C::qk_pos_emb_head_dim),
-      int_field("v_head_dim", G::mla, false, 1, k_max_count, "", "128", "MLA value head size.",
-                &C::v_head_dim),
+      bool_field<&C::multi_latent_attention, &Config::multi_latent_attention>(
+          "multi_latent_attention", G::mla, from_config(),
+          "DeepSeek multi-latent attention (counted by megatron-lm only)."),
+      applies_when(int_field<&C::q_lora_rank, &Config::q_lora_rank>(
+          "q_lora_rank", G::mla, 1, k_max_count, "", none_means("full-rank queries"),
+          "MLA query low-rank size r_q; unset: full-rank queries."), latent_attention),
+      applies_when(int_field<&C::kv_lora_rank, &Config::kv_lora_rank>(
+          "kv_lora_rank", G::mla, 1, k_max_count, "", from_config(),
+          "MLA key/value low-rank size r_kv."), latent_attention),
+      applies_when(int_field<&C::qk_head_dim, &Config::qk_head_dim>(
+          "qk_head_dim", G::mla, 1, k_max_count, "", from_config(),
+          "MLA query/key head size without the rotary part."), latent_attention),
+      applies_when(int_field<&C::qk_pos_emb_head_dim, &Config::qk_pos_emb_head_dim>(
+          "qk_pos_emb_head_dim", G::mla, 0, k_max_count, "", from_config(),
+          "MLA rotary (decoupled) head size."), latent_attention),
+      applies_when(int_field<&C::v_head_dim, &Config::v_head_dim>(
+          "v_head_dim", G::mla, 1, k_max_count, "", from_config(),
+          "MLA value head size."), latent_attention),
       // Training.
-      int_field("seq_length", G::training, true, 1, k_max_count, "tokens", "required",
-                "Sequence length s.", &C::seq_length),
-      int_field("micro_batch_size", G::training, true, 1, k_max_count, "sequences", "required",
-                "Micro batch size b.", &C::micro_batch_size),
-      int_field("global_batch_size", G::training, false, 1, k_max_count, "sequences", "none",
-                "Global batch size; gives num_microbatches = global / (micro × DP).",
-                &C::global_batch_size),
-      int_field("num_microbatches", G::training, false, 1, k_max_count, "microbatches", "none",
-                "Microbatches per step per pipeline (limits the in-flight ones when PP > 1).",
-                &C::num_microbatches),
-      bool_field("use_distributed_optimizer", G::training, "false",
-                 "Megatron's distributed optimizer (ZeRO-1): master weights and Adam states "
-                 "sharded over data-parallel ranks.",
-                 &C::use_distributed_optimizer),
-      bool_field("sequence_parallel", G::training, "false",
-                 "Megatron sequence parallelism (only with TP > 1).", &C::sequence_parallel),
-      choice_field<&C::recompute_granularity>("recompute_granularity", G::training, "none",
-                   "Activation recomputation (selective_op: torchtitan's per-op checkpointing, "
-                   "trainmem profile only)."),
+      int_field<&C::seq_length, &Config::seq_length>(
+          "seq_length", G::training, 1, k_max_count, "tokens", required(),
+          "Sequence length s."),
+      int_field<&C::micro_batch_size, &Config::micro_batch_size>(
+          "micro_batch_size", G::training, 1, k_max_count, "sequences", required(),
+          "Micro batch size b."),
+      int_field<&C::global_batch_size, &Config::global_batch_size>(
+          "global_batch_size", G::training, 1, k_max_count, "sequences", none_means(""),
+          "Global batch size; gives num_microbatches = global / (micro × DP)."),
+      int_field<&C::num_microbatches, &Config::num_microbatches>(
+          "num_microbatches", G::training, 1, k_max_count, "microbatches", none_means(""),
+          "Microbatches per step per pipeline (limits the in-flight ones when PP > 1)."),
+      bool_field<&C::use_distributed_optimizer, &Config::use_distributed_optimizer>(
+          "use_distributed_optimizer", G::training, from_config(),
+          "Megatron's distributed optimizer (ZeRO-1): master weights and Adam states "
+          "sharded over data-parallel ranks."),
+      bool_field<&C::sequence_parallel, &Config::sequence_parallel>(
+          "sequence_parallel", G::training, from_config(),
+          "Megatron sequence parallelism (only with TP > 1)."),
+      choice_field<&C::recompute_granularity, &Config::recompute_granularity>(
+          "recompute_granularity", G::training, from_config(),
+          "Activation recomputation (selective_op: torchtitan's per-op checkpointing, "
+          "trainmem profile only)."),
       // Frameworks, precisions, optimizers, offload: the trainmem profile (issue 4).
-      trainmem_only(choice_field<&C::framework>("framework", G::training, "megatron",
+      trainmem_only(choice_field<&C::framework, &Config::framework>(
+          "framework", G::training, from_config(),
           "Whose memory behaviour to follow: megatron (distributed optimizer optional), "
           "deepspeed (ZeRO 0-3), fsdp2 (PyTorch FSDP2, full or grad/optimizer sharding), ddp "
           "(plain PyTorch DDP with AMP).")),
-      trainmem_only(int_field("zero_stage", G::training, false, 0, 3, "", "deepspeed 0; fsdp2 3",
-          "ZeRO stage: deepspeed 0-3; fsdp2 3 = full shard, 2 = shard gradients and optimizer.",
-          &C::zero_stage)),
-      trainmem_only(int_field("data_parallel_shard_size", G::parallelism, false, 1, k_max_parallel,
-          "GPUs", "data_parallel_size", "fsdp2: ranks one shard group spans (HSDP replicates the "
-          "shards over data_parallel_size / this).", &C::data_parallel_shard_size)),
-      trainmem_only(int_field("gpus_per_node", G::parallelism, false, 1, 1024, "GPUs", "8",
-          "GPUs per node, for CPU memory per node.", &C::gpus_per_node)),
-      trainmem_only(choice_field<&C::params_dtype>("params_dtype", G::training,
-          "bf16 (ddp: fp32)", "Storage type of the model weights.")),
-      trainmem_only(choice_field<&C::expert_params_dtype>("expert_params_dtype", G::training,
-          "params_dtype", "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")),
-      trainmem_only(choice_field<&C::compute_dtype>("compute_dtype", G::training,
-          "params_dtype (ddp: bf16 autocast)", "Type the matmuls run in; below params_dtype it "
+      applies_when(trainmem_only(int_field<&C::zero_stage, &Config::zero_stage>(
+          "zero_stage", G::training, 0, 3, "", derived("deepspeed 0; fsdp2 3"),
+          "ZeRO stage: deepspeed 0-3; fsdp2 3 = full shard, 2 = shard gradients and optimizer.")), shards_with_zero_stage),
+      applies_when(trainmem_only(int_field<&C::data_parallel_shard_size, &Config::data_parallel_shard_size>(
+          "data_parallel_shard_size", G::parallelism, 1, k_max_parallel, "GPUs", derived("data_parallel_size"),
+          "fsdp2: ranks one shard group spans (HSDP replicates the "
+          "shards over data_parallel_size / this).")), fsdp2,
+          "applies to fsdp2 (hybrid sharding) only"),
+      trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
+          "gpus_per_node", G::parallelism, 1, 1024, "GPUs", from_config(),
+          "GPUs per node, for CPU memory per node.")),
+      trainmem_only(choice_field<&C::params_dtype, &Config::params_dtype>(
+          "params_dtype", G::training, derived("bf16 (ddp: fp32)"),
+          "Storage type of the model weights.")),
+      trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
+          "expert_params_dtype", G::training, derived("params_dtype"),
+          "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")),
+      trainmem_only(choice_field<&C::compute_dtype, &Config::compute_dtype>(
+          "compute_dtype", G::training, derived("params_dtype (ddp: bf16 autocast)"),
+          "Type the matmuls run in; below params_dtype it "
           "is autocast, which caches low-precision weight copies.")),
-      trainmem_only(bool_field("master_weights", G::training, "true",
-          "Keep higher-precision master weights (main_params_dtype) when params_dtype is lower.",
-          &C::master_weights)),
-      trainmem_only(choice_field<&C::main_params_dtype>("main_params_dtype", G::training, "fp32",
+      trainmem_only(bool_field<&C::master_weights, &Config::master_weights>(
+          "master_weights", G::training, from_config(),
+          "Keep higher-precision master weights (main_params_dtype) when params_dtype is lower.")),
+      trainmem_only(choice_field<&C::main_params_dtype, &Config::main_params_dtype>(
+          "main_params_dtype", G::training, from_config(),
           "Master weights type (Megatron --main-params-dtype).")),
-      trainmem_only(choice_field<&C::main_grads_dtype>("main_grads_dtype", G::training, "fp32",
+      trainmem_only(choice_field<&C::main_grads_dtype, &Config::main_grads_dtype>(
+          "main_grads_dtype", G::training, from_config(),
           "Gradient accumulation type (Megatron --main-grads-dtype; FSDP2 reduce_dtype).")),
-      trainmem_only(choice_field<&C::exp_avg_dtype>("exp_avg_dtype", G::training, "fp32",
+      trainmem_only(choice_field<&C::exp_avg_dtype, &Config::exp_avg_dtype>(
+          "exp_avg_dtype", G::training, from_config(),
           "First-moment (momentum) state type (Megatron --exp-avg-dtype).")),
-      trainmem_only(choice_field<&C::exp_avg_sq_dtype>("exp_avg_sq_dtype", G::training, "fp32",
+      trainmem_only(choice_field<&C::exp_avg_sq_dtype, &Config::exp_avg_sq_dtype>(
+          "exp_avg_sq_dtype", G::training, from_config(),
           "Second-moment state type (Megatron --exp-avg-sq-dtype).")),
-      trainmem_only(choice_field<&C::fp8_recipe>("fp8_recipe", G::training, "none",
+      trainmem_only(choice_field<&C::fp8_recipe, &Config::fp8_recipe>(
+          "fp8_recipe", G::training, from_config(),
           "FP8 training recipe (Transformer Engine): extra FP8 weight copies and transposes.")),
-      trainmem_only(bool_field("fp8_param_gather", G::training, "false",
-          "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).", &C::fp8_param_gather)),
-      trainmem_only(choice_field<&C::optimizer>("optimizer", G::training, "adam",
+      trainmem_only(bool_field<&C::fp8_param_gather, &Config::fp8_param_gather>(
+          "fp8_param_gather", G::training, from_config(),
+          "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")),
+      trainmem_only(choice_field<&C::optimizer, &Config::optimizer>(
+          "optimizer", G::training, from_config(),
           "Optimizer; its states per parameter come from the optimizer table.")),
-      trainmem_only(choice_field<&C::optimizer_implementation>("optimizer_implementation",
-          G::training, "foreach",
+      applies_when(trainmem_only(choice_field<&C::optimizer_implementation, &Config::optimizer_implementation>(
+          "optimizer_implementation", G::training, from_config(),
           "How torch.optim Adam/AdamW steps (frameworks ddp and fsdp2; torchtitan's "
           "optimizer.implementation): foreach keeps a copy of every exp_avg_sq as the "
           "denominator, for-loop one tensor's at a time, fused none. Megatron and DeepSpeed step "
-          "with their fused multi-tensor Adam.")),
-      trainmem_only(number_field("momentum", G::training, 0, 1, "", "0",
-          "SGD momentum; 0 keeps no momentum buffer.", &C::momentum)),
-      trainmem_only(number_field("optimizer_offload_fraction", G::training, 0, 1, "", "0",
+          "with their fused multi-tensor Adam.")), torch_optim),
+      applies_when(trainmem_only(number_field<&C::momentum, &Config::momentum>(
+          "momentum", G::training, 0, 1, "", from_config(),
+          "SGD momentum; 0 keeps no momentum buffer.")), sgd,
+          "applies to optimizer \"sgd\" only"),
+      trainmem_only(number_field<&C::optimizer_offload_fraction, &Config::optimizer_offload_fraction>(
+          "optimizer_offload_fraction", G::training, 0, 1, "", from_config(),
           "Share of master weights and optimizer states kept in CPU memory "
-          "(Megatron --optimizer-offload-fraction; deepspeed offload_optimizer = 1).",
-          &C::optimizer_offload_fraction)),
-      trainmem_only(bool_field("offload_params", G::training, "false",
-          "Keep sharded weights in CPU memory (ZeRO-3 offload_param, FSDP2 CPUOffloadPolicy).",
-          &C::offload_params)),
-      trainmem_only(bool_field("zero_init", G::training, "true",
-          "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.",
-          &C::zero_init)),
-      trainmem_only(number_field("additional_buffer_factor", G::training, 1, 100, "", "1.5",
-          "deepspeed: CPU buffer factor of DeepSpeed's estimator.", &C::additional_buffer_factor)),
-      trainmem_only(bool_field("gradient_as_bucket_view", G::training, "false",
-          "ddp: gradients are views into the all-reduce buckets (no second gradient copy).",
-          &C::gradient_as_bucket_view)),
-      trainmem_only(number_field("gpu_memory_bytes", G::training, 0, 1e15, "bytes", "none",
-          "Capacity of one GPU; gives whether it fits and the minimum number of devices.",
-          &C::gpu_memory_bytes)),
+          "(Megatron --optimizer-offload-fraction; deepspeed offload_optimizer = 1).")),
+      trainmem_only(bool_field<&C::offload_params, &Config::offload_params>(
+          "offload_params", G::training, from_config(),
+          "Keep sharded weights in CPU memory (ZeRO-3 offload_param, FSDP2 CPUOffloadPolicy).")),
+      trainmem_only(bool_field<&C::zero_init, &Config::zero_init>(
+          "zero_init", G::training, from_config(),
+          "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.")),
+      trainmem_only(number_field<&C::additional_buffer_factor, &Config::additional_buffer_factor>(
+          "additional_buffer_factor", G::training, 1, 100, "", from_config(),
+          "deepspeed: CPU buffer factor of DeepSpeed's estimator.")),
+      trainmem_only(bool_field<&C::gradient_as_bucket_view, &Config::gradient_as_bucket_view>(
+          "gradient_as_bucket_view", G::training, from_config(),
+          "ddp: gradients are views into the all-reduce buckets (no second gradient copy).")),
+      trainmem_only(number_field<&C::gpu_memory_bytes, &Config::gpu_memory_bytes>(
+          "gpu_memory_bytes", G::training, 0, 1e15, "bytes", none_means(""),
+          "Capacity of one GPU; gives whether it fits and the minimum number of devices.")),
       // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
-      trainmem_only(number_field("allocator_fragmentation", G::training, 0, 10, "", "0.05",
+      trainmem_only(number_field<&C::allocator_fragmentation, &Config::allocator_fragmentation>(
+          "allocator_fragmentation", G::training, 0, 10, "", from_config(),
           "PyTorch's caching allocator: reserved = allocated × (1 + this). It rounds blocks of "
           "1 MiB and more up to 2 MiB multiples and keeps freed blocks cached (PyTorch CUDA "
           "semantics, memory management); 5 % is a planning default, set it from "
-          "torch.cuda.memory_stats of a run.", &C::allocator_fragmentation)),
-      trainmem_only(number_field("cuda_context_bytes", G::training, 0, 1e12, "bytes", "536870912 (512 MiB)",
+          "torch.cuda.memory_stats of a run.")),
+      trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
+          "cuda_context_bytes", G::training, 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "
-          "counted in nvidia-smi, not in PyTorch's figures.", &C::cuda_context_bytes)),
-      trainmem_only(number_field("nccl_bytes_per_communicator", G::training, 0, 1e12, "bytes",
-          "754974720 (720 MiB)", "NCCL ring and tree buffers of one communicator: per channel one "
+          "counted in nvidia-smi, not in PyTorch's figures.")),
+      trainmem_only(number_field<&C::nccl_bytes_per_communicator, &Config::nccl_bytes_per_communicator>(
+          "nccl_bytes_per_communicator", G::training, 0, 1e12, "bytes", from_config(),
+          "NCCL ring and tree buffers of one communicator: per channel one "
           "ring and two tree (chain) receive connections, each holding the Simple (NCCL_BUFFSIZE "
           "4 MiB), LL128 (4.6875 MiB) and LL (0.5 MiB) buffers in one 10 MiB allocation (2 MiB "
           "cuMem granularity; NVIDIA/nccl#1685), 24 channels on 8-GPU H100/H200 boards. "
           "Communicators: the world and each process group that runs a collective (the result's "
-          "nccl_groups).", &C::nccl_bytes_per_communicator)),
-      trainmem_only(bool_field("nccl_nvls", G::training, "false",
+          "nccl_groups).")),
+      trainmem_only(bool_field<&C::nccl_nvls, &Config::nccl_nvls>(
+          "nccl_nvls", G::training, from_config(),
           "NVLink SHARP (NVSwitch boards: H100/H200/B200 SXM): a communicator of more than two "
           "GPUs on one node also binds 24 channels x 2 x (4 + 2) MiB per GPU of it (288 MiB x "
-          "GPUs; NCCL 2.17-2.20 nvls.cc, NCCL_NVLS_ENABLE=0 turns it off).", &C::nccl_nvls)),
-      trainmem_only(number_field("workspace_bytes", G::training, 0, 1e12, "bytes", "100663296 (96 MiB)",
+          "GPUs; NCCL 2.17-2.20 nvls.cc, NCCL_NVLS_ENABLE=0 turns it off).")),
+      trainmem_only(number_field<&C::workspace_bytes, &Config::workspace_bytes>(
+          "workspace_bytes", G::training, 0, 1e12, "bytes", from_config(),
           "Library workspaces PyTorch allocates through its caching allocator: the cuBLAS and "
           "cuBLASLt workspaces (32 MiB each on Hopper and newer; CUBLAS_WORKSPACE_CONFIG=:4096:8) "
           "and Transformer Engine's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before). Megatron "
-          "CI's after-step allocation sits 99 MiB above model state on H100.",
-          &C::workspace_bytes)),
+          "CI's after-step allocation sits 99 MiB above model state on H100.")),
       // Activations: the trainmem profile (issue 5).
-      trainmem_only(choice_field<&C::attention_backend>("attention_backend", G::training, "flash",
+      trainmem_only(choice_field<&C::attention_backend, &Config::attention_backend>(
+          "attention_backend", G::training, from_config(),
           "Attention kernel: flash keeps the softmax statistics; unfused keeps the s² scores.")),
-      trainmem_only(number_field("attention_dropout", G::training, 0, 1, "", "0.1",
-          "Attention dropout probability (a mask is saved when above 0).", &C::attention_dropout)),
-      trainmem_only(number_field("hidden_dropout", G::training, 0, 1, "", "0.1",
-          "Hidden dropout probability (a mask is saved when above 0).", &C::hidden_dropout)),
-      trainmem_only(number_field("moe_expert_capacity_factor", G::moe, 0, 1e6, "", "none (dropless)",
-          "Expert capacity factor: tokens per expert are padded to this multiple of the average.",
-          &C::moe_expert_capacity_factor)),
-      trainmem_only(choice_field<&C::recompute_method>("recompute_method", G::training, "uniform",
+      trainmem_only(number_field<&C::attention_dropout, &Config::attention_dropout>(
+          "attention_dropout", G::training, 0, 1, "", from_config(),
+          "Attention dropout probability (a mask is saved when above 0).")),
+      trainmem_only(number_field<&C::hidden_dropout, &Config::hidden_dropout>(
+          "hidden_dropout", G::training, 0, 1, "", from_config(),
+          "Hidden dropout probability (a mask is saved when above 0).")),
+      trainmem_only(number_field<&C::moe_expert_capacity_factor, &Config::moe_expert_capacity_factor>(
+          "moe_expert_capacity_factor", G::moe, 0, 1e6, "", none_means("dropless"),
+          "Expert capacity factor: tokens per expert are padded to this multiple of the average.")),
+      applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
+          "recompute_method", G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "
-          "recompute_num_layers of each stage).")),
-      trainmem_only(int_field("recompute_num_layers", G::training, false, 1, k_max_layers, "layers",
-          "all layers", "Layers per recompute group (uniform) or recomputed per stage (block).",
-          &C::recompute_num_layers)),
-      trainmem_only(choice_list_field<RecomputeModule>("recompute_modules", G::training,
-          "[\"core_attn\"]", "With selective recompute: the submodules recomputed.",
-          &C::recompute_modules)),
-      trainmem_only(choice_field<&C::pipeline_schedule>("pipeline_schedule", G::parallelism,
-          "interleaved with VPP, else 1f1b", "Pipeline schedule: how many microbatches each "
+          "recompute_num_layers of each stage).")), full_recompute,
+          "applies to recompute_granularity \"full\" only"),
+      applies_when(trainmem_only(int_field<&C::recompute_num_layers, &Config::recompute_num_layers>(
+          "recompute_num_layers", G::training, 1, k_max_layers, "layers", none_means("all layers"),
+          "Layers per recompute group (uniform) or recomputed per stage (block).")), full_recompute,
+          "applies to recompute_granularity \"full\" only"),
+      applies_when(trainmem_only(choice_list_field<RecomputeModule, &C::recompute_modules, &Config::recompute_modules>(
+          "recompute_modules", G::training, from_config(),
+          "With selective recompute: the submodules recomputed.")), selective_recompute,
+          "applies to recompute_granularity \"selective\" only"),
+      trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
+          "pipeline_schedule", G::parallelism, derived("interleaved with VPP, else 1f1b"),
+          "Pipeline schedule: how many microbatches each "
           "stage keeps in flight.")),
-      trainmem_only(choice_field<&C::pipeline_outputs>("pipeline_outputs", G::parallelism, "kept",
+      applies_when(trainmem_only(choice_field<&C::pipeline_outputs, &Config::pipeline_outputs>(
+          "pipeline_outputs", G::parallelism, from_config(),
           "Frameworks ddp and fsdp2 with PP (torch.distributed.pipelining): the last stage keeps "
           "every microbatch's model output until the step ends. kept: the logits in the compute "
           "dtype (torchtitan 2025 on: 16-bit logits, step(return_outputs=False)); "
           "kept_fp32_merged: fp32 logits, concatenated once more when step() returns them "
-          "(torchtitan and torch of December 2024: the model's .float(), _merge_outputs).")),
-      trainmem_only(bool_field("cross_entropy_loss_fusion", G::training, "false",
-          "Fused cross entropy: no fp32 copy of the logits.", &C::cross_entropy_loss_fusion)),
+          "(torchtitan and torch of December 2024: the model's .float(), _merge_outputs).")), torch_pipelining,
+          "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
+          "(torch.distributed.pipelining)"),
+      trainmem_only(bool_field<&C::cross_entropy_loss_fusion, &Config::cross_entropy_loss_fusion>(
+          "cross_entropy_loss_fusion", G::training, from_config(),
+          "Fused cross entropy: no fp32 copy of the logits.")),
       // Parallelism.
-      int_field("tensor_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
-                "Tensor parallel size TP.", &C::tensor_model_parallel_size),
-      int_field("pipeline_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "stages",
-                "1", "Pipeline parallel size PP.", &C::pipeline_model_parallel_size),
-      int_field("virtual_pipeline_model_parallel_size", G::parallelism, false, 1, k_max_layers,
-                "chunks", "none", "Virtual pipeline stages per rank (interleaved schedule).",
-                &C::virtual_pipeline_model_parallel_size),
-      int_field("num_layers_in_first_pipeline_stage", G::parallelism, false, 1, k_max_layers,
-                "layers", "none (even split)", "Layers on the first pipeline stage (uneven split).",
-                &C::num_layers_in_first_pipeline_stage),
-      int_field("num_layers_in_last_pipeline_stage", G::parallelism, false, 1, k_max_layers,
-                "layers", "none (even split)", "Layers on the last pipeline stage (uneven split).",
-                &C::num_layers_in_last_pipeline_stage),
-      int_field("context_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
-                "Context parallel size CP.", &C::context_parallel_size),
-      int_field("expert_model_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
-                "Expert parallel size EP.", &C::expert_model_parallel_size),
-      int_field("expert_tensor_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs",
-                "tensor_model_parallel_size", "Tensor parallel size inside experts ETP.",
-                &C::expert_tensor_parallel_size),
-      int_field("data_parallel_size", G::parallelism, false, 1, k_max_parallel, "GPUs", "1",
-                "Data parallel size DP.", &C::data_parallel_size),
+      int_field<&C::tensor_model_parallel_size, &Config::tensor_model_parallel_size>(
+          "tensor_model_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          "Tensor parallel size TP."),
+      int_field<&C::pipeline_model_parallel_size, &Config::pipeline_model_parallel_size>(
+          "pipeline_model_parallel_size", G::parallelism, 1, k_max_parallel, "stages", from_config(),
+          "Pipeline parallel size PP."),
+      int_field<&C::virtual_pipeline_model_parallel_size, &Config::virtual_pipeline_model_parallel_size>(
+          "virtual_pipeline_model_parallel_size", G::parallelism, 1, k_max_layers, "chunks", none_means("no interleaving"),
+          "Virtual pipeline stages per rank (interleaved schedule)."),
+      int_field<&C::num_layers_in_first_pipeline_stage, &Config::num_layers_in_first_pipeline_stage>(
+          "num_layers_in_first_pipeline_stage", G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
+          "Layers on the first pipeline stage (uneven split)."),
+      int_field<&C::num_layers_in_last_pipeline_stage, &Config::num_layers_in_last_pipeline_stage>(
+          "num_layers_in_last_pipeline_stage", G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
+          "Layers on the last pipeline stage (uneven split)."),
+      int_field<&C::context_parallel_size, &Config::context_parallel_size>(
+          "context_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          "Context parallel size CP."),
+      int_field<&C::expert_model_parallel_size, &Config::expert_model_parallel_size>(
+          "expert_model_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          "Expert parallel size EP."),
+      int_field<&C::expert_tensor_parallel_size, &Config::expert_tensor_parallel_size>(
+          "expert_tensor_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", derived("tensor_model_parallel_size"),
+          "Tensor parallel size inside experts ETP."),
+      int_field<&C::data_parallel_size, &Config::data_parallel_size>(
+          "data_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          "Data parallel size DP."),
   };
   return table;
 }
@@ -377,30 +524,69 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"expert_model_parallel_size", "EP × ETP divides DP × TP × CP; 1 for a dense model"},
     {"use_distributed_optimizer", "framework megatron only"},
     {"zero_stage", "deepspeed 0-3, fsdp2 2 or 3; not for megatron or ddp"},
-    {"data_parallel_shard_size", "fsdp2 only; divides data_parallel_size"},
+    {"data_parallel_shard_size", "divides data_parallel_size"},
     {"params_dtype", "fp32, bf16 or fp16"},
     {"fp8_param_gather", "needs an fp8_recipe"},
-    {"momentum", "optimizer sgd only"},
     {"optimizer_implementation", "frameworks ddp and fsdp2 only"},
     {"offload_params", "deepspeed or fsdp2 with zero_stage 3"},
-    {"recompute_method", "recompute_granularity full only"},
-    {"recompute_num_layers", "recompute_granularity full only"},
-    {"recompute_modules", "recompute_granularity selective only"},
     {"pipeline_schedule", "interleaved exactly when virtual_pipeline_model_parallel_size is set"},
-    {"pipeline_outputs", "frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 only"},
+};
+
+// What an unset field resolves to, in words, for the field documentation.
+std::string default_text(const Field& f) {
+  switch (f.fallback.kind) {
+    case Default::required: return "required";
+    case Default::derived: return std::string(f.fallback.text);
+    case Default::none_when_zero:
+      return f.fallback.text.empty() ? "none" : "none (" + std::string(f.fallback.text) + ")";
+    case Default::from_config: break;
+  }
+  const FieldValue value = f.config.default_value();
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
+  const double number = std::get<double>(value);
+  if (f.spec.type == FieldType::choice_list) {  // a bit mask of the choices
+    std::string list;
+    for (size_t i = 0; i < f.spec.choices.size(); ++i)
+      if ((uint64_t(number) >> i) & 1u) list += (list.empty() ? "" : ", ") + quoted(f.spec.choices[i]);
+    return "[" + list + "]";
+  }
+  if (f.spec.unit == "bytes" && number >= 1024.0 * 1024 && std::fmod(number, 1024.0 * 1024) == 0)
+    return number_text(number) + " (" + number_text(number / (1024.0 * 1024)) + " MiB)";
+  return number_text(number);
+}
+
+// The cross-field rules a field takes part in, in words: its own applies_rule and k_rules.
+std::string rules_text(const Field& f) {
+  std::string rule;
+  for (const auto& [name, text] : k_rules)
+    if (name == f.spec.name) rule = text;
+  if (f.applies_rule.empty()) return rule;
+  return std::string(f.applies_rule) + (rule.empty() ? "" : "; " + rule);
+}
+
+// The public specs: the table's, with the generated default and rules texts (whose strings the
+// specs' views point into; moving the vectors keeps their elements in place).
+struct SpecTable {
+  std::vector<std::string> defaults, rules;
+  std::vector<FieldSpec> specs;
 };
 
 const std::vector<FieldSpec>& spec_table() {
-  static const std::vector<FieldSpec> specs = [] {
-    std::vector<FieldSpec> out;
+  static const SpecTable table = [] {
+    SpecTable t;
     for (const Field& f : fields()) {
-      out.push_back(f.spec);
-      for (const auto& [name, rule] : k_rules)
-        if (name == f.spec.name) out.back().rules = rule;
+      t.defaults.push_back(default_text(f));
+      t.rules.push_back(rules_text(f));
     }
-    return out;
+    for (size_t i = 0; i < fields().size(); ++i) {
+      t.specs.push_back(fields()[i].spec);
+      t.specs.back().default_text = t.defaults[i];
+      t.specs.back().rules = t.rules[i];
+    }
+    return t;
   }();
-  return specs;
+  return table.specs;
 }
 
 // An integer field's value: finite, integral and within [min, max].
@@ -586,106 +772,29 @@ FieldValue get_field(const ConfigInput& input, std::string_view name) {
 }
 
 ConfigInput to_input(const Config& c) {
-  auto unless_zero = [](int64_t v) { return v ? std::optional<int64_t>(v) : std::nullopt; };
   ConfigInput in;
-  in.profile = c.profile;
-  in.num_layers = c.num_layers;
-  in.hidden_size = c.hidden_size;
-  in.num_attention_heads = c.num_attention_heads;
-  in.num_query_groups = c.num_query_groups;
-  in.kv_channels = c.kv_channels;
-  in.ffn_hidden_size = c.ffn_hidden_size;
-  in.vocab_size = c.vocab_size;
-  in.make_vocab_size_divisible_by = c.make_vocab_size_divisible_by;
-  in.max_position_embeddings = unless_zero(c.max_position_embeddings);
-  in.should_pad_vocab = c.should_pad_vocab;
-  in.share_embeddings_and_output_weights = c.share_embeddings_and_output_weights;
-  in.gated_linear_unit = c.gated_linear_unit;
-  in.activation_func = c.activation_func;
-  in.normalization = c.normalization;
-  in.add_bias_linear = c.add_bias_linear;
-  in.add_qkv_bias = c.add_qkv_bias;
-  in.qk_layernorm = c.qk_layernorm;
-  in.num_moe_experts = unless_zero(c.num_moe_experts);
-  if (c.is_moe()) {
-    if (c.moe_layer_freq_list.empty()) in.moe_layer_freq = c.moe_layer_freq;
-    else in.moe_layer_freq_list = c.moe_layer_freq_list;
-    in.moe_ffn_hidden_size = c.moe_ffn_hidden_size;
-    in.moe_router_topk = c.moe_router_topk;
-    in.moe_shared_expert_intermediate_size = c.moe_shared_expert_intermediate_size;
-    in.moe_latent_size = unless_zero(c.moe_latent_size);
-    in.moe_shared_expert_gate = c.moe_shared_expert_gate;
+  for (const Field& f : fields()) {
+    if (!f.config.copy_out) continue;  // an input-only shorthand
+    if (f.spec.trainmem_only && c.profile != Profile::trainmem) continue;
+    if (f.applies && !f.applies(c)) continue;
+    if (f.fallback.kind == Default::none_when_zero && f.config.is_zero(c)) continue;
+    f.config.copy_out(c, in);
   }
-  in.mtp_num_layers = c.mtp_num_layers;
-  in.multi_latent_attention = c.multi_latent_attention;
-  if (c.multi_latent_attention) {
-    in.q_lora_rank = unless_zero(c.q_lora_rank);
-    in.kv_lora_rank = c.kv_lora_rank;
-    in.qk_head_dim = c.qk_head_dim;
-    in.qk_pos_emb_head_dim = c.qk_pos_emb_head_dim;
-    in.v_head_dim = c.v_head_dim;
-  }
-  in.seq_length = c.seq_length;
-  in.micro_batch_size = c.micro_batch_size;
-  in.global_batch_size = unless_zero(c.global_batch_size);
-  in.num_microbatches = unless_zero(c.num_microbatches);
-  in.use_distributed_optimizer = c.use_distributed_optimizer;
-  in.sequence_parallel = c.sequence_parallel;
-  in.recompute_granularity = c.recompute_granularity;
-  if (c.profile == Profile::trainmem) {
-    in.framework = c.framework;
-    if (c.framework == Framework::deepspeed || c.framework == Framework::fsdp2)
-      in.zero_stage = c.zero_stage;
-    if (c.framework == Framework::fsdp2) in.data_parallel_shard_size = c.data_parallel_shard_size;
-    in.gpus_per_node = c.gpus_per_node;
-    in.params_dtype = c.params_dtype;
-    in.expert_params_dtype = c.expert_params_dtype;
-    in.compute_dtype = c.compute_dtype;
-    in.master_weights = c.master_weights;
-    in.main_params_dtype = c.main_params_dtype;
-    in.main_grads_dtype = c.main_grads_dtype;
-    in.exp_avg_dtype = c.exp_avg_dtype;
-    in.exp_avg_sq_dtype = c.exp_avg_sq_dtype;
-    in.fp8_recipe = c.fp8_recipe;
-    in.fp8_param_gather = c.fp8_param_gather;
-    in.optimizer = c.optimizer;
-    if (c.optimizer == Optimizer::sgd) in.momentum = c.momentum;
-    if (c.pytorch_native()) in.optimizer_implementation = c.optimizer_implementation;
-    in.optimizer_offload_fraction = c.optimizer_offload_fraction;
-    in.offload_params = c.offload_params;
-    in.zero_init = c.zero_init;
-    in.additional_buffer_factor = c.additional_buffer_factor;
-    in.gradient_as_bucket_view = c.gradient_as_bucket_view;
-    if (c.gpu_memory_bytes > 0) in.gpu_memory_bytes = c.gpu_memory_bytes;
-    in.allocator_fragmentation = c.allocator_fragmentation;
-    in.cuda_context_bytes = c.cuda_context_bytes;
-    in.nccl_bytes_per_communicator = c.nccl_bytes_per_communicator;
-    in.nccl_nvls = c.nccl_nvls;
-    in.workspace_bytes = c.workspace_bytes;
-    in.attention_backend = c.attention_backend;
-    in.attention_dropout = c.attention_dropout;
-    in.hidden_dropout = c.hidden_dropout;
-    if (c.moe_expert_capacity_factor > 0) in.moe_expert_capacity_factor = c.moe_expert_capacity_factor;
-    if (c.recompute_granularity == RecomputeGranularity::full) {
-      in.recompute_method = c.recompute_method;
-      in.recompute_num_layers = unless_zero(c.recompute_num_layers);
-    }
-    if (c.recompute_granularity == RecomputeGranularity::selective)
-      in.recompute_modules = c.recompute_modules;
-    in.pipeline_schedule = c.pipeline_schedule;
-    if (c.torch_pipelining()) in.pipeline_outputs = c.pipeline_outputs;
-    in.cross_entropy_loss_fusion = c.cross_entropy_loss_fusion;
-  }
-  in.tensor_model_parallel_size = c.tensor_model_parallel_size;
-  in.pipeline_model_parallel_size = c.pipeline_model_parallel_size;
-  in.virtual_pipeline_model_parallel_size = unless_zero(c.virtual_pipeline_model_parallel_size);
-  in.num_layers_in_first_pipeline_stage = unless_zero(c.num_layers_in_first_pipeline_stage);
-  in.num_layers_in_last_pipeline_stage = unless_zero(c.num_layers_in_last_pipeline_stage);
-  in.context_parallel_size = c.context_parallel_size;
-  in.expert_model_parallel_size = c.expert_model_parallel_size;
-  in.expert_tensor_parallel_size = c.expert_tensor_parallel_size;
-  in.data_parallel_size = c.data_parallel_size;
   return in;
+}
+
+void copy_set_fields(const ConfigInput& in, Config& c) {
+  for (const Field& f : fields())
+    if (f.config.copy_in) f.config.copy_in(in, c);
+}
+
+void check_fields_apply(const ConfigInput& in, const Config& c, std::vector<Issue>& issues) {
+  for (const Field& f : fields()) {
+    if (!f.applies || f.applies_rule.empty() || f.applies(c)) continue;
+    if (f.spec.trainmem_only && c.profile != Profile::trainmem) continue;  // rejected as such
+    if (std::holds_alternative<std::monostate>(std::visit(FieldGetter{f.spec, in}, f.target))) continue;
+    issues.push_back(issue(f.spec.name, f.applies_rule));
+  }
 }
 
 }  // namespace trainmem

@@ -4,6 +4,7 @@
 #include <utility>
 #include <variant>
 
+#include "config/field_table.hpp"
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 
@@ -34,7 +35,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
                                     "(profile is \"" + std::string(name_of(c.profile)) + "\")");
     return;
   }
-  const Framework fw = c.framework = in.framework.value_or(Framework::megatron);
+  const Framework fw = c.framework;
   const std::string fw_name(name_of(fw));
   if (fw == Framework::deepspeed || fw == Framework::fsdp2) {
     c.zero_stage = in.zero_stage.value_or(fw == Framework::fsdp2 ? 3 : 0);
@@ -50,15 +51,11 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
         ? std::string("is Megatron's; framework ddp does not shard (deepspeed and fsdp2 shard with zero_stage)")
         : "is Megatron's; with framework " + fw_name + " use zero_stage instead");
   c.data_parallel_shard_size = in.data_parallel_shard_size.value_or(c.data_parallel_size);
-  if (in.data_parallel_shard_size) {
-    if (fw != Framework::fsdp2)
-      fail("data_parallel_shard_size", "applies to fsdp2 (hybrid sharding) only");
-    else if (c.data_parallel_size % c.data_parallel_shard_size != 0)
-      fail("data_parallel_shard_size", "must divide data_parallel_size (" +
-                                           std::to_string(c.data_parallel_size) + "), got " +
-                                           std::to_string(c.data_parallel_shard_size));
-  }
-  c.gpus_per_node = in.gpus_per_node.value_or(8);
+  if (in.data_parallel_shard_size && fw == Framework::fsdp2 &&
+      c.data_parallel_size % c.data_parallel_shard_size != 0)
+    fail("data_parallel_shard_size", "must divide data_parallel_size (" +
+                                         std::to_string(c.data_parallel_size) + "), got " +
+                                         std::to_string(c.data_parallel_shard_size));
 
   c.params_dtype = in.params_dtype.value_or(fw == Framework::ddp ? Dtype::fp32 : Dtype::bf16);
   if (c.params_dtype != Dtype::fp32 && c.params_dtype != Dtype::bf16 && c.params_dtype != Dtype::fp16)
@@ -71,11 +68,6 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
       c.compute_dtype != Dtype::fp16)
     fail("compute_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 matmuls: fp8_recipe), got \"" +
                               std::string(name_of(c.compute_dtype)) + "\"");
-  c.master_weights = in.master_weights.value_or(true);
-  c.main_params_dtype = in.main_params_dtype.value_or(Dtype::fp32);
-  c.main_grads_dtype = in.main_grads_dtype.value_or(Dtype::fp32);
-  c.exp_avg_dtype = in.exp_avg_dtype.value_or(Dtype::fp32);
-  c.exp_avg_sq_dtype = in.exp_avg_sq_dtype.value_or(Dtype::fp32);
   for (auto [name, dtype] : {std::pair<std::string_view, Dtype>{"main_params_dtype", c.main_params_dtype},
                              {"main_grads_dtype", c.main_grads_dtype}})
     if (dtype != Dtype::fp32 && dtype != Dtype::bf16 && dtype != Dtype::fp16)
@@ -85,45 +77,14 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
     if (dtype == Dtype::mxfp4 || dtype == Dtype::mxfp8 || dtype == Dtype::int8)
       fail(name, "must be \"fp32\", \"bf16\", \"fp16\" or \"fp8\" (8-bit states: optimizer "
                  "\"adam8bit\"), got \"" + std::string(name_of(dtype)) + "\"");
-  c.fp8_recipe = in.fp8_recipe.value_or(Fp8Recipe::none);
-  c.fp8_param_gather = in.fp8_param_gather.value_or(false);
   if (c.fp8_param_gather && c.fp8_recipe == Fp8Recipe::none)
     fail("fp8_param_gather", "needs an fp8_recipe");
-  c.optimizer = in.optimizer.value_or(Optimizer::adam);
-  c.momentum = in.momentum.value_or(0);
-  if (in.momentum && c.optimizer != Optimizer::sgd)
-    fail("momentum", "applies to optimizer \"sgd\" only");
-  c.optimizer_implementation = in.optimizer_implementation.value_or(OptimizerImplementation::foreach);
   if (in.optimizer_implementation && !c.pytorch_native())
     fail("optimizer_implementation", "applies to frameworks ddp and fsdp2 (torch.optim); framework " +
                                      fw_name + " steps with its own fused Adam");
-  c.optimizer_offload_fraction = in.optimizer_offload_fraction.value_or(0);
-  c.offload_params = in.offload_params.value_or(false);
   if (c.offload_params && !((fw == Framework::deepspeed || fw == Framework::fsdp2) && c.zero_stage == 3))
     fail("offload_params", "needs sharded weights: framework deepspeed or fsdp2 with zero_stage 3");
-  c.zero_init = in.zero_init.value_or(true);
-  c.additional_buffer_factor = in.additional_buffer_factor.value_or(1.5);
-  c.gradient_as_bucket_view = in.gradient_as_bucket_view.value_or(false);
-  c.gpu_memory_bytes = in.gpu_memory_bytes.value_or(0);
-  c.allocator_fragmentation = in.allocator_fragmentation.value_or(0.05);
-  c.cuda_context_bytes = in.cuda_context_bytes.value_or(512.0 * 1024 * 1024);
-  c.nccl_bytes_per_communicator = in.nccl_bytes_per_communicator.value_or(720.0 * 1024 * 1024);
-  c.nccl_nvls = in.nccl_nvls.value_or(false);
-  c.workspace_bytes = in.workspace_bytes.value_or(96.0 * 1024 * 1024);
 
-  c.attention_backend = in.attention_backend.value_or(AttentionBackend::flash);
-  c.attention_dropout = in.attention_dropout.value_or(0.1);
-  c.hidden_dropout = in.hidden_dropout.value_or(0.1);
-  c.moe_expert_capacity_factor = in.moe_expert_capacity_factor.value_or(0);
-  c.recompute_method = in.recompute_method.value_or(RecomputeMethod::uniform);
-  c.recompute_num_layers = in.recompute_num_layers.value_or(0);
-  if ((in.recompute_method || in.recompute_num_layers) &&
-      c.recompute_granularity != RecomputeGranularity::full)
-    fail(in.recompute_method ? "recompute_method" : "recompute_num_layers",
-         "applies to recompute_granularity \"full\" only");
-  c.recompute_modules = in.recompute_modules.value_or(1u << unsigned(RecomputeModule::core_attn));
-  if (in.recompute_modules && c.recompute_granularity != RecomputeGranularity::selective)
-    fail("recompute_modules", "applies to recompute_granularity \"selective\" only");
   const bool interleaved = c.virtual_pipeline_model_parallel_size > 0;
   c.pipeline_schedule = in.pipeline_schedule.value_or(interleaved ? PipelineSchedule::interleaved
                                                                   : PipelineSchedule::one_f_one_b);
@@ -132,11 +93,6 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   if (c.pipeline_schedule != PipelineSchedule::interleaved && interleaved)
     fail("pipeline_schedule", "must be \"interleaved\" with virtual_pipeline_model_parallel_size, got \"" +
                                   std::string(name_of(c.pipeline_schedule)) + "\"");
-  c.pipeline_outputs = in.pipeline_outputs.value_or(PipelineOutputs::kept);
-  if (in.pipeline_outputs && !c.torch_pipelining())
-    fail("pipeline_outputs", "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
-                             "(torch.distributed.pipelining)");
-  c.cross_entropy_loss_fusion = in.cross_entropy_loss_fusion.value_or(false);
 }
 
 }  // namespace
@@ -145,6 +101,7 @@ Resolved resolve(const ConfigInput& in) {
   Resolved out;
   Config& c = out.config;
   std::vector<Issue>& issues = out.issues;
+  copy_set_fields(in, c);  // every simple default is Config{}'s
   auto fail = [&](std::string_view field, const std::string& rule) {
     issues.push_back(issue(field, rule));
   };
@@ -157,7 +114,6 @@ Resolved resolve(const ConfigInput& in) {
   };
   auto n = [](int64_t v) { return number_text(double(v)); };
 
-  c.profile = in.profile.value_or(Profile::trainmem);
   const bool lm = c.profile == Profile::megatron_lm;
 
   // Model shape.
@@ -182,12 +138,6 @@ Resolved resolve(const ConfigInput& in) {
       fail("activation_func", "\"identity\" needs the trainmem profile");
   }
 
-  c.make_vocab_size_divisible_by = in.make_vocab_size_divisible_by.value_or(128);
-  c.max_position_embeddings = in.max_position_embeddings.value_or(0);
-  c.should_pad_vocab = in.should_pad_vocab.value_or(false);  // GPTModelProvider default (§6.8)
-  c.share_embeddings_and_output_weights = in.share_embeddings_and_output_weights.value_or(true);
-  c.gated_linear_unit = in.gated_linear_unit.value_or(false);
-  c.activation_func = in.activation_func.value_or(ActivationFunc::gelu);
   if (in.swiglu.value_or(false)) {
     if (in.gated_linear_unit == false)
       fail("swiglu", "contradicts gated_linear_unit = false (SwiGLU is a gated MLP)");
@@ -197,10 +147,6 @@ Resolved resolve(const ConfigInput& in) {
     c.gated_linear_unit = true;
     c.activation_func = ActivationFunc::silu;
   }
-  c.normalization = in.normalization.value_or(Normalization::layer_norm);
-  c.add_bias_linear = in.add_bias_linear.value_or(true);
-  c.add_qkv_bias = in.add_qkv_bias.value_or(false);
-  c.qk_layernorm = in.qk_layernorm.value_or(false);
 
   c.num_query_groups = in.num_query_groups.value_or(c.num_attention_heads);
   if (in.num_query_groups && have_shape && c.num_attention_heads % c.num_query_groups != 0)
@@ -229,15 +175,7 @@ Resolved resolve(const ConfigInput& in) {
   }
 
   // MoE and MTP.
-  c.num_moe_experts = in.num_moe_experts.value_or(0);
-  c.moe_layer_freq = in.moe_layer_freq.value_or(1);
-  if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
   c.moe_ffn_hidden_size = in.moe_ffn_hidden_size.value_or(c.ffn_hidden_size);
-  c.moe_router_topk = in.moe_router_topk.value_or(2);  // TransformerConfig default (§6.8)
-  c.moe_shared_expert_intermediate_size = in.moe_shared_expert_intermediate_size.value_or(0);
-  c.moe_latent_size = in.moe_latent_size.value_or(0);
-  c.moe_shared_expert_gate = in.moe_shared_expert_gate.value_or(false);
-  c.mtp_num_layers = in.mtp_num_layers.value_or(0);
   if (c.is_moe()) {
     if (!c.moe_layer_freq_list.empty() && c.num_layers > 0 &&
         int64_t(c.moe_layer_freq_list.size()) != c.num_layers)
@@ -252,25 +190,16 @@ Resolved resolve(const ConfigInput& in) {
   }
 
   // Multi-latent attention (defaults of Megatron-LM's arguments, §2).
-  c.multi_latent_attention = in.multi_latent_attention.value_or(false);
-  c.q_lora_rank = in.q_lora_rank.value_or(0);
-  c.kv_lora_rank = in.kv_lora_rank.value_or(32);
-  c.qk_head_dim = in.qk_head_dim.value_or(128);
-  c.qk_pos_emb_head_dim = in.qk_pos_emb_head_dim.value_or(64);
-  c.v_head_dim = in.v_head_dim.value_or(128);
 
   // Parallelism.
-  const int64_t t = c.tensor_model_parallel_size = in.tensor_model_parallel_size.value_or(1);
-  const int64_t p = c.pipeline_model_parallel_size = in.pipeline_model_parallel_size.value_or(1);
-  const int64_t v = c.virtual_pipeline_model_parallel_size =
-      in.virtual_pipeline_model_parallel_size.value_or(0);
-  c.num_layers_in_first_pipeline_stage = in.num_layers_in_first_pipeline_stage.value_or(0);
-  c.num_layers_in_last_pipeline_stage = in.num_layers_in_last_pipeline_stage.value_or(0);
-  const int64_t cp = c.context_parallel_size = in.context_parallel_size.value_or(1);
-  const int64_t e = c.expert_model_parallel_size = in.expert_model_parallel_size.value_or(1);
+  const int64_t t = c.tensor_model_parallel_size;
+  const int64_t p = c.pipeline_model_parallel_size;
+  const int64_t v = c.virtual_pipeline_model_parallel_size;
+  const int64_t cp = c.context_parallel_size;
+  const int64_t e = c.expert_model_parallel_size;
   // Megatron Core __post_init__: expert_tensor_parallel_size None -> tensor_model_parallel_size.
   const int64_t te = c.expert_tensor_parallel_size = in.expert_tensor_parallel_size.value_or(t);
-  const int64_t d = c.data_parallel_size = in.data_parallel_size.value_or(1);
+  const int64_t d = c.data_parallel_size;
 
   if (have_shape && c.num_attention_heads % t != 0)
     fail("num_attention_heads", "must be divisible by tensor_model_parallel_size (" + n(t) +
@@ -370,10 +299,8 @@ Resolved resolve(const ConfigInput& in) {
   }
 
   // Training.
-  c.use_distributed_optimizer = in.use_distributed_optimizer.value_or(false);
-  c.recompute_granularity = in.recompute_granularity.value_or(RecomputeGranularity::none);
   // Megatron-LM turns sequence parallelism off when TP = 1 (arguments.py).
-  c.sequence_parallel = in.sequence_parallel.value_or(false) && t > 1;
+  c.sequence_parallel = c.sequence_parallel && t > 1;
   if (c.is_moe() && t > 1 && e > 1 && !c.sequence_parallel)
     fail("sequence_parallel", "must be true when an MoE model uses both tensor_model_parallel_size "
                               "> 1 and expert_model_parallel_size > 1 (Megatron requires it)");
@@ -392,9 +319,8 @@ Resolved resolve(const ConfigInput& in) {
   }
 
   resolve_trainmem_fields(in, c, issues);
+  check_fields_apply(in, c, issues);
 
-  c.global_batch_size = in.global_batch_size.value_or(0);
-  c.num_microbatches = in.num_microbatches.value_or(0);
   if (in.global_batch_size && c.micro_batch_size > 0) {
     auto per_step = checked_mul(c.micro_batch_size, d);
     if (!per_step || c.global_batch_size % *per_step != 0) {

@@ -1,0 +1,19 @@
+// What resolve() takes from the field table (fields.cpp); internal to the config room.
+#pragma once
+
+#include <vector>
+
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+// Writes every field the input sets into `c` (which starts as Config{}: an unset field keeps
+// Config{}'s value, the one place simple defaults live). resolve() then fills the derived
+// defaults and checks the rules.
+void copy_set_fields(const ConfigInput& in, Config& c);
+
+// One issue for each field the input sets where it does not apply (the table's applies_rule,
+// e.g. momentum without optimizer sgd), for a config resolved otherwise.
+void check_fields_apply(const ConfigInput& in, const Config& c, std::vector<Issue>& issues);
+
+}  // namespace trainmem

@@ -1,0 +1,109 @@
+// The field table documents what an unset field resolves to; resolve() must agree with it.
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "support.hpp"
+#include "trainmem/json_io.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// A resolved value written the way the field documentation writes defaults.
+std::string documented(const FieldValue& value) {
+  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (const auto* s = std::get_if<std::string>(&value)) return *s;
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    std::string out = "[";
+    for (size_t i = 0; i < list->size(); ++i) out += (i ? ", \"" : "\"") + (*list)[i] + "\"";
+    return out + "]";
+  }
+  if (const auto* d = std::get_if<double>(&value)) {
+    std::ostringstream text;
+    text << std::setprecision(15) << *d;
+    return text.str();
+  }
+  return "?";
+}
+
+}  // namespace
+
+TEST_CASE("every unset field resolves to the default the field table documents", "[fields]") {
+  // Defaults that follow from other fields are documented in words; these are checked by the
+  // resolution tests of validation.test.cpp, not here.
+  const std::set<std::string> derived = {
+      "num_query_groups", "kv_channels", "ffn_hidden_size", "swiglu", "moe_ffn_hidden_size",
+      "zero_stage", "data_parallel_shard_size", "params_dtype", "expert_params_dtype",
+      "compute_dtype", "pipeline_schedule", "expert_tensor_parallel_size"};
+  // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
+  // MLA, full and selective recompute, SGD, torch pipelining.
+  const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
+  const std::vector<std::string> contexts = {
+      "{" + base + "}",
+      "{" + base + R"(, "num_moe_experts": 4, "multi_latent_attention": true})",
+      "{" + base + R"(, "recompute_granularity": "full"})",
+      "{" + base + R"(, "recompute_granularity": "selective", "optimizer": "sgd"})",
+      "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",
+  };
+  std::map<std::string, int> checked;
+  for (const std::string& json : contexts) {
+    CAPTURE(json);
+    const ConfigInput written = to_input(config_from(json));
+    for (const FieldSpec& spec : field_specs()) {
+      const std::string name(spec.name);
+      if (spec.required || derived.count(name)) continue;
+      if (json.find("\"" + name + "\"") != std::string::npos) continue;  // set by the context
+      const FieldValue value = get_field(written, name);
+      CAPTURE(name, spec.default_text);
+      const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number;
+      if (numeric && spec.default_text.substr(0, 4) == "none") {
+        // Megatron's None: never written back.
+        CHECK(std::holds_alternative<std::monostate>(value));
+        ++checked[name];
+      } else if (!std::holds_alternative<std::monostate>(value)) {
+        // "536870912 (512 MiB)": the value leads, a gloss may follow.
+        CHECK(documented(value) == spec.default_text.substr(0, spec.default_text.find(" (")));
+        ++checked[name];
+      }
+    }
+  }
+  for (const FieldSpec& spec : field_specs()) {
+    const std::string name(spec.name);
+    if (spec.required || derived.count(name)) continue;
+    CAPTURE(name);
+    CHECK(checked[name] > 0);  // every documented default was compared at least once
+  }
+}
+
+TEST_CASE("the profile an unset field resolves to is Config{}'s", "[fields]") {
+  const Config c = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+      "vocab_size": 128, "seq_length": 16, "micro_batch_size": 1})");
+  CHECK(c.profile == Profile::trainmem);
+  CHECK(Config{}.profile == Profile::trainmem);
+  CHECK(find_field("profile")->default_text == "trainmem");
+}
+
+TEST_CASE("a field set where it does not apply is named with the rule", "[fields]") {
+  const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
+  CHECK(messages_for("{" + base + R"(, "recompute_method": "block", "recompute_num_layers": 2})") ==
+        std::vector<std::string>{
+            "recompute_method: applies to recompute_granularity \"full\" only",
+            "recompute_num_layers: applies to recompute_granularity \"full\" only"});
+  CHECK(messages_for("{" + base + R"(, "momentum": 0.9})") ==
+        std::vector<std::string>{"momentum: applies to optimizer \"sgd\" only"});
+  CHECK(messages_for("{" + base + R"(, "framework": "fsdp2", "pipeline_outputs": "kept"})") ==
+        std::vector<std::string>{
+            "pipeline_outputs: applies to frameworks ddp and fsdp2 with "
+            "pipeline_model_parallel_size > 1 (torch.distributed.pipelining)"});
+  CHECK(messages_for("{" + base + R"(, "data_parallel_shard_size": 2, "data_parallel_size": 4})") ==
+        std::vector<std::string>{"data_parallel_shard_size: applies to fsdp2 (hybrid sharding) only"});
+  // In a reference profile such fields are the trainmem profile's, and said so once.
+  CHECK(messages_for("{" + base + R"(, "profile": "megatron-lm", "momentum": 0.9})") ==
+        std::vector<std::string>{
+            "momentum: is read only by the trainmem profile (profile is \"megatron-lm\")"});
+}

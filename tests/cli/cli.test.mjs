@@ -40,6 +40,53 @@ test('--format text ends with the reference log line', () => {
   assert.match(r.stdout, /total: 42\.07 GiB \(45\.17 GB, 45169291776 B\)/);
 });
 
+// The text report of the trainmem profile: lines "  + label  ... (…, N B)" add up to the next
+// "  = label ... (…, N B)", which equal the JSON's figures (rounded to whole bytes).
+function sums(text) {
+  const rows = [...text.matchAll(/^  ([+=]) (.+?)\s{2,}.*?, (\d+) B\)/gm)].map((m) => ({ op: m[1], label: m[2], bytes: BigInt(m[3]) }));
+  const totals = {};
+  let running = 0n;
+  for (const r of rows) {
+    if (r.op === '+') running += r.bytes;
+    else { assert.equal(running, r.bytes, `the lines above "${r.label}" add up to it`); totals[r.label] = r.bytes; }
+  }
+  return totals;
+}
+
+for (const [name, extra] of [
+  ['Llama 3.1 8B, TP 2, distributed optimizer', { tensor_model_parallel_size: 2, sequence_parallel: true, data_parallel_size: 4, use_distributed_optimizer: true }],
+  ['the same on FSDP2 with PP 2 and full recompute', { framework: 'fsdp2', pipeline_model_parallel_size: 2, data_parallel_size: 4, recompute_granularity: 'full' }],
+  ['DeepSpeed ZeRO-3 with offload', { framework: 'deepspeed', zero_stage: 3, data_parallel_size: 8, offload_params: true, optimizer_offload_fraction: 1 }],
+]) {
+  test(`--format text (trainmem profile) adds up to the JSON's figures: ${name}`, () => {
+    const config = JSON.stringify({ num_layers: 32, hidden_size: 4096, num_attention_heads: 32, num_query_groups: 8,
+      ffn_hidden_size: 14336, swiglu: true, vocab_size: 128256, normalization: 'RMSNorm', add_bias_linear: false,
+      share_embeddings_and_output_weights: false, seq_length: 8192, micro_batch_size: 1, ...extra });
+    const text = run(['estimate', '-', '--format', 'text'], config);
+    const json = JSON.parse(run(['estimate', '-'], config).stdout);
+    assert.equal(text.status, 0, text.stderr);
+    const totals = sums(text.stdout);
+    assert.deepEqual(Object.keys(totals), ['allocated', 'reserved', 'device']);
+    assert.equal(totals.allocated, BigInt(Math.round(json.allocated_bytes)));
+    assert.equal(totals.reserved, BigInt(Math.round(json.reserved_bytes)));
+    assert.equal(totals.device, BigInt(Math.round(json.device_bytes)));
+    // Bridge's log line is another formula's figure: not printed under this breakdown.
+    assert.doesNotMatch(text.stdout, /Theoretical memory footprints/);
+  });
+}
+
+test('--profile takes the profile field\'s own rule and message', () => {
+  const r = run(['estimate', '-', '--profile', 'deepspeed'], llama70b);
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^trainmem: --profile: must be one of "megatron-bridge", "megatron-lm", "trainmem", got the string "deepspeed"\n/);
+});
+
+test('--version is package.json\'s version', () => {
+  const version = JSON.parse(readFileSync(`${root}package.json`, 'utf8')).version;
+  assert.equal(run(['--version']).stdout, `trainmem ${version}\n`);
+});
+
 test('--verbose adds every intermediate with its formula', () => {
   const r = run(['estimate', '-', '--verbose'], llama70b);
   const trace = JSON.parse(r.stdout).trace;

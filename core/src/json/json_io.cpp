@@ -80,12 +80,12 @@ ParsedConfig parse_config_json(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     // Malformed text ("parse error at line 1, column 2: ...") or a number beyond double
     // ("number overflow parsing '1e400'", found by fuzzing).
-    out.issues.push_back({"config", "config: malformed JSON: " + json_error_text(e)});
+    out.issues.push_back(issue("config", "malformed JSON: " + json_error_text(e)));
     return out;
   }
   if (!doc.is_object()) {
-    out.issues.push_back({"config", "config: must be a JSON object of fields, got " +
-                                        std::string(doc.is_array() ? "a list" : "a single value")});
+    out.issues.push_back(issue("config", std::string("must be a JSON object of fields, got ") +
+                                             (doc.is_array() ? "a list" : "a single value")));
     return out;
   }
   for (const auto& [key, value] : doc.items()) {
@@ -109,10 +109,10 @@ ParsedConfig parse_config_json(std::string_view text) {
       field_value = value.get<std::vector<std::string>>();
     } else if (const FieldSpec* spec = find_field(key)) {
       // Objects and lists of non-numbers fit no field.
-      problem = Issue{key, key + ": " + std::string(name_of(spec->type) == "integer_or_list"
-                                                        ? "must be a positive integer or a list of 0/1 per layer"
-                                                        : "must be a single value") +
-                               ", got " + std::string(json_type_name(value))};
+      problem = issue(key, std::string(spec->type == FieldType::integer_or_list
+                                           ? "must be a positive integer or a list of 0/1 per layer"
+                                           : "must be a single value") +
+                               ", got " + std::string(json_type_name(value)));
     } else {
       field_value = std::monostate{};  // unknown name: set_field reports it
     }

@@ -2,6 +2,7 @@
 
 #include "internal.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,81 @@ std::string printf_string(const char* format, double value, const char* suffix) 
   char buf[96];
   std::snprintf(buf, sizeof buf, format, value, suffix);
   return buf;
+}
+
+
+// "12.34 GiB (13.25 GB, 13249999872 B)" with the exact byte count given.
+std::string bytes_line(long long exact) {
+  const double bytes = double(exact);
+  return format_bytes(bytes, ByteUnits::binary) + " (" + format_bytes(bytes, ByteUnits::decimal) +
+         ", " + std::to_string(exact) + " B)";
+}
+
+// The trainmem profile's figures as a sum: the most-loaded GPU's model state by tensor class,
+// the peak's activations and temporaries (= allocated), the caching allocator (= reserved), the
+// CUDA context and NCCL buffers (= device). Byte counts are rounded as running sums, so the
+// printed lines add up exactly to the printed totals.
+template <class Line>
+void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
+  static constexpr const char* moment_names[] = {"the end of forward", "backward", "the optimizer step"};
+  line("Memory on the most-loaded GPU (pipeline stage " + std::to_string(est.most_loaded_stage) +
+       ", peak at " + moment_names[size_t(est.moments.peak_moment)] + ")");
+  double running = 0;
+  long long printed = 0;
+  auto add = [&](const std::string& label, double bytes, bool always = true) {
+    running += bytes;
+    const long long upto = std::llround(running);
+    if (always || bytes != 0) {
+      std::string padded = "  + " + label;
+      padded.resize(std::max<size_t>(padded.size(), 28), ' ');
+      line(padded + bytes_line(upto - printed));
+      printed = upto;
+    }
+  };
+  auto total = [&](const std::string& label, double bytes, const char* what) {
+    running = bytes;  // the estimator's own figure: the lines above sum to it up to rounding
+    const long long exact = std::llround(bytes);
+    std::string padded = "  = " + label;
+    padded.resize(std::max<size_t>(padded.size(), 28), ' ');
+    line(padded + bytes_line(exact) + "   " + what);
+    printed = exact;
+  };
+  const StateBreakdown& st = est.state;
+  add("weights", st.weights.total());
+  add("weight copies", st.weight_copies.total(), false);
+  add("gradients", st.gradients.total());
+  add("master weights", st.master_weights.total());
+  add("optimizer states", st.optimizer_states.total());
+  add("buffers", st.buffers.total(), false);
+  add("activations", est.moments.peak_activation_bytes);
+  add("temporaries", est.moments.peak_temporary_bytes);
+  total("allocated", est.total_bytes, "torch.cuda.max_memory_allocated");
+  add("caching allocator", est.reserved_bytes - est.total_bytes);
+  total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
+  add("CUDA context", c.cuda_context_bytes);
+  std::string groups;
+  for (int i = 0; i < est.nccl.count; ++i)
+    groups += (i ? ", " : "") + std::string(est.nccl.list[size_t(i)].name) + " ×" +
+              std::to_string(est.nccl.list[size_t(i)].gpus);
+  add("NCCL buffers", est.nccl.bytes());
+  if (est.nccl.count > 0)
+    line("      " + std::to_string(est.nccl.count) + " communicator" + (est.nccl.count == 1 ? "" : "s") +
+         ": " + groups);
+  total("device", est.device_bytes, "nvidia-smi");
+  if (est.cpu_bytes > 0) line("  CPU memory per node (offloaded state): " + bytes_line(std::llround(est.cpu_bytes)));
+  line("  (temporaries include " + format_bytes(c.workspace_bytes, ByteUnits::binary) +
+       " of library workspaces)");
+
+  const std::vector<StageParams> stages = pipeline_stages(c);
+  if (stages.size() > 1) {
+    line("");
+    line("Pipeline stages (one GPU of each)");
+    for (size_t r = 0; r < stages.size(); ++r)
+      line("  stage " + std::to_string(r) + ": " + std::to_string(stages[r].num_layers) +
+           " layers, model state " + format_bytes(stages[r].weight_and_optimizer_bytes, ByteUnits::binary) +
+           ", allocated " + format_bytes(stages[r].total_bytes, ByteUnits::binary) + ", device " +
+           format_bytes(stages[r].device_bytes, ByteUnits::binary));
+  }
 }
 
 }  // namespace
@@ -75,25 +151,29 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
   if (est.params.routed_experts > 0) line("  routed experts     " + count(est.params.routed_experts));
   line("  on the most-loaded GPU " + count(est.params.per_gpu));
   line("");
-  line("Memory on the most-loaded GPU");
-  for (int i = 0; i < est.n_components; ++i) {
-    const ModelStateComponent& comp = est.components[size_t(i)];
-    char detail[160];
-    std::snprintf(detail, sizeof detail, "    %s params × %.6g B/param (optimizer shard %.0f)",
-                  format_count(comp.parameter_count_per_gpu).c_str(), comp.bytes_per_parameter,
-                  comp.optimizer_shard_size);
-    line("  " + std::string(comp.name) + ": " + both(comp.memory_bytes));
-    line(detail);
-  }
-  if (est.has_activation) line("  activation: " + both(est.activation_bytes));
-  line("  total: " + both(est.total_bytes));
-  const std::vector<StageParams> stages = pipeline_stages(c);
-  if (!stages.empty()) {
-    line("");
-    line("Pipeline stages (model state)");
-    for (size_t r = 0; r < stages.size(); ++r)
-      line("  stage " + std::to_string(r) + ": " + std::to_string(stages[r].num_layers) +
-           " layers, " + format_bytes(stages[r].weight_and_optimizer_bytes, ByteUnits::binary));
+  if (est.profile == Profile::trainmem) {
+    trainmem_memory_lines(c, est, line);
+  } else {
+    line("Memory on the most-loaded GPU");
+    for (int i = 0; i < est.n_components; ++i) {
+      const ModelStateComponent& comp = est.components[size_t(i)];
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "    %s params × %.6g B/param (optimizer shard %.0f)",
+                    format_count(comp.parameter_count_per_gpu).c_str(), comp.bytes_per_parameter,
+                    comp.optimizer_shard_size);
+      line("  " + std::string(comp.name) + ": " + both(comp.memory_bytes));
+      line(detail);
+    }
+    if (est.has_activation) line("  activation: " + both(est.activation_bytes));
+    line("  total: " + both(est.total_bytes));
+    const std::vector<StageParams> stages = pipeline_stages(c);
+    if (!stages.empty()) {
+      line("");
+      line("Pipeline stages (model state)");
+      for (size_t r = 0; r < stages.size(); ++r)
+        line("  stage " + std::to_string(r) + ": " + std::to_string(stages[r].num_layers) +
+             " layers, " + format_bytes(stages[r].weight_and_optimizer_bytes, ByteUnits::binary));
+    }
   }
   line("");
   line("Assumptions");
@@ -107,7 +187,10 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
       line("  " + e.name + " = " + value + "    " + e.formula);
     }
   }
-  const std::string reference_line = report_theoretical_memory(c, c.num_microbatches);
+  // The reference profiles end with the training log's line. The trainmem profile's figures are
+  // not that line's (it is Bridge's formula), so printing it under them would tell two stories.
+  const std::string reference_line =
+      est.profile == Profile::trainmem ? std::string() : report_theoretical_memory(c, c.num_microbatches);
   if (!reference_line.empty()) {
     line("");
     line(reference_line);

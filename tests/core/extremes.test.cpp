@@ -1,5 +1,6 @@
 // Absurd but syntactically valid inputs: a finite answer or a named error, never NaN, infinity,
-// an overflow or a hang.
+// an overflow or a hang. Each case says which it must be: a case that should be answered and is
+// rejected fails, and so does a rejection with another message.
 #include <cmath>
 
 #include "support.hpp"
@@ -7,38 +8,64 @@
 using namespace trainmem;
 using namespace trainmem::test;
 
+namespace {
+
+struct Extreme {
+  const char* what;
+  const char* fields;
+  std::vector<std::string> messages;  // empty: the estimate must be answered
+};
+
+const std::vector<Extreme>& extremes() {
+  static const std::vector<Extreme> cases = {
+      {"10^7 GPUs of data parallelism, a 10^9 vocabulary, a 10^8-token sequence",
+       R"("data_parallel_size": 10000000, "vocab_size": 1000000000, "seq_length": 100000000)", {}},
+      {"10^6 layers (the largest accepted) with a wide model",
+       R"("num_layers": 1000000, "hidden_size": 1000000, "num_attention_heads": 1000)", {}},
+      {"every parallel size at its limit, the longest accepted sequence (10^12 = 500 × 2·CP)",
+       R"("tensor_model_parallel_size": 1000000000, "num_attention_heads": 1000000000,
+          "hidden_size": 1000000000, "kv_channels": 1, "context_parallel_size": 1000000000,
+          "seq_length": 1000000000000)",
+       {}},
+      {"a sequence beyond the accepted range",
+       R"("seq_length": 2000000000000)",
+       {"seq_length: must be at most 1000000000000, got 2000000000000"}},
+      {"layers far beyond the range", R"("num_layers": 1e308)",
+       {"num_layers: must be at most 1000000, got 1e+308"}},
+      {"negative zero", R"("hidden_size": -0)", {"hidden_size: must be at least 1, got 0"}},
+      {"a fractional batch", R"("micro_batch_size": 1.5)",
+       {"micro_batch_size: must be an integer, got 1.5"}},
+      {"a number as a string", R"("seq_length": "4096")",
+       {"seq_length: must be an integer, got the string \"4096\""}},
+      {"the most negative double", R"("vocab_size": -1e308)",
+       {"vocab_size: must be at least 0, got -1e+308"}},
+  };
+  return cases;
+}
+
+}  // namespace
+
 TEST_CASE("absurd sizes give finite figures or a named error in every profile", "[extremes]") {
   const std::string profile = GENERATE(as<std::string>{}, "trainmem", "megatron-bridge", "megatron-lm");
-  const std::string extreme = GENERATE(as<std::string>{},
-      // 10^7 GPUs of data parallelism, a 10^9 vocabulary, a 10^8-token sequence.
-      R"("data_parallel_size": 10000000, "vocab_size": 1000000000, "seq_length": 100000000)",
-      // 10^6 layers (the largest accepted) with a wide model.
-      R"("num_layers": 1000000, "hidden_size": 1000000, "num_attention_heads": 1000)",
-      // Every parallel size at its limit.
-      R"("tensor_model_parallel_size": 1000000000, "num_attention_heads": 1000000000,
-         "hidden_size": 1000000000, "kv_channels": 1, "context_parallel_size": 1000000000,
-         "seq_length": 2000000000000)",
-      // Values far beyond any range.
-      R"("num_layers": 1e308)", R"("hidden_size": -0)", R"("micro_batch_size": 1.5)",
-      R"("seq_length": "4096")", R"("vocab_size": -1e308)");
-  CAPTURE(profile, extreme);
+  const size_t index = GENERATE(range(size_t(0), extremes().size()));
+  const Extreme& extreme = extremes()[index];
+  CAPTURE(profile, extreme.what);
   const std::string json = R"({"profile": ")" + profile + R"(", "num_layers": 4, "hidden_size": 256,
       "num_attention_heads": 8, "vocab_size": 4096, "seq_length": 512, "micro_batch_size": 1, )" +
-                           extreme + "}";
+                           extreme.fields + "}";
   const Run run = run_estimate(json);
-  if (!run.ok()) {
-    for (const Issue& issue : run.issues) {
-      CAPTURE(issue.message);
-      CHECK(issue.message.rfind(issue.field + ": ", 0) == 0);  // names the field first
-    }
-    return;
-  }
+  std::vector<std::string> messages;
+  for (const Issue& issue : run.issues) messages.push_back(issue.message);
+  REQUIRE(messages == extreme.messages);
+  if (!run.ok()) return;  // rejected as the case says
+
   const Estimate& e = run.estimate;
   CHECK(std::isfinite(e.total_bytes));
   CHECK(std::isfinite(e.weight_and_optimizer_bytes));
   CHECK(std::isfinite(e.activation_bytes));
   CHECK(std::isfinite(e.params.total));
-  CHECK(e.total_bytes >= 0);
+  CHECK(e.total_bytes > 0);
+  CHECK(e.params.total > 0);
   // The JSON never carries NaN or Infinity.
   const std::string out = estimate_to_json(run.config, e, nullptr);
   CHECK(out.find("NaN") == std::string::npos);

@@ -69,8 +69,10 @@ TEST_CASE("components and tensor classes and stages add up to the totals", "[pro
   double heaviest_stage = 0;
   const std::vector<StageParams> stages = pipeline_stages(c);
   for (const StageParams& s : stages) heaviest_stage = std::max(heaviest_stage, s.weight_and_optimizer_bytes);
-  if (!stages.empty())
-    REQUIRE_THAT(heaviest_stage, WithinRel(est.weight_and_optimizer_bytes, k_rel_tol_exact));
+  // Bridge lists stages only with PP > 1 (README, output "stages"); megatron-lm lists none.
+  const bool listed = profile == Profile::megatron_bridge && p > 1;
+  REQUIRE(stages.empty() == !listed);
+  if (listed) REQUIRE_THAT(heaviest_stage, WithinRel(est.weight_and_optimizer_bytes, k_rel_tol_exact));
 }
 
 TEST_CASE("model state per GPU never grows with TP or PP or EP", "[property]") {

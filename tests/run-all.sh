@@ -3,7 +3,7 @@
 #   1. Catch2 tests of the core, native (g++), by ctest, also once in random order; CLI tests
 #   2. the same Catch2 tests compiled with em++ and run in Node (proves the wasm build of the core)
 #   3. Node tests of the WebAssembly module (tests/wasm)
-#   4. browser tests of the page in headless Chromium (tests/web)
+#   4. browser tests of the page in headless Chromium (tests/web), and npm start serving the page
 #   5. the Catch2 tests again under AddressSanitizer + UndefinedBehaviorSanitizer (clang), and the
 #      libFuzzer harnesses for a bounded time (FUZZ_SECONDS each, default 10), replaying every
 #      input in tests/fuzz/regressions first
@@ -22,9 +22,7 @@ node --test tests/cli/
 node --test tests/validation/
 
 echo "== wasm build (core, module, Catch2 tests under Node)"
-emcmake cmake -S . -B build-wasm -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node > /dev/null
-cmake --build build-wasm -j"$jobs"
+bash web/scripts/build-wasm.sh all
 ctest --test-dir build-wasm --output-on-failure
 
 echo "== page assets"
@@ -35,6 +33,7 @@ node --test tests/wasm/
 
 echo "== browser tests"
 node tests/web/browser-check.mjs
+node --test tests/web/start.test.mjs   # npm start: set-up, build, serve
 
 echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,9 +1,10 @@
 // npm run build: a self-contained dist/ for any static host, under any sub-path.
 //   node web/scripts/build-dist.mjs [outDir]    (default dist/)
-// Builds the wasm module and vendors Chart.js when they are missing (or with --rebuild), then
-// copies the page: every URL in it is relative, and nothing needs a server beyond static files
+// Brings the wasm modules up to date (an incremental build: a stale module is rebuilt, never
+// shipped) and vendors Chart.js, then copies the page: every URL in it is relative, and nothing
+// needs a server beyond static files
 // (the host should send .wasm as application/wasm for streaming compilation; it works without).
-import { cp, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join, relative, resolve } from 'node:path';
@@ -13,14 +14,9 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const web = join(root, 'web');
 const args = process.argv.slice(2);
 const out = resolve(root, args.find((a) => !a.startsWith('--')) ?? 'dist');
-const exists = (p) => stat(p).then(() => true, () => false);
 
-if (args.includes('--rebuild') || !(await exists(join(web, 'wasm/trainmem.wasm')))) {
-  execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
-}
-if (!(await exists(join(web, 'vendor/chart.umd.js')))) {
-  execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
-}
+execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
+execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
 
 // What the page is made of; web/scripts (the dev server, build scripts) stays behind.
 const PARTS = ['index.html', 'embed.html', 'css', 'js', 'wasm', 'vendor'];

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# npm start: build what the page needs, then serve web/ on 127.0.0.1:$PORT (default 8080).
+# npm start: the same set-up as npm test (Debian and npm packages), then what the page needs
+# (Chart.js vendored, the wasm modules current), then serve web/ on 127.0.0.1:$PORT (default 8080).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[[ -d node_modules/chart.js ]] || npm ci --no-audit --no-fund
+bash tests/setup.sh
 node web/scripts/vendor.mjs
 bash web/scripts/build-wasm.sh
 exec node web/scripts/serve.mjs "${PORT:-8080}"

@@ -20,6 +20,7 @@
 
 #include "trainmem/json_io.hpp"
 #if TRAINMEM_WASM_TOOLS
+#include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/planner.hpp"
 #endif
@@ -65,7 +66,7 @@ std::string gpus() {
 std::string version() { return TRAINMEM_VERSION; }
 
 #if TRAINMEM_WASM_TOOLS
-// ---- imports and exports (core/include/trainmem/import.hpp) ----
+// ---- imports and exports (core/include/trainmem/import.hpp, export.hpp) ----
 // Each returns {"ok": true, ...} or {"ok": false, "issues": [...]}, like estimate().
 
 nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
@@ -73,31 +74,31 @@ nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
 }
 
 // {"ok", "config": the import merged over base, "input": the import alone, "read", "assumed",
-// "ignored", "whole_model"}. base_json is the page's current config (training and parallel
-// settings the import does not describe).
-std::string imported_json(const trainmem::ImportResult& imported, const std::string& base_json) {
-  if (!imported.ok()) return issues_json(imported.issues).dump();
-  const trainmem::ParsedConfig base = trainmem::parse_config_json(base_json);
-  if (!base.issues.empty()) return issues_json(base.issues).dump();
-  nlohmann::json out;
-  out["ok"] = true;
-  out["config"] = nlohmann::json::parse(
-      trainmem::config_input_json(trainmem::merge_import(base.input, imported)));
-  out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
-  out["read"] = imported.read;
-  out["assumed"] = imported.assumed;
-  out["ignored"] = imported.ignored;
-  out["whole_model"] = imported.whole_model;
-  return out.dump();
+// "ignored", "whole_model"} (core import_over_base). base_json is the page's current config
+// (training and parallel settings the import does not describe).
+std::string imported_json(trainmem::ImportKind kind, const std::string& text,
+                          const std::string& base_json) {
+  return guarded([&] {
+    const trainmem::ImportOverBase imported = trainmem::import_over_base(kind, text, base_json);
+    if (!imported.ok()) return issues_json(imported.issues).dump();
+    nlohmann::json out;
+    out["ok"] = true;
+    out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
+    out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
+    out["read"] = imported.read;
+    out["assumed"] = imported.assumed;
+    out["ignored"] = imported.ignored;
+    out["whole_model"] = imported.whole_model;
+    return out.dump();
+  });
 }
 
 std::string import_hf_config(const std::string& config_json, const std::string& base_json) {
-  return guarded([&] { return imported_json(trainmem::import_hf_config(config_json), base_json); });
+  return imported_json(trainmem::ImportKind::hf, config_json, base_json);
 }
 
 std::string import_megatron_args(const std::string& command_line, const std::string& base_json) {
-  return guarded(
-      [&] { return imported_json(trainmem::import_megatron_args(command_line), base_json); });
+  return imported_json(trainmem::ImportKind::megatron_args, command_line, base_json);
 }
 
 // {"ok", "args": one Megatron-LM argument line, "notes": what the arguments cannot carry}.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/json_io.hpp"
 #include "trainmem/planner.hpp"
@@ -105,12 +106,19 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
   for (const trainmem::Issue& issue : issues) std::cerr << issue.message << "\n";
 }
 
-// trainmem import hf|megatron-args SOURCE [--base TRAINING.json]: the imported fields over the
-// base's, as a config on stdout; what was read, assumed and ignored on stderr.
+// trainmem import KIND SOURCE [--base TRAINING.json]: the imported fields over the base's
+// (core import_over_base), as a config on stdout; what was read, assumed and ignored on stderr.
 int import_command(const std::vector<std::string>& args) {
-  if (args.empty() || (args[0] != "hf" && args[0] != "megatron-args"))
-    return usage_error("import needs a source kind: hf or megatron-args");
-  const bool hf = args[0] == "hf";
+  using trainmem::ImportKind;
+  const std::optional<ImportKind> kind =
+      args.empty() ? std::nullopt : trainmem::from_name<ImportKind>(args[0]);
+  if (!kind) {
+    const auto names = trainmem::enum_names<ImportKind>();
+    std::string kinds;
+    for (size_t i = 0; i < names.size(); ++i)
+      kinds += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+    return usage_error("import needs a source kind: " + kinds);
+  }
   std::string path, base_path;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--base") {
@@ -124,24 +132,20 @@ int import_command(const std::vector<std::string>& args) {
       return usage_error("expected one source, got also " + args[i]);
     }
   }
-  if (path.empty() && hf) return usage_error("import hf needs a CONFIG.json path (or - for stdin)");
+  // A command line is often piped in; a config.json is a file.
+  if (path.empty() && kind == ImportKind::hf)
+    return usage_error("import hf needs a CONFIG.json path (or - for stdin)");
   if (path.empty()) path = "-";
   std::string text, base_text = "{}";
   if (!read_input(path, text)) return usage_error("cannot read " + path);
   if (!base_path.empty() && !read_input(base_path, base_text)) return usage_error("cannot read " + base_path);
 
-  const trainmem::ImportResult imported =
-      hf ? trainmem::import_hf_config(text) : trainmem::import_megatron_args(text);
+  const trainmem::ImportOverBase imported = trainmem::import_over_base(*kind, text, base_text);
   if (!imported.ok()) return print_issues(imported.issues), 2;
-  const trainmem::ParsedConfig base = trainmem::parse_config_json(base_text);
-  if (!base.issues.empty()) {
-    for (const trainmem::Issue& issue : base.issues) std::cerr << "--base: " << issue.message << "\n";
-    return 2;
-  }
   for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
   for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
   for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
-  std::cout << trainmem::config_input_json(trainmem::merge_import(base.input, imported), 2) << "\n";
+  std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
   return 0;
 }
 

@@ -4,6 +4,9 @@
 #include "trainmem/import.hpp"
 
 #include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "trainmem/export.hpp"
 
 #include "support.hpp"
 
@@ -440,6 +443,51 @@ TEST_CASE("merging an import keeps the training settings and replaces the whole 
 }
 
 // ---- Megatron-LM arguments -------------------------------------------------------------------
+
+TEST_CASE("import_over_base reads every kind by its name and writes it over the base", "[import]") {
+  CHECK(std::vector<std::string_view>(enum_names<ImportKind>().begin(),
+                                      enum_names<ImportKind>().end()) ==
+        std::vector<std::string_view>{"hf", "megatron-args"});
+  CHECK(from_name<ImportKind>("megatron-args") == ImportKind::megatron_args);
+  const std::string base = R"({"seq_length": 8192, "num_moe_experts": 8, "data_parallel_size": 4})";
+
+  SECTION("each kind runs its importer, and the config is merge_import's") {
+    const std::string hf_text = read_data("hf/llama-3.1-8b.json");
+    const std::string megatron_text = read_data("megatron/llama3-70b.txt");
+    for (const auto& [kind, text, alone] :
+         {std::tuple{ImportKind::hf, hf_text, import_hf_config(hf_text)},
+          std::tuple{ImportKind::megatron_args, megatron_text,
+                     import_megatron_args(megatron_text)}}) {
+      INFO(name_of(kind));
+      const ImportOverBase r = import_over_base(kind, text, base);
+      REQUIRE(r.ok());
+      CHECK(config_input_json(r.input) == config_input_json(alone.input));
+      CHECK(r.read == alone.read);
+      CHECK(r.assumed == alone.assumed);
+      CHECK(r.ignored == alone.ignored);
+      CHECK(r.whole_model == alone.whole_model);
+      CHECK(config_input_json(r.config) ==
+            config_input_json(merge_import(parse_config_json(base).input, alone)));
+      CHECK(r.config.seq_length == 8192);
+      CHECK(!r.config.num_moe_experts);  // both describe the whole model
+    }
+  }
+  SECTION("the import's problems come alone; the base's say they are the base's") {
+    const ImportOverBase bad_import =
+        import_over_base(ImportKind::megatron_args, "--num-layers x", R"({"num_layer": 2})");
+    CHECK(messages(bad_import) == one("--num-layers: must be an integer, got \"x\""));
+    CHECK(bad_import.issues[0].field == "num_layers");
+    const ImportOverBase bad_base =
+        import_over_base(ImportKind::hf, read_data("hf/gpt2.json"), R"({"num_layer": 2})");
+    CHECK(messages(bad_base) ==
+          one(R"(--base: num_layer: unknown field; did you mean "num_layers"?)"));
+    CHECK(bad_base.issues[0].field == "--base");
+    CHECK(bad_base.read.empty());
+    CHECK(!bad_base.config.num_layers);
+    CHECK(messages(import_over_base(ImportKind::hf, "{}", "{")) ==
+          one("model_type: missing from config.json (supported: " + supported() + ")"));
+  }
+}
 
 TEST_CASE("the reference's worked example imported from a torchrun command estimates to the byte",
           "[import][megatron][golden]") {

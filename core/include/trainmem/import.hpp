@@ -1,9 +1,9 @@
-// Importing configurations from where people already have them, and exporting them back.
+// Importing configurations from where people already have them (exporting them back:
+// export.hpp).
 //
+//   import_over_base      any source below, over a base config: the one call the shells make
 //   import_hf_config      a Hugging Face config.json  -> the model fields (shape, MoE, MLA)
 //   import_megatron_args  a Megatron-LM command line  -> model, training and parallel fields
-//   export_megatron_args  a resolved Config           -> a Megatron-LM argument line
-//   export_config_json    a resolved Config           -> trainmem's own JSON (every field)
 //
 // An import never throws and never guesses silently: every field it sets is listed in `read`
 // (taken from the source) or `assumed` (a default or a convention applied), every key that
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,23 @@ struct ImportResult {
   bool whole_model = false;
   bool ok() const { return issues.empty(); }
 };
+
+// The sources an import reads. Their names, enum_names<ImportKind>() ("hf", "megatron-args"), are
+// the CLI's `trainmem import KIND`. An importer is one value here, its name in
+// src/import/import.cpp, its reader in a file of its own under src/import/, and one case in
+// import.cpp's dispatch.
+enum class ImportKind : uint8_t { hf, megatron_args, count };
+template <>
+std::span<const std::string_view> enum_names<ImportKind>();
+
+// An import over a base config (JSON text): what the CLI's `import` and the module's
+// importHfConfig / importMegatronArgs show, in one call. `issues` are the import's; when it has
+// none, the base's, each as "--base: <message>" (the CLI's option; in the module, the page's
+// config). With issues nothing else is set.
+struct ImportOverBase : ImportResult {
+  ConfigInput config;  // `input` over the base (merge_import)
+};
+ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::string_view base_json);
 
 // The model types import_hf_config understands, in the order its messages list them.
 std::vector<std::string_view> hf_model_types();
@@ -55,22 +73,6 @@ ImportResult import_megatron_args(std::string_view command_line);
 // (make_vocab_size_divisible_by, should_pad_vocab).
 ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported);
 
-struct MegatronExport {
-  std::string args;                // one line of Megatron-LM arguments
-  std::vector<std::string> notes;  // what the arguments cannot carry (e.g. the data-parallel size)
-};
-
-// The arguments that make Megatron-LM train `config`. import_megatron_args(args) resolves to the
-// same Config when the launcher supplies the world size the notes give.
-MegatronExport export_megatron_args(const Config& config);
-
-// `config` as trainmem's input JSON: every field that is not Megatron's None, in the field table's
-// order (the same values as estimate_to_json's "config" object). -1: compact.
-std::string export_config_json(const Config& config, int indent = -1);
-
-// A (possibly partial) input as JSON: the fields that are set, in the field table's order.
-std::string config_input_json(const ConfigInput& input, int indent = -1);
-
 // Megatron-LM's --moe-layer-freq value (arguments.py moe_freq_type): an integer, or a Python list
 // expression such as "([0]*3+[1]*58)". Only integers, lists, +, * and parentheses are evaluated
 // (the characters Megatron-LM's _eval_pattern admits); nothing else is. `error` is a rule
@@ -81,8 +83,5 @@ struct LayerFreqValue {
   std::string error;
 };
 LayerFreqValue parse_moe_layer_freq(std::string_view text);
-
-// A 0/1 list as the shortest run-length expression Megatron-LM accepts: "([0]*3+[1]*58)".
-std::string moe_layer_freq_expression(const std::vector<uint8_t>& pattern);
 
 }  // namespace trainmem

@@ -52,6 +52,13 @@ std::string estimate_to_json(const Config& config, const Estimate& estimate, con
                              int indent = -1);
 std::string issues_to_json(const std::vector<Issue>& issues, int indent = -1);
 
+// A (possibly partial) input as JSON: the fields that are set, in the field table's order.
+std::string config_input_json(const ConfigInput& input, int indent = -1);
+
+// `config` as trainmem's input JSON: every field that is not Megatron's None, in the field table's
+// order (the same values as estimate_to_json's "config" object).
+std::string export_config_json(const Config& config, int indent = -1);
+
 // The field table (config.hpp) as JSON: [{"name", "type", "group", "required", "min", "max",
 // "choices", "unit", "default", "description"}, ...], for the page's form and the docs.
 std::string field_specs_json();

@@ -13,6 +13,10 @@ Issue issue(std::string_view field, std::string_view rule) {
   return {std::string(field), std::string(field) + ": " + std::string(rule)};
 }
 
+std::string_view rule_of(const Issue& made) {
+  return std::string_view(made.message).substr(std::min(made.message.size(), made.field.size() + 2));
+}
+
 std::string number_text(double value) {
   char buf[64];
   if (std::isfinite(value) && std::fabs(value) < 9.007199254740992e15 &&
@@ -22,6 +26,17 @@ std::string number_text(double value) {
     std::snprintf(buf, sizeof buf, "%.15g", value);
   }
   return buf;
+}
+
+std::string grouped_digits(int64_t n) {
+  const std::string digits = std::to_string(n);
+  const size_t sign = digits[0] == '-' ? 1 : 0;
+  std::string out = digits.substr(0, sign);
+  for (size_t i = sign; i < digits.size(); ++i) {
+    if (i > sign && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }

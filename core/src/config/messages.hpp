@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,12 +18,22 @@ namespace trainmem {
 // "<field>: <rule>", with `field` as the Issue's field.
 Issue issue(std::string_view field, std::string_view rule);
 
+// The rule of an Issue made by issue(): its message without the "<field>: " in front, for
+// restating a field's problem under another name (an importer's source key).
+std::string_view rule_of(const Issue& made);
+
 // A number as people read it in messages: integers without a fraction, others with up to
 // 15 significant digits.
 std::string number_text(double value);
 
-// "\"text\"".
+// An integer with thousands separators: 1000000 -> "1,000,000".
+std::string grouped_digits(int64_t n);
+
+// "\"text\"". The std::string and C-string overloads keep an unqualified call from picking
+// std::quoted (found by argument-dependent lookup, and an exact match) instead.
 std::string quoted(std::string_view text);
+inline std::string quoted(const std::string& text) { return quoted(std::string_view(text)); }
+inline std::string quoted(const char* text) { return quoted(std::string_view(text)); }
 
 // What a value is, for "got ..." in a message: null, true, 4096, the string "4096", a list.
 std::string describe(const FieldValue& value);

@@ -7,9 +7,11 @@
 // configuration_<type>.py defaults and the modeling_<type>.py layer definitions cited per row.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 
 namespace trainmem {
@@ -90,39 +92,49 @@ const ModelType* find_type(std::string_view name) {
 }
 
 // HF activation names (transformers/activations.py ACT2CLS) -> trainmem's activation family.
+constexpr std::pair<std::string_view, ActivationFunc> k_activations[] = {
+    {"silu", ActivationFunc::silu},
+    {"swish", ActivationFunc::silu},
+    {"gelu", ActivationFunc::gelu},
+    {"gelu_new", ActivationFunc::gelu},
+    {"gelu_pytorch_tanh", ActivationFunc::gelu},
+    {"gelu_fast", ActivationFunc::gelu},
+    {"gelu_python", ActivationFunc::gelu},
+    {"gelu_accurate", ActivationFunc::gelu},
+    {"quick_gelu", ActivationFunc::gelu},
+    {"relu", ActivationFunc::relu},
+    {"relu2", ActivationFunc::squared_relu},
+};
+
 std::optional<ActivationFunc> activation_of(std::string_view name) {
-  static constexpr std::pair<std::string_view, ActivationFunc> names[] = {
-      {"silu", ActivationFunc::silu},
-      {"swish", ActivationFunc::silu},
-      {"gelu", ActivationFunc::gelu},
-      {"gelu_new", ActivationFunc::gelu},
-      {"gelu_pytorch_tanh", ActivationFunc::gelu},
-      {"gelu_fast", ActivationFunc::gelu},
-      {"gelu_python", ActivationFunc::gelu},
-      {"gelu_accurate", ActivationFunc::gelu},
-      {"quick_gelu", ActivationFunc::gelu},
-      {"relu", ActivationFunc::relu},
-      {"relu2", ActivationFunc::squared_relu},
-  };
-  for (const auto& [n, a] : names)
+  for (const auto& [n, a] : k_activations)
     if (n == name) return a;
   return std::nullopt;
 }
 
+// Messages call trainmem::quoted by its full name: nlohmann/json.hpp brings in std::quoted, which
+// argument-dependent lookup would prefer for a std::string.
 std::string show(const json& v) {
-  if (v.is_string()) return "\"" + v.get<std::string>() + "\"";
+  if (v.is_string()) return trainmem::quoted(v.get<std::string>());
   if (v.is_number()) return number_text(v.get<double>());
   if (v.is_array()) return "a list";
   if (v.is_object()) return "an object";
   return v.dump();
 }
 
-std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string supported_list() {
+// Names as a message lists what is supported: "llama, mistral, ...".
+std::string comma_list(std::span<const std::string_view> names) {
   std::string list;
-  for (std::string_view t : hf_model_types()) list += (list.empty() ? "" : ", ") + std::string(t);
+  for (std::string_view name : names) list += (list.empty() ? "" : ", ") + std::string(name);
   return list;
+}
+
+std::string supported_model_types() { return comma_list(hf_model_types()); }
+
+std::string supported_activations() {
+  std::vector<std::string_view> names;
+  for (const auto& activation : k_activations) names.push_back(activation.first);
+  return comma_list(names);
 }
 
 // Reads one config.json object for one model type and fills an ImportResult.
@@ -145,7 +157,7 @@ class HfReader {
     return &*it;
   }
   void fail(std::string_view key, const std::string& rule) {
-    out_.issues.push_back({std::string(key), std::string(key) + ": " + rule});
+    out_.issues.push_back(issue(key, rule));
   }
   void missing(std::string_view key) {
     fail(key, "missing from config.json (model_type " + std::string(type_.name) + " needs it)");
@@ -183,7 +195,7 @@ class HfReader {
   // Sets a trainmem field; a value the field rejects is reported against the HF key.
   bool put(std::string_view field, const FieldValue& value, std::string_view key) {
     if (auto problem = set_field(out_.input, field, value)) {
-      const std::string rule = problem->message.substr(problem->field.size() + 2);
+      const std::string rule(rule_of(*problem));
       fail(key, rule);
       return false;
     }
@@ -351,10 +363,8 @@ void HfReader::read_mlp(int64_t hidden) {
   if (act) act_name = act->get<std::string>();
   std::optional<ActivationFunc> func = activation_of(act_name);
   if (!func) {
-    fail(act_key, quote(act_name) +
-                      " is not a supported activation (silu, swish, gelu, gelu_new, "
-                      "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, "
-                      "quick_gelu, relu, relu2)");
+    fail(act_key, trainmem::quoted(act_name) + " is not a supported activation (" +
+                      supported_activations() + ")");
     return;
   }
   const std::string gated = type_.gated ? "true" : "false";
@@ -369,15 +379,16 @@ void HfReader::read_mlp(int64_t hidden) {
     out_.assumed.push_back(
         "activation_func ← \"gelu\" (model_type gpt_oss: the clamped gate is "
         "x·σ(1.702x), quick-GELU, as Megatron-Bridge's GPTOSSProvider; " +
-        std::string(act_key) + " = " + quote(act_name) + " not used)");
+        std::string(act_key) + " = " + trainmem::quoted(act_name) + " not used)");
   } else {
     put("activation_func", std::string(name_of(*func)), act_key);
     if (act)
-      out_.read.push_back("activation_func ← " + std::string(act_key) + " = " + quote(act_name));
+      out_.read.push_back("activation_func ← " + std::string(act_key) + " = " +
+                          trainmem::quoted(act_name));
     else
-      out_.assumed.push_back("activation_func ← " + quote(name_of(*func)) + " (no " +
+      out_.assumed.push_back("activation_func ← " + trainmem::quoted(name_of(*func)) + " (no " +
                              std::string(act_key) + ": " + std::string(type_.source) + " default " +
-                             quote(act_name) + ")");
+                             trainmem::quoted(act_name) + ")");
   }
 
   put("normalization", std::string(name_of(type_.norm)), "model_type");
@@ -630,19 +641,18 @@ ImportResult import_hf_config(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     // Malformed text, or a number beyond double ("number overflow parsing '1e705'", found by
     // fuzzing: tests/fuzz/regressions/hf).
-    out.issues.push_back({"config.json", "config.json: malformed JSON: " + json_error_text(e)});
+    out.issues.push_back(issue("config.json", "malformed JSON: " + json_error_text(e)));
     return out;
   }
   if (!doc.is_object()) {
-    out.issues.push_back(
-        {"config.json", "config.json: must be a JSON object, got " +
-                            std::string(doc.is_array() ? "a list" : "a single value")});
+    out.issues.push_back(issue("config.json", std::string("must be a JSON object, got ") +
+                                                  (doc.is_array() ? "a list" : "a single value")));
     return out;
   }
   auto type_it = doc.find("model_type");
   if (type_it == doc.end() || !type_it->is_string()) {
-    out.issues.push_back({"model_type", "model_type: missing from config.json (supported: " +
-                                            supported_list() + ")"});
+    out.issues.push_back(issue(
+        "model_type", "missing from config.json (supported: " + supported_model_types() + ")"));
     return out;
   }
   const std::string type_name = type_it->get<std::string>();
@@ -663,13 +673,14 @@ ImportResult import_hf_config(std::string_view text) {
         type = find_type(text_type);
       }
     } else if (!text_type.empty()) {
-      out.issues.push_back({"text_config", "text_config: missing from config.json (model_type " +
-                                               type_name + " needs it)"});
+      out.issues.push_back(
+          issue("text_config", "missing from config.json (model_type " + type_name + " needs it)"));
       return out;
     }
     if (!type) {
-      out.issues.push_back({"model_type", "model_type: " + quote(type_name) +
-                                              " is not supported; supported: " + supported_list()});
+      out.issues.push_back(
+          issue("model_type", trainmem::quoted(type_name) +
+                                  " is not supported; supported: " + supported_model_types()));
       return out;
     }
     out.read.push_back("model ← text_config (model_type " + type_name + ": the " +

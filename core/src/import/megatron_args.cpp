@@ -1,16 +1,13 @@
-// Megatron-LM command lines in (import_megatron_args) and out (export_megatron_args), and
-// trainmem's own JSON out. Argument names, defaults and derivations follow NVIDIA Megatron-LM
+// Megatron-LM command lines in (import_megatron_args; export_megatron_args, their inverse, is
+// megatron_export.cpp). Argument names, defaults and derivations follow NVIDIA Megatron-LM
 // megatron/training/arguments.py (_add_network_size_args, _add_moe_args, _add_mla_args,
 // validate_args) as read at the commit cited in ../shared/reference/megatron-formulas.md §1.
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <nlohmann/json.hpp>
+#include <span>
 
 #include "internal.hpp"
 #include "trainmem/import.hpp"
-
-#include "json/json_values.hpp"
 
 namespace trainmem {
 namespace {
@@ -222,17 +219,25 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return s[0] == '-' ? -v : v;
 }
 
-std::string shown(std::string_view s) {
-  std::string shown(s.substr(0, 60));
-  if (s.size() > 60) shown += "…";
-  return "\"" + shown + "\"";
+// What a user wrote, cut to 60 characters for a message (it may be a whole pasted script).
+std::string cut(std::string_view s) {
+  return s.size() > 60 ? std::string(s.substr(0, 60)) + "…" : std::string(s);
 }
+std::string shown(std::string_view s) { return trainmem::quoted(cut(s)); }
 
+// An argument's values as they were written, separated by blanks.
 std::string joined(const std::vector<std::string>& values) {
   std::string out;
   for (const std::string& v : values) out += (out.empty() ? "" : " ") + v;
-  if (out.size() > 60) out = out.substr(0, 60) + "…";
-  return out;
+  return cut(out);
+}
+
+// arguments.py's choices for the arguments that take a name; a message lists them.
+constexpr std::string_view k_normalizations[] = {"LayerNorm", "RMSNorm"};
+constexpr std::string_view k_recompute_granularities[] = {"full", "selective"};
+
+bool one_of(std::string_view word, std::span<const std::string_view> choices) {
+  return std::find(choices.begin(), choices.end(), word) != choices.end();
 }
 
 // Arguments that matter for memory but have no trainmem field, with the reason; any other
@@ -345,8 +350,12 @@ class MegatronReader {
   std::string world_source_;
   std::vector<std::pair<std::string_view, int64_t>> ints_;  // fields read from k_int_args
 
-  void fail(std::string_view field, const std::string& message) {
-    out_.issues.push_back({std::string(field), message});
+  // A problem with `field`, told in the words the user wrote: the message starts with `source`
+  // (the argument, the launcher's world size, "command line"), the Issue names the field.
+  void fail(std::string_view field, std::string_view source, const std::string& rule) {
+    Issue problem = issue(source, rule);
+    problem.field = field;
+    out_.issues.push_back(std::move(problem));
   }
   // The last occurrence of `name` (argparse keeps the last); every occurrence counts as used.
   Arg* get(std::string_view name) {
@@ -358,19 +367,20 @@ class MegatronReader {
   bool flag(std::string_view name, std::string_view field) {
     Arg* a = get(name);
     if (a && !a->values.empty())
-      fail(field, std::string(name) + ": takes no value, got " + shown(joined(a->values)));
+      fail(field, name, "takes no value, got " + shown(joined(a->values)));
     return a != nullptr;
   }
   std::optional<std::string> word(std::string_view name, std::string_view field) {
     Arg* a = get(name);
     if (!a) return std::nullopt;
     if (a->values.empty()) {
-      fail(field, std::string(name) + ": needs a value");
+      fail(field, name, "needs a value");
       return std::nullopt;
     }
     if (a->values.size() > 1) {
-      fail(field, std::string(name) + ": takes one value, got " + std::to_string(a->values.size()) +
-                      " (" + shown(joined(a->values)) + ")");
+      fail(field, name,
+           "takes one value, got " + std::to_string(a->values.size()) + " (" +
+               shown(joined(a->values)) + ")");
       return std::nullopt;
     }
     return a->values[0];
@@ -380,8 +390,8 @@ class MegatronReader {
     if (!w) return std::nullopt;
     std::optional<int64_t> v = parse_int(*w);
     if (!v)
-      fail(field,
-           std::string(name) + ": must be an integer, got " + shown(*w) +
+      fail(field, name,
+           "must be an integer, got " + shown(*w) +
                (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
     return v;
   }
@@ -393,7 +403,7 @@ class MegatronReader {
   // Sets a field; a value the field rejects is reported with the argument's name.
   bool put(std::string_view field, const FieldValue& value, std::string_view arg) {
     if (auto problem = set_field(out_.input, field, value)) {
-      fail(field, std::string(arg) + ": " + problem->message.substr(problem->field.size() + 2));
+      fail(field, arg, std::string(rule_of(*problem)));
       return false;
     }
     return true;
@@ -496,9 +506,9 @@ void MegatronReader::read_model(bool defines_model) {
   const bool sq_relu = flag("--squared-relu", "activation_func");
   flag("--openai-gelu", "activation_func");  // GELU's tanh variant: still gelu
   if (int(swiglu) + int(geglu) + int(sq_relu) > 1) {
-    fail("activation_func",
-         std::string(swiglu ? "--swiglu" : "--quick-geglu") + ": cannot be combined with " +
-             (sq_relu ? "--squared-relu" : "--quick-geglu") + " (Megatron-LM asserts it)");
+    fail("activation_func", swiglu ? "--swiglu" : "--quick-geglu",
+         std::string("cannot be combined with ") + (sq_relu ? "--squared-relu" : "--quick-geglu") +
+             " (Megatron-LM asserts it)");
   } else if (swiglu || geglu || sq_relu || defines_model) {
     const bool gated = swiglu || geglu;
     const std::string act = swiglu ? "silu" : sq_relu ? "squared_relu" : "gelu";
@@ -531,10 +541,9 @@ void MegatronReader::read_model(bool defines_model) {
   }
 
   if (auto norm = word("--normalization", "normalization")) {
-    if (*norm != "LayerNorm" && *norm != "RMSNorm")  // arguments.py choices
-      fail("normalization",
-           "--normalization: must be \"LayerNorm\" or \"RMSNorm\" (Megatron-LM's "
-           "choices), got " +
+    if (!one_of(*norm, k_normalizations))
+      fail("normalization", "--normalization",
+           "must be " + choices_text(k_normalizations) + " (Megatron-LM's choices), got " +
                shown(*norm));
     else if (put("normalization", *norm, "--normalization"))
       note_read("normalization", "--normalization " + *norm);
@@ -546,7 +555,7 @@ void MegatronReader::read_model(bool defines_model) {
     if (auto text = word("--moe-layer-freq", "moe_layer_freq")) {
       LayerFreqValue v = parse_moe_layer_freq(*text);
       if (!v.error.empty()) {
-        fail("moe_layer_freq", "--moe-layer-freq: " + v.error);
+        fail("moe_layer_freq", "--moe-layer-freq", v.error);
       } else if (v.every) {
         if (put("moe_layer_freq", double(*v.every), "--moe-layer-freq"))
           note_read("moe_layer_freq", "--moe-layer-freq " + *text);
@@ -614,36 +623,35 @@ void MegatronReader::read_parallel() {
   // Virtual pipeline (validate_args): --num-layers-per-virtual-pipeline-stage gives
   // (num_layers / PP) / that; --num-virtual-stages-per-pipeline-rank gives it directly (and is
   // the one uneven pipelines need); a result of 1 means no interleaving (None).
-  const bool per_given = get("--num-layers-per-virtual-pipeline-stage") != nullptr;
-  const bool stages_given = get("--num-virtual-stages-per-pipeline-rank") != nullptr;
+  const std::string_view per_arg = "--num-layers-per-virtual-pipeline-stage";
+  const std::string_view stages_arg = "--num-virtual-stages-per-pipeline-rank";
+  const bool per_given = get(per_arg) != nullptr;
+  const bool stages_given = get(stages_arg) != nullptr;
   std::optional<int64_t> v;
   std::string how;
   if (per_given && stages_given) {
-    fail(vpp,
-         "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
-         "--num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one of them)");
+    fail(vpp, per_arg,
+         "cannot be combined with --num-virtual-stages-per-pipeline-rank (Megatron-LM accepts one "
+         "of them)");
   } else if (per_given) {
-    const std::optional<int64_t> per = integer("--num-layers-per-virtual-pipeline-stage", vpp);
+    const std::optional<int64_t> per = integer(per_arg, vpp);
     if (!per) {
     } else if (*per < 1) {
-      fail(vpp, "--num-layers-per-virtual-pipeline-stage: must be at least 1, got " + n(*per));
+      fail(vpp, per_arg, "must be at least 1, got " + n(*per));
     } else if (uneven) {
-      fail(vpp,
-           "--num-layers-per-virtual-pipeline-stage: cannot be combined with "
-           "--decoder-first/last-pipeline-num-layers (Megatron-LM needs "
+      fail(vpp, per_arg,
+           "cannot be combined with --decoder-first/last-pipeline-num-layers (Megatron-LM needs "
            "--num-virtual-stages-per-pipeline-rank for uneven pipelines)");
     } else if (layers <= 0) {
-      fail(vpp,
-           "--num-layers-per-virtual-pipeline-stage: needs --num-layers to give "
-           "virtual_pipeline_model_parallel_size");
+      fail(vpp, per_arg, "needs --num-layers to give virtual_pipeline_model_parallel_size");
     } else if (pp < 1 || layers % pp != 0) {
-      fail(vpp, "--num-layers-per-virtual-pipeline-stage: num_layers (" + n(layers) +
-                    ") must be divisible by pipeline_model_parallel_size (" + n(pp) + ")");
+      fail(vpp, per_arg,
+           "num_layers (" + n(layers) + ") must be divisible by pipeline_model_parallel_size (" +
+               n(pp) + ")");
     } else if ((layers / pp) % *per != 0) {
-      fail(vpp,
-           "--num-layers-per-virtual-pipeline-stage: must divide num_layers / "
-           "pipeline_model_parallel_size (" +
-               n(layers) + " / " + n(pp) + " = " + n(layers / pp) + "), got " + n(*per));
+      fail(vpp, per_arg,
+           "must divide num_layers / pipeline_model_parallel_size (" + n(layers) + " / " + n(pp) +
+               " = " + n(layers / pp) + "), got " + n(*per));
     } else {
       v = layers / pp / *per;
       how =
@@ -652,14 +660,12 @@ void MegatronReader::read_parallel() {
           n(layers) + " / " + n(pp) + ") / " + n(*per) + " = " + n(*v);
     }
   } else if (stages_given) {
-    v = integer("--num-virtual-stages-per-pipeline-rank", vpp);
+    v = integer(stages_arg, vpp);
     if (v) how = "--num-virtual-stages-per-pipeline-rank " + n(*v);
   }
   if (v && *v == 1) {
     out_.read.push_back(vpp + ": none (" + how + "; Megatron-LM drops a size of 1)");
-  } else if (v && put(vpp, double(*v),
-                      per_given ? "--num-layers-per-virtual-pipeline-stage"
-                                : "--num-virtual-stages-per-pipeline-rank")) {
+  } else if (v && put(vpp, double(*v), per_given ? per_arg : stages_arg)) {
     note_read(vpp, how);
   }
 
@@ -677,8 +683,8 @@ void MegatronReader::read_parallel() {
   const int64_t model = tp * pp * cp;
   const std::string sizes = "(" + n(tp) + " × " + n(pp) + " × " + n(cp) + ")";
   if (*world_size_ % model != 0) {
-    fail("data_parallel_size",
-         world_source_ + ": the world size " + n(*world_size_) +
+    fail("data_parallel_size", world_source_,
+         "the world size " + n(*world_size_) +
              " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
     return;
   }
@@ -690,10 +696,9 @@ void MegatronReader::read_parallel() {
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
   if (auto g = word("--recompute-granularity", "recompute_granularity")) {
-    if (*g != "full" && *g != "selective")  // arguments.py choices
-      fail("recompute_granularity",
-           "--recompute-granularity: must be \"full\" or \"selective\" "
-           "(Megatron-LM's choices), got " +
+    if (!one_of(*g, k_recompute_granularities))
+      fail("recompute_granularity", "--recompute-granularity",
+           "must be " + choices_text(k_recompute_granularities) + " (Megatron-LM's choices), got " +
                shown(*g));
     else if (put("recompute_granularity", *g, "--recompute-granularity"))
       note_read("recompute_granularity", "--recompute-granularity " + *g);
@@ -723,10 +728,10 @@ void MegatronReader::read_rest() {
 
 void MegatronReader::run(std::string_view text) {
   Words words = shell_words(text);
-  if (!words.error.empty()) return fail("command_line", "command line: " + words.error);
+  if (!words.error.empty()) return fail("command_line", "command line", words.error);
   const size_t start = split(words.words);
   if (args_.empty())
-    return fail("command_line", "command line: no Megatron-LM arguments (--name value) found");
+    return fail("command_line", "command line", "no Megatron-LM arguments (--name value) found");
   read_launcher(words.words, start);
 
   for (const IntArg& a : k_int_args)
@@ -743,19 +748,6 @@ void MegatronReader::run(std::string_view text) {
   read_parallel();
   read_rest();
 }
-
-// A word as a POSIX shell reads it back: quoted unless every character is plainly safe.
-std::string shell_word(const std::string& w) {
-  const bool safe = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("-_.,=/:+@%").find(c) != std::string_view::npos;
-  });
-  return safe ? w : "'" + w + "'";
-}
-
-using ordered = nlohmann::ordered_json;
-
-ordered json_value(const FieldValue& value) { return detail::json_field_value(value); }
 
 }  // namespace
 
@@ -790,205 +782,11 @@ LayerFreqValue parse_moe_layer_freq(std::string_view text) {
   return out;
 }
 
-std::string moe_layer_freq_expression(const std::vector<uint8_t>& pattern) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size();) {
-    size_t j = i;
-    while (j < pattern.size() && pattern[j] == pattern[i]) ++j;
-    out += (out.empty() ? "" : "+") + std::string("[") + (pattern[i] ? "1" : "0") + "]";
-    if (j - i > 1) out += "*" + std::to_string(j - i);
-    i = j;
-  }
-  return out.empty() ? "[]" : "(" + out + ")";
-}
-
 ImportResult import_megatron_args(std::string_view command_line) {
   ImportResult out;
   MegatronReader(out).run(command_line);
   if (!out.ok()) out.input = ConfigInput{};
   return out;
-}
-
-ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) {
-  ConfigInput out = base;
-  for (const FieldSpec& spec : field_specs()) {
-    const FieldValue value = get_field(imported.input, spec.name);
-    const bool model_field = spec.group == FieldGroup::model || spec.group == FieldGroup::moe ||
-                             spec.group == FieldGroup::mla;
-    // The padding policy and the vocabulary a tokenizer gives are the run's, not the model file's.
-    const bool kept = spec.name == "make_vocab_size_divisible_by" ||
-                      spec.name == "should_pad_vocab" || spec.name == "vocab_size";
-    if (!std::holds_alternative<std::monostate>(value))
-      set_field(out, spec.name, value);  // the value came out of a field: it fits
-    else if (imported.whole_model && model_field && !kept)
-      set_field(out, spec.name, std::monostate{});
-  }
-  return out;
-}
-
-MegatronExport export_megatron_args(const Config& c) {
-  MegatronExport out;
-  std::vector<std::string> a;
-  auto n = [](int64_t v) { return number_text(double(v)); };
-  auto arg = [&](const std::string& name, int64_t value) { a.push_back(name + " " + n(value)); };
-
-  arg("--num-layers", c.num_layers);
-  arg("--hidden-size", c.hidden_size);
-  arg("--ffn-hidden-size", c.ffn_hidden_size);
-  arg("--num-attention-heads", c.num_attention_heads);
-  if (c.num_query_groups != c.num_attention_heads) {
-    a.push_back("--group-query-attention");
-    arg("--num-query-groups", c.num_query_groups);
-  }
-  arg("--kv-channels", c.kv_channels);
-  arg("--seq-length", c.seq_length);
-  if (c.max_position_embeddings > 0) {
-    a.push_back("--position-embedding-type learned_absolute");
-    arg("--max-position-embeddings", c.max_position_embeddings);
-  } else {
-    // Megatron-LM sizes its rotary tables by --max-position-embeddings; rope has no parameters.
-    a.push_back("--position-embedding-type rope");
-    arg("--max-position-embeddings", c.seq_length);
-  }
-  arg("--vocab-size", c.vocab_size);
-  arg("--make-vocab-size-divisible-by", c.make_vocab_size_divisible_by);
-  if (c.normalization == Normalization::layer_norm || c.normalization == Normalization::rms_norm)
-    a.push_back("--normalization " + std::string(name_of(c.normalization)));
-  else
-    out.notes.push_back(
-        "normalization \"" + std::string(name_of(c.normalization)) +
-        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use LayerNorm)");
-
-  const ActivationFunc act = c.activation_func;
-  if (c.gated_linear_unit && act == ActivationFunc::silu) {
-    a.push_back("--swiglu");
-  } else if (c.gated_linear_unit && act == ActivationFunc::gelu) {
-    a.push_back("--quick-geglu");
-    out.notes.push_back(
-        "gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
-        "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)");
-  } else if (!c.gated_linear_unit && act == ActivationFunc::squared_relu) {
-    a.push_back("--squared-relu");
-  } else if (c.gated_linear_unit || act != ActivationFunc::gelu) {
-    out.notes.push_back(
-        std::string("gated_linear_unit = ") + (c.gated_linear_unit ? "true" : "false") +
-        " with activation_func \"" + std::string(name_of(act)) +
-        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use GELU)");
-  }
-  if (!c.add_bias_linear) a.push_back("--disable-bias-linear");
-  if (c.add_qkv_bias) a.push_back("--add-qkv-bias");
-  if (c.qk_layernorm) a.push_back("--qk-layernorm");
-  if (!c.share_embeddings_and_output_weights) a.push_back("--untie-embeddings-and-output-weights");
-
-  if (c.is_moe()) {
-    arg("--num-experts", c.num_moe_experts);
-    arg("--moe-ffn-hidden-size", c.moe_ffn_hidden_size);
-    arg("--moe-router-topk", c.moe_router_topk);
-    if (c.moe_layer_freq_list.empty())
-      arg("--moe-layer-freq", c.moe_layer_freq);
-    else
-      a.push_back("--moe-layer-freq " +
-                  shell_word(moe_layer_freq_expression(c.moe_layer_freq_list)));
-    if (c.moe_shared_expert_intermediate_size > 0)
-      arg("--moe-shared-expert-intermediate-size", c.moe_shared_expert_intermediate_size);
-    if (c.moe_shared_expert_gate) a.push_back("--moe-shared-expert-gate");
-    if (c.moe_latent_size > 0) arg("--moe-latent-size", c.moe_latent_size);
-  }
-  if (c.mtp_num_layers > 0) arg("--mtp-num-layers", c.mtp_num_layers);
-  if (c.multi_latent_attention) {
-    a.push_back("--multi-latent-attention");
-    if (c.q_lora_rank > 0) arg("--q-lora-rank", c.q_lora_rank);
-    arg("--kv-lora-rank", c.kv_lora_rank);
-    arg("--qk-head-dim", c.qk_head_dim);
-    arg("--qk-pos-emb-head-dim", c.qk_pos_emb_head_dim);
-    arg("--v-head-dim", c.v_head_dim);
-  }
-
-  arg("--micro-batch-size", c.micro_batch_size);
-  if (c.global_batch_size > 0) {
-    arg("--global-batch-size", c.global_batch_size);
-  } else if (c.num_microbatches > 0) {
-    const int64_t global = c.num_microbatches * c.micro_batch_size * c.data_parallel_size;
-    arg("--global-batch-size", global);
-    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) +
-                        ": exported as --global-batch-size " + n(global) +
-                        " = num_microbatches × micro_batch_size × data_parallel_size");
-  }
-  if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
-  if (c.sequence_parallel) a.push_back("--sequence-parallel");
-  if (c.recompute_granularity == RecomputeGranularity::selective) {
-    a.push_back("--recompute-granularity selective");
-  } else if (c.recompute_granularity == RecomputeGranularity::full) {
-    // TransformerConfig requires a method with full recomputation; the estimate does not read it.
-    a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-    out.notes.push_back(
-        "recompute_granularity full: exported with --recompute-method uniform "
-        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
-  }
-
-  arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
-  arg("--pipeline-model-parallel-size", c.pipeline_model_parallel_size);
-  if (c.virtual_pipeline_model_parallel_size > 0) {
-    if (c.uneven_pipeline())
-      arg("--num-virtual-stages-per-pipeline-rank", c.virtual_pipeline_model_parallel_size);
-    else
-      arg("--num-layers-per-virtual-pipeline-stage",
-          c.num_layers / c.pipeline_model_parallel_size / c.virtual_pipeline_model_parallel_size);
-  }
-  if (c.num_layers_in_first_pipeline_stage > 0)
-    arg("--decoder-first-pipeline-num-layers", c.num_layers_in_first_pipeline_stage);
-  if (c.num_layers_in_last_pipeline_stage > 0)
-    arg("--decoder-last-pipeline-num-layers", c.num_layers_in_last_pipeline_stage);
-  if (c.context_parallel_size > 1) arg("--context-parallel-size", c.context_parallel_size);
-  if (c.is_moe()) {
-    arg("--expert-model-parallel-size", c.expert_model_parallel_size);
-    arg("--expert-tensor-parallel-size", c.expert_tensor_parallel_size);
-  }
-
-  if (c.data_parallel_size > 1) {
-    const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
-                          c.pipeline_model_parallel_size * c.context_parallel_size;
-    out.notes.push_back(
-        "data_parallel_size = " + n(c.data_parallel_size) +
-        ": not a Megatron-LM argument (Megatron derives it from the launcher); launch on "
-        "WORLD_SIZE = DP × TP × PP × CP = " +
-        n(c.data_parallel_size) + " × " + n(c.tensor_model_parallel_size) + " × " +
-        n(c.pipeline_model_parallel_size) + " × " + n(c.context_parallel_size) + " = " + n(world) +
-        " GPUs");
-  }
-  if (c.profile != Profile::megatron_bridge)
-    out.notes.push_back("profile " + std::string(name_of(c.profile)) +
-                        ": trainmem's choice of reference, not a Megatron-LM argument");
-  if (c.profile == Profile::trainmem)
-    out.notes.push_back(
-        "fields of the trainmem profile (framework, precisions, optimizer, offload, "
-        "activation policy) are not exported");
-  if (c.should_pad_vocab)
-    out.notes.push_back(
-        "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
-
-  for (const std::string& part : a) out.args += (out.args.empty() ? "" : " ") + part;
-  return out;
-}
-
-std::string config_input_json(const ConfigInput& input, int indent) {
-  // One field per line when indented, each value compact (a 61-layer moe_layer_freq list stays
-  // on its line): the object is flat, so this is all the layout there is.
-  std::string out;
-  for (const FieldSpec& spec : field_specs()) {
-    const FieldValue value = get_field(input, spec.name);
-    if (std::holds_alternative<std::monostate>(value)) continue;
-    out += out.empty() ? "{" : ",";
-    if (indent >= 0) out += "\n" + std::string(size_t(indent), ' ');
-    out += ordered(std::string(spec.name)).dump() + (indent >= 0 ? ": " : ":") +
-           json_value(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-  if (out.empty()) return "{}";
-  return out + (indent >= 0 ? "\n}" : "}");
-}
-
-std::string export_config_json(const Config& config, int indent) {
-  return config_input_json(to_input(config), indent);
 }
 
 }  // namespace trainmem

@@ -15,12 +15,6 @@ using ordered = nlohmann::ordered_json;
 
 ordered num(double x) { return detail::json_number(x); }
 
-std::string_view json_type_name(const ordered& v) {
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "a list";
-  return "a value";
-}
-
 ordered config_json(const Config& config) {
   const ConfigInput input = to_input(config);
   ordered out = ordered::object();
@@ -70,53 +64,69 @@ ordered_json json_field_value(const FieldValue& value) {
   return std::visit(visitor, value);
 }
 
+std::optional<FieldValue> field_value_of_json(const ordered_json& value) {
+  if (value.is_null()) return std::monostate{};
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number()) return value.get<double>();
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array() && std::all_of(value.begin(), value.end(), [](const auto& x) { return x.is_number(); })) {
+    std::vector<double> list;
+    for (const auto& x : value) list.push_back(x.get<double>());
+    return list;
+  }
+  if (value.is_array() && std::all_of(value.begin(), value.end(), [](const auto& x) { return x.is_string(); }))
+    return value.get<std::vector<std::string>>();
+  return std::nullopt;
+}
+
+std::string_view json_type_name(const ordered_json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  return "a value";
+}
+
+JsonObject parse_json_object(std::string_view text, std::string_view what, std::string_view noun) {
+  JsonObject out;
+  try {
+    out.object = ordered_json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    // Malformed text ("parse error at line 1, column 2: ...") or a number beyond double
+    // ("number overflow parsing '1e400'", found by fuzzing).
+    out.problem = issue(what, "malformed JSON: " + json_error_text(e));
+    out.malformed = true;
+    return out;
+  }
+  if (!out.object.is_object())
+    out.problem = issue(what, "must be a JSON object of " + std::string(noun) + ", got " +
+                                  (out.object.is_array() ? "a list" : "a single value"));
+  return out;
+}
+
 }  // namespace detail
 
 ParsedConfig parse_config_json(std::string_view text) {
   ParsedConfig out;
-  ordered doc;  // keeps the document's order, so issues follow it
-  try {
-    doc = ordered::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    // Malformed text ("parse error at line 1, column 2: ...") or a number beyond double
-    // ("number overflow parsing '1e400'", found by fuzzing).
-    out.issues.push_back(issue("config", "malformed JSON: " + json_error_text(e)));
+  // An ordered object keeps the document's order, so issues follow it.
+  const detail::JsonObject doc = detail::parse_json_object(text, "config", "fields");
+  if (doc.problem) {
+    out.issues.push_back(*doc.problem);
     return out;
   }
-  if (!doc.is_object()) {
-    out.issues.push_back(issue("config", std::string("must be a JSON object of fields, got ") +
-                                             (doc.is_array() ? "a list" : "a single value")));
-    return out;
-  }
-  for (const auto& [key, value] : doc.items()) {
-    FieldValue field_value;
+  for (const auto& [key, value] : doc.object.items()) {
     std::optional<Issue> problem;
-    if (value.is_null()) {
-      field_value = std::monostate{};
-    } else if (value.is_boolean()) {
-      field_value = value.get<bool>();
-    } else if (value.is_number()) {
-      field_value = value.get<double>();
-    } else if (value.is_string()) {
-      field_value = value.get<std::string>();
-    } else if (value.is_array() && std::all_of(value.begin(), value.end(),
-                                               [](const auto& x) { return x.is_number(); })) {
-      std::vector<double> list;
-      for (const auto& x : value) list.push_back(x.get<double>());
-      field_value = std::move(list);
-    } else if (value.is_array() && std::all_of(value.begin(), value.end(),
-                                               [](const auto& x) { return x.is_string(); })) {
-      field_value = value.get<std::vector<std::string>>();
-    } else if (const FieldSpec* spec = find_field(key)) {
-      // Objects and lists of non-numbers fit no field.
-      problem = issue(key, std::string(spec->type == FieldType::integer_or_list
-                                           ? "must be a positive integer or a list of 0/1 per layer"
-                                           : "must be a single value") +
-                               ", got " + std::string(json_type_name(value)));
-    } else {
-      field_value = std::monostate{};  // unknown name: set_field reports it
+    std::optional<FieldValue> field_value = detail::field_value_of_json(value);
+    if (!field_value) {
+      if (const FieldSpec* spec = find_field(key)) {
+        // Objects and lists of non-numbers fit no field.
+        problem = issue(key, std::string(spec->type == FieldType::integer_or_list
+                                             ? "must be a positive integer or a list of 0/1 per layer"
+                                             : "must be a single value") +
+                                 ", got " + std::string(detail::json_type_name(value)));
+      } else {
+        field_value = std::monostate{};  // unknown name: set_field reports it
+      }
     }
-    if (!problem) problem = set_field(out.input, key, field_value);
+    if (!problem) problem = set_field(out.input, key, *field_value);
     if (problem) out.issues.push_back(*problem);
   }
   return out;

@@ -211,14 +211,7 @@ std::string fields_markdown() {
       {FieldGroup::training, "Training"},
       {FieldGroup::parallelism, "Parallelism"},
   };
-  auto grouped = [](double n) {  // 1000000 -> 1,000,000
-    std::string digits = std::to_string(static_cast<long long>(n)), out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-      if (i && (digits.size() - i) % 3 == 0) out += ',';
-      out += digits[i];
-    }
-    return out;
-  };
+
   std::string out =
       "# Input fields\n\n"
       "A configuration is one flat JSON object. Field names are Megatron's (Megatron Core "
@@ -233,7 +226,7 @@ std::string fields_markdown() {
       if (f.group != section.group) continue;
       std::string range;
       if (f.type == FieldType::integer || f.type == FieldType::integer_or_list) {
-        range = grouped(f.min) + " … " + grouped(f.max);
+        range = grouped_digits(int64_t(f.min)) + " … " + grouped_digits(int64_t(f.max));
       } else if (f.type == FieldType::number) {
         range = number_text(f.min) + " … " + number_text(f.max);
       } else if (f.type == FieldType::choice || f.type == FieldType::choice_list) {

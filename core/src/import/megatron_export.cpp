@@ -1,0 +1,182 @@
+// A resolved Config out as Megatron-LM arguments (export_megatron_args), the inverse of
+// megatron_args.cpp: the same argument names, and a note for what no argument carries (the
+// data-parallel size, which Megatron derives from the launcher's world size; trainmem's own
+// fields).
+#include <algorithm>
+#include <cctype>
+
+#include "internal.hpp"
+#include "trainmem/export.hpp"
+
+namespace trainmem {
+namespace {
+
+// A word as a POSIX shell reads it back: quoted unless every character is plainly safe.
+std::string shell_word(const std::string& w) {
+  const bool safe = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_.,=/:+@%").find(c) != std::string_view::npos;
+  });
+  return safe ? w : "'" + w + "'";
+}
+
+}  // namespace
+
+std::string moe_layer_freq_expression(const std::vector<uint8_t>& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size();) {
+    size_t j = i;
+    while (j < pattern.size() && pattern[j] == pattern[i]) ++j;
+    out += (out.empty() ? "" : "+") + std::string("[") + (pattern[i] ? "1" : "0") + "]";
+    if (j - i > 1) out += "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out.empty() ? "[]" : "(" + out + ")";
+}
+
+MegatronExport export_megatron_args(const Config& c) {
+  MegatronExport out;
+  std::vector<std::string> a;
+  auto n = [](int64_t v) { return number_text(double(v)); };
+  auto arg = [&](const std::string& name, int64_t value) { a.push_back(name + " " + n(value)); };
+
+  arg("--num-layers", c.num_layers);
+  arg("--hidden-size", c.hidden_size);
+  arg("--ffn-hidden-size", c.ffn_hidden_size);
+  arg("--num-attention-heads", c.num_attention_heads);
+  if (c.num_query_groups != c.num_attention_heads) {
+    a.push_back("--group-query-attention");
+    arg("--num-query-groups", c.num_query_groups);
+  }
+  arg("--kv-channels", c.kv_channels);
+  arg("--seq-length", c.seq_length);
+  if (c.max_position_embeddings > 0) {
+    a.push_back("--position-embedding-type learned_absolute");
+    arg("--max-position-embeddings", c.max_position_embeddings);
+  } else {
+    // Megatron-LM sizes its rotary tables by --max-position-embeddings; rope has no parameters.
+    a.push_back("--position-embedding-type rope");
+    arg("--max-position-embeddings", c.seq_length);
+  }
+  arg("--vocab-size", c.vocab_size);
+  arg("--make-vocab-size-divisible-by", c.make_vocab_size_divisible_by);
+  if (c.normalization == Normalization::layer_norm || c.normalization == Normalization::rms_norm)
+    a.push_back("--normalization " + std::string(name_of(c.normalization)));
+  else
+    out.notes.push_back(
+        "normalization \"" + std::string(name_of(c.normalization)) +
+        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use LayerNorm)");
+
+  const ActivationFunc act = c.activation_func;
+  if (c.gated_linear_unit && act == ActivationFunc::silu) {
+    a.push_back("--swiglu");
+  } else if (c.gated_linear_unit && act == ActivationFunc::gelu) {
+    a.push_back("--quick-geglu");
+    out.notes.push_back(
+        "gated_linear_unit with activation_func \"gelu\": exported as --quick-geglu "
+        "(Megatron-LM has no plain GeGLU argument; the parameter count is the same)");
+  } else if (!c.gated_linear_unit && act == ActivationFunc::squared_relu) {
+    a.push_back("--squared-relu");
+  } else if (c.gated_linear_unit || act != ActivationFunc::gelu) {
+    out.notes.push_back(
+        std::string("gated_linear_unit = ") + (c.gated_linear_unit ? "true" : "false") +
+        " with activation_func \"" + std::string(name_of(act)) +
+        "\": no Megatron-LM argument gives it; not exported (Megatron-LM will use GELU)");
+  }
+  if (!c.add_bias_linear) a.push_back("--disable-bias-linear");
+  if (c.add_qkv_bias) a.push_back("--add-qkv-bias");
+  if (c.qk_layernorm) a.push_back("--qk-layernorm");
+  if (!c.share_embeddings_and_output_weights) a.push_back("--untie-embeddings-and-output-weights");
+
+  if (c.is_moe()) {
+    arg("--num-experts", c.num_moe_experts);
+    arg("--moe-ffn-hidden-size", c.moe_ffn_hidden_size);
+    arg("--moe-router-topk", c.moe_router_topk);
+    if (c.moe_layer_freq_list.empty())
+      arg("--moe-layer-freq", c.moe_layer_freq);
+    else
+      a.push_back("--moe-layer-freq " +
+                  shell_word(moe_layer_freq_expression(c.moe_layer_freq_list)));
+    if (c.moe_shared_expert_intermediate_size > 0)
+      arg("--moe-shared-expert-intermediate-size", c.moe_shared_expert_intermediate_size);
+    if (c.moe_shared_expert_gate) a.push_back("--moe-shared-expert-gate");
+    if (c.moe_latent_size > 0) arg("--moe-latent-size", c.moe_latent_size);
+  }
+  if (c.mtp_num_layers > 0) arg("--mtp-num-layers", c.mtp_num_layers);
+  if (c.multi_latent_attention) {
+    a.push_back("--multi-latent-attention");
+    if (c.q_lora_rank > 0) arg("--q-lora-rank", c.q_lora_rank);
+    arg("--kv-lora-rank", c.kv_lora_rank);
+    arg("--qk-head-dim", c.qk_head_dim);
+    arg("--qk-pos-emb-head-dim", c.qk_pos_emb_head_dim);
+    arg("--v-head-dim", c.v_head_dim);
+  }
+
+  arg("--micro-batch-size", c.micro_batch_size);
+  if (c.global_batch_size > 0) {
+    arg("--global-batch-size", c.global_batch_size);
+  } else if (c.num_microbatches > 0) {
+    const int64_t global = c.num_microbatches * c.micro_batch_size * c.data_parallel_size;
+    arg("--global-batch-size", global);
+    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) +
+                        ": exported as --global-batch-size " + n(global) +
+                        " = num_microbatches × micro_batch_size × data_parallel_size");
+  }
+  if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
+  if (c.sequence_parallel) a.push_back("--sequence-parallel");
+  if (c.recompute_granularity == RecomputeGranularity::selective) {
+    a.push_back("--recompute-granularity selective");
+  } else if (c.recompute_granularity == RecomputeGranularity::full) {
+    // TransformerConfig requires a method with full recomputation; the estimate does not read it.
+    a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+    out.notes.push_back(
+        "recompute_granularity full: exported with --recompute-method uniform "
+        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
+  }
+
+  arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
+  arg("--pipeline-model-parallel-size", c.pipeline_model_parallel_size);
+  if (c.virtual_pipeline_model_parallel_size > 0) {
+    if (c.uneven_pipeline())
+      arg("--num-virtual-stages-per-pipeline-rank", c.virtual_pipeline_model_parallel_size);
+    else
+      arg("--num-layers-per-virtual-pipeline-stage",
+          c.num_layers / c.pipeline_model_parallel_size / c.virtual_pipeline_model_parallel_size);
+  }
+  if (c.num_layers_in_first_pipeline_stage > 0)
+    arg("--decoder-first-pipeline-num-layers", c.num_layers_in_first_pipeline_stage);
+  if (c.num_layers_in_last_pipeline_stage > 0)
+    arg("--decoder-last-pipeline-num-layers", c.num_layers_in_last_pipeline_stage);
+  if (c.context_parallel_size > 1) arg("--context-parallel-size", c.context_parallel_size);
+  if (c.is_moe()) {
+    arg("--expert-model-parallel-size", c.expert_model_parallel_size);
+    arg("--expert-tensor-parallel-size", c.expert_tensor_parallel_size);
+  }
+
+  if (c.data_parallel_size > 1) {
+    const int64_t world = c.data_parallel_size * c.tensor_model_parallel_size *
+                          c.pipeline_model_parallel_size * c.context_parallel_size;
+    out.notes.push_back(
+        "data_parallel_size = " + n(c.data_parallel_size) +
+        ": not a Megatron-LM argument (Megatron derives it from the launcher); launch on "
+        "WORLD_SIZE = DP × TP × PP × CP = " +
+        n(c.data_parallel_size) + " × " + n(c.tensor_model_parallel_size) + " × " +
+        n(c.pipeline_model_parallel_size) + " × " + n(c.context_parallel_size) + " = " + n(world) +
+        " GPUs");
+  }
+  if (c.profile != Profile::megatron_bridge)
+    out.notes.push_back("profile " + std::string(name_of(c.profile)) +
+                        ": trainmem's choice of reference, not a Megatron-LM argument");
+  if (c.profile == Profile::trainmem)
+    out.notes.push_back(
+        "fields of the trainmem profile (framework, precisions, optimizer, offload, "
+        "activation policy) are not exported");
+  if (c.should_pad_vocab)
+    out.notes.push_back(
+        "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
+
+  for (const std::string& part : a) out.args += (out.args.empty() ? "" : " ") + part;
+  return out;
+}
+
+}  // namespace trainmem

@@ -90,7 +90,7 @@ test('bad input: exit 2, one message per problem on stderr, nothing on stdout', 
   assert.equal(r.stdout, '');
   assert.deepEqual(r.stderr.trimEnd().split('\n'), [
     'gpus: must be a positive integer, got 0',
-    'gpu_memory_bytes: must be a size such as 80GiB, 80GB or 85899345920 (bytes), got "80 parsecs"',
+    'gpu_memory_bytes: must be a size such as 80GiB, 80GB or 85899345920 (bytes), got the string "80 parsecs"',
     'search: unknown knob "dp"; knobs are "tp", "pp", "vpp", "cp", "ep", "etp", "sharding", "recompute" or "micro_batch_size"',
     'headroom: must be at least 0 and less than 1 (a share of the GPU), got 1',
     'num_layers: must be at least 1, got 0',

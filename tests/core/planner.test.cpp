@@ -484,24 +484,26 @@ TEST_CASE("bad options are reported one message each naming the option", "[plann
   };
   CHECK(message("gpus", 0.0) == "gpus: must be a positive integer, got 0");
   CHECK(message("gpus", 1.5) == "gpus: must be a positive integer, got 1.5");
-  CHECK(message("gpus", std::string("many")) == "gpus: must be a positive integer, got \"many\"");
+  CHECK(message("gpus", std::string("many")) == "gpus: must be a positive integer, got the string \"many\"");
   CHECK(message("gpus_per_node", 2048.0) == "gpus_per_node: must be at most 1024, got 2048");
   CHECK(message("max_results", 0.0) == "max_results: must be a positive integer, got 0");
   CHECK(message("max_results", 200000.0) == "max_results: must be at most 100000, got 200000");
   CHECK(message("headroom", 1.0) == "headroom: must be at least 0 and less than 1 (a share of the GPU), got 1");
   CHECK(message("gpu_memory_bytes", std::string("80 parsecs")) ==
-        "gpu_memory_bytes: must be a size such as 80GiB, 80GB or 85899345920 (bytes), got \"80 parsecs\"");
+        "gpu_memory_bytes: must be a size such as 80GiB, 80GB or 85899345920 (bytes), got the string \"80 parsecs\"");
   CHECK(message("gpu_memory_bytes", 0.0) == "gpu_memory_bytes: must be more than 0 bytes, got 0");
   CHECK(message("metric", std::string("peak")) ==
-        "metric: must be \"auto\", \"allocated\", \"reserved\" or \"device\", got \"peak\"");
+        "metric: must be \"auto\", \"allocated\", \"reserved\" or \"device\", got the string \"peak\"");
   CHECK(message("solve", std::string("max-batch")) ==
-        "solve: must be \"none\", \"max-micro-batch\", \"max-seq-length\" or \"min-gpus\", got \"max-batch\"");
+        "solve: must be \"none\", \"max-micro-batch\", \"max-seq-length\" or \"min-gpus\", got the string "
+        "\"max-batch\"");
   CHECK(message("search", std::vector<std::string>{"tp", "dp"}) ==
         "search: unknown knob \"dp\"; knobs are \"tp\", \"pp\", \"vpp\", \"cp\", \"ep\", \"etp\", "
         "\"sharding\", \"recompute\" or \"micro_batch_size\"");
   CHECK(message("allow_uneven_pipeline", 1.0) == "allow_uneven_pipeline: must be true or false, got 1");
   CHECK(message("gpu", 8.0) == "gpu: unknown option; did you mean \"gpus\"?");
   CHECK(message("headrom", 0.2) == "headrom: unknown option; did you mean \"headroom\"?");
+  CHECK(message("frobnicate", 1.0) == "frobnicate: unknown option");  // no near miss, no guess
 
   SECTION("good values are taken, and null restores the default") {
     CHECK(message("gpu_memory_bytes", std::string("80GiB")).empty());

@@ -1,9 +1,14 @@
-// Pure page logic that needs no browser: the preset search and the import-kind detection.
+// Pure page logic that needs no browser: the preset search, the import-kind detection, and what
+// the page, the embed view and the element share (the palette, the verdict).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { filterPresets, sizeText } from '../../web/js/preset-picker.js';
 import { detectKind } from '../../web/js/import-panel.js';
-import { loadEngine } from './load.mjs';
+import { PALETTE, paletteDeclarations } from '../../web/js/palette.js';
+import { compareRows, segmentsOf, stageSeries } from '../../web/js/results.js';
+import { verdictOf } from '../../web/js/verdict.js';
+import { SINGLE_GPU, loadEngine } from './load.mjs';
 
 const engine = await loadEngine();
 const ids = (q) => filterPresets(engine.presets, q).map((p) => p.id);
@@ -31,4 +36,50 @@ test('import kind: a JSON object is a config.json, anything else Megatron argume
   assert.equal(detectKind('  {"model_type": '), 'hf');
   assert.equal(detectKind('torchrun pretrain_gpt.py --num-layers 2'), 'megatron');
   assert.equal(detectKind('--num-layers 2'), 'megatron');
+});
+
+// ---- what the page, the embed view and the element share: palette and verdict ----
+
+const css = await readFile(new URL('../../web/css/app.css', import.meta.url), 'utf8');
+const elementSource = await readFile(new URL('../../web/js/trainmem-element.js', import.meta.url), 'utf8');
+/** "--name: value;" declarations of a CSS text, as a map. */
+const declarations = (text) => new Map([...text.matchAll(/(--[\w-]+):\s*([^;]+);/g)].map((m) => [m[1], m[2].trim()]));
+
+test('palette: both schemes name the same colours, and every colour a view draws is in it', () => {
+  assert.deepEqual(Object.keys(PALETTE.dark), Object.keys(PALETTE.light));
+  const drawn = new Set();
+  const collect = (name) => { drawn.add(name); return '#000'; };
+  const result = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, ...SINGLE_GPU, pipeline_model_parallel_size: 2 });
+  assert.ok(result.ok);
+  segmentsOf(result, () => [], 'device', collect);
+  stageSeries(result, 'device', collect);
+  for (const row of compareRows(result).rows) collect(row.color);
+  for (const name of drawn) assert.ok(name.startsWith('--c-') && name.slice(4) in PALETTE.light, name);
+  assert.match(paletteDeclarations('dark'), /^--c-weights-dense: #[0-9a-f]{6};/);
+});
+
+test('palette: written once; app.css and the element only use it', () => {
+  for (const [file, text] of [['app.css', css], ['trainmem-element.js', elementSource]]) {
+    assert.deepEqual([...declarations(text).keys()].filter((name) => name.startsWith('--c-')), [], `${file} defines category colours`);
+  }
+});
+
+test("the element's chrome colours are app.css's, light and dark", () => {
+  const block = (text, start) => text.slice(text.indexOf(start), text.indexOf('}', text.indexOf(start)));
+  const page = { light: declarations(block(css, ':root {')), dark: declarations(block(css, ':root[data-theme="dark"] {')) };
+  const element = {
+    light: declarations(/const CHROME_LIGHT = `([^`]*)`/.exec(elementSource)[1]),
+    dark: declarations(/const CHROME_DARK = `([^`]*)`/.exec(elementSource)[1]),
+  };
+  for (const scheme of ['light', 'dark']) {
+    assert.ok(element[scheme].size > 10, scheme);
+    for (const [name, value] of element[scheme]) assert.equal(value, page[scheme].get(name), `${scheme} ${name}`);
+  }
+});
+
+test('verdict: one wording for every view; none without a capacity', () => {
+  assert.deepEqual(verdictOf(60 * 2 ** 30, 80 * 2 ** 30, 'GiB'), { fits: true, used: 0.75, text: 'Fits · 20.00 GiB headroom (75% used)' });
+  assert.equal(verdictOf(100e9, 80e9, 'GB').text, 'Does not fit · 20.00 GB over (125% of capacity)');
+  assert.equal(verdictOf(1, null, 'GiB'), null);
+  assert.equal(verdictOf(Number.NaN, 1, 'GiB'), null);
 });

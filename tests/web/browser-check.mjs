@@ -678,7 +678,7 @@ await check('no request leaves the origin: page, imports, planner worker, embed 
       <trainmem-calculator preset="llama-3.1-8b" tp="2" gpu="x" cap="1" L="32"></trainmem-calculator></body></html>` }));
     await page.goto(`${url}hostile-host.html`);
     await page.evaluate((p) => { const e = document.querySelector('trainmem-calculator'); e.setAttribute('gpu', p); e.setAttribute('m', p); }, PAYLOAD);
-    // An unknown preset leaves no model: the element shows the core's issues ("invalid").
+    // An unknown preset: the element names it and shows the start model (or the core's issues: "invalid").
     await page.waitForFunction(() => ['1', 'invalid'].includes(document.querySelector('trainmem-calculator')?.dataset.ready), null, { timeout: 20000 });
     await page.waitForTimeout(200);
     await expectInert(page, 'custom element');
@@ -726,6 +726,40 @@ await check('nothing lost: a bad edit keeps the other inputs and the last result
   expect(await page.isVisible('#link-notice') && notice.includes('num_layers') && notice.includes('abc'), `the reload does not name the dropped value: ${notice}`);
   expect(/^\d+\.\d\d GiB$/.test(await total(page)) && !(await page.isVisible('#stale')), `after reload: ${await total(page)}`);
   expect(!/NaN/.test(await page.textContent('body')), 'NaN on the page');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// ---- one link, one answer (issue 5, item 3) ----
+
+// The documentation's short form: no checksum, only the fields it means (docs/embedding.md).
+const SHORT_FORM = 'v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb';
+
+await check("the documentation's short link: the page, the embed and the element show the same headline and verdict", async (keep) => {
+  const { page, problems } = await open(`#${SHORT_FORM}`);
+  keep(page);
+  // The page and the embed have #total and #verdict; the element has .total and .verdict in its shadow root.
+  const textOf = (selector) => page.evaluate((s) => {
+    const host = document.querySelector('trainmem-calculator');
+    return (host ? host.shadowRoot : document).querySelector(s)?.textContent ?? null;
+  }, selector);
+  const shown = async (where, totalSelector, verdictSelector) => ({
+    where, total: await textOf(totalSelector), verdict: await textOf(verdictSelector),
+  });
+  const views = [await shown('page', '#total', '#verdict')];
+  await page.goto(`${url}embed.html#${SHORT_FORM}`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  views.push(await shown('embed', '#total', '#verdict'));
+  // The element with the same state as attributes, the way the Embed dialog writes them.
+  const attributes = SHORT_FORM.split('&').slice(1).map((pair) => pair.replace(/^m=/, 'preset=').replace(/=(.*)$/, '="$1"')).join(' ');
+  await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>host</title><link rel="icon" href="data:,">
+    <script type="module" src="js/trainmem-element.js"></script></head><body><trainmem-calculator ${attributes}></trainmem-calculator></body></html>` }));
+  await page.goto(`${url}element-host.html`);
+  await page.waitForFunction(() => document.querySelector('trainmem-calculator')?.dataset.ready === '1', null, { timeout: 20000 });
+  views.push(await shown('element', '.total', '.verdict'));
+  const [first] = views;
+  expect(/^\d+\.\d\d GiB$/.test(first.total) && first.verdict.length > 0, `page: ${JSON.stringify(first)}`);
+  for (const v of views) expect(v.total === first.total && v.verdict === first.verdict, `different answers: ${JSON.stringify(views)}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -4,8 +4,8 @@
 import { createEngine } from './engine.js';
 import { GpuChart } from './charts.js';
 import { ResultsView, segmentsOf } from './results.js';
-import { applyTheme } from './theme.js';
-import { configFromLink, splitViewOptions } from './link-config.js';
+import { adoptPalette, applyTheme } from './theme.js';
+import { linkProblems, restoreLink, splitViewOptions } from './link-config.js';
 import { formatSize } from './format.js';
 import { formulaLookup } from './formulas.js';
 
@@ -25,35 +25,32 @@ function postHeight() {
 function render() {
   const { state, theme } = splitViewOptions(location.hash);
   applyTheme(theme);
-  const link = configFromLink(state, engine);
+  const link = restoreLink(state, engine);
   const result = engine.estimate(link.config, { verbose: true });
-  const issues = $('general-issues');
   $('open-full').href = `index.html${state ? `#${state}` : ''}`;
   $('model-name').textContent = link.name;
+  document.title = `${link.name} · trainmem`;
+  const problems = linkProblems(link, result);
+  const issues = $('general-issues');
+  issues.hidden = problems.length === 0;
+  issues.replaceChildren(...problems.map((text) => Object.assign(document.createElement('p'), { textContent: text })));
   if (!result.ok) {
-    issues.hidden = false;
-    issues.replaceChildren(...result.issues.map((i) => Object.assign(document.createElement('p'), { textContent: i.message })));
     view.renderSummary(null, link.capacity, link.gpuLabel, link.unit, true);
     return;
   }
-  issues.hidden = true;
   view.renderSummary(result, link.capacity, link.gpuLabel, link.unit, false, link.figure);
   view.renderTable(result, link.unit, link.figure);
   const label = Number.isFinite(link.capacity) ? `${link.gpuLabel} ${formatSize(link.capacity, link.unit)}` : '';
   chart?.update(segmentsOf(result, formulaLookup(result), link.figure), link.capacity, label, link.unit);
-  document.title = `${link.name} · trainmem`;
 }
 
 async function start() {
   const enginePromise = createEngine();
+  adoptPalette();
   if (document.readyState === 'loading') await new Promise((r) => document.addEventListener('DOMContentLoaded', r, { once: true }));
   applyTheme(splitViewOptions(location.hash).theme);
   engine = await enginePromise;
-  view = new ResultsView({
-    summary: $('summary'), eyebrow: $('eyebrow'), figureSwitch: $('figure-switch'), total: $('total'),
-    capacity: $('capacity'), gpuName: $('gpu-name'), meter: $('meter'), meterFill: $('meter-fill'),
-    verdict: $('verdict'), stale: $('stale'), tableHead: $('breakdown-head'), tableBody: $('breakdown-body'),
-  });
+  view = new ResultsView();
   $('version').textContent = `· ${engine.version}`;
   // Chart.js is a deferred classic script: it has run by the load event.
   if (!window.Chart && document.readyState !== 'complete') await new Promise((r) => window.addEventListener('load', r, { once: true }));

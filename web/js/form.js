@@ -1,7 +1,7 @@
 // The input form, built from the core's field specs and layout.js. It turns what people type into
 // field values without judging them (the core validates), shows each issue next to its field, and
 // shows what unset fields resolved to.
-import { APPLIES, LABELS, NOT_SHOWN, SECTIONS } from './layout.js';
+import { LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 
@@ -76,30 +76,24 @@ export class Form {
     this.onChange = onChange;
     /** @type {Map<string, {wrap: HTMLElement, input: HTMLInputElement|HTMLSelectElement, error: HTMLElement, spec: object}>} */
     this.fields = new Map();
-    this.order = [];
     /** fieldsets and "More" lists, hidden when none of their fields applies */
     this.sections = [];
     this.build(root);
   }
 
   build(root) {
-    const placed = new Set([...SECTIONS.flatMap((s) => [...s.fields, ...s.more]), ...NOT_SHOWN]);
-    for (const section of SECTIONS) {
-      const extra = [...this.specs.values()]
-        .filter((s) => section.groups.includes(s.group) && !placed.has(s.name))
-        .map((s) => s.name);
+    for (const { section, fields, more } of sectionFields(this.specs)) {
       const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
         el('legend', { text: section.title }));
       const grid = el('div', { class: 'grid' });
-      for (const name of section.fields) this.addField(grid, name);
+      for (const name of fields) this.addField(grid, name);
       fieldset.append(grid);
-      const moreNames = [...section.more, ...extra].filter((n) => this.specs.has(n));
-      if (moreNames.length) {
+      if (more.length) {
         const moreGrid = el('div', { class: 'grid' });
-        for (const name of moreNames) this.addField(moreGrid, name);
-        const more = el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid);
-        fieldset.append(more);
-        this.sections.push(more);
+        for (const name of more) this.addField(moreGrid, name);
+        const details = el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid);
+        fieldset.append(details);
+        this.sections.push(details);
       }
       if (section.trainmemOnly) fieldset.classList.add('trainmem-only');
       root.append(fieldset);
@@ -152,7 +146,6 @@ export class Form {
     });
     grid.append(wrap);
     this.fields.set(name, { wrap, input, error, spec });
-    this.order.push(name);
   }
 
   /**
@@ -182,7 +175,6 @@ export class Form {
     grid.append(wrap);
     // `input` is the first box: focus and aria-invalid go there.
     this.fields.set(name, { wrap, input: boxes[0]?.input ?? group, boxes, error, spec });
-    this.order.push(name);
   }
 
   /** The value the user gave a field, or undefined when it is left to the core's default. */
@@ -241,34 +233,14 @@ export class Form {
     }
   }
 
-  /** Shows or hides fields by whether they apply; returns the applicable names in page order. */
-  updateVisibility(given) {
-    // An unset choice is the core's default (its field spec names it: the profile, the framework,
-    // the optimizer, ...), so layout.js's rules need no defaults of their own.
-    const values = { ...given };
-    for (const [name, spec] of this.specs) {
-      if (spec.type === 'choice' && (values[name] ?? null) === null && spec.choices?.includes(spec.default)) {
-        values[name] = spec.default;
-      }
-    }
-    const names = [];
-    for (const name of this.order) {
-      const { spec } = this.fields.get(name);
-      const applies = (!spec.trainmem_only || values.profile === 'trainmem')
-        && (APPLIES[name] ? APPLIES[name](values) : true);
-      this.fields.get(name).wrap.hidden = !applies;
-      if (applies) names.push(name);
-    }
+  /** Shows the fields that apply (layout.js's applicableFields), hides the others. */
+  showApplicable(names) {
+    const applicable = new Set(names);
+    for (const [name, f] of this.fields) f.wrap.hidden = !applicable.has(name);
     // A section (or its "More" list) with nothing that applies is hidden as a whole.
     for (const box of this.sections) {
       box.hidden = !box.querySelector('.field:not([hidden])');
     }
-    return names;
-  }
-
-  /** The profile the values select (the core's default when unset). */
-  profileOf(values) {
-    return values.profile ?? this.specs.get('profile')?.default;
   }
 
   /** Marks fields with the core's messages; returns the issues no visible field could show. */

@@ -212,3 +212,63 @@ export const NOT_SHOWN = new Set(['gpu_memory_bytes']);
 
 /** Fields a preset describes (the model); choosing a preset resets exactly these. */
 export const MODEL_GROUPS = new Set(['model', 'moe', 'mla']);
+
+/**
+ * Each section's shown fields and its "More" list, in page order, as the core's specs fill them:
+ * a field the core does not know is left out, one it adds later goes to its group's "More".
+ * @param {Map<string, object>} specs the core's field specs by name
+ * @returns {{section: object, fields: string[], more: string[]}[]}
+ */
+export function sectionFields(specs) {
+  const placed = new Set([...SECTIONS.flatMap((s) => [...s.fields, ...s.more]), ...NOT_SHOWN]);
+  return SECTIONS.map((section) => {
+    const extra = [...specs.values()]
+      .filter((s) => section.groups.includes(s.group) && !placed.has(s.name))
+      .map((s) => s.name);
+    return {
+      section,
+      fields: section.fields.filter((n) => specs.has(n)),
+      more: [...section.more, ...extra].filter((n) => specs.has(n)),
+    };
+  });
+}
+
+const pageOrders = new WeakMap();
+const choiceDefaults = new WeakMap();
+// Both are asked on every keystroke and for every link read: built once per specs.
+/** Every field the form shows, in page order. */
+function pageOrder(specs) {
+  if (!pageOrders.has(specs)) pageOrders.set(specs, sectionFields(specs).flatMap((s) => [...s.fields, ...s.more]));
+  return pageOrders.get(specs);
+}
+
+/**
+ * What each unset choice is: the core's default, which its field spec names (the profile, the
+ * framework, the optimizer, ...), so the APPLIES rules need no defaults of their own.
+ */
+function choiceDefaultsOf(specs) {
+  if (!choiceDefaults.has(specs)) {
+    const defaults = {};
+    for (const [name, spec] of specs) {
+      if (spec.type === 'choice' && spec.choices?.includes(spec.default)) defaults[name] = spec.default;
+    }
+    choiceDefaults.set(specs, defaults);
+  }
+  return choiceDefaults.get(specs);
+}
+
+/**
+ * The fields that apply to the values in effect, in page order: what the form shows and what a
+ * view sends to the core.
+ * @param {Map<string, object>} specs the core's field specs by name
+ * @param {Record<string, unknown>} given the values in effect (unset fields absent)
+ */
+export function applicableFields(specs, given) {
+  const defaults = choiceDefaultsOf(specs);
+  const values = { ...defaults, ...given };
+  for (const name of Object.keys(defaults)) values[name] ??= defaults[name];
+  return pageOrder(specs).filter((name) => {
+    const spec = specs.get(name);
+    return (!spec.trainmem_only || values.profile === 'trainmem') && (APPLIES[name] ? APPLIES[name](values) : true);
+  });
+}

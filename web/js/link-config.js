@@ -1,10 +1,40 @@
-// A share-link state (url-state.js) as one config for the core, for views without a form: the
-// embed page and the <trainmem-calculator> element. The main page does more (it drops rejected
-// values one by one and tells the user); these views show the core's issues instead.
-import { decodeState } from './url-state.js';
+// A share link read the same way by every view: the page (main.js), the embed page (embed.js) and
+// the <trainmem-calculator> element all turn a fragment into one resolved state with
+// restoreLink, so the same link shows the same bytes everywhere. The views differ only in how
+// they show it (the page fills its form and names what was rejected in a notice).
+//
+// What a link means: the fields it carries. A field it lacks is unset and the core resolves it,
+// as the CLI does for a config without it; so "#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1"
+// means Megatron's defaults for everything else (no sequence parallelism, no distributed
+// optimizer, no recompute). Only what the core cannot resolve is filled in, so that every link
+// shows a result: the model's shapes from the link's preset (else the start preset) and the
+// required training fields from the preset, else from START. A value the core rejects is
+// dropped and falls back the same way.
+import { PAGE_KEYS, decodeState } from './url-state.js';
 import { parseCapacity } from './format.js';
+import { DEFAULT_FIGURE } from './results.js';
+import { applicableFields } from './layout.js';
 
 export const THEMES = ['light', 'dark', 'auto'];
+export const CUSTOM_GPU = 'custom';
+
+/**
+ * What a view shows when it is given no state (a fresh page; an embed or an element without
+ * one): a preset everyone knows on a common GPU, with a training setup that is valid for it.
+ * Ids are tried in order, so a renamed preset or GPU still finds one.
+ */
+export const START = Object.freeze({
+  preset: ['llama-3.1-8b', 'llama3.1-8b', 'llama-3-8b'],
+  gpu: ['h100-80gb', 'h100'],
+  unit: 'GiB',
+  fields: Object.freeze({
+    seq_length: 8192, micro_batch_size: 1, tensor_model_parallel_size: 2,
+    pipeline_model_parallel_size: 1, data_parallel_size: 4, use_distributed_optimizer: true,
+    sequence_parallel: true, recompute_granularity: 'selective',
+  }),
+});
+
+const CHECKSUM_NOTE = 'The link looks edited or cut short (its checksum does not match); the values the calculator accepts were kept.';
 
 /**
  * Splits the view's own options (theme) from the state: "#v=1&...&ck=x&theme=dark".
@@ -20,36 +50,242 @@ export function splitViewOptions(fragment) {
   return { state, theme };
 }
 
+/** The first of `ids` that `list` holds, else the list's first entry. */
+function pickFirst(ids, list) {
+  for (const id of ids) {
+    const found = list.find((x) => x.id === id);
+    if (found) return found;
+  }
+  return list[0];
+}
+
+const specsOfEngine = new WeakMap();
+/** The core's field specs by name (built once per engine). */
+function fieldSpecs(engine) {
+  if (!specsOfEngine.has(engine)) specsOfEngine.set(engine, new Map(engine.fieldSpecs.map((s) => [s.name, s])));
+  return specsOfEngine.get(engine);
+}
+
+export const presetById = (engine, id) => engine.presets.find((p) => p.id === id) ?? null;
+const gpuById = (engine, id) => engine.gpus.find((g) => g.id === id) ?? null;
+
+/** The memory of a GPU by id, or of the custom capacity text; null when unknown. */
+export function gpuCapacity(engine, gpu, capacityText, unit) {
+  if (gpu === CUSTOM_GPU) return parseCapacity(capacityText, unit);
+  return gpuById(engine, gpu)?.memory_bytes ?? null;
+}
+
+/** The GPU's name for people. */
+export function gpuLabel(engine, gpu) {
+  if (gpu === CUSTOM_GPU) return 'custom GPU';
+  return gpuById(engine, gpu)?.name ?? 'no GPU';
+}
+
 /**
- * @param {string} fragment the state (without view options)
+ * The config with the GPU's capacity, which the trainmem profile reads (minimum devices); the
+ * reference profiles do not read it and would reject it.
+ */
+export function withCapacity(specs, config, capacity) {
+  const profile = config.profile ?? specs.get('profile')?.default;
+  return profile === 'trainmem' && Number.isFinite(capacity) ? { ...config, gpu_memory_bytes: capacity } : config;
+}
+
+/**
+ * The fields that apply to the model (page order), and the config the core gets: those of them
+ * that are set, and the capacity. `resolved`, a result's config, says what unset fields resolve
+ * to where that decides whether a field applies.
+ */
+export function coreConfig(specs, fields, capacity, resolved = null) {
+  const names = applicableFields(specs, resolved ? { ...resolved, ...fields } : fields);
+  const config = {};
+  for (const name of names) {
+    if (fields[name] !== undefined) config[name] = fields[name];
+  }
+  return { names, config: withCapacity(specs, config, capacity) };
+}
+
+/**
+ * @typedef {object} LinkState
+ * @property {Record<string, unknown>} fields the values set (unset fields absent): what a form shows
+ * @property {object|null} preset the model preset
+ * @property {string} name the model's name for people
+ * @property {string} gpu a GPU id, or "custom"
+ * @property {string} gpuLabel
+ * @property {number|null} capacity bytes
+ * @property {string} capacityText the custom capacity as written ("96GB")
+ * @property {string} unit GiB or GB
+ * @property {string} figure allocated, reserved or device
+ * @property {string|null} pin the pinned configuration's state, as the link writes it
+ * @property {{key: string, value?: unknown, reason: string}[]} rejected values that were not used
+ * @property {string[]} notes what else the reader should know about the link
+ */
+
+/**
+ * What restoreLink adds to a LinkState once the core has checked it.
+ * @typedef {object} RestoredState
+ * @property {Record<string, unknown>} config what the core gets (applicable fields and capacity)
+ * @property {string[]} names the fields that apply, in page order
+ * @property {{config: object, preset: string|null, label: string}|null} pin a configuration to compare with
+ */
+
+/**
+ * What a fragment (without view options) says, read without the core: its fields over the
+ * fallbacks (see the top), the GPU and its capacity, and what the reader itself rejected. An
+ * empty fragment is START. Never throws. restoreLink checks it with the core.
+ * @param {string} fragment
  * @param {import('./engine.js').Engine} engine
- * @returns {{config: object, preset: object|null, gpu: object|null, capacity: number|null,
- *   gpuLabel: string, unit: string, figure: string|undefined, rejected: object[], name: string}}
+ * @returns {LinkState}
  */
 export function configFromLink(fragment, engine) {
-  const specs = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
-  const link = decodeState(fragment, specs);
-  const preset = engine.presets.find((p) => p.id === link.preset) ?? null;
-  const rejected = [...link.rejected];
-  if (link.preset && !preset) rejected.push({ key: 'm', reason: `unknown model preset "${link.preset}"` });
-  // Values the link resolved when it was made (~) count like set ones: the link means the same
-  // after defaults change.
-  const config = { ...preset?.config, ...link.auto, ...link.fields };
-  let gpu = engine.gpus.find((g) => g.id === link.gpu) ?? null;
-  let capacity = null;
-  let gpuLabel = '';
-  if (link.gpu === 'custom') {
-    capacity = parseCapacity(link.capacity ?? '', link.unit ?? 'GiB');
-    gpuLabel = 'custom GPU';
-  } else {
-    if (!gpu) gpu = engine.gpus.find((g) => g.id === 'h100-80gb') ?? engine.gpus[0];
-    capacity = gpu?.memory_bytes ?? null;
-    gpuLabel = gpu?.name ?? '';
+  return readLink(fragment, engine).state;
+}
+
+/**
+ * The state every view shows for a fragment: configFromLink's, with what the core rejects dropped
+ * (and named in `rejected`), the pin checked, and the config the core gets. That config is valid
+ * unless the core rejects something the link did not carry.
+ * @param {string} fragment
+ * @param {import('./engine.js').Engine} engine
+ * @returns {LinkState & RestoredState}
+ */
+export function restoreLink(fragment, engine) {
+  const { state, link, fallback } = readLink(fragment, engine);
+  const specs = fieldSpecs(engine);
+  if (!link) return { ...state, ...coreConfig(specs, state.fields, state.capacity) }; // START is valid as it is
+  const rejected = [...state.rejected];
+  const pin = link.pin ? pinnedFromLink(engine, specs, link.pin, rejected) : null;
+  const fields = { ...state.fields };
+  const kept = keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacity: state.capacity, rejected });
+  const notes = [...state.notes];
+  if (kept.length) notes.push(`Defaults changed since this link was made; the link's values were kept for: ${kept.join(', ')}.`);
+  return { ...state, ...coreConfig(specs, fields, state.capacity), fields, pin, rejected, notes };
+}
+
+/** configFromLink's state, with the decoded link and the fallbacks for restoreLink (link: null for START). */
+function readLink(fragment, engine) {
+  const specs = fieldSpecs(engine);
+  if (!String(fragment ?? '').replace(/^#/, '')) {
+    const preset = pickFirst(START.preset, engine.presets) ?? null;
+    const state = viewState(engine, {
+      fields: { ...START.fields, ...preset?.config }, preset, gpu: pickFirst(START.gpu, engine.gpus).id,
+      capacityText: '', unit: START.unit, figure: DEFAULT_FIGURE, pin: null, rejected: [], notes: [],
+    });
+    return { state, link: null };
   }
-  const profile = config.profile ?? specs.get('profile')?.default;
-  if (profile === 'trainmem' && Number.isFinite(capacity)) config.gpu_memory_bytes = capacity;
-  return {
-    config, preset, gpu, capacity, gpuLabel, unit: link.unit ?? 'GiB', figure: link.figure ?? undefined,
-    rejected, name: preset?.name ?? 'Custom model', pin: link.pin ?? null,
-  };
+  const link = decodeState(fragment, specs);
+  const rejected = [...link.rejected];
+  const notes = [...link.notes];
+  if (link.integrity !== 'ok') notes.push(CHECKSUM_NOTE);
+  const preset = presetById(engine, link.preset);
+  if (link.preset && !preset) rejected.push({ key: PAGE_KEYS.preset, reason: `unknown model preset "${link.preset}"` });
+  const gpu = link.gpu === CUSTOM_GPU || gpuById(engine, link.gpu) ? link.gpu : pickFirst(START.gpu, engine.gpus).id;
+  if (link.gpu && gpu !== link.gpu) rejected.push({ key: PAGE_KEYS.gpu, reason: `unknown GPU "${link.gpu}"` });
+
+  const fallback = fallbackFields(specs, preset ?? pickFirst(START.preset, engine.presets));
+  const fields = {};
+  for (const [name, value] of Object.entries(fallback)) {
+    if (!(name in link.fields) && !(name in link.auto)) fields[name] = value;
+  }
+  Object.assign(fields, link.fields);
+  const state = viewState(engine, {
+    fields, preset, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
+    figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes,
+  });
+  return { state, link, fallback };
+}
+
+/** A LinkState: the given parts, with the model's name and the GPU's label and capacity. */
+function viewState(engine, parts) {
+  const { preset, gpu, capacityText, unit } = parts;
+  return { ...parts, name: preset?.name ?? 'Custom model', gpuLabel: gpuLabel(engine, gpu), capacity: gpuCapacity(engine, gpu, capacityText, unit) };
+}
+
+/** Why a value was not used, without the field name core messages start with. */
+export function reasonText({ key, reason }) {
+  return reason.startsWith(`${key}: `) ? reason.slice(key.length + 2) : reason;
+}
+
+/**
+ * What a view without a form lists under the result: the values the link could not use, then
+ * (when the rest is still not valid) the core's issues.
+ */
+export function linkProblems(link, result) {
+  return [...link.rejected.map((r) => `${r.key}: ${reasonText(r)}`), ...(result.ok ? [] : result.issues.map((i) => i.message))];
+}
+
+/** What a field the link lacks, or whose value the core rejects, becomes (see the top). */
+function fallbackFields(specs, preset) {
+  const required = Object.entries(START.fields).filter(([name]) => specs.get(name)?.required);
+  return Object.assign(Object.fromEntries(required), preset?.config);
+}
+
+/**
+ * Drops what the core rejects, one field per round, then pins unset fields whose default changed
+ * since the link was made (their `~value`). A rule between two fields is reported on one of them
+ * and names the other ("seq_length: must be divisible by tensor_model_parallel_size (3)"), so the
+ * link field involved in the most issues goes first: one bad tp=3 must not cost the heads and the
+ * sequence. Changes `fields` and `rejected`; returns the names pinned.
+ */
+function keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacity, rejected }) {
+  const fromLink = new Set([...Object.keys(link.fields), ...Object.keys(link.auto)]);
+  const pinned = [];
+  let pinningDone = false;
+  for (let round = 0; round < fromLink.size + 2; round += 1) {
+    const result = engine.estimate(coreConfig(specs, fields, capacity).config);
+    if (!result.ok) {
+      const culprit = mostInvolved(result.issues, fromLink);
+      if (!culprit) break;
+      const value = culprit.field in link.fields ? link.fields[culprit.field] : `~${link.auto[culprit.field]}`;
+      rejected.push({ key: culprit.field, value, reason: culprit.messages.join('; ') });
+      fromLink.delete(culprit.field);
+      if (culprit.field in fallback) fields[culprit.field] = fallback[culprit.field];
+      else delete fields[culprit.field];
+      continue;
+    }
+    if (pinningDone) break;
+    pinningDone = true;
+    for (const [name, value] of Object.entries(link.auto)) {
+      if (fromLink.has(name) && JSON.stringify(result.config[name]) !== JSON.stringify(value)) {
+        fields[name] = value;
+        pinned.push(name);
+      }
+    }
+    if (!pinned.length) break;
+  }
+  return pinned;
+}
+
+/** The link field that the most issues blame or name, with those issues' messages. */
+function mostInvolved(issues, candidates) {
+  const involved = new Map();
+  for (const issue of issues) {
+    for (const name of candidates) {
+      const named = issue.field === name || new RegExp(`\\b${name}\\b`).test(issue.message);
+      if (!named) continue;
+      if (!involved.has(name)) involved.set(name, []);
+      involved.get(name).push(issue.message);
+    }
+  }
+  let best = null;
+  for (const [field, messages] of involved) {
+    if (!best || messages.length > best.messages.length) best = { field, messages };
+  }
+  return best;
+}
+
+/**
+ * The link's pinned configuration (itself an encoded state), if the core accepts it whole. It is
+ * read exactly, without fallbacks: the page writes a pin with every field it sets (an unset one
+ * must stay unset, even where the preset has a value).
+ */
+function pinnedFromLink(engine, specs, text, rejected) {
+  const inner = decodeState(text, specs);
+  const preset = presetById(engine, inner.preset);
+  const config = { ...inner.auto, ...inner.fields };
+  const check = engine.estimate(config);
+  if (!check.ok) {
+    rejected.push({ key: PAGE_KEYS.pin, reason: `the pinned configuration is not valid: ${check.issues.map((i) => i.message).join('; ')}` });
+    return null;
+  }
+  return { config, preset: preset?.id ?? null, label: preset?.name ?? 'Custom model' };
 }

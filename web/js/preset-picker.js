@@ -59,7 +59,7 @@ export function filterPresets(presets, query) {
 
 export class PresetPicker {
   /**
-   * @param {{search: HTMLInputElement, select: HTMLSelectElement, count: HTMLElement}} els
+   * @param {{search: HTMLInputElement, select: HTMLSelectElement, count: HTMLElement, source: HTMLElement}} els
    * @param {object[]} presets
    */
   constructor(els, presets) {
@@ -84,10 +84,18 @@ export class PresetPicker {
     this.fill();
   }
 
-  /** Shows `id` as chosen ('' = custom model) without losing the filter. */
+  /** Shows `id` as chosen ('' = custom model) without losing the filter, and where its shapes come from. */
   set(id) {
     this.current = id ?? '';
     this.fill();
+    const preset = this.presets.find((p) => p.id === this.current);
+    this.els.source.replaceChildren();
+    // "source" is a URL, optionally followed by a note: "https://… (Brown et al. 2020, Table 2.1)".
+    const source = /^(https:\/\/\S+)\s*(.*)$/.exec(preset?.source ?? '');
+    if (source) {
+      const a = Object.assign(document.createElement('a'), { href: source[1], textContent: 'published config', rel: 'noopener' });
+      this.els.source.append(`${preset.family ?? 'Model'} · shapes from the `, a, source[2] ? ` ${source[2]}` : '');
+    }
   }
 
   fill() {

@@ -1,7 +1,9 @@
 // Everything the page shows about one result except the charts: the headline total and verdict,
 // the breakdown table, parameter counts, assumptions and the reference's log line.
 import { cssColor } from './theme.js';
+import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
+import { elementsById } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -106,9 +108,18 @@ export function segmentsOf(result, formulas, figure = DEFAULT_FIGURE, color = cs
   return segments;
 }
 
+// The elements a ResultsView fills, by their ids in index.html; embed.html has the headline's and
+// the table's (its view renders only those).
+const VIEW_IDS = {
+  summary: 'summary', eyebrow: 'eyebrow', figureSwitch: 'figure-switch', total: 'total', capacity: 'capacity',
+  gpuName: 'gpu-name', meter: 'meter', meterFill: 'meter-fill', verdict: 'verdict', stale: 'stale',
+  tableHead: 'breakdown-head', tableBody: 'breakdown-body', peakCard: 'peak-card', peak: 'peak', params: 'params',
+  assumptions: 'assumptions', report: 'report', summaryText: 'summary-text', profile: 'profile', traceBody: 'trace-body',
+};
+
 export class ResultsView {
-  constructor(ui) {
-    this.ui = ui;
+  constructor() {
+    this.ui = elementsById(VIEW_IDS);
   }
 
   /** Headline: the total, the capacity and whether it fits. */
@@ -133,13 +144,9 @@ export class ResultsView {
       ui.meterFill.style.width = '0%';
       return;
     }
-    const headroom = capacity - total;
-    const used = total / capacity;
-    const fits = headroom >= 0;
+    const { fits, used, text } = verdictOf(total, capacity, unit);
     ui.verdict.className = `verdict ${fits ? 'fits' : 'over'}`;
-    setText(ui.verdict, fits
-      ? `Fits · ${formatBytes(headroom, unit)} headroom (${(used * 100).toFixed(0)}% used)`
-      : `Does not fit · ${formatBytes(-headroom, unit)} over (${(used * 100).toFixed(0)}% of capacity)`);
+    setText(ui.verdict, text);
     ui.meterFill.style.width = `${Math.min(100, used * 100).toFixed(1)}%`;
     ui.meter.setAttribute('aria-valuenow', (used * 100).toFixed(0));
     ui.meter.setAttribute('aria-valuetext', `${(used * 100).toFixed(0)}% of capacity`);
@@ -300,4 +307,35 @@ export function compareRows(result, figure = DEFAULT_FIGURE) {
   const overhead = overheadLines(result, fig.key).filter((o) => o.included).reduce((sum, o) => sum + o.bytes, 0);
   rows.push({ key: 'overhead', label: 'Runtime overheads', color: '--c-allocator', bytes: overhead });
   return { rows, figure: fig };
+}
+
+/** The stage chart's stacks: model state, activations, the peak's temporaries, runtime overheads. */
+export function stageSeries(result, figure = DEFAULT_FIGURE, color = cssColor) {
+  const { stages } = result;
+  const series = [
+    { label: 'Weights and optimizer', color: color('--c-weights-dense'), bytes: stages.map((s) => s.weight_and_optimizer_bytes) },
+    { label: 'Activations', color: color('--c-activation'), bytes: stages.map((s) => (Number.isFinite(s.activation_bytes) ? s.activation_bytes : null)) },
+  ];
+  if (result.profile === 'trainmem' && stages.every((s) => Number.isFinite(s.total_bytes))) {
+    const fig = figureOf(result, figure).key;
+    // The core splits each stage's peak: at an optimizer-step peak the activations are freed.
+    series[1].bytes = stages.map((s) => s.moments.peak_activation_bytes);
+    series.push({ label: 'Temporaries at the peak', color: color('--c-temporary'),
+      bytes: stages.map((s) => s.moments.peak_temporary_bytes) });
+    if (fig !== 'allocated') {
+      series.push({ label: fig === 'device' ? 'Allocator, CUDA context, NCCL, workspaces' : 'Allocator caching and fragmentation',
+        color: color('--c-allocator'), bytes: stages.map((s) => Math.max(0, s[`${fig}_bytes`] - s.total_bytes)) });
+    }
+  }
+  return series;
+}
+
+const MOMENT_NAMES = { forward: 'the end of forward', backward: 'backward', optimizer_step: 'the optimizer step' };
+
+/** One stage in the stage chart's tooltip: its layers, parameters and (trainmem) its peak. */
+export function stageNote(stage) {
+  const parts = `${stage.num_layers} layers · ${formatCount(stage.dense_params)} dense, ${formatCount(stage.routed_params)} expert parameters`;
+  if (!stage.moments) return parts;
+  const [peak] = Object.entries(stage.moments).reduce((best, e) => (e[1] > best[1] ? e : best));
+  return `${parts} · ${stage.microbatches_in_flight} microbatches in flight · peak at ${MOMENT_NAMES[peak] ?? peak}`;
 }

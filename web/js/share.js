@@ -2,6 +2,7 @@
 // Nothing here computes a figure: it lays out what the core returned.
 import { keyOf, valueToText } from './url-state.js';
 import { CATEGORIES, PARTS, overheadLines, peakParts } from './results.js';
+import { START } from './link-config.js';
 
 const escapeHtml = (s) => String(s).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
@@ -48,7 +49,7 @@ export function elementAttributes({ fields, names, preset, gpu, capacity, unit, 
   }
   if (gpu) attrs.push(['gpu', gpu]);
   if (capacity) attrs.push(['cap', capacity]);
-  if (unit && unit !== 'GiB') attrs.push(['u', unit]);
+  if (unit && unit !== START.unit) attrs.push(['u', unit]);
   if (figure) attrs.push(['fig', figure]);
   return attrs;
 }

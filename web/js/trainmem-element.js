@@ -1,21 +1,32 @@
 // <trainmem-calculator>: the calculator's answer as a custom element, for sites that prefer not
-// to use iframes. One ES module; it loads the WebAssembly core from next to itself.
+// to use iframes. An ES module that imports its siblings (the engine, the link reader, results,
+// palette and verdict, as the page and the embed view do) and loads the WebAssembly core from
+// next to itself.
 //
 //   <script type="module" src="https://example.org/trainmem/js/trainmem-element.js"></script>
 //   <trainmem-calculator preset="llama-3.1-70b" tp="8" pp="2" gpu="h100-80gb" theme="auto"></trainmem-calculator>
 //
+// Served from another origin than the host page's, every module script is fetched with CORS, this
+// one as much as its imports (and the .wasm): that host must send Access-Control-Allow-Origin.
+//
 // Attributes are the share link's keys (url-state.js: preset or m, gpu, cap, u, fig, the short
-// field keys such as tp, pp, dp, s, b, or Megatron's field names), plus theme (light, dark, auto).
-// Changing an attribute recomputes. The element renders in its shadow root with its own styles,
-// so the host page's CSS neither leaks in nor is touched; it needs no inline script or style.
+// field keys such as tp, pp, dp, s, b, or Megatron's field names), plus theme (light, dark, auto);
+// they are read as a link is (link-config.js), so the element shows what the page and the embed
+// view show for the same state. Changing an attribute recomputes. The element renders in its
+// shadow root with its own styles, so the host page's CSS neither leaks in nor is touched; it
+// needs no inline script or style.
 import { createEngine } from './engine.js';
-import { configFromLink } from './link-config.js';
+import { linkProblems, restoreLink } from './link-config.js';
 import { FIELD_KEYS, PAGE_KEYS } from './url-state.js';
 import { CATEGORIES, PARTS, figureOf, peakParts, overheadLines, FIGURES } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
+import { paletteSheet } from './palette.js';
+import { verdictOf } from './verdict.js';
 
-// The palette of web/css/app.css (tests/wasm/page-logic.test.mjs checks that they agree).
-const PALETTE_LIGHT = `
+// The page chrome of web/css/app.css for the element's box (the page needs it in CSS before any
+// script runs; tests/wasm/page-logic.test.mjs checks that the two agree). The category colours
+// come from palette.js.
+const CHROME_LIGHT = `
   --bg: #f6f7f9;
   --surface: #ffffff;
   --text: #15181d;
@@ -28,32 +39,8 @@ const PALETTE_LIGHT = `
   --ok-bg: #e3f4e9;
   --bad: #b3261e;
   --bad-bg: #fce8e6;
-  --capacity: #b3261e;
-  --c-weights-dense: #2f6fe0;
-  --c-weights-embedding: #9dbbf3;
-  --c-weights-expert: #173f8c;
-  --c-gradients-dense: #e07b1f;
-  --c-gradients-embedding: #f5c594;
-  --c-gradients-expert: #8f4a0c;
-  --c-master_weights-dense: #8a5cf0;
-  --c-master_weights-embedding: #cbb8f9;
-  --c-master_weights-expert: #54279e;
-  --c-optimizer_states-dense: #10948a;
-  --c-optimizer_states-embedding: #8ad6cf;
-  --c-optimizer_states-expert: #0b5a54;
-  --c-activation: #d9345b;
-  --c-weight_copies-dense: #5a86c9;
-  --c-weight_copies-embedding: #b7cbe8;
-  --c-weight_copies-expert: #2c4f80;
-  --c-buffers-dense: #8c7a2e;
-  --c-buffers-embedding: #d8cb8f;
-  --c-buffers-expert: #5c4f17;
-  --c-temporary: #a8326e;
-  --c-allocator: #8a929e;
-  --c-context: #6b7380;
-  --c-nccl: #4f5662;
-  --c-workspace: #b4bac4;`;
-const PALETTE_DARK = `
+  --capacity: #b3261e;`;
+const CHROME_DARK = `
   --bg: #0f1216;
   --surface: #181c22;
   --text: #e7eaee;
@@ -66,38 +53,14 @@ const PALETTE_DARK = `
   --ok-bg: #143322;
   --bad: #ff8a80;
   --bad-bg: #3a1716;
-  --capacity: #ff8a80;
-  --c-weights-dense: #5b8ff0;
-  --c-weights-embedding: #a9c4f7;
-  --c-weights-expert: #2d58b0;
-  --c-gradients-dense: #f0923c;
-  --c-gradients-embedding: #f7c99b;
-  --c-gradients-expert: #b0621c;
-  --c-master_weights-dense: #a07ef5;
-  --c-master_weights-embedding: #d2c2fa;
-  --c-master_weights-expert: #6f43c4;
-  --c-optimizer_states-dense: #25b3a7;
-  --c-optimizer_states-embedding: #93dcd5;
-  --c-optimizer_states-expert: #147a72;
-  --c-activation: #f05d80;
-  --c-weight_copies-dense: #7ea3dc;
-  --c-weight_copies-embedding: #bcd0ee;
-  --c-weight_copies-expert: #4a6fa8;
-  --c-buffers-dense: #c2ad4f;
-  --c-buffers-embedding: #e3d9a6;
-  --c-buffers-expert: #8a7a2c;
-  --c-temporary: #d0609a;
-  --c-allocator: #9aa2ad;
-  --c-context: #7d8592;
-  --c-nccl: #5f6773;
-  --c-workspace: #c3c8d0;`;
+  --capacity: #ff8a80;`;
 
 const STYLE = `
 :host { display: block; font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-  font-size: 15px; line-height: 1.4; ${PALETTE_LIGHT} color-scheme: light; }
+  font-size: 15px; line-height: 1.4; ${CHROME_LIGHT} color-scheme: light; }
 :host([hidden]) { display: none; }
-@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${PALETTE_DARK} color-scheme: dark; } }
-:host([theme="dark"]) { ${PALETTE_DARK} color-scheme: dark; }
+@media (prefers-color-scheme: dark) { :host(:not([theme="light"])) { ${CHROME_DARK} color-scheme: dark; } }
+:host([theme="dark"]) { ${CHROME_DARK} color-scheme: dark; }
 .box { background: var(--surface); color: var(--text); border: 1px solid var(--border); border-radius: 8px; padding: 10px 14px; }
 .eyebrow, .model { margin: 0; color: var(--muted); font-size: 0.82rem; }
 .headline { margin: 0; display: flex; flex-wrap: wrap; align-items: baseline; gap: 2px 8px; }
@@ -119,14 +82,16 @@ a { color: var(--accent); }
 
 const OWN = new Set(['theme', 'preset', 'class', 'id', 'style', 'hidden', 'lang', 'dir', 'title', 'slot']);
 const FULL_PAGE = new URL('../index.html', import.meta.url);
-let sheet = null;
+let sheets = null;
 
-function styleSheet() {
-  if (!sheet) {
-    sheet = new CSSStyleSheet();
-    sheet.replaceSync(STYLE);
+/** The element's own styles and the palette, built once and shared by every instance. */
+function styleSheets() {
+  if (!sheets) {
+    const own = new CSSStyleSheet();
+    own.replaceSync(STYLE);
+    sheets = [own, paletteSheet({ light: ':host', systemDark: ':host(:not([theme="light"]))', forcedDark: ':host([theme="dark"])' })];
   }
-  return sheet;
+  return sheets;
 }
 
 const h = (tag, cls, text) => {
@@ -144,7 +109,7 @@ export class TrainmemCalculator extends HTMLElement {
   constructor() {
     super();
     this.root = this.attachShadow({ mode: 'open' });
-    this.root.adoptedStyleSheets = [styleSheet()];
+    this.root.adoptedStyleSheets = styleSheets();
     this.box = h('div', 'box');
     this.box.setAttribute('role', 'group');
     this.box.setAttribute('aria-label', 'GPU memory estimate');
@@ -183,15 +148,13 @@ export class TrainmemCalculator extends HTMLElement {
 
   render() {
     const state = this.state();
-    const link = configFromLink(state, this.engine);
+    const link = restoreLink(state, this.engine);
     const result = this.engine.estimate(link.config);
     const { unit } = link;
     const color = (name) => getComputedStyle(this).getPropertyValue(name).trim();
     const parts = [h('p', 'model', link.name)];
-    const problems = [...link.rejected.map((r) => `${r.key}: ${r.reason}`)];
-    if (!result.ok) {
-      problems.push(...result.issues.map((i) => i.message));
-    } else {
+    const problems = linkProblems(link, result);
+    if (result.ok) {
       const fig = figureOf(result, link.figure);
       parts.unshift(h('p', 'eyebrow', result.profile === 'trainmem' ? `Most-loaded GPU · ${FIGURES[fig.key].long}` : 'Most-loaded GPU needs'));
       const headline = h('p', 'headline');
@@ -199,11 +162,8 @@ export class TrainmemCalculator extends HTMLElement {
       total.title = formatExactBytes(fig.bytes);
       headline.append(total, h('span', 'of', Number.isFinite(link.capacity) ? `of ${formatSize(link.capacity, unit)} · ${link.gpuLabel}` : ''));
       parts.push(headline);
-      if (Number.isFinite(link.capacity)) {
-        const headroom = link.capacity - fig.bytes;
-        parts.push(h('p', `verdict ${headroom >= 0 ? 'fits' : 'over'}`, headroom >= 0
-          ? `Fits · ${formatBytes(headroom, unit)} headroom` : `Does not fit · ${formatBytes(-headroom, unit)} over`));
-      }
+      const verdict = verdictOf(fig.bytes, link.capacity, unit);
+      if (verdict) parts.push(h('p', `verdict ${verdict.fits ? 'fits' : 'over'}`, verdict.text));
       // Rows: each tensor class (its parts summed), activations, temporaries, overhead lines.
       const rows = CATEGORIES.map((c) => ({
         label: c.label, color: color(`--c-${c.key}-dense`),

@@ -9,7 +9,7 @@
 //   value the core resolved it to when the link was made. If a later core resolves it
 //   differently, the page pins the link's value, so a link means the same after defaults change.
 // - `ck` is a checksum of everything before it: a truncated or hand-edited link is reported.
-// Nothing here validates a field's value: the core does that (main.js drops what it rejects).
+// Nothing here validates a field's value: the core does that (link-config.js drops what it rejects).
 
 export const FORMAT_VERSION = 1;
 

@@ -50,6 +50,9 @@ async function handle(req, res, root, prefix) {
       'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream',
       'Cache-Control': 'no-cache',
       'X-Content-Type-Options': 'nosniff',
+      // The <trainmem-calculator> element may be loaded by pages of other origins: its module
+      // scripts and the .wasm are fetched with CORS (docs/embedding.md).
+      'Access-Control-Allow-Origin': '*',
     });
     res.end(req.method === 'HEAD' ? undefined : body);
   } catch {

@@ -1,0 +1,81 @@
+// Reading a link for every view (web/js/link-config.js): the page, the embed view and the
+// <trainmem-calculator> element all call restoreLink, so these properties hold for all three.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { START, configFromLink, restoreLink, splitViewOptions } from '../../web/js/link-config.js';
+import { loadEngine } from './load.mjs';
+
+const engine = await loadEngine();
+const presetConfig = (id) => engine.presets.find((p) => p.id === id).config;
+// The documentation's short form (docs/embedding.md): no checksum, only the fields it means.
+const SHORT_FORM = 'v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb';
+const SHORT_FIELDS = { tensor_model_parallel_size: 8, pipeline_model_parallel_size: 2, data_parallel_size: 4, seq_length: 8192, micro_batch_size: 1 };
+
+test('a link means its fields: the short form is the preset plus them, as a config given to the CLI', () => {
+  const link = restoreLink(SHORT_FORM, engine);
+  const { gpu_memory_bytes: capacity, ...config } = link.config;
+  assert.deepEqual(config, { ...presetConfig('llama-3.1-70b'), ...SHORT_FIELDS });
+  assert.equal(capacity, engine.gpus.find((g) => g.id === 'h100-80gb').memory_bytes);
+  // Fields the link lacks are left to the core: no page default turns them on.
+  for (const name of ['sequence_parallel', 'use_distributed_optimizer', 'recompute_granularity']) assert.ok(!(name in link.fields), name);
+  assert.deepEqual(link.rejected, []);
+  assert.ok(engine.estimate(link.config).ok);
+});
+
+test('the page, the embed view and the element read the same state the same way', () => {
+  // The embed gets it with view options; the element from its attributes (no "v", no checksum).
+  const views = [
+    restoreLink(SHORT_FORM, engine),
+    restoreLink(splitViewOptions(`#${SHORT_FORM}&theme=dark`).state, engine),
+    restoreLink('m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb', engine),
+  ];
+  const bytes = views.map((v) => engine.estimate(v.config).device_bytes);
+  assert.ok(bytes.every((b) => b === bytes[0]) && bytes[0] > 0, String(bytes));
+  for (const v of views) assert.deepEqual([v.gpu, v.unit, v.figure, v.name], ['h100-80gb', 'GiB', 'device', 'Llama 3.1 70B']);
+});
+
+test('no state is START for every view; an unknown GPU falls back to the same GPU', () => {
+  const start = restoreLink('', engine);
+  assert.equal(start.preset.id, START.preset[0]);
+  assert.equal(start.gpu, START.gpu[0]);
+  assert.deepEqual(start.fields, { ...START.fields, ...presetConfig(START.preset[0]) });
+  assert.deepEqual(start.rejected, []);
+  const unknown = restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1&gpu=no-such-gpu', engine);
+  assert.equal(unknown.gpu, start.gpu);
+  assert.deepEqual(unknown.rejected.map((r) => r.key), ['gpu']);
+  assert.equal(restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1', engine).gpu, start.gpu);
+});
+
+test('what the core rejects is dropped, named, and falls back to the preset or to unset', () => {
+  const link = restoreLink('v=1&m=llama-3.1-8b&L=abc&tp=3&s=4096&b=2', engine);
+  const byKey = Object.fromEntries(link.rejected.map((r) => [r.key, r]));
+  assert.equal(byKey.num_layers.value, 'abc');
+  assert.equal(byKey.tensor_model_parallel_size.value, 3);
+  assert.match(byKey.tensor_model_parallel_size.reason, /divisible by tensor_model_parallel_size \(3\)/);
+  assert.equal(link.fields.num_layers, presetConfig('llama-3.1-8b').num_layers);
+  assert.ok(!('tensor_model_parallel_size' in link.fields), 'a rejected field without a preset value is unset');
+  assert.deepEqual([link.fields.seq_length, link.fields.micro_batch_size], [4096, 2], 'the valid fields are kept');
+  assert.ok(engine.estimate(link.config).ok);
+});
+
+test('a link that lacks a required field or names no known preset still shows a result', () => {
+  const cut = restoreLink('v=1&m=llama-3.1-70b&L=80', engine);
+  assert.equal(cut.fields.micro_batch_size, START.fields.micro_batch_size);
+  assert.ok(engine.estimate(cut.config).ok);
+  const unknown = restoreLink('v=1&m=no-such-model&s=4096', engine);
+  assert.deepEqual(unknown.rejected.map((r) => r.key), ['m']);
+  assert.equal(unknown.name, 'Custom model');
+  assert.ok(engine.estimate(unknown.config).ok);
+});
+
+test('configFromLink reads without the core; restoreLink checks the pin, read exactly as written', () => {
+  const pin = `v=1&m=llama-3.1-8b&${new URLSearchParams({ L: 32, h: 4096, a: 32, g: 8, kv: 128, ffn: 14336, V: 128256, Vdiv: 128,
+    tied: 0, glu: 1, act: 'silu', norm: 'RMSNorm', bias: 0, s: 4096, b: 1 })}`;
+  const read = configFromLink(`v=1&m=llama-3.1-8b&s=4096&b=1&pin=${encodeURIComponent(pin)}`, engine);
+  assert.equal(read.pin, pin);
+  const restored = restoreLink(`v=1&m=llama-3.1-8b&s=4096&b=1&pin=${encodeURIComponent(pin)}`, engine);
+  assert.deepEqual(restored.pin, { config: { ...presetConfig('llama-3.1-8b'), seq_length: 4096, micro_batch_size: 1 }, preset: 'llama-3.1-8b', label: 'Llama 3.1 8B' });
+  const bad = restoreLink(`v=1&m=llama-3.1-8b&s=4096&b=1&pin=${encodeURIComponent('v=1&L=x')}`, engine);
+  assert.equal(bad.pin, null);
+  assert.deepEqual(bad.rejected.map((r) => r.key), ['pin']);
+});

@@ -1,0 +1,40 @@
+// The page's notice after reading a link: the values it did not use and why, and notes about the
+// link itself (checksum, format version, defaults that changed). Text only, never markup: the
+// values come from the link and may be anything.
+import { reasonText } from './link-config.js';
+
+/** One rejected value as "key = value: reason". */
+function rejectedItem(rejected) {
+  const { key, value } = rejected;
+  const li = document.createElement('li');
+  const code = document.createElement('code');
+  code.textContent = value === undefined ? key : `${key} = ${JSON.stringify(value)}`;
+  li.append(code, `: ${reasonText(rejected)}`);
+  return li;
+}
+
+/**
+ * @param {HTMLElement} box
+ * @param {{key: string, value?: unknown, reason: string}[]} rejected
+ * @param {string[]} notes
+ */
+export function showLinkNotice(box, rejected, notes) {
+  if (!rejected.length && !notes.length) {
+    box.hidden = true;
+    return;
+  }
+  const parts = [];
+  if (rejected.length) {
+    const p = document.createElement('p');
+    p.textContent = `Some values in this link were not used: ${rejected.length === 1 ? 'it' : 'they'} fell back to the preset or default.`;
+    const list = document.createElement('ul');
+    list.append(...rejected.map(rejectedItem));
+    parts.push(p, list);
+  }
+  for (const note of notes) parts.push(Object.assign(document.createElement('p'), { textContent: note }));
+  const close = Object.assign(document.createElement('button'), { type: 'button', className: 'link-button', textContent: 'Dismiss' });
+  close.addEventListener('click', () => { box.hidden = true; });
+  parts.push(close);
+  box.replaceChildren(...parts);
+  box.hidden = false;
+}

@@ -101,16 +101,27 @@ export interface Stage {
   device_bytes?: number;
 }
 
-/** trainmem profile: the runtime lines between allocated, reserved and device bytes */
+/** trainmem profile: what lies between allocated, reserved and device bytes */
 export interface Overheads {
   allocator_bytes: number;
   cuda_context_bytes: number;
   /** the sum of nccl_groups' bytes */
   nccl_bytes: number;
   nccl_communicators: number;
+  /** library workspaces: inside allocated (the peak's temporaries), not a line of their own */
   workspace_bytes: number;
   /** each NCCL communicator the run uses, with this GPU's buffers for it */
   nccl_groups: NcclGroup[];
+  /** the lines to draw between the figures, in order: allocated + the lines adding to
+   * "reserved" = reserved_bytes; reserved + the lines adding to "device" = device_bytes */
+  lines: OverheadLine[];
+}
+
+export interface OverheadLine {
+  /** caching_allocator, cuda_context or nccl (a view shows an unknown key by its name) */
+  key: string;
+  bytes: number;
+  adds_to: 'reserved' | 'device';
 }
 
 export interface NcclGroup {

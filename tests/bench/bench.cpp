@@ -6,6 +6,7 @@
 
 #include "trainmem/config.hpp"
 #include "trainmem/estimate.hpp"
+#include "trainmem/json_io.hpp"
 
 namespace {
 
@@ -49,6 +50,29 @@ void run(const char* label, trainmem::Config config, int n = 2'000'000) {
               n / seconds / 1e6);
 }
 
+// The page's call: config JSON in, result JSON out (parse, resolve, estimate, serialise), for the
+// page's start configuration (Llama 3.1 8B, TP 2, DP 4, distributed optimizer, SP, selective
+// recompute, 8192 tokens, an 80 GiB GPU).
+void run_json(int n = 5'000) {
+  const std::string config = R"({"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+      "num_query_groups": 8, "ffn_hidden_size": 14336, "swiglu": true, "vocab_size": 128256,
+      "normalization": "RMSNorm", "add_bias_linear": false, "share_embeddings_and_output_weights": false,
+      "seq_length": 8192, "micro_batch_size": 1, "tensor_model_parallel_size": 2, "data_parallel_size": 4,
+      "use_distributed_optimizer": true, "sequence_parallel": true, "recompute_granularity": "selective",
+      "gpu_memory_bytes": 85520809984})";
+  using clock = std::chrono::steady_clock;
+  size_t sink = 0;
+  auto start = clock::now();
+  for (int i = 0; i < n; ++i) sink += trainmem::estimate_json(config).size();
+  double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  std::printf("%-44s %8.2f us/call\n", "estimate_json, the page's start config", seconds / n * 1e6);
+  const trainmem::Run run = trainmem::run_estimate(config);
+  start = clock::now();
+  for (int i = 0; i < n; ++i) sink += trainmem::full_estimate(run.config).stages.size();
+  seconds = std::chrono::duration<double>(clock::now() - start).count();
+  std::printf("%-44s %8.2f us/call  (%zu)\n", "  of which full_estimate", seconds / n * 1e6, sink % 10);
+}
+
 }  // namespace
 
 int main() {
@@ -60,5 +84,6 @@ int main() {
   run("megatron-lm, Llama-3 70B TP8 PP4 VPP5", llama3_70b(trainmem::Profile::megatron_lm));
   // The default profile evaluates every stage, tensor by tensor: far more work per estimate.
   run("trainmem, Llama-3 70B TP8 PP4 VPP5", llama3_70b(trainmem::Profile::trainmem), 20'000);
+  run_json();
   return 0;
 }

@@ -83,6 +83,9 @@ test('the trainmem profile result has exactly the declared keys, overheads and m
   assertShape('Overheads', [r.overheads]);
   assert.ok(r.overheads.nccl_groups.length > 0);
   assertShape('NcclGroup', r.overheads.nccl_groups);
+  assert.deepEqual(r.overheads.lines.map((l) => [l.key, l.adds_to]),
+    [['caching_allocator', 'reserved'], ['cuda_context', 'device'], ['nccl', 'device']]);
+  assertShape('OverheadLine', r.overheads.lines);
   assertShape('Moments', [r.moments, ...r.stages.map((s) => s.moments)]);
   assertShape('Stage', r.stages);
   const ds = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 2048,

@@ -137,6 +137,14 @@ enum class Assumption : uint8_t {
 };
 std::string_view assumption_text(Assumption);
 
+// One line between two of the figures (trainmem profile): allocated + the lines that add to
+// reserved = reserved; reserved + the lines that add to device = device.
+struct OverheadLine {
+  std::string_view key;      // "caching_allocator", "cuda_context", "nccl"
+  double bytes = 0;
+  std::string_view adds_to;  // "reserved" or "device"
+};
+
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
   std::array<ModelStateComponent, 2> components{};
@@ -153,7 +161,9 @@ struct Estimate {
   // total_bytes is what torch.cuda.max_memory_allocated would show; reserved adds the caching
   // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
   double reserved_bytes = 0, device_bytes = 0;
-  double runtime_bytes = 0;         // device − reserved: context, NCCL buffers, workspaces
+  double runtime_bytes = 0;         // device − reserved: the CUDA context and NCCL buffers
+  std::array<OverheadLine, 3> overhead_lines{};  // allocated → reserved → device, in order
+  int n_overhead_lines = 0;
   NcclCommunicators nccl;           // the NCCL communicators and their buffers on this GPU
   Moments moments;                  // of that stage
   double cpu_bytes = 0;             // CPU memory per node: offloaded state of its GPUs
@@ -162,6 +172,9 @@ struct Estimate {
   // cluster (deepspeed.hpp), for comparison; 0 otherwise.
   double deepspeed_gpu_bytes = 0, deepspeed_cpu_bytes = 0;
   uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
+  // Filled by full_estimate only (what a result shows besides the figures):
+  std::vector<StageParams> stages;  // every pipeline stage, first to last (see pipeline_stages)
+  std::string reference_line;       // the training log's line (see report_theoretical_memory)
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
   std::vector<std::string_view> assumption_texts() const;
@@ -194,6 +207,11 @@ std::string report_theoretical_memory(const Config& config, int64_t num_microbat
 // place layers on stages (megatron-bridge; PP > 1). Empty otherwise. Kept apart from
 // estimate_training_memory so that the estimate itself never allocates.
 std::vector<StageParams> pipeline_stages(const Config& config);
+
+// Everything a result holds, computed once: estimate_training_memory(config,
+// config.num_microbatches) with every pipeline stage (`stages`) and the training log's line
+// (`reference_line`) filled in. The JSON writer, the text report and the bindings only read it.
+Estimate full_estimate(const Config& config, Trace* verbose = nullptr);
 
 std::ostream& operator<<(std::ostream& os, const Estimate& estimate);
 

@@ -150,8 +150,9 @@ std::vector<std::string_view> Estimate::assumption_texts() const {
 
 namespace {
 
-Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Trace* trace) {
-  Estimate est = detail::trainmem_estimate(c, include_activation, trace, nullptr);
+Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Trace* trace,
+                                   std::vector<StageParams>* stages = nullptr) {
+  Estimate est = detail::trainmem_estimate(c, include_activation, trace, stages);
   set(est.assumptions, Assumption::trainmem_peak_and_overheads);
   set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
   set(est.assumptions, Assumption::trainmem_torch_pipeline, c.torch_pipelining());
@@ -221,15 +222,14 @@ Estimate estimate_training_memory(const Config& c, int64_t num_microbatches,
   return reference_estimate(c, num_microbatches, include_activation, trace);
 }
 
-std::vector<StageParams> pipeline_stages(const Config& c) {
+namespace {
+
+// Bridge's stages (PP > 1): each GPU of a stage holds 1/t of its dense and 1/(e·t_e) of its
+// routed parameters (§3.3). Megatron-LM's formula places no layers: no stages.
+std::vector<StageParams> reference_stages(const Config& c) {
   std::vector<StageParams> stages;
-  if (c.profile == Profile::trainmem) {
-    detail::trainmem_estimate(c, true, nullptr, &stages);
-    return stages;
-  }
   if (c.profile != Profile::megatron_bridge || c.pipeline_model_parallel_size < 2) return stages;
   const ModelState ms = model_state(c, nullptr, &stages);
-  // Each GPU of a stage holds 1/t of its dense and 1/(e·t_e) of its routed parameters (§3.3).
   for (StageParams& stage : stages)
     stage.weight_and_optimizer_bytes =
         stage.dense / double(c.tensor_model_parallel_size) * ms.dense_bpp +
@@ -237,6 +237,29 @@ std::vector<StageParams> pipeline_stages(const Config& c) {
             (double(c.expert_model_parallel_size) * double(c.expert_tensor_parallel_size)) *
             ms.expert_bpp;
   return stages;
+}
+
+}  // namespace
+
+std::vector<StageParams> pipeline_stages(const Config& c) {
+  if (c.profile != Profile::trainmem) return reference_stages(c);
+  std::vector<StageParams> stages;
+  detail::trainmem_estimate(c, true, nullptr, &stages);
+  return stages;
+}
+
+Estimate full_estimate(const Config& c, Trace* trace) {
+  Estimate est;
+  if (c.profile == Profile::trainmem) {
+    std::vector<StageParams> stages;  // the same pass that finds the most-loaded stage
+    est = trainmem_profile_estimate(c, true, trace, &stages);
+    est.stages = std::move(stages);
+  } else {
+    est = reference_estimate(c, c.num_microbatches, true, trace);
+    est.stages = reference_stages(c);
+  }
+  est.reference_line = report_theoretical_memory(c, c.num_microbatches);
+  return est;
 }
 
 double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose) {

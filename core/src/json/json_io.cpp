@@ -188,6 +188,12 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
                         {"bytes", num(g.bytes)}});
     }
     out["overheads"]["nccl_groups"] = std::move(groups);
+    auto lines = ordered::array();
+    for (int i = 0; i < est.n_overhead_lines; ++i) {
+      const OverheadLine& line = est.overhead_lines[size_t(i)];
+      lines.push_back({{"key", line.key}, {"bytes", num(line.bytes)}, {"adds_to", line.adds_to}});
+    }
+    out["overheads"]["lines"] = std::move(lines);
     out["most_loaded_stage"] = est.most_loaded_stage;
     out["moments"] = moments_json(est.moments);
     out["minimum_devices"] = est.minimum_devices > 0 ? num(est.minimum_devices) : ordered(nullptr);
@@ -208,9 +214,8 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   out["layers"] = {{"total", est.layers.total}, {"dense", est.layers.dense}, {"moe", est.layers.moe}};
 
   ordered stages = ordered::array();
-  const std::vector<StageParams> stage_list = pipeline_stages(config);
-  for (size_t r = 0; r < stage_list.size(); ++r) {
-    const StageParams& s = stage_list[r];
+  for (size_t r = 0; r < est.stages.size(); ++r) {
+    const StageParams& s = est.stages[r];
     ordered stage = {{"stage", r},
                      {"num_layers", s.num_layers},
                      {"dense_params", num(s.dense)},
@@ -235,8 +240,7 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   ordered assumptions = ordered::array();
   for (std::string_view text : est.assumption_texts()) assumptions.push_back(text);
   out["assumptions"] = assumptions;
-  const std::string report = report_theoretical_memory(config, config.num_microbatches);
-  out["report"] = report.empty() ? ordered(nullptr) : ordered(report);
+  out["report"] = est.reference_line.empty() ? ordered(nullptr) : ordered(est.reference_line);
   out["summary"] = format_training_memory_estimate(est, "GB");
   out["config"] = config_json(config);
   if (trace) {
@@ -274,8 +278,7 @@ Run run_estimate(std::string_view config_json_text, const RunOptions& options) {
   run.issues = std::move(resolved.issues);
   if (!run.issues.empty()) return run;
   run.config = std::move(resolved.config);
-  run.estimate = estimate_training_memory(run.config, run.config.num_microbatches, true,
-                                          options.verbose ? &run.trace : nullptr);
+  run.estimate = full_estimate(run.config, options.verbose ? &run.trace : nullptr);
   return run;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 
@@ -63,23 +64,36 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   add("activations", est.moments.peak_activation_bytes);
   add("temporaries", est.moments.peak_temporary_bytes);
   total("allocated", est.total_bytes, "torch.cuda.max_memory_allocated");
-  add("caching allocator", est.reserved_bytes - est.total_bytes);
-  total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
-  add("CUDA context", c.cuda_context_bytes);
-  std::string groups;
-  for (int i = 0; i < est.nccl.count; ++i)
-    groups += (i ? ", " : "") + std::string(est.nccl.list[size_t(i)].name) + " ×" +
-              std::to_string(est.nccl.list[size_t(i)].gpus);
-  add("NCCL buffers", est.nccl.bytes());
-  if (est.nccl.count > 0)
-    line("      " + std::to_string(est.nccl.count) + " communicator" + (est.nccl.count == 1 ? "" : "s") +
-         ": " + groups);
+  // The core's lines between the figures, in order: each adds to the next total.
+  static constexpr std::pair<std::string_view, const char*> labels[] = {
+      {"caching_allocator", "caching allocator"}, {"cuda_context", "CUDA context"}, {"nccl", "NCCL buffers"}};
+  std::string_view adding_to = "reserved";
+  for (int i = 0; i < est.n_overhead_lines; ++i) {
+    const OverheadLine& overhead = est.overhead_lines[size_t(i)];
+    if (overhead.adds_to != adding_to) {
+      total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
+      adding_to = overhead.adds_to;
+    }
+    std::string label(overhead.key);
+    for (const auto& [key, text] : labels)
+      if (key == overhead.key) label = text;
+    add(label, overhead.bytes);
+    if (overhead.key == "nccl" && est.nccl.count > 0) {
+      std::string groups;
+      for (int g = 0; g < est.nccl.count; ++g)
+        groups += (g ? ", " : "") + std::string(est.nccl.list[size_t(g)].name) + " ×" +
+                  std::to_string(est.nccl.list[size_t(g)].gpus);
+      line("      " + std::to_string(est.nccl.count) + " communicator" +
+           (est.nccl.count == 1 ? "" : "s") + ": " + groups);
+    }
+  }
+  if (adding_to == "reserved") total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
   total("device", est.device_bytes, "nvidia-smi");
   if (est.cpu_bytes > 0) line("  CPU memory per node (offloaded state): " + bytes_line(std::llround(est.cpu_bytes)));
   line("  (temporaries include " + format_bytes(c.workspace_bytes, ByteUnits::binary) +
        " of library workspaces)");
 
-  const std::vector<StageParams> stages = pipeline_stages(c);
+  const std::vector<StageParams>& stages = est.stages;
   if (stages.size() > 1) {
     line("");
     line("Pipeline stages (one GPU of each)");
@@ -166,7 +180,7 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
     }
     if (est.has_activation) line("  activation: " + both(est.activation_bytes));
     line("  total: " + both(est.total_bytes));
-    const std::vector<StageParams> stages = pipeline_stages(c);
+    const std::vector<StageParams>& stages = est.stages;
     if (!stages.empty()) {
       line("");
       line("Pipeline stages (model state)");
@@ -189,8 +203,7 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
   }
   // The reference profiles end with the training log's line. The trainmem profile's figures are
   // not that line's (it is Bridge's formula), so printing it under them would tell two stories.
-  const std::string reference_line =
-      est.profile == Profile::trainmem ? std::string() : report_theoretical_memory(c, c.num_microbatches);
+  const std::string reference_line = est.profile == Profile::trainmem ? std::string() : est.reference_line;
   if (!reference_line.empty()) {
     line("");
     line(reference_line);

@@ -1,0 +1,88 @@
+// full_estimate computes everything a result shows once; the writers only read it.
+#include "support.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+const char* k_llama_8b = R"("num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    "num_query_groups": 8, "ffn_hidden_size": 14336, "swiglu": true, "vocab_size": 128256,
+    "normalization": "RMSNorm", "share_embeddings_and_output_weights": false,
+    "seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 64)";
+
+std::string with(const std::string& profile, const std::string& layout) {
+  return std::string("{") + k_llama_8b + R"(, "profile": ")" + profile + "\", " + layout + "}";
+}
+
+}  // namespace
+
+TEST_CASE("full_estimate holds the stages and the log line the separate calls give", "[result]") {
+  const std::string profile = GENERATE(as<std::string>{}, "trainmem", "megatron-bridge", "megatron-lm");
+  const std::string layout = GENERATE(as<std::string>{},
+      R"("tensor_model_parallel_size": 2, "sequence_parallel": true, "data_parallel_size": 4,
+         "use_distributed_optimizer": true, "recompute_granularity": "selective")",
+      R"("pipeline_model_parallel_size": 4, "data_parallel_size": 2)",
+      R"("pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 4,
+         "tensor_model_parallel_size": 4, "sequence_parallel": true)");
+  CAPTURE(profile, layout);
+  const Config c = config_from(with(profile, layout));
+  const Estimate full = full_estimate(c);
+  const Estimate plain = estimate_training_memory(c, c.num_microbatches);
+  CHECK(full.total_bytes == plain.total_bytes);
+  CHECK(full.weight_and_optimizer_bytes == plain.weight_and_optimizer_bytes);
+  CHECK(plain.stages.empty());  // the plain estimate never allocates
+  CHECK(plain.reference_line.empty());
+  const std::vector<StageParams> stages = pipeline_stages(c);
+  REQUIRE(full.stages.size() == stages.size());
+  for (size_t r = 0; r < stages.size(); ++r) {
+    CAPTURE(r);
+    CHECK(full.stages[r].num_layers == stages[r].num_layers);
+    CHECK(full.stages[r].weight_and_optimizer_bytes == stages[r].weight_and_optimizer_bytes);
+    CHECK(full.stages[r].total_bytes == stages[r].total_bytes);
+    CHECK(full.stages[r].device_bytes == stages[r].device_bytes);
+  }
+  // Stages are listed by the trainmem profile always and by Bridge with PP > 1 (README).
+  const bool listed = profile == "trainmem" || (profile == "megatron-bridge" && c.pipeline_model_parallel_size > 1);
+  CHECK(full.stages.empty() == !listed);
+  CHECK(full.reference_line == report_theoretical_memory(c, c.num_microbatches));
+  CHECK(full.reference_line.rfind("Theoretical memory footprints: weight and optimizer=", 0) == 0);
+}
+
+TEST_CASE("the overhead lines add allocated up to reserved and reserved up to device", "[result]") {
+  const std::string layout = GENERATE(as<std::string>{},
+      R"("tensor_model_parallel_size": 2, "sequence_parallel": true, "data_parallel_size": 4,
+         "use_distributed_optimizer": true, "recompute_granularity": "selective")",
+      R"("framework": "fsdp2", "data_parallel_size": 8, "allocator_fragmentation": 0.2,
+         "cuda_context_bytes": 1073741824, "nccl_nvls": true)",
+      R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 16, "gpus_per_node": 4)");
+  CAPTURE(layout);
+  const Config c = config_from(with("trainmem", layout));
+  const Estimate e = full_estimate(c);
+  REQUIRE(e.n_overhead_lines == 3);
+  CHECK(e.overhead_lines[0].key == "caching_allocator");
+  CHECK(e.overhead_lines[1].key == "cuda_context");
+  CHECK(e.overhead_lines[2].key == "nccl");
+  double reserved = e.total_bytes, device = 0;
+  for (int i = 0; i < e.n_overhead_lines; ++i) {
+    const OverheadLine& line = e.overhead_lines[size_t(i)];
+    CHECK(line.bytes >= 0);
+    if (line.adds_to == "reserved") reserved += line.bytes;
+  }
+  CHECK_THAT(reserved, WithinRel(e.reserved_bytes, 1e-12));
+  device = e.reserved_bytes;
+  for (int i = 0; i < e.n_overhead_lines; ++i)
+    if (e.overhead_lines[size_t(i)].adds_to == "device") device += e.overhead_lines[size_t(i)].bytes;
+  CHECK_THAT(device, WithinRel(e.device_bytes, 1e-12));
+  // By hand: the allocator line is allocated × fragmentation; the context is the field's value.
+  CHECK_THAT(e.overhead_lines[0].bytes, WithinRel(e.total_bytes * c.allocator_fragmentation, 1e-9));
+  CHECK(e.overhead_lines[1].bytes == c.cuda_context_bytes);
+  CHECK(e.overhead_lines[2].bytes == e.nccl.bytes());
+}
+
+TEST_CASE("the reference profiles have no overhead lines", "[result]") {
+  const std::string profile = GENERATE(as<std::string>{}, "megatron-bridge", "megatron-lm");
+  const Estimate e = full_estimate(config_from(with(profile, R"("data_parallel_size": 2)")));
+  CHECK(e.n_overhead_lines == 0);
+}

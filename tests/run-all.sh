@@ -33,7 +33,7 @@ node --test tests/wasm/
 
 echo "== browser tests"
 node tests/web/browser-check.mjs
-node --test tests/web/start.test.mjs   # npm start: set-up, build, serve
+node --test tests/web/serve.test.mjs tests/web/start.test.mjs   # dist/: hashed, precompressed; npm start
 
 echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -1,106 +1,247 @@
-// Page figures for issue 3 item 8, measured in headless Chromium on localhost. Prints, asserts nothing.
-//   node tests/bench/page-bench.mjs [runs]
-// - bytes of the page's own assets, gzip -9, with and without Chart.js
-// - navigation start -> first chart rendered, and -> the frame that shows it (fresh browser context
-//   each run, so nothing is cached)
-// - input event -> chart updated (synchronous work), and -> the next frame
-import { readFile } from 'node:fs/promises';
+// The page's figures of issue 15 beside their targets, measured in headless Chromium on localhost,
+// for web/ as the development server sends it (uncompressed) and for dist/ as npm start serves it
+// (content-hashed names, brotli or gzip: built from web/ as it is into a temporary folder).
+// Prints, asserts nothing.
+//   node tests/bench/page-bench.mjs [cold loads per target, default 15]
+// - first frame showing the result: navigation start -> the first animation frame after the
+//   headline (#total) shows a figure; median of cold loads (a fresh browser context each, so
+//   nothing is cached), the two targets interleaved. Also the page's own marks when it sets them
+//   (trainmem:first-result-frame, first-chart, first-frame) and first contentful paint.
+// - keystroke -> updated headline: an input event on the layer count until #total shows the new
+//   figure (the handler's synchronous time when it updates it before returning, which is when the
+//   frame can paint it); also the handler's time and input -> next frame.
+// - own assets at first load: every response until the network is idle after the load event,
+//   gzip -9 bytes of each (the .gz beside it in dist/) and the bytes on the wire, without and
+//   with Chart.js (vendor/), and the requests; also what came in before the result frame, and the
+//   assets the first load does not fetch (tools module, planner worker, the other views).
+// - estimate call through the module, for the default config (what a fresh page shows: the
+//   empty link's config, with the GPU's capacity): engine.estimate(config) as the page calls it,
+//   in Node and in the page in Chromium.
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { serve } from '../../web/scripts/serve.mjs';
+import { serve, WEB_ROOT } from '../../web/scripts/serve.mjs';
+import { buildDist, listFiles } from '../../web/scripts/build-dist.mjs';
 
-const RUNS = Number(process.argv[2] ?? 7);
-const WEB = new URL('../../web/', import.meta.url);
-const OWN = ['index.html', 'css/app.css', 'js/main.js', 'js/engine.js', 'js/form.js', 'js/layout.js',
-  'js/url-state.js', 'js/format.js', 'js/charts.js', 'js/results.js', 'js/formulas.js', 'js/theme.js',
-  'js/preset-picker.js', 'js/import-panel.js', 'js/share.js', 'js/plan-panel.js',
-  'wasm/trainmem.mjs', 'wasm/trainmem.wasm'];
-const VENDOR = ['vendor/chart.umd.js'];
-// Loaded on first use (imports, exports, the planner), not by the first result.
-const LAZY = ['js/plan-worker.js', 'js/embed.js', 'js/trainmem-element.js', 'js/link-config.js', 'wasm/trainmem-tools.mjs', 'wasm/trainmem-tools.wasm'];
+const LOADS = Number(process.argv[2] ?? 15);
+const KEYSTROKES = 40;
+const TARGETS = { frame: 150, keystroke: 1, ownKB: 60, estimateUs: 20 };
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length ? v[Math.floor(v.length / 2)] : NaN;
+};
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+const ms = (n, digits = 1) => (Number.isFinite(n) ? `${n.toFixed(digits)} ms` : 'n/a');
 
-async function sizes(files) {
-  let raw = 0;
-  let gz = 0;
-  const rows = [];
-  for (const f of files) {
-    const body = await readFile(new URL(f, WEB));
-    const z = gzipSync(body, { level: 9 }).length;
-    raw += body.length;
-    gz += z;
-    rows.push(`  ${f.padEnd(22)} ${kb(body.length).padStart(9)} raw ${kb(z).padStart(9)} gzip`);
-  }
-  return { raw, gz, rows };
+// Runs in Node and, as source text, in the page: the page's engine call for the default config.
+async function measureEstimate({ engineUrl, linkUrl, wasmBinary }) {
+  const { createEngine } = await import(engineUrl);
+  const { restoreLink } = await import(linkUrl);
+  const engine = await createEngine(wasmBinary ? { wasmBinary } : undefined);
+  const { config } = restoreLink('', engine);
+  const batch = (n) => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += 1) engine.estimate(config);
+    return (performance.now() - t0) / n;
+  };
+  for (const t0 = performance.now(); performance.now() - t0 < 300;) batch(10); // warm up: let the engine tier up
+  const calls = Math.max(20, Math.ceil(100 / Math.max(batch(20), 1e-4))); // ~100 ms a round
+  const rounds = Array.from({ length: 9 }, () => batch(calls) * 1000);
+  return { us: rounds.sort((a, b) => a - b)[4], calls, config: Object.keys(config).length };
 }
 
-const own = await sizes(OWN);
-const vendor = await sizes(VENDOR);
-const lazy = await sizes(LAZY);
-console.log('Asset sizes (gzip -9):');
-console.log(own.rows.join('\n'));
-console.log(vendor.rows.join('\n'));
-console.log(`own assets:            ${kb(own.gz)} gzip (${kb(own.raw)} raw)`);
-console.log(`own assets + Chart.js: ${kb(own.gz + vendor.gz)} gzip`);
-console.log('Loaded on first use (tools module, planner worker, embed views):');
-console.log(lazy.rows.join('\n'));
-console.log(`on first use:          ${kb(lazy.gz)} gzip`);
+// Installed before any script of the page: when #total first shows a figure, and the frame after.
+function watchHeadline() {
+  const b = { result: NaN, frame: NaN };
+  window.benchHeadline = b;
+  const mo = new MutationObserver(() => {
+    const el = document.getElementById('total');
+    if (!el || !/\d/.test(el.textContent)) return;
+    mo.disconnect();
+    b.result = performance.now();
+    requestAnimationFrame(() => { b.frame = performance.now(); });
+  });
+  mo.observe(document, { childList: true, subtree: true, characterData: true });
+}
 
-const { server, url } = await serve({ port: 0 });
+/** A cold load of the page (a fresh context: nothing cached), once the network is idle. */
+async function openPage(browser, target) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.addInitScript(watchHeadline);
+  const page = await context.newPage();
+  await page.goto(`${target.url}index.html`);
+  await page.waitForFunction(() => Number.isFinite(window.benchHeadline.frame), null, { timeout: 60_000 });
+  await page.waitForLoadState('networkidle');
+  return { context, page };
+}
+
+async function coldLoad(browser, target) {
+  const { context, page } = await openPage(browser, target);
+  const t = await page.evaluate(() => {
+    const mark = (name) => performance.getEntriesByName(name)[0]?.startTime ?? NaN;
+    return {
+      ...window.benchHeadline,
+      fcp: mark('first-contentful-paint'),
+      pageResultFrame: mark('trainmem:first-result-frame'),
+      pageChart: mark('trainmem:first-chart'),
+      pageFrame: mark('trainmem:first-frame'),
+      resources: [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
+        .map((e) => ({ name: e.name, end: e.responseEnd, wire: e.encodedBodySize })),
+    };
+  });
+  await context.close();
+  return t;
+}
+
+async function keystrokes(browser, target, estimateArgs) {
+  const { context, page } = await openPage(browser, target);
+  const input = await page.evaluate(async (n) => {
+    const el = document.getElementById('f-num_layers');
+    const total = document.getElementById('total');
+    const nextFrame = () => new Promise((r) => requestAnimationFrame(() => r(performance.now())));
+    let changedAt = NaN;
+    new MutationObserver(() => { if (Number.isNaN(changedAt)) changedAt = performance.now(); })
+      .observe(total, { childList: true, subtree: true, characterData: true, attributes: true });
+    const out = { headline: [], sync: [], frame: [] };
+    for (let i = 0; el && i < n; i += 1) {
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      const before = total.textContent;
+      changedAt = NaN;
+      const t0 = performance.now();
+      el.value = String(i % 2 ? 32 : 40);
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      const t1 = performance.now();
+      const changedInHandler = total.textContent !== before;
+      out.frame.push((await nextFrame()) - t0);
+      for (let w = 0; !changedInHandler && Number.isNaN(changedAt) && w < 100; w += 1) await new Promise((r) => setTimeout(r, 10));
+      out.sync.push(t1 - t0);
+      out.headline.push(changedInHandler ? t1 - t0 : changedAt - t0);
+    }
+    return { ...out, found: Boolean(el), recompute: window.trainmemStats?.lastRecomputeMs };
+  }, KEYSTROKES);
+  let estimate;
+  try {
+    estimate = await page.evaluate(`(${measureEstimate})(${JSON.stringify(estimateArgs)})`);
+  } catch (error) {
+    estimate = { us: NaN, error: error.message.split('\n')[0] };
+  }
+  await context.close();
+  return { input, estimate };
+}
+
+/** raw, gzip -9 (the .gz beside it when there is one) and brotli-or-raw sizes of a served file, cached. */
+function sizer(root) {
+  const cache = new Map();
+  return async (path) => {
+    if (!cache.has(path)) {
+      const body = await readFile(join(root, path));
+      const gz = await stat(join(root, `${path}.gz`)).then((s) => s.size, () => gzipSync(body, { level: 9 }).length);
+      cache.set(path, { raw: body.length, gz });
+    }
+    return cache.get(path);
+  };
+}
+
+/** A cold load's responses, split into own assets and Chart.js, with their sizes. */
+async function firstLoadBytes(target, load) {
+  const rows = [];
+  for (const r of load.resources) {
+    if (!r.name.startsWith(target.url)) continue;
+    let path = new URL(r.name).pathname.slice(new URL(target.url).pathname.length);
+    if (!path || path.endsWith('/')) path += 'index.html';
+    rows.push({ path, wire: r.wire, beforeFrame: r.end <= load.frame, ...(await target.size(path)) });
+  }
+  const sum = (list, key) => list.reduce((s, r) => s + r[key], 0);
+  const own = rows.filter((r) => !r.path.startsWith('vendor/'));
+  const early = own.filter((r) => r.beforeFrame);
+  return {
+    rows, own: { n: own.length, gz: sum(own, 'gz'), raw: sum(own, 'raw'), wire: sum(own, 'wire') },
+    all: { n: rows.length, gz: sum(rows, 'gz'), wire: sum(rows, 'wire') },
+    early: { n: early.length, gz: sum(early, 'gz') },
+  };
+}
+
+const out = await mkdtemp(join(tmpdir(), 'trainmem-bench-dist-'));
+await buildDist(out, { build: false });
+const distJs = await listFiles(join(out, 'js'));
+const hashedJs = (name) => `js/${distJs.find((f) => new RegExp(`^${name}\\.[0-9a-f]{8}\\.js$`).test(f))}`;
+const web = await serve({ port: 0 });
+const dist = await serve({ port: 0, root: out });
+const targets = [
+  { name: 'web/', what: 'web/ as is, uncompressed', url: web.url, size: sizer(WEB_ROOT), js: (n) => `js/${n}.js`, loads: [] },
+  { name: 'dist/', what: 'dist/, brotli', url: dist.url, size: sizer(out), js: hashedJs, loads: [] },
+];
+
+const node = await measureEstimate({
+  engineUrl: pathToFileURL(join(WEB_ROOT, 'js/engine.js')).href,
+  linkUrl: pathToFileURL(join(WEB_ROOT, 'js/link-config.js')).href,
+  wasmBinary: await readFile(join(WEB_ROOT, 'wasm/trainmem.wasm')),
+}).catch((error) => ({ us: NaN, error: error.message }));
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
-
-const firstResult = [];
-const firstChart = [];
-const firstFrame = [];
-for (let i = 0; i < RUNS; i += 1) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  await page.goto(`${url}index.html`);
-  await page.waitForSelector('body[data-ready="1"]');
-  await page.waitForFunction(() => performance.getEntriesByName('trainmem:first-frame').length > 0);
-  const t = await page.evaluate(() => ({
-    result: performance.getEntriesByName('trainmem:first-result-frame')[0]?.startTime ?? NaN,
-    chart: performance.getEntriesByName('trainmem:first-chart')[0].startTime,
-    frame: performance.getEntriesByName('trainmem:first-frame')[0].startTime,
-  }));
-  firstResult.push(t.result);
-  firstChart.push(t.chart);
-  firstFrame.push(t.frame);
-  await context.close();
+for (let i = 0; i < LOADS; i += 1) for (const t of targets) t.loads.push(await coldLoad(browser, t));
+for (const t of targets) {
+  Object.assign(t, await keystrokes(browser, t, { engineUrl: t.url + t.js('engine'), linkUrl: t.url + t.js('link-config') }));
+  t.bytes = await firstLoadBytes(t, t.loads.at(-1));
 }
-
-const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-const page = await context.newPage();
-await page.goto(`${url}index.html`);
-await page.waitForSelector('body[data-ready="1"]');
-const input = await page.evaluate(async (n) => {
-  const el = document.getElementById('f-num_layers');
-  const sync = [];
-  const frame = [];
-  for (let i = 0; i < n; i += 1) {
-    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-    const t0 = performance.now();
-    el.value = String(i % 2 ? 32 : 40);
-    el.dispatchEvent(new Event('input', { bubbles: true }));
-    sync.push(performance.now() - t0);
-    const t1 = await new Promise((r) => requestAnimationFrame((ts) => r(performance.now())));
-    frame.push(t1 - t0);
-  }
-  return { sync, frame, recompute: window.trainmemStats.lastRecomputeMs };
-}, 40);
-await context.close();
 await browser.close();
-server.close();
+web.server.close();
+dist.server.close();
+await rm(out, { recursive: true, force: true });
 
-console.log(`\nNavigation -> result painted (frame): median ${median(firstResult).toFixed(1)} ms`);
-console.log(`Navigation -> first chart rendered: median ${median(firstChart).toFixed(1)} ms over ${RUNS} cold loads (min ${Math.min(...firstChart).toFixed(1)}, max ${Math.max(...firstChart).toFixed(1)})`);
-console.log(`Navigation -> frame showing it:     median ${median(firstFrame).toFixed(1)} ms`);
-console.log(`Input -> chart updated (sync):      median ${median(input.sync).toFixed(2)} ms over ${input.sync.length} changes (max ${Math.max(...input.sync).toFixed(2)})`);
-console.log(`Input -> next frame:                median ${median(input.frame).toFixed(2)} ms`);
-console.log(`(figures are for ${fileURLToPath(WEB)} served from 127.0.0.1; headless Chromium, no GPU)`);
+// Details.
+for (const t of targets) {
+  const m = (key) => median(t.loads.map((l) => l[key]));
+  console.log(`\n== ${t.what} (${t.url}), ${LOADS} cold loads`);
+  console.log('First load (until the network is idle):');
+  for (const r of t.bytes.rows) {
+    console.log(`  ${r.path.padEnd(34)} ${kb(r.raw).padStart(9)} raw ${kb(r.gz).padStart(9)} gzip ${kb(r.wire).padStart(9)} wire${r.beforeFrame ? '' : '  (after the result frame)'}`);
+  }
+  console.log(`  own assets:            ${kb(t.bytes.own.gz)} gzip, ${kb(t.bytes.own.wire)} on the wire (${kb(t.bytes.own.raw)} raw) in ${t.bytes.own.n} requests`);
+  console.log(`  own assets + Chart.js: ${kb(t.bytes.all.gz)} gzip, ${kb(t.bytes.all.wire)} on the wire in ${t.bytes.all.n} requests`);
+  console.log(`  before the result frame: ${kb(t.bytes.early.gz)} gzip of own assets in ${t.bytes.early.n} requests`);
+  console.log(`Navigation -> headline shows a figure:   median ${ms(m('result'))}`);
+  console.log(`Navigation -> first frame showing it:    median ${ms(m('frame'))} (min ${ms(Math.min(...t.loads.map((l) => l.frame)))}, max ${ms(Math.max(...t.loads.map((l) => l.frame)))})`);
+  console.log(`Navigation -> first contentful paint:    median ${ms(m('fcp'))}`);
+  console.log(`Page marks: result frame ${ms(m('pageResultFrame'))}, first chart ${ms(m('pageChart'))}, frame showing it ${ms(m('pageFrame'))}`);
+  const inp = t.input;
+  if (!inp.found) console.log('Keystrokes: no #f-num_layers input on the page');
+  console.log(`Keystroke -> headline updated:           median ${ms(median(inp.headline), 2)} over ${inp.headline.length} changes (max ${ms(Math.max(...inp.headline), 2)})`);
+  console.log(`Input handler (sync):                    median ${ms(median(inp.sync), 2)}; input -> next frame median ${ms(median(inp.frame), 2)}; last recompute ${ms(inp.recompute, 2)}`);
+  console.log(`engine.estimate(default config) in Chromium: ${Number.isFinite(t.estimate.us) ? `${t.estimate.us.toFixed(1)} µs a call (median of 9 rounds of ${t.estimate.calls})` : `n/a (${t.estimate.error})`}`);
+}
+const fetched = new Set(targets[0].bytes.rows.map((r) => r.path));
+const notFetched = [];
+for (const dir of ['js', 'wasm', 'css']) for (const f of await listFiles(join(WEB_ROOT, dir))) if (!fetched.has(`${dir}/${f}`)) notFetched.push(`${dir}/${f}`);
+let lazy = 0;
+console.log('\nNot fetched by the first load (tools module, planner worker, the embed and the element):');
+for (const p of notFetched) {
+  const s = await targets[0].size(p);
+  lazy += s.gz;
+  console.log(`  ${p.padEnd(34)} ${kb(s.raw).padStart(9)} raw ${kb(s.gz).padStart(9)} gzip`);
+}
+console.log(`  in all:                ${kb(lazy)} gzip`);
+console.log(`engine.estimate(default config) in Node: ${Number.isFinite(node.us) ? `${node.us.toFixed(1)} µs a call (median of 9 rounds of ${node.calls})` : `n/a (${node.error})`}`);
+
+// The figures beside their targets.
+const verdict = (value, target) => (Number.isFinite(value) ? (value <= target ? 'met' : 'not met') : 'n/a');
+const rows = [
+  ['First frame showing the result, median', (t) => median(t.loads.map((l) => l.frame)), (v) => ms(v), TARGETS.frame, `≤ ${TARGETS.frame} ms`],
+  ['Keystroke -> updated headline, median', (t) => median(t.input.headline), (v) => ms(v, 2), TARGETS.keystroke, `≤ ${TARGETS.keystroke} ms`],
+  ['Own assets at first load, gzip', (t) => t.bytes.own.gz / 1024, (v, t) => `${v.toFixed(1)} KB, ${t.bytes.own.n} req`, TARGETS.ownKB, `≤ ${TARGETS.ownKB} KB`],
+  ['Estimate call, Chromium (default config)', (t) => t.estimate.us, (v) => (Number.isFinite(v) ? `${v.toFixed(1)} µs` : 'n/a'), TARGETS.estimateUs, `≤ ${TARGETS.estimateUs} µs`],
+  ['Estimate call, Node (default config)', () => node.us, (v) => (Number.isFinite(v) ? `${v.toFixed(1)} µs` : 'n/a'), TARGETS.estimateUs, `≤ ${TARGETS.estimateUs} µs`],
+];
+const cell = (s) => s.padEnd(30);
+console.log(`\n${'Figure (issue 15)'.padEnd(42)}${targets.map((t) => cell(t.what)).join('')}target`);
+for (const [label, value, format, target, targetText] of rows) {
+  console.log(`${label.padEnd(42)}${targets.map((t) => cell(`${format(value(t), t)} (${verdict(value(t), target)})`)).join('')}${targetText}`);
+}
+console.log(`(${LOADS} cold loads per target, interleaved; ${KEYSTROKES} keystrokes; headless Chromium on 127.0.0.1, no GPU; Chart.js not counted as own)`);

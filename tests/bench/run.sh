@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: prints figures (nothing is asserted). Native estimator speed, then the page's
-# size and timing figures in headless Chromium when the page benchmark is present.
+# size and timing figures in headless Chromium, web/ and the built dist/ (PAGE_LOADS cold loads
+# of each, default 15).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash tests/setup.sh
@@ -10,7 +11,7 @@ echo "== native estimator"
 build/tests/trainmem_bench
 echo "== native planner"
 build/tests/trainmem_plan_bench
-if [ -f tests/bench/page-bench.mjs ]; then
-  echo "== page"
-  node tests/bench/page-bench.mjs
-fi
+echo "== page"
+node web/scripts/vendor.mjs > /dev/null
+bash web/scripts/build-wasm.sh > /dev/null
+node tests/bench/page-bench.mjs "${PAGE_LOADS:-15}"

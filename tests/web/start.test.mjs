@@ -15,7 +15,7 @@ const freePort = () => new Promise((resolve) => {
   });
 });
 
-test('npm start serves the calculator: the page, the estimator module and Chart.js', { timeout: 300_000 }, async () => {
+test('npm start serves the built calculator: the page, the estimator module and Chart.js, compressed', { timeout: 300_000 }, async () => {
   const port = await freePort();
   const child = spawn('npm', ['start', '--silent'], {
     cwd: root, env: { ...process.env, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
@@ -34,12 +34,20 @@ test('npm start serves the calculator: the page, the estimator module and Chart.
       page = await fetch(base).then((r) => (r.ok ? r : null), () => null);
     }
     assert.ok(page, `npm start did not serve ${base} in time:\n${log}`);
-    assert.match(await page.text(), /<title>[^<]*trainmem/i);
-    const wasm = await fetch(`${base}wasm/trainmem.wasm`);
+    const html = await page.text();
+    assert.match(html, /<title>[^<]*trainmem/i);
+    // npm start serves dist/: content-hashed names, found in the page as a browser finds them.
+    const url = (pattern) => {
+      const m = pattern.exec(html);
+      assert.ok(m, `the page names no ${pattern.source}`);
+      return new URL(m[1], base).href;
+    };
+    const wasm = await fetch(url(/href="(wasm\/trainmem\.[0-9a-f]{8}\.wasm)"/), { headers: { 'accept-encoding': 'br' } });
     assert.equal(wasm.status, 200);
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
+    assert.equal(wasm.headers.get('content-encoding'), 'br');  // fetch() decodes it
     assert.equal(Buffer.from(await wasm.arrayBuffer()).subarray(0, 4).toString('hex'), '0061736d');  // \0asm
-    assert.equal((await fetch(`${base}vendor/chart.umd.js`)).status, 200);
+    assert.equal((await fetch(url(/src="(vendor\/chart\.umd\.[0-9a-f]{8}\.js)"/))).status, 200);
   } finally {
     try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
     await exited;

@@ -1,12 +1,13 @@
 // Pure page logic that needs no browser: the preset search, the import-kind detection, and what
-// the page, the embed view and the element share (the palette, the verdict).
+// the page, the embed view and the element share (the palette, the verdict, the headline figure
+// and the overhead rows).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { filterPresets, sizeText } from '../../web/js/preset-picker.js';
 import { detectKind } from '../../web/js/import-panel.js';
 import { PALETTE, paletteDeclarations } from '../../web/js/palette.js';
-import { compareRows, segmentsOf, stageSeries } from '../../web/js/results.js';
+import { compareRows, headlineOf, markHeadline, overheadLines, segmentsOf, stageSeries } from '../../web/js/results.js';
 import { verdictOf } from '../../web/js/verdict.js';
 import { SINGLE_GPU, loadEngine } from './load.mjs';
 
@@ -82,4 +83,50 @@ test('verdict: one wording for every view; none without a capacity', () => {
   assert.equal(verdictOf(100e9, 80e9, 'GB').text, 'Does not fit · 20.00 GB over (125% of capacity)');
   assert.equal(verdictOf(1, null, 'GiB'), null);
   assert.equal(verdictOf(Number.NaN, 1, 'GiB'), null);
+});
+
+// ---- the headline and the overhead rows (issue 15, items 1 and 3) ----
+
+const trainmemResult = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, ...SINGLE_GPU,
+  tensor_model_parallel_size: 2, data_parallel_size: 4, gpu_memory_bytes: 80 * 2 ** 30 });
+
+test("headline: the picked figure's bytes as a whole number; total for the reference profiles; none without a result", () => {
+  const r = trainmemResult;
+  assert.ok(r.ok && !Number.isInteger(r.reserved_bytes), 'the case needs a fractional figure');
+  assert.deepEqual(headlineOf(r, 'reserved'), { key: 'reserved', label: 'reserved', bytes: Math.round(r.reserved_bytes) });
+  assert.equal(headlineOf(r, 'nonsense').key, 'device');
+  const ref = engine.estimate({ ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, ...SINGLE_GPU, profile: 'megatron-bridge' });
+  assert.deepEqual(headlineOf(ref, 'device'), { key: 'total', label: 'total', bytes: Math.round(ref.total_bytes) });
+  assert.equal(headlineOf({ ok: false, issues: [] }), null);
+  const node = { dataset: {} };
+  markHeadline(node, { key: 'device', bytes: 1e21 });
+  assert.deepEqual(node.dataset, { bytes: '1000000000000000000000', figure: 'device' });
+  markHeadline(node, null);
+  assert.deepEqual(node.dataset, {});
+});
+
+test("overhead rows are the core's lines: they stack from allocated to reserved to device, the workspaces are no row", () => {
+  const r = trainmemResult;
+  const lines = overheadLines(r, 'device');
+  assert.deepEqual(lines.map((o) => [o.key, o.adds_to]), r.overheads.lines.map((o) => [o.key, o.adds_to]));
+  assert.ok(!lines.some((o) => /workspace/.test(o.key)), 'a workspace row');
+  const sum = (figure) => lines.filter((o) => o.adds_to === figure).reduce((s, o) => s + o.bytes, 0);
+  assert.ok(Math.abs(r.allocated_bytes + sum('reserved') - r.reserved_bytes) < 1e-3);
+  assert.ok(Math.abs(r.reserved_bytes + sum('device') - r.device_bytes) < 1e-3);
+  for (const figure of ['allocated', 'reserved', 'device']) {
+    const included = overheadLines(r, figure).filter((o) => o.included).map((o) => o.key);
+    assert.deepEqual(included, lines.filter((o) => ['reserved', 'device'].indexOf(o.adds_to) < ['allocated', 'reserved', 'device'].indexOf(figure)).map((o) => o.key), figure);
+    // The chart's segments (and the element's rows) add up to the figure shown.
+    const total = segmentsOf(r, () => [], figure, (c) => c).reduce((s, seg) => s + seg.bytes, 0);
+    assert.ok(Math.abs(total - r[`${figure}_bytes`]) < 1e-3, `${figure}: segments ${total}, figure ${r[`${figure}_bytes`]}`);
+  }
+});
+
+test('an overhead line the page does not know is still shown, by its key, in the fallback colour', () => {
+  const r = structuredClone(trainmemResult);
+  r.overheads.lines.push({ key: 'cuda_graphs', bytes: 2 ** 20, adds_to: 'device' });
+  const line = overheadLines(r, 'device').at(-1);
+  assert.deepEqual([line.key, line.label, line.color, line.included], ['cuda_graphs', 'cuda_graphs', '--c-overhead', true]);
+  assert.equal(overheadLines(r, 'reserved').at(-1).included, false);
+  assert.ok(segmentsOf(r, () => [], 'device', (c) => c).some((s) => s.label === 'cuda_graphs' && s.bytes === 2 ** 20));
 });

@@ -5,7 +5,7 @@ import { createEngine } from './engine.js';
 import { GpuChart } from './charts.js';
 import { ResultsView, segmentsOf } from './results.js';
 import { adoptPalette, applyTheme } from './theme.js';
-import { linkProblems, restoreLink, splitViewOptions } from './link-config.js';
+import { estimateView, linkProblems, restoreLink, splitViewOptions } from './link-config.js';
 import { formatSize } from './format.js';
 import { formulaLookup } from './formulas.js';
 
@@ -26,7 +26,7 @@ function render() {
   const { state, theme } = splitViewOptions(location.hash);
   applyTheme(theme);
   const link = restoreLink(state, engine);
-  const result = engine.estimate(link.config, { verbose: true });
+  const { result, capacity } = estimateView(engine, link, { verbose: true });
   $('open-full').href = `index.html${state ? `#${state}` : ''}`;
   $('model-name').textContent = link.name;
   document.title = `${link.name} · trainmem`;
@@ -34,14 +34,16 @@ function render() {
   const issues = $('general-issues');
   issues.hidden = problems.length === 0;
   issues.replaceChildren(...problems.map((text) => Object.assign(document.createElement('p'), { textContent: text })));
-  if (!result.ok) {
-    view.renderSummary(null, link.capacity, link.gpuLabel, link.unit, true);
+  if (!result.ok) { // the issues instead of a figure: nothing of an earlier state stays
+    view.renderSummary(null, capacity, link.gpuLabel, link.unit, true);
+    view.clearTable();
+    chart?.update([], capacity, '', link.unit);
     return;
   }
-  view.renderSummary(result, link.capacity, link.gpuLabel, link.unit, false, link.figure);
+  view.renderSummary(result, capacity, link.gpuLabel, link.unit, false, link.figure);
   view.renderTable(result, link.unit, link.figure);
-  const label = Number.isFinite(link.capacity) ? `${link.gpuLabel} ${formatSize(link.capacity, link.unit)}` : '';
-  chart?.update(segmentsOf(result, formulaLookup(result), link.figure), link.capacity, label, link.unit);
+  const label = Number.isFinite(capacity) ? `${link.gpuLabel} ${formatSize(capacity, link.unit)}` : '';
+  chart?.update(segmentsOf(result, formulaLookup(result), link.figure), capacity, label, link.unit);
 }
 
 async function start() {

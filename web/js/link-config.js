@@ -10,9 +10,9 @@
 // shows a result: the model's shapes from the link's preset (else the start preset) and the
 // required training fields from the preset, else from START. A value the core rejects is
 // dropped and falls back the same way.
-import { PAGE_KEYS, decodeState } from './url-state.js';
+import { FIELD_KEYS, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
-import { DEFAULT_FIGURE } from './results.js';
+import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { applicableFields } from './layout.js';
 
 export const THEMES = ['light', 'dark', 'auto'];
@@ -102,6 +102,56 @@ export function coreConfig(specs, fields, capacity, resolved = null) {
     if (fields[name] !== undefined) config[name] = fields[name];
   }
   return { names, config: withCapacity(specs, config, capacity) };
+}
+
+/**
+ * The one path from a view's state to what it shows, which the page (on every input), the embed
+ * view and the element all take: the config the core gets, the core's result and the headline
+ * figure. `resolved` is the page's last result's config (null for a state read from a link).
+ * @param {import('./engine.js').Engine} engine
+ * @param {{fields: Record<string, unknown>, gpu: string, capacityText: string, unit: string, figure: string}} state
+ * @param {{resolved?: object|null, verbose?: boolean}} [options]
+ */
+export function estimateView(engine, { fields, gpu, capacityText, unit, figure }, { resolved = null, verbose = false } = {}) {
+  const capacity = gpuCapacity(engine, gpu, capacityText, unit);
+  const { names, config } = coreConfig(fieldSpecs(engine), fields, capacity, resolved);
+  const result = engine.estimate(config, { verbose });
+  return { capacity, names, config, result, headline: headlineOf(result, figure) };
+}
+
+/** The part of a restored link the page keeps as its editable state (a preset by id). */
+export function editableState(link) {
+  return { fields: link.fields, preset: link.preset?.id ?? null, gpu: link.gpu, capacityText: link.capacityText, unit: link.unit, figure: link.figure };
+}
+
+// ---- the element's attributes ----
+
+/** The element's own attributes, which are no link keys. */
+const ELEMENT_OWN = new Set(['theme', 'class', 'id', 'style', 'hidden', 'lang', 'dir', 'title', 'slot']);
+// HTML lowercases attribute names ("L" arrives as "l"): a lowercase name finds its link key. "v"
+// stays the link format version, so vocab_size ("V") is written by its Megatron name.
+const KEY_OF_ATTRIBUTE = new Map([...Object.values(FIELD_KEYS), ...Object.values(PAGE_KEYS)]
+  .filter((key) => key.toLowerCase() !== 'v').map((key) => [key.toLowerCase(), key]));
+
+/** The attributes an element observes: every link key and field name HTML can spell. */
+export const ELEMENT_ATTRIBUTES = Object.freeze(['theme', 'preset', 'v', ...KEY_OF_ATTRIBUTE.keys(), ...Object.keys(FIELD_KEYS)]);
+
+/** The attribute a field is written as: its link key where HTML keeps its spelling, else its Megatron name. */
+export const attributeOf = (name) => (keyOf(name) === keyOf(name).toLowerCase() ? keyOf(name) : name);
+
+/**
+ * An element's attributes ({name, value} in document order) as a link state, "m=llama-3.1-70b&tp=8&...":
+ * `preset` is the link's `m`, the element's own attributes (theme, class, data-*, aria-*, ...) are left out.
+ * @param {Iterable<{name: string, value: string}>} attributes
+ */
+export function linkOfAttributes(attributes) {
+  const pairs = [];
+  for (const { name, value } of attributes) {
+    if (ELEMENT_OWN.has(name) || name.startsWith('data-') || name.startsWith('aria-')) continue;
+    const key = name === 'preset' ? PAGE_KEYS.preset : KEY_OF_ATTRIBUTE.get(name) ?? name;
+    pairs.push(`${escapeText(key)}=${escapeText(value)}`);
+  }
+  return pairs.join('&');
 }
 
 /**

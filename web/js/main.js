@@ -11,7 +11,7 @@ import { adoptPalette } from './theme.js';
 import { formatSize } from './format.js';
 import { MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
-import { CUSTOM_GPU, START, coreConfig, gpuCapacity, gpuLabel, presetById, restoreLink, withCapacity } from './link-config.js';
+import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
 import { showLinkNotice } from './link-notice.js';
 import { PresetPicker } from './preset-picker.js';
 import { ImportPanel } from './import-panel.js';
@@ -76,8 +76,9 @@ function configFor(fields) {
 
 function recompute() {
   const t0 = performance.now();
-  const { names, config } = configFor(state.fields);
-  const result = engine.estimate(config, { verbose: true });
+  // The path the embed view and the element take too (link-config.js), from the page's state.
+  const { names, result } = estimateView(engine, state, { resolved: lastOk?.result.config, verbose: true });
+  form.showApplicable(names);
   const t1 = performance.now();
   if (result.ok) {
     lastOk = { result, names };
@@ -105,7 +106,12 @@ function render(stale) {
   ui.capacityError.textContent = 'Enter a size such as 96 GB or 80 GiB.';
   const result = lastOk?.result;
   view.renderSummary(result, capacity, currentGpuLabel(), unit, stale, figure);
-  if (!result) return;
+  if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
+    view.clearTable();
+    gpuChart?.update([], capacity, '', unit);
+    ui.stagesCard.hidden = true;
+    return;
+  }
   const capacityLabel = Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '';
   const stages = result.stages ?? [];
   ui.stagesCard.hidden = stages.length < 2;
@@ -145,13 +151,14 @@ function linkState() {
   };
 }
 
-/** Puts a link's state (link-config.js) on the page and names in a notice what it did not use. */
+/**
+ * Puts a link's state (link-config.js) on the page and names in a notice what it did not use. The
+ * embed view's options (theme) are no state here either: "#theme=dark" is the fresh page.
+ */
 function applyLink(fragment) {
-  const link = restoreLink(fragment, engine);
-  Object.assign(state, {
-    fields: link.fields, preset: link.preset?.id ?? null, gpu: link.gpu, capacityText: link.capacityText,
-    unit: link.unit, figure: link.figure,
-  });
+  const link = restoreLink(splitViewOptions(fragment).state, engine);
+  Object.assign(state, editableState(link));
+  lastOk = null; // a new state: the result of the one before is not kept as this one's
   compare.pin = link.pin;
   importedLabel = null;
   showLinkNotice(ui.notice, link.rejected, link.notes);

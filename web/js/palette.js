@@ -1,7 +1,8 @@
 // The category colours: one colour per tensor class and part, activations, the peak's temporaries
-// and each runtime overhead, in a light and a dark scheme. The page's charts and breakdown table,
-// the embed view and the <trainmem-calculator> element all take them from here, as the custom
-// properties --c-<name> (charts read them back with theme.js's cssColor).
+// and each runtime overhead line (`overhead` for a line the page has no colour of its own for), in
+// a light and a dark scheme. The page's charts and breakdown table, the embed view and the
+// <trainmem-calculator> element all take them from here, as the custom properties --c-<name>
+// (charts read them back with theme.js's cssColor).
 // The page chrome (background, text, ok/bad) stays in app.css: it must be there before any
 // script runs, while these colours are only ever drawn by script.
 
@@ -30,7 +31,7 @@ export const PALETTE = Object.freeze({
     allocator: '#8a929e',
     context: '#6b7380',
     nccl: '#4f5662',
-    workspace: '#b4bac4',
+    overhead: '#b4bac4',
   }),
   dark: Object.freeze({
     'weights-dense': '#5b8ff0',
@@ -56,7 +57,7 @@ export const PALETTE = Object.freeze({
     allocator: '#9aa2ad',
     context: '#7d8592',
     nccl: '#5f6773',
-    workspace: '#c3c8d0',
+    overhead: '#c3c8d0',
   }),
 });
 

@@ -3,7 +3,7 @@
 import { cssColor } from './theme.js';
 import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
-import { elementsById } from './dom.js';
+import { elementsById, escapeHtml } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -16,20 +16,22 @@ export const CATEGORIES = [
 
 /** The figures a trainmem result can be compared with a GPU's capacity by. */
 export const FIGURES = {
-  allocated: { label: 'allocated', long: 'allocated (torch max_memory_allocated)' },
-  reserved: { label: 'reserved', long: 'reserved (torch max_memory_reserved)' },
-  device: { label: 'device', long: 'device (what nvidia-smi shows)' },
+  allocated: { label: 'allocated', row: 'Allocated', long: 'allocated (torch max_memory_allocated)', note: 'the peak: torch max_memory_allocated' },
+  reserved: { label: 'reserved', row: 'Reserved', long: 'reserved (torch max_memory_reserved)', note: 'torch max_memory_reserved' },
+  device: { label: 'device', row: 'Device', long: 'device (what nvidia-smi shows)', note: 'what nvidia-smi shows' },
 };
 export const DEFAULT_FIGURE = 'device';
 
-/** Runtime lines between allocated, reserved and device bytes, in stacking order. */
-const OVERHEADS = [
-  { key: 'allocator_bytes', label: 'Allocator caching and fragmentation', from: 'reserved', color: '--c-allocator' },
-  { key: 'cuda_context_bytes', label: 'CUDA context', from: 'device', color: '--c-context' },
-  { key: 'nccl_bytes', label: 'NCCL buffers', from: 'device', color: '--c-nccl' },
-  { key: 'workspace_bytes', label: 'Library workspaces', from: 'device', color: '--c-workspace' },
-];
-const FIGURE_RANK = { allocated: 0, reserved: 1, device: 2 };
+// How the page draws the core's lines between allocated, reserved and device bytes
+// (overheads.lines); a line the table does not know is drawn with its key as its label.
+const LINE_LOOKS = {
+  caching_allocator: { label: 'Allocator caching and fragmentation', color: '--c-allocator' },
+  cuda_context: { label: 'CUDA context', color: '--c-context' },
+  nccl: { label: 'NCCL buffers', color: '--c-nccl' },
+};
+const OTHER_LINE = { color: '--c-overhead' };
+/** The figures in stacking order: each adds its lines to the one before. */
+const FIGURE_ORDER = ['allocated', 'reserved', 'device'];
 
 const isTrainmem = (result) => result?.profile === 'trainmem' && Number.isFinite(result?.device_bytes);
 
@@ -43,6 +45,27 @@ export function figureOf(result, figure = DEFAULT_FIGURE) {
   return { key, bytes: result[`${key}_bytes`], label: FIGURES[key].label };
 }
 
+/**
+ * The figure a view's headline shows, as every view shows it: `key` (allocated, reserved or
+ * device; total for the reference profiles) and `bytes`, the core's figure rounded to whole bytes.
+ * null when the result has no figure (the view shows its issues instead).
+ */
+export function headlineOf(result, figure = DEFAULT_FIGURE) {
+  if (!result?.ok) return null;
+  const fig = figureOf(result, figure);
+  return Number.isFinite(fig.bytes) ? { ...fig, bytes: Math.round(fig.bytes) } : null;
+}
+
+/** Marks a headline element with the figure it shows (data-bytes, data-figure), or unmarks it. */
+export function markHeadline(node, headline) {
+  if (headline) {
+    node.dataset.bytes = BigInt(headline.bytes).toString(); // digits, also beyond 2^53 (no "1e+21")
+    node.dataset.figure = headline.key;
+  } else {
+    delete node.dataset.bytes;
+    delete node.dataset.figure;
+  }
+}
 
 /**
  * What sits on the GPU at the peak besides model state and activations: the step's temporaries
@@ -59,11 +82,16 @@ export function peakParts(result) {
   return { activation: m.peak_activation_bytes, temporary: m.peak_temporary_bytes, label: 'Temporaries at the peak' };
 }
 
-/** The overhead lines a figure includes (allocated: none; reserved: allocator; device: all). */
+/**
+ * The core's lines between allocated, reserved and device bytes (overheads.lines), in stacking
+ * order, each with its label and colour and whether `figure` includes it.
+ * @returns {{key: string, bytes: number, adds_to: string, label: string, color: string, included: boolean}[]}
+ */
 export function overheadLines(result, figure) {
-  if (!isTrainmem(result) || !result.overheads) return [];
-  return OVERHEADS.map((o) => ({ ...o, bytes: result.overheads[o.key] ?? 0,
-    included: FIGURE_RANK[figure] >= FIGURE_RANK[o.from] }));
+  if (!isTrainmem(result)) return [];
+  const rank = FIGURE_ORDER.indexOf(figure);
+  return (result.overheads?.lines ?? []).filter((line) => FIGURE_ORDER.indexOf(line.adds_to) > 0)
+    .map((line) => ({ ...line, label: line.key, ...OTHER_LINE, ...LINE_LOOKS[line.key], included: rank >= FIGURE_ORDER.indexOf(line.adds_to) }));
 }
 export const PARTS = [
   { key: 'dense', label: 'dense' },
@@ -102,7 +130,7 @@ export function segmentsOf(result, formulas, figure = DEFAULT_FIGURE, color = cs
   for (const o of overheadLines(result, fig)) {
     segments.push({
       key: o.key, label: o.label, bytes: o.included ? o.bytes : 0, color: color(o.color),
-      formula: [`Included in the ${FIGURES[o.from].long} figure`],
+      formula: [`Included in the ${FIGURES[o.adds_to].long} figure`],
     });
   }
   return segments;
@@ -122,29 +150,31 @@ export class ResultsView {
     this.ui = elementsById(VIEW_IDS);
   }
 
-  /** Headline: the total, the capacity and whether it fits. */
+  /** Headline: the figure (headlineOf), the capacity and whether it fits. */
   renderSummary(result, capacity, gpuName, unit, stale, figure = DEFAULT_FIGURE) {
     const { ui } = this;
-    const fig = figureOf(result, figure);
-    const total = fig.bytes;
+    const headline = headlineOf(result, figure);
+    const key = headline?.key ?? figureOf(result, figure).key;
     const stage = isTrainmem(result) && (result.stages?.length ?? 0) > 1 ? ` (pipeline stage ${result.most_loaded_stage})` : '';
     setText(ui.eyebrow, isTrainmem(result)
-      ? `Most-loaded GPU${stage} · ${FIGURES[fig.key].long}`
+      ? `Most-loaded GPU${stage} · ${FIGURES[key].long}`
       : 'Most-loaded GPU needs');
     ui.figureSwitch.hidden = !isTrainmem(result);
-    setText(ui.total, formatBytes(total, unit));
-    ui.total.title = formatExactBytes(total);
+    setText(ui.total, formatBytes(headline?.bytes, unit));
+    ui.total.title = formatExactBytes(headline?.bytes);
+    markHeadline(ui.total, headline);
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);
     ui.stale.hidden = !stale;
-    if (!Number.isFinite(total) || !Number.isFinite(capacity)) {
+    const verdict = verdictOf(headline?.bytes, capacity, unit);
+    if (!verdict) {
       ui.verdict.className = 'verdict';
-      setText(ui.verdict, Number.isFinite(total) ? 'Enter a capacity to compare' : '');
+      setText(ui.verdict, headline ? 'Enter a capacity to compare' : '');
       ui.meterFill.style.width = '0%';
       return;
     }
-    const { fits, used, text } = verdictOf(total, capacity, unit);
+    const { fits, used, text } = verdict;
     ui.verdict.className = `verdict ${fits ? 'fits' : 'over'}`;
     setText(ui.verdict, text);
     ui.meterFill.style.width = `${Math.min(100, used * 100).toFixed(1)}%`;
@@ -175,23 +205,34 @@ export class ResultsView {
     rows.push(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`);
     const fig = figureOf(result, figure).key;
     if (trainmem) {
-      rows.push(`<tr>${th('temporary', peak.label)}${span}${cell(peak.temporary)}</tr>`);
-      const mark = (key) => (key === fig ? ' compared' : '');
-      rows.push(`<tr class="total-row${mark('allocated')}">${th('', 'Allocated', 'the peak: torch max_memory_allocated')}${span}${cell(result.allocated_bytes)}</tr>`);
-      const lines = overheadLines(result, fig);
+      const workspaces = result.overheads?.workspace_bytes ?? 0;
+      const libraries = 'library workspaces (cuBLAS, Transformer Engine)';
+      const workspaceNote = workspaces > 0 && workspaces < peak.temporary ? `${formatBytes(workspaces, unit)} of it ${libraries}`
+        : workspaces > 0 && workspaces === peak.temporary ? `the ${libraries}` : '';
+      rows.push(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`);
       // The NCCL line names its communicators and their sizes (group name × GPUs).
-      const groups = (result.overheads.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
-      const ncclNote = `${result.overheads.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;
-      const line = (o) => `<tr>${th(o.key, o.label, o.key === 'nccl_bytes' ? ncclNote : '')}${span}${cell(o.bytes)}</tr>`;
-      rows.push(line(lines[0]));
-      rows.push(`<tr class="total-row${mark('reserved')}">${th('', 'Reserved', 'torch max_memory_reserved')}${span}${cell(result.reserved_bytes)}</tr>`);
-      rows.push(...lines.slice(1).map(line));
-      rows.push(`<tr class="total-row${mark('device')}">${th('', 'Device', 'what nvidia-smi shows')}${span}${cell(result.device_bytes)}</tr>`);
+      const groups = (result.overheads?.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
+      const ncclNote = `${result.overheads?.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;
+      // Each figure in turn: the core's lines that add up to it from the one before, then the figure.
+      const lines = overheadLines(result, fig);
+      for (const key of FIGURE_ORDER) {
+        for (const o of lines.filter((line) => line.adds_to === key)) {
+          rows.push(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '')}${span}${cell(o.bytes)}</tr>`);
+        }
+        const bytes = result[`${key}_bytes`];
+        rows.push(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note)}${span}${cell(bytes)}</tr>`);
+      }
     } else {
       rows.push(`<tr class="total-row compared">${th('', 'Total')}${span}${cell(result.total_bytes)}</tr>`);
     }
     this.ui.tableHead.innerHTML = head;
     this.ui.tableBody.innerHTML = rows.join('');
+  }
+
+  /** An empty breakdown, for a state that has no result. */
+  clearTable() {
+    this.ui.tableHead.replaceChildren();
+    this.ui.tableBody.replaceChildren();
   }
 
   /** Moments of the step, the most-loaded stage, CPU per node, minimum devices, DeepSpeed's figures. */
@@ -323,7 +364,8 @@ export function stageSeries(result, figure = DEFAULT_FIGURE, color = cssColor) {
     series.push({ label: 'Temporaries at the peak', color: color('--c-temporary'),
       bytes: stages.map((s) => s.moments.peak_temporary_bytes) });
     if (fig !== 'allocated') {
-      series.push({ label: fig === 'device' ? 'Allocator, CUDA context, NCCL, workspaces' : 'Allocator caching and fragmentation',
+      const lines = overheadLines(result, fig).filter((o) => o.included).map((o) => o.label);
+      series.push({ label: lines.join(', ') || 'Runtime overheads',
         color: color('--c-allocator'), bytes: stages.map((s) => Math.max(0, s[`${fig}_bytes`] - s.total_bytes)) });
     }
   }

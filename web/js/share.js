@@ -1,10 +1,9 @@
 // What leaves the page: embed snippets, the result as JSON and CSV, the chart as PNG.
 // Nothing here computes a figure: it lays out what the core returned.
-import { keyOf, valueToText } from './url-state.js';
+import { valueToText } from './url-state.js';
 import { CATEGORIES, PARTS, overheadLines, peakParts } from './results.js';
-import { START } from './link-config.js';
-
-const escapeHtml = (s) => String(s).replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+import { START, attributeOf } from './link-config.js';
+import { escapeHtml } from './dom.js';
 
 /**
  * The two ways to put the calculator in another page.
@@ -45,7 +44,7 @@ export function elementAttributes({ fields, names, preset, gpu, capacity, unit, 
     const v = fields[name];
     if (v === undefined || v === null) continue;
     if (preset && JSON.stringify(preset.config[name]) === JSON.stringify(v)) continue;
-    attrs.push([keyOf(name), valueToText(v)]);
+    attrs.push([attributeOf(name), valueToText(v)]);
   }
   if (gpu) attrs.push(['gpu', gpu]);
   if (capacity) attrs.push(['cap', capacity]);
@@ -73,7 +72,7 @@ export function resultCsv(result) {
   const peak = peakParts(result);
   rows.push(['bytes', 'activations', '', result.activation_bytes]);
   if (result.profile === 'trainmem') rows.push(['bytes', 'temporaries_at_peak', '', peak.temporary]);
-  for (const o of overheadLines(result, 'device')) rows.push(['bytes', o.key.replace(/_bytes$/, ''), '', o.bytes]);
+  for (const o of overheadLines(result, 'device')) rows.push(['bytes', o.key, '', o.bytes]);
   for (const key of ['weight_and_optimizer_bytes', 'total_bytes', 'allocated_bytes', 'reserved_bytes', 'device_bytes', 'cpu_bytes']) {
     if (result[key] !== undefined) rows.push(['figure', key, '', result[key]]);
   }

@@ -12,13 +12,14 @@
 // Attributes are the share link's keys (url-state.js: preset or m, gpu, cap, u, fig, the short
 // field keys such as tp, pp, dp, s, b, or Megatron's field names), plus theme (light, dark, auto);
 // they are read as a link is (link-config.js), so the element shows what the page and the embed
-// view show for the same state. Changing an attribute recomputes. The element renders in its
-// shadow root with its own styles, so the host page's CSS neither leaks in nor is touched; it
-// needs no inline script or style.
+// view show for the same state. HTML lowercases attribute names: "l" is the link's "L", and
+// vocab_size is written by its name ("v" is the link format's version). The headline carries
+// data-bytes and data-figure, each row of the list its data-bytes. Changing an attribute
+// recomputes. The element renders in its shadow root with its own styles, so the host page's CSS
+// neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
-import { linkProblems, restoreLink } from './link-config.js';
-import { FIELD_KEYS, PAGE_KEYS } from './url-state.js';
-import { CATEGORIES, PARTS, figureOf, peakParts, overheadLines, FIGURES } from './results.js';
+import { ELEMENT_ATTRIBUTES, estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
+import { CATEGORIES, PARTS, peakParts, overheadLines, FIGURES, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
 import { verdictOf } from './verdict.js';
@@ -80,7 +81,6 @@ li span:last-child { font-variant-numeric: tabular-nums; font-weight: 600; }
 a { color: var(--accent); }
 `;
 
-const OWN = new Set(['theme', 'preset', 'class', 'id', 'style', 'hidden', 'lang', 'dir', 'title', 'slot']);
 const FULL_PAGE = new URL('../index.html', import.meta.url);
 let sheets = null;
 
@@ -103,7 +103,7 @@ const h = (tag, cls, text) => {
 
 export class TrainmemCalculator extends HTMLElement {
   static get observedAttributes() {
-    return ['theme', 'preset', ...Object.values(PAGE_KEYS), ...Object.keys(FIELD_KEYS), ...Object.values(FIELD_KEYS)];
+    return ELEMENT_ATTRIBUTES;
   }
 
   constructor() {
@@ -138,33 +138,29 @@ export class TrainmemCalculator extends HTMLElement {
 
   /** The attributes as a share-link state ("m=llama-3.1-70b&tp=8&..."). */
   state() {
-    const pairs = [];
-    for (const { name, value } of this.attributes) {
-      if (name === 'preset') pairs.push(['m', value]);
-      else if (!OWN.has(name) && !name.startsWith('data-') && !name.startsWith('aria-')) pairs.push([name, value]);
-    }
-    return pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
+    return linkOfAttributes(this.attributes);
   }
 
   render() {
     const state = this.state();
     const link = restoreLink(state, this.engine);
-    const result = this.engine.estimate(link.config);
+    const { result, capacity, headline } = estimateView(this.engine, link);
     const { unit } = link;
     const color = (name) => getComputedStyle(this).getPropertyValue(name).trim();
     const parts = [h('p', 'model', link.name)];
     const problems = linkProblems(link, result);
-    if (result.ok) {
-      const fig = figureOf(result, link.figure);
-      parts.unshift(h('p', 'eyebrow', result.profile === 'trainmem' ? `Most-loaded GPU · ${FIGURES[fig.key].long}` : 'Most-loaded GPU needs'));
-      const headline = h('p', 'headline');
-      const total = h('span', 'total', formatBytes(fig.bytes, unit));
-      total.title = formatExactBytes(fig.bytes);
-      headline.append(total, h('span', 'of', Number.isFinite(link.capacity) ? `of ${formatSize(link.capacity, unit)} · ${link.gpuLabel}` : ''));
-      parts.push(headline);
-      const verdict = verdictOf(fig.bytes, link.capacity, unit);
+    if (headline) {
+      parts.unshift(h('p', 'eyebrow', result.profile === 'trainmem' ? `Most-loaded GPU · ${FIGURES[headline.key].long}` : 'Most-loaded GPU needs'));
+      const headlineBox = h('p', 'headline');
+      const total = h('span', 'total', formatBytes(headline.bytes, unit));
+      total.title = formatExactBytes(headline.bytes);
+      markHeadline(total, headline);
+      headlineBox.append(total, h('span', 'of', Number.isFinite(capacity) ? `of ${formatSize(capacity, unit)} · ${link.gpuLabel}` : ''));
+      parts.push(headlineBox);
+      const verdict = verdictOf(headline.bytes, capacity, unit);
       if (verdict) parts.push(h('p', `verdict ${verdict.fits ? 'fits' : 'over'}`, verdict.text));
-      // Rows: each tensor class (its parts summed), activations, temporaries, overhead lines.
+      // Rows adding up to the figure: each tensor class (its parts summed), activations,
+      // temporaries, then the core's lines up to the figure.
       const rows = CATEGORIES.map((c) => ({
         label: c.label, color: color(`--c-${c.key}-dense`),
         bytes: PARTS.reduce((sum, p) => sum + (result.state?.[c.key]?.[p.key] ?? 0), 0),
@@ -172,12 +168,12 @@ export class TrainmemCalculator extends HTMLElement {
       const peak = peakParts(result);
       rows.push({ label: 'Activations', color: color('--c-activation'), bytes: peak.activation });
       if (peak.temporary > 0) rows.push({ label: peak.label, color: color('--c-temporary'), bytes: peak.temporary });
-      for (const o of overheadLines(result, fig.key)) if (o.included) rows.push({ label: o.label, color: color(o.color), bytes: o.bytes });
+      for (const o of overheadLines(result, headline.key)) if (o.included) rows.push({ label: o.label, color: color(o.color), bytes: o.bytes, line: o.key });
       const shown = rows.filter((r) => r.bytes > 0);
-      const scale = Math.max(fig.bytes, Number.isFinite(link.capacity) ? link.capacity : 0) * 1.02;
+      const scale = Math.max(headline.bytes, Number.isFinite(capacity) ? capacity : 0) * 1.02;
       const bar = h('div', 'bar');
       bar.setAttribute('role', 'img');
-      bar.setAttribute('aria-label', `${formatBytes(fig.bytes, unit)} on the most-loaded GPU; the list below gives each part`);
+      bar.setAttribute('aria-label', `${formatBytes(headline.bytes, unit)} on the most-loaded GPU; the list below gives each part`);
       for (const r of shown) {
         const seg = h('div', 'seg');
         seg.style.width = `${(100 * r.bytes / scale).toFixed(3)}%`; // CSSOM, not a style attribute: CSP-safe
@@ -185,21 +181,25 @@ export class TrainmemCalculator extends HTMLElement {
         seg.title = `${r.label}: ${formatBytes(r.bytes, unit)}`;
         bar.append(seg);
       }
-      if (Number.isFinite(link.capacity)) {
+      if (Number.isFinite(capacity)) {
         const cap = h('div', 'cap');
-        cap.style.left = `${(100 * link.capacity / scale).toFixed(3)}%`;
-        cap.title = `${link.gpuLabel} ${formatSize(link.capacity, unit)}`;
+        cap.style.left = `${(100 * capacity / scale).toFixed(3)}%`;
+        cap.title = `${link.gpuLabel} ${formatSize(capacity, unit)}`;
         bar.append(cap);
       }
       parts.push(bar);
       const list = h('ul');
       for (const r of shown) {
         const li = h('li');
+        li.dataset.bytes = String(r.bytes);
+        if (r.line) li.dataset.line = r.line;
         const name = h('span');
         const sw = h('span', 'sw');
         sw.style.background = r.color;
         name.append(sw, r.label);
-        li.append(name, h('span', '', formatBytes(r.bytes, unit)));
+        const value = h('span', '', formatBytes(r.bytes, unit));
+        value.title = formatExactBytes(r.bytes);
+        li.append(name, value);
         list.append(li);
       }
       parts.push(list);

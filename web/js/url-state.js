@@ -196,7 +196,7 @@ export function textToValue(text, type) {
 // A lone surrogate (half an emoji, cut by hand or by a truncation) would make encodeURIComponent
 // throw; it becomes U+FFFD both when reading and when writing.
 const wellFormed = (s) => String(s).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-const escapeText = (s) => encodeURIComponent(wellFormed(s)).replace(/%2C/gi, ',').replace(/%3A/gi, ':');
+export const escapeText = (s) => encodeURIComponent(wellFormed(s)).replace(/%2C/gi, ',').replace(/%3A/gi, ':');
 
 /** FNV-1a 32-bit, base 36: short, and enough to notice a cut or an edit (not a security check). */
 export function checksum(text) {

@@ -7,8 +7,11 @@
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <algorithm>
 #include <exception>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +22,7 @@
 #endif
 
 #include "trainmem/json_io.hpp"
+#include "trainmem/slots.hpp"
 #if TRAINMEM_WASM_TOOLS
 #include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
@@ -64,6 +68,40 @@ std::string gpus() {
 }
 
 std::string version() { return TRAINMEM_VERSION; }
+
+// ---- the page's fast path: numbers in, numbers out (core/include/trainmem/slots.hpp) ----
+// The page writes a config's slots (then moe_layer_freq's list) into the view slotInput returns,
+// calls estimateSlots, and reads the views of resultNumbers and the lines of resultText. The
+// buffers live here so that a call copies nothing; a view is asked for after any call that may
+// grow memory (the views of a grown memory are detached).
+std::vector<double> g_input;
+trainmem::SlotResult g_result;
+
+emscripten::val slot_input(size_t n_values) {
+  g_input.resize(n_values);
+  return emscripten::val(emscripten::typed_memory_view(g_input.size(), g_input.data()));
+}
+
+// n_slots of the input are the fields' slots, the rest moe_layer_freq's list; returns how many
+// result numbers there are.
+size_t estimate_slots(size_t n_slots) {
+  return guarded([&] {
+    const std::span<const double> input(g_input);
+    trainmem::estimate_slots(input.first(std::min(n_slots, input.size())),
+                             input.subspan(std::min(n_slots, input.size())), g_result);
+    return g_result.numbers.size();
+  });
+}
+
+emscripten::val result_numbers() {
+  return emscripten::val(emscripten::typed_memory_view(g_result.numbers.size(), g_result.numbers.data()));
+}
+
+std::string result_text() { return g_result.text; }
+
+std::string slot_tables() {
+  return guarded([] { return trainmem::slot_tables(); });
+}
 
 #if TRAINMEM_WASM_TOOLS
 // ---- imports and exports (core/include/trainmem/import.hpp, export.hpp) ----
@@ -157,6 +195,11 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("presets", &presets);
   emscripten::function("gpus", &gpus);
   emscripten::function("version", &version);
+  emscripten::function("slotInput", &slot_input);
+  emscripten::function("estimateSlots", &estimate_slots);
+  emscripten::function("resultNumbers", &result_numbers);
+  emscripten::function("resultText", &result_text);
+  emscripten::function("slotTables", &slot_tables);
 #if TRAINMEM_WASM_TOOLS
   emscripten::function("importHfConfig", &import_hf_config);
   emscripten::function("importMegatronArgs", &import_megatron_args);

@@ -316,6 +316,20 @@ export interface TrainmemModule {
   gpus(): string;
   /** the package version, e.g. "0.1.0" */
   version(): string;
+  /**
+   * The numeric fast path (core slots.hpp; web/js/slots.js encodes and decodes): a view of the
+   * input buffer, resized to `n` numbers (the fields' slots in field-table order, then
+   * moe_layer_freq's 0/1 list); ask for it again after any call, memory may have grown.
+   */
+  slotInput(n: number): Float64Array;
+  /** Estimates from the first `nSlots` input numbers; returns how many result numbers there are. */
+  estimateSlots(nSlots: number): number;
+  /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
+  resultNumbers(): Float64Array;
+  /** The result's texts, one per line: the summary, the training log's line, NCCL group names; or "field\tmessage" per issue. */
+  resultText(): string;
+  /** Once: "assumption|component|moment|overhead|figure\t<name>" lines, the names the numbers index. */
+  slotTables(): string;
 }
 
 /**

@@ -209,6 +209,8 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   expect(await paintedPixels(page, '#stage-chart') > 2000, 'stage chart is blank');
   const expertCol = await page.textContent('#breakdown-head');
   expect(expertCol.includes('Experts'), 'no expert column for an MoE model');
+  // The formulas come with the trace, which follows the figures once typing pauses.
+  await page.waitForFunction(() => document.getElementById('trace-body')?.children.length > 0);
   await page.hover('#gpu-chart', { position: { x: 60, y: 55 } });
   await page.waitForTimeout(100);
   const tip = await page.textContent('.chart-tip').catch(() => '');

@@ -2,6 +2,8 @@
 // core's JSON API as plain JS objects (JSON.stringify in, JSON.parse out).
 // Two modules: trainmem.mjs (the estimator: everything a result needs) and trainmem-tools.mjs (the
 // estimator plus importers, exporters and the planner), loaded on first use.
+import { SlotCodec } from './slots.js';
+
 /** @typedef {import('../../wasm/trainmem').TrainmemModule} TrainmemModule */
 /** @typedef {import('../../wasm/trainmem').TrainmemToolsModule} TrainmemToolsModule */
 
@@ -49,6 +51,8 @@ export class Engine {
     this.presets = JSON.parse(module.presets()).presets;
     this.gpus = JSON.parse(module.gpus()).gpus;
     this.version = module.version();
+    // The fast path (slots.js): numbers in, numbers out, no JSON per call.
+    this.codec = new SlotCodec(this.fieldSpecs, module.slotTables());
   }
 
   /**
@@ -56,6 +60,20 @@ export class Engine {
    * @param {{ verbose?: boolean }} [options] verbose adds "trace" (every quantity and its formula)
    */
   estimate(config, { verbose = false } = {}) {
+    const encoded = verbose ? null : this.codec.encode(config);
+    if (!encoded) return this.estimateJson(config, { verbose });
+    const { slots, layers } = encoded;
+    const input = this.module.slotInput(slots.length + layers.length);
+    input.set(slots);
+    input.set(layers, slots.length);
+    this.module.estimateSlots(slots.length);
+    // The text first: returning it may grow the module's memory, which detaches earlier views.
+    const text = this.module.resultText();
+    return this.codec.decode(this.module.resultNumbers(), text);
+  }
+
+  /** The same result through the JSON path (with `verbose`, the trace too). */
+  estimateJson(config, { verbose = false } = {}) {
     return JSON.parse(this.module.estimate(JSON.stringify(config), verbose));
   }
 

@@ -77,7 +77,7 @@ function configFor(fields) {
 function recompute() {
   const t0 = performance.now();
   // The path the embed view and the element take too (link-config.js), from the page's state.
-  const { names, result } = estimateView(engine, state, { resolved: lastOk?.result.config, verbose: true });
+  const { names, config, result } = estimateView(engine, state, { resolved: lastOk?.result.config });
   form.showApplicable(names);
   const t1 = performance.now();
   if (result.ok) {
@@ -96,6 +96,23 @@ function recompute() {
   document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
   const t3 = performance.now();
   Object.assign(window.trainmemStats, { lastRecomputeMs: t3 - t0, estimateMs: t1 - t0, formMs: t2 - t1, renderMs: t3 - t2 });
+  scheduleTrace(config, result);
+}
+
+// The trace (every intermediate quantity with its formula: the chart's tooltips and the table of
+// intermediates) needs the verbose call through the JSON path, twenty times the cost of the
+// numbers: it follows once typing pauses, after the answer is on screen.
+const TRACE_DELAY_MS = 120;
+let traceTimer = 0;
+function scheduleTrace(config, result) {
+  clearTimeout(traceTimer);
+  if (!result.ok) return;
+  traceTimer = setTimeout(() => {
+    if (lastOk?.result !== result) return;  // a newer result is on screen
+    result.trace = engine.estimateJson(config, { verbose: true }).trace ?? [];
+    render(lastStale);
+    document.body.dataset.trace = String(Number(document.body.dataset.trace ?? 0) + 1);
+  }, TRACE_DELAY_MS);
 }
 
 function render(stale) {

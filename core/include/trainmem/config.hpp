@@ -269,6 +269,10 @@ std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const 
 // Reads one field of `input` (std::monostate when unset; moe_layer_freq may be a list).
 FieldValue get_field(const ConfigInput& input, std::string_view name);
 
+// The same by position in field_specs(), for callers that go through every field.
+std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value);
+FieldValue get_field_at(const ConfigInput& input, size_t index);
+
 struct Resolved {
   Config config;
   std::vector<Issue> issues;  // empty when `config` is usable
@@ -280,6 +284,10 @@ struct Resolved {
 // ffn_hidden_size -> 4h, expert_tensor_parallel_size -> TP, moe_router_topk -> 2,
 // should_pad_vocab -> false, sequence_parallel -> false when TP = 1.
 Resolved resolve(const ConfigInput& input);
+
+// resolve() for an input whose reading already reported `read_issues`: those come first, and a
+// field rejected while reading is not reported again (as missing, say).
+Resolved resolve_read(const ConfigInput& input, std::vector<Issue> read_issues);
 
 // The resolved configuration written back as input, every field set except those that are
 // Megatron's None (no VPP, even split, ...). resolve(to_input(c)).config == c.

@@ -33,6 +33,8 @@ struct TraceEntry {
 using Trace = std::vector<TraceEntry>;
 
 enum class ComponentKind : uint8_t { dense_and_embedding, routed_experts, count };
+// The reference's name of a component ("dense parameters and optimizer", ...).
+std::string_view component_name(ComponentKind kind);
 
 // One model-state component (weights + gradients + master weights + optimizer states).
 struct ModelStateComponent {
@@ -66,7 +68,8 @@ struct StateBreakdown {
   }
 };
 
-enum class Moment : uint8_t { forward, backward, optimizer_step };
+enum class Moment : uint8_t { forward, backward, optimizer_step, count };
+std::string_view moment_name(Moment moment);  // "forward", "backward", "optimizer_step"
 
 // The moments of a training step whose largest is the peak (trainmem profile).
 struct Moments {
@@ -136,6 +139,10 @@ enum class Assumption : uint8_t {
   count
 };
 std::string_view assumption_text(Assumption);
+
+// The figures of the trainmem profile, and the lines between them (OverheadLine's names).
+inline constexpr std::string_view k_figure_names[] = {"allocated", "reserved", "device"};
+inline constexpr std::string_view k_overhead_keys[] = {"caching_allocator", "cuda_context", "nccl"};
 
 // One line between two of the figures (trainmem profile): allocated + the lines that add to
 // reserved = reserved; reserved + the lines that add to device = device.

@@ -763,6 +763,17 @@ std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const 
   return std::visit(FieldSetter{spec, value, is_null, input}, field->target);
 }
 
+std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value) {
+  const Field& field = fields().at(index);
+  const bool is_null = std::holds_alternative<std::monostate>(value);
+  return std::visit(FieldSetter{field.spec, value, is_null, input}, field.target);
+}
+
+FieldValue get_field_at(const ConfigInput& input, size_t index) {
+  const Field& field = fields().at(index);
+  return std::visit(FieldGetter{field.spec, input}, field.target);
+}
+
 FieldValue get_field(const ConfigInput& input, std::string_view name) {
   const Field* field = nullptr;
   for (const Field& f : fields())

@@ -339,4 +339,17 @@ Resolved resolve(const ConfigInput& in) {
   return out;
 }
 
+Resolved resolve_read(const ConfigInput& input, std::vector<Issue> read_issues) {
+  Resolved out = resolve(input);
+  if (read_issues.empty()) return out;
+  const size_t n_read = read_issues.size();
+  for (Issue& later : out.issues) {
+    bool seen = false;
+    for (size_t i = 0; i < n_read; ++i) seen |= read_issues[i].field == later.field;
+    if (!seen) read_issues.push_back(std::move(later));
+  }
+  out.issues = std::move(read_issues);
+  return out;
+}
+
 }  // namespace trainmem

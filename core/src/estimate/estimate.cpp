@@ -114,7 +114,7 @@ void set_components(Estimate& est, double dense_bytes_per_parameter, double dens
                     double expert_shard) {
   ModelStateComponent& dense = est.components[0];
   dense.kind = ComponentKind::dense_and_embedding;
-  dense.name = "dense parameters and optimizer";
+  dense.name = component_name(ComponentKind::dense_and_embedding);
   dense.parameter_count = est.params.dense_transformer + est.params.embedding;
   dense.parameter_count_per_gpu = est.params.dense_per_gpu;
   dense.bytes_per_parameter = dense_bytes_per_parameter;
@@ -124,7 +124,7 @@ void set_components(Estimate& est, double dense_bytes_per_parameter, double dens
   if (est.params.routed_experts > 0) {
     ModelStateComponent& routed = est.components[1];
     routed.kind = ComponentKind::routed_experts;
-    routed.name = "routed expert parameters and optimizer";
+    routed.name = component_name(ComponentKind::routed_experts);
     routed.parameter_count = est.params.routed_experts;
     routed.parameter_count_per_gpu = est.params.routed_per_gpu;
     routed.bytes_per_parameter = expert_bytes_per_parameter;
@@ -240,6 +240,16 @@ std::vector<StageParams> reference_stages(const Config& c) {
 }
 
 }  // namespace
+
+std::string_view component_name(ComponentKind kind) {
+  return kind == ComponentKind::routed_experts ? "routed expert parameters and optimizer"
+                                               : "dense parameters and optimizer";
+}
+
+std::string_view moment_name(Moment moment) {
+  static constexpr std::string_view names[] = {"forward", "backward", "optimizer_step"};
+  return names[size_t(moment)];
+}
 
 std::vector<StageParams> pipeline_stages(const Config& c) {
   if (c.profile != Profile::trainmem) return reference_stages(c);

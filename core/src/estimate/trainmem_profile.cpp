@@ -772,9 +772,9 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.device_bytes = best.summary.device_bytes;
   est.nccl = nccl;
   est.runtime_bytes = est.device_bytes - est.reserved_bytes;
-  est.overhead_lines = {{{"caching_allocator", est.reserved_bytes - est.total_bytes, "reserved"},
-                         {"cuda_context", c.cuda_context_bytes, "device"},
-                         {"nccl", nccl.bytes(), "device"}}};
+  est.overhead_lines = {{{k_overhead_keys[0], est.reserved_bytes - est.total_bytes, k_figure_names[1]},
+                         {k_overhead_keys[1], c.cuda_context_bytes, k_figure_names[2]},
+                         {k_overhead_keys[2], nccl.bytes(), k_figure_names[2]}}};
   est.n_overhead_lines = 3;
   est.cpu_bytes = best.state.cpu * double(c.gpus_per_node);
   est.params.per_gpu = best.state.params_local;

@@ -24,11 +24,10 @@ ordered config_json(const Config& config) {
 }
 
 ordered moments_json(const Moments& m) {
-  static constexpr const char* names[] = {"forward", "backward", "optimizer_step"};
   return ordered{{"forward", num(m.forward)},
                  {"backward", num(m.backward)},
                  {"optimizer_step", num(m.optimizer_step)},
-                 {"peak", names[size_t(m.peak_moment)]},
+                 {"peak", moment_name(m.peak_moment)},
                  {"peak_activation_bytes", num(m.peak_activation_bytes)},
                  {"peak_temporary_bytes", num(m.peak_temporary_bytes)}};
 }
@@ -260,14 +259,8 @@ Resolved resolve_config_json(std::string_view text, std::optional<Profile> profi
   for (const Issue& issue : out.issues)
     if (issue.field == "config") return out;  // malformed document: nothing more to check
 
-  Resolved resolved = resolve(parsed.input);
-  // A field rejected while reading would be reported again as missing: keep the first report.
-  const size_t n_read_issues = out.issues.size();
-  for (Issue& issue : resolved.issues) {
-    bool seen = false;
-    for (size_t i = 0; i < n_read_issues; ++i) seen |= out.issues[i].field == issue.field;
-    if (!seen) out.issues.push_back(std::move(issue));
-  }
+  Resolved resolved = resolve_read(parsed.input, std::move(out.issues));
+  out.issues = std::move(resolved.issues);
   if (out.issues.empty()) out.config = std::move(resolved.config);
   return out;
 }

@@ -1,0 +1,45 @@
+// Numbers in, numbers out: the page's path to an estimate on every keystroke, without building,
+// parsing and freeing JSON (which costs twenty times the estimate itself).
+//
+// A config is one slot per field in the field table's order (field_specs()): NaN when unset; the
+// value for a number; 0 or 1 for a boolean; the index into the field's choices for a choice; the
+// bit mask of the chosen entries for a choice list. moe_layer_freq given as a 0/1 list has -1 in
+// its slot and the list in `layer_list`.
+//
+// A result is the numbers write_result_slots() writes, in its order, and a few texts (the
+// summary, the training log's line, the NCCL communicators' names), one per line. The names the
+// numbers index (assumptions, components, moments, overhead lines) come once from slot_tables().
+// web/js/slots.js reads them back into the object estimate_to_json writes; a test holds the two
+// to the same object for every preset and thousands of share links.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainmem/config.hpp"
+#include "trainmem/estimate.hpp"
+
+namespace trainmem {
+
+struct SlotResult {
+  std::vector<double> numbers;  // first number: 1 for a result, 0 for issues
+  std::string text;             // lines; with issues: "field\tmessage" per issue
+};
+
+// Reads a config's slots, one issue per field that does not take its value.
+std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> layer_list,
+                              ConfigInput& input);
+
+// The whole path: slots → resolve → full_estimate → result slots (or the issues).
+void estimate_slots(std::span<const double> slots, std::span<const double> layer_list,
+                    SlotResult& out);
+
+// A resolved config and its full estimate as result slots.
+void write_result_slots(const Config& config, const Estimate& estimate, SlotResult& out);
+
+// The names the result's numbers index, once: lines "assumption\t<text>", "component\t<name>",
+// "moment\t<name>", "overhead\t<key>", "figure\t<name>", each list in index order.
+std::string slot_tables();
+
+}  // namespace trainmem

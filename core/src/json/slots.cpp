@@ -1,0 +1,198 @@
+// The numeric form of a config and a result (slots.hpp). No JSON library: the estimator module
+// the page loads first reads and writes only this.
+#include "trainmem/slots.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "internal.hpp"
+
+namespace trainmem {
+namespace {
+
+constexpr double k_unset = std::numeric_limits<double>::quiet_NaN();
+
+// A field's slot as the value set_field takes.
+FieldValue slot_value(const FieldSpec& spec, double slot, std::span<const double> layer_list) {
+  if (std::isnan(slot)) return std::monostate{};
+  switch (spec.type) {
+    case FieldType::boolean:
+      if (slot == 0 || slot == 1) return slot == 1;
+      return slot;  // set_field names the field: "must be true or false, got 2"
+    case FieldType::choice:
+      if (slot >= 0 && slot < double(spec.choices.size()) && slot == std::floor(slot))
+        return std::string(spec.choices[size_t(slot)]);
+      return slot;  // "must be one of ..., got 7"
+    case FieldType::choice_list: {
+      std::vector<std::string> names;
+      const uint64_t mask = slot >= 0 && slot < 4294967296.0 ? uint64_t(slot) : 0;
+      for (size_t i = 0; i < spec.choices.size(); ++i)
+        if ((mask >> i) & 1u) names.emplace_back(spec.choices[i]);
+      if (double(mask) != slot || (mask >> spec.choices.size()) != 0) return slot;  // not a mask
+      return names;
+    }
+    case FieldType::integer_or_list:
+      if (slot == -1) return std::vector<double>(layer_list.begin(), layer_list.end());
+      return slot;
+    case FieldType::integer:
+    case FieldType::number:
+      return slot;
+  }
+  return slot;
+}
+
+// A resolved field's value as its slot (the inverse of slot_value); a layer list goes to `list`.
+double slot_of(const FieldSpec& spec, const FieldValue& value, std::vector<double>& list) {
+  if (std::holds_alternative<std::monostate>(value)) return k_unset;
+  if (const bool* b = std::get_if<bool>(&value)) return *b ? 1 : 0;
+  if (const double* d = std::get_if<double>(&value)) return *d;
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    for (size_t i = 0; i < spec.choices.size(); ++i)
+      if (spec.choices[i] == *text) return double(i);
+    return k_unset;
+  }
+  if (const auto* names = std::get_if<std::vector<std::string>>(&value)) {
+    double mask = 0;
+    for (const std::string& name : *names)
+      for (size_t i = 0; i < spec.choices.size(); ++i)
+        if (spec.choices[i] == name) mask += double(1u << i);
+    return mask;
+  }
+  const auto& layers = std::get<std::vector<double>>(value);
+  list = layers;
+  return -1;
+}
+
+void put_moments(std::vector<double>& out, const Moments& m) {
+  out.insert(out.end(), {m.forward, m.backward, m.optimizer_step, double(m.peak_moment),
+                         m.peak_activation_bytes, m.peak_temporary_bytes});
+}
+
+void put_part(std::vector<double>& out, const PartBytes& p) {
+  out.insert(out.end(), {p.dense, p.embedding, p.expert});
+}
+
+double index_of(std::string_view name, std::span<const std::string_view> names) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return double(i);
+  return -1;
+}
+
+}  // namespace
+
+std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> layer_list,
+                              ConfigInput& input) {
+  std::vector<Issue> issues;
+  const std::span<const FieldSpec> specs = field_specs();
+  if (slots.size() != specs.size()) {
+    issues.push_back(issue("config", "must have one slot per field (" + number_text(double(specs.size())) +
+                                         "), got " + number_text(double(slots.size()))));
+    return issues;
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (std::isnan(slots[i])) continue;
+    if (auto problem = set_field_at(input, i, slot_value(specs[i], slots[i], layer_list)))
+      issues.push_back(std::move(*problem));
+  }
+  return issues;
+}
+
+void estimate_slots(std::span<const double> slots, std::span<const double> layer_list,
+                    SlotResult& out) {
+  out.numbers.clear();
+  out.text.clear();
+  ConfigInput input;
+  std::vector<Issue> read_issues = read_slots(slots, layer_list, input);
+  Resolved resolved = resolve_read(input, std::move(read_issues));
+  const std::vector<Issue>& issues = resolved.issues;
+  if (!issues.empty()) {
+    out.numbers.push_back(0);
+    for (const Issue& problem : issues) out.text += problem.field + "\t" + problem.message + "\n";
+    return;
+  }
+  write_result_slots(resolved.config, full_estimate(resolved.config), out);
+}
+
+// The order below is the order web/js/slots.js reads; estimate_to_json (json_io.cpp) writes the
+// same quantities as JSON.
+void write_result_slots(const Config& config, const Estimate& est, SlotResult& out) {
+  std::vector<double>& n = out.numbers;
+  n.clear();
+  out.text.clear();
+  n.reserve(512);
+  n.insert(n.end(), {1, double(est.profile), est.weight_and_optimizer_bytes,
+                     est.has_activation ? est.activation_bytes : k_unset, est.total_bytes});
+  n.push_back(double(est.n_components));
+  for (int i = 0; i < est.n_components; ++i) {
+    const ModelStateComponent& c = est.components[size_t(i)];
+    n.insert(n.end(), {double(c.kind), c.parameter_count, c.parameter_count_per_gpu,
+                       c.bytes_per_parameter, c.optimizer_shard_size, c.memory_bytes});
+  }
+  for (const PartBytes* part : {&est.state.weights, &est.state.weight_copies, &est.state.gradients,
+                                &est.state.master_weights, &est.state.optimizer_states, &est.state.buffers})
+    put_part(n, *part);
+  n.push_back(est.cpu_bytes);
+  if (est.profile == Profile::trainmem) {
+    n.insert(n.end(), {est.reserved_bytes, est.device_bytes, config.cuda_context_bytes,
+                       est.nccl.bytes(), config.workspace_bytes, double(est.nccl.count)});
+    for (int i = 0; i < est.nccl.count; ++i) {
+      const NcclCommunicator& g = est.nccl.list[size_t(i)];
+      n.insert(n.end(), {double(g.gpus), double(g.gpus_on_node), g.bytes});
+    }
+    n.push_back(double(est.n_overhead_lines));
+    for (int i = 0; i < est.n_overhead_lines; ++i) {
+      const OverheadLine& line = est.overhead_lines[size_t(i)];
+      n.insert(n.end(), {index_of(line.key, k_overhead_keys), line.bytes,
+                         index_of(line.adds_to, k_figure_names)});
+    }
+    n.push_back(double(est.most_loaded_stage));
+    put_moments(n, est.moments);
+    n.push_back(est.minimum_devices > 0 ? est.minimum_devices : k_unset);
+    n.insert(n.end(), {est.deepspeed_gpu_bytes, est.deepspeed_cpu_bytes});
+  }
+  const ParamCounts& p = est.params;
+  n.insert(n.end(), {p.total, p.dense_transformer, p.embedding, p.routed_experts, p.active, p.per_gpu,
+                     p.dense_per_gpu, p.embedding_per_gpu, p.routed_per_gpu});
+  n.insert(n.end(), {double(est.layers.total), double(est.layers.dense), double(est.layers.moe)});
+  n.push_back(double(est.stages.size()));
+  for (size_t r = 0; r < est.stages.size(); ++r) {
+    const StageParams& s = est.stages[r];
+    n.insert(n.end(), {double(s.num_layers), s.dense, s.routed, s.weight_and_optimizer_bytes});
+    if (est.profile == Profile::trainmem) {
+      n.insert(n.end(), {s.activation_bytes, double(s.microbatches_in_flight)});
+      put_moments(n, s.moments);
+      n.insert(n.end(), {s.total_bytes, s.reserved_bytes, s.device_bytes});
+    } else {
+      // The reference formulas compute activations for the first stage only.
+      n.push_back(r == 0 && est.has_activation ? est.activation_bytes : k_unset);
+    }
+  }
+  n.push_back(double(__builtin_popcount(est.assumptions)));
+  for (size_t i = 0; i < size_t(Assumption::count); ++i)
+    if (est.has(Assumption(i))) n.push_back(double(i));
+  // The config after resolution, one slot per field (to_input: Megatron's None stays unset).
+  const ConfigInput resolved = to_input(config);
+  const std::span<const FieldSpec> specs = field_specs();
+  std::vector<double> layer_list;
+  for (size_t i = 0; i < specs.size(); ++i) n.push_back(slot_of(specs[i], get_field_at(resolved, i), layer_list));
+  n.push_back(double(layer_list.size()));
+  n.insert(n.end(), layer_list.begin(), layer_list.end());
+
+  out.text = format_training_memory_estimate(est, "GB") + "\n" + est.reference_line + "\n";
+  for (int i = 0; i < est.nccl.count; ++i) out.text += std::string(est.nccl.list[size_t(i)].name) + "\n";
+}
+
+std::string slot_tables() {
+  std::string out;
+  for (size_t i = 0; i < size_t(Assumption::count); ++i)
+    out += "assumption\t" + std::string(assumption_text(Assumption(i))) + "\n";
+  for (size_t i = 0; i < size_t(ComponentKind::count); ++i)
+    out += "component\t" + std::string(component_name(ComponentKind(i))) + "\n";
+  for (size_t i = 0; i < size_t(Moment::count); ++i)
+    out += "moment\t" + std::string(moment_name(Moment(i))) + "\n";
+  for (std::string_view key : k_overhead_keys) out += "overhead\t" + std::string(key) + "\n";
+  for (std::string_view figure : k_figure_names) out += "figure\t" + std::string(figure) + "\n";
+  return out;
+}
+
+}  // namespace trainmem

@@ -1,0 +1,91 @@
+// The page's fast path (numbers in, numbers out: web/js/slots.js, core slots.hpp) must give the
+// object the JSON path gives, for every preset and layout, for random configs (valid or not:
+// issues included), and leave to the JSON path what only it can word.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadEngine } from './load.mjs';
+import { fuzz, seedOf, validValue } from './fragments.mjs';
+
+const engine = await loadEngine();
+const specs = engine.fieldSpecs;
+
+/** Both paths, after checking that the fast one really was taken. */
+function bothPaths(config) {
+  assert.ok(engine.codec.encode(config), `the fast path takes ${JSON.stringify(config)}`);
+  return [engine.estimate(config), engine.estimateJson(config)];
+}
+
+const LAYOUTS = [
+  {},
+  { tensor_model_parallel_size: 2, sequence_parallel: true, data_parallel_size: 4, use_distributed_optimizer: true, recompute_granularity: 'selective' },
+  { pipeline_model_parallel_size: 2, data_parallel_size: 2, global_batch_size: 16 },
+  { framework: 'fsdp2', data_parallel_size: 8, recompute_granularity: 'full', gpu_memory_bytes: 85899345920 },
+  { framework: 'deepspeed', zero_stage: 3, data_parallel_size: 16, offload_params: true, optimizer_offload_fraction: 1, gpus_per_node: 4 },
+  { framework: 'ddp', recompute_granularity: 'selective', recompute_modules: ['core_attn', 'mlp'], fp8_recipe: 'delayed' },
+];
+
+test('every preset, layout and profile: the fast path gives the JSON path\'s object', () => {
+  let compared = 0;
+  for (const preset of engine.presets) {
+    for (const layout of LAYOUTS) {
+      for (const profile of ['trainmem', 'megatron-bridge', 'megatron-lm']) {
+        const config = { ...preset.config, seq_length: 4096, micro_batch_size: 1, ...layout, profile };
+        const [fast, json] = bothPaths(config);
+        assert.deepEqual(fast, json, `${preset.id} ${profile} ${JSON.stringify(layout)}`);
+        compared += 1;
+      }
+    }
+  }
+  assert.ok(compared >= 28 * LAYOUTS.length * 3);
+});
+
+test('MoE layer lists and choice lists travel as numbers and come back as the JSON path writes them', () => {
+  const moe = engine.presets.find((p) => p.config.num_moe_experts > 0);
+  const layers = moe.config.num_layers;
+  const config = { ...moe.config, seq_length: 2048, micro_batch_size: 1,
+    moe_layer_freq: Array.from({ length: layers }, (_, i) => (i < 2 ? 0 : 1)),
+    recompute_granularity: 'selective', recompute_modules: ['moe_act', 'layernorm'] };
+  const [fast, json] = bothPaths(config);
+  assert.equal(fast.ok, true, JSON.stringify(fast.issues));
+  assert.deepEqual(fast, json);
+  assert.deepEqual(fast.config.moe_layer_freq, config.moe_layer_freq);
+  assert.deepEqual(fast.config.recompute_modules, ['moe_act', 'layernorm']);
+});
+
+test('random configs, valid or not: the same result or the same issues', () => {
+  const seed = seedOf('SLOTS_FUZZ_SEED', 20261124);
+  let results = 0;
+  let rejected = 0;
+  const ran = fuzz({ seed, budgetMs: Number(process.env.SLOTS_FUZZ_MS ?? 4000), name: 'slots' }, 'configs', 400, (r) => {
+    const preset = r.pick(engine.presets);
+    const config = { ...preset.config, seq_length: 2048, micro_batch_size: 1 };
+    for (const spec of specs) if (r.chance(0.08)) config[spec.name] = validValue(r, spec);
+    if (r.chance(0.1)) config.num_layers = r.pick([0, -3, 2.5, 1e7]);  // out of range: read issues
+    const [fast, json] = bothPaths(config);
+    assert.deepEqual(fast, json, `seed ${seed}: ${JSON.stringify(config)}`);
+    if (fast.ok) results += 1; else rejected += 1;
+  });
+  assert.ok(ran >= 100, `only ${ran} cases ran`);
+  assert.ok(results > 10 && rejected > 10, `${results} results, ${rejected} rejections: both kinds must be compared`);
+});
+
+test('what only the JSON path can word goes to it', () => {
+  const base = { ...engine.presets[0].config, seq_length: 2048, micro_batch_size: 1 };
+  for (const odd of [{ num_layer: 3 }, { seq_length: '4096' }, { sequence_parallel: 1 }, { normalization: 'rmsnorm' },
+    { recompute_modules: ['everything'] }, { hidden_size: NaN }, { data_parallel_size: Infinity }, { moe_layer_freq: [1, 'x'] }]) {
+    const config = { ...base, ...odd };
+    assert.equal(engine.codec.encode(config), null, JSON.stringify(odd));
+    assert.deepEqual(engine.estimate(config), engine.estimateJson(config));
+  }
+});
+
+test('the fast path is much cheaper than the JSON path (figures printed, not asserted)', () => {
+  const config = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 8192, micro_batch_size: 1,
+    tensor_model_parallel_size: 2, sequence_parallel: true, data_parallel_size: 4, use_distributed_optimizer: true,
+    recompute_granularity: 'selective', gpu_memory_bytes: 85520809984 };
+  const time = (f) => { for (let i = 0; i < 50; i++) f(); const t = performance.now(); for (let i = 0; i < 300; i++) f(); return (performance.now() - t) / 300 * 1000; };
+  const fast = time(() => engine.estimate(config));
+  const json = time(() => engine.estimateJson(config));
+  console.log(`# estimate call in Node: fast path ${fast.toFixed(1)} µs, JSON path ${json.toFixed(1)} µs (target ≤ 20 µs)`);
+  assert.ok(Number.isFinite(fast) && Number.isFinite(json));
+});

@@ -1,6 +1,7 @@
-// Embind layer of the trainmem module: JSON text in, JSON text out.
+// Embind layer of the trainmem modules. The estimator module (what the page loads first) speaks
+// numbers (core/include/trainmem/slots.hpp) and links no JSON library; the tools module adds the
+// core's JSON entry points (json_io.hpp), the importers, the exporters and the planner.
 //
-// Every function forwards to the core's JSON entry points (core/include/trainmem/json_io.hpp).
 // Nothing here computes, validates or defaults a field: the profile travels inside the config
 // JSON ("profile": "megatron-lm") and the core checks it like any other field, so an unknown
 // name comes back as {"ok": false, "issues": [{"field": "profile", ...}]}.
@@ -13,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 // TRAINMEM_WASM_TOOLS (CMake option, default on): also bind the importers, the exporters and the
 // planner. Off, the module is the estimator alone (see wasm/README.md for the size of each).
@@ -21,9 +21,10 @@
 #define TRAINMEM_WASM_TOOLS 1
 #endif
 
-#include "trainmem/json_io.hpp"
+#include "trainmem/json_io.hpp"  // presets_json, gpus_json: the embedded data as text
 #include "trainmem/slots.hpp"
 #if TRAINMEM_WASM_TOOLS
+#include <nlohmann/json.hpp>
 #include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/planner.hpp"
@@ -45,18 +46,6 @@ auto guarded(F&& f) -> decltype(f()) {
   }
   emscripten::val::global("Error").new_(emscripten::val(last_error)).throw_();
   __builtin_unreachable();
-}
-
-std::string estimate(const std::string& config_json, bool verbose) {
-  return guarded([&] {
-    trainmem::RunOptions options;
-    options.verbose = verbose;
-    return trainmem::estimate_json(config_json, options);
-  });
-}
-
-std::string field_specs() {
-  return guarded([] { return trainmem::field_specs_json(); });
 }
 
 std::string presets() {
@@ -82,13 +71,36 @@ emscripten::val slot_input(size_t n_values) {
   return emscripten::val(emscripten::typed_memory_view(g_input.size(), g_input.data()));
 }
 
-// n_slots of the input are the fields' slots, the rest moe_layer_freq's list; returns how many
-// result numbers there are.
-size_t estimate_slots(size_t n_slots) {
+// A config value no slot carries, as the page's slots.js describes it: [name, kind, value] with
+// kind "null", "number", "boolean", "string", "numbers", "strings", or "shape" (value: "an
+// object" or "a list", a shape no field takes).
+trainmem::OtherValue other_value(const emscripten::val& entry) {
+  trainmem::OtherValue out;
+  out.name = entry[0].as<std::string>();
+  const std::string kind = entry[1].as<std::string>();
+  const emscripten::val value = entry[2];
+  if (kind == "null") out.value = std::monostate{};
+  else if (kind == "number") out.value = value.as<double>();
+  else if (kind == "boolean") out.value = value.as<bool>();
+  else if (kind == "string") out.value = value.as<std::string>();
+  else if (kind == "numbers") out.value = emscripten::vecFromJSArray<double>(value);
+  else if (kind == "strings") out.value = emscripten::vecFromJSArray<std::string>(value);
+  else out.shape = value.as<std::string>();
+  return out;
+}
+
+// The input holds n_slots fields' slots, then n_order numbers (the config's order of keys), then
+// moe_layer_freq's list; `others` the values no slot carries. Returns how many result numbers.
+size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& others, bool verbose) {
   return guarded([&] {
     const std::span<const double> input(g_input);
-    trainmem::estimate_slots(input.first(std::min(n_slots, input.size())),
-                             input.subspan(std::min(n_slots, input.size())), g_result);
+    const size_t slots_end = std::min(n_slots, input.size());
+    const size_t order_end = std::min(slots_end + n_order, input.size());
+    std::vector<trainmem::OtherValue> other_values;
+    const size_t n_others = others["length"].as<size_t>();
+    for (size_t i = 0; i < n_others; ++i) other_values.push_back(other_value(others[i]));
+    trainmem::estimate_slots(input.first(slots_end), input.subspan(order_end), other_values,
+                             input.subspan(slots_end, order_end - slots_end), verbose, g_result);
     return g_result.numbers.size();
   });
 }
@@ -103,7 +115,25 @@ std::string slot_tables() {
   return guarded([] { return trainmem::slot_tables(); });
 }
 
+std::string field_specs_text() {
+  return guarded([] { return trainmem::field_specs_text(); });
+}
+
 #if TRAINMEM_WASM_TOOLS
+// ---- the JSON API (json_io.hpp): the CLI's documents, for tools and tests ----
+
+std::string estimate(const std::string& config_json, bool verbose) {
+  return guarded([&] {
+    trainmem::RunOptions options;
+    options.verbose = verbose;
+    return trainmem::estimate_json(config_json, options);
+  });
+}
+
+std::string field_specs() {
+  return guarded([] { return trainmem::field_specs_json(); });
+}
+
 // ---- imports and exports (core/include/trainmem/import.hpp, export.hpp) ----
 // Each returns {"ok": true, ...} or {"ok": false, "issues": [...]}, like estimate().
 
@@ -190,8 +220,7 @@ std::string hf_model_types() {
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(trainmem) {
-  emscripten::function("estimate", &estimate);
-  emscripten::function("fieldSpecs", &field_specs);
+  emscripten::function("fieldSpecsText", &field_specs_text);
   emscripten::function("presets", &presets);
   emscripten::function("gpus", &gpus);
   emscripten::function("version", &version);
@@ -201,6 +230,8 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("resultText", &result_text);
   emscripten::function("slotTables", &slot_tables);
 #if TRAINMEM_WASM_TOOLS
+  emscripten::function("estimate", &estimate);
+  emscripten::function("fieldSpecs", &field_specs);
   emscripten::function("importHfConfig", &import_hf_config);
   emscripten::function("importMegatronArgs", &import_megatron_args);
   emscripten::function("exportMegatronArgs", &export_megatron_args);

@@ -306,10 +306,8 @@ export interface PlanResult {
 }
 
 export interface TrainmemModule {
-  /** JSON config -> JSON EstimateResult | EstimateError. Never throws for bad input. */
-  estimate(configJson: string, verbose: boolean): string;
-  /** JSON FieldSpec[] */
-  fieldSpecs(): string;
+  /** FieldSpec[] as text, one field per line (core slots.hpp field_specs_text; web/js/slots.js parseFieldSpecs) */
+  fieldSpecsText(): string;
   /** JSON { schema: 1, presets: Preset[] } */
   presets(): string;
   /** JSON { schema: 1, gpus: Gpu[] } */
@@ -318,12 +316,17 @@ export interface TrainmemModule {
   version(): string;
   /**
    * The numeric fast path (core slots.hpp; web/js/slots.js encodes and decodes): a view of the
-   * input buffer, resized to `n` numbers (the fields' slots in field-table order, then
-   * moe_layer_freq's 0/1 list); ask for it again after any call, memory may have grown.
+   * input buffer, resized to `n` numbers (the fields' slots in field-table order, the config's
+   * order of keys, moe_layer_freq's 0/1 list); ask for it again after any call, memory may have grown.
    */
   slotInput(n: number): Float64Array;
-  /** Estimates from the first `nSlots` input numbers; returns how many result numbers there are. */
-  estimateSlots(nSlots: number): number;
+  /**
+   * Estimates from the input: `nSlots` fields' slots, then `nOrder` numbers (the config's order
+   * of keys), then moe_layer_freq's list; `others` are the values no slot carries, as
+   * [name, kind, value]; with `verbose` the text ends with the trace. Returns how many result
+   * numbers there are.
+   */
+  estimateSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, verbose: boolean): number;
   /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
   resultNumbers(): Float64Array;
   /** The result's texts, one per line: the summary, the training log's line, NCCL group names; or "field\tmessage" per issue. */
@@ -337,6 +340,10 @@ export interface TrainmemModule {
  * exporters and the planner, which the page loads on first use.
  */
 export interface TrainmemToolsModule extends TrainmemModule {
+  /** JSON config -> JSON EstimateResult | EstimateError, as the CLI writes it. Never throws for bad input. */
+  estimate(configJson: string, verbose: boolean): string;
+  /** JSON FieldSpec[] */
+  fieldSpecs(): string;
   /** (config.json text, base config JSON) -> JSON ImportResult | EstimateError */
   importHfConfig(configJson: string, baseJson: string): string;
   /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */

@@ -42,7 +42,7 @@ TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots
   slots[index_of("moe_layer_freq")] = -1;           // the list follows
   const std::vector<double> layers = {0, 1, 1, 1};
   ConfigInput input;
-  REQUIRE(read_slots(slots, layers, input).empty());
+  REQUIRE(read_slots(slots, layers, {}, {}, input).empty());
   const Config from_slots = resolve(input).config;
   const Config from_json = config_from(R"({"num_layers": 4, "hidden_size": 256,
       "num_attention_heads": 8, "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 2,
@@ -51,7 +51,7 @@ TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots
   CHECK(from_slots == from_json);
 
   SlotResult result;
-  estimate_slots(slots, layers, result);
+  estimate_slots(slots, layers, {}, {}, false, result);
   REQUIRE(result.numbers.at(0) == 1);
   CHECK(result.numbers.at(1) == double(Profile::trainmem));
   CHECK(result.numbers.at(4) == full_estimate(from_json).total_bytes);
@@ -69,7 +69,7 @@ TEST_CASE("bad slots are named like bad JSON values, and the rest is still check
   slots[index_of("normalization")] = 7;   // no such choice
   slots[index_of("swiglu")] = 2;          // no boolean
   SlotResult result;
-  estimate_slots(slots, {}, result);
+  estimate_slots(slots, {}, {}, {}, false, result);
   REQUIRE(result.numbers == std::vector<double>{0});
   CHECK(result.text ==
         "num_layers\tnum_layers: must be an integer, got 2.5\n"
@@ -77,7 +77,7 @@ TEST_CASE("bad slots are named like bad JSON values, and the rest is still check
         "normalization\tnormalization: must be one of \"LayerNorm\", \"RMSNorm\", \"none\", got 7\n"
         "micro_batch_size\tmicro_batch_size: is required (a positive integer)\n");
   ConfigInput input;
-  CHECK(read_slots(std::vector<double>(3, k_unset), {}, input) ==
+  CHECK(read_slots(std::vector<double>(3, k_unset), {}, {}, {}, input) ==
         std::vector<Issue>{{"config", "config: must have one slot per field (" +
                                           std::to_string(field_specs().size()) + "), got 3"}});
 }

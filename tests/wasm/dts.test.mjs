@@ -51,7 +51,8 @@ const boundFunctions = (m) => new Set(Object.keys(m).filter((k) => typeof m[k] =
 
 test('each module binds exactly the functions its interface declares', async () => {
   assert.deepEqual(boundFunctions(engine.module), declared.get('TrainmemModule').required);
-  assert.equal(engine.module.estimate.argCount, 2);
+  assert.equal(engine.module.estimateSlots.argCount, 4);
+  assert.equal(engine.module.estimate, undefined, 'the estimator module links no JSON API');
   const base = declared.get('TrainmemModule').required;
   const tools = declared.get('TrainmemToolsModule').required;
   assert.deepEqual(boundFunctions(engine.toolsModule), new Set([...base, ...tools]));

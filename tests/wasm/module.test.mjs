@@ -152,7 +152,7 @@ test('Megatron arguments import and export round trip', () => {
 
 test('malformed JSON text is an issue, not an exception', () => {
   for (const text of ['{', '[]', '"x"', '', '{"num_layers": }']) {
-    const r = JSON.parse(engine.module.estimate(text, false));
+    const r = JSON.parse(engine.toolsModule.estimate(text, false));
     assert.equal(r.ok, false, text);
     assert.ok(r.issues.length > 0, text);
   }

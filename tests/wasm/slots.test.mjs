@@ -1,6 +1,7 @@
-// The page's fast path (numbers in, numbers out: web/js/slots.js, core slots.hpp) must give the
-// object the JSON path gives, for every preset and layout, for random configs (valid or not:
-// issues included), and leave to the JSON path what only it can word.
+// The page's path (numbers in, numbers out: web/js/slots.js, core slots.hpp) must give the object
+// the JSON path gives (the tools module's estimate, as the CLI writes it), for every preset and
+// layout, for random configs (valid or not: issues included, in the config's order), for values
+// no slot carries, and with the trace.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadEngine } from './load.mjs';
@@ -9,9 +10,9 @@ import { fuzz, seedOf, validValue } from './fragments.mjs';
 const engine = await loadEngine();
 const specs = engine.fieldSpecs;
 
-/** Both paths, after checking that the fast one really was taken. */
+/** Both paths, after checking that the slots carried every value. */
 function bothPaths(config) {
-  assert.ok(engine.codec.encode(config), `the fast path takes ${JSON.stringify(config)}`);
+  assert.deepEqual(engine.codec.encode(config).others, [], `slots carry ${JSON.stringify(config)}`);
   return [engine.estimate(config), engine.estimateJson(config)];
 }
 
@@ -69,14 +70,35 @@ test('random configs, valid or not: the same result or the same issues', () => {
   assert.ok(results > 10 && rejected > 10, `${results} results, ${rejected} rejections: both kinds must be compared`);
 });
 
-test('what only the JSON path can word goes to it', () => {
+test('values no slot carries get the JSON path\'s messages, in the config\'s order', () => {
   const base = { ...engine.presets[0].config, seq_length: 2048, micro_batch_size: 1 };
-  for (const odd of [{ num_layer: 3 }, { seq_length: '4096' }, { sequence_parallel: 1 }, { normalization: 'rmsnorm' },
-    { recompute_modules: ['everything'] }, { hidden_size: NaN }, { data_parallel_size: Infinity }, { moe_layer_freq: [1, 'x'] }]) {
-    const config = { ...base, ...odd };
-    assert.equal(engine.codec.encode(config), null, JSON.stringify(odd));
-    assert.deepEqual(engine.estimate(config), engine.estimateJson(config));
+  const odd = [{ num_layer: 3 }, { seq_length: '4096' }, { sequence_parallel: 1 }, { normalization: 'rmsnorm' },
+    { recompute_modules: ['everything'] }, { hidden_size: NaN }, { data_parallel_size: Infinity }, { moe_layer_freq: [1, 'x'] },
+    { moe_layer_freq: { every: 2 } }, { tensor_model_parallel_size: [2] }, { zz_unknown: null }, { profile: 3 },
+    { num_layers: undefined }, { optimizer: ['adam'] }, { recompute_modules: [] }, { moe_layer_freq: [] }];
+  for (const extra of odd) {
+    const config = { ...base, ...extra };
+    assert.deepEqual(engine.estimate(config), engine.estimateJson(config), JSON.stringify(extra));
   }
+  // Several problems at once come in the config's order, whatever the field table's order is.
+  const many = { zz_first: 1, seq_length: 'long', ...base, num_layers: 0, hidden_sise: 8, tensor_model_parallel_size: -1 };
+  const fast = engine.estimate(many);
+  assert.equal(fast.ok, false);
+  assert.deepEqual(fast, engine.estimateJson(many));
+  assert.equal(fast.issues[0].field, 'zz_first');
+});
+
+test('with verbose, the trace comes back as the JSON path writes it', () => {
+  for (const preset of engine.presets.slice(0, 6)) {
+    const config = { ...preset.config, seq_length: 4096, micro_batch_size: 1, pipeline_model_parallel_size: 2, data_parallel_size: 2 };
+    const fast = engine.estimate(config, { verbose: true });
+    assert.ok(fast.trace.length > 0, preset.id);
+    assert.deepEqual(fast, engine.estimateJson(config, { verbose: true }), preset.id);
+  }
+});
+
+test('the field specs, read as text, are the JSON field specs', () => {
+  assert.deepEqual(engine.fieldSpecs, JSON.parse(engine.tools.fieldSpecs()));
 });
 
 test('the fast path is much cheaper than the JSON path (figures printed, not asserted)', () => {
@@ -86,6 +108,8 @@ test('the fast path is much cheaper than the JSON path (figures printed, not ass
   const time = (f) => { for (let i = 0; i < 50; i++) f(); const t = performance.now(); for (let i = 0; i < 300; i++) f(); return (performance.now() - t) / 300 * 1000; };
   const fast = time(() => engine.estimate(config));
   const json = time(() => engine.estimateJson(config));
-  console.log(`# estimate call in Node: fast path ${fast.toFixed(1)} µs, JSON path ${json.toFixed(1)} µs (target ≤ 20 µs)`);
+  const verbose = time(() => engine.estimate(config, { verbose: true }));
+  console.log(`# estimate call in Node: numbers ${fast.toFixed(1)} µs, with the trace ${verbose.toFixed(1)} µs, ` +
+              `JSON path ${json.toFixed(1)} µs (target ≤ 20 µs)`);
   assert.ok(Number.isFinite(fast) && Number.isFinite(json));
 });

@@ -1,8 +1,9 @@
 // The only file that touches the WebAssembly module. It loads trainmem.mjs once and exposes the
-// core's JSON API as plain JS objects (JSON.stringify in, JSON.parse out).
+// core as plain JS objects: estimates through the numeric path (slots.js), the tools (imports,
+// exports, the planner, the JSON documents) as JSON.stringify in, JSON.parse out.
 // Two modules: trainmem.mjs (the estimator: everything a result needs) and trainmem-tools.mjs (the
 // estimator plus importers, exporters and the planner), loaded on first use.
-import { SlotCodec } from './slots.js';
+import { SlotCodec, parseFieldSpecs } from './slots.js';
 
 /** @typedef {import('../../wasm/trainmem').TrainmemModule} TrainmemModule */
 /** @typedef {import('../../wasm/trainmem').TrainmemToolsModule} TrainmemToolsModule */
@@ -47,7 +48,7 @@ export class Engine {
     /** @type {TrainmemToolsModule | null} */
     this.toolsModule = null;
     // These never change for a given build: parse them once.
-    this.fieldSpecs = JSON.parse(module.fieldSpecs());
+    this.fieldSpecs = parseFieldSpecs(module.fieldSpecsText());
     this.presets = JSON.parse(module.presets()).presets;
     this.gpus = JSON.parse(module.gpus()).gpus;
     this.version = module.version();
@@ -60,21 +61,20 @@ export class Engine {
    * @param {{ verbose?: boolean }} [options] verbose adds "trace" (every quantity and its formula)
    */
   estimate(config, { verbose = false } = {}) {
-    const encoded = verbose ? null : this.codec.encode(config);
-    if (!encoded) return this.estimateJson(config, { verbose });
-    const { slots, layers } = encoded;
-    const input = this.module.slotInput(slots.length + layers.length);
+    const { slots, order, layers, others } = this.codec.encode(config);
+    const input = this.module.slotInput(slots.length + order.length + layers.length);
     input.set(slots);
-    input.set(layers, slots.length);
-    this.module.estimateSlots(slots.length);
+    input.set(order, slots.length);
+    input.set(layers, slots.length + order.length);
+    this.module.estimateSlots(slots.length, order.length, others, verbose);
     // The text first: returning it may grow the module's memory, which detaches earlier views.
     const text = this.module.resultText();
-    return this.codec.decode(this.module.resultNumbers(), text);
+    return this.codec.decode(this.module.resultNumbers(), text, verbose);
   }
 
-  /** The same result through the JSON path (with `verbose`, the trace too). */
+  /** The same result as the JSON document the CLI writes (the tools module: await loadTools()). */
   estimateJson(config, { verbose = false } = {}) {
-    return JSON.parse(this.module.estimate(JSON.stringify(config), verbose));
+    return JSON.parse(this.tools.estimate(JSON.stringify(config), verbose));
   }
 
   /** Loads the tools module (once); resolves to this engine. */

@@ -100,8 +100,8 @@ function recompute() {
 }
 
 // The trace (every intermediate quantity with its formula: the chart's tooltips and the table of
-// intermediates) needs the verbose call through the JSON path, twenty times the cost of the
-// numbers: it follows once typing pauses, after the answer is on screen.
+// intermediates) is hundreds of strings, many times the cost of the numbers: it follows once
+// typing pauses, after the answer is on screen.
 const TRACE_DELAY_MS = 120;
 let traceTimer = 0;
 function scheduleTrace(config, result) {
@@ -109,7 +109,7 @@ function scheduleTrace(config, result) {
   if (!result.ok) return;
   traceTimer = setTimeout(() => {
     if (lastOk?.result !== result) return;  // a newer result is on screen
-    result.trace = engine.estimateJson(config, { verbose: true }).trace ?? [];
+    result.trace = engine.estimate(config, { verbose: true }).trace ?? [];
     render(lastStale);
     document.body.dataset.trace = String(Number(document.body.dataset.trace ?? 0) + 1);
   }, TRACE_DELAY_MS);

@@ -1,12 +1,38 @@
-// The page's fast path to an estimate (core/include/trainmem/slots.hpp): a config goes to the
-// module as numbers, one slot per field in the field table's order, and the result comes back as
-// numbers in the order write_result_slots (core/src/json/slots.cpp) writes them, plus a few lines
-// of text. decode() rebuilds exactly the object the JSON path returns (estimate_to_json); a test
-// holds the two to the same object (tests/wasm/slots.test.mjs). A config the slots cannot carry
-// (an unknown field, a value of the wrong type: cases whose message the JSON path words) is left
-// to the JSON path: encode() returns null.
+// The page's path to an estimate (core/include/trainmem/slots.hpp): a config goes to the module
+// as numbers, one slot per field in the field table's order, and the result comes back as numbers
+// in the order write_result_slots (core/src/json/slots.cpp) writes them, plus a few lines of text.
+// decode() rebuilds exactly the object the JSON path returns (estimate_to_json); a test holds the
+// two to the same object (tests/wasm/slots.test.mjs). A value no slot carries (an unknown field, a
+// string in a number field, an object) travels as it is and the core reads it as a JSON reader
+// would, so its message is the JSON path's; keys keep the config's order, so issues do too.
 
-const SLOT_TYPES = new Set(['integer', 'number', 'boolean', 'choice', 'choice_list', 'integer_or_list']);
+/** A value as JSON would carry it: [kind, value] for the module's other values (bindings.cpp). */
+function describe(value) {
+  if (value === null) return ['null', null];
+  if (typeof value === 'number') return ['number', value];
+  if (typeof value === 'boolean') return ['boolean', value];
+  if (typeof value === 'string') return ['string', value];
+  if (Array.isArray(value)) {
+    // JSON writes undefined, functions and non-finite numbers inside a list as null.
+    const list = value.map((v) => (v === undefined || typeof v === 'function' || (typeof v === 'number' && !Number.isFinite(v)) ? null : v));
+    if (list.every((v) => typeof v === 'number')) return ['numbers', list];
+    if (list.every((v) => typeof v === 'string')) return ['strings', list];
+    return ['shape', 'a list'];
+  }
+  return ['shape', typeof value === 'object' ? 'an object' : 'a value'];
+}
+
+/** The core's field specs from the module's fieldSpecsText(): the objects field_specs_json writes. */
+export function parseFieldSpecs(text) {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const [name, type, group, required, min, max, choices, unit, defaultText, description, trainmemOnly] = line.split('\t');
+    const spec = { name, type, group, required: required === '1' };
+    if (min !== '') { spec.min = Number(min); spec.max = Number(max); }
+    if (choices !== '') spec.choices = choices.split(',');
+    Object.assign(spec, { unit, default: defaultText, description, trainmem_only: trainmemOnly === '1' });
+    return spec;
+  });
+}
 
 /** The names the result's numbers index, from the module's slotTables() text. */
 function parseTables(text) {
@@ -34,57 +60,57 @@ export class SlotCodec {
   }
 
   /**
+   * The config as the module reads it: JSON.stringify's view of it (undefined and functions
+   * dropped, NaN and Infinity as null) as slots, the order of its keys, moe_layer_freq's list,
+   * and the values no slot carries.
    * @param {Record<string, unknown>} config
-   * @returns {{slots: Float64Array, layers: number[]} | null} null when only the JSON path can say what is wrong
+   * @returns {{slots: Float64Array, order: number[], layers: number[], others: Array<[string, string, unknown]>}}
    */
   encode(config) {
     const slots = this.slots.fill(NaN);
+    const order = [];
+    const others = [];
     let layers = [];
-    for (const [name, value] of Object.entries(config)) {
+    const other = (name, kind, value) => { order.push(this.specs.length + others.length); others.push([name, kind, value]); };
+    for (const [name, raw] of Object.entries(config)) {
+      if (raw === undefined || typeof raw === 'function' || typeof raw === 'symbol') continue;
+      const value = typeof raw === 'number' && !Number.isFinite(raw) ? null : raw;
       const i = this.index.get(name);
-      if (i === undefined) return null;
-      if (value === null || value === undefined) continue;
-      const spec = this.specs[i];
-      if (!SLOT_TYPES.has(spec.type)) return null;
-      if (typeof value === 'number') {
-        // JSON would write NaN and Infinity as null (unset): let the JSON path keep that meaning.
-        if (!Number.isFinite(value) || spec.type === 'boolean' || spec.type === 'choice' || spec.type === 'choice_list') return null;
+      const type = i === undefined ? null : this.specs[i].type;
+      if (i === undefined) {
+        other(name, ...describe(value));
+      } else if (value === null) {
+        order.push(i);  // unset
+      } else if (typeof value === 'number' && (type === 'integer' || type === 'number' || type === 'integer_or_list')) {
+        order.push(i);
         slots[i] = value;
-      } else if (typeof value === 'boolean') {
-        if (spec.type !== 'boolean') return null;
+      } else if (typeof value === 'boolean' && type === 'boolean') {
+        order.push(i);
         slots[i] = value ? 1 : 0;
-      } else if (typeof value === 'string') {
-        const choice = this.choiceIndex[i].get(value);
-        if (spec.type !== 'choice' || choice === undefined) return null;
-        slots[i] = choice;
-      } else if (Array.isArray(value)) {
-        if (spec.type === 'choice_list' && value.every((v) => typeof v === 'string')) {
-          let mask = 0;
-          for (const v of value) {
-            const choice = this.choiceIndex[i].get(v);
-            if (choice === undefined) return null;
-            mask |= 1 << choice;
-          }
-          slots[i] = mask;
-        } else if (spec.type === 'integer_or_list' && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
-          slots[i] = -1;
-          layers = value;
-        } else {
-          return null;
-        }
+      } else if (typeof value === 'string' && type === 'choice' && this.choiceIndex[i].has(value)) {
+        order.push(i);
+        slots[i] = this.choiceIndex[i].get(value);
+      } else if (Array.isArray(value) && type === 'choice_list' && value.every((v) => this.choiceIndex[i].has(v))) {
+        order.push(i);
+        slots[i] = value.reduce((mask, v) => mask | (1 << this.choiceIndex[i].get(v)), 0);
+      } else if (Array.isArray(value) && type === 'integer_or_list' && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+        order.push(i);
+        slots[i] = -1;
+        layers = value;
       } else {
-        return null;
+        other(name, ...describe(value));
       }
     }
-    return { slots, layers };
+    return { slots, order, layers, others };
   }
 
   /**
    * The result object of the JSON path, from the module's numbers and text.
    * @param {Float64Array} n
    * @param {string} text
+   * @param {boolean} [verbose] the text carries the trace
    */
-  decode(n, text) {
+  decode(n, text, verbose = false) {
     const lines = text.split('\n');
     if (n[0] === 0) {
       const issues = lines.filter(Boolean).map((line) => {
@@ -180,6 +206,13 @@ export class SlotCodec {
     out.report = lines[1] === '' ? null : lines[1];
     out.summary = lines[0];
     out.config = this.decodeConfig(n, at);
+    // With verbose, the text ends with the trace: "name\tvalue\tformula" per line.
+    if (verbose) {
+      out.trace = lines.slice(textLine).filter(Boolean).map((line) => {
+        const [name, value, formula] = line.split('\t');
+        return { name, value: value === 'null' ? null : Number(value), formula };
+      });
+    }
     return out;
   }
 

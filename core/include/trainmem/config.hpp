@@ -269,6 +269,11 @@ std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const 
 // Reads one field of `input` (std::monostate when unset; moe_layer_freq may be a list).
 FieldValue get_field(const ConfigInput& input, std::string_view name);
 
+// set_field for a value as a reader found it: `value` is empty when the value has a shape no
+// field takes (`shape`: "an object", "a list" of mixed entries), which is then the problem named.
+std::optional<Issue> set_read_field(ConfigInput& input, std::string_view name,
+                                    const std::optional<FieldValue>& value, std::string_view shape);
+
 // The same by position in field_specs(), for callers that go through every field.
 std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value);
 FieldValue get_field_at(const ConfigInput& input, size_t index);

@@ -763,6 +763,18 @@ std::optional<Issue> set_field(ConfigInput& input, std::string_view name, const 
   return std::visit(FieldSetter{spec, value, is_null, input}, field->target);
 }
 
+std::optional<Issue> set_read_field(ConfigInput& input, std::string_view name,
+                                    const std::optional<FieldValue>& value, std::string_view shape) {
+  if (value) return set_field(input, name, *value);
+  const FieldSpec* spec = find_field(name);
+  if (!spec) return set_field(input, name, std::monostate{});  // an unknown name is named as such
+  // Objects and lists of non-numbers fit no field.
+  return issue(name, std::string(spec->type == FieldType::integer_or_list
+                                     ? "must be a positive integer or a list of 0/1 per layer"
+                                     : "must be a single value") +
+                         ", got " + std::string(shape));
+}
+
 std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value) {
   const Field& field = fields().at(index);
   const bool is_null = std::holds_alternative<std::monostate>(value);

@@ -111,23 +111,10 @@ ParsedConfig parse_config_json(std::string_view text) {
     out.issues.push_back(*doc.problem);
     return out;
   }
-  for (const auto& [key, value] : doc.object.items()) {
-    std::optional<Issue> problem;
-    std::optional<FieldValue> field_value = detail::field_value_of_json(value);
-    if (!field_value) {
-      if (const FieldSpec* spec = find_field(key)) {
-        // Objects and lists of non-numbers fit no field.
-        problem = issue(key, std::string(spec->type == FieldType::integer_or_list
-                                             ? "must be a positive integer or a list of 0/1 per layer"
-                                             : "must be a single value") +
-                                 ", got " + std::string(detail::json_type_name(value)));
-      } else {
-        field_value = std::monostate{};  // unknown name: set_field reports it
-      }
-    }
-    if (!problem) problem = set_field(out.input, key, *field_value);
-    if (problem) out.issues.push_back(*problem);
-  }
+  for (const auto& [key, value] : doc.object.items())
+    if (auto problem = set_read_field(out.input, key, detail::field_value_of_json(value),
+                                      detail::json_type_name(value)))
+      out.issues.push_back(std::move(*problem));
   return out;
 }
 

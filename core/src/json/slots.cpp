@@ -3,6 +3,7 @@
 #include "trainmem/slots.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "internal.hpp"
@@ -81,6 +82,7 @@ double index_of(std::string_view name, std::span<const std::string_view> names) 
 }  // namespace
 
 std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> layer_list,
+                              std::span<const OtherValue> others, std::span<const double> order,
                               ConfigInput& input) {
   std::vector<Issue> issues;
   const std::span<const FieldSpec> specs = field_specs();
@@ -89,20 +91,32 @@ std::vector<Issue> read_slots(std::span<const double> slots, std::span<const dou
                                          "), got " + number_text(double(slots.size()))));
     return issues;
   }
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (std::isnan(slots[i])) continue;
-    if (auto problem = set_field_at(input, i, slot_value(specs[i], slots[i], layer_list)))
-      issues.push_back(std::move(*problem));
+  auto read = [&](size_t i) {
+    std::optional<Issue> problem;
+    if (i < specs.size()) {
+      if (!std::isnan(slots[i])) problem = set_field_at(input, i, slot_value(specs[i], slots[i], layer_list));
+    } else if (i - specs.size() < others.size()) {
+      const OtherValue& other = others[i - specs.size()];
+      problem = set_read_field(input, other.name, other.value, other.shape);
+    }
+    if (problem) issues.push_back(std::move(*problem));
+  };
+  if (order.empty()) {
+    for (size_t i = 0; i < specs.size() + others.size(); ++i) read(i);
+  } else {
+    for (double i : order)
+      if (i >= 0 && i == std::floor(i)) read(size_t(i));
   }
   return issues;
 }
 
 void estimate_slots(std::span<const double> slots, std::span<const double> layer_list,
+                    std::span<const OtherValue> others, std::span<const double> order, bool verbose,
                     SlotResult& out) {
   out.numbers.clear();
   out.text.clear();
   ConfigInput input;
-  std::vector<Issue> read_issues = read_slots(slots, layer_list, input);
+  std::vector<Issue> read_issues = read_slots(slots, layer_list, others, order, input);
   Resolved resolved = resolve_read(input, std::move(read_issues));
   const std::vector<Issue>& issues = resolved.issues;
   if (!issues.empty()) {
@@ -110,7 +124,13 @@ void estimate_slots(std::span<const double> slots, std::span<const double> layer
     for (const Issue& problem : issues) out.text += problem.field + "\t" + problem.message + "\n";
     return;
   }
-  write_result_slots(resolved.config, full_estimate(resolved.config), out);
+  Trace trace;
+  write_result_slots(resolved.config, full_estimate(resolved.config, verbose ? &trace : nullptr), out);
+  for (const TraceEntry& e : trace) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.17g", e.value);  // 17 digits: the same double back
+    out.text += e.name + "\t" + (std::isfinite(e.value) ? value : "null") + "\t" + e.formula + "\n";
+  }
 }
 
 // The order below is the order web/js/slots.js reads; estimate_to_json (json_io.cpp) writes the
@@ -180,6 +200,22 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
 
   out.text = format_training_memory_estimate(est, "GB") + "\n" + est.reference_line + "\n";
   for (int i = 0; i < est.nccl.count; ++i) out.text += std::string(est.nccl.list[size_t(i)].name) + "\n";
+}
+
+std::string field_specs_text() {
+  std::string out;
+  for (const FieldSpec& spec : field_specs()) {
+    const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
+                         spec.type == FieldType::number;
+    std::string choices;
+    for (size_t i = 0; i < spec.choices.size(); ++i) choices += (i ? "," : "") + std::string(spec.choices[i]);
+    out += std::string(spec.name) + "\t" + std::string(name_of(spec.type)) + "\t" +
+           std::string(name_of(spec.group)) + "\t" + (spec.required ? "1" : "0") + "\t" +
+           (numeric ? number_text(spec.min) : "") + "\t" + (numeric ? number_text(spec.max) : "") + "\t" +
+           choices + "\t" + std::string(spec.unit) + "\t" + std::string(spec.default_text) + "\t" +
+           std::string(spec.description) + "\t" + (spec.trainmem_only ? "1" : "0") + "\n";
+  }
+  return out;
 }
 
 std::string slot_tables() {

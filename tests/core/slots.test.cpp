@@ -3,6 +3,7 @@
 // JSON resolves to, and bad slots are named like bad JSON values.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "support.hpp"
 #include "trainmem/slots.hpp"
@@ -22,17 +23,19 @@ size_t index_of(std::string_view name) {
   return 0;
 }
 
-std::vector<double> unset_slots() { return std::vector<double>(field_specs().size(), k_unset); }
+// A small model's required shape (4 layers, h 256, 8 heads, V 1024, s 128); the rest unset.
+std::vector<double> small_model_slots() {
+  std::vector<double> slots(field_specs().size(), k_unset);
+  for (const auto& [name, value] : {std::pair<std::string_view, double>{"num_layers", 4}, {"hidden_size", 256},
+                                    {"num_attention_heads", 8}, {"vocab_size", 1024}, {"seq_length", 128}})
+    slots[index_of(name)] = value;
+  return slots;
+}
 
 }  // namespace
 
 TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots]") {
-  std::vector<double> slots = unset_slots();
-  slots[index_of("num_layers")] = 4;
-  slots[index_of("hidden_size")] = 256;
-  slots[index_of("num_attention_heads")] = 8;
-  slots[index_of("vocab_size")] = 1024;
-  slots[index_of("seq_length")] = 128;
+  std::vector<double> slots = small_model_slots();
   slots[index_of("micro_batch_size")] = 2;
   slots[index_of("swiglu")] = 1;                    // a boolean
   slots[index_of("normalization")] = 1;             // choices: LayerNorm, RMSNorm, none
@@ -60,12 +63,8 @@ TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots
 }
 
 TEST_CASE("bad slots are named like bad JSON values, and the rest is still checked", "[slots]") {
-  std::vector<double> slots = unset_slots();
+  std::vector<double> slots = small_model_slots();
   slots[index_of("num_layers")] = 2.5;
-  slots[index_of("hidden_size")] = 256;
-  slots[index_of("num_attention_heads")] = 8;
-  slots[index_of("vocab_size")] = 1024;
-  slots[index_of("seq_length")] = 128;
   slots[index_of("normalization")] = 7;   // no such choice
   slots[index_of("swiglu")] = 2;          // no boolean
   SlotResult result;

@@ -81,6 +81,17 @@ TEST_CASE("bad slots are named like bad JSON values, and the rest is still check
                                           std::to_string(field_specs().size()) + "), got 3"}});
 }
 
+TEST_CASE("an order of keys that names no slot is passed over", "[slots]") {
+  // Found by fuzzing: any double may arrive as an order entry (a huge one was cast to size_t).
+  std::vector<double> slots = small_model_slots();
+  slots[index_of("micro_batch_size")] = 1;
+  const std::vector<double> order = {5.48612e+303, -1, 0.5, k_unset, 1e9, double(index_of("num_layers"))};
+  ConfigInput input;
+  CHECK(read_slots(slots, {}, {}, order, input).empty());
+  CHECK(input.num_layers == 4);
+  CHECK_FALSE(input.hidden_size.has_value());  // not in the order: not read
+}
+
 TEST_CASE("the tables name what the result's numbers index", "[slots]") {
   const std::string tables = slot_tables();
   CHECK(tables.find("component\tdense parameters and optimizer\ncomponent\trouted expert parameters and optimizer\n") !=

@@ -104,8 +104,11 @@ std::vector<Issue> read_slots(std::span<const double> slots, std::span<const dou
   if (order.empty()) {
     for (size_t i = 0; i < specs.size() + others.size(); ++i) read(i);
   } else {
+    // Only whole numbers that name a slot or another value: any double may arrive (found by
+    // fuzzing: a huge one converted to size_t is undefined behaviour).
+    const double count = double(specs.size() + others.size());
     for (double i : order)
-      if (i >= 0 && i == std::floor(i)) read(size_t(i));
+      if (i >= 0 && i < count && i == std::floor(i)) read(size_t(i));
   }
   return issues;
 }

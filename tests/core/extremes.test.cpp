@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "support.hpp"
+#include "trainmem/report.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
@@ -70,4 +71,9 @@ TEST_CASE("absurd sizes give finite figures or a named error in every profile", 
   const std::string out = estimate_to_json(run.config, e, nullptr);
   CHECK(out.find("NaN") == std::string::npos);
   CHECK(out.find("Infinity") == std::string::npos);
+  // The text report writes counts out in full: past 2^63 a long long turned them negative.
+  const std::string text = text_report(run.config, e, nullptr);
+  CHECK(text.find("(-") == std::string::npos);
+  CHECK(text.find(", -") == std::string::npos);
+  CHECK(text.find("nan") == std::string::npos);
 }

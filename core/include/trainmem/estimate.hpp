@@ -168,7 +168,6 @@ struct Estimate {
   // total_bytes is what torch.cuda.max_memory_allocated would show; reserved adds the caching
   // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
   double reserved_bytes = 0, device_bytes = 0;
-  double runtime_bytes = 0;         // device − reserved: the CUDA context and NCCL buffers
   std::array<OverheadLine, 3> overhead_lines{};  // allocated → reserved → device, in order
   int n_overhead_lines = 0;
   NcclCommunicators nccl;           // the NCCL communicators and their buffers on this GPU
@@ -211,8 +210,8 @@ std::string report_theoretical_memory(const Config& config, int64_t num_microbat
                                       Trace* verbose = nullptr);
 
 // Every pipeline stage's parameters and model-state bytes, first stage to last, for profiles that
-// place layers on stages (megatron-bridge; PP > 1). Empty otherwise. Kept apart from
-// estimate_training_memory so that the estimate itself never allocates.
+// place layers on stages (trainmem; megatron-bridge with PP > 1), else empty: full_estimate's
+// stages. Kept apart from estimate_training_memory so that the estimate itself never allocates.
 std::vector<StageParams> pipeline_stages(const Config& config);
 
 // Everything a result holds, computed once: estimate_training_memory(config,

@@ -251,12 +251,7 @@ std::string_view moment_name(Moment moment) {
   return names[size_t(moment)];
 }
 
-std::vector<StageParams> pipeline_stages(const Config& c) {
-  if (c.profile != Profile::trainmem) return reference_stages(c);
-  std::vector<StageParams> stages;
-  detail::trainmem_estimate(c, true, nullptr, &stages);
-  return stages;
-}
+std::vector<StageParams> pipeline_stages(const Config& c) { return full_estimate(c).stages; }
 
 Estimate full_estimate(const Config& c, Trace* trace) {
   Estimate est;

@@ -771,7 +771,6 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.reserved_bytes = best.summary.reserved_bytes;
   est.device_bytes = best.summary.device_bytes;
   est.nccl = nccl;
-  est.runtime_bytes = est.device_bytes - est.reserved_bytes;
   est.overhead_lines = {{{k_overhead_keys[0], est.reserved_bytes - est.total_bytes, k_figure_names[1]},
                          {k_overhead_keys[1], c.cuda_context_bytes, k_figure_names[2]},
                          {k_overhead_keys[2], nccl.bytes(), k_figure_names[2]}}};

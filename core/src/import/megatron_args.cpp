@@ -385,6 +385,16 @@ class MegatronReader {
     }
     return a->values[0];
   }
+  // An argument with one of Megatron-LM's choices, read into `field`; false when it is absent.
+  bool choice(std::string_view name, std::string_view field, std::span<const std::string_view> choices) {
+    std::optional<std::string> w = word(name, field);
+    if (!w) return get(name) != nullptr;
+    if (!one_of(*w, choices))
+      fail(field, name, "must be " + choices_text(choices) + " (Megatron-LM's choices), got " + shown(*w));
+    else if (put(field, *w, name))
+      note_read(field, std::string(name) + " " + *w);
+    return true;
+  }
   std::optional<int64_t> integer(std::string_view name, std::string_view field) {
     std::optional<std::string> w = word(name, field);
     if (!w) return std::nullopt;
@@ -540,16 +550,9 @@ void MegatronReader::read_model(bool defines_model) {
           "add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)");
   }
 
-  if (auto norm = word("--normalization", "normalization")) {
-    if (!one_of(*norm, k_normalizations))
-      fail("normalization", "--normalization",
-           "must be " + choices_text(k_normalizations) + " (Megatron-LM's choices), got " +
-               shown(*norm));
-    else if (put("normalization", *norm, "--normalization"))
-      note_read("normalization", "--normalization " + *norm);
-  } else if (defines_model && put("normalization", std::string("LayerNorm"), "")) {
+  if (!choice("--normalization", "normalization", k_normalizations) && defines_model &&
+      put("normalization", std::string("LayerNorm"), ""))
     out_.assumed.push_back("normalization ← LayerNorm (no --normalization: Megatron-LM's default)");
-  }
 
   {
     if (auto text = word("--moe-layer-freq", "moe_layer_freq")) {
@@ -695,14 +698,7 @@ void MegatronReader::read_parallel() {
 
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
-  if (auto g = word("--recompute-granularity", "recompute_granularity")) {
-    if (!one_of(*g, k_recompute_granularities))
-      fail("recompute_granularity", "--recompute-granularity",
-           "must be " + choices_text(k_recompute_granularities) + " (Megatron-LM's choices), got " +
-               shown(*g));
-    else if (put("recompute_granularity", *g, "--recompute-granularity"))
-      note_read("recompute_granularity", "--recompute-granularity " + *g);
-  }
+  choice("--recompute-granularity", "recompute_granularity", k_recompute_granularities);
   if (flag("--recompute-activations", "recompute_granularity") &&
       put("recompute_granularity", std::string("selective"), "--recompute-activations"))
     note_read("recompute_granularity", "selective (--recompute-activations)");

@@ -18,11 +18,14 @@ std::string printf_string(const char* format, double value, const char* suffix) 
 }
 
 
-// "12.34 GiB (13.25 GB, 13249999872 B)" with the exact byte count given.
-std::string bytes_line(long long exact) {
-  const double bytes = double(exact);
-  return format_bytes(bytes, ByteUnits::binary) + " (" + format_bytes(bytes, ByteUnits::decimal) +
-         ", " + std::to_string(exact) + " B)";
+// A whole number written out in full, however large: a long long would overflow past 2^63 (the
+// largest accepted models reach 10^20 bytes) and print a negative count.
+std::string whole_text(double whole) { return printf_string("%.0f%s", std::round(whole), ""); }
+
+// "12.34 GiB (13.25 GB, 13249999872 B)": both units and the count written out.
+std::string bytes_line(double whole) {
+  return format_bytes(whole, ByteUnits::binary) + " (" + format_bytes(whole, ByteUnits::decimal) +
+         ", " + whole_text(whole) + " B)";
 }
 
 // The trainmem profile's figures as a sum: the most-loaded GPU's model state by tensor class,
@@ -35,10 +38,10 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   line("Memory on the most-loaded GPU (pipeline stage " + std::to_string(est.most_loaded_stage) +
        ", peak at " + moment_names[size_t(est.moments.peak_moment)] + ")");
   double running = 0;
-  long long printed = 0;
+  double printed = 0;  // whole bytes: exact below 2^53, past any real GPU
   auto add = [&](const std::string& label, double bytes, bool always = true) {
     running += bytes;
-    const long long upto = std::llround(running);
+    const double upto = std::round(running);
     if (always || bytes != 0) {
       std::string padded = "  + " + label;
       padded.resize(std::max<size_t>(padded.size(), 28), ' ');
@@ -48,7 +51,7 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   };
   auto total = [&](const std::string& label, double bytes, const char* what) {
     running = bytes;  // the estimator's own figure: the lines above sum to it up to rounding
-    const long long exact = std::llround(bytes);
+    const double exact = std::round(bytes);
     std::string padded = "  = " + label;
     padded.resize(std::max<size_t>(padded.size(), 28), ' ');
     line(padded + bytes_line(exact) + "   " + what);
@@ -89,7 +92,7 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   }
   if (adding_to == "reserved") total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
   total("device", est.device_bytes, "nvidia-smi");
-  if (est.cpu_bytes > 0) line("  CPU memory per node (offloaded state): " + bytes_line(std::llround(est.cpu_bytes)));
+  if (est.cpu_bytes > 0) line("  CPU memory per node (offloaded state): " + bytes_line(std::round(est.cpu_bytes)));
   line("  (temporaries include " + format_bytes(c.workspace_bytes, ByteUnits::binary) +
        " of library workspaces)");
 
@@ -130,12 +133,8 @@ std::string format_count(double count) {
 std::string text_report(const Config& c, const Estimate& est, const Trace* trace) {
   std::string out;
   auto line = [&](const std::string& text) { out += text + "\n"; };
-  auto both = [](double bytes) {
-    return format_bytes(bytes, ByteUnits::binary) + " (" + format_bytes(bytes, ByteUnits::decimal) +
-           ", " + std::to_string(static_cast<long long>(std::llround(bytes))) + " B)";
-  };
   auto count = [](double n) {
-    return format_count(n) + " (" + std::to_string(static_cast<long long>(std::llround(n))) + ")";
+    return format_count(n) + " (" + whole_text(n) + ")";
   };
 
   line("trainmem estimate, profile " + std::string(name_of(est.profile)));
@@ -175,11 +174,11 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
       std::snprintf(detail, sizeof detail, "    %s params × %.6g B/param (optimizer shard %.0f)",
                     format_count(comp.parameter_count_per_gpu).c_str(), comp.bytes_per_parameter,
                     comp.optimizer_shard_size);
-      line("  " + std::string(comp.name) + ": " + both(comp.memory_bytes));
+      line("  " + std::string(comp.name) + ": " + bytes_line(comp.memory_bytes));
       line(detail);
     }
-    if (est.has_activation) line("  activation: " + both(est.activation_bytes));
-    line("  total: " + both(est.total_bytes));
+    if (est.has_activation) line("  activation: " + bytes_line(est.activation_bytes));
+    line("  total: " + bytes_line(est.total_bytes));
     const std::vector<StageParams>& stages = est.stages;
     if (!stages.empty()) {
       line("");

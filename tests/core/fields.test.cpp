@@ -107,3 +107,12 @@ TEST_CASE("a field set where it does not apply is named with the rule", "[fields
         std::vector<std::string>{
             "momentum: is read only by the trainmem profile (profile is \"megatron-lm\")"});
 }
+
+TEST_CASE("a long string in a message is cut at a character boundary", "[fields]") {
+  // 39 ASCII characters, then "é" (2 bytes) across the 40-byte cut: the cut backs off before it.
+  const std::string value = std::string(39, 'a') + "\u00e9tail";
+  ConfigInput input;
+  const std::optional<Issue> problem = set_field(input, "seq_length", value);
+  REQUIRE(problem);
+  CHECK(problem->message == "seq_length: must be an integer, got the string \"" + std::string(39, 'a') + "…\"");
+}

@@ -75,7 +75,10 @@ test('values no slot carries get the JSON path\'s messages, in the config\'s ord
   const odd = [{ num_layer: 3 }, { seq_length: '4096' }, { sequence_parallel: 1 }, { normalization: 'rmsnorm' },
     { recompute_modules: ['everything'] }, { hidden_size: NaN }, { data_parallel_size: Infinity }, { moe_layer_freq: [1, 'x'] },
     { moe_layer_freq: { every: 2 } }, { tensor_model_parallel_size: [2] }, { zz_unknown: null }, { profile: 3 },
-    { num_layers: undefined }, { optimizer: ['adam'] }, { recompute_modules: [] }, { moe_layer_freq: [] }];
+    { num_layers: undefined }, { optimizer: ['adam'] }, { recompute_modules: [] }, { moe_layer_freq: [] },
+    // A message quotes the value: a tab or a newline in it (a hand-edited link) must not split the issue.
+    { recompute_granularity: 'x\ny' }, { recompute_granularity: 'a\tb\nc' }, { 'bad\tkey': 1 }, { 'bad\nkey\\n': 1 },
+    { recompute_granularity: 'back\\slash\\n' }];
   for (const extra of odd) {
     const config = { ...base, ...extra };
     assert.deepEqual(engine.estimate(config), engine.estimateJson(config), JSON.stringify(extra));

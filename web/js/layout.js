@@ -13,7 +13,7 @@ const isGranularity = (name) => (v) => v.recompute_granularity === name;
  * When a field applies; fields not listed always do. `v` holds the values in effect. Fields the
  * core marks trainmem_only apply only to the trainmem profile (form.js checks that).
  */
-export const APPLIES = {
+const APPLIES = {
   moe_layer_freq: isMoe,
   moe_ffn_hidden_size: isMoe,
   moe_router_topk: isMoe,
@@ -52,7 +52,7 @@ export const APPLIES = {
  * Page sections in order. `fields` are shown; `more` go under a collapsed "More" disclosure.
  * `groups` lists the core field groups whose unlisted fields land in this section's "More".
  */
-export const SECTIONS = [
+const SECTIONS = [
   {
     id: 'model',
     title: 'Model',
@@ -208,7 +208,7 @@ export const LABELS = {
 };
 
 /** Core fields the page sets itself instead of showing them (the Hardware section owns capacity). */
-export const NOT_SHOWN = new Set(['gpu_memory_bytes']);
+const NOT_SHOWN = new Set(['gpu_memory_bytes']);
 
 /** Fields a preset describes (the model); choosing a preset resets exactly these. */
 export const MODEL_GROUPS = new Set(['model', 'moe', 'mla']);

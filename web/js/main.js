@@ -42,7 +42,7 @@ let picker;
 let compare;
 let share;
 let importedLabel = null; // the source of an imported model, for the title
-let lastOk = null; // { result, names }: the last valid result stays on screen
+let lastOk = null; // { result, names, config }: the last valid result stays on screen
 let lastStale = false;
 
 // ---- state helpers ----
@@ -81,7 +81,7 @@ function recompute() {
   form.showApplicable(names);
   const t1 = performance.now();
   if (result.ok) {
-    lastOk = { result, names };
+    lastOk = { result, names, config };
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
     showGeneralIssues([]);
@@ -96,20 +96,22 @@ function recompute() {
   document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
   const t3 = performance.now();
   Object.assign(window.trainmemStats, { lastRecomputeMs: t3 - t0, estimateMs: t1 - t0, formMs: t2 - t1, renderMs: t3 - t2 });
-  scheduleTrace(config, result);
+  scheduleTrace();
 }
 
 // The trace (every intermediate quantity with its formula: the chart's tooltips and the table of
 // intermediates) is hundreds of strings, many times the cost of the numbers: it follows once
-// typing pauses, after the answer is on screen.
+// typing pauses, after the answer is on screen. It is for the result on screen: after a bad edit,
+// the last valid one (stale), which may still lack it.
 const TRACE_DELAY_MS = 120;
 let traceTimer = 0;
-function scheduleTrace(config, result) {
+function scheduleTrace() {
   clearTimeout(traceTimer);
-  if (!result.ok) return;
+  const shown = lastOk;
+  if (!shown || shown.result.trace) return;
   traceTimer = setTimeout(() => {
-    if (lastOk?.result !== result) return;  // a newer result is on screen
-    result.trace = engine.estimate(config, { verbose: true }).trace ?? [];
+    if (lastOk !== shown) return;  // a newer result is on screen
+    shown.result.trace = engine.estimate(shown.config, { verbose: true }).trace ?? [];
     render(lastStale);
     document.body.dataset.trace = String(Number(document.body.dataset.trace ?? 0) + 1);
   }, TRACE_DELAY_MS);

@@ -39,7 +39,7 @@ const isTrainmem = (result) => result?.profile === 'trainmem' && Number.isFinite
  * The figure compared with the capacity: the picked one for the trainmem profile, total_bytes
  * (the reference's figure) otherwise. {key, bytes, label}
  */
-export function figureOf(result, figure = DEFAULT_FIGURE) {
+function figureOf(result, figure = DEFAULT_FIGURE) {
   if (!isTrainmem(result)) return { key: 'total', bytes: result?.total_bytes, label: 'total' };
   const key = FIGURES[figure] ? figure : DEFAULT_FIGURE;
   return { key, bytes: result[`${key}_bytes`], label: FIGURES[key].label };
@@ -378,6 +378,6 @@ const MOMENT_NAMES = { forward: 'the end of forward', backward: 'backward', opti
 export function stageNote(stage) {
   const parts = `${stage.num_layers} layers · ${formatCount(stage.dense_params)} dense, ${formatCount(stage.routed_params)} expert parameters`;
   if (!stage.moments) return parts;
-  const [peak] = Object.entries(stage.moments).reduce((best, e) => (e[1] > best[1] ? e : best));
+  const { peak } = stage.moments; // the core names the stage's peak moment
   return `${parts} · ${stage.microbatches_in_flight} microbatches in flight · peak at ${MOMENT_NAMES[peak] ?? peak}`;
 }

@@ -45,6 +45,17 @@ function parseTables(text) {
   return tables;
 }
 
+/** The reverse of the core's escaped() (slots.cpp): \t, \n and \\ back to a tab, a newline, a backslash. */
+const unescaped = (text) => text.replace(/\\([tn\\])/g, (_, c) => (c === 't' ? '\t' : c === 'n' ? '\n' : '\\'));
+
+/** The issues' text: one "field\tmessage" line each, tabs and newlines inside escaped. */
+function parseIssues(text) {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const [field, message] = line.split('\t');
+    return { field: unescaped(field), message: unescaped(message) };
+  });
+}
+
 export class SlotCodec {
   /**
    * @param {object[]} specs the core's field specs (engine.fieldSpecs), in the table's order
@@ -111,14 +122,8 @@ export class SlotCodec {
    * @param {boolean} [verbose] the text carries the trace
    */
   decode(n, text, verbose = false) {
+    if (n[0] === 0) return { ok: false, issues: parseIssues(text) };
     const lines = text.split('\n');
-    if (n[0] === 0) {
-      const issues = lines.filter(Boolean).map((line) => {
-        const tab = line.indexOf('\t');
-        return { field: line.slice(0, tab), message: line.slice(tab + 1) };
-      });
-      return { ok: false, issues };
-    }
     const { tables } = this;
     let at = 1;
     const next = () => n[at++];

@@ -32,7 +32,8 @@ struct OtherValue {
 
 struct SlotResult {
   std::vector<double> numbers;  // first number: 1 for a result, 0 for issues
-  std::string text;             // lines; with issues: "field\tmessage" per issue
+  std::string text;             // lines; with issues: "field<TAB>message" per issue, tabs,
+                                // newlines and backslashes in them escaped (slots.cpp escaped())
 };
 
 // Reads a config's slots and other values, one issue per field that does not take its value, in

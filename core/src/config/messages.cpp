@@ -47,7 +47,11 @@ std::string describe(const FieldValue& value) {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(double d) const { return number_text(d); }
     std::string operator()(const std::string& s) const {
-      return "the string " + quoted(s.size() > 40 ? s.substr(0, 40) + "…" : s);
+      if (s.size() <= 40) return "the string " + quoted(s);
+      // Cut at a character boundary: half a UTF-8 sequence would reach the reader as U+FFFD.
+      size_t cut = 40;
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+      return "the string " + quoted(s.substr(0, cut) + "…");
     }
     std::string operator()(const std::vector<double>&) const { return "a list"; }
     std::string operator()(const std::vector<std::string>&) const { return "a list"; }

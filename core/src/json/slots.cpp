@@ -73,6 +73,21 @@ void put_part(std::vector<double>& out, const PartBytes& p) {
   out.insert(out.end(), {p.dense, p.embedding, p.expert});
 }
 
+// A text for one tab-separated line: a message may quote a value with a tab, a newline or a
+// backslash in it (a hand-edited link), which are written as backslash-t, backslash-n and two
+// backslashes (web/js/slots.js unescapes them).
+std::string escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    if (ch == '\\') out += "\\\\";
+    else if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else out += ch;
+  }
+  return out;
+}
+
 double index_of(std::string_view name, std::span<const std::string_view> names) {
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return double(i);
@@ -124,7 +139,8 @@ void estimate_slots(std::span<const double> slots, std::span<const double> layer
   const std::vector<Issue>& issues = resolved.issues;
   if (!issues.empty()) {
     out.numbers.push_back(0);
-    for (const Issue& problem : issues) out.text += problem.field + "\t" + problem.message + "\n";
+    for (const Issue& problem : issues)
+      out.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\n";
     return;
   }
   Trace trace;

@@ -4,7 +4,8 @@
 // Prints, asserts nothing.
 //   node tests/bench/page-bench.mjs [cold loads per target, default 15]
 // - first frame showing the result: navigation start -> the first animation frame after the
-//   headline (#total) shows a figure; median of cold loads (a fresh browser context each, so
+//   headline (#total) shows a figure, or the first contentful paint if that is later (dist/'s
+//   headline is prerendered: in the document before anything paints); median of cold loads (a fresh browser context each, so
 //   nothing is cached), the two targets interleaved. Also the page's own marks when it sets them
 //   (trainmem:first-result-frame, first-chart, first-frame) and first contentful paint.
 // - keystroke -> updated headline: an input event on the layer count until #total shows the new
@@ -83,8 +84,12 @@ async function coldLoad(browser, target) {
   const { context, page } = await openPage(browser, target);
   const t = await page.evaluate(() => {
     const mark = (name) => performance.getEntriesByName(name)[0]?.startTime ?? NaN;
+    // A frame cannot show the figure before the page's first contentful paint: a prerendered
+    // headline (dist/) is in the document before the stylesheet lets anything paint.
+    const fcp = mark('first-contentful-paint');
     return {
       ...window.benchHeadline,
+      frame: Math.max(window.benchHeadline.frame, Number.isFinite(fcp) ? fcp : -Infinity),
       fcp: mark('first-contentful-paint'),
       pageResultFrame: mark('trainmem:first-result-frame'),
       pageChart: mark('trainmem:first-chart'),
@@ -121,7 +126,7 @@ async function keystrokes(browser, target, estimateArgs) {
       out.sync.push(t1 - t0);
       out.headline.push(changedInHandler ? t1 - t0 : changedAt - t0);
     }
-    return { ...out, found: Boolean(el), recompute: window.trainmemStats?.lastRecomputeMs };
+    return { ...out, found: Boolean(el), recompute: window.trainmemStats?.headlineMs };
   }, KEYSTROKES);
   let estimate;
   try {
@@ -214,7 +219,7 @@ for (const t of targets) {
   const inp = t.input;
   if (!inp.found) console.log('Keystrokes: no #f-num_layers input on the page');
   console.log(`Keystroke -> headline updated:           median ${ms(median(inp.headline), 2)} over ${inp.headline.length} changes (max ${ms(Math.max(...inp.headline), 2)})`);
-  console.log(`Input handler (sync):                    median ${ms(median(inp.sync), 2)}; input -> next frame median ${ms(median(inp.frame), 2)}; last recompute ${ms(inp.recompute, 2)}`);
+  console.log(`Input handler (sync):                    median ${ms(median(inp.sync), 2)}; input -> next frame median ${ms(median(inp.frame), 2)}; last headline update ${ms(inp.recompute, 2)}`);
   console.log(`engine.estimate(default config) in Chromium: ${Number.isFinite(t.estimate.us) ? `${t.estimate.us.toFixed(1)} µs a call (median of 9 rounds of ${t.estimate.calls})` : `n/a (${t.estimate.error})`}`);
 }
 const fetched = new Set(targets[0].bytes.rows.map((r) => r.path));

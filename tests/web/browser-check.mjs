@@ -80,8 +80,18 @@ const paintedPixels = (page, selector) => page.$eval(selector, (canvas) => {
 const canvasDigest = (page, selector) => page.$eval(selector, (c) => c.toDataURL().length + c.toDataURL().slice(-64));
 /** Waits for the debounced URL write. */
 const settleUrl = (page) => page.waitForTimeout(400);
+// The page answers an input with the headline at once and the rest (the form's marks, the table,
+// the charts) in the next frame: a check reads the page after that frame.
+const settled = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
 async function typeInto(page, selector, text) {
   await page.fill(selector, text);
+  await settled(page);
+}
+
+async function select(page, selector, value) {
+  await page.selectOption(selector, value);
+  await settled(page);
 }
 
 await check('loads with a result, a drawn chart and no console errors', async (keep) => {
@@ -139,10 +149,10 @@ await check('an invalid value is marked at its field with the core message; the 
 await check('a share link restores the same inputs and result', async (keep) => {
   const { page } = await open();
   keep(page);
-  await page.selectOption('#preset', 'mixtral-8x7b');
+  await select(page, '#preset', 'mixtral-8x7b');
   await typeInto(page, '#f-pipeline_model_parallel_size', '4');
   await typeInto(page, '#f-expert_model_parallel_size', '2');
-  await page.selectOption('#gpu', 'h200-141gb');
+  await select(page, '#gpu', 'h200-141gb');
   await page.check('#unit-gb');
   await settleUrl(page);
   const link = await hashNow(page);
@@ -192,7 +202,7 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   keep(page);
   expect(!(await page.isVisible('#stages-card')), 'stage chart shown at PP = 1');
   expect(!(await page.isVisible('#f-expert_model_parallel_size')), 'EP shown for a dense model');
-  await page.selectOption('#preset', 'deepseek-v3');
+  await select(page, '#preset', 'deepseek-v3');
   expect(await page.isVisible('#f-moe_router_topk'), 'MoE fields hidden for DeepSeek-V3');
   expect(await page.isVisible('#f-kv_lora_rank'), 'MLA fields hidden for DeepSeek-V3');
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
@@ -202,7 +212,7 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   await typeInto(page, '#f-pipeline_model_parallel_size', '16');
   await typeInto(page, '#f-num_layers_in_first_pipeline_stage', '3');
   await typeInto(page, '#f-num_layers_in_last_pipeline_stage', '2');
-  await page.selectOption('#gpu', 'h200-141gb');
+  await select(page, '#gpu', 'h200-141gb');
   const issues = await page.$$eval('.field.invalid', (els) => els.map((e) => e.dataset.field));
   expect(issues.length === 0, `invalid fields: ${issues}`);
   expect(await page.isVisible('#stages-card'), 'no stage chart at PP = 16');
@@ -225,9 +235,9 @@ await check('units, GPUs and a custom capacity switch the headline', async (keep
   keep(page);
   await page.check('#unit-gb');
   expect((await total(page)).endsWith(' GB'), 'unit did not switch to GB');
-  await page.selectOption('#gpu', 'a100-40gb');
+  await select(page, '#gpu', 'a100-40gb');
   expect((await page.textContent('#gpu-name')).includes('A100'), 'GPU name not shown');
-  await page.selectOption('#gpu', 'custom');
+  await select(page, '#gpu', 'custom');
   await typeInto(page, '#capacity-input', '500 GB');
   expect((await page.textContent('#capacity')).startsWith('500'), `capacity ${await page.textContent('#capacity')}`);
   expect((await page.textContent('#verdict')).startsWith('Fits'), 'verdict does not say it fits in 500 GB');
@@ -332,7 +342,7 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   for (const id of ['section-framework', 'section-optimizer', 'section-activations', 'section-runtime']) {
     expect(await page.isVisible(`#${id}`), `#${id} hidden for the trainmem profile`);
   }
-  await page.selectOption('#f-recompute_granularity', 'selective');
+  await select(page, '#f-recompute_granularity', 'selective');
   expect(await page.isChecked('#f-recompute_modules-core_attn'), 'recompute_modules does not show its default');
   await page.check('#f-recompute_modules-mlp');
   await settleUrl(page);
@@ -342,7 +352,7 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   expect(await page.isVisible('#stages-card'), 'no stage chart at PP = 2');
   expect(await paintedPixels(page, '#stage-chart') > 2000, 'stage chart is blank');
   await page.screenshot({ path: join(SHOTS, 'trainmem-profile-1280x900.png') });
-  await page.selectOption('#f-profile', 'megatron-bridge');
+  await select(page, '#f-profile', 'megatron-bridge');
   expect(!(await page.isVisible('#figure-switch')), 'figure switch shown for a reference profile');
   expect(!(await page.isVisible('#section-framework')), 'trainmem-only section shown for a reference profile');
   expect(!(await page.isVisible('#peak-card')), 'moments shown for a reference profile');
@@ -531,7 +541,7 @@ await check('Find layouts: a worker searches, the table sorts, choosing a row lo
   expect((await page.$$('.field.invalid')).length === 0, 'the loaded layout is invalid');
   await page.screenshot({ path: join(SHOTS, 'plan-1280x900.png'), fullPage: true });
   for (const [solve, pattern] of [['min-gpus', /fewest GPUs on which a layout fits: (\d+)/], ['max-micro-batch', /largest micro batch that fits is (\d+)/]]) {
-    await page.selectOption('#plan-solve', solve);
+    await select(page, '#plan-solve', solve);
     await page.click('#plan-run');
     await page.waitForFunction(() => !document.querySelector('#plan-run').disabled);
     const answer = pattern.exec(await page.textContent('#plan-status'));
@@ -547,7 +557,7 @@ await check('Find layouts: a worker searches, the table sorts, choosing a row lo
       expect(await page.inputValue('#f-micro_batch_size') === answer[1], 'the micro batch was not loaded');
     }
   }
-  await page.selectOption('#plan-solve', 'none');
+  await select(page, '#plan-solve', 'none');
   await typeInto(page, '#plan-gpus', 'many');
   await page.click('#plan-run');
   expect((await page.textContent('#plan-status')).includes('whole number'), 'no message for a bad GPU count');
@@ -894,7 +904,7 @@ await check('a state with no figure: the page, the embed and the element show it
 
 // Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
 // host page with the snippets the Embed dialog gives.
-await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize', async (keep) => {
+await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {
   const out = await mkdtemp(join(tmpdir(), 'trainmem-dist-'));
   execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out], { stdio: 'pipe' });
   const prefix = '/docs/tools/trainmem/';
@@ -910,7 +920,7 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
     expect(/GiB$/.test(await total(page)), 'dist page shows no total');
     await page.click('#embed-open');
-    await page.selectOption('#embed-theme', 'dark');
+    await select(page, '#embed-theme', 'dark');
     const iframe = await page.inputValue('#embed-iframe');
     const element = await page.inputValue('#embed-element');
     expect(iframe.includes(`${sub.url}embed.html#`) && iframe.includes('theme=dark'), `iframe snippet: ${iframe}`);
@@ -958,6 +968,35 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     expect(phoneHeight >= before, 'the iframe did not follow its content at phone width');
     await host.screenshot({ path: join(SHOTS, 'host-embed-390.png'), fullPage: true });
     await host.close();
+    // The fresh page's prerendered first answer (web/scripts/prerender.mjs): the live page's bytes,
+    // shown before the module has run, and hidden for a link until the link's own answer is there.
+    const fresh = keep(await context.newPage());
+    let releaseWasm;
+    const wasmHeld = new Promise((r) => { releaseWasm = r; });
+    await fresh.route(/\.wasm$/, async (route) => { await wasmHeld; await route.continue(); });
+    await fresh.goto(sub.url);
+    await fresh.waitForSelector('#total[data-bytes]');
+    const early = await fresh.evaluate(() => ({
+      bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
+      inert: document.querySelector('.inputs').inert, visible: getComputedStyle(document.querySelector('main')).visibility,
+    }));
+    expect(early.prerendered && early.inert && early.visible === 'visible', `before the module: ${JSON.stringify(early)}`);
+    releaseWasm();
+    await fresh.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    const live = await fresh.evaluate(() => ({
+      bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
+      inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > fieldset').length,
+    }));
+    expect(live.bytes === early.bytes, `prerendered ${early.bytes} B, live ${live.bytes} B`);
+    expect(!live.prerendered && !live.inert, `the live page is still marked prerendered: ${JSON.stringify(live)}`);
+    const linked = keep(await context.newPage());
+    await linked.route(/\.wasm$/, () => {}); // never answers: the page as it is before the module
+    await linked.goto(`${sub.url}#v=1&m=llama-3.1-70b&tp=8`);
+    await linked.waitForSelector('#total[data-bytes]', { state: 'attached' });
+    const hidden = await linked.evaluate(() => getComputedStyle(document.querySelector('main')).visibility);
+    expect(hidden === 'hidden', `a link's page shows the fresh page's answer before its own (${hidden})`);
+    await fresh.close();
+    await linked.close();
     expect(problems.length === 0, problems.join('\n'));
     return page;
   } finally {

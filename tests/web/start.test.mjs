@@ -47,7 +47,7 @@ test('npm start serves the built calculator: the page, the estimator module and 
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
     assert.equal(wasm.headers.get('content-encoding'), 'br');  // fetch() decodes it
     assert.equal(Buffer.from(await wasm.arrayBuffer()).subarray(0, 4).toString('hex'), '0061736d');  // \0asm
-    assert.equal((await fetch(url(/src="(vendor\/chart\.umd\.[0-9a-f]{8}\.js)"/))).status, 200);
+    assert.equal((await fetch(url(/href="(vendor\/chart\.umd\.[0-9a-f]{8}\.js)"/))).status, 200);
   } finally {
     try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
     await exited;

@@ -82,6 +82,7 @@ export class Form {
   }
 
   build(root) {
+    root.replaceChildren(); // dist/'s prerendered form (web/scripts/prerender.mjs) gives way to the live one
     for (const { section, fields, more } of sectionFields(this.specs)) {
       const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
         el('legend', { text: section.title }));

@@ -78,10 +78,28 @@ function recompute() {
   const t0 = performance.now();
   // The path the embed view and the element take too (link-config.js), from the page's state.
   const { names, config, result } = estimateView(engine, state, { resolved: lastOk?.result.config });
+  if (result.ok) lastOk = { result, names, config };
+  lastStale = !result.ok;
+  // The headline answers the keystroke; the rest of the page follows in the next frame, once
+  // per frame however many inputs arrive (typing, a held arrow key).
+  renderHeadline();
+  pending = { names, result };
+  if (!settleFrame) settleFrame = requestAnimationFrame(settle);
+  window.trainmemStats.headlineMs = performance.now() - t0;
+}
+
+let pending = null;
+let settleFrame = 0;
+
+/** Everything but the headline for the last recompute: the form's marks, the link, the breakdown. */
+function settle() {
+  settleFrame = 0;
+  if (!pending) return;
+  const t0 = performance.now();
+  const { names, result } = pending;
+  pending = null;
   form.showApplicable(names);
-  const t1 = performance.now();
   if (result.ok) {
-    lastOk = { result, names, config };
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
     showGeneralIssues([]);
@@ -91,11 +109,12 @@ function recompute() {
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
   share.scheduleLinkWrite();
-  const t2 = performance.now();
-  render(!result.ok);
+  const t1 = performance.now();
+  renderDetails();
   document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
-  const t3 = performance.now();
-  Object.assign(window.trainmemStats, { lastRecomputeMs: t3 - t0, estimateMs: t1 - t0, formMs: t2 - t1, renderMs: t3 - t2 });
+  const t2 = performance.now();
+  Object.assign(window.trainmemStats, { formMs: t1 - t0, renderMs: t2 - t1 });
+  document.body.dataset.settled = String(Number(document.body.dataset.settled ?? 0) + 1);
   scheduleTrace();
 }
 
@@ -119,12 +138,23 @@ function scheduleTrace() {
 
 function render(stale) {
   lastStale = stale;
+  renderHeadline();
+  renderDetails();
+}
+
+/** The headline, the capacity and the verdict: what a keystroke updates at once. */
+function renderHeadline() {
   const capacity = capacityBytes();
-  const { unit, figure } = state;
   ui.capacityError.hidden = !(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
   ui.capacityError.textContent = 'Enter a size such as 96 GB or 80 GiB.';
+  view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
+}
+
+/** The charts, the breakdown table and the panels below the headline. */
+function renderDetails() {
+  const capacity = capacityBytes();
+  const { unit, figure } = state;
   const result = lastOk?.result;
-  view.renderSummary(result, capacity, currentGpuLabel(), unit, stale, figure);
   if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
     view.clearTable();
     gpuChart?.update([], capacity, '', unit);
@@ -319,19 +349,25 @@ function bodyParsed() {
 }
 
 /**
- * Resolves once the deferred Chart.js script has run, or failed. readyState turns "interactive"
- * before deferred scripts run, so the result is painted first and the charts follow.
+ * Loads Chart.js (preloaded by index.html) once the first frame with the result is painted: its
+ * parse and run take longer than everything before that frame. Resolves when it has run.
  */
-function chartJsSettled() {
-  if (window.Chart || document.readyState === 'complete') return Promise.resolve();
-  return new Promise((resolve) => {
-    document.addEventListener('DOMContentLoaded', resolve, { once: true });
-    window.addEventListener('load', resolve, { once: true });
+function loadChartJs() {
+  if (window.Chart) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const script = document.createElement('script');
+    script.src = 'vendor/chart.umd.js';
+    script.onload = resolve;
+    script.onerror = () => reject(new Error('Chart.js did not load (web/vendor/chart.umd.js is missing: run the vendor script).'));
+    document.head.append(script);
   });
 }
 
+/** Resolves after the next frame has been painted. */
+const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
 async function start() {
-  window.trainmemStats = { lastRecomputeMs: NaN };
+  window.trainmemStats = { headlineMs: NaN };
   const enginePromise = createEngine(); // the wasm compiles while the page and Chart.js load
   adoptPalette();
   await bodyParsed();
@@ -347,11 +383,17 @@ async function start() {
   applyLink(location.hash); // an empty one is the fresh page's state
   syncControls();
   recompute();
+  cancelAnimationFrame(settleFrame);
+  settle(); // the first answer whole, in this task
+  // dist/'s prerendered first answer (web/scripts/prerender.mjs) is now the live page.
+  const main = document.querySelector('main');
+  main.removeAttribute('data-prerendered');
+  main.querySelector('.inputs').inert = false;
   performance.mark('trainmem:first-result');
   requestAnimationFrame(() => performance.mark('trainmem:first-result-frame'));
 
-  await chartJsSettled();
-  if (!window.Chart) throw new Error('Chart.js did not load (web/vendor/chart.umd.js is missing: run the vendor script).');
+  await afterPaint();
+  await loadChartJs();
   gpuChart = new GpuChart($('gpu-chart'));
   render(lastStale);
   performance.mark('trainmem:first-chart');

@@ -14,6 +14,8 @@
 //     a stub importing a hashed copy, so that a host page pays no extra round trip before its
 //     imports (hashed like the page's); it is revalidated on each use, like the pages.
 //   - next to every compressible file, .gz and .br (serve.mjs sends them; most static hosts can).
+//   - index.html holds the fresh page's first answer, taken from the built page in headless
+//     Chromium (prerender.mjs): a visitor without a link sees it before the module has run.
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
@@ -25,6 +27,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import {
   COMPRESSIBLE, DOCUMENT, STABLE, TEXT, digest, hashedName, references, rewrite,
 } from './assets.mjs';
+import { snapshotFirstAnswer, withFirstAnswer } from './prerender.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const web = join(root, 'web');
@@ -168,11 +171,23 @@ export function compress(path, body) {
   };
 }
 
+/** Writes `body` as `file` with its .gz and .br when it is compressible; returns their sizes. */
+async function writeServed(file, path, body) {
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, body);
+  if (!COMPRESSIBLE.test(path)) return { raw: body.length, gz: 0, br: 0 };
+  const { gz, br } = compress(path, body);
+  await writeFile(`${file}.gz`, gz);
+  await writeFile(`${file}.br`, br);
+  return { raw: body.length, gz: gz.length, br: br.length };
+}
+
 /**
  * Writes the page into `out` (emptied first). `build: false` takes web/ as it is (the modules and
- * Chart.js must be there). Resolves to { files, raw, gz, br } (sizes summed over the files).
+ * Chart.js must be there); `prerender: false` leaves index.html without its first answer.
+ * Resolves to { files, raw, gz, br } (sizes summed over the files).
  */
-export async function buildDist(out, { build = true } = {}) {
+export async function buildDist(out, { build = true, prerender = true } = {}) {
   if (build) {
     execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
     execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
@@ -182,18 +197,14 @@ export async function buildDist(out, { build = true } = {}) {
   if (bad.length) throw new Error(`absolute URLs would break under a sub-path:\n  ${bad.join('\n  ')}`);
   await rm(out, { recursive: true, force: true });
   const sizes = { files: served.size, raw: 0, gz: 0, br: 0 };
-  for (const [path, body] of served) {
-    const file = join(out, path);
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, body);
-    sizes.raw += body.length;
-    if (!COMPRESSIBLE.test(path)) continue;
-    const { gz, br } = compress(path, body);
-    await writeFile(`${file}.gz`, gz);
-    await writeFile(`${file}.br`, br);
-    sizes.gz += gz.length;
-    sizes.br += br.length;
+  const add = (s) => { for (const k of ['raw', 'gz', 'br']) sizes[k] += s[k]; };
+  const sizeOf = new Map();
+  for (const [path, body] of served) sizeOf.set(path, await writeServed(join(out, path), path, body));
+  if (prerender) {
+    const index = withFirstAnswer(served.get('index.html').toString('utf8'), await snapshotFirstAnswer(out));
+    sizeOf.set('index.html', await writeServed(join(out, 'index.html'), 'index.html', Buffer.from(index)));
   }
+  for (const s of sizeOf.values()) add(s);
   return sizes;
 }
 

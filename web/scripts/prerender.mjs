@@ -1,0 +1,68 @@
+// The fresh page's first answer, written into dist/index.html at build time, so that a visitor
+// without a link sees the result in the first frame instead of after the module has compiled and
+// run (squoosh prerenders its first screen the same way). The snapshot is the page itself: dist/ is
+// served, opened in headless Chromium, and the <main> element is taken once the first result is
+// on screen, before Chart.js runs (its canvases are drawn later, by the live page).
+//   - The figures are the core's: the same build, the same code, the same state (the empty link's).
+//   - The inputs are inert until main.js has built the live form over them (tens of ms): an edit
+//     made in that time would be lost, so none can be made.
+//   - A visitor with a link (any fragment) must not see the fresh page's answer: js/boot.js marks
+//     the document before the first paint, and the stylesheet hides a prerendered <main> then.
+//   - Values, checks and choices the page set as properties are written as attributes.
+//   - Style attributes are dropped (the CSP allows none in markup; the meter fills once live).
+import { chromium } from 'playwright-core';
+import { serve } from './serve.mjs';
+
+export const PRERENDERED = 'data-prerendered';
+const MAIN = /<main class="layout">[\s\S]*<\/main>/;
+
+/**
+ * The page in `root` (a built dist/) with its first answer: resolves to { html, title } for
+ * index.html. Needs Chromium (tests/setup.sh installs it).
+ */
+export async function snapshotFirstAnswer(root) {
+  const site = await serve({ port: 0, root });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    // Chart.js is held back: the snapshot is the first answer without charts, as a visitor's first frame.
+    await page.route(/\/vendor\/chart\.umd[^/]*\.js$/, () => {});
+    await page.goto(`${site.url}index.html`);
+    await page.waitForFunction(() => performance.getEntriesByName('trainmem:first-result-frame').length > 0
+      || document.body.dataset.ready === 'error', null, { timeout: 60_000 });
+    const snap = await page.evaluate((attr) => {
+      if (document.body.dataset.ready === 'error') return { error: document.getElementById('general-issues')?.textContent };
+      // What the page set as properties (values, checks, choices) becomes markup, as a clone drops it.
+      for (const el of document.querySelectorAll('main input, main textarea')) {
+        if (el.type === 'checkbox' || el.type === 'radio') el.toggleAttribute('checked', el.checked);
+        else if (el.type !== 'file') el.setAttribute('value', el.value);
+      }
+      for (const option of document.querySelectorAll('main option')) option.toggleAttribute('selected', option.selected);
+      const main = document.querySelector('main').cloneNode(true);
+      main.setAttribute(attr, '');
+      main.querySelector('.inputs').setAttribute('inert', '');
+      for (const el of main.querySelectorAll('[style]')) el.removeAttribute('style');
+      return { html: main.outerHTML, title: document.title, origin: location.origin };
+    }, PRERENDERED);
+    if (snap.error || errors.length) throw new Error(`the page did not start: ${snap.error ?? errors.join('; ')}`);
+    if (snap.html.includes(snap.origin)) throw new Error('the first answer names the build server\'s address: it would be wrong on the host');
+    return snap;
+  } finally {
+    await browser.close();
+    site.server.close();
+  }
+}
+
+/** index.html's text with its <main> replaced by the snapshot, and the snapshot's title. */
+export function withFirstAnswer(indexHtml, snap) {
+  if (!MAIN.test(indexHtml)) throw new Error('index.html has no <main class="layout"> to prerender');
+  return indexHtml
+    .replace(MAIN, () => snap.html)
+    .replace(/<title>[^<]*<\/title>/, () => `<title>${snap.title.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</title>`);
+}

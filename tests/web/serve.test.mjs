@@ -112,7 +112,8 @@ describe('every URL of the pages and the element', () => {
       }
     }
     const paths = [...seen.keys()].map((u) => u.slice(site.url.length));
-    for (const p of [/^js\/main\./, /^js\/engine\./, /^js\/plan-worker\./, /^wasm\/trainmem\.[0-9a-f]+\.mjs$/,
+    // The modules are bundled (web/scripts/bundle.mjs): shared code is in chunks.
+    for (const p of [/^js\/main\./, /^js\/chunk-/, /^js\/plan-worker\./, /^wasm\/trainmem\.[0-9a-f]+\.mjs$/,
       /^wasm\/trainmem\.[0-9a-f]+\.wasm$/, /^wasm\/trainmem-tools\.[0-9a-f]+\.wasm$/, /^vendor\/chart\.umd\./, /^css\/app\./]) {
       assert.ok(paths.some((x) => p.test(x)), `nothing reached ${p.source}: ${paths.join(' ')}`);
     }

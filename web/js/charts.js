@@ -4,6 +4,25 @@ import { formatBytes, formatExactBytes, inUnit } from './format.js';
 import { cssColor as css } from './theme.js';
 
 
+/**
+ * Loads Chart.js (the pages preload it) once called: the page and the embed call it after the
+ * first frame with the result is painted, since its parse and run take longer than everything
+ * before that frame. Resolves when it has run.
+ */
+export function loadChartJs() {
+  if (window.Chart) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const script = document.createElement('script');
+    script.src = 'vendor/chart.umd.js';
+    script.onload = resolve;
+    script.onerror = () => reject(new Error('Chart.js did not load (web/vendor/chart.umd.js is missing: run the vendor script).'));
+    document.head.append(script);
+  });
+}
+
+/** Resolves after the next frame has been painted. */
+export const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+
 // Draws a dashed line at the GPU's capacity (Chart.js has no built-in annotation).
 const capacityLine = {
   id: 'capacityLine',

@@ -2,7 +2,7 @@
 // breakdown of one configuration, no form. It tells its parent its height so the iframe fits:
 //   parent.postMessage({ type: 'trainmem:height', height }, '*')
 import { createEngine } from './engine.js';
-import { GpuChart } from './charts.js';
+import { GpuChart, afterPaint, loadChartJs } from './charts.js';
 import { ResultsView, segmentsOf } from './results.js';
 import { adoptPalette, applyTheme } from './theme.js';
 import { estimateView, linkProblems, restoreLink, splitViewOptions } from './link-config.js';
@@ -54,13 +54,14 @@ async function start() {
   engine = await enginePromise;
   view = new ResultsView();
   $('version').textContent = `· ${engine.version}`;
-  // Chart.js is a deferred classic script: it has run by the load event.
-  if (!window.Chart && document.readyState !== 'complete') await new Promise((r) => window.addEventListener('load', r, { once: true }));
-  if (window.Chart) chart = new GpuChart($('gpu-chart'));
-  render();
+  render(); // the figures first; the chart once they are painted (Chart.js runs then)
   window.addEventListener('hashchange', render);
   new ResizeObserver(postHeight).observe(document.documentElement);
   postHeight();
+  await afterPaint();
+  await loadChartJs();
+  chart = new GpuChart($('gpu-chart'));
+  render();
   document.body.dataset.ready = '1';
 }
 

@@ -5,7 +5,7 @@
 // link-config.js, as the embed view and the custom element read it.
 import { createEngine } from './engine.js';
 import { Form } from './form.js';
-import { GpuChart, StageChart } from './charts.js';
+import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
 import { DEFAULT_FIGURE, ResultsView, segmentsOf, stageNote, stageSeries } from './results.js';
 import { adoptPalette } from './theme.js';
 import { formatSize } from './format.js';
@@ -347,24 +347,6 @@ function bodyParsed() {
   if (document.readyState !== 'loading') return Promise.resolve();
   return new Promise((resolve) => document.addEventListener('readystatechange', resolve, { once: true }));
 }
-
-/**
- * Loads Chart.js (preloaded by index.html) once the first frame with the result is painted: its
- * parse and run take longer than everything before that frame. Resolves when it has run.
- */
-function loadChartJs() {
-  if (window.Chart) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const script = document.createElement('script');
-    script.src = 'vendor/chart.umd.js';
-    script.onload = resolve;
-    script.onerror = () => reject(new Error('Chart.js did not load (web/vendor/chart.umd.js is missing: run the vendor script).'));
-    document.head.append(script);
-  });
-}
-
-/** Resolves after the next frame has been painted. */
-const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 
 async function start() {
   window.trainmemStats = { headlineMs: NaN };

@@ -7,7 +7,8 @@
 //     element's module, whose URL host pages embed (docs/embedding.md).
 //   - Next to every COMPRESSIBLE file, name.gz (gzip -9) and name.br (brotli, quality 11).
 import { createHash } from 'node:crypto';
-import { posix } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import { join, posix, relative, sep } from 'node:path';
 
 export const STABLE = new Set(['index.html', 'embed.html', 'js/trainmem-element.js']);
 
@@ -81,4 +82,15 @@ export function rewrite(text, refs, rename) {
     at = ref.index + ref.length;
   }
   return out + text.slice(at);
+}
+
+/** Every file below `dir`, as paths relative to `base` with "/" separators, sorted. */
+export async function listFiles(dir, base = dir) {
+  const list = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) list.push(...(await listFiles(p, base)));
+    else list.push(relative(base, p).split(sep).join('/'));
+  }
+  return list.sort();
 }

@@ -14,36 +14,30 @@
 //     a stub importing a hashed copy, so that a host page pays no extra round trip before its
 //     imports (hashed like the page's); it is revalidated on each use, like the pages.
 //   - next to every compressible file, .gz and .br (serve.mjs sends them; most static hosts can).
+//   - the scripts are bundled and minified (bundle.mjs: esbuild), the pages' modulepreload links
+//     naming the bundles.
 //   - index.html holds the fresh page's first answer, taken from the built page in headless
 //     Chromium (prerender.mjs): a visitor without a link sees it before the module has run.
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import {
-  COMPRESSIBLE, DOCUMENT, STABLE, TEXT, digest, hashedName, references, rewrite,
+  COMPRESSIBLE, DOCUMENT, STABLE, TEXT, digest, hashedName, listFiles, references, rewrite,
 } from './assets.mjs';
+import { bundlePage } from './bundle.mjs';
+
+export { listFiles };
 import { snapshotFirstAnswer, withFirstAnswer } from './prerender.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const web = join(root, 'web');
 // What the page is made of; web/scripts (the dev server, build scripts) stays behind.
 const PARTS = ['index.html', 'embed.html', 'css', 'js', 'wasm', 'vendor'];
-
-/** Every file below `dir`, as paths relative to `base` with "/" separators. */
-export async function listFiles(dir, base = dir) {
-  const list = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) list.push(...(await listFiles(p, base)));
-    else list.push(relative(base, p).split(sep).join('/'));
-  }
-  return list.sort();
-}
 
 /** The page's files from web/: path -> bytes. */
 async function readPage() {
@@ -184,15 +178,16 @@ async function writeServed(file, path, body) {
 
 /**
  * Writes the page into `out` (emptied first). `build: false` takes web/ as it is (the modules and
- * Chart.js must be there); `prerender: false` leaves index.html without its first answer.
+ * Chart.js must be there); `bundle: false` keeps the modules as written (bundle.mjs);
+ * `prerender: false` leaves index.html without its first answer.
  * Resolves to { files, raw, gz, br } (sizes summed over the files).
  */
-export async function buildDist(out, { build = true, prerender = true } = {}) {
+export async function buildDist(out, { build = true, bundle = true, prerender = true } = {}) {
   if (build) {
     execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
     execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
   }
-  const served = hashFiles(await readPage());
+  const served = hashFiles(bundle ? await bundlePage(web, await readPage()) : await readPage());
   const bad = absoluteUrls(served);
   if (bad.length) throw new Error(`absolute URLs would break under a sub-path:\n  ${bad.join('\n  ')}`);
   await rm(out, { recursive: true, force: true });

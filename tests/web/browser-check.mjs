@@ -482,7 +482,7 @@ await check('compare: pin, change inputs, both side by side with the difference;
   return page;
 });
 
-await check('export: JSON and CSV carry the inputs, every category and every stage; the chart as PNG', async (keep) => {
+await check('export: JSON and CSV carry the inputs, every category and every stage, CSV with a summary first; a PNG with title, legend and verdict', async (keep) => {
   const { page, problems } = await open();
   keep(page);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
@@ -501,8 +501,34 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
     'bytes,activations,,', 'bytes,cuda_context,,', 'figure,device_bytes,,', 'stage,0,total_bytes,', 'stage,1,moments.backward,']) {
     expect(csv.includes(`\n${line}`), `CSV lacks "${line}"`);
   }
+  // The summary block comes first: each class's bytes as an integer and in GiB, then the figures.
+  const [summaryBlock] = csv.split('\n\n');
+  const summary = summaryBlock.split('\n');
+  expect(summary[0] === 'class,bytes,GiB' && summary[1].startsWith('weights,'), `CSV summary: ${summary.slice(0, 2)}`);
+  const deviceRow = summary.find((l) => l.startsWith('device,'))?.split(',');
+  expect(deviceRow && Number(deviceRow[1]) === doc.result.device_bytes && deviceRow[2] === (doc.result.device_bytes / 2 ** 30).toFixed(2), `CSV device row: ${deviceRow}`);
+  const weights = summary[1].split(',');
+  const parts = doc.result.state.weights;
+  expect(Number(weights[1]) === parts.dense + parts.embedding + parts.expert, `CSV weights: ${weights}`);
+  // The PNG: opaque, 2x, with a title and legend (a picture a reader can use, not the bare canvas).
   const png = (await save('#export-png')).body;
   expect(png.subarray(1, 4).toString() === 'PNG' && png.length > 2000, 'not a PNG');
+  const size = { width: png.readUInt32BE(16), height: png.readUInt32BE(20), colorType: png[25] };
+  expect(size.width === 1800 && size.height > 500, `PNG is ${size.width}x${size.height}`);
+  const look = await page.evaluate(async (base64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${base64}`; // the page's CSP allows data: images
+    await img.decode();
+    const c = Object.assign(document.createElement('canvas'), { width: img.width, height: img.height });
+    const ctx = c.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    const data = ctx.getImageData(0, 0, c.width, c.height).data;
+    let transparent = 0;
+    for (let i = 3; i < data.length; i += 4) if (data[i] < 255) transparent += 1;
+    return { transparent };
+  }, png.toString('base64'));
+  expect(look.transparent === 0, `${look.transparent} transparent pixels in the PNG`);
+  await writeFile(join(SHOTS, 'export.png'), png);
   await page.click('#export-args');
   await page.waitForFunction(() => document.querySelector('#args-text').value.length > 0);
   expect((await page.inputValue('#args-text')).includes('--pipeline-model-parallel-size 2'), 'no Megatron arguments');
@@ -872,7 +898,7 @@ await check("the documentation's examples: the page, the embed and the element s
 // more layers than the model has; the core's message names num_layers only).
 const NO_FIGURE = 'v=1&m=llama-3.1-8b&pp=2&ppl=40&gpu=h100-80gb';
 
-await check('a state with no figure: the page, the embed and the element show its issues and no data-bytes', async (keep) => {
+await check('a state with no figure: the page, the embed and the element show its issues and no data-bytes; the embed\'s legend follows', async (keep) => {
   const page = keep(await context.newPage());
   const marked = (target, selector) => target.evaluate(({ host }) => {
     const root = host ? document.querySelector(host).shadowRoot : document;
@@ -882,8 +908,14 @@ await check('a state with no figure: the page, the embed and the element show it
     await page.goto(`${url}${file}#${SHORT_FORM}`);
     await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
     expect(/^\d+$/.test(await page.getAttribute('#total', 'data-bytes') ?? ''), `${file}: no data-bytes on the headline`);
+    const legend = () => page.$$eval('#legend li', (items) => items.map((li) => li.textContent));
+    if (file === 'embed.html') { // the embed's bar has a legend: each part and its size
+      const items = await legend();
+      expect(items.length >= 5 && items.every((t) => /\d GiB$/.test(t)) && items.some((t) => t.startsWith('Weights')), `embed legend: ${items}`);
+    }
     await page.evaluate((hash) => { location.hash = hash; }, NO_FIGURE);
     await page.waitForFunction(() => document.querySelector('#total').textContent === '—', null, { timeout: 5000 });
+    if (file === 'embed.html') expect((await legend()).length === 0, 'the embed keeps the legend of the state before');
     const left = await marked(page);
     expect(left.length === 0, `${file}: after a link with no figure, still marked: ${left.join(', ')}`);
     const issues = file === 'index.html' ? await page.textContent('#e-num_layers') : await page.textContent('#general-issues'); // the page shows it at its field

@@ -3,7 +3,7 @@
 //   parent.postMessage({ type: 'trainmem:height', height }, '*')
 import { createEngine } from './engine.js';
 import { GpuChart, afterPaint, loadChartJs } from './charts.js';
-import { ResultsView, segmentsOf } from './results.js';
+import { ResultsView, renderLegend, segmentsOf } from './results.js';
 import { adoptPalette, applyTheme } from './theme.js';
 import { estimateView, linkProblems, restoreLink, splitViewOptions } from './link-config.js';
 import { formatSize } from './format.js';
@@ -38,12 +38,15 @@ function render() {
     view.renderSummary(null, capacity, link.gpuLabel, link.unit, true);
     view.clearTable();
     chart?.update([], capacity, '', link.unit);
+    renderLegend($('legend'), [], link.unit);
     return;
   }
   view.renderSummary(result, capacity, link.gpuLabel, link.unit, false, link.figure);
   view.renderTable(result, link.unit, link.figure);
   const label = Number.isFinite(capacity) ? `${link.gpuLabel} ${formatSize(capacity, link.unit)}` : '';
-  chart?.update(segmentsOf(result, formulaLookup(result), link.figure), capacity, label, link.unit);
+  const segments = segmentsOf(result, formulaLookup(result), link.figure);
+  chart?.update(segments, capacity, label, link.unit);
+  renderLegend($('legend'), segments, link.unit);
 }
 
 async function start() {

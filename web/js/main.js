@@ -6,9 +6,10 @@
 import { createEngine } from './engine.js';
 import { Form } from './form.js';
 import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
-import { DEFAULT_FIGURE, ResultsView, segmentsOf, stageNote, stageSeries } from './results.js';
-import { adoptPalette } from './theme.js';
-import { formatSize } from './format.js';
+import { DEFAULT_FIGURE, FIGURES, ResultsView, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
+import { verdictOf } from './verdict.js';
+import { adoptPalette, cssColor } from './theme.js';
+import { formatBytes, formatSize } from './format.js';
 import { MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
 import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
@@ -185,6 +186,39 @@ function showGeneralIssues(issues) {
   ui.generalIssues.replaceChildren(...issues.map((i) => Object.assign(document.createElement('p'), { textContent: i.message })));
 }
 
+// ---- the PNG export ----
+
+/** What the PNG shows (export-png.js): the view on screen, with its title, legend and verdict. */
+function picture() {
+  const result = lastOk?.result;
+  if (!result) return null;
+  const { unit, figure } = state;
+  const c = result.config;
+  const capacity = capacityBytes();
+  const headline = headlineOf(result, figure);
+  const figureName = result.profile === 'trainmem' ? FIGURES[headline.key].long : 'total';
+  const gpus = c.tensor_model_parallel_size * c.pipeline_model_parallel_size * c.context_parallel_size * c.data_parallel_size;
+  const layout = `TP ${c.tensor_model_parallel_size} · PP ${c.pipeline_model_parallel_size} · CP ${c.context_parallel_size} · DP ${c.data_parallel_size} = ${gpus} GPU${gpus === 1 ? '' : 's'}`;
+  const setup = [layout, c.framework, `sequence ${c.seq_length} · micro batch ${c.micro_batch_size}`].filter(Boolean).join(' · ');
+  const stage = result.stages?.length > 1 ? ` (pipeline stage ${result.most_loaded_stage})` : '';
+  const color = (name) => cssColor(name);
+  return {
+    title: `${modelLabel()} on ${currentGpuLabel()}`,
+    subtitle: `${setup} · trainmem ${engine.version}, ${result.profile} profile`,
+    figureName: `Most-loaded GPU${stage} · ${figureName}`,
+    headline: `${formatBytes(headline.bytes, unit)}${Number.isFinite(capacity) ? ` of ${formatSize(capacity, unit)}` : ''}`,
+    verdict: verdictOf(headline.bytes, capacity, unit),
+    segments: segmentsOf(result, formulaLookup(result), figure).filter((s) => s.bytes > 0)
+      .map((s) => ({ label: s.label, bytes: s.bytes, color: s.color, text: formatBytes(s.bytes, unit) })),
+    total: headline.bytes, capacity: Number.isFinite(capacity) ? capacity : null,
+    capacityText: Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '',
+    colors: {
+      background: color('--surface'), text: color('--text'), muted: color('--muted'), grid: color('--grid'),
+      ok: color('--ok'), bad: color('--bad'), capacity: color('--capacity'),
+    },
+  };
+}
+
 // ---- share link ----
 
 /** What the share link holds (share-panel.js writes it); null before the first valid result. */
@@ -324,7 +358,7 @@ function bindPanels() {
     result: () => lastOk?.result ?? null,
     inputs: () => configFor(state.fields).config,
     fileStem: () => fileStem(presetById(engine, state.preset)?.name ?? importedLabel ?? 'custom', lastOk?.result.config),
-    chartDrawn: () => Boolean(gpuChart),
+    picture,
   });
   new PlanPanel({
     solve: $('plan-solve'), gpus: $('plan-gpus'), headroom: $('plan-headroom'), run: $('plan-run'), cancel: $('plan-cancel'),

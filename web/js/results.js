@@ -136,6 +136,25 @@ export function segmentsOf(result, formulas, figure = DEFAULT_FIGURE, color = cs
   return segments;
 }
 
+/**
+ * A legend for a stacked bar: one item per non-empty segment, its colour, its name and its size
+ * (the embed's bar has no room for labels). The colours are set through the CSSOM, which the CSP
+ * allows (style attributes in markup it does not).
+ */
+export function renderLegend(list, segments, unit) {
+  list.replaceChildren(...segments.filter((s) => s.bytes > 0).map((s) => {
+    const item = document.createElement('li');
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.style.background = s.color;
+    const value = document.createElement('span');
+    value.className = 'legend-value';
+    value.textContent = formatBytes(s.bytes, unit);
+    item.append(swatch, s.label, ' ', value);
+    return item;
+  }));
+}
+
 // The elements a ResultsView fills, by their ids in index.html; embed.html has the headline's and
 // the table's (its view renders only those).
 const VIEW_IDS = {

@@ -1,9 +1,9 @@
 // The page's ways out: the share link (kept in the address bar as you edit, and Copy link), the
 // Embed dialog (iframe and element snippets), and the exports (JSON, CSV, chart PNG, Megatron
 // arguments). share.js lays out what leaves; this writes the link and wires the buttons.
-import { canvasPng, download, elementAttributes, embedSnippets, resultCsv, resultJson } from './share.js';
+import { resultPng } from './export-png.js';
+import { download, elementAttributes, embedSnippets, resultCsv, resultJson } from './share.js';
 import { encodeState } from './url-state.js';
-import { cssColor } from './theme.js';
 import { elementsById } from './dom.js';
 
 const STATUS_MS = 4000;
@@ -46,7 +46,7 @@ export class SharePanel {
    * @param {() => object|null} page.result the result on screen
    * @param {() => object} page.inputs the config sent to the core
    * @param {() => string} page.fileStem the downloads' name without extension
-   * @param {() => boolean} page.chartDrawn whether the GPU chart exists yet
+   * @param {() => object | null} page.picture what the PNG shows (export-png.js resultPng's spec), null without a result
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -131,7 +131,8 @@ export class SharePanel {
       if (result) save('csv', new Blob([resultCsv(result)], { type: 'text/csv' }));
     });
     ui.exportPng.addEventListener('click', async () => {
-      if (page.chartDrawn()) save('png', await canvasPng(ui.chart, cssColor('--surface')));
+      const picture = page.picture();
+      if (picture) save('png', await resultPng(picture));
     });
     ui.exportArgs.addEventListener('click', async () => {
       const { gpu_memory_bytes: _capacity, ...config } = page.inputs();

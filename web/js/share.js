@@ -1,7 +1,7 @@
 // What leaves the page: embed snippets, the result as JSON and CSV, the chart as PNG.
 // Nothing here computes a figure: it lays out what the core returned.
 import { valueToText } from './url-state.js';
-import { CATEGORIES, PARTS, overheadLines, peakParts } from './results.js';
+import { CATEGORIES, PARTS, compareRows, overheadLines, peakParts } from './results.js';
 import { START, attributeOf } from './link-config.js';
 import { escapeHtml } from './dom.js';
 
@@ -58,12 +58,24 @@ const csvCell = (v) => {
   return /[",\n]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
 };
 
+const GIB = 2 ** 30;
+
 /**
- * The result as CSV rows "section,name,part,value": the inputs (every resolved field), every
- * tensor class and part, activations, the peak's temporaries, the runtime overheads, the figures,
- * the moments, and every pipeline stage. Bytes are exact (B).
+ * The result as CSV. First a summary a reader takes in at a glance, "class,bytes,GiB": each tensor
+ * class (its parts summed), activations, the peak's temporaries, the runtime overheads and the
+ * figures, bytes as exact integers; then, after a blank line, the detail rows
+ * "section,name,part,value": the inputs (every resolved field), every tensor class and part,
+ * activations, the peak's temporaries, the runtime overheads, the figures, the moments, and every
+ * pipeline stage. Bytes are exact (B).
  */
 export function resultCsv(result) {
+  const summary = [['class', 'bytes', 'GiB']];
+  const { rows: classes } = compareRows(result, 'device');
+  const line = (name, bytes) => summary.push([name, bytes, Number.isFinite(bytes) ? (bytes / GIB).toFixed(2) : '']);
+  for (const c of classes.filter((r) => r.key !== 'overhead')) line(c.key, c.bytes);
+  for (const o of overheadLines(result, 'device')) line(o.key, o.bytes);
+  const figures = result.profile === 'trainmem' ? ['allocated_bytes', 'reserved_bytes', 'device_bytes'] : ['total_bytes'];
+  for (const key of figures) line(key.replace(/_bytes$/, ''), result[key]);
   const rows = [['section', 'name', 'part', 'value']];
   for (const [k, v] of Object.entries(result.config ?? {})) rows.push(['input', k, '', v]);
   for (const c of CATEGORIES) {
@@ -86,7 +98,8 @@ export function resultCsv(result) {
     }
   }
   for (const [k, v] of Object.entries(result.params ?? {})) rows.push(['params', k, '', v]);
-  return `${rows.map((r) => r.map(csvCell).join(',')).join('\n')}\n`;
+  const text = (list) => list.map((r) => r.map(csvCell).join(',')).join('\n');
+  return `${text(summary)}\n\n${text(rows)}\n`;
 }
 
 /** The result as JSON: the inputs sent, the resolved config and the result (trace left out). */
@@ -103,18 +116,6 @@ export function download(name, blob) {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
-/** A canvas as a PNG Blob on a solid background (charts are drawn on transparent pixels). */
-export function canvasPng(canvas, background) {
-  const copy = document.createElement('canvas');
-  copy.width = canvas.width;
-  copy.height = canvas.height;
-  const ctx = copy.getContext('2d');
-  ctx.fillStyle = background;
-  ctx.fillRect(0, 0, copy.width, copy.height);
-  ctx.drawImage(canvas, 0, 0);
-  return new Promise((resolve) => copy.toBlob(resolve, 'image/png'));
 }
 
 /** A file name for the configuration: "llama-3.1-8b-tp2-pp1-dp4". */

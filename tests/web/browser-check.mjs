@@ -50,7 +50,11 @@ async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light' } = {
   return { page, problems };
 }
 
+// `node tests/web/browser-check.mjs PATTERN` runs only the checks whose names match (while working).
+const only = process.argv[2] ? new RegExp(process.argv[2], 'i') : null;
+
 async function check(name, fn) {
+  if (only && !only.test(name)) return;
   let page;
   try {
     page = await fn((p) => { page = p; return p; });
@@ -248,7 +252,7 @@ await check('units, GPUs and a custom capacity switch the headline', async (keep
   return page;
 });
 
-await check('a 390-px phone: no sideways scroll, the headline stays in view while editing', async (keep) => {
+await check('a 390-px phone: no sideways scroll, the headline stays in view while editing in at most 110 px, the planner lists cards', async (keep) => {
   const { page, problems } = await open('', { viewport: PHONE });
   keep(page);
   await page.screenshot({ path: join(SHOTS, 'phone-390x844.png') });
@@ -260,7 +264,24 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   expect(box.top >= 0 && box.bottom <= PHONE.height, `total is off screen (${box.top})`);
   const field = await page.$eval('#f-data_parallel_size', (e) => e.getBoundingClientRect().toJSON());
   expect(field.top >= box.bottom, 'the sticky headline covers the field being edited');
+  // Stuck to the top, the summary keeps to at most 110 px (issue 16): headline, verdict, switches.
+  const stuck = await page.$eval('#summary', (e) => ({ stuck: e.classList.contains('stuck'), height: e.getBoundingClientRect().height }));
+  expect(stuck.stuck && stuck.height <= 110, `the sticky summary: ${JSON.stringify(stuck)}`);
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-editing.png') });
+  // The planner's layouts are cards: no sideways scroll, each value named.
+  await typeInto(page, '#f-data_parallel_size', '4');
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  await page.click('#plan-run');
+  await page.waitForSelector('#plan-table:not([hidden]) #plan-body tr', { timeout: 30000 });
+  const plan = await page.evaluate(() => ({
+    width: document.documentElement.scrollWidth, table: document.getElementById('plan-table').scrollWidth,
+    labels: [...document.querySelectorAll('#plan-body tr:first-child td')].map((td) => td.dataset.label),
+  }));
+  expect(plan.width <= PHONE.width && plan.table <= PHONE.width, `the planner scrolls sideways: ${JSON.stringify(plan)}`);
+  expect(plan.labels.includes('DP') && plan.labels.includes('Memory'), `card labels: ${plan.labels}`);
+  await page.$eval('#plan-body', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-plan.png') });
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -374,6 +374,18 @@ function bindPanels() {
   });
 }
 
+/**
+ * Marks the summary "stuck" while it sticks to the top of a phone's screen (a sentinel just above
+ * it has scrolled away): the stylesheet keeps it short then, the headline, the verdict and the
+ * switches on three lines.
+ */
+function watchSticky(summary) {
+  const sentinel = Object.assign(document.createElement('div'), { className: 'sticky-sentinel' });
+  sentinel.setAttribute('aria-hidden', 'true');
+  summary.before(sentinel);
+  new IntersectionObserver(([entry]) => summary.classList.toggle('stuck', !entry.isIntersecting)).observe(sentinel);
+}
+
 // ---- start ----
 
 /** Resolves once the body is parsed (main.js is async and may run before that). */
@@ -388,6 +400,7 @@ async function start() {
   adoptPalette();
   await bodyParsed();
   ui = findElements();
+  watchSticky(ui.summary);
   engine = await enginePromise;
   performance.mark('trainmem:engine-ready');
   form = new Form(ui.fields, engine.fieldSpecs, onFieldChange);

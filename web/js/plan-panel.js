@@ -183,6 +183,7 @@ export class PlanPanel {
       tr.dataset.rank = String(l.rank);
       for (const c of COLUMNS) {
         const td = document.createElement('td');
+        td.dataset.label = c.label; // a phone shows each layout as a card: the column's name before its value
         const v = c.value(l);
         if (c.key === 'rank') {
           const b = document.createElement('button');

@@ -322,6 +322,64 @@ await check('keyboard only: every control is reachable with Tab, focus is visibl
   return page;
 });
 
+await check('keyboard and history: a skip link lands on the switches, arrows step fields by their unit, typing replaces, Back undoes a finished edit', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  // From the top of the page: the skip link, then the result's switches and Copy link before the form.
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement.textContent) === 'Skip to the result', 'the first Tab is not the skip link');
+  const link = await page.evaluate(() => location.hash);
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => location.hash) === link, 'the skip link replaced the share link in the address bar');
+  const after = [];
+  for (let i = 0; i < 6; i += 1) {
+    await page.keyboard.press('Tab');
+    after.push(await page.evaluate(() => document.activeElement.id));
+  }
+  expect(after.includes('copy-link') && after.some((id) => id.startsWith('figure-') || id.startsWith('unit-')) && !after.some((id) => id.startsWith('f-')),
+    `after the skip link, Tab reaches: ${after.join(', ')}`);
+  // Arrow keys: parallel sizes double and halve, counts step by 1 (10 with Shift), from the value shown.
+  await page.focus('#f-tensor_model_parallel_size');
+  await page.keyboard.press('ArrowUp');
+  await settled(page);
+  expect(await page.inputValue('#f-tensor_model_parallel_size') === '4', `TP after ArrowUp: ${await page.inputValue('#f-tensor_model_parallel_size')}`);
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await settled(page);
+  expect(await page.inputValue('#f-tensor_model_parallel_size') === '1', 'TP after two ArrowDowns');
+  await page.focus('#f-num_layers');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('Shift+ArrowUp');
+  await settled(page);
+  expect(await page.inputValue('#f-num_layers') === '43', `layers after ArrowUp, Shift+ArrowUp: ${await page.inputValue('#f-num_layers')}`);
+  // Typing in a field entered by Tab replaces its text.
+  await page.focus('#f-micro_batch_size');
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('3');
+  await settled(page);
+  expect(await page.inputValue('#f-micro_batch_size') === '3', `typing did not replace: ${await page.inputValue('#f-micro_batch_size')}`);
+  // Back undoes a finished edit: the micro batch (left by Tab), then the preset.
+  await page.keyboard.press('Tab');
+  await settled(page);
+  const withThree = await total(page);
+  await select(page, '#preset', 'llama-3.1-70b');
+  const seventy = await total(page);
+  await page.goBack();
+  await page.waitForFunction(() => document.getElementById('preset').value === 'llama-3.1-8b', null, { timeout: 5000 });
+  await settled(page);
+  expect(await total(page) === withThree && await page.inputValue('#f-micro_batch_size') === '3', 'Back did not restore the state before the preset');
+  await page.goBack();
+  await page.waitForFunction(() => document.getElementById('f-micro_batch_size').value !== '3', null, { timeout: 5000 });
+  await page.goForward();
+  await page.goForward();
+  await page.waitForFunction(() => document.getElementById('preset').value === 'llama-3.1-70b', null, { timeout: 5000 });
+  await settled(page);
+  expect(await total(page) === seventy, 'Forward did not restore the preset');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

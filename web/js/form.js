@@ -65,15 +65,38 @@ function rangeText(spec) {
   return '';
 }
 
+/**
+ * The value an arrow key steps a numeric field to, from `current` (its value, or what the core
+ * resolved it to), by the field's natural unit: parallel sizes and the sequence length double and
+ * halve (they are powers of two in practice), fractions move by 0.05, other counts by 1 (10 with
+ * Shift); kept within the field's range. null when there is nothing to step from.
+ */
+export function steppedValue(spec, current, up, big = false) {
+  if (!Number.isFinite(current)) return null;
+  const doubling = spec.unit === 'GPUs' || spec.unit === 'stages' || spec.name === 'seq_length';
+  let next;
+  if (doubling) next = up ? Math.max(1, current * 2) : Math.max(1, Math.floor(current / 2));
+  else if (spec.type === 'number' && spec.max <= 1) next = Math.round((current + (up ? 0.05 : -0.05)) * 100) / 100;
+  else next = current + (up ? 1 : -1) * (big ? 10 : 1);
+  if (Number.isFinite(spec.min)) next = Math.max(spec.min, next);
+  if (Number.isFinite(spec.max)) next = Math.min(spec.max, next);
+  return next;
+}
+
 export class Form {
   /**
    * @param {HTMLElement} root where the sections go
    * @param {object[]} specs the core's field specs
-   * @param {(name: string, value: unknown) => void} onChange
+   * @param {(name: string, value: unknown) => void} onChange every edit (each key typed)
+   * @param {() => void} [onCommit] an edit is finished (a field left, a box ticked, a choice made,
+   *   an arrow-key step): the page makes it a history entry
    */
-  constructor(root, specs, onChange) {
+  constructor(root, specs, onChange, onCommit = () => {}) {
     this.specs = new Map(specs.map((s) => [s.name, s]));
     this.onChange = onChange;
+    this.onCommit = onCommit;
+    /** the values the core resolved, for stepping an unset field from what it shows */
+    this.resolved = {};
     /** @type {Map<string, {wrap: HTMLElement, input: HTMLInputElement|HTMLSelectElement, error: HTMLElement, spec: object}>} */
     this.fields = new Map();
     /** fieldsets and "More" lists, hidden when none of their fields applies */
@@ -142,9 +165,30 @@ export class Form {
       wrap = el('div', { class: 'field', 'data-field': name, title: spec.description },
         el('label', { for: id, text: label }), row, hint, error);
     }
-    input.addEventListener(spec.type === 'boolean' || spec.type === 'choice' ? 'change' : 'input', () => {
-      this.onChange(name, this.read(name));
-    });
+    if (spec.type === 'boolean' || spec.type === 'choice') {
+      input.addEventListener('change', () => {
+        this.onChange(name, this.read(name));
+        this.onCommit();
+      });
+    } else {
+      input.addEventListener('input', () => this.onChange(name, this.read(name)));
+      input.addEventListener('change', () => this.onCommit()); // the field is left after an edit
+      // Tabbing into a field selects its text: typing replaces it.
+      input.addEventListener('focus', () => input.select());
+      if (spec.type === 'integer' || spec.type === 'number') {
+        input.addEventListener('keydown', (event) => {
+          if (event.key !== 'ArrowUp' && event.key !== 'ArrowDown') return;
+          const typed = parseInput(input.value, spec.type);
+          const from = typeof typed === 'number' ? typed : this.resolved[name];
+          const next = steppedValue(spec, from, event.key === 'ArrowUp', event.shiftKey);
+          if (next === null) return;
+          event.preventDefault();
+          input.value = String(next);
+          this.onChange(name, next);
+          this.onCommit();
+        });
+      }
+    }
     grid.append(wrap);
     this.fields.set(name, { wrap, input, error, spec });
   }
@@ -164,6 +208,7 @@ export class Form {
         for (const b of boxes) b.input.classList.remove('auto');
         wrap.dataset.set = '1';
         this.onChange(name, this.read(name));
+        this.onCommit();
       });
       return { input: box, row: el('div', { class: 'check-row' }, box, el('label', { for: id, text: choice })) };
     });
@@ -216,6 +261,7 @@ export class Form {
 
   /** Shows what unset fields resolved to: placeholders, default options, auto checkboxes. */
   showResolved(values, resolved) {
+    this.resolved = resolved ?? {};
     for (const [name, f] of this.fields) {
       const r = resolved?.[name];
       if (f.spec.type === 'choice_list') {

@@ -276,7 +276,9 @@ function bindSetting(inputs, key, after = () => {}) {
       state[key] = input.value;
       after();
       recompute();
+      if (input.type !== 'text') share.commit();
     });
+    if (input.type === 'text') input.addEventListener('change', () => share.commit());
   }
 }
 
@@ -289,6 +291,7 @@ function bindControls() {
     if (preset) state.fields = { ...Object.fromEntries(Object.entries(state.fields).filter(([n]) => !isModelField(n))), ...preset.config };
     syncControls();
     recompute();
+    share.commit();
   });
   // The planner's GPU type and the Hardware section's GPU are one setting.
   ui.planGpu.addEventListener('change', () => {
@@ -304,11 +307,24 @@ function bindControls() {
   bindSetting([ui.capacityInput], 'capacityText');
   bindSetting(document.querySelectorAll('input[name="unit"]'), 'unit');
   bindSetting(document.querySelectorAll('input[name="figure"]'), 'figure');
+  // In-page links (the skip link, "How this is computed") move focus and scroll without touching
+  // the fragment: it holds the share link's state, which "#results" would replace.
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest?.('a[href^="#"]');
+    const target = link && document.getElementById(link.getAttribute('href').slice(1));
+    if (!target) return;
+    event.preventDefault();
+    target.scrollIntoView({ block: 'start' });
+    if (target.tabIndex < 0 && !target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+    target.focus({ preventScroll: true });
+  });
   window.addEventListener('hashchange', () => {
     if (share.wrote(location.hash)) return;
+    if (document.getElementById(location.hash.slice(1))) return; // an in-page anchor, not a state
     applyLink(location.hash);
     syncControls();
     recompute();
+    share.adopt(location.hash); // Back and Forward land here: the entry holds this state already
   });
 }
 
@@ -319,6 +335,7 @@ function loadFields(fields, preset, label) {
   importedLabel = label;
   syncControls();
   recompute();
+  share.commit();
 }
 
 /** A layout from the planner: its fields over the page's (null: the field is left unset). */
@@ -330,6 +347,7 @@ function loadLayout(fields) {
   }
   syncControls();
   recompute();
+  share.commit();
   ui.summary.scrollIntoView?.({ block: 'nearest' });
 }
 
@@ -403,7 +421,7 @@ async function start() {
   watchSticky(ui.summary);
   engine = await enginePromise;
   performance.mark('trainmem:engine-ready');
-  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange);
+  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
   view = new ResultsView();
   ui.version.textContent = engine.version;
   fillSelects();

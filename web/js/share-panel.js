@@ -86,13 +86,33 @@ export class SharePanel {
     });
   }
 
-  /** Writes the link into the address bar now, without a history entry. */
+  /**
+   * Writes the link into the address bar now. The first change after a finished edit (commit())
+   * opens a history entry; the changes that follow until the next commit rewrite it, so Back
+   * steps over finished edits, not keystrokes.
+   */
   writeLink() {
     clearTimeout(this.timer);
     const fragment = this.fragment();
     if (fragment === null || fragment === this.written) return;
+    const push = this.written !== undefined && !this.entryOpen;
     this.written = fragment;
-    history.replaceState(null, '', `#${fragment}`);
+    this.entryOpen = push || this.entryOpen;
+    if (push) history.pushState(null, '', `#${fragment}`);
+    else history.replaceState(null, '', `#${fragment}`);
+  }
+
+  /** An edit is finished (a field left, a preset, an import, a planner row): the next change is a new entry. */
+  commit() {
+    this.writeLink();
+    this.entryOpen = false;
+  }
+
+  /** The page now shows the address bar's link (Back, Forward, a pasted link): it is the entry's state. */
+  adopt(hash) {
+    clearTimeout(this.timer);
+    this.written = hash.replace(/^#/, '');
+    this.entryOpen = false;
   }
 
   /** Writes the link once edits pause (typing would otherwise rewrite it on every key). */

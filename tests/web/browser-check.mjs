@@ -380,6 +380,26 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   return page;
 });
 
+await check('a preset changes the model only: the sequence length and layout stay, a notice says so, Undo restores', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-seq_length', '16384');
+  await typeInto(page, '#f-data_parallel_size', '8');
+  const before = await total(page);
+  await select(page, '#preset', 'llama-3.1-70b');
+  expect(await page.inputValue('#f-seq_length') === '16384', `the preset changed the sequence length to ${await page.inputValue('#f-seq_length')}`);
+  expect(await page.inputValue('#f-data_parallel_size') === '8', 'the preset changed DP');
+  expect(await page.inputValue('#f-num_layers') === '80', 'the model did not change');
+  const notice = await page.textContent('#preset-notice');
+  expect(/seq length 16384/.test(notice) && /Llama 3\.1 70B/.test(notice), `notice: ${notice}`);
+  await page.click('#preset-notice button');
+  await settled(page);
+  expect(await page.inputValue('#preset') === 'llama-3.1-8b' && await total(page) === before, 'Undo did not restore the model before');
+  expect(!(await page.isVisible('#preset-notice')), 'the notice stays after Undo');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

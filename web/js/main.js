@@ -284,14 +284,16 @@ function bindSetting(inputs, key, after = () => {}) {
 
 function bindControls() {
   ui.preset.addEventListener('change', () => {
+    const before = { fields: { ...state.fields }, preset: state.preset, label: importedLabel };
     importedLabel = null;
     const preset = presetById(engine, ui.preset.value);
     state.preset = preset?.id ?? null;
-    // A preset replaces the model's fields and keeps the training setup.
-    if (preset) state.fields = { ...Object.fromEntries(Object.entries(state.fields).filter(([n]) => !isModelField(n))), ...preset.config };
+    let kept = [];
+    if (preset) ({ fields: state.fields, kept } = withPresetModel(state.fields, preset));
     syncControls();
     recompute();
     share.commit();
+    showPresetNotice(preset, kept, before);
   });
   // The planner's GPU type and the Hardware section's GPU are one setting.
   ui.planGpu.addEventListener('change', () => {
@@ -326,6 +328,43 @@ function bindControls() {
     recompute();
     share.adopt(location.hash); // Back and Forward land here: the entry holds this state already
   });
+}
+
+/**
+ * A preset's model over the page's fields: its model fields replace the page's, its other fields
+ * (a typical sequence length) fill only what the page leaves unset; the training and parallel
+ * settings the user has stay. `kept` names those the preset would have set otherwise.
+ */
+function withPresetModel(fields, preset) {
+  const next = Object.fromEntries(Object.entries(fields).filter(([n]) => !isModelField(n)));
+  const kept = [];
+  for (const [name, value] of Object.entries(preset.config)) {
+    if (isModelField(name) || next[name] === undefined) next[name] = value;
+    else if (JSON.stringify(next[name]) !== JSON.stringify(value)) kept.push({ name, value: next[name], preset: value });
+  }
+  return { fields: next, kept };
+}
+
+/** Says what a preset change kept of the page's settings, with an undo back to the model before. */
+function showPresetNotice(preset, kept, before) {
+  let box = document.getElementById('preset-notice');
+  if (!box) {
+    box = Object.assign(document.createElement('div'), { id: 'preset-notice', className: 'notice preset-notice' });
+    box.setAttribute('role', 'status');
+    ui.presetSource.after(box);
+  }
+  if (!preset) { box.hidden = true; return; }
+  const label = (name) => form.specs.get(name)?.name.replaceAll('_', ' ') ?? name;
+  const text = kept.length
+    ? `${preset.name}: the model changed; your ${kept.map((k) => `${label(k.name)} ${k.value}`).join(', ')} stayed (the preset's: ${kept.map((k) => k.preset).join(', ')}).`
+    : `${preset.name}: the model changed; training and parallel settings stayed.`;
+  const undo = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Undo' });
+  undo.addEventListener('click', () => {
+    box.hidden = true;
+    loadFields(before.fields, before.preset, before.label);
+  });
+  box.replaceChildren(text, ' ', undo);
+  box.hidden = false;
 }
 
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */

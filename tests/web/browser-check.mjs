@@ -400,6 +400,30 @@ await check('a preset changes the model only: the sequence length and layout sta
   return page;
 });
 
+await check('every GPU at a glance: the figure against each capacity, the chosen one matching the headline; a row picks the GPU', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const rows = () => page.$$eval('#gpu-fit-card tbody tr', (trs) => trs.map((tr) => ({
+    name: tr.querySelector('th').textContent, cells: [...tr.querySelectorAll('td')].map((td) => td.textContent), chosen: tr.classList.contains('chosen'),
+  })));
+  let list = await rows();
+  expect(list.length === 7, `${list.length} GPUs listed`);
+  const chosen = list.find((r) => r.chosen);
+  expect(chosen && /H100/.test(chosen.name) && chosen.cells[1] === await total(page), `chosen row ${JSON.stringify(chosen)} vs headline ${await total(page)}`);
+  const a100 = list.find((r) => /A100 40GB/.test(r.name));
+  expect(a100.cells[3] === 'over' && list.some((r) => r.cells[3] === 'fits'), `fits column: ${list.map((r) => r.cells[3])}`);
+  await page.click('#gpu-fit-card tbody tr:first-child th button');
+  await settled(page);
+  expect(await page.inputValue('#gpu') === 'a100-40gb', 'the row did not pick its GPU');
+  list = await rows();
+  expect(list[0].chosen && /Does not fit/.test(await page.textContent('#verdict')), 'the page does not follow the picked GPU');
+  await page.click('input[value="allocated"] + label');
+  await settled(page);
+  expect(/allocated/.test(await page.textContent('#gpu-fit-card thead')), 'the table does not follow the figure');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

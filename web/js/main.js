@@ -20,6 +20,7 @@ import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem } from './share.js';
+import { GpuFitTable } from './gpu-fit.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -39,6 +40,7 @@ let form;
 let gpuChart;
 let stageChart;
 let view;
+let gpuFit;
 let picker;
 let compare;
 let share;
@@ -174,11 +176,26 @@ function renderDetails() {
     ? 'Each stage\'s peak: its own layers, embedding or output layer, and the microbatches its schedule keeps in flight.'
     : 'The reference estimators compute activation memory for the first stage only; other stages show weights and optimizer state.';
   view.renderTable(result, unit, figure);
+  renderGpuFit();
   view.renderPeak(result, unit, capacity);
   compare.render(result, { label: modelLabel(), unit, figure, capacity, capacityLabel });
   view.renderParams(result);
   view.renderNotes(result);
   view.renderTrace(result);
+}
+
+/** The figure on every GPU of the table (and a custom capacity): one estimate each, as the page's. */
+function renderGpuFit() {
+  const { config, result } = lastOk;
+  const rows = engine.gpus.map((g) => ({ id: g.id, name: g.name, capacity: g.memory_bytes, chosen: state.gpu === g.id }));
+  const custom = capacityBytes();
+  if (state.gpu === CUSTOM_GPU && Number.isFinite(custom)) rows.push({ id: CUSTOM_GPU, name: 'Custom capacity', capacity: custom, chosen: true });
+  for (const row of rows) {
+    const r = engine.estimate(withCapacity(form.specs, config, row.capacity));
+    row.bytes = r.ok ? headlineOf(r, state.figure).bytes : null;
+  }
+  const figureLabel = result.profile === 'trainmem' ? FIGURES[headlineOf(result, state.figure).key].label : 'total';
+  gpuFit.render(rows, state.unit, figureLabel);
 }
 
 function showGeneralIssues(issues) {
@@ -462,6 +479,12 @@ async function start() {
   performance.mark('trainmem:engine-ready');
   form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
   view = new ResultsView();
+  gpuFit = new GpuFitTable($('gpu-card'), (id) => {
+    state.gpu = id;
+    syncControls();
+    recompute();
+    share.commit();
+  });
   ui.version.textContent = engine.version;
   fillSelects();
   bindControls();

@@ -424,6 +424,27 @@ await check('every GPU at a glance: the figure against each capacity, the chosen
   return page;
 });
 
+await check('errors where the hand is: TP 3 marks TP itself with the rule, and all problems are listed at the top of the form', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-tensor_model_parallel_size', '3');
+  const tp = await page.textContent('#e-tensor_model_parallel_size');
+  expect(await page.isVisible('#e-tensor_model_parallel_size') && /num_attention_heads/.test(tp) && /tensor_model_parallel_size/.test(tp), `TP's own message: "${tp}"`);
+  expect(await page.getAttribute('#f-tensor_model_parallel_size', 'aria-invalid') === 'true', 'TP is not marked invalid');
+  const list = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
+  expect(list.length >= 1 && list.some((t) => t.startsWith('num_attention_heads')), `the list at the top of the form: ${list}`);
+  const top = await page.$eval('#form-problems', (e) => e.getBoundingClientRect().top);
+  const firstField = await page.$eval('#fields', (e) => e.getBoundingClientRect().top);
+  expect(top < firstField, 'the list is not above the fields');
+  await page.click('#form-problems li button');
+  expect(await page.evaluate(() => document.activeElement.id) === 'f-num_attention_heads', 'the list does not lead to the field');
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
+  expect(!(await page.isVisible('#form-problems')) && !(await page.isVisible('#e-tensor_model_parallel_size')), 'the problems stay after the fix');
+  await page.screenshot({ path: join(SHOTS, 'errors-where-the-hand-is.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

@@ -105,6 +105,7 @@ export class Form {
   }
 
   build(root) {
+    this.root = root;
     root.replaceChildren(); // dist/'s prerendered form (web/scripts/prerender.mjs) gives way to the live one
     for (const { section, fields, more } of sectionFields(this.specs)) {
       const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
@@ -291,20 +292,29 @@ export class Form {
   }
 
   /** Marks fields with the core's messages; returns the issues no visible field could show. */
-  showIssues(issues) {
+  showIssues(issues, edited = null) {
     const byField = new Map();
     const unplaced = [];
+    const add = (name, message) => {
+      if (!byField.has(name)) byField.set(name, []);
+      if (!byField.get(name).includes(message)) byField.get(name).push(message);
+    };
+    // The field just edited carries every message that names it: typing TP 3 breaks a rule the
+    // core reports on the heads ("num_attention_heads: must be divisible by
+    // tensor_model_parallel_size (3)"), and the hand is on TP.
+    const editedField = edited && this.fields.get(edited);
+    const names = new RegExp(`\\b${edited}\\b`);
     for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      if (f && !f.wrap.hidden) {
-        if (!byField.has(issue.field)) byField.set(issue.field, []);
-        byField.get(issue.field).push(issue.message);
-      } else unplaced.push(issue);
+      if (editedField && !editedField.wrap.hidden && issue.field !== edited && names.test(issue.message)) add(edited, issue.message);
+      if (f && !f.wrap.hidden) add(issue.field, issue.message);
+      else unplaced.push(issue);
     }
     for (const [name, f] of this.fields) {
       const messages = byField.get(name);
+      const text = messages ? messages.join(' ') : '';
+      if (f.error.textContent !== text) f.error.textContent = text;
       f.error.hidden = !messages;
-      f.error.textContent = messages ? messages.join(' ') : '';
       f.wrap.classList.toggle('invalid', Boolean(messages));
       if (messages) f.input.setAttribute('aria-invalid', 'true');
       else f.input.removeAttribute('aria-invalid');
@@ -314,6 +324,31 @@ export class Form {
       const details = this.fields.get(name).wrap.closest('details');
       if (details) details.open = true;
     }
+    this.showProblems(issues);
     return unplaced;
+  }
+
+  /**
+   * Every problem at the top of the form, each naming its field: a field's name moves focus to
+   * it (a problem may sit on a field scrolled far away, or in a closed "More" list).
+   */
+  showProblems(issues) {
+    if (!this.problems) {
+      this.problems = el('div', { class: 'notice error-box form-problems', id: 'form-problems', role: 'alert', hidden: true });
+      this.root.before(this.problems);
+    }
+    this.problems.hidden = issues.length === 0;
+    if (!issues.length) { this.problems.replaceChildren(); return; }
+    const items = issues.map((issue) => {
+      const f = this.fields.get(issue.field);
+      const li = document.createElement('li');
+      if (f && !f.wrap.hidden) {
+        const go = el('button', { type: 'button', class: 'link-button', text: issue.field });
+        go.addEventListener('click', () => f.input.focus());
+        li.append(go, `: ${issue.message.replace(new RegExp(`^${issue.field}:\\s*`), '')}`);
+      } else li.textContent = issue.message;
+      return li;
+    });
+    this.problems.replaceChildren(el('p', { text: issues.length === 1 ? 'One problem:' : `${issues.length} problems:` }), el('ul', {}, ...items));
   }
 }

@@ -102,12 +102,13 @@ function settle() {
   const { names, result } = pending;
   pending = null;
   form.showApplicable(names);
+  // Every problem is listed at the top of the form (those no visible field can show too); each
+  // also marks its field and the field just edited.
   if (result.ok) {
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
-    showGeneralIssues([]);
   } else {
-    showGeneralIssues(form.showIssues(result.issues));
+    form.showIssues(result.issues, lastEdited);
   }
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
@@ -198,10 +199,6 @@ function renderGpuFit() {
   gpuFit.render(rows, state.unit, figureLabel);
 }
 
-function showGeneralIssues(issues) {
-  ui.generalIssues.hidden = issues.length === 0;
-  ui.generalIssues.replaceChildren(...issues.map((i) => Object.assign(document.createElement('p'), { textContent: i.message })));
-}
 
 // ---- the PNG export ----
 
@@ -407,7 +404,10 @@ function loadLayout(fields) {
   ui.summary.scrollIntoView?.({ block: 'nearest' });
 }
 
+let lastEdited = null; // the field the user's hand is on: its problems are shown there
+
 function onFieldChange(name, value) {
+  lastEdited = name;
   if (value === undefined) delete state.fields[name];
   else state.fields[name] = value;
   recompute();

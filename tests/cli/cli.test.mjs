@@ -125,3 +125,36 @@ test('docs/fields.md is the current field table', () => {
   assert.equal(doc, run(['fields', '--format', 'markdown']).stdout,
     'regenerate with: build/core/cli/trainmem fields --format markdown > docs/fields.md');
 });
+
+// Llama 3.2 1B with LoRA r = 8 on q_proj and v_proj (PEFT's default targets): 16 layers ×
+// (2048·8 + 8·2048 + 2048·8 + 8·512) = 851,968 adapter parameters; ddp is Hugging Face PEFT, so
+// the adapters are fp32 with fp32 gradients and AdamW: 851,968 × 16 B = 13,631,488 B.
+const llama1bLora = JSON.stringify({
+  num_layers: 16, hidden_size: 2048, num_attention_heads: 32, num_query_groups: 8, kv_channels: 64,
+  ffn_hidden_size: 8192, vocab_size: 128256, normalization: 'RMSNorm', swiglu: true,
+  add_bias_linear: false, seq_length: 2048, micro_batch_size: 1, framework: 'ddp',
+  params_dtype: 'bf16', peft: 'lora',
+});
+
+test('peft: the adapters are a component and the frozen base and adapters rows of their own', () => {
+  const r = run(['estimate', '-'], llama1bLora);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  const adapters = out.components.find((c) => c.kind === 'adapters');
+  assert.equal(adapters.parameter_count, 851968);
+  assert.equal(adapters.memory_bytes, 13631488);
+  assert.equal(out.state.adapter_weights.dense, 851968 * 4);
+  assert.equal(out.state.frozen_weights.dense + out.state.frozen_weights.embedding, 1235814400 * 2);
+  assert.equal(out.state.gradients.dense, 0);
+  const text = run(['estimate', '-', '--format', 'text'], llama1bLora);
+  assert.equal(text.status, 0, text.stderr);
+  for (const row of ['frozen weights', 'adapter weights', 'adapter gradients', 'adapter optimizer states'])
+    assert.match(text.stdout, new RegExp(`\\+ ${row} +\\d`), row);
+});
+
+test('fine-tuning fields out of their framework: exit 2 with the named rule', () => {
+  const r = run(['estimate', '-'], JSON.stringify({ ...JSON.parse(llama1bLora), framework: 'megatron', peft: 'qlora', params_dtype: 'nf4' }));
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /peft: "qlora" needs framework ddp, fsdp2 or deepspeed/);
+});

@@ -48,6 +48,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "{" + base + R"(, "recompute_granularity": "full"})",
       "{" + base + R"(, "recompute_granularity": "selective", "optimizer": "sgd"})",
       "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",
+      "{" + base + R"(, "peft": "lora"})",
   };
   std::map<std::string, int> checked;
   for (const std::string& json : contexts) {

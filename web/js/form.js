@@ -1,7 +1,7 @@
 // The input form, built from the core's field specs and layout.js. It turns what people type into
 // field values without judging them (the core validates), shows each issue next to its field, and
 // shows what unset fields resolved to.
-import { LABELS, sectionFields } from './layout.js';
+import { CHOICE_LABELS, LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 
@@ -143,7 +143,7 @@ export class Form {
     } else if (spec.type === 'choice') {
       input = el('select', { id, name, 'aria-describedby': `${hintId} ${errorId}` });
       if (!spec.required) input.append(el('option', { value: '', text: 'default' }));
-      for (const choice of spec.choices ?? []) input.append(el('option', { value: choice, text: choice }));
+      for (const choice of spec.choices ?? []) input.append(el('option', { value: choice, text: CHOICE_LABELS[name]?.[choice] ?? choice }));
     } else {
       input = el('input', {
         type: 'text', id, name, inputmode: { integer: 'numeric', number: 'decimal' }[spec.type] ?? 'text',

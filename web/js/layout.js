@@ -46,6 +46,12 @@ const APPLIES = {
   recompute_method: isGranularity('full'),
   recompute_num_layers: isGranularity('full'),
   recompute_modules: isGranularity('selective'),
+  lora_rank: (v) => v.peft === 'lora' || v.peft === 'qlora',
+  lora_target_modules: (v) => v.peft === 'lora' || v.peft === 'qlora',
+  lora_dropout: (v) => v.peft === 'lora' || v.peft === 'qlora',
+  optimizer_in_backward: isFramework('ddp', 'fsdp2'),
+  paged_optimizer: (v) => v.framework !== 'megatron' && ['adam', 'adamw', 'adam8bit', 'lion'].includes(v.optimizer),
+  cross_entropy_chunks: (v) => v.framework !== 'megatron',
 };
 
 /**
@@ -111,6 +117,14 @@ const SECTIONS = [
     more: ['attention_dropout', 'hidden_dropout', 'moe_expert_capacity_factor'],
   },
   {
+    id: 'finetuning',
+    title: 'Fine-tuning',
+    groups: ['finetuning'],
+    fields: ['peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward', 'activation_offload',
+      'paged_optimizer', 'cross_entropy_chunks'],
+    more: ['lora_dropout'],
+  },
+  {
     id: 'runtime',
     title: 'Runtime overheads',
     groups: [],
@@ -160,6 +174,14 @@ export const LABELS = {
   pipeline_schedule: 'Pipeline schedule',
   pipeline_outputs: 'Last stage keeps outputs (torch pipelining)',
   cross_entropy_loss_fusion: 'Fused cross entropy',
+  peft: 'Parameter-efficient fine-tuning',
+  lora_rank: 'LoRA rank',
+  lora_target_modules: 'LoRA target modules',
+  lora_dropout: 'LoRA dropout',
+  optimizer_in_backward: 'Optimizer step in backward',
+  activation_offload: 'Offload activations to CPU',
+  paged_optimizer: 'Paged optimizer (bitsandbytes)',
+  cross_entropy_chunks: 'Loss chunks (chunked cross entropy)',
   num_layers: 'Layers',
   hidden_size: 'Hidden size',
   num_attention_heads: 'Attention heads',
@@ -195,7 +217,7 @@ export const LABELS = {
   num_microbatches: 'Microbatches per step',
   use_distributed_optimizer: 'Distributed optimizer (ZeRO-1)',
   sequence_parallel: 'Sequence parallel',
-  recompute_granularity: 'Activation recompute',
+  recompute_granularity: 'Activation recompute (checkpointing)',
   tensor_model_parallel_size: 'Tensor parallel (TP)',
   pipeline_model_parallel_size: 'Pipeline parallel (PP)',
   virtual_pipeline_model_parallel_size: 'Virtual stages per GPU (VPP)',
@@ -205,6 +227,19 @@ export const LABELS = {
   expert_model_parallel_size: 'Expert parallel (EP)',
   expert_tensor_parallel_size: 'Expert tensor parallel (ETP)',
   data_parallel_size: 'Data parallel (DP)',
+};
+
+/**
+ * How a choice reads in the form where the core's name alone is a framework's word: recompute is
+ * what FSDP, torchtitan and Hugging Face users call activation checkpointing.
+ */
+export const CHOICE_LABELS = {
+  recompute_granularity: {
+    none: 'none (no activation checkpointing)',
+    selective: 'selective (Megatron: core attention recomputed)',
+    full: 'full (activation checkpointing of every layer)',
+    selective_op: 'selective per-op (torchtitan op-level activation checkpointing)',
+  },
 };
 
 /** Core fields the page sets itself instead of showing them (the Hardware section owns capacity). */

@@ -12,7 +12,20 @@ export const CATEGORIES = [
   { key: 'master_weights', label: 'Master weights' },
   { key: 'optimizer_states', label: 'Optimizer states' },
   { key: 'buffers', label: 'Buffers', trainmem: true },
+  // PEFT (the trainmem profile): shown only when the run has them.
+  { key: 'frozen_weights', label: 'Frozen weights', trainmem: true, whenSet: true },
+  { key: 'adapter_weights', label: 'Adapter weights', trainmem: true, whenSet: true },
+  { key: 'adapter_gradients', label: 'Adapter gradients', trainmem: true, whenSet: true },
+  { key: 'adapter_master_weights', label: 'Adapter master weights', trainmem: true, whenSet: true },
+  { key: 'adapter_optimizer_states', label: 'Adapter optimizer states', trainmem: true, whenSet: true },
 ];
+
+/** The tensor classes a result's views list: the reference profiles' five, and PEFT's rows when set. */
+export function categoriesOf(result) {
+  const trainmem = result?.profile === 'trainmem';
+  return CATEGORIES.filter((c) => (trainmem || !c.trainmem)
+    && (!c.whenSet || Object.values(result?.state?.[c.key] ?? {}).some((b) => b > 0)));
+}
 
 /** The figures a trainmem result can be compared with a GPU's capacity by. */
 export const FIGURES = {
@@ -28,6 +41,7 @@ const LINE_LOOKS = {
   caching_allocator: { label: 'Allocator caching and fragmentation', color: '--c-allocator' },
   cuda_context: { label: 'CUDA context', color: '--c-context' },
   nccl: { label: 'NCCL buffers', color: '--c-nccl' },
+  paged_optimizer: { label: 'Paged optimizer states (bitsandbytes, outside the allocator)', color: '--c-paged' },
 };
 const OTHER_LINE = { color: '--c-overhead' };
 /** The figures in stacking order: each adds its lines to the one before. */
@@ -204,7 +218,7 @@ export class ResultsView {
   /** The breakdown table: the accessible twin of the GPU chart. Empty parts get no column. */
   renderTable(result, unit, figure = DEFAULT_FIGURE) {
     const trainmem = isTrainmem(result);
-    const categories = CATEGORIES.filter((c) => trainmem || !c.trainmem);
+    const categories = categoriesOf(result);
     const parts = PARTS.filter((p) => categories.some((c) => result.state?.[c.key]?.[p.key] > 0));
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
@@ -356,7 +370,7 @@ export class ResultsView {
  * @returns {{rows: {key: string, label: string, color: string, bytes: number}[], figure: {key: string, bytes: number, label: string}}}
  */
 export function compareRows(result, figure = DEFAULT_FIGURE) {
-  const rows = CATEGORIES.map((c) => ({
+  const rows = categoriesOf(result).map((c) => ({
     key: c.key, label: c.label, color: `--c-${c.key}-dense`,
     bytes: PARTS.reduce((sum, p) => sum + (result.state?.[c.key]?.[p.key] ?? 0), 0),
   }));

@@ -68,6 +68,16 @@ export class SlotCodec {
     this.tables = parseTables(tablesText);
     this.profiles = specs[this.index.get('profile')].choices;
     this.slots = new Float64Array(specs.length);
+    // One reader per field, chosen once: a slot's number as the JSON path's value.
+    this.readers = specs.map((spec) => {
+      if (spec.type === 'boolean') return (v) => v === 1;
+      if (spec.type === 'choice') return (v) => spec.choices[v];
+      if (spec.type === 'choice_list') return (v) => spec.choices.filter((_, c) => (v >> c) & 1);
+      if (spec.type === 'integer_or_list') {
+        return (v, n, layersAt) => (v === -1 ? Array.from(n.subarray(layersAt + 1, layersAt + 1 + n[layersAt])) : v);
+      }
+      return (v) => v;
+    });
   }
 
   /**
@@ -144,17 +154,15 @@ export class SlotCodec {
     for (let i = 0, count = next(); i < count; i++) {
       const kind = next();
       components.push({
-        name: tables.component[kind], kind: kind === 1 ? 'routed_experts' : 'dense_and_embedding',
+        name: tables.component[kind], kind: tables.component_kind[kind],
         parameter_count: next(), parameter_count_per_gpu: next(), bytes_per_parameter: next(),
         optimizer_shard_size: next(), memory_bytes: next(),
       });
     }
     if (out.activation_bytes !== null) components.push({ name: 'activation', kind: 'activation', memory_bytes: out.activation_bytes });
     out.components = components;
-    out.state = {
-      weights: part(), weight_copies: part(), gradients: part(), master_weights: part(),
-      optimizer_states: part(), buffers: part(),
-    };
+    // The state rows come in the order the module's tables name them (k_state_rows).
+    out.state = Object.fromEntries(tables.state.map((row) => [row, part()]));
     out.cpu_bytes = next();
     let textLine = 2;  // after the summary and the training log's line
     if (trainmem) {
@@ -224,18 +232,11 @@ export class SlotCodec {
   /** The resolved config's slots (from `at`) as the JSON path's "config" object. */
   decodeConfig(n, at) {
     const config = {};
-    const layersAt = at + this.specs.length;
-    for (let i = 0; i < this.specs.length; i++) {
-      const spec = this.specs[i];
+    const { specs, readers } = this;
+    const layersAt = at + specs.length;
+    for (let i = 0; i < specs.length; i++) {
       const v = n[at + i];
-      let value;
-      if (Number.isNaN(v)) value = null;
-      else if (spec.type === 'boolean') value = v === 1;
-      else if (spec.type === 'choice') value = spec.choices[v];
-      else if (spec.type === 'choice_list') value = spec.choices.filter((_, c) => (v >> c) & 1);
-      else if (spec.type === 'integer_or_list' && v === -1) value = Array.from(n.subarray(layersAt + 1, layersAt + 1 + n[layersAt]));
-      else value = v;
-      config[spec.name] = value;
+      config[specs[i].name] = Number.isNaN(v) ? null : readers[i](v, n, layersAt);
     }
     return config;
   }

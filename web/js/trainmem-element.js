@@ -19,7 +19,7 @@
 // neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
 import { ELEMENT_ATTRIBUTES, estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
-import { CATEGORIES, PARTS, peakParts, overheadLines, FIGURES, markHeadline } from './results.js';
+import { PARTS, categoriesOf, peakParts, overheadLines, FIGURES, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
 import { verdictOf } from './verdict.js';
@@ -161,7 +161,7 @@ export class TrainmemCalculator extends HTMLElement {
       if (verdict) parts.push(h('p', `verdict ${verdict.fits ? 'fits' : 'over'}`, verdict.text));
       // Rows adding up to the figure: each tensor class (its parts summed), activations,
       // temporaries, then the core's lines up to the figure.
-      const rows = CATEGORIES.map((c) => ({
+      const rows = categoriesOf(result).map((c) => ({
         label: c.label, color: color(`--c-${c.key}-dense`),
         bytes: PARTS.reduce((sum, p) => sum + (result.state?.[c.key]?.[p.key] ?? 0), 0),
       }));

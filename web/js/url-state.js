@@ -103,6 +103,15 @@ export const FIELD_KEYS = Object.freeze({
   pipeline_schedule: 'sched',
   pipeline_outputs: 'ppout',
   cross_entropy_loss_fusion: 'cef',
+  // fine-tuning (issue 13)
+  peft: 'peft',
+  lora_rank: 'lr',
+  lora_target_modules: 'ltm',
+  lora_dropout: 'ldrop',
+  optimizer_in_backward: 'oib',
+  activation_offload: 'aoff',
+  paged_optimizer: 'paged',
+  cross_entropy_chunks: 'cec',
 });
 
 // Page state that is not a core field.

@@ -18,7 +18,7 @@ namespace trainmem {
 struct SavedTensor {
   std::string_view name;    // e.g. "attention.qkv_input", "mlp.fc1_output"
   std::string_view module;  // "attention", "mlp", "moe", "norm", "layer" (a checkpoint's input),
-                            // "embedding", "output", "loss"
+                            // "embedding", "output", "loss", "lora" (an adapter's own)
   double bytes = 0;         // for one microbatch on one GPU
   std::string_view dtype;   // "bf16", "fp16", "fp32", "mask" (1 byte per element), "int64",
                             // "fp8", "mxfp8", ...

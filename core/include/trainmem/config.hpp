@@ -36,7 +36,8 @@ enum class RecomputeGranularity : uint8_t { none, selective, full, selective_op,
 // Training framework whose memory behaviour the trainmem profile follows.
 enum class Framework : uint8_t { megatron, deepspeed, fsdp2, ddp, count };
 // Storage formats; bytes per element (block scales included) are in the dtype table.
-enum class Dtype : uint8_t { fp32, bf16, fp16, fp8, mxfp8, mxfp4, int8, count };
+// nf4: bitsandbytes / torchao 4-bit NormalFloat with double-quantised block scales (QLoRA).
+enum class Dtype : uint8_t { fp32, bf16, fp16, fp8, mxfp8, mxfp4, int8, nf4, count };
 enum class Optimizer : uint8_t { adam, adamw, sgd, adafactor, adam8bit, lion, muon, count };
 // How a torch.optim optimizer steps (its foreach / fused arguments; torchtitan's
 // optimizer.implementation names): the temporaries of the step differ.
@@ -51,8 +52,16 @@ enum class PipelineOutputs : uint8_t { kept, kept_fp32_merged, count };
 enum class RecomputeModule : uint8_t {
   core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
 };
+// Parameter-efficient fine-tuning (trainmem profile): the base weights frozen, low-rank adapters
+// trained (LoRA); QLoRA also stores the frozen base linears in NF4.
+enum class Peft : uint8_t { none, lora, qlora, count };
+// The linear layers LoRA adapters attach to, by their Hugging Face PEFT names; a set of them is a
+// bit mask (bit i: LoraTarget(i)).
+enum class LoraTarget : uint8_t {
+  q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head, count
+};
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list };
-enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism };
+enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism, finetuning };
 
 // The names of an enumeration's values, in order (names.cpp).
 template <class E>
@@ -114,6 +123,12 @@ struct ConfigInput {
   std::optional<PipelineSchedule> pipeline_schedule;
   std::optional<PipelineOutputs> pipeline_outputs;
   std::optional<bool> cross_entropy_loss_fusion;
+  // Fine-tuning and memory-saving techniques (read by the trainmem profile only).
+  std::optional<Peft> peft;
+  std::optional<int64_t> lora_rank, cross_entropy_chunks;
+  std::optional<uint32_t> lora_target_modules;  // bit mask of LoraTarget
+  std::optional<double> lora_dropout;
+  std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
       virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
@@ -212,6 +227,17 @@ struct Config {
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   PipelineOutputs pipeline_outputs = PipelineOutputs::kept;
   bool cross_entropy_loss_fusion = false;
+  // trainmem profile: fine-tuning. LoRA defaults are Hugging Face PEFT's LoraConfig (r = 8,
+  // lora_dropout = 0.0; target modules q_proj, v_proj as PEFT's default for Llama).
+  Peft peft = Peft::none;
+  int64_t lora_rank = 8;
+  uint32_t lora_target_modules =
+      (1u << unsigned(LoraTarget::q_proj)) | (1u << unsigned(LoraTarget::v_proj));
+  double lora_dropout = 0;
+  bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd
+  bool activation_offload = false;     // saved activations moved to CPU memory
+  bool paged_optimizer = false;        // bitsandbytes paged optimizer states
+  int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
 
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;
@@ -224,6 +250,10 @@ struct Config {
   int64_t data_parallel_size = 1;
 
   bool is_moe() const { return num_moe_experts > 0; }
+  bool peft_on() const { return peft != Peft::none; }
+  bool lora_targets(LoraTarget t) const {
+    return peft_on() && ((lora_target_modules >> unsigned(t)) & 1u);
+  }
   // Plain PyTorch training (ddp, fsdp2): torch.optim steps, torch.distributed.pipelining pipelines.
   bool pytorch_native() const { return framework == Framework::ddp || framework == Framework::fsdp2; }
   bool torch_pipelining() const { return pipeline_model_parallel_size > 1 && pytorch_native(); }

@@ -32,9 +32,12 @@ struct TraceEntry {
 };
 using Trace = std::vector<TraceEntry>;
 
-enum class ComponentKind : uint8_t { dense_and_embedding, routed_experts, count };
+// adapters: the trainmem profile's LoRA adapters (peft), apart from the frozen base they adapt.
+enum class ComponentKind : uint8_t { dense_and_embedding, routed_experts, adapters, count };
 // The reference's name of a component ("dense parameters and optimizer", ...).
 std::string_view component_name(ComponentKind kind);
+// The JSON name of a component's kind ("dense_and_embedding", "routed_experts", "adapters").
+std::string_view component_kind_name(ComponentKind kind);
 
 // One model-state component (weights + gradients + master weights + optimizer states).
 struct ModelStateComponent {
@@ -60,13 +63,36 @@ struct PartBytes {
 // fp32 master weight 4 B and Adam m, v 8 B sharded over the optimizer group.
 // The trainmem profile adds weight_copies (FP8 caches, autocast casts) and buffers (ZeRO-3 and
 // FSDP gathered layers, DDP gradient buckets); the reference profiles leave them at zero.
+// With peft (trainmem profile) the base weights are frozen_weights (no gradients, master weights
+// or optimizer states; QLoRA's NF4 block scales included) and the LoRA adapters have rows of their
+// own; the first six rows then hold only what the frozen base and the adapters share (weight
+// copies, buffers).
 struct StateBreakdown {
   PartBytes weights, weight_copies, gradients, master_weights, optimizer_states, buffers;
+  PartBytes frozen_weights, adapter_weights, adapter_gradients, adapter_master_weights,
+      adapter_optimizer_states;
   double total() const {
     return weights.total() + weight_copies.total() + gradients.total() + master_weights.total() +
-           optimizer_states.total() + buffers.total();
+           optimizer_states.total() + buffers.total() + frozen_weights.total() +
+           adapter_weights.total() + adapter_gradients.total() + adapter_master_weights.total() +
+           adapter_optimizer_states.total();
+  }
+  double adapters() const {
+    return adapter_weights.total() + adapter_gradients.total() + adapter_master_weights.total() +
+           adapter_optimizer_states.total();
+  }
+  // The rows in the order of k_state_rows (the JSON "state" object, the result slots).
+  std::array<const PartBytes*, 11> rows() const {
+    return {&weights, &weight_copies, &gradients, &master_weights, &optimizer_states, &buffers,
+            &frozen_weights, &adapter_weights, &adapter_gradients, &adapter_master_weights,
+            &adapter_optimizer_states};
   }
 };
+// The names of StateBreakdown's rows, in rows() order.
+inline constexpr std::string_view k_state_rows[] = {
+    "weights", "weight_copies", "gradients", "master_weights", "optimizer_states", "buffers",
+    "frozen_weights", "adapter_weights", "adapter_gradients", "adapter_master_weights",
+    "adapter_optimizer_states"};
 
 enum class Moment : uint8_t { forward, backward, optimizer_step, count };
 std::string_view moment_name(Moment moment);  // "forward", "backward", "optimizer_step"
@@ -91,6 +117,8 @@ struct ParamCounts {
   double embedding = 0;          // input embedding (+ output layer when untied)
   double routed_experts = 0;
   double active = 0;             // parameters used per token (top-k of the routed experts)
+  double adapter = 0;            // trainmem peft: LoRA adapter parameters (not in total)
+  double adapter_per_gpu = 0;    // of them on the most-loaded GPU (not in per_gpu)
   double per_gpu = 0;            // on the most-loaded GPU
   double dense_per_gpu = 0;      // non-expert parameters on it, embedding included
   double embedding_per_gpu = 0;  // embedding part of dense_per_gpu
@@ -136,25 +164,30 @@ enum class Assumption : uint8_t {
   trainmem_peak_and_overheads,  // trainmem: the heaviest stage's peak; overheads from defaults
   trainmem_adafactor_local,  // trainmem: factored states sharded like per-parameter ones (approximation)
   trainmem_torch_pipeline,   // trainmem: torch.distributed.pipelining's buffers and kept outputs
+  trainmem_peft,             // trainmem: frozen base, adapters' saved tensors, layer 0 like the rest
+  trainmem_activation_offload,  // trainmem: saved activations in CPU memory but one layer's
+  trainmem_paged_unpressured,   // trainmem: paged optimizer states all resident (no capacity given)
+  trainmem_paged_evicted,       // trainmem: paged states beyond the capacity counted in CPU memory
   count
 };
 std::string_view assumption_text(Assumption);
 
 // The figures of the trainmem profile, and the lines between them (OverheadLine's names).
 inline constexpr std::string_view k_figure_names[] = {"allocated", "reserved", "device"};
-inline constexpr std::string_view k_overhead_keys[] = {"caching_allocator", "cuda_context", "nccl"};
+inline constexpr std::string_view k_overhead_keys[] = {"caching_allocator", "cuda_context", "nccl",
+                                                       "paged_optimizer"};
 
 // One line between two of the figures (trainmem profile): allocated + the lines that add to
 // reserved = reserved; reserved + the lines that add to device = device.
 struct OverheadLine {
-  std::string_view key;      // "caching_allocator", "cuda_context", "nccl"
+  std::string_view key;      // "caching_allocator", "cuda_context", "nccl", "paged_optimizer"
   double bytes = 0;
   std::string_view adds_to;  // "reserved" or "device"
 };
 
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
-  std::array<ModelStateComponent, 2> components{};
+  std::array<ModelStateComponent, 3> components{};
   int n_components = 0;
   bool has_activation = false;
   double activation_bytes = 0;
@@ -168,11 +201,15 @@ struct Estimate {
   // total_bytes is what torch.cuda.max_memory_allocated would show; reserved adds the caching
   // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
   double reserved_bytes = 0, device_bytes = 0;
-  std::array<OverheadLine, 3> overhead_lines{};  // allocated → reserved → device, in order
+  std::array<OverheadLine, 4> overhead_lines{};  // allocated → reserved → device, in order
   int n_overhead_lines = 0;
   NcclCommunicators nccl;           // the NCCL communicators and their buffers on this GPU
   Moments moments;                  // of that stage
   double cpu_bytes = 0;             // CPU memory per node: offloaded state of its GPUs
+  // trainmem, per GPU of the most-loaded stage (their share of cpu_bytes is × gpus_per_node):
+  double cpu_activation_bytes = 0;  // activation_offload: saved activations moved to CPU memory
+  double paged_optimizer_bytes = 0; // paged_optimizer: states in unified memory, all of them
+  double paged_gpu_bytes = 0;       // of them resident on the GPU (in device_bytes)
   double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
   // framework deepspeed, ZeRO-2/3: what DeepSpeed's own estimator prints for this model and
   // cluster (deepspeed.hpp), for comparison; 0 otherwise.

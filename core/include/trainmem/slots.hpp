@@ -59,6 +59,7 @@ void write_result_slots(const Config& config, const Estimate& estimate, SlotResu
 std::string field_specs_text();
 
 // The names the result's numbers index, once: lines "assumption\t<text>", "component\t<name>",
+// "component_kind\t<JSON kind>", "state\t<row>" (the state rows in the order their numbers come),
 // "moment\t<name>", "overhead\t<key>", "figure\t<name>", each list in index order.
 std::string slot_tables();
 

@@ -21,6 +21,13 @@ struct DtypeInfo {
 std::span<const DtypeInfo> dtype_table();
 double bytes_per_element(Dtype dtype);
 
+// The storage type of LoRA adapter weights (peft): Hugging Face PEFT (frameworks ddp and deepspeed
+// start from it) upcasts fp16/bf16 adapters to fp32 (autocast_adapter_dtype=True); DeepSpeed then
+// casts the whole module to its 16-bit type, torchtune (fsdp2) builds them under the model's
+// default dtype and Megatron-Bridge as parameters of the model: params_dtype, or compute_dtype
+// when the base is nf4.
+Dtype lora_adapter_dtype(const Config& config);
+
 // How one optimizer state is sized for a parameter tensor.
 enum class StateRule : uint8_t {
   exp_avg,          // one element per parameter, in exp_avg_dtype

@@ -160,6 +160,7 @@ bool selective_recompute(const Config& c) {
   return c.recompute_granularity == RecomputeGranularity::selective;
 }
 bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
+bool peft_on(const Config& c) { return c.peft_on(); }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
 ConfigLink moe_layer_freq_link() {
@@ -313,8 +314,9 @@ const std::vector<Field>& fields() {
           "Megatron sequence parallelism (only with TP > 1)."),
       choice_field<&C::recompute_granularity, &Config::recompute_granularity>(
           "recompute_granularity", G::training, from_config(),
-          "Activation recomputation (selective_op: torchtitan's per-op checkpointing, "
-          "trainmem profile only)."),
+          "Activation recomputation, also called activation checkpointing (full: every layer, "
+          "as FSDP/Hugging Face gradient checkpointing; selective: Megatron's core attention; "
+          "selective_op: torchtitan's per-op checkpointing, trainmem profile only)."),
       // Frameworks, precisions, optimizers, offload: the trainmem profile (issue 4).
       trainmem_only(choice_field<&C::framework, &Config::framework>(
           "framework", G::training, from_config(),
@@ -333,13 +335,13 @@ const std::vector<Field>& fields() {
           "gpus_per_node", G::parallelism, 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),
       trainmem_only(choice_field<&C::params_dtype, &Config::params_dtype>(
-          "params_dtype", G::training, derived("bf16 (ddp: fp32)"),
-          "Storage type of the model weights.")),
+          "params_dtype", G::training, derived("bf16 (ddp: fp32; peft qlora: nf4)"),
+          "Storage type of the model weights (nf4: the frozen base linears of peft qlora).")),
       trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
           "expert_params_dtype", G::training, derived("params_dtype"),
           "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")),
       trainmem_only(choice_field<&C::compute_dtype, &Config::compute_dtype>(
-          "compute_dtype", G::training, derived("params_dtype (ddp: bf16 autocast)"),
+          "compute_dtype", G::training, derived("params_dtype (ddp or nf4 weights: bf16)"),
           "Type the matmuls run in; below params_dtype it "
           "is autocast, which caches low-precision weight copies.")),
       trainmem_only(bool_field<&C::master_weights, &Config::master_weights>(
@@ -495,6 +497,46 @@ const std::vector<Field>& fields() {
       int_field<&C::data_parallel_size, &Config::data_parallel_size>(
           "data_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
           "Data parallel size DP."),
+      // Fine-tuning and memory-saving techniques: the trainmem profile (issue 13).
+      trainmem_only(choice_field<&C::peft, &Config::peft>(
+          "peft", G::finetuning, from_config(),
+          "Parameter-efficient fine-tuning: lora freezes the base weights (no gradients, "
+          "optimizer states or master weights for them) and trains low-rank adapters A (in × r) "
+          "and B (r × out) on lora_target_modules; qlora also stores the frozen base linears in "
+          "4-bit NF4 (params_dtype nf4, bitsandbytes Linear4bit / torchtune QLoRA).")),
+      applies_when(trainmem_only(int_field<&C::lora_rank, &Config::lora_rank>(
+          "lora_rank", G::finetuning, 1, 1'000'000, "", from_config(),
+          "LoRA rank r (Hugging Face PEFT LoraConfig.r, default 8).")), peft_on,
+          "applies to peft \"lora\" or \"qlora\" only"),
+      applies_when(trainmem_only(choice_list_field<LoraTarget, &C::lora_target_modules, &Config::lora_target_modules>(
+          "lora_target_modules", G::finetuning, from_config(),
+          "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
+          "PEFT's default for Llama); lm_head is the output layer.")), peft_on,
+          "applies to peft \"lora\" or \"qlora\" only"),
+      applies_when(trainmem_only(number_field<&C::lora_dropout, &Config::lora_dropout>(
+          "lora_dropout", G::finetuning, 0, 1, "", from_config(),
+          "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
+          "every adapter saves its own dropped input and a mask.")), peft_on,
+          "applies to peft \"lora\" or \"qlora\" only"),
+      trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
+          "optimizer_in_backward", G::finetuning, from_config(),
+          "Step each parameter as soon as its gradient is accumulated and free the gradient "
+          "(torchtune optimizer_in_bwd, register_post_accumulate_grad_hook): the gradients never "
+          "hold more than the largest parameter's.")),
+      trainmem_only(bool_field<&C::activation_offload, &Config::activation_offload>(
+          "activation_offload", G::finetuning, from_config(),
+          "Move the layers' saved activations to CPU memory as the forward pass produces them and "
+          "bring them back for backward (torchtune OffloadActivations, Megatron CPU offloading, "
+          "DeepSpeed cpu_checkpointing); the GPU keeps one layer's in flight.")),
+      trainmem_only(bool_field<&C::paged_optimizer, &Config::paged_optimizer>(
+          "paged_optimizer", G::finetuning, from_config(),
+          "bitsandbytes paged optimizer (PagedAdamW, PagedAdamW8bit, PagedLion): the states of "
+          "tensors of 100,000 elements or more live in CUDA unified memory, outside PyTorch's "
+          "allocator, and are evicted to CPU memory when the GPU is full.")),
+      trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
+          "cross_entropy_chunks", G::finetuning, 1, 1'000'000, "chunks", from_config(),
+          "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
+          "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")),
   };
   return table;
 }
@@ -525,11 +567,17 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"use_distributed_optimizer", "framework megatron only"},
     {"zero_stage", "deepspeed 0-3, fsdp2 2 or 3; not for megatron or ddp"},
     {"data_parallel_shard_size", "divides data_parallel_size"},
-    {"params_dtype", "fp32, bf16 or fp16"},
+    {"params_dtype", "fp32, bf16 or fp16; nf4 exactly with peft \"qlora\""},
     {"fp8_param_gather", "needs an fp8_recipe"},
     {"optimizer_implementation", "frameworks ddp and fsdp2 only"},
     {"offload_params", "deepspeed or fsdp2 with zero_stage 3"},
     {"pipeline_schedule", "interleaved exactly when virtual_pipeline_model_parallel_size is set"},
+    {"peft", "qlora needs params_dtype nf4 and framework ddp, fsdp2 or deepspeed; no fp8_recipe, multi_latent_attention or recompute_granularity \"selective_op\""},
+    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; no MLP targets in an MoE model; attention targets need attention heads, lm_head a vocabulary"},
+    {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
+    {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
+    {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
+    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed and without cross_entropy_loss_fusion"},
 };
 
 // What an unset field resolves to, in words, for the field documentation.

@@ -16,8 +16,8 @@ constexpr std::array<std::string_view, 5> k_activations = {"gelu", "silu", "relu
 // "none" stands for Megatron's None (no recomputation); JSON null means the same.
 constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
 constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};
-constexpr std::array<std::string_view, 7> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
-                                                      "mxfp8", "mxfp4", "int8"};
+constexpr std::array<std::string_view, 8> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
+                                                      "mxfp8", "mxfp4", "int8", "nf4"};
 constexpr std::array<std::string_view, 7> k_optimizers = {"adam", "adamw", "sgd",  "adafactor",
                                                           "adam8bit", "lion", "muon"};
 constexpr std::array<std::string_view, 3> k_optimizer_implementations = {"foreach", "for-loop",
@@ -31,10 +31,14 @@ constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "kept_fp
 // Megatron's --recompute-modules names.
 constexpr std::array<std::string_view, 7> k_recompute_modules = {
     "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
+constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
+// Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
+constexpr std::array<std::string_view, 8> k_lora_targets = {
+    "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
 constexpr std::array<std::string_view, 6> k_field_types = {"integer", "boolean", "choice",
                                                            "integer_or_list", "number", "choice_list"};
-constexpr std::array<std::string_view, 6> k_field_groups = {"profile",  "model",    "moe",
-                                                            "mla",      "training", "parallelism"};
+constexpr std::array<std::string_view, 7> k_field_groups = {
+    "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
 
 template <class E, size_t N>
 constexpr bool complete(const std::array<std::string_view, N>&) {
@@ -50,8 +54,9 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<RecomputeMethod>(k_recompute_methods) &&
               complete<PipelineSchedule>(k_schedules) &&
               complete<PipelineOutputs>(k_pipeline_outputs) &&
-              complete<RecomputeModule>(k_recompute_modules) &&
-              k_field_types.size() == 6 && k_field_groups.size() == 6,
+              complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
+              complete<LoraTarget>(k_lora_targets) &&
+              k_field_types.size() == 6 && k_field_groups.size() == 7,
               "one name per enumerator");
 
 }  // namespace
@@ -72,6 +77,8 @@ template <> std::span<const std::string_view> enum_names<RecomputeMethod>() { re
 template <> std::span<const std::string_view> enum_names<PipelineSchedule>() { return k_schedules; }
 template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { return k_pipeline_outputs; }
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
+template <> std::span<const std::string_view> enum_names<Peft>() { return k_peft; }
+template <> std::span<const std::string_view> enum_names<LoraTarget>() { return k_lora_targets; }
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 

@@ -18,6 +18,113 @@ int64_t padded_vocab_size(int64_t vocab_size, int64_t divisible_by, int64_t tens
 
 namespace {
 
+// Fine-tuning and memory-saving techniques (issue 13): where each framework supports them, from
+// the sources cited in docs/trainmem-profile.md §7.
+void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Issue>& issues) {
+  auto fail = [&](std::string_view field, const std::string& rule) {
+    issues.push_back(issue(field, rule));
+  };
+  auto n = [](double v) { return number_text(v); };
+  const Framework fw = c.framework;
+  const std::string fw_name(name_of(fw));
+  const int64_t pp = c.pipeline_model_parallel_size;
+  const std::string recompute = "\"" + std::string(name_of(c.recompute_granularity)) + "\"";
+
+  if (c.peft_on()) {
+    const std::string peft = "\"" + std::string(name_of(c.peft)) + "\"";
+    if (c.peft == Peft::qlora && fw == Framework::megatron)
+      fail("peft", "\"qlora\" needs framework ddp, fsdp2 or deepspeed (bitsandbytes or torchao NF4 "
+                   "linears; Megatron has none), got framework megatron");
+    if (c.fp8_recipe != Fp8Recipe::none)
+      fail("fp8_recipe", "must be \"none\" with peft " + peft +
+                             " (FP8 copies of frozen weights are not modelled), got \"" +
+                             std::string(name_of(c.fp8_recipe)) + "\"");
+    if (c.multi_latent_attention)
+      fail("peft", "is not modelled with multi_latent_attention (its projections are not among "
+                   "lora_target_modules)");
+    if (c.recompute_granularity == RecomputeGranularity::selective_op)
+      fail("recompute_granularity", "\"selective_op\" (torchtitan's per-op policy) is not modelled "
+                                    "with peft " + peft);
+    const auto has = [&](LoraTarget t) { return ((c.lora_target_modules >> unsigned(t)) & 1u) != 0; };
+    if (c.lora_target_modules == 0)
+      fail("lora_target_modules", "must name at least one module with peft " + peft);
+    if (has(LoraTarget::gate_proj) && !c.gated_linear_unit)
+      fail("lora_target_modules", "\"gate_proj\" needs gated_linear_unit (the MLP has no gate)");
+    if (c.is_moe() &&
+        (has(LoraTarget::gate_proj) || has(LoraTarget::up_proj) || has(LoraTarget::down_proj)))
+      fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" are not modelled "
+                                  "for an MoE model (adapters on experts); target the attention or "
+                                  "lm_head");
+    if (c.num_attention_heads == 0 && (has(LoraTarget::q_proj) || has(LoraTarget::k_proj) ||
+                                       has(LoraTarget::v_proj) || has(LoraTarget::o_proj)))
+      fail("lora_target_modules", "q_proj, k_proj, v_proj and o_proj need attention "
+                                  "(num_attention_heads is 0)");
+    if (c.vocab_size == 0 && has(LoraTarget::lm_head))
+      fail("lora_target_modules", "\"lm_head\" needs an output layer (vocab_size is 0)");
+  }
+
+  // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and
+  // full_finetune_distributed.py with FSDP2) steps in post-accumulate-grad hooks; it refuses
+  // gradient accumulation. Megatron and DeepSpeed step after backward.
+  if (c.optimizer_in_backward) {
+    if (fw == Framework::megatron || fw == Framework::deepspeed)
+      fail("optimizer_in_backward", "applies to frameworks ddp and fsdp2 (torchtune's "
+                                    "optimizer_in_bwd); framework " + fw_name +
+                                        " steps its optimizer after backward");
+    else if (fw == Framework::ddp && c.data_parallel_size > 1)
+      fail("optimizer_in_backward", "with framework ddp needs data_parallel_size 1 (DDP all-reduces "
+                                    "its gradient buckets after the hooks have run), got " +
+                                        n(double(c.data_parallel_size)));
+    if (pp > 1)
+      fail("optimizer_in_backward", "needs pipeline_model_parallel_size 1 (a pipeline accumulates "
+                                    "gradients over its microbatches), got " + n(double(pp)));
+  }
+
+  // Megatron TransformerConfig.__post_init__ (002526d81b81): no CPU offloading with pipeline
+  // parallelism or with activation recomputation. DeepSpeed offloads what its activation
+  // checkpointing saves (checkpointing.py, CPU_CHECKPOINT). torchtune pipelines nothing.
+  if (c.activation_offload) {
+    if (pp > 1)
+      fail("activation_offload", "needs pipeline_model_parallel_size 1 (Megatron has no pipeline "
+                                 "parallelism with CPU offloading), got " + n(double(pp)));
+    if (fw == Framework::megatron && c.recompute_granularity != RecomputeGranularity::none)
+      fail("activation_offload", "with framework megatron needs recompute_granularity \"none\" "
+                                 "(Megatron's CPU offloading does not work with activation "
+                                 "recomputation), got " + recompute);
+    if (fw == Framework::deepspeed && c.recompute_granularity != RecomputeGranularity::full)
+      fail("activation_offload", "with framework deepspeed needs recompute_granularity \"full\" "
+                                 "(cpu_checkpointing moves the checkpointed layer inputs), got " +
+                                     recompute);
+  }
+
+  // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
+  if (c.paged_optimizer) {
+    const Optimizer o = c.optimizer;
+    if (o != Optimizer::adam && o != Optimizer::adamw && o != Optimizer::adam8bit && o != Optimizer::lion)
+      fail("paged_optimizer", "bitsandbytes pages the states of adam, adamw, adam8bit and lion, got "
+                              "optimizer \"" + std::string(name_of(o)) + "\"");
+    if (fw == Framework::megatron)
+      fail("paged_optimizer", "applies to frameworks ddp, fsdp2 and deepspeed (a bitsandbytes "
+                              "optimizer); framework megatron steps with its own optimizer");
+    if (c.optimizer_offload_fraction > 0)
+      fail("paged_optimizer", "cannot be combined with optimizer_offload_fraction (the states are "
+                              "paged, not offloaded), got " + n(c.optimizer_offload_fraction));
+    if (in.optimizer_implementation && c.pytorch_native())
+      fail("optimizer_implementation", "does not apply with paged_optimizer (bitsandbytes steps in "
+                                       "its own kernel)");
+  }
+
+  if (c.cross_entropy_chunks > 1) {
+    if (fw == Framework::megatron)
+      fail("cross_entropy_chunks", "applies to frameworks ddp, fsdp2 and deepspeed (torchtune's "
+                                   "CEWithChunkedOutputLoss); framework megatron computes a "
+                                   "vocab-parallel cross entropy");
+    else if (c.cross_entropy_loss_fusion)
+      fail("cross_entropy_chunks", "chunks the fp32 copy of the unfused loss; "
+                                   "cross_entropy_loss_fusion keeps none");
+  }
+}
+
 // Fields of the trainmem profile: defaults that depend on the framework, and their rules. The
 // reference profiles model only Megatron's bf16 Adam, so they reject these fields when set
 // rather than silently answering another question.
@@ -57,12 +164,27 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
                                          std::to_string(c.data_parallel_size) + "), got " +
                                          std::to_string(c.data_parallel_shard_size));
 
-  c.params_dtype = in.params_dtype.value_or(fw == Framework::ddp ? Dtype::fp32 : Dtype::bf16);
-  if (c.params_dtype != Dtype::fp32 && c.params_dtype != Dtype::bf16 && c.params_dtype != Dtype::fp16)
+  // QLoRA stores the frozen base linears in NF4 (bitsandbytes Linear4bit, torchtune's
+  // LoRALinear(quantize_base=True)) and computes in a 16-bit dtype: bf16 unless given.
+  const bool qlora = c.peft == Peft::qlora;
+  const std::string peft_name = "\"" + std::string(name_of(c.peft)) + "\"";
+  c.params_dtype = in.params_dtype.value_or(qlora ? Dtype::nf4
+                                                  : fw == Framework::ddp ? Dtype::fp32 : Dtype::bf16);
+  if (c.params_dtype == Dtype::nf4) {
+    if (!qlora)
+      fail("params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name);
+  } else if (c.params_dtype != Dtype::fp32 && c.params_dtype != Dtype::bf16 && c.params_dtype != Dtype::fp16) {
     fail("params_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 weights: fp8_param_gather), got \"" +
                              std::string(name_of(c.params_dtype)) + "\"");
+  } else if (qlora) {
+    fail("params_dtype", "must be \"nf4\" with peft \"qlora\" (the frozen base linears in 4-bit NF4), got \"" +
+                             std::string(name_of(c.params_dtype)) + "\"");
+  }
   c.expert_params_dtype = in.expert_params_dtype.value_or(c.params_dtype);
-  c.compute_dtype = in.compute_dtype.value_or(fw == Framework::ddp ? Dtype::bf16 : c.params_dtype);
+  if (in.expert_params_dtype == Dtype::nf4 && !qlora)
+    fail("expert_params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name);
+  c.compute_dtype = in.compute_dtype.value_or(
+      fw == Framework::ddp || c.params_dtype == Dtype::nf4 ? Dtype::bf16 : c.params_dtype);
   // Defaulted from a valid params_dtype it is valid; from an invalid one that field is named.
   if (in.compute_dtype && c.compute_dtype != Dtype::fp32 && c.compute_dtype != Dtype::bf16 &&
       c.compute_dtype != Dtype::fp16)
@@ -74,7 +196,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
       fail(name, "must be \"fp32\", \"bf16\" or \"fp16\", got \"" + std::string(name_of(dtype)) + "\"");
   for (auto [name, dtype] : {std::pair<std::string_view, Dtype>{"exp_avg_dtype", c.exp_avg_dtype},
                              {"exp_avg_sq_dtype", c.exp_avg_sq_dtype}})
-    if (dtype == Dtype::mxfp4 || dtype == Dtype::mxfp8 || dtype == Dtype::int8)
+    if (dtype == Dtype::mxfp4 || dtype == Dtype::mxfp8 || dtype == Dtype::int8 || dtype == Dtype::nf4)
       fail(name, "must be \"fp32\", \"bf16\", \"fp16\" or \"fp8\" (8-bit states: optimizer "
                  "\"adam8bit\"), got \"" + std::string(name_of(dtype)) + "\"");
   if (c.fp8_param_gather && c.fp8_recipe == Fp8Recipe::none)
@@ -84,6 +206,8 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
                                      fw_name + " steps with its own fused Adam");
   if (c.offload_params && !((fw == Framework::deepspeed || fw == Framework::fsdp2) && c.zero_stage == 3))
     fail("offload_params", "needs sharded weights: framework deepspeed or fsdp2 with zero_stage 3");
+
+  resolve_finetuning_fields(in, c, issues);
 
   const bool interleaved = c.virtual_pipeline_model_parallel_size > 0;
   c.pipeline_schedule = in.pipeline_schedule.value_or(interleaved ? PipelineSchedule::interleaved
@@ -336,6 +460,12 @@ Resolved resolve(const ConfigInput& in) {
       c.num_microbatches = derived;
     }
   }
+  // torchtune: "Gradient accumulation is not supported with optimizer in bwd" (its recipes raise).
+  if (c.profile == Profile::trainmem && c.optimizer_in_backward && c.num_microbatches > 1 &&
+      c.pipeline_model_parallel_size == 1)
+    fail("optimizer_in_backward", "needs one microbatch per step (gradient accumulation keeps every "
+                                  "gradient until the last microbatch), got num_microbatches " +
+                                      n(c.num_microbatches));
   return out;
 }
 

@@ -16,6 +16,8 @@
 #include "trainmem/activations.hpp"
 
 #include <algorithm>
+#include <initializer_list>
+#include <iterator>
 
 #include "trainmem/tables.hpp"
 
@@ -137,6 +139,18 @@ constexpr std::string_view k_src_dtensor_output =
 constexpr std::string_view k_src_te_ce =
     "TE parallel_cross_entropy (cross_entropy_fusion_impl te): saves the 16-bit logits and "
     "per-token softmax statistics, no fp32 copy";
+constexpr std::string_view k_src_lora =
+    "Hugging Face PEFT lora.Linear.forward, lora_B(lora_A(dropout(x))) * scaling "
+    "(src/peft/tuners/lora/layer.py, 00336949), torchtune LoRALinear (031d89b8): lora_A saves "
+    "its input (the base layer's own tensor when nothing casts or drops it), lora_B the "
+    "rank-wide lora_A output";
+constexpr std::string_view k_src_lora_copy =
+    "PEFT casts the input to the fp32 adapter's dtype (_cast_input_dtype) and autocast casts it "
+    "back to the compute dtype for lora_A, which saves that copy; with lora_dropout the dropped "
+    "copy is lora_A's input";
+constexpr std::string_view k_src_lora_dropout =
+    "PEFT and torchtune put one nn.Dropout on each adapter's input when lora_dropout > 0: "
+    "native_dropout saves a bool mask";
 constexpr std::string_view k_src_sac =
     "torchtitan op-level SAC (_apply_op_sac): MUST_SAVE the outputs of aten.mm except every "
     "second one, SDPA, reduce_scatter and all_to_all; everything else is recomputed";
@@ -202,6 +216,27 @@ struct Shape {
   double tokens_linear_in = 0;
   double hidden = 0;  // bytes of one residual-stream tensor on this GPU: e · h · T_sp
   double logits = 0;  // elements of the logits on this GPU: padded vocabulary / TP · T
+  // peft: the base is frozen and the adapters on `lora_targets` (a LoraTarget mask) have rank r.
+  bool peft = false;
+  uint32_t lora_targets = 0;
+  double r = 0;
+  bool lora_dropout = false;
+  // The adapters see a copy of their input: fp32 PEFT adapters under autocast (ddp).
+  bool adapter_copy = false;
+  bool targeted(LoraTarget t) const { return peft && ((lora_targets >> unsigned(t)) & 1u); }
+  // Whether a linear's saved input stays: always for trainable weights (no peft). A frozen
+  // linear's matmul saves its input only for the weight gradient, which is not computed
+  // (tools/autograd/derivatives.yaml mm: self's formula uses mat2 and mat2's uses self,
+  // d327a787; gen_variable_type.py guard_for then saves self only if
+  // grad_fn->should_compute_output for mat2, 9e69e821): with peft the input stays only when an
+  // adapter on the linear reads it as it is.
+  bool keeps_input(std::initializer_list<LoraTarget> linears) const {
+    if (!peft) return true;
+    if (lora_dropout || adapter_copy) return false;
+    for (LoraTarget t : linears)
+      if (targeted(t)) return true;
+    return false;
+  }
 };
 
 double padded_vocab(const Config& c) {
@@ -241,8 +276,33 @@ Shape shape_of(const Config& c) {
   x.hidden_dropout = c.hidden_dropout > 0;
   x.hidden = x.e * x.h * x.tokens_sp;
   x.logits = padded_vocab(c) / x.t * x.tokens;
+  x.peft = c.peft_on();
+  x.lora_targets = c.lora_target_modules;
+  x.r = double(c.lora_rank);
+  x.lora_dropout = c.lora_dropout > 0;
+  x.adapter_copy = x.peft && c.framework == Framework::ddp &&
+                   (x.autocast || bytes_per_element(lora_adapter_dtype(c)) != x.e);
   return x;
 }
+
+// What one LoRA adapter keeps for backward (peft), for a base linear whose input is `in_width`
+// wide over `in_tokens` tokens: lora_B's input, the r-wide lora_A output over `inter_tokens`
+// tokens; lora_A's input is the base layer's (kept by keeps_input) unless it is a copy or dropped
+// out, when it is the adapter's own, with the dropout's mask.
+struct AdapterNames {
+  std::string_view input, mask, intermediate;
+};
+constexpr AdapterNames k_adapter_names[] = {
+    {"lora.q_proj_input", "lora.q_proj_dropout_mask", "lora.q_proj_intermediate"},
+    {"lora.k_proj_input", "lora.k_proj_dropout_mask", "lora.k_proj_intermediate"},
+    {"lora.v_proj_input", "lora.v_proj_dropout_mask", "lora.v_proj_intermediate"},
+    {"lora.o_proj_input", "lora.o_proj_dropout_mask", "lora.o_proj_intermediate"},
+    {"lora.gate_proj_input", "lora.gate_proj_dropout_mask", "lora.gate_proj_intermediate"},
+    {"lora.up_proj_input", "lora.up_proj_dropout_mask", "lora.up_proj_intermediate"},
+    {"lora.down_proj_input", "lora.down_proj_dropout_mask", "lora.down_proj_intermediate"},
+    {"lora.lm_head_input", "lora.lm_head_dropout_mask", "lora.lm_head_intermediate"},
+};
+static_assert(std::size(k_adapter_names) == size_t(LoraTarget::count), "one row per target");
 
 // The selective-recompute modules in force (Megatron recompute_modules).
 struct Modules {
@@ -281,6 +341,16 @@ class Ledger {
   double total_ = 0;
 };
 
+void adapter_entries(const Shape& x, LoraTarget t, double in_width, double in_tokens,
+                     double inter_tokens, Ledger& out) {
+  if (!x.targeted(t)) return;
+  const AdapterNames& n = k_adapter_names[size_t(t)];
+  if (x.lora_dropout) out.add(n.mask, "lora", in_width * in_tokens, "mask", k_src_lora_dropout);
+  if (x.lora_dropout || x.adapter_copy)
+    out.add(n.input, "lora", x.e * in_width * in_tokens, x.act_dtype, k_src_lora_copy);
+  out.add(n.intermediate, "lora", x.e * x.r * inter_tokens, x.act_dtype, k_src_lora);
+}
+
 // Names of the activation-function tensors of one MLP site (dense MLP, routed experts, shared
 // experts); string_views into static storage, as SavedTensor requires.
 struct ActivationNames {
@@ -297,8 +367,10 @@ constexpr ActivationNames k_shared_names{"moe", "moe.shared_fc1_output", "moe.sh
 // (the per-GPU intermediate size), followed by fc2's input. With `recomputed` (moe_act) the
 // activation runs inside CheckpointWithoutOutput: only its input, the fc1 output, is kept, and
 // its output (fc2's input) is freed once fc2 has run.
+// `fc2_input_needed`: fc2's own input is needed (its weight trains, or an adapter reads it); with
+// peft a frozen fc2 keeps it only when the activation function saved it anyway (relu).
 void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& n, double width,
-                        double tokens, bool recomputed, Ledger& out) {
+                        double tokens, bool recomputed, bool fc2_input_needed, Ledger& out) {
   const double one = x.e * width * tokens;  // one f-wide tensor in the activation dtype
   const double fc1_width = c.gated_linear_unit ? 2 : 1;
   if (recomputed) {
@@ -327,8 +399,9 @@ void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& 
   } else {
     out.add(n.fc1_output, n.module, one, x.act_dtype, k_src_act_input);
   }
-  out.add(n.fc2_input, n.module, x.lin * width * tokens, x.lin_dtype,
-          fc2_input_shared ? k_src_relu : (x.fp8 ? k_src_fp8_input : k_src_fc2_input));
+  if (fc2_input_shared || fc2_input_needed)
+    out.add(n.fc2_input, n.module, x.lin * width * tokens, x.lin_dtype,
+            fc2_input_shared ? k_src_relu : (x.fp8 ? k_src_fp8_input : k_src_fc2_input));
 }
 
 // The s²-proportional tensors of unfused attention (per GPU: a/t heads, T queries, s keys).
@@ -374,6 +447,10 @@ void unfused_softmax(const Shape& x, Ledger& out) {
 void core_attention(const Config& c, const Shape& x, const Modules& m, double v_width,
                     Ledger& out) {
   const bool unfused = c.attention_backend == AttentionBackend::unfused;
+  // The kernel's saved `out` is linear_proj's input itself (16-bit flash or cuDNN, one layout).
+  const bool bshd_copy = c.attention_backend == AttentionBackend::flash &&
+                         c.framework == Framework::megatron && x.b > 1;
+  const bool kernel_keeps_input = !m.core_attn && !unfused && !x.fp8 && !bshd_copy;
   if (!m.core_attn) {
     if (unfused)
       unfused_softmax(x, out);
@@ -382,14 +459,17 @@ void core_attention(const Config& c, const Shape& x, const Modules& m, double v_
               k_src_flash_stats);
     // Under FP8 the flash kernel's 16-bit `out` is a second storage beside linear_proj's FP8
     // copy; the unfused path's context output is saved by nobody but linear_proj.
-    const bool bshd_copy = c.attention_backend == AttentionBackend::flash &&
-                           c.framework == Framework::megatron && x.b > 1;
     if ((x.fp8 || bshd_copy) && !unfused)
       out.add("attention.kernel_output", "attention", x.e * x.a * v_width / x.t * x.tokens,
               x.act_dtype, k_src_kernel_out);
   }
-  out.add("attention.proj_input", "attention", x.lin * x.a * v_width / x.t * x.tokens, x.lin_dtype,
-          x.fp8 ? k_src_fp8_input : k_src_proj_input);
+  // A frozen linear_proj (peft) keeps its input only as the kernel's `out` or for its adapter.
+  const double proj_width = x.a * v_width / x.t;
+  if (x.keeps_input({LoraTarget::o_proj}) || kernel_keeps_input)
+    out.add("attention.proj_input", "attention", x.lin * proj_width * x.tokens, x.lin_dtype,
+            x.fp8 ? k_src_fp8_input : x.targeted(LoraTarget::o_proj) ? k_src_lora : k_src_proj_input);
+  // o_proj is row-parallel: its adapter's A takes the local a·v/t-wide input.
+  adapter_entries(x, LoraTarget::o_proj, proj_width, x.tokens, x.tokens, out);
 }
 
 // Where the saved input of a column-parallel linear after a norm comes from.
@@ -414,8 +494,11 @@ void output_dropout(const Shape& x, std::string_view name, std::string_view modu
 // layernorm recompute module does not apply to it).
 void standard_attention(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   norm_entries(x, "norm.attention_input", "norm.attention_stats", true, out);
-  out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
-          linear_input_source(x));
+  if (x.keeps_input({LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}))
+    out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
+            x.peft ? k_src_lora : linear_input_source(x));
+  for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj})
+    adapter_entries(x, t, x.h, x.tokens_linear_in, x.tokens_linear_in, out);
   const double q_width = x.a * x.k / x.t, kv_width = x.g * x.k / x.t;
   if (c.qk_layernorm) {
     out.add("attention.q_norm_input", "attention", x.e * q_width * x.tokens, x.act_dtype,
@@ -489,9 +572,15 @@ void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
             k_src_checkpoint_input);
   } else {
     norm_entries(x, "norm.mlp_input", "norm.mlp_stats", true, out);
-    out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
-            linear_input_source(x));
-    activation_and_fc2(c, x, k_mlp_names, x.f / x.t, x.tokens, false, out);
+    if (x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}))
+      out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
+              x.peft ? k_src_lora : linear_input_source(x));
+    for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj})
+      adapter_entries(x, t, x.h, x.tokens_linear_in, x.tokens_linear_in, out);
+    activation_and_fc2(c, x, k_mlp_names, x.f / x.t, x.tokens, false,
+                       x.keeps_input({LoraTarget::down_proj}), out);
+    // down_proj is row-parallel: its adapter's A takes the local f/t-wide input.
+    adapter_entries(x, LoraTarget::down_proj, x.f / x.t, x.tokens, x.tokens, out);
   }
   output_dropout(x, "mlp.output_dropout_mask", "mlp", out);
 }
@@ -510,7 +599,9 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   norm_entries(x, "norm.mlp_input", "norm.mlp_stats", !m.layernorm, out);
   // The norm output is the MoE input: kept by the router's gating linear and by the shared
   // experts' fc1 (one storage), or by the moe checkpoint as its input.
-  if (!m.layernorm)
+  // With peft the router, the experts and the shared experts are frozen (resolve() allows no
+  // adapters on them): their linears keep no inputs of their own.
+  if (!m.layernorm && (m.moe || !x.peft))
     out.add("moe.input", "moe", x.hidden, x.act_dtype,
             m.moe ? k_src_checkpoint_input : k_src_linear_input);
   if (!m.moe) {
@@ -519,11 +610,12 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     out.add("moe.permutation_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_permute);
     const double width_in = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
     const double n = expert_tokens(c, x);
-    out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype, k_src_expert_input);
+    if (!x.peft)
+      out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype, k_src_expert_input);
     const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
-    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, out);
+    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, !x.peft, out);
     out.add("moe.expert_probs", "moe", 4 * n, "fp32", k_src_expert_probs);
-    if (c.moe_latent_size > 0)
+    if (c.moe_latent_size > 0 && !x.peft)
       out.add("moe.latent_up_input", "moe", x.lin * double(c.moe_latent_size) * x.tokens_sp,
               x.lin_dtype, k_src_latent);
     if (c.moe_shared_expert_intermediate_size > 0 && !m.shared_experts) {
@@ -533,7 +625,7 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
                 k_src_fp8_input);
       activation_and_fc2(c, x, k_shared_names,
                          double(c.moe_shared_expert_intermediate_size) / x.t, x.tokens, false,
-                         out);
+                         !x.peft, out);
       if (c.moe_shared_expert_gate)
         out.add("moe.shared_output", "moe", x.hidden, x.act_dtype,
                 k_src_shared_gate);
@@ -731,6 +823,9 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
 double embedding_activation_bytes(const Config& config, SavedTensors* detail) {
   Ledger out(detail);
   if (config.vocab_size <= 0) return 0;
+  // peft: the embedding is frozen and nothing below it needs a gradient: autograd records none
+  // of its ops (token ids for the weight gradient, masks, dropout), so it saves nothing.
+  if (config.peft_on()) return 0;
   const Shape x = shape_of(config);
   out.add("embedding.token_ids", "embedding", 8 * x.tokens, "int64", k_src_token_ids);
   if (x.t > 1) out.add("embedding.vocab_mask", "embedding", x.tokens, "mask", k_src_vocab_mask);
@@ -758,8 +853,11 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   out.add("output.final_norm_stats", "output", x.norm_stats * x.tokens_sp, "fp32", k_src_norm_stats);
   // DTensor tensor parallelism (fsdp2) saves the gathered input; Megatron the local shard.
   const bool gathered = config.framework == Framework::fsdp2 && config.sequence_parallel;
-  out.add("output.output_layer_input", "output", x.e * x.h * (gathered ? x.tokens : x.tokens_sp),
-          x.act_dtype, gathered ? k_src_dtensor_output : k_src_output_input);
+  const double input_tokens = gathered ? x.tokens : x.tokens_sp;
+  if (x.keeps_input({LoraTarget::lm_head}))
+    out.add("output.output_layer_input", "output", x.e * x.h * input_tokens, x.act_dtype,
+            x.peft ? k_src_lora : gathered ? k_src_dtensor_output : k_src_output_input);
+  adapter_entries(x, LoraTarget::lm_head, x.h, input_tokens, input_tokens, out);
   const double logits = x.logits;
   if (config.cross_entropy_loss_fusion) {
     out.add("loss.logits", "loss", x.e * logits, x.act_dtype, k_src_te_ce);
@@ -801,9 +899,13 @@ double loss_transient_bytes(const Config& config) {
   // (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward):
   // zeros_like(x), exp(x), their sum and its product with the incoming gradient are each a new
   // fp32 logits-sized tensor, three beyond the saved log-probabilities at once.
+  // torchtune CEWithChunkedOutputLoss (modules/loss/ce_chunked_output_loss.py, 10ff7cd2): the
+  // model returns its logits in cross_entropy_chunks chunks and the loss upcasts and
+  // differentiates one chunk at a time, so these temporaries are one chunk's. (Eager, each
+  // chunk's F.cross_entropy still saves its fp32 log-probabilities: the saved bytes stay.)
   if (torch_loss(config)) {
     const bool loss_parallel = config.framework == Framework::fsdp2 && x.t > 1;
-    return (loss_parallel ? 3 : 2) * 4 * logits;
+    return (loss_parallel ? 3 : 2) * 4 * logits / double(config.cross_entropy_chunks);
   }
   // Megatron unfused: the 16-bit logits live beside their fp32 copy until the loss's forward
   // returns, and in backward the fp32 gradient (computed in place in the saved softmax) is cast

@@ -81,6 +81,20 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "microbatch for activations and for gradients on every stage, and on the last stage every "
     "microbatch's logits kept until the step ends (pipeline_outputs: in the compute dtype, or "
     "fp32 and concatenated once more as in December 2024); they count as activations.",
+    "PEFT: the frozen base keeps no gradients, master weights or optimizer states and its "
+    "linears save no inputs for weight gradients; each adapter saves its input (the base layer's "
+    "own when it reads it unchanged) and its rank-wide intermediate. The first layer is counted "
+    "like the others, as with enable_input_require_grads (PEFT with gradient checkpointing); "
+    "the embedding keeps nothing.",
+    "Activation offload: the layers' saved activations are in CPU memory (cpu_bytes) except one "
+    "layer's set, which the GPU keeps in flight while it copies; the output layer and the loss "
+    "stay on the GPU.",
+    "Paged optimizer without gpu_memory_bytes: the figure is the unpressured one, every paged "
+    "state resident on the GPU. Paged states live in CUDA unified memory outside PyTorch's "
+    "allocator: they are in device bytes, not in allocated or reserved bytes.",
+    "Paged optimizer: the paged states keep on the GPU what gpu_memory_bytes leaves after the "
+    "device figure; the rest is evicted to CPU memory (cpu_bytes). They live outside PyTorch's "
+    "allocator: not in allocated or reserved bytes.",
 };
 
 std::string fixed2(double v) {
@@ -156,6 +170,10 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   set(est.assumptions, Assumption::trainmem_peak_and_overheads);
   set(est.assumptions, Assumption::trainmem_adafactor_local, c.optimizer == Optimizer::adafactor);
   set(est.assumptions, Assumption::trainmem_torch_pipeline, c.torch_pipelining());
+  set(est.assumptions, Assumption::trainmem_peft, c.peft_on());
+  set(est.assumptions, Assumption::trainmem_activation_offload, c.activation_offload);
+  set(est.assumptions, Assumption::trainmem_paged_unpressured, c.paged_optimizer && !(c.gpu_memory_bytes > 0));
+  set(est.assumptions, Assumption::trainmem_paged_evicted, c.paged_optimizer && c.gpu_memory_bytes > 0);
   return est;
 }
 
@@ -242,8 +260,15 @@ std::vector<StageParams> reference_stages(const Config& c) {
 }  // namespace
 
 std::string_view component_name(ComponentKind kind) {
-  return kind == ComponentKind::routed_experts ? "routed expert parameters and optimizer"
-                                               : "dense parameters and optimizer";
+  static constexpr std::string_view names[] = {"dense parameters and optimizer",
+                                               "routed expert parameters and optimizer",
+                                               "adapter parameters and optimizer"};
+  return names[size_t(kind)];
+}
+
+std::string_view component_kind_name(ComponentKind kind) {
+  static constexpr std::string_view names[] = {"dense_and_embedding", "routed_experts", "adapters"};
+  return names[size_t(kind)];
 }
 
 std::string_view moment_name(Moment moment) {

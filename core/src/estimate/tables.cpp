@@ -17,6 +17,16 @@ constexpr std::array<DtypeInfo, size_t(Dtype::count)> k_dtypes = {{
     {Dtype::mxfp4, 32, 17, "OCP Microscaling Formats (MX) v1.0: 32 × 4 bit + 1 B E8M0 scale"},
     // bitsandbytes block-wise 8-bit optimizer states: blocks of 2048 with an fp32 absmax.
     {Dtype::int8, 2048, 2048 + 4, "Dettmers et al. 2022, 8-bit optimizers via block-wise quantization (block 2048, fp32 absmax)"},
+    // bitsandbytes functional.quantize_4bit (01327aa0119fa503ea16322dd72f69f202e4502e) with
+    // compress_statistics (QLoRA's double quantisation; torchao's NF4Tensor, block_size 64 and
+    // scaler_block_size 256, keeps the same bytes): two 4-bit values per byte ((n + 1) // 2 uint8),
+    // one absmax per block of 64 quantised again by quantize_blockwise(absmax, blocksize=256) to
+    // one uint8 each plus one fp32 absmax per 256 of them. 64 · 256 = 16,384 elements take
+    // 8,192 + 256 + 4 = 8,452 bytes: 0.515869140625 B per element. Per tensor a 16-entry fp32
+    // NF4 code table and an fp32 offset (68 B) are left out.
+    {Dtype::nf4, 64 * 256, 64 * 256 / 2 + 256 + 4,
+     "bitsandbytes quantize_4bit (blocksize 64, compress_statistics: absmax in uint8 with an fp32 "
+     "absmax per 256 blocks)"},
 }};
 
 constexpr StateRule k_end = StateRule::count;
@@ -61,6 +71,16 @@ const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe) { return k_fp8_recipes[si
 
 std::span<const DtypeInfo> dtype_table() { return k_dtypes; }
 double bytes_per_element(Dtype dtype) { return k_dtypes[size_t(dtype)].bytes_per_element(); }
+Dtype lora_adapter_dtype(const Config& c) {
+  // peft/tuners/tuners_utils.py (831fd03e) _cast_adapter_dtype: "Currently, this only upcasts
+  // float16 and bfloat16 to float32" (get_peft_model's autocast_adapter_dtype defaults to True).
+  if (c.framework == Framework::ddp) return Dtype::fp32;
+  // torchtune LoRALinear (031d89b8) creates lora_a/lora_b as nn.Linear under the recipe's
+  // set_default_dtype; Megatron-Bridge's adapters are model parameters; DeepSpeed's engine casts
+  // the module to bf16/fp16.
+  return c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
+}
+
 std::span<const OptimizerInfo> optimizer_table() { return k_optimizers; }
 const OptimizerInfo& optimizer_info(Optimizer optimizer) { return k_optimizers[size_t(optimizer)]; }
 

@@ -34,29 +34,39 @@ struct Tensors {
   Part part;
   double count;
   double rows, cols;
-  bool linear;  // a GEMM weight: FP8 copies and autocast casts apply
-  bool hidden;  // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
+  bool linear;   // a GEMM weight: FP8 copies and autocast casts apply
+  bool hidden;   // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
+  bool adapter;  // a LoRA adapter matrix (peft): trainable; every other tensor is then frozen
   double elements() const { return rows * cols; }
   double params() const { return count * rows * cols; }
 };
 
 struct Inventory {
-  std::array<Tensors, 64> items;  // the first n are set
+  std::array<Tensors, 112> items;  // the first n are set
   int n = 0;
-  void add(Part part, double count, double rows, double cols, bool linear, bool hidden) {
+  void add(Part part, double count, double rows, double cols, bool linear, bool hidden,
+           bool adapter = false) {
     if (count <= 0 || rows <= 0 || cols <= 0) return;
-    // At most ~45 groups exist (an MTP MoE layer on a dense last stage); the bound is structural.
+    // At most ~45 groups exist (an MTP MoE layer on a dense last stage), and with peft up to 14
+    // adapter matrices per kind of layer and 2 for the output layer; the bound is structural.
     if (n == int(items.size())) std::abort();
-    items[size_t(n++)] = {part, count, rows, cols, linear, hidden};
+    items[size_t(n++)] = {part, count, rows, cols, linear, hidden, adapter};
   }
   void add_vectors(Part part, double count, double length) { add(part, count, length, 1, false, false); }
+  // The model's own parameters of one part (adapters are not the model's).
   double params(Part part) const {
     double sum = 0;
     for (int i = 0; i < n; ++i)
-      if (items[size_t(i)].part == part) sum += items[size_t(i)].params();
+      if (items[size_t(i)].part == part && !items[size_t(i)].adapter) sum += items[size_t(i)].params();
     return sum;
   }
   double params() const { return params(Part::dense) + params(Part::embedding) + params(Part::expert); }
+  double adapter_params() const {
+    double sum = 0;
+    for (int i = 0; i < n; ++i)
+      if (items[size_t(i)].adapter) sum += items[size_t(i)].params();
+    return sum;
+  }
 };
 
 // How a GPU's share of the model is cut: 1 everywhere gives the whole model.
@@ -75,10 +85,46 @@ double norm_vectors(const Config& c) {
   }
 }
 
+// LoRA adapters of one decoder layer, `layers` times (peft). Each target linear (in → out) gets
+// A: in × r and B: r × out (Hugging Face PEFT lora/layer.py update_layer, 00336949; torchtune
+// LoRALinear, 031d89b8). Under tensor parallelism they split as PEFT's LoraParallelLinear does
+// (lora/tp_layer.py, 03e6fa33): a column-parallel base keeps A whole and splits B's output, a
+// row-parallel base splits A's input and keeps B whole. Names are PEFT's for Llama-style models:
+// q/k/v/gate/up column-parallel, o/down row-parallel; without a gated MLP up_proj is fc1.
+void add_adapters(Inventory& inv, const Config& c, const Shard& s, bool moe, double layers) {
+  if (!c.peft_on() || layers <= 0) return;
+  const double r = double(c.lora_rank), h = double(c.hidden_size);
+  const double q_out = double(c.num_attention_heads) * double(c.kv_channels);
+  const double kv_out = double(c.num_query_groups) * double(c.kv_channels);
+  const auto column = [&](LoraTarget t, double in, double out) {
+    if (!c.lora_targets(t)) return;
+    inv.add(Part::dense, layers, in, r, true, true, true);
+    inv.add(Part::dense, layers, r, out / s.t, true, true, true);
+  };
+  const auto row = [&](LoraTarget t, double in, double out) {
+    if (!c.lora_targets(t)) return;
+    inv.add(Part::dense, layers, in / s.t, r, true, true, true);
+    inv.add(Part::dense, layers, r, out, true, true, true);
+  };
+  if (c.num_attention_heads > 0) {
+    column(LoraTarget::q_proj, h, q_out);
+    column(LoraTarget::k_proj, h, kv_out);
+    column(LoraTarget::v_proj, h, kv_out);
+    row(LoraTarget::o_proj, q_out, h);
+  }
+  if (!moe) {  // resolve() rejects MLP targets in an MoE model
+    const double f = double(c.ffn_hidden_size);
+    if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
+    column(LoraTarget::up_proj, h, f);
+    row(LoraTarget::down_proj, f, h);
+  }
+}
+
 // Attention, MLP / MoE and norms of one decoder layer, `layers` times (Megatron Core
 // TransformerLayer: column-parallel QKV and fc1, row-parallel projection and fc2; biases of
 // row-parallel layers and norms are replicated).
 void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double layers) {
+  add_adapters(inv, c, s, moe, layers);
   const double h = double(c.hidden_size), a = double(c.num_attention_heads);
   const double g = double(c.num_query_groups), k = double(c.kv_channels);
   const double n = norm_vectors(c);
@@ -172,6 +218,12 @@ void add_stage_extras(Inventory& inv, const Config& c, const Shard& s, bool firs
     inv.add_vectors(Part::dense, norm_vectors(c), h);  // final norm
     if (!c.share_embeddings_and_output_weights || !one_stage)
       inv.add(Part::embedding, 1, v / s.t, h, true, false);
+    // The output layer's adapter (target lm_head): column-parallel, A whole, B split by TP.
+    if (c.lora_targets(LoraTarget::lm_head) && v > 0) {
+      const double r = double(c.lora_rank);
+      inv.add(Part::embedding, 1, h, r, true, true, true);
+      inv.add(Part::embedding, 1, r, v / s.t, true, true, true);
+    }
     const double m = double(c.mtp_num_layers);
     if (m > 0) {
       // Megatron Core MultiTokenPredictionLayer: enorm, hnorm, eh_proj (2h -> h, column
@@ -249,13 +301,37 @@ double optimizer_state_bytes(const Config& c, const Tensors& t) {
   return bytes;
 }
 
+// The part of a tensor group's optimizer states that a bitsandbytes paged optimizer allocates in
+// CUDA unified memory (bitsandbytes optim/optimizer.py, 06029dd6, get_state_buffer: F.get_paged
+// when p.numel() >= 1e5, else torch.zeros_like; functional.py, 01327aa0, get_paged:
+// cget_managed_ptr, cudaMallocManaged, outside PyTorch's caching allocator). The 8-bit states'
+// fp32 absmax per 2,048 elements stays a torch.zeros on the GPU (Optimizer2State.init_state).
+// `local_elements`: one tensor's elements as this GPU's optimizer sees them (its shard).
+double paged_state_bytes(const Config& c, const Tensors& t, double local_elements) {
+  if (!c.paged_optimizer || local_elements < 1e5) return 0;
+  double bytes = 0;
+  for (StateRule rule : optimizer_info(c.optimizer).states) {
+    switch (rule) {
+      case StateRule::exp_avg: bytes += t.params() * bytes_per_element(c.exp_avg_dtype); break;
+      case StateRule::exp_avg_sq: bytes += t.params() * bytes_per_element(c.exp_avg_sq_dtype); break;
+      // quantized: 1e5 elements are past min_8bit_size (4,096): uint8 states, 1 B each.
+      case StateRule::quantized: bytes += t.params(); break;
+      default: break;  // resolve() allows paged states for adam, adamw, adam8bit and lion only
+    }
+  }
+  return bytes;
+}
+
 struct StageState {
   StateBreakdown gpu;
   double cpu = 0;                  // offloaded to host memory, for this GPU
   double optimizer_temporary = 0;  // allocated during the optimizer step only
+  double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
+  double paged = 0;                // paged optimizer states (unified memory, not allocated bytes)
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double dense_local = 0, expert_local = 0;
+  double adapter_local = 0;        // peft: adapter parameters on this GPU
 };
 
 // Sharding group sizes for dense and expert parameters' data-parallel state.
@@ -287,12 +363,14 @@ Groups data_parallel_groups(const Config& c) {
 //             the sqrt and the quotient of one tensor exist together, the largest tensor's two.
 //             (transformers' AdamW, the Trainer's adamw_hf, keeps one: sqrt().add_(eps).)
 //   fused     _fused_adamw_ updates in one kernel per group: no temporaries.
+// A paged optimizer is bitsandbytes', which updates in its own kernel: no temporaries either.
 struct TorchStep {
   double elements = 0;  // parameters this GPU steps
   double largest = 0;   // elements of its largest tensor (shard)
 };
 double torch_adam_temporary(const Config& c, const TorchStep& step) {
   if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return 0;
+  if (c.paged_optimizer) return 0;
   const double bytes = bytes_per_element(c.exp_avg_sq_dtype);
   switch (c.optimizer_implementation) {
     case OptimizerImplementation::foreach: return step.elements * bytes;
@@ -301,8 +379,26 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
   }
 }
 
-// `largest_layer`: parameters of the largest decoder layer on this GPU (FSDP2's unit of gathering).
-StageState stage_state(const Config& c, const Inventory& inv, double largest_layer, Trace* trace) {
+// The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
+// (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps the output layer, and
+// every embedding, norm and bias, in the compute dtype; torchtune quantises its LoRALinear bases);
+// LoRA keeps the model's weights as they are.
+Dtype frozen_dtype(const Config& c, const Tensors& t) {
+  const Dtype stored = t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
+  if (stored != Dtype::nf4) return stored;
+  return t.linear && t.part != Part::embedding ? Dtype::nf4 : c.compute_dtype;
+}
+
+// What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
+// each kind on this GPU: `params` its parameters; with peft `gather_bytes` its frozen weights in
+// their storage type and adapters in theirs, `adapter_params` the adapters (the only gradients).
+struct LayerSize {
+  double params = 0, gather_bytes = 0, adapter_params = 0;
+};
+
+// `largest_layer`: the largest decoder layer on this GPU (FSDP2's unit of gathering).
+StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& largest_layer,
+                       Trace* trace) {
   StageState out;
   StateBreakdown& st = out.gpu;
   const Groups groups = data_parallel_groups(c);
@@ -310,10 +406,31 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
   const int64_t stage = c.zero_stage;
   const Fp8RecipeInfo& fp8 = fp8_recipe_info(c.fp8_recipe);
   const double offload = c.optimizer_offload_fraction;
+  const bool peft = c.peft_on();
+  const Dtype adapter_dtype = lora_adapter_dtype(c);
 
   // The largest tensor a GPU must gather whole (ZeRO-3 module) and the largest layer (FSDP unit).
   double largest_tensor = 0;
   for (int i = 0; i < inv.n; ++i) largest_tensor = std::max(largest_tensor, inv.items[size_t(i)].elements());
+  // peft: the largest frozen tensor in its storage (bytes), the largest adapter matrix, and the
+  // largest NF4 linear (elements), which bitsandbytes dequantises whole in the compute dtype.
+  double largest_frozen_bytes = 0, largest_adapter = 0, largest_quantized = 0;
+
+  // optimizer_in_backward: only one parameter's gradient exists at a time (the row and part of
+  // the largest, and its bytes on this GPU).
+  struct {
+    double bytes = 0;
+    PartBytes* row = nullptr;
+    Part part = Part::dense;
+  } in_backward_grad;
+  auto add_gradient = [&](PartBytes& row, Part part, double group_bytes, double count) {
+    if (!c.optimizer_in_backward) {
+      part_add(row, part, group_bytes);
+      return;
+    }
+    const double one = group_bytes / count;
+    if (one > in_backward_grad.bytes) in_backward_grad = {one, &row, part};
+  };
 
   TorchStep step;  // what a torch.optim step (ddp, fsdp2) iterates over on this GPU
   for (int i = 0; i < inv.n; ++i) {
@@ -321,10 +438,56 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
     const double P = t.params();
     const Part part = t.part;
     const double n = part == Part::expert ? groups.expert : groups.dense;
-    out.params_local += P;
-    (part == Part::expert ? out.expert_local : out.dense_local) += P;
+    if (t.adapter) {
+      out.adapter_local += P;
+      largest_adapter = std::max(largest_adapter, t.elements());
+    } else {
+      out.params_local += P;
+      (part == Part::expert ? out.expert_local : out.dense_local) += P;
+    }
 
-    Dtype weight_dtype = part == Part::expert ? c.expert_params_dtype : c.params_dtype;
+    if (peft && !t.adapter) {
+      // A frozen base tensor (requires_grad False): its weights only, sharded like any
+      // parameter by ZeRO-3 (stage3.py partitions every parameter) and FSDP2 (fully_shard).
+      const Dtype fd = frozen_dtype(c, t);
+      const double fb = bytes_per_element(fd);
+      largest_frozen_bytes = std::max(largest_frozen_bytes, t.elements() * fb);
+      if (fd == Dtype::nf4) largest_quantized = std::max(largest_quantized, t.elements());
+      switch (fw) {
+        case Framework::megatron: part_add(st.frozen_weights, part, P * fb); break;
+        case Framework::deepspeed:
+          part_add(st.frozen_weights, part, P * fb / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
+          if (c.offload_params) out.cpu += P * fb / n;
+          break;
+        case Framework::fsdp2: {
+          const double on_gpu = c.offload_params ? 0 : 1;
+          part_add(st.frozen_weights, part, P * fb / n * on_gpu);
+          out.cpu += (1 - on_gpu) * P * fb / n;
+          break;
+        }
+        case Framework::ddp: {
+          part_add(st.frozen_weights, part, P * fb);
+          // Autocast's compute-dtype cast of a frozen linear weight is not cached (only leaves
+          // that require grad are), but the matmul saves it for the input gradient: it lives
+          // from the forward to the backward all the same.
+          const double compute = bytes_per_element(c.compute_dtype);
+          if (t.linear && fd != Dtype::nf4 && compute < fb)
+            out.forward_backward_only += part_add(st.weight_copies, part, P * compute);
+          break;
+        }
+        case Framework::count: break;
+      }
+      continue;
+    }
+
+    // A trainable tensor: the model's own (no peft) or an adapter, in rows of its own.
+    PartBytes& weights = t.adapter ? st.adapter_weights : st.weights;
+    PartBytes& gradients = t.adapter ? st.adapter_gradients : st.gradients;
+    PartBytes& master_weights = t.adapter ? st.adapter_master_weights : st.master_weights;
+    PartBytes& optimizer_states = t.adapter ? st.adapter_optimizer_states : st.optimizer_states;
+
+    Dtype weight_dtype = t.adapter ? adapter_dtype
+                                   : part == Part::expert ? c.expert_params_dtype : c.params_dtype;
     const double w = bytes_per_element(weight_dtype);
     // FP8 weights (fp8_param_gather) are the low-precision copy itself.
     const bool fp8_weight = c.fp8_param_gather && t.linear && part != Part::embedding;
@@ -348,10 +511,10 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // every rank; the distributed optimizer shards master weights and optimizer states over
         // DP × CP (docs: dist_optimizer.md); optimizer_offload_fraction moves that share to CPU.
         const double shard = c.use_distributed_optimizer ? n : 1;
-        part_add(st.weights, part, P * stored_w);
-        part_add(st.gradients, part, P * grad);
-        part_add(st.master_weights, part, P * master / shard * (1 - offload));
-        part_add(st.optimizer_states, part, optimizer / shard * (1 - offload));
+        part_add(weights, part, P * stored_w);
+        part_add(gradients, part, P * grad);
+        part_add(master_weights, part, P * master / shard * (1 - offload));
+        part_add(optimizer_states, part, optimizer / shard * (1 - offload));
         out.cpu += (P * master + optimizer) / shard * offload;
         break;
       }
@@ -361,15 +524,20 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // partition at stage 3), fp32 gradients, fp32 master params and optimizer states (sharded
         // at stage >= 1). Pure fp32 training has one fp32 copy of weights and gradients.
         const bool mixed = needs_master;
-        part_add(st.weights, part, P * stored_w / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
+        part_add(weights, part, P * stored_w / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
         if (c.offload_params) out.cpu += P * stored_w / n;
         const double cpu_share = offload;  // offload_optimizer moves grads32, master and states
         // The 16-bit gradients only pass through reduce buckets when the optimizer is offloaded.
-        if (mixed && stage < 3) part_add(st.gradients, part, P * w / (stage >= 2 ? n : 1) * (1 - cpu_share));
+        if (mixed && stage < 3) part_add(gradients, part, P * w / (stage >= 2 ? n : 1) * (1 - cpu_share));
         const double g32 = P * bytes_per_element(Dtype::fp32) / ((mixed ? stage >= 1 : stage >= 2) ? n : 1);
-        part_add(st.gradients, part, g32 * (1 - cpu_share));
-        part_add(st.master_weights, part, P * master / (stage >= 1 ? n : 1) * (1 - cpu_share));
-        part_add(st.optimizer_states, part, optimizer / (stage >= 1 ? n : 1) * (1 - cpu_share));
+        part_add(gradients, part, g32 * (1 - cpu_share));
+        part_add(master_weights, part, P * master / (stage >= 1 ? n : 1) * (1 - cpu_share));
+        // A paged client optimizer (bitsandbytes) keeps the paged part of its partition's states
+        // in unified memory (resolve() rules out offload with it).
+        const double shard_o = stage >= 1 ? n : 1;
+        const double paged = paged_state_bytes(c, t, t.elements() / shard_o);
+        part_add(optimizer_states, part, (optimizer - paged) / shard_o * (1 - cpu_share));
+        out.paged += paged / shard_o;
         out.cpu += (g32 + P * master / (stage >= 1 ? n : 1) + optimizer / (stage >= 1 ? n : 1)) * cpu_share;
         break;
       }
@@ -385,19 +553,21 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // (FSDPParam.to_accumulated_grad_if_needed), and reduce-scatters once at the end.
         const bool unsharded_grads = c.pipeline_model_parallel_size > 1;
         const double storage = needs_master ? master : stored_w;
-        PartBytes& storage_class = needs_master ? st.master_weights : st.weights;
+        PartBytes& storage_class = needs_master ? master_weights : weights;
         const double on_gpu = c.offload_params ? 0 : 1;
         part_add(storage_class, part, P * storage / n * on_gpu);
         const double sharded_grad = P * grad / n * on_gpu * (1 - offload);
-        part_add(st.gradients, part, unsharded_grads ? P * grad : sharded_grad);
+        add_gradient(gradients, part, unsharded_grads ? P * grad : sharded_grad, t.count);
         // The last microbatch's backward reduce-scatters them: the optimizer sees the shards.
         if (unsharded_grads) out.forward_backward_only += P * grad - sharded_grad;
-        part_add(st.optimizer_states, part, optimizer / n * on_gpu * (1 - offload));
+        const double paged = on_gpu * paged_state_bytes(c, t, t.elements() / n);
+        part_add(optimizer_states, part, (optimizer - paged) / n * on_gpu * (1 - offload));
+        out.paged += paged / n;
         out.cpu += (1 - on_gpu) * (P * storage / n + P * grad / n + optimizer / n) +
                    on_gpu * offload * (P * grad / n + optimizer / n);
         // Unsharded from the forward to the end of backward, resharded after it
         // (reshard_after_backward, True by default and for the last microbatch under PP).
-        if (stage == 2 && needs_master) out.forward_backward_only += part_add(st.weights, part, P * stored_w);
+        if (stage == 2 && needs_master) out.forward_backward_only += part_add(weights, part, P * stored_w);
         // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
         step.elements += P / n * on_gpu;
         step.largest = std::max(step.largest, t.elements() / n * on_gpu);
@@ -407,14 +577,17 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
         // PyTorch DDP: full weights and .grad in the parameter dtype on every rank, plus the
         // all-reduce buckets unless gradient_as_bucket_view (DDP docs). Autocast caches a
         // compute_dtype cast of each linear weight for the forward and its backward.
-        part_add(st.weights, part, P * stored_w);
-        part_add(st.gradients, part, P * w);
+        part_add(weights, part, P * stored_w);
+        add_gradient(gradients, part, P * w, t.count);
         // The buckets belong to the DistributedDataParallel wrapper: a single-GPU run (HF
-        // Trainer with one device) trains the bare module and has none.
+        // Trainer with one device, torchtune's single-device recipes) trains the bare module and
+        // has none (data_parallel_size 1).
         if (!c.gradient_as_bucket_view && c.data_parallel_size > 1)
           part_add(st.buffers, part, P * w);
-        part_add(st.master_weights, part, P * master * (1 - offload));
-        part_add(st.optimizer_states, part, optimizer * (1 - offload));
+        part_add(master_weights, part, P * master * (1 - offload));
+        const double paged = paged_state_bytes(c, t, t.elements());
+        part_add(optimizer_states, part, (optimizer - paged) * (1 - offload));
+        out.paged += paged;
         out.cpu += (P * master + optimizer) * offload;
         // The casts live from the forward to the backward that consumes them: the cache is
         // cleared on leaving the autocast region and autograd frees the saved casts in
@@ -429,7 +602,20 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
       case Framework::count: break;
     }
   }
-  out.optimizer_temporary += torch_adam_temporary(c, step);
+  if (c.optimizer_in_backward) {
+    // torchtune (recipes/full_finetune_single_device.py, 01067f61; training/memory.py
+    // register_optim_in_bwd_hooks): one optimizer per parameter, stepped and zero_grad()-ed in
+    // its post-accumulate-grad hook, so a gradient is freed as soon as it is complete: at most the
+    // largest parameter's exists, and the step's temporaries are one tensor's, during backward.
+    if (in_backward_grad.row) part_add(*in_backward_grad.row, in_backward_grad.part, in_backward_grad.bytes);
+    out.backward_temporary += torch_adam_temporary(c, TorchStep{step.largest, step.largest});
+  } else {
+    out.optimizer_temporary += torch_adam_temporary(c, step);
+  }
+  // QLoRA dequantises one NF4 weight at a time to the compute dtype, in forward and again in
+  // backward (bitsandbytes autograd/_functions.py MatMul4Bit, 012c6606: F.dequantize_4bit(B,
+  // quant_state).to(A.dtype), saving only the packed B; torchtune linear_nf4 likewise).
+  out.backward_temporary += largest_quantized * bytes_per_element(c.compute_dtype);
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).
@@ -441,23 +627,52 @@ StageState stage_state(const Config& c, const Inventory& inv, double largest_lay
   // next (2 × param_dtype); reduce-scattering a block's gradient takes its unsharded gradient in
   // param_dtype and the reduce_dtype copy FSDP2 casts it to (foreach_reduce). zero_stage 2 holds
   // every weight unsharded already (above).
+  // With peft the gathers carry the frozen weights in their storage type (NF4 included) and the
+  // adapters in theirs; only the adapters have gradients to reduce.
   const double w16 = bytes_per_element(c.params_dtype);
+  const double adapter_w = bytes_per_element(adapter_dtype);
   if (fw == Framework::deepspeed && stage == 3) {
-    st.buffers.dense += 2 * w16 * largest_tensor;
+    if (peft)
+      st.buffers.dense += largest_frozen_bytes + 2 * adapter_w * largest_adapter;
+    else
+      st.buffers.dense += 2 * w16 * largest_tensor;
   } else if (fw == Framework::fsdp2) {
     // All of them live from the forward to the end of backward, none in the optimizer step.
     const double before = st.buffers.total();
-    const double root = inv.params(Part::embedding);
-    if (stage == 3) {
-      st.buffers.embedding += w16 * root;
-      st.buffers.dense += 2 * w16 * largest_layer;
+    if (peft) {
+      if (stage == 3) {
+        double root = 0;
+        for (int i = 0; i < inv.n; ++i) {
+          const Tensors& t = inv.items[size_t(i)];
+          if (t.part == Part::embedding)
+            root += t.params() * bytes_per_element(t.adapter ? adapter_dtype : frozen_dtype(c, t));
+        }
+        st.buffers.embedding += root;
+        st.buffers.dense += 2 * largest_layer.gather_bytes;
+      }
+      st.buffers.dense += (adapter_w + bytes_per_element(c.main_grads_dtype)) * largest_layer.adapter_params;
+    } else {
+      const double root = inv.params(Part::embedding);
+      if (stage == 3) {
+        st.buffers.embedding += w16 * root;
+        st.buffers.dense += 2 * w16 * largest_layer.params;
+      }
+      st.buffers.dense += (w16 + bytes_per_element(c.main_grads_dtype)) * largest_layer.params;
     }
-    st.buffers.dense += (w16 + bytes_per_element(c.main_grads_dtype)) * largest_layer;
     out.forward_backward_only += st.buffers.total() - before;
   }
   note(trace, "trainmem.params_on_gpu", out.params_local, "Σ tensors of the stage, after TP/EP split");
   note(trace, "trainmem.dense_shard_group", groups.dense, "DP·CP (fsdp2: shard size·CP)");
   note(trace, "trainmem.expert_shard_group", groups.expert, "DP·TP·CP / (EP·ETP)");
+  if (peft) {
+    note(trace, "trainmem.adapter_params_on_gpu", out.adapter_local,
+         "Σ LoRA A (in × r) and B (r × out) of the stage's targets, after the TP split");
+    note(trace, "trainmem.nf4_dequant_bytes", largest_quantized * bytes_per_element(c.compute_dtype),
+         "largest NF4 linear's elements × compute dtype (dequantised one at a time)");
+  }
+  if (c.paged_optimizer)
+    note(trace, "trainmem.paged_optimizer_bytes", out.paged,
+         "states of tensors ≥ 100,000 elements (bitsandbytes get_paged), 8-bit absmax excluded");
   return out;
 }
 
@@ -480,12 +695,14 @@ struct StageActivation {
   // backward passes (counted in `bytes`), and at the end of the step (the optimizer-step moment).
   double pipeline_step = 0, pipeline_end = 0;
   double pipeline_merged = 0;  // the part of pipeline_end freed before the optimizer runs
+  double cpu = 0;              // activation_offload: saved activations moved to CPU memory
 };
 
 // What one microbatch keeps on stage r, before the schedule multiplies it. `loss_chunk` is the
 // part in the last chunk (MTP, output layer, loss), which the schedule treats apart.
 struct StageMicrobatch {
   double per_microbatch = 0, loss_chunk = 0, recompute_working = 0;
+  double largest_layer = 0;  // the most one decoder layer keeps (what offloading keeps in flight)
 };
 
 StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, int64_t r) {
@@ -511,6 +728,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
     double& bytes = kept[moe][int(policy)];
     if (bytes < 0) bytes = layer_activation_bytes(c, moe == 1, policy);
     a.per_microbatch += bytes;
+    a.largest_layer = std::max(a.largest_layer, bytes);
     if (any_recompute) {
       if (working[moe] < 0) working[moe] = layer_recompute_working_bytes(c, moe == 1);
       a.recompute_working = std::max(a.recompute_working, group * working[moe]);
@@ -573,6 +791,19 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   a.recompute_working = micro.recompute_working;
   const double loss_chunk = micro.loss_chunk;
   a.per_microbatch = micro.per_microbatch;
+  if (c.activation_offload) {
+    // The layers' (and the embedding's) saved tensors go to CPU memory as the forward pass saves
+    // them; the GPU keeps what is in flight, which is never more than one layer's set: torchtune
+    // OffloadActivations (training/_activation_offloading.py, e511d5a2) keeps the last
+    // max_fwd_stash_size = 5 offloaded tensors alive until their copy is done and, in backward,
+    // the current and the previous autograd node's; Megatron offloads cpu_offloading_num_layers
+    // < num_layers layers (transformer_config.py, 002526d8); DeepSpeed's cpu_checkpointing brings
+    // one checkpointed input back at a time. torchtune runs the output layer under NoOpManager
+    // and the loss outside the context: the loss chunk stays. resolve() requires PP = 1.
+    const double kept = std::min(a.per_microbatch, micro.largest_layer);
+    a.cpu = a.per_microbatch - kept;
+    a.per_microbatch = kept;
+  }
 
   // Microbatches in flight at the stage's peak. 1F1B: stage r runs p − r warm-up forwards
   // (Narayanan et al. 2021 §2.2); GPipe keeps every microbatch; Megatron's interleaved schedule
@@ -616,20 +847,44 @@ double runtime_overhead(const Config& c, const NcclCommunicators& nccl) {
   return c.cuda_context_bytes + nccl.bytes();
 }
 
+// The part of the paged optimizer states the GPU holds: all of them without a capacity (the
+// unpressured figure, said in the assumptions), else what gpu_memory_bytes leaves after
+// `device_without_paged`; the driver pages the rest out to CPU memory.
+double paged_resident_bytes(const Config& c, double device_without_paged, double paged) {
+  if (!(c.gpu_memory_bytes > 0)) return paged;
+  return std::clamp(c.gpu_memory_bytes - device_without_paged, 0.0, paged);
+}
+
 struct StageResult {
   StageParams summary;
   StageState state;
   StageActivation activation;
 };
 
-// The parameters of the largest decoder layer on one GPU (FSDP2's unit of gathering).
-double largest_layer_params(const Config& c) {
+// The largest decoder layer on one GPU (FSDP2's unit of gathering): its parameters, and with peft
+// what it gathers (frozen weights in their storage type, adapters in theirs) and its adapters.
+LayerSize largest_layer_size(const Config& c) {
   const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
                   double(c.expert_tensor_parallel_size)};
   Inventory one_dense, one_moe;
   add_layer(one_dense, c, gpu, false, 1);
   if (c.is_moe()) add_layer(one_moe, c, gpu, true, 1);
-  return std::max(one_dense.params(), one_moe.params());
+  LayerSize out;
+  out.params = std::max(one_dense.params(), one_moe.params());
+  if (!c.peft_on()) return out;
+  const Dtype adapter_dtype = lora_adapter_dtype(c);
+  for (const Inventory* one : {&one_dense, &one_moe}) {
+    double gather = 0;
+    for (int i = 0; i < one->n; ++i) {
+      const Tensors& t = one->items[size_t(i)];
+      gather += t.params() * bytes_per_element(t.adapter ? adapter_dtype : frozen_dtype(c, t));
+    }
+    if (gather > out.gather_bytes) {
+      out.gather_bytes = gather;
+      out.adapter_params = one->adapter_params();
+    }
+  }
+  return out;
 }
 
 // Stages with the same layers and neither the first nor the last stage's extras hold the same
@@ -643,7 +898,7 @@ struct StageKind {
   double dense_params = 0, routed_params = 0;
 };
 
-StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, double largest_layer,
+StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, const LayerSize& largest_layer,
                            bool include_activation, Trace* trace, StageKind* middle = nullptr) {
   StageResult out;
   const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
@@ -683,7 +938,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // created (workspace_bytes).
   const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
   s.moments.forward = model_state + s.activation_bytes + (include_activation && last ? loss_transient_bytes(c) : 0);
-  s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working;
+  s.moments.backward = model_state + s.activation_bytes + out.activation.recompute_working +
+                       out.state.backward_temporary;
   // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
   const StageActivation& act = out.activation;
@@ -724,6 +980,7 @@ ModelState trainmem_param_counts(const Config& c) {
   ms.params.routed_experts = all.params(Part::expert);
   ms.params.dense_transformer = all.params(Part::dense);
   ms.params.total = all.params();
+  ms.params.adapter = all.adapter_params();
   ms.params.active = ms.params.total - ms.params.routed_experts +
                      (c.is_moe() ? ms.params.routed_experts * double(c.moe_router_topk) / double(c.num_moe_experts) : 0);
   const bool mtp_moe = c.num_layers > 0 && c.is_moe_layer(c.num_layers - 1);
@@ -742,7 +999,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.params = counts.params;
   est.layers = counts.layers;
 
-  const double largest_layer = largest_layer_params(c);
+  const LayerSize largest_layer = largest_layer_size(c);
   // Every rank holds the same communicators' buffers (the embedding group's two ranks aside, a
   // few hundred MiB on the first and last stage that the middle stages do not have).
   const NcclCommunicators nccl = nccl_communicators(c);
@@ -753,6 +1010,9 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   for (int64_t r = 0; r < layout.p; ++r) {
     StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle);
     stage.summary.device_bytes = stage.summary.reserved_bytes + runtime;
+    // Paged optimizer states are in unified memory, not PyTorch's allocator: only in the device
+    // figure, as far as the GPU holds them (the driver evicts pages to CPU memory when it is full).
+    stage.summary.device_bytes += paged_resident_bytes(c, stage.summary.device_bytes, stage.state.paged);
     if (stages) stages->push_back(stage.summary);
     if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
       heaviest = r;
@@ -775,10 +1035,19 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
                          {k_overhead_keys[1], c.cuda_context_bytes, k_figure_names[2]},
                          {k_overhead_keys[2], nccl.bytes(), k_figure_names[2]}}};
   est.n_overhead_lines = 3;
-  est.cpu_bytes = best.state.cpu * double(c.gpus_per_node);
+  est.paged_optimizer_bytes = best.state.paged;
+  est.paged_gpu_bytes = paged_resident_bytes(c, est.reserved_bytes + runtime, best.state.paged);
+  if (c.paged_optimizer)
+    est.overhead_lines[size_t(est.n_overhead_lines++)] = {k_overhead_keys[3], est.paged_gpu_bytes, k_figure_names[2]};
+  est.cpu_activation_bytes = best.activation.cpu;
+  const double cpu_per_gpu = best.state.cpu + best.activation.cpu + (best.state.paged - est.paged_gpu_bytes);
+  est.cpu_bytes = cpu_per_gpu * double(c.gpus_per_node);
   est.params.per_gpu = best.state.params_local;
   est.params.routed_per_gpu = best.state.expert_local;
   est.params.dense_per_gpu = best.state.dense_local;
+  est.params.adapter_per_gpu = best.state.adapter_local;
+  note(trace, "trainmem.cpu_activation_bytes", est.cpu_activation_bytes,
+       "activation_offload: the stage's saved activations less the largest layer's");
 
   // The reference's two components, so that every profile has the same output contract.
   const StateBreakdown& st = est.state;
@@ -786,12 +1055,26 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
                              st.weight_copies.embedding + st.gradients.dense + st.gradients.embedding +
                              st.master_weights.dense + st.master_weights.embedding +
                              st.optimizer_states.dense + st.optimizer_states.embedding +
-                             st.buffers.dense + st.buffers.embedding;
-  const double expert_bytes = st.total() - dense_bytes;
+                             st.buffers.dense + st.buffers.embedding + st.frozen_weights.dense +
+                             st.frozen_weights.embedding;
+  // With peft the adapters are a component of their own (weights, gradients, master weights,
+  // optimizer states); the frozen base stays with the dense or routed parameters it belongs to.
+  const double adapter_bytes = st.adapters();
+  const double expert_bytes = st.total() - dense_bytes - adapter_bytes;
   const Groups groups = data_parallel_groups(c);
   auto per_parameter = [](double bytes, double params) { return params > 0 ? bytes / params : 0.0; };
   set_components(est, per_parameter(dense_bytes, est.params.dense_per_gpu), dense_bytes, groups.dense,
                  per_parameter(expert_bytes, est.params.routed_per_gpu), expert_bytes, groups.expert);
+  if (c.peft_on()) {
+    ModelStateComponent& adapters = est.components[size_t(est.n_components++)];
+    adapters.kind = ComponentKind::adapters;
+    adapters.name = component_name(ComponentKind::adapters);
+    adapters.parameter_count = est.params.adapter;
+    adapters.parameter_count_per_gpu = est.params.adapter_per_gpu;
+    adapters.bytes_per_parameter = per_parameter(adapter_bytes, est.params.adapter_per_gpu);
+    adapters.optimizer_shard_size = groups.dense;
+    adapters.memory_bytes = adapter_bytes;
+  }
 
   // Minimum devices: the fewest GPUs of this capacity that could hold one replica's model
   // state and one microbatch's activations if both were spread perfectly (no parallel split,

@@ -138,8 +138,7 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   for (int i = 0; i < est.n_components; ++i) {
     const ModelStateComponent& c = est.components[size_t(i)];
     components.push_back({{"name", c.name},
-                          {"kind", c.kind == ComponentKind::routed_experts ? "routed_experts"
-                                                                           : "dense_and_embedding"},
+                          {"kind", component_kind_name(c.kind)},
                           {"parameter_count", num(c.parameter_count)},
                           {"parameter_count_per_gpu", num(c.parameter_count_per_gpu)},
                           {"bytes_per_parameter", num(c.bytes_per_parameter)},
@@ -151,12 +150,10 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
                           {"memory_bytes", num(est.activation_bytes)}});
   out["components"] = components;
 
-  out["state"] = {{"weights", part_json(est.state.weights)},
-                  {"weight_copies", part_json(est.state.weight_copies)},
-                  {"gradients", part_json(est.state.gradients)},
-                  {"master_weights", part_json(est.state.master_weights)},
-                  {"optimizer_states", part_json(est.state.optimizer_states)},
-                  {"buffers", part_json(est.state.buffers)}};
+  ordered state = ordered::object();
+  const auto rows = est.state.rows();
+  for (size_t i = 0; i < rows.size(); ++i) state[std::string(k_state_rows[i])] = part_json(*rows[i]);
+  out["state"] = std::move(state);
   out["cpu_bytes"] = num(est.cpu_bytes);
   if (est.profile == Profile::trainmem) {
     out["allocated_bytes"] = num(est.total_bytes);

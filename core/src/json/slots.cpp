@@ -167,9 +167,7 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
     n.insert(n.end(), {double(c.kind), c.parameter_count, c.parameter_count_per_gpu,
                        c.bytes_per_parameter, c.optimizer_shard_size, c.memory_bytes});
   }
-  for (const PartBytes* part : {&est.state.weights, &est.state.weight_copies, &est.state.gradients,
-                                &est.state.master_weights, &est.state.optimizer_states, &est.state.buffers})
-    put_part(n, *part);
+  for (const PartBytes* part : est.state.rows()) put_part(n, *part);  // k_state_rows' order
   n.push_back(est.cpu_bytes);
   if (est.profile == Profile::trainmem) {
     n.insert(n.end(), {est.reserved_bytes, est.device_bytes, config.cuda_context_bytes,
@@ -243,6 +241,9 @@ std::string slot_tables() {
     out += "assumption\t" + std::string(assumption_text(Assumption(i))) + "\n";
   for (size_t i = 0; i < size_t(ComponentKind::count); ++i)
     out += "component\t" + std::string(component_name(ComponentKind(i))) + "\n";
+  for (size_t i = 0; i < size_t(ComponentKind::count); ++i)
+    out += "component_kind\t" + std::string(component_kind_name(ComponentKind(i))) + "\n";
+  for (std::string_view row : k_state_rows) out += "state\t" + std::string(row) + "\n";
   for (size_t i = 0; i < size_t(Moment::count); ++i)
     out += "moment\t" + std::string(moment_name(Moment(i))) + "\n";
   for (std::string_view key : k_overhead_keys) out += "overhead\t" + std::string(key) + "\n";

@@ -230,7 +230,7 @@ int64_t min_gpus_bound(Search& search, double limit) {
     if (!res.ok()) continue;
     const StateBreakdown st = estimate_training_memory(res.config, res.config.num_microbatches, false).state;
     const double bytes = st.weights.total() + st.gradients.total() + st.master_weights.total() +
-                         st.optimizer_states.total();
+                         st.optimizer_states.total() + st.frozen_weights.total() + st.adapters();
     if (one_copy < 0 || bytes < one_copy) one_copy = bytes;
   }
   if (one_copy <= 0) return 1;

@@ -44,7 +44,7 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
     const double upto = std::round(running);
     if (always || bytes != 0) {
       std::string padded = "  + " + label;
-      padded.resize(std::max<size_t>(padded.size(), 28), ' ');
+      padded.resize(std::max<size_t>(padded.size() + 1, 28), ' ');  // a long label keeps a space
       line(padded + bytes_line(upto - printed));
       printed = upto;
     }
@@ -64,12 +64,18 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   add("master weights", st.master_weights.total());
   add("optimizer states", st.optimizer_states.total());
   add("buffers", st.buffers.total(), false);
+  add("frozen weights", st.frozen_weights.total(), false);
+  add("adapter weights", st.adapter_weights.total(), false);
+  add("adapter gradients", st.adapter_gradients.total(), false);
+  add("adapter master weights", st.adapter_master_weights.total(), false);
+  add("adapter optimizer states", st.adapter_optimizer_states.total(), false);
   add("activations", est.moments.peak_activation_bytes);
   add("temporaries", est.moments.peak_temporary_bytes);
   total("allocated", est.total_bytes, "torch.cuda.max_memory_allocated");
   // The core's lines between the figures, in order: each adds to the next total.
   static constexpr std::pair<std::string_view, const char*> labels[] = {
-      {"caching_allocator", "caching allocator"}, {"cuda_context", "CUDA context"}, {"nccl", "NCCL buffers"}};
+      {"caching_allocator", "caching allocator"}, {"cuda_context", "CUDA context"}, {"nccl", "NCCL buffers"},
+      {"paged_optimizer", "paged optimizer states"}};
   std::string_view adding_to = "reserved";
   for (int i = 0; i < est.n_overhead_lines; ++i) {
     const OverheadLine& overhead = est.overhead_lines[size_t(i)];
@@ -93,6 +99,11 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   if (adding_to == "reserved") total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
   total("device", est.device_bytes, "nvidia-smi");
   if (est.cpu_bytes > 0) line("  CPU memory per node (offloaded state): " + bytes_line(std::round(est.cpu_bytes)));
+  if (est.cpu_activation_bytes > 0)
+    line("    of it offloaded activations: " + bytes_line(std::round(est.cpu_activation_bytes * double(c.gpus_per_node))));
+  if (est.paged_optimizer_bytes > est.paged_gpu_bytes)
+    line("    of it evicted paged optimizer states: " +
+         bytes_line(std::round((est.paged_optimizer_bytes - est.paged_gpu_bytes) * double(c.gpus_per_node))));
   line("  (temporaries include " + format_bytes(c.workspace_bytes, ByteUnits::binary) +
        " of library workspaces)");
 
@@ -222,6 +233,7 @@ std::string fields_markdown() {
       {FieldGroup::mla, "Multi-latent attention (read by megatron-lm)"},
       {FieldGroup::training, "Training"},
       {FieldGroup::parallelism, "Parallelism"},
+      {FieldGroup::finetuning, "Fine-tuning and memory-saving techniques"},
   };
 
   std::string out =

@@ -1,0 +1,348 @@
+// Fine-tuning and memory-saving techniques (issue 13, items 1-5): PEFT (LoRA, QLoRA), the optimizer
+// step in backward, activation offloading, paged optimizers, the chunked loss, and DDP on one GPU.
+// Every expected figure is worked out by hand in the comments from the rules of
+// docs/trainmem-profile.md §7, not read back from the implementation.
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "trainmem/activations.hpp"
+#include "trainmem/tables.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// A small Llama-style model: 2 layers, h = 1024, 8 heads of 128 (MHA: 8 query groups),
+// SwiGLU f = 4096, vocabulary 32,000, tied embeddings, RMSNorm, no biases, no dropout;
+// one sequence of 1,024 tokens.
+//   per layer, linear weights: qkv 1024 × (8 + 2·8)·128 = 3,145,728; o 1024 × 1024 = 1,048,576;
+//     fc1 (gate + up) 1024 × 2·4096 = 8,388,608; fc2 4096 × 1024 = 4,194,304: 16,777,216.
+//   2 layers: 33,554,432 linear weights; norms 2 × 2 × 1024 + final 1024 = 5,120;
+//   embedding 32,000 × 1024 = 32,768,000 (tied: the output layer is the same matrix).
+//   total 33,554,432 + 5,120 + 32,768,000 = 66,327,552 parameters.
+const std::string k_small = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
+    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+    "micro_batch_size": 1, "gpus_per_node": 1)";
+
+std::string small(const std::string& more) { return "{" + k_small + ", " + more + "}"; }
+
+double trace_value(const Trace& trace, const std::string& name) {
+  for (const TraceEntry& e : trace)
+    if (e.name == name) return e.value;
+  FAIL("no trace entry " << name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("LoRA adapters: Llama-3.2-1B with r = 8 on q_proj and v_proj", "[finetune][peft]") {
+  // Llama 3.2 1B: 16 layers, h 2048, 32 heads of 64, 8 KV heads, f 8192.
+  //   q_proj 2048 → 32·64 = 2048: A 2048·8 = 16,384, B 8·2048 = 16,384 → 32,768
+  //   v_proj 2048 →  8·64 =  512: A 2048·8 = 16,384, B 8·512  =  4,096 → 20,480
+  //   per layer 53,248; 16 layers: 851,968 (what PEFT's print_trainable_parameters reports).
+  const std::string json = R"({"num_layers": 16, "hidden_size": 2048, "num_attention_heads": 32,
+      "num_query_groups": 8, "kv_channels": 64, "ffn_hidden_size": 8192, "vocab_size": 128256,
+      "normalization": "RMSNorm", "swiglu": true, "add_bias_linear": false, "seq_length": 2048,
+      "micro_batch_size": 1, "framework": "ddp", "params_dtype": "bf16", "peft": "lora"})";
+  const Estimate est = full_estimate(config_from(json));
+  CHECK(est.params.adapter == 851968);
+  CHECK(est.params.adapter_per_gpu == 851968);
+  // The base model's own count is unchanged: 1,235,814,400 (Llama 3.2 1B, tied).
+  CHECK(est.params.total == 1235814400);
+  REQUIRE(est.n_components == 2);
+  CHECK(est.components[1].kind == ComponentKind::adapters);
+  CHECK(est.components[1].parameter_count == 851968);
+  // ddp is Hugging Face PEFT: fp32 adapters (autocast_adapter_dtype), fp32 gradients, AdamW fp32:
+  //   851,968 × (4 + 4 + 8) = 13,631,488 B; no master weights (already fp32).
+  CHECK(est.state.adapter_weights.total() == 851968.0 * 4);
+  CHECK(est.state.adapter_gradients.total() == 851968.0 * 4);
+  CHECK(est.state.adapter_master_weights.total() == 0);
+  CHECK(est.state.adapter_optimizer_states.total() == 851968.0 * 8);
+  CHECK(est.components[1].memory_bytes == 13631488);
+  // The frozen bf16 base: 1,235,814,400 × 2 B, and nothing else of the base.
+  CHECK(est.state.frozen_weights.total() == 2471628800.0);
+  CHECK(est.state.weights.total() == 0);
+  CHECK(est.state.gradients.total() == 0);
+  CHECK(est.state.optimizer_states.total() == 0);
+  CHECK(est.state.master_weights.total() == 0);
+}
+
+TEST_CASE("LoRA adapters split under tensor parallelism as PEFT's LoraParallelLinear", "[finetune][peft]") {
+  // r = 16 on q, v (column-parallel: A whole, B split) and o, down (row-parallel: A split, B
+  // whole), TP 2, small model:
+  //   q: A 1024·16 = 16,384, B 16·1024/2 = 8,192 → 24,576
+  //   v: A 16,384,          B 16·1024/2 = 8,192 → 24,576
+  //   o: A 1024/2·16 = 8,192, B 16·1024 = 16,384 → 24,576
+  //   down: A 4096/2·16 = 32,768, B 16·1024 = 16,384 → 49,152
+  //   per layer 122,880; 2 layers: 245,760 on a GPU.
+  // The whole model: q 32,768, v 32,768, o 32,768, down 4096·16 + 16·1024 = 81,920: 180,224 per
+  // layer, 360,448.
+  const Estimate est = full_estimate(config_from(small(R"("framework": "fsdp2",
+      "tensor_model_parallel_size": 2, "peft": "lora", "lora_rank": 16,
+      "lora_target_modules": ["q_proj", "v_proj", "o_proj", "down_proj"])")));
+  CHECK(est.params.adapter_per_gpu == 245760);
+  CHECK(est.params.adapter == 360448);
+}
+
+TEST_CASE("QLoRA: NF4 bytes per parameter from bitsandbytes' block arithmetic", "[finetune][qlora]") {
+  // quantize_4bit, blocksize 64, compress_statistics: 16,384 = 64 · 256 elements take 8,192 B of
+  // packed 4-bit values, 256 uint8 absmax and one fp32 second-level absmax: 8,452 B.
+  CHECK(bytes_per_element(Dtype::nf4) == 8452.0 / 16384.0);
+  CHECK(bytes_per_element(Dtype::nf4) == 0.515869140625);
+}
+
+TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[finetune][qlora]") {
+  // ddp, peft qlora: params_dtype resolves to nf4 and compute_dtype to bf16.
+  const Config c = config_from(small(R"("framework": "ddp", "peft": "qlora")"));
+  CHECK(c.params_dtype == Dtype::nf4);
+  CHECK(c.compute_dtype == Dtype::bf16);
+  Trace trace;
+  const Estimate est = full_estimate(c, &trace);
+  // Frozen: 33,554,432 linear weights in NF4: 33,554,432 / 16,384 = 2,048 blocks × 8,452 B =
+  // 17,309,696 B; the embedding and the norms (32,773,120 parameters) in bf16: 65,546,240 B.
+  CHECK(est.state.frozen_weights.total() == 17309696.0 + 65546240.0);
+  // Adapters, r = 8 on q and v: q A 1024·8 + B 8·1024 = 16,384; v the same (8 KV heads of 128):
+  // 32,768 per layer, 65,536 in all; fp32 weights and gradients, AdamW 8 B: 65,536 × 16 B.
+  CHECK(est.params.adapter == 65536);
+  CHECK(est.state.adapters() == 65536.0 * 16);
+  // The largest NF4 linear, fc1 (8,388,608 elements), is dequantised whole in bf16 in backward.
+  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 8388608.0 * 2);
+}
+
+TEST_CASE("PEFT activations: a frozen linear keeps no input, adapters keep theirs", "[finetune][peft]") {
+  // One layer of the small model, fsdp2 (bf16, flash attention), T = 1,024 tokens:
+  //   norm.attention_input 2·1024·1024 = 2,097,152   norm.attention_stats 4·1024 = 4,096
+  //   attention.qkv_input  2,097,152 (kept: the q and v adapters read it)
+  //   attention.q, .k, .v  3 × 2·1024·1024 = 6,291,456   softmax_stats 4·8·1024 = 32,768
+  //   attention.proj_input 2,097,152 (flash's saved `out`, the same storage)
+  //   lora q and v intermediates 2 × 2·8·1024 = 32,768
+  //   norm.mlp_input 2,097,152   norm.mlp_stats 4,096
+  //   mlp.fc1_input: gone (gate/up frozen, no adapter)   mlp.fc1_output 2·2·4096·1024 = 16,777,216
+  //   mlp.fc2_input: gone (down frozen, SwiGLU keeps its own input)
+  //   sum: 7 × 2,097,152 + 2 × 4,096 + 32,768 + 32,768 + 16,777,216 = 31,531,008
+  const double lora = layer_activation_bytes(
+      config_from(small(R"("framework": "fsdp2", "peft": "lora")")), false, LayerRecompute::policy);
+  CHECK(lora == 31531008);
+  // Without peft the layer also keeps fc1_input (2,097,152) and fc2_input (2·4096·1024 =
+  // 8,388,608) and no adapter intermediates: 31,531,008 − 32,768 + 10,485,760 = 41,984,000.
+  const double full = layer_activation_bytes(config_from(small(R"("framework": "fsdp2")")), false,
+                                             LayerRecompute::policy);
+  CHECK(full == 41984000);
+  // lora_dropout > 0: each adapter drops its own copy of the input (2,097,152 B) and keeps the mask
+  // (1,048,576 B); the qkv input is then nobody's: 31,531,008 − 2,097,152 + 2 × 3,145,728 =
+  // 35,725,312.
+  const double dropout = layer_activation_bytes(
+      config_from(small(R"("framework": "fsdp2", "peft": "lora", "lora_dropout": 0.05)")), false,
+      LayerRecompute::policy);
+  CHECK(dropout == 35725312);
+  // ddp (Hugging Face PEFT): fp32 adapters on a bf16 model see a cast copy each (2,097,152 B,
+  // autocast's bf16), the base input is nobody's: 31,531,008 − 2,097,152 + 2 × 2,097,152 =
+  // 33,628,160.
+  const double hf = layer_activation_bytes(
+      config_from(small(R"("framework": "ddp", "params_dtype": "bf16", "peft": "lora")")), false,
+      LayerRecompute::policy);
+  CHECK(hf == 33628160);
+  // The frozen embedding saves nothing; the frozen output layer keeps no input: the last stage
+  // keeps the final norm's input (2,097,152) and stats (4,096), and the loss: fsdp2's
+  // F.cross_entropy saves fp32 log-probabilities 4 · 32,000 · 1,024 = 131,072,000 and int64
+  // targets 8,192.
+  const Config peft = config_from(small(R"("framework": "fsdp2", "peft": "lora")"));
+  CHECK(embedding_activation_bytes(peft) == 0);
+  CHECK(output_activation_bytes(peft) == 2097152.0 + 4096 + 131072000 + 8192);
+  // With lm_head among the targets its input stays (2,097,152) and its intermediate (16,384) too.
+  const Config head = config_from(small(R"("framework": "fsdp2", "peft": "lora",
+      "lora_target_modules": ["lm_head"])"));
+  CHECK(output_activation_bytes(head) == 2097152.0 + 4096 + 2097152 + 16384 + 131072000 + 8192);
+}
+
+TEST_CASE("PEFT sharding: ZeRO-3 shards the frozen base like any parameter", "[finetune][peft]") {
+  // deepspeed ZeRO-3 over 4 GPUs, bf16 weights, fp32 master and Adam:
+  //   frozen 66,327,552 × 2 B / 4 = 33,163,776
+  //   adapters 65,536: bf16 weights / 4 = 32,768; fp32 gradient partition / 4 = 65,536 (no
+  //   16-bit gradient buffer at stage 3); fp32 master / 4 = 65,536; Adam 8 B / 4 = 131,072.
+  const Estimate est = full_estimate(config_from(small(R"("framework": "deepspeed",
+      "zero_stage": 3, "data_parallel_size": 4, "peft": "lora")")));
+  CHECK(est.state.frozen_weights.total() == 33163776);
+  CHECK(est.state.adapter_weights.total() == 32768);
+  CHECK(est.state.adapter_gradients.total() == 65536);
+  CHECK(est.state.adapter_master_weights.total() == 65536);
+  CHECK(est.state.adapter_optimizer_states.total() == 131072);
+}
+
+TEST_CASE("optimizer_in_backward keeps one parameter's gradient", "[finetune][optimizer_in_backward]") {
+  // ddp on one GPU, pure bf16 (no master weights), AdamW: the largest parameter is the tied
+  // embedding, 32,768,000 elements: its bf16 gradient is 65,536,000 B. Without the in-backward
+  // step every gradient exists: 66,327,552 × 2 = 132,655,104 B.
+  const std::string base = R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
+      "optimizer": "adamw")";
+  const Estimate after = full_estimate(config_from(small(base)));
+  CHECK(after.state.gradients.total() == 132655104);
+  const Estimate in_bwd = full_estimate(config_from(small(base + R"(, "optimizer_in_backward": true)")));
+  CHECK(in_bwd.state.gradients.total() == 65536000);
+  // torch.optim's foreach step runs per parameter inside backward: one exp_avg_sq-sized fp32
+  // copy of the largest tensor, 32,768,000 × 4 = 131,072,000 B, and no separate step moment:
+  // the optimizer-step moment holds the model state and the workspaces only.
+  CHECK(in_bwd.moments.optimizer_step == in_bwd.weight_and_optimizer_bytes + 96.0 * 1024 * 1024);
+  CHECK(in_bwd.moments.backward - after.moments.backward ==
+        Approx(131072000.0 - (132655104.0 - 65536000.0)).margin(1));
+}
+
+TEST_CASE("activation_offload keeps one layer's saved tensors on the GPU", "[finetune][offload]") {
+  // ddp, bf16, one GPU: each layer keeps 41,984,000 B (the full fine-tune layer above), the
+  // embedding its int64 token ids 8 · 1,024 = 8,192 B. Offloaded: both layers and the embedding
+  // less the one layer in flight: 2 · 41,984,000 + 8,192 − 41,984,000 = 41,992,192 B.
+  const std::string base = R"("framework": "ddp", "params_dtype": "bf16")";
+  const Estimate kept = full_estimate(config_from(small(base)));
+  const Estimate moved = full_estimate(config_from(small(base + R"(, "activation_offload": true)")));
+  CHECK(moved.cpu_activation_bytes == 41992192);
+  CHECK(kept.activation_bytes - moved.activation_bytes == 41992192);
+  CHECK(moved.cpu_bytes == 41992192);  // gpus_per_node 1
+}
+
+TEST_CASE("paged optimizer states leave the allocator; what does not fit goes to CPU", "[finetune][paged]") {
+  // ddp, bf16, AdamW8bit paged: tensors of 100,000 elements or more (the 8 linear weights and
+  // the embedding: 66,322,432 elements) page their two uint8 states: 2 × 66,322,432 =
+  // 132,644,864 B. On the GPU stay their fp32 absmax (2 × 66,322,432 × 4 / 2,048 = 259,072) and
+  // the norms' fp32 states (5,120 elements under 4,096 each: 2 × 4 B × 5,120 = 40,960): 300,032.
+  const std::string base = R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
+      "optimizer": "adam8bit", "paged_optimizer": true)";
+  const Estimate free = full_estimate(config_from(small(base)));
+  CHECK(free.state.optimizer_states.total() == 300032);
+  CHECK(free.paged_optimizer_bytes == 132644864);
+  CHECK(free.paged_gpu_bytes == 132644864);  // no capacity: the unpressured figure
+  CHECK(free.has(Assumption::trainmem_paged_unpressured));
+  REQUIRE(free.n_overhead_lines == 4);
+  CHECK(free.overhead_lines[3].key == "paged_optimizer");
+  CHECK(free.device_bytes - free.reserved_bytes - 512.0 * 1024 * 1024 == 132644864);
+  // A capacity 32 MiB above everything else keeps 33,554,432 B resident and evicts
+  // 132,644,864 − 33,554,432 = 99,090,432 B to CPU memory.
+  const double others = free.device_bytes - 132644864;
+  const Estimate tight = full_estimate(config_from(
+      small(base + R"(, "gpu_memory_bytes": )" + std::to_string(int64_t(others) + 33554432))));
+  CHECK(tight.paged_gpu_bytes == 33554432);
+  CHECK(tight.cpu_bytes == 99090432);
+  CHECK(tight.has(Assumption::trainmem_paged_evicted));
+}
+
+TEST_CASE("cross_entropy_chunks: the loss's fp32 temporaries one chunk at a time", "[finetune][loss]") {
+  // ddp, F.cross_entropy: backward makes two fp32 logits-sized tensors beside the saved ones,
+  // 2 · 4 · 32,000 · 1,024 = 262,144,000 B; in 8 chunks one chunk's: 32,768,000 B. The saved
+  // fp32 log-probabilities stay (each chunk saves its own).
+  const Config whole = config_from(small(R"("framework": "ddp")"));
+  const Config chunked = config_from(small(R"("framework": "ddp", "cross_entropy_chunks": 8)"));
+  CHECK(loss_transient_bytes(whole) == 262144000);
+  CHECK(loss_transient_bytes(chunked) == 32768000);
+  CHECK(output_activation_bytes(chunked) == output_activation_bytes(whole));
+}
+
+TEST_CASE("ddp with data_parallel_size 1 is plain single-device PyTorch", "[finetune][ddp]") {
+  // fp32 weights (ddp's default), no DDP wrapper on one GPU: no gradient buckets. With two
+  // ranks the buckets hold another fp32 copy of the gradients: 66,327,552 × 4 = 265,310,208 B.
+  const Estimate one = full_estimate(config_from(small(R"("framework": "ddp")")));
+  CHECK(one.state.buffers.total() == 0);
+  CHECK(one.nccl.count == 0);
+  const Estimate two = full_estimate(config_from(small(R"("framework": "ddp", "data_parallel_size": 2)")));
+  CHECK(two.state.buffers.total() == 265310208);
+}
+
+TEST_CASE("fine-tuning rules name the field and the rule", "[finetune][validation]") {
+  const auto one = [](const std::string& message) { return std::vector<std::string>{message}; };
+  CHECK(messages_for(small(R"("framework": "megatron", "peft": "qlora")")) ==
+        one("peft: \"qlora\" needs framework ddp, fsdp2 or deepspeed (bitsandbytes or torchao NF4 "
+            "linears; Megatron has none), got framework megatron"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "bf16")")) ==
+        one("params_dtype: must be \"nf4\" with peft \"qlora\" (the frozen base linears in 4-bit "
+            "NF4), got \"bf16\""));
+  CHECK(messages_for(small(R"("params_dtype": "nf4")")) ==
+        one("params_dtype: \"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft \"none\""));
+  CHECK(messages_for(small(R"("lora_rank": 16)")) ==
+        one("lora_rank: applies to peft \"lora\" or \"qlora\" only"));
+  CHECK(messages_for(small(R"("peft": "lora", "lora_target_modules": [])")) ==
+        one("lora_target_modules: must name at least one module with peft \"lora\""));
+  CHECK(messages_for(small(R"("peft": "lora", "swiglu": false, "lora_target_modules": ["gate_proj"])")) ==
+        one("lora_target_modules: \"gate_proj\" needs gated_linear_unit (the MLP has no gate)"));
+  CHECK(messages_for(small(R"("peft": "lora", "num_moe_experts": 4, "lora_target_modules": ["up_proj"])")) ==
+        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" are not modelled for "
+            "an MoE model (adapters on experts); target the attention or lm_head"));
+  CHECK(messages_for(small(R"("peft": "lora", "fp8_recipe": "delayed")")) ==
+        one("fp8_recipe: must be \"none\" with peft \"lora\" (FP8 copies of frozen weights are not "
+            "modelled), got \"delayed\""));
+  CHECK(messages_for(small(R"("framework": "megatron", "optimizer_in_backward": true)")) ==
+        one("optimizer_in_backward: applies to frameworks ddp and fsdp2 (torchtune's "
+            "optimizer_in_bwd); framework megatron steps its optimizer after backward"));
+  CHECK(messages_for(small(R"("framework": "ddp", "data_parallel_size": 2, "optimizer_in_backward": true)")) ==
+        one("optimizer_in_backward: with framework ddp needs data_parallel_size 1 (DDP all-reduces "
+            "its gradient buckets after the hooks have run), got 2"));
+  CHECK(messages_for(small(R"("framework": "fsdp2", "data_parallel_size": 2, "global_batch_size": 8,
+      "optimizer_in_backward": true)")) ==
+        one("optimizer_in_backward: needs one microbatch per step (gradient accumulation keeps every "
+            "gradient until the last microbatch), got num_microbatches 4"));
+  CHECK(messages_for(small(R"("framework": "megatron", "activation_offload": true,
+      "recompute_granularity": "selective")")) ==
+        one("activation_offload: with framework megatron needs recompute_granularity \"none\" "
+            "(Megatron's CPU offloading does not work with activation recomputation), got "
+            "\"selective\""));
+  CHECK(messages_for(small(R"("framework": "deepspeed", "activation_offload": true)")) ==
+        one("activation_offload: with framework deepspeed needs recompute_granularity \"full\" "
+            "(cpu_checkpointing moves the checkpointed layer inputs), got \"none\""));
+  CHECK(messages_for(small(R"("framework": "fsdp2", "activation_offload": true,
+      "pipeline_model_parallel_size": 2)")) ==
+        one("activation_offload: needs pipeline_model_parallel_size 1 (Megatron has no pipeline "
+            "parallelism with CPU offloading), got 2"));
+  CHECK(messages_for(small(R"("framework": "ddp", "optimizer": "sgd", "paged_optimizer": true)")) ==
+        one("paged_optimizer: bitsandbytes pages the states of adam, adamw, adam8bit and lion, got "
+            "optimizer \"sgd\""));
+  CHECK(messages_for(small(R"("framework": "megatron", "paged_optimizer": true)")) ==
+        one("paged_optimizer: applies to frameworks ddp, fsdp2 and deepspeed (a bitsandbytes "
+            "optimizer); framework megatron steps with its own optimizer"));
+  CHECK(messages_for(small(R"("framework": "megatron", "cross_entropy_chunks": 8)")) ==
+        one("cross_entropy_chunks: applies to frameworks ddp, fsdp2 and deepspeed (torchtune's "
+            "CEWithChunkedOutputLoss); framework megatron computes a vocab-parallel cross entropy"));
+  CHECK(messages_for(small(R"("cross_entropy_chunks": 0)")) ==
+        one("cross_entropy_chunks: must be at least 1, got 0"));
+  CHECK(messages_for(small(R"("peft": "lora", "lora_target_modules": ["qkv"])")) ==
+        one("lora_target_modules: entries must be among \"q_proj\", \"k_proj\", \"v_proj\", "
+            "\"o_proj\", \"gate_proj\", \"up_proj\", \"down_proj\", \"lm_head\", got \"qkv\""));
+  // The reference profiles reject every one of these fields.
+  CHECK(messages_for(R"({"num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+      "vocab_size": 32000, "seq_length": 1024, "micro_batch_size": 1, "profile": "megatron-bridge",
+      "peft": "lora", "activation_offload": true})") ==
+        std::vector<std::string>{
+            "peft: is read only by the trainmem profile (profile is \"megatron-bridge\")",
+            "activation_offload: is read only by the trainmem profile (profile is \"megatron-bridge\")"});
+}
+
+TEST_CASE("every fine-tuning field works on every framework where it is supported", "[finetune]") {
+  // Each supported combination resolves and gives a finite estimate (no NaN, no crash).
+  const std::vector<std::string> configs = {
+      small(R"("framework": "megatron", "peft": "lora", "tensor_model_parallel_size": 2,
+          "sequence_parallel": true, "use_distributed_optimizer": true, "data_parallel_size": 2)"),
+      small(R"("framework": "megatron", "peft": "lora", "pipeline_model_parallel_size": 2,
+          "lora_target_modules": ["q_proj", "o_proj", "lm_head"])"),
+      small(R"("framework": "megatron", "activation_offload": true)"),
+      small(R"("framework": "deepspeed", "zero_stage": 2, "data_parallel_size": 4, "peft": "qlora",
+          "paged_optimizer": true, "optimizer": "adamw", "cross_entropy_chunks": 4)"),
+      small(R"("framework": "deepspeed", "activation_offload": true, "recompute_granularity": "full")"),
+      small(R"("framework": "fsdp2", "zero_stage": 2, "data_parallel_size": 8, "peft": "qlora",
+          "optimizer_in_backward": true, "activation_offload": true, "lora_dropout": 0.1)"),
+      small(R"("framework": "fsdp2", "peft": "lora", "pipeline_model_parallel_size": 2,
+          "global_batch_size": 4)"),
+      small(R"("framework": "ddp", "peft": "lora", "recompute_granularity": "full",
+          "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+          "down_proj", "lm_head"])"),
+      small(R"("framework": "ddp", "peft": "lora", "num_moe_experts": 4, "moe_router_topk": 2)"),
+      small(R"("framework": "ddp", "optimizer": "lion", "paged_optimizer": true,
+          "optimizer_in_backward": true, "gpu_memory_bytes": 1e9)"),
+  };
+  for (const std::string& json : configs) {
+    CAPTURE(json);
+    const Estimate est = full_estimate(config_from(json));
+    CHECK(std::isfinite(est.total_bytes));
+    CHECK(std::isfinite(est.device_bytes));
+    CHECK(std::isfinite(est.cpu_bytes));
+    CHECK(est.total_bytes > 0);
+  }
+}

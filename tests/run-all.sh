@@ -38,9 +38,11 @@ node --test tests/web/serve.test.mjs tests/web/start.test.mjs   # dist/: hashed,
 echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRAINMEM_SANITIZE=ON -DTRAINMEM_FUZZ=ON > /dev/null
-cmake --build build-fuzz -j"$jobs" --target trainmem_tests fuzz_config fuzz_hf_import fuzz_megatron_args fuzz_slots
+cmake --build build-fuzz -j"$jobs" --target trainmem_tests fuzz_config fuzz_hf_import fuzz_megatron_args fuzz_slots \
+  fuzz_torchtune fuzz_torchtitan fuzz_deepspeed fuzz_axolotl
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs"
-for pair in config:config hf_import:hf megatron_args:megatron slots:slots; do
+for pair in config:config hf_import:hf megatron_args:megatron slots:slots torchtune:torchtune torchtitan:torchtitan \
+    deepspeed:deepspeed axolotl:axolotl; do
   harness=build-fuzz/tests/fuzz_${pair%%:*}
   corpus=${pair##*:}
   regressions=(tests/fuzz/regressions/"$corpus"/*)

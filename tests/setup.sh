@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(cmake g++ clang libclang-rt-14-dev catch2 nlohmann-json3-dev emscripten chromium python3-torch esbuild)
+debian_packages=(cmake g++ clang libclang-rt-14-dev catch2 nlohmann-json3-dev libyaml-cpp-dev libtomlplusplus-dev emscripten chromium python3-torch esbuild)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

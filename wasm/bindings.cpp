@@ -169,6 +169,38 @@ std::string import_megatron_args(const std::string& command_line, const std::str
   return imported_json(trainmem::ImportKind::megatron_args, command_line, base_json);
 }
 
+// A framework's config file as the page's own parser made it (yaml / smol-toml -> JSON text),
+// with the options it cannot say ({"gpus", "overrides", "version", "model", "preset", "hf_args",
+// "deepspeed"}: core parse_import_options), over the page's config. kind: "torchtune",
+// "torchtitan", "deepspeed" or "axolotl" (the core names any other). Same result as
+// importHfConfig.
+std::string import_framework(const std::string& kind_name, const std::string& tree_json,
+                             const std::string& options_json, const std::string& base_json) {
+  return guarded([&] {
+    const std::optional<trainmem::ImportKind> kind = trainmem::from_name<trainmem::ImportKind>(kind_name);
+    if (!kind || *kind == trainmem::ImportKind::hf || *kind == trainmem::ImportKind::megatron_args)
+      return issues_json({trainmem::Issue{"kind", "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\" or \"axolotl\""}}).dump();
+    const trainmem::ParsedImportOptions options = trainmem::parse_import_options(options_json);
+    if (!options.issues.empty()) return issues_json(options.issues).dump();
+    const trainmem::ImportOverBase imported = trainmem::import_over_base(*kind, tree_json, base_json, options.options);
+    if (!imported.ok()) return issues_json(imported.issues).dump();
+    nlohmann::json out;
+    out["ok"] = true;
+    out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
+    out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
+    out["read"] = imported.read;
+    out["assumed"] = imported.assumed;
+    out["ignored"] = imported.ignored;
+    out["whole_model"] = imported.whole_model;
+    return out.dump();
+  });
+}
+
+// "torchtune", "torchtitan", "deepspeed", "axolotl", "hf" or "": what a config tree is.
+std::string detect_framework(const std::string& tree_json) {
+  return guarded([&] { return std::string(trainmem::detect_framework_kind(tree_json)); });
+}
+
 // {"ok", "args": one Megatron-LM argument line, "notes": what the arguments cannot carry}.
 std::string export_megatron_args(const std::string& config_json) {
   return guarded([&] {
@@ -234,6 +266,8 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("fieldSpecs", &field_specs);
   emscripten::function("importHfConfig", &import_hf_config);
   emscripten::function("importMegatronArgs", &import_megatron_args);
+  emscripten::function("importFramework", &import_framework);
+  emscripten::function("detectFramework", &detect_framework);
   emscripten::function("exportMegatronArgs", &export_megatron_args);
   emscripten::function("exportConfigJson", &export_config_json);
   emscripten::function("configInputJson", &config_input_json);

@@ -22,7 +22,8 @@ export interface EstimateError {
 
 export interface Component {
   name: string;
-  kind: 'dense_and_embedding' | 'routed_experts' | 'activation';
+  /** adapters: the trainmem profile's LoRA adapters (peft) */
+  kind: 'dense_and_embedding' | 'routed_experts' | 'adapters' | 'activation';
   memory_bytes: number;
   parameter_count?: number;
   parameter_count_per_gpu?: number;
@@ -45,6 +46,13 @@ export interface StateBreakdown {
   optimizer_states: PartBytes;
   /** trainmem profile: ZeRO-3/FSDP gathered layers, DDP buckets (zero in the reference profiles) */
   buffers: PartBytes;
+  /** trainmem profile, peft: the frozen base weights (NF4 with its block scales for qlora) */
+  frozen_weights: PartBytes;
+  /** trainmem profile, peft: the LoRA adapters' weights, gradients, master weights, optimizer states */
+  adapter_weights: PartBytes;
+  adapter_gradients: PartBytes;
+  adapter_master_weights: PartBytes;
+  adapter_optimizer_states: PartBytes;
 }
 
 /** trainmem profile: the moments of a step; the peak is the largest */
@@ -118,7 +126,7 @@ export interface Overheads {
 }
 
 export interface OverheadLine {
-  /** caching_allocator, cuda_context or nccl (a view shows an unknown key by its name) */
+  /** caching_allocator, cuda_context, nccl or paged_optimizer (a view shows an unknown key by its name) */
   key: string;
   bytes: number;
   adds_to: 'reserved' | 'device';
@@ -177,7 +185,7 @@ export interface EstimateResult {
 export interface FieldSpec {
   name: string;
   type: 'integer' | 'number' | 'boolean' | 'choice' | 'choice_list' | 'integer_or_list';
-  group: 'profile' | 'model' | 'moe' | 'mla' | 'training' | 'parallelism';
+  group: 'profile' | 'model' | 'moe' | 'mla' | 'training' | 'parallelism' | 'finetuning';
   required: boolean;
   min?: number;
   max?: number;
@@ -348,6 +356,14 @@ export interface TrainmemToolsModule extends TrainmemModule {
   importHfConfig(configJson: string, baseJson: string): string;
   /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */
   importMegatronArgs(commandLine: string, baseJson: string): string;
+  /**
+   * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl", the config file as a JSON tree,
+   * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?}, base config
+   * JSON) -> JSON ImportResult | EstimateError
+   */
+  importFramework(kind: string, treeJson: string, optionsJson: string, baseJson: string): string;
+  /** a config tree (JSON) -> "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "hf" | "" */
+  detectFramework(treeJson: string): string;
   /** config JSON -> JSON MegatronArgsExport | EstimateError */
   exportMegatronArgs(configJson: string): string;
   /** config JSON -> JSON ConfigExport (every field resolved) | EstimateError */

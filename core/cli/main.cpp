@@ -1,6 +1,7 @@
 // trainmem: the command-line shell around the estimator core. It reads files and prints; every
 // number comes from core/.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -8,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "trainmem/documents.hpp"
 #include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/json_io.hpp"
@@ -25,6 +29,12 @@ constexpr const char* k_usage =
     "       trainmem fields [--format markdown]   the input fields (type, range, unit, default)\n"
     "       trainmem import hf CONFIG.json [--base TRAINING.json]   Hugging Face config.json -> config\n"
     "       trainmem import megatron-args [FILE|-] [--base TRAINING.json]   Megatron-LM arguments -> config\n"
+    "       trainmem import torchtune RECIPE.yaml [--gpus N] [--version V] [--base TRAINING.json] [key=value ...]\n"
+    "       trainmem import torchtitan JOB.toml [--gpus N] [--version V] [--base TRAINING.json] [--section.key[=value] ...]\n"
+    "       trainmem import deepspeed DS_CONFIG.json [--hf-args TRAINING_ARGS.json] (--model CONFIG.json | --preset ID)\n"
+    "            [--gpus N] [--base TRAINING.json]\n"
+    "       trainmem import axolotl CONFIG.yaml [--gpus N] [--model CONFIG.json] [--deepspeed DS_CONFIG.json] [--base TRAINING.json]\n"
+    "            a framework's config file -> config (read:, assumed:, ignored: on stderr)\n"
     "       trainmem export CONFIG.json|- [--format megatron-args|json]\n"
     "       trainmem presets    the model presets (JSON)\n"
     "       trainmem gpus       the GPU table (JSON)\n"
@@ -106,6 +116,103 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
   for (const trainmem::Issue& issue : issues) std::cerr << issue.message << "\n";
 }
 
+bool file_exists(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return bool(file);
+}
+
+// trainmem import torchtune|torchtitan|deepspeed|axolotl FILE [options]: the file read as a JSON
+// tree (YAML and TOML through documents.hpp), the options beside it, then core import_over_base.
+int import_framework_command(trainmem::ImportKind kind, const std::vector<std::string>& args) {
+  using trainmem::ImportKind;
+  const std::string kind_name(trainmem::name_of(kind));
+  trainmem::ImportOptions options;
+  std::string path, base_path, model_path, hf_args_path, deepspeed_path;
+  const auto value_of = [&](size_t& i, std::string& into) {
+    if (i + 1 >= args.size()) return false;
+    into = args[++i];
+    return true;
+  };
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string value;
+    if (arg == "--gpus") {
+      if (!value_of(i, value)) return usage_error("--gpus needs a number");
+      char* end = nullptr;
+      const long long n = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 1 || n > 10000000) return usage_error("--gpus: must be a positive integer, got " + value);
+      options.gpus = n;
+    } else if (arg == "--version") {
+      if (!value_of(i, options.version)) return usage_error("--version needs a value");
+    } else if (arg == "--base") {
+      if (!value_of(i, base_path)) return usage_error("--base needs a TRAINING.json path");
+    } else if (arg == "--model" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl)) {
+      if (!value_of(i, model_path)) return usage_error("--model needs a CONFIG.json path");
+    } else if (arg == "--preset" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl)) {
+      if (!value_of(i, options.preset)) return usage_error("--preset needs a preset id (trainmem presets)");
+    } else if (arg == "--hf-args" && kind == ImportKind::deepspeed) {
+      if (!value_of(i, hf_args_path)) return usage_error("--hf-args needs a TRAINING_ARGS.json path");
+    } else if (arg == "--deepspeed" && kind == ImportKind::axolotl) {
+      if (!value_of(i, deepspeed_path)) return usage_error("--deepspeed needs a DS_CONFIG.json path");
+    } else if (kind == ImportKind::torchtitan && arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos) {
+      // --section.key=value, --section.key value, or a bare --section.key (true).
+      std::string override = arg.substr(2);
+      if (override.find('=') == std::string::npos && i + 1 < args.size() && args[i + 1].rfind("-", 0) != 0 &&
+          (path.empty() ? args[i + 1].find(".toml") == std::string::npos : true))
+        override += "=" + args[++i];
+      options.overrides.push_back(override);
+    } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
+      return usage_error("unknown option " + arg);
+    } else if (path.empty()) {
+      path = arg;
+    } else if (kind == ImportKind::torchtune) {
+      options.overrides.push_back(arg);  // tune run's key=value and ~key
+    } else {
+      return usage_error("expected one source, got also " + arg);
+    }
+  }
+  if (path.empty()) return usage_error("import " + kind_name + " needs the framework's config file");
+  if (kind == ImportKind::deepspeed && model_path.empty() && options.preset.empty() && base_path.empty())
+    return usage_error("import deepspeed needs the model: --model CONFIG.json or --preset ID (or --base with the model's fields)");
+  std::string text, base_text = "{}";
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  if (!base_path.empty() && !read_input(base_path, base_text)) return usage_error("cannot read " + base_path);
+  if (!model_path.empty() && !read_input(model_path, options.model_json)) return usage_error("cannot read " + model_path);
+  if (!hf_args_path.empty() && !read_input(hf_args_path, options.hf_args_json)) return usage_error("cannot read " + hf_args_path);
+  if (!deepspeed_path.empty() && !read_input(deepspeed_path, options.deepspeed_json)) return usage_error("cannot read " + deepspeed_path);
+
+  // The tree: YAML (torchtune, axolotl), TOML (torchtitan); a DeepSpeed config is JSON already.
+  std::string tree = text;
+  if (kind != ImportKind::deepspeed) {
+    const trainmem::DocumentTree document = kind == ImportKind::torchtitan ? trainmem::toml_document_tree(text, path)
+                                                                            : trainmem::yaml_document_tree(text, path);
+    if (!document.ok()) return print_issues(document.issues), 2;
+    tree = document.json;
+  }
+  // axolotl's deepspeed: names a JSON file relative to where axolotl runs: read it when it is
+  // there (or beside the YAML file) and --deepspeed did not give one.
+  if (kind == ImportKind::axolotl && options.deepspeed_json.empty()) {
+    try {
+      const auto doc = nlohmann::json::parse(tree);
+      if (doc.is_object() && doc.contains("deepspeed") && doc["deepspeed"].is_string()) {
+        const std::string named = doc["deepspeed"].get<std::string>();
+        const std::string beside = path.substr(0, path.find_last_of('/') + 1) + named;
+        for (const std::string& candidate : {named, beside})
+          if (!named.empty() && file_exists(candidate) && read_input(candidate, options.deepspeed_json)) break;
+      }
+    } catch (const std::exception&) {
+      // the importer names the problem
+    }
+  }
+  const trainmem::ImportOverBase imported = trainmem::import_over_base(kind, tree, base_text, options);
+  if (!imported.ok()) return print_issues(imported.issues), 2;
+  for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
+  for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
+  for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
+  std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
+  return 0;
+}
+
 // trainmem import KIND SOURCE [--base TRAINING.json]: the imported fields over the base's
 // (core import_over_base), as a config on stdout; what was read, assumed and ignored on stderr.
 int import_command(const std::vector<std::string>& args) {
@@ -119,6 +226,7 @@ int import_command(const std::vector<std::string>& args) {
       kinds += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
     return usage_error("import needs a source kind: " + kinds);
   }
+  if (*kind != ImportKind::hf && *kind != ImportKind::megatron_args) return import_framework_command(*kind, args);
   std::string path, base_path;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--base") {

@@ -25,3 +25,7 @@ for (const [label, subset] of sets) {
     console.log(`  ${name.padEnd(16)} median ${(100 * s[key].median).toFixed(1)} %, max ` +
                 `${(100 * s[key].max).toFixed(1)} %, within 15 %: ${(100 * s[key].within).toFixed(0)} %`);
 }
+
+// The points that record their framework config file, through the importer (importer.mjs).
+const { print_importer_table } = await import('./importer.mjs');
+print_importer_table();

@@ -102,6 +102,20 @@ export class Engine {
     return JSON.parse(this.tools.importMegatronArgs(String(text), JSON.stringify(base)));
   }
 
+  /**
+   * A framework's config file (torchtune, torchtitan, deepspeed, axolotl) as a parsed tree, with
+   * what the file cannot say ({gpus, overrides, version, model, preset, hf_args, deepspeed}),
+   * merged over `base`; same shape as importHfConfig.
+   */
+  importFramework(kind, tree, options = {}, base = {}) {
+    return JSON.parse(this.tools.importFramework(String(kind), JSON.stringify(tree), JSON.stringify(options), JSON.stringify(base)));
+  }
+
+  /** What a parsed config tree is: 'torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'hf' or ''. */
+  detectFramework(tree) {
+    return this.tools.detectFramework(JSON.stringify(tree));
+  }
+
   /** @returns {{ok: true, args: string, notes: string[]} | {ok: false, issues: object[]}} */
   exportMegatronArgs(config) {
     return JSON.parse(this.tools.exportMegatronArgs(JSON.stringify(config)));

@@ -1,20 +1,87 @@
-// Importing a model: a Hugging Face config.json or a Megatron-LM command line, pasted or uploaded.
-// The core reads it (engine.importHfConfig / importMegatronArgs) and says what it read, assumed
-// and ignored; this panel shows that and hands the merged config to the page.
+// Importing a model or a whole run: a Hugging Face config.json, a Megatron-LM command line, or a
+// framework's own config file (a torchtune recipe, a torchtitan job TOML, a DeepSpeed config, an
+// axolotl YAML), pasted, uploaded or dropped. YAML and TOML are parsed here by the npm packages
+// yaml and smol-toml (web/vendor/, loaded only when such a file is imported) into one JSON tree;
+// the core maps it (engine.importFramework), says what it read, assumed and ignored, and this
+// panel shows that and hands the merged config to the page (the form and the share link).
 
-/** 'hf' for a JSON object, 'megatron' for anything else (a command line). */
+const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'bf16', 'fp16', 'gradient_clipping'];
+
+/**
+ * What the text is, from its shape: 'hf' for a JSON object (a config.json), 'deepspeed' for a
+ * JSON object with DeepSpeed's keys, 'torchtitan' for TOML, 'torchtune' or 'axolotl' for YAML
+ * with their keys ('yaml' for other YAML: the core decides once it is parsed), 'megatron' for
+ * anything else (a command line).
+ */
 export function detectKind(text) {
   const t = String(text ?? '').trim();
-  if (!t.startsWith('{')) return 'megatron';
+  if (t.startsWith('{')) {
+    try {
+      const v = JSON.parse(t);
+      if (v && typeof v === 'object' && !Array.isArray(v)) return DEEPSPEED_KEYS.some((k) => k in v) && !('model_type' in v) ? 'deepspeed' : 'hf';
+      return 'megatron';
+    } catch {
+      return 'hf'; // broken JSON: let the JSON reader name the problem
+    }
+  }
+  const lines = t.split('\n').map((l) => l.replace(/#.*$/, '').trimEnd()).filter((l) => l.trim());
+  const tomlSection = lines.some((l) => /^\s*\[{1,2}[\w.\-" ]+\]{1,2}\s*$/.test(l));
+  const tomlPair = lines.some((l) => /^\s*[\w.\-"]+\s*=\s*\S/.test(l));
+  const yamlPair = lines.some((l) => /^[\w.\-]+:(\s|$)/.test(l));
+  if (tomlSection && tomlPair && !yamlPair) return 'torchtitan';
+  if (yamlPair && !/(^|\s)--[\w-]/.test(lines[0] ?? '')) {
+    if (/^\s+_component_:/m.test(t) && /^model:/m.test(t)) return 'torchtune';
+    if (/^base_model:/m.test(t)) return 'axolotl';
+    return 'yaml';
+  }
+  return 'megatron';
+}
+
+const KIND_NAMES = {
+  hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments', torchtune: 'torchtune recipe config',
+  torchtitan: 'torchtitan job config', deepspeed: 'DeepSpeed config', axolotl: 'axolotl config', yaml: 'YAML config',
+};
+const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl']);
+
+/** The parsers, fetched once and only when a YAML or TOML file is imported. */
+let yamlModule;
+let tomlModule;
+const loadYaml = () => (yamlModule ??= import('../vendor/yaml.mjs'));
+const loadToml = () => (tomlModule ??= import('../vendor/smol-toml.mjs'));
+
+/** JSON text of a parsed tree, as the native CLI writes it (documents.hpp): no Infinity/NaN, dates as text. */
+function treeJson(tree) {
+  return JSON.parse(JSON.stringify(tree, (_key, v) => {
+    if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? 'nan' : v > 0 ? 'inf' : '-inf';
+    if (typeof v === 'bigint') return Number(v);
+    if (v instanceof Date) return typeof v.toISOString === 'function' ? v.toISOString() : String(v);
+    return v;
+  }));
+}
+
+/** Parses YAML or TOML text into a tree; a syntax error becomes {issues} naming its line and column. */
+export async function parseDocument(text, format, name = format === 'toml' ? 'JOB.toml' : 'CONFIG.yaml') {
   try {
-    const v = JSON.parse(t);
-    return v && typeof v === 'object' && !Array.isArray(v) ? 'hf' : 'megatron';
-  } catch {
-    return 'hf'; // broken JSON: let the JSON reader name the problem
+    if (format === 'toml') {
+      const { parse } = await loadToml();
+      return { tree: treeJson(parse(text)) };
+    }
+    if (format === 'json') return { tree: JSON.parse(text) };
+    const YAML = await loadYaml();
+    const doc = YAML.parse(text, { version: '1.2', schema: 'core', uniqueKeys: true, merge: false, prettyErrors: true });
+    return { tree: treeJson(doc) };
+  } catch (error) {
+    const pos = error.linePos?.[0] ?? (error.line ? { line: error.line, col: error.column } : null);
+    const where = pos ? `line ${pos.line}, column ${pos.col}: ` : '';
+    const what = String(error.message ?? error).split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+    return { issues: [{ field: name, message: `${name}: ${where}${what}` }] };
   }
 }
 
-const KIND_NAMES = { hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments' };
+/** "batch_size=2 compile=True", "--training.compile --parallelism.tensor_parallel_degree=2": the tokens, quotes kept together. */
+export function splitOverrides(line) {
+  return [...String(line ?? '').matchAll(/(?:[^\s"']+|"[^"]*"|'[^']*')+/g)].map((m) => m[0]);
+}
 
 export class ImportPanel {
   /**
@@ -25,6 +92,11 @@ export class ImportPanel {
    */
   constructor(els, engine, base, apply) {
     Object.assign(this, { els, engine, base, apply });
+    // The inputs a framework file cannot fill: inside the panel (web/index.html).
+    this.gpus = els.panel.querySelector('#import-gpus');
+    this.overrides = els.panel.querySelector('#import-overrides');
+    this.version = els.panel.querySelector('#import-version');
+    this.frameworkInputs = els.panel.querySelector('#import-framework-inputs');
     els.run.addEventListener('click', () => this.run());
     // The importers live in the tools module: fetch it when the panel opens.
     els.panel.addEventListener('toggle', () => { if (els.panel.open) engine.loadTools().catch(() => {}); });
@@ -32,26 +104,64 @@ export class ImportPanel {
     els.file.addEventListener('change', async () => {
       const file = els.file.files?.[0];
       if (!file) return;
-      els.text.value = await file.text();
-      this.fileName = file.name;
-      this.run();
+      await this.take(file);
       els.file.value = '';
+    });
+    // A file dropped anywhere on the panel.
+    els.panel.addEventListener('dragover', (e) => { if (e.dataTransfer?.types?.includes('Files')) e.preventDefault(); });
+    els.panel.addEventListener('drop', async (e) => {
+      const file = e.dataTransfer?.files?.[0];
+      if (!file) return;
+      e.preventDefault();
+      await this.take(file);
     });
     this.showKind();
   }
 
+  async take(file) {
+    this.els.text.value = await file.text();
+    this.fileName = file.name;
+    this.showKind();
+    // A framework file waits for its GPU count and overrides unless the panel already has them.
+    if (FRAMEWORKS.has(this.kindOf(this.els.text.value)) && !this.gpus?.value) {
+      this.gpus?.focus();
+      return;
+    }
+    this.run();
+  }
+
+  kindOf(text) {
+    const kind = detectKind(text);
+    if (kind === 'yaml' && /\.(ya?ml)$/i.test(this.fileName ?? '')) return 'yaml';
+    if (kind === 'megatron' && /\.toml$/i.test(this.fileName ?? '')) return 'torchtitan';
+    return kind;
+  }
+
   showKind() {
     const t = this.els.text.value.trim();
-    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[detectKind(t)]}.` : 'Paste a config.json or a launch command, or upload a file.';
+    const kind = t ? this.kindOf(t) : null;
+    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, or a torchtune, torchtitan, DeepSpeed or axolotl config.';
+    if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
+  }
+
+  /** {gpus, overrides, version} from the panel's inputs. */
+  options() {
+    const options = {};
+    const gpus = Number(this.gpus?.value);
+    if (this.gpus?.value && Number.isInteger(gpus) && gpus > 0) options.gpus = gpus;
+    const overrides = splitOverrides(this.overrides?.value);
+    if (overrides.length) options.overrides = overrides;
+    if (this.version?.value.trim()) options.version = this.version.value.trim();
+    return options;
   }
 
   async run() {
     const text = this.els.text.value;
     if (!text.trim()) {
-      this.report({ ok: false, issues: [{ field: '', message: 'Nothing to import: paste a config.json or a Megatron-LM command line first.' }] });
+      this.report({ ok: false, issues: [{ field: '', message: 'Nothing to import: paste a config file or a Megatron-LM command line first.' }] });
       return null;
     }
-    const kind = detectKind(text);
+    let kind = this.kindOf(text);
     this.els.run.disabled = true;
     try {
       await this.engine.loadTools();
@@ -59,13 +169,30 @@ export class ImportPanel {
       this.els.run.disabled = false;
     }
     const base = this.base();
-    const result = kind === 'hf' ? this.engine.importHfConfig(text, base) : this.engine.importMegatronArgs(text, base);
+    let result;
     let label = KIND_NAMES[kind];
-    if (kind === 'hf') {
-      try {
-        const type = JSON.parse(text).model_type;
-        if (type) label = `${type} config.json`;
-      } catch { /* the result carries the issue */ }
+    if (kind === 'hf' || kind === 'megatron') {
+      result = kind === 'hf' ? this.engine.importHfConfig(text, base) : this.engine.importMegatronArgs(text, base);
+      if (kind === 'hf') {
+        try {
+          const type = JSON.parse(text).model_type;
+          if (type) label = `${type} config.json`;
+        } catch { /* the result carries the issue */ }
+      }
+    } else {
+      const format = kind === 'torchtitan' ? 'toml' : kind === 'deepspeed' ? 'json' : 'yaml';
+      const parsed = await parseDocument(text, format, this.fileName ?? undefined);
+      if (parsed.issues) {
+        result = { ok: false, issues: parsed.issues };
+      } else {
+        if (kind === 'yaml') kind = this.engine.detectFramework(parsed.tree);
+        if (!FRAMEWORKS.has(kind)) {
+          result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_) nor an axolotl config (base_model).' }] };
+        } else {
+          label = KIND_NAMES[kind];
+          result = this.engine.importFramework(kind, parsed.tree, this.options(), base);
+        }
+      }
     }
     if (this.fileName) label = `${label} (${this.fileName})`;
     this.fileName = null;

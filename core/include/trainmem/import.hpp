@@ -4,6 +4,8 @@
 //   import_over_base      any source below, over a base config: the one call the shells make
 //   import_hf_config      a Hugging Face config.json  -> the model fields (shape, MoE, MLA)
 //   import_megatron_args  a Megatron-LM command line  -> model, training and parallel fields
+//   torchtune, torchtitan, deepspeed, axolotl: a framework's own config file (YAML, TOML or JSON,
+//                         handed over as one JSON tree) plus what the file cannot say (ImportOptions)
 //
 // An import never throws and never guesses silently: every field it sets is listed in `read`
 // (taken from the source) or `assumed` (a default or a convention applied), every key that
@@ -35,11 +37,11 @@ struct ImportResult {
   bool ok() const { return issues.empty(); }
 };
 
-// The sources an import reads. Their names, enum_names<ImportKind>() ("hf", "megatron-args"), are
-// the CLI's `trainmem import KIND`. An importer is one value here, its name in
-// src/import/import.cpp, its reader in a file of its own under src/import/, and one case in
-// import.cpp's dispatch.
-enum class ImportKind : uint8_t { hf, megatron_args, count };
+// The sources an import reads. Their names, enum_names<ImportKind>() ("hf", "megatron-args",
+// "torchtune", "torchtitan", "deepspeed", "axolotl"), are the CLI's `trainmem import KIND`. An
+// importer is one value here, its name in src/import/import.cpp, its reader in a file of its own
+// under src/import/, and one case in import.cpp's dispatch.
+enum class ImportKind : uint8_t { hf, megatron_args, torchtune, torchtitan, deepspeed, axolotl, count };
 template <>
 std::span<const std::string_view> enum_names<ImportKind>();
 
@@ -51,6 +53,45 @@ struct ImportOverBase : ImportResult {
   ConfigInput config;  // `input` over the base (merge_import)
 };
 ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::string_view base_json);
+
+// What a framework's config file cannot say, given beside it (the CLI's flags, the page's inputs).
+// The framework kinds read their file as a JSON tree (`text`: JSON text): the CLI turns YAML and
+// TOML into it with libyaml-cpp and toml++ (documents.hpp), the page with the npm packages yaml
+// and smol-toml; every mapping rule is applied here, once, to that tree.
+struct ImportOptions {
+  int64_t gpus = 0;                    // the world size (torchrun's); 0: not given
+  std::vector<std::string> overrides;  // torchtune "key=value" / "~key"; torchtitan "section.key[=value]"
+  std::string version;                 // the framework's version; empty: from the file, else current
+  std::string model_json;              // a Hugging Face config.json (deepspeed, axolotl)
+  std::string preset;                  // a model preset id (deepspeed, axolotl)
+  std::string hf_args_json;            // transformers TrainingArguments as JSON (deepspeed)
+  std::string deepspeed_json;          // the DeepSpeed config an axolotl file names (axolotl)
+};
+ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::string_view base_json,
+                                const ImportOptions& options);
+
+// The options as the module receives them: a JSON object {"gpus", "overrides", "version",
+// "model", "preset", "hf_args", "deepspeed"} ("model", "hf_args" and "deepspeed" are objects or
+// JSON text). Problems are Issues naming the option.
+struct ParsedImportOptions {
+  ImportOptions options;
+  std::vector<Issue> issues;
+};
+ParsedImportOptions parse_import_options(std::string_view options_json);
+
+// The framework importers, each over its config file as a JSON tree (text). The versions each
+// understands, in the order its messages list them: framework_versions(kind).
+ImportResult import_torchtune(std::string_view tree_json, const ImportOptions& options);
+ImportResult import_torchtitan(std::string_view tree_json, const ImportOptions& options);
+ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& options);
+ImportResult import_axolotl(std::string_view tree_json, const ImportOptions& options);
+std::vector<std::string_view> framework_versions(ImportKind kind);
+
+// The kind a framework config file is, from its tree (JSON text): "torchtune" (a model with a
+// _component_), "torchtitan" (sections job/model/training with model.name), "deepspeed"
+// (zero_optimization, train_micro_batch_size_per_gpu, ...), "axolotl" (base_model), "hf"
+// (model_type), or "" when none fits. The page's panel and the CLI's messages use it.
+std::string_view detect_framework_kind(std::string_view tree_json);
 
 // The model types import_hf_config understands, in the order its messages list them.
 std::vector<std::string_view> hf_model_types();

@@ -264,7 +264,8 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--use-torch-fsdp2", "FSDP sharding is not modelled"},
     {"--use-megatron-fsdp", "FSDP sharding is not modelled"},
     {"--data-parallel-sharding-strategy", "FSDP sharding is not modelled"},
-    {"--cpu-offloading", "activation offloading is not modelled"},
+    {"--cpu-offloading", "not imported: set activation_offload (trainmem offloads every layer but one, "
+                         "whatever --cpu-offloading-num-layers says)"},
     {"--optimizer-cpu-offload", "optimizer offloading is not modelled"},
     {"--pipeline-model-parallel-layout", "custom pipeline layouts are not modelled"},
     {"--account-for-embedding-in-pipeline-split", "custom pipeline layouts are not modelled"},

@@ -1,0 +1,341 @@
+// axolotl configs (YAML, as a JSON tree) -> trainmem fields.
+//
+// Sources (axolotl-ai-cloud/axolotl):
+//   [schema] src/axolotl/utils/schemas/config.py (AxolotlInputConfig: base_model, adapter,
+//            lora_r, lora_dropout, lora_target_modules, lora_target_linear, load_in_4bit/8bit,
+//            sequence_len, sample_packing, pad_to_sequence_len, micro_batch_size,
+//            gradient_accumulation_steps, gradient_checkpointing (true or "offload"), bf16 /
+//            fp16, flash_attention / sdp_attention, optimizer (transformers' OptimizerNames),
+//            deepspeed (a path), fsdp / fsdp_config)
+//   [lora]   src/axolotl/utils/models.py: lora_target_linear targets every linear layer but the
+//            output (find_all_linear_names drops lm_head), as PEFT's "all-linear"
+//   [load]   the model is loaded in torch_dtype bfloat16 when bf16 is on (bf16: auto = when the
+//            GPU supports it); adapter: qlora loads the base with bitsandbytes' 4-bit NF4
+//   [ds]     deepspeed_configs/*.json @ the commits in k_deepspeed_files (zero1, zero2, zero3,
+//            zero3_bf16 @ b371df79dcca2612c1f83f85bef6eefeb4dc56a2, the cpuoffload variants)
+//   examples: examples/llama-3/lora-8b.yml @ 9f824ef76af48eff9f69f3a93ede03a6a2b4313a,
+//            examples/llama-3/qlora-fsdp-70b.yaml @ ba1be71d70582bc0abf67ad604abb6739567f504
+#include <algorithm>
+#include <cctype>
+
+#include "mapping.hpp"
+
+namespace trainmem {
+namespace {
+
+using mapping::json;
+using mapping::Mapper;
+using mapping::show;
+
+const std::vector<std::string_view> k_no_memory = {
+    "datasets", "dataset_prepared_path", "val_set_size", "output_dir", "wandb_project", "wandb_entity",
+    "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "learning_rate", "lr_scheduler",
+    "num_epochs", "max_steps", "warmup_steps", "warmup_ratio", "logging_steps", "evals_per_epoch",
+    "saves_per_epoch", "eval_steps", "save_steps", "save_strategy", "eval_strategy", "weight_decay",
+    "train_on_inputs", "group_by_length", "early_stopping_patience", "resume_from_checkpoint",
+    "auto_resume_from_checkpoints", "local_rank", "debug", "strict", "chat_template", "tokenizer_type",
+    "model_type", "is_llama_derived_model", "is_mistral_derived_model", "is_qwen_derived_model",
+    "lora_alpha", "lora_fan_in_fan_out", "lora_model_dir", "hub_model_id", "hub_strategy", "seed",
+    "max_grad_norm", "tf32", "loss_watchdog_threshold", "loss_watchdog_patience", "eval_sample_packing",
+    "lr_quadratic_warmup", "save_total_limit", "eval_table_size", "eval_max_new_tokens",
+    "use_tensorboard", "save_safetensors", "tokenizer_config", "trust_remote_code",
+    "shuffle_merged_datasets", "gradient_checkpointing_kwargs", "special_tokens", "tokens",
+    "dataset_processes", "sample_packing_eff_est", "total_num_tokens", "eval_causal_lm_metrics",
+    "do_causal_lm_eval", "cosine_min_lr_ratio", "xformers_attention", "flash_attn_cross_entropy",
+    "flash_attn_rms_norm", "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "ddp_find_unused_parameters",
+    "remove_unused_columns", "type_of_model", "base_model_config", "rl", "unfrozen_parameters",
+    "lr_scheduler_kwargs", "optim_args", "adam_beta1", "adam_beta2", "adam_epsilon", "chat_template_jinja",
+    "default_system_message", "dataset_exact_deduplication", "wandb_mode", "mlflow_tracking_uri",
+};
+
+// axolotl's deepspeed_configs/ by file name [ds]: what each sets.
+struct DsFile {
+  std::string_view name;
+  int stage;
+  bool offload_params, offload_optimizer;
+};
+const std::vector<DsFile> k_deepspeed_files = {
+    {"zero1.json", 1, false, false},
+    {"zero1_torch_compile.json", 1, false, false},
+    {"zero2.json", 2, false, false},
+    {"zero2_torch_compile.json", 2, false, false},
+    {"zero3.json", 3, false, false},
+    {"zero3_bf16.json", 3, false, false},
+    {"zero3_bf16_cpuoffload_params.json", 3, true, false},
+    {"zero3_bf16_cpuoffload_all.json", 3, true, true},
+    {"zero3_cpuoffload.json", 3, true, true},
+};
+
+// A Hub repository's name as comparable: "meta-llama/Meta-Llama-3-8B-Instruct" and
+// "NousResearch/Meta-Llama-3-8B" both read "llama-3.1-8b" (Llama 3 has the Llama 3.1 shape).
+std::string normalized_model(std::string_view repo) {
+  std::string name(repo.substr(repo.rfind('/') == std::string_view::npos ? 0 : repo.rfind('/') + 1));
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (name.rfind("meta-", 0) == 0) name.erase(0, 5);
+  for (std::string_view suffix : {"-instruct", "-hf", "-fp16", "-bf16", "-chat", "-base", "-it", "-pt"})
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      name.erase(name.size() - suffix.size());
+  if (name.rfind("llama-3-", 0) == 0) name = "llama-3.1-" + name.substr(8);
+  if (name.rfind("llama-3.3-", 0) == 0) name = "llama-3.1-" + name.substr(10);
+  return name;
+}
+
+class AxolotlReader {
+ public:
+  AxolotlReader(const json& tree, const ImportOptions& options, ImportResult& out)
+      : m_(tree, out), options_(options), out_(out) {}
+  void run();
+
+ private:
+  Mapper m_;
+  const ImportOptions& options_;
+  ImportResult& out_;
+  int64_t gpus_ = 1;
+  bool deepspeed_ = false, fsdp_ = false;
+
+  void read_model();
+  void read_adapter();
+  void read_layout();
+  void read_training();
+};
+
+void AxolotlReader::read_model() {
+  const std::optional<std::string> base = m_.string("base_model");
+  if (!options_.model_json.empty()) {
+    m_.model_from_hf(options_.model_json, "--model");
+    return;
+  }
+  if (!options_.preset.empty()) {
+    m_.model_from_preset(options_.preset, "--preset", "--preset " + trainmem::quoted(options_.preset));
+    return;
+  }
+  if (!base) return m_.fail("base_model", "missing (the Hugging Face model to fine-tune)");
+  const std::string wanted = normalized_model(*base);
+  for (const std::string& id : mapping::preset_ids()) {
+    const std::string repo = mapping::preset_hf_repo(id);
+    if (repo.empty()) continue;
+    std::string a = repo, b = *base;
+    for (char& c : a) c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : b) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (a == b || normalized_model(repo) == wanted) {
+      m_.model_from_preset(id, "base_model", "base_model = " + trainmem::quoted(*base) +
+                                                 (a == b ? "" : " (matched by name to " + repo + ")"));
+      return;
+    }
+  }
+  m_.fail("base_model", trainmem::quoted(*base) + " is not the Hugging Face repository of a trainmem preset; give its config.json with --model");
+}
+
+void AxolotlReader::read_adapter() {
+  const std::optional<std::string> adapter = m_.string("adapter");
+  const bool in4 = m_.boolean("load_in_4bit").value_or(false);
+  const bool in8 = m_.boolean("load_in_8bit").value_or(false);
+  if (!adapter || adapter->empty()) {
+    m_.assume("peft", std::string("none"), "no adapter: full fine-tuning", "adapter");
+    if (in4 || in8) m_.fail(in4 ? "load_in_4bit" : "load_in_8bit", "needs an adapter (a quantized base cannot be trained whole)");
+    return;
+  }
+  if (*adapter == "qlora") {
+    if (in8) return m_.fail("load_in_8bit", "does not go with adapter qlora (4-bit base)");
+    m_.read("peft", std::string("qlora"), "adapter", "\"qlora\"");
+    m_.assume("params_dtype", std::string("nf4"), "adapter qlora: bitsandbytes 4-bit NF4 base (load_in_4bit)", "adapter");
+  } else if (*adapter == "lora") {
+    if (in4) {
+      m_.read("peft", std::string("qlora"), "load_in_4bit", "true (LoRA over a 4-bit base)");
+      m_.assume("params_dtype", std::string("nf4"), "load_in_4bit: bitsandbytes NF4", "load_in_4bit");
+    } else {
+      m_.read("peft", std::string("lora"), "adapter", "\"lora\"");
+      if (in8) m_.ignore_value("load_in_8bit", "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
+    }
+  } else {
+    return m_.fail("adapter", "must be \"lora\" or \"qlora\" (or absent for full fine-tuning), got " + trainmem::quoted(*adapter));
+  }
+  // Targets: lora_target_linear = every linear layer but lm_head [lora]; lora_target_modules by
+  // PEFT names (fused Phi-3 names split into theirs).
+  std::vector<std::string> targets;
+  const auto add = [&](const std::string& t) {
+    if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
+  };
+  std::string how;
+  if (m_.boolean("lora_target_linear").value_or(false)) {
+    for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
+    how = "lora_target_linear = true (every linear layer but lm_head)";
+  }
+  if (const json* list = m_.get("lora_target_modules")) {
+    const json items = list->is_string() ? json::array({*list}) : *list;
+    if (!items.is_array()) return m_.fail("lora_target_modules", "must be a list of module names, got " + show(*list));
+    for (const json& item : items) {
+      const std::string name = item.is_string() ? item.get<std::string>() : "";
+      if (name == "qkv_proj") for (const char* t : {"q_proj", "k_proj", "v_proj"}) add(t);
+      else if (name == "gate_up_proj") for (const char* t : {"gate_proj", "up_proj"}) add(t);
+      else if (name == "all-linear") for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
+      else if (name == "q_proj" || name == "k_proj" || name == "v_proj" || name == "o_proj" || name == "gate_proj" ||
+               name == "up_proj" || name == "down_proj" || name == "lm_head") add(name);
+      else out_.ignored.push_back("lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
+    }
+    how += std::string(how.empty() ? "" : ", ") + "lora_target_modules = " + show(*list);
+  }
+  if (targets.empty()) return m_.fail("lora_target_modules", "names no module (give lora_target_modules or lora_target_linear: true)");
+  if (m_.put("lora_target_modules", targets, "lora_target_modules"))
+    out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
+  if (auto r = m_.integer("lora_r")) m_.read("lora_rank", double(*r), "lora_r");
+  else if (!m_.has("lora_r")) m_.assume("lora_rank", 8.0, "no lora_r: PEFT LoraConfig's default r 8", "lora_r");
+  if (auto d = m_.number("lora_dropout", 0, 1)) m_.read("lora_dropout", *d, "lora_dropout");
+  if (m_.has("lora_modules_to_save"))
+    m_.ignore_value("lora_modules_to_save", "fully trained copies of these modules: " + std::string(mapping::k_no_field));
+  if (m_.boolean("peft_use_dora").value_or(false)) m_.ignore_value("peft_use_dora", "DoRA's magnitude vectors are not modelled");
+}
+
+void AxolotlReader::read_layout() {
+  gpus_ = options_.gpus > 0 ? options_.gpus : 1;
+  if (options_.gpus <= 0) out_.assumed.push_back("gpus ← 1 (no --gpus)");
+  const json* ds = m_.get("deepspeed");
+  const json* fsdp = m_.get("fsdp");
+  if (ds && fsdp) return m_.fail("deepspeed", "and fsdp cannot both be set");
+  if (ds) {
+    deepspeed_ = true;
+    // The DeepSpeed file: given (--deepspeed), else one of axolotl's deepspeed_configs/ by name.
+    json args = {{"per_device_train_batch_size", mapping::at(m_.tree(), "micro_batch_size") ? *mapping::at(m_.tree(), "micro_batch_size") : json(nullptr)},
+                 {"gradient_accumulation_steps", mapping::at(m_.tree(), "gradient_accumulation_steps") ? *mapping::at(m_.tree(), "gradient_accumulation_steps") : json(1)},
+                 {"bf16", mapping::at(m_.tree(), "bf16") && (*mapping::at(m_.tree(), "bf16") == true || *mapping::at(m_.tree(), "bf16") == "auto")},
+                 {"fp16", mapping::at(m_.tree(), "fp16") && *mapping::at(m_.tree(), "fp16") == true}};
+    if (!options_.deepspeed_json.empty()) {
+      std::vector<Issue> problems;
+      std::optional<json> tree = mapping::object_tree(options_.deepspeed_json, "--deepspeed", problems);
+      if (!tree) {
+        out_.issues.insert(out_.issues.end(), problems.begin(), problems.end());
+        return;
+      }
+      const json ds_tree = std::move(*tree);
+      Mapper ds_m(ds_tree, out_);
+      out_.read.push_back("deepspeed ← --deepspeed (the file " + show(*ds) + " names)");
+      mapping::read_deepspeed(ds_m, args, gpus_);
+      return;
+    }
+    const std::string path = ds->is_string() ? ds->get<std::string>() : "";
+    const std::string file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    const auto it = std::find_if(k_deepspeed_files.begin(), k_deepspeed_files.end(), [&](const DsFile& f) { return f.name == file; });
+    if (it == k_deepspeed_files.end())
+      return m_.fail("deepspeed", show(*ds) + " is not one of axolotl's deepspeed_configs/; give the file with --deepspeed");
+    m_.assume("framework", std::string("deepspeed"), "deepspeed = " + show(*ds), "deepspeed");
+    m_.read("zero_stage", double(it->stage), "deepspeed", show(*ds) + " (axolotl's deepspeed_configs/" + std::string(it->name) + ")");
+    if (it->offload_params) m_.read("offload_params", true, "deepspeed", "offload_param cpu in " + std::string(it->name));
+    if (it->offload_optimizer) m_.read("optimizer_offload_fraction", 1.0, "deepspeed", "offload_optimizer cpu in " + std::string(it->name));
+    m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+    m_.put("model_implementation", std::string("hf-transformers"), "deepspeed");
+    return;
+  }
+  m_.put("model_implementation", std::string("hf-transformers"), "base_model");
+  if (fsdp) {
+    fsdp_ = true;
+    m_.touch("fsdp_config");
+    std::vector<std::string> items;
+    if (fsdp->is_array())
+      for (const json& x : *fsdp)
+        if (x.is_string()) items.push_back(x.get<std::string>());
+    const auto has = [&](std::string_view s) { return std::find(items.begin(), items.end(), s) != items.end(); };
+    const std::string strategy = m_.string("fsdp_config.fsdp_sharding_strategy").value_or(has("shard_grad_op") ? "SHARD_GRAD_OP" : "FULL_SHARD");
+    const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(strategy != "SHARD_GRAD_OP" && strategy != "_HYBRID_SHARD_ZERO2");
+    m_.assume("framework", std::string("fsdp2"), "fsdp = " + show(*fsdp) + " (FSDP1 and FSDP2 shard alike)", "fsdp");
+    m_.read("zero_stage", reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
+    m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+    if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) || has("offload")) {
+      m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters, gradients and the optimizer step on the CPU)");
+      m_.assume("optimizer_offload_fraction", 1.0, "FSDP's CPU offload steps the optimizer on the CPU", "fsdp_config.fsdp_offload_params");
+    }
+    return;
+  }
+  m_.assume("framework", std::string("ddp"), gpus_ > 1 ? "no deepspeed or fsdp: accelerate launches DDP" : "one device: a plain module", "--gpus");
+  m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+}
+
+void AxolotlReader::read_training() {
+  // Precision [load]: bf16 (or auto) loads the model in bfloat16; without DeepSpeed or FSDP mixed
+  // precision the Trainer then trains those weights as they are (states in their dtype).
+  const json* bf16 = m_.get("bf16");
+  const bool is_bf16 = bf16 && (*bf16 == true || *bf16 == "auto");
+  const bool is_fp16 = m_.boolean("fp16").value_or(false);
+  const std::string dtype = is_bf16 ? "bf16" : is_fp16 ? "fp16" : "fp32";
+  const std::string why = is_bf16 ? "bf16 = " + show(*bf16) + ": the model is loaded in bfloat16" : is_fp16 ? "fp16 = true" : "neither bf16 nor fp16";
+  if (!deepspeed_) {
+    if (!out_.input.params_dtype) m_.assume("params_dtype", dtype, why, "bf16");
+    m_.assume("compute_dtype", dtype, why, "bf16");
+    if (!fsdp_ && dtype != "fp32") {
+      m_.assume("master_weights", false, why + "; the Trainer keeps no fp32 copy", "bf16");
+      for (const char* f : {"main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) m_.assume(f, dtype, why, "bf16");
+    }
+  }
+  if (auto mb = m_.integer("micro_batch_size")) {
+    m_.read("micro_batch_size", double(*mb), "micro_batch_size");
+    const int64_t ga = m_.integer("gradient_accumulation_steps").value_or(1);
+    const int64_t dp = out_.input.data_parallel_size.value_or(gpus_);
+    if (!out_.input.global_batch_size && m_.put("global_batch_size", double(*mb * ga * dp), "gradient_accumulation_steps"))
+      out_.read.push_back("global_batch_size ← micro_batch_size × gradient_accumulation_steps × ranks = " + number_text(double(*mb * ga * dp)));
+  } else if (!m_.has("micro_batch_size")) {
+    m_.fail("micro_batch_size", "missing (axolotl requires it)");
+  }
+  if (auto seq = m_.integer("sequence_len")) {
+    const bool packed = m_.boolean("sample_packing").value_or(false);
+    const bool padded = m_.boolean("pad_to_sequence_len").value_or(false);
+    if (packed || padded)
+      m_.read("seq_length", double(*seq), "sequence_len", number_text(double(*seq)) + (packed ? " (sample_packing = true)" : " (pad_to_sequence_len = true)"));
+    else
+      m_.assume("seq_length", double(*seq), "sequence_len: unpacked batches are padded to their longest sample, at most this", "sequence_len");
+  }
+  // Activation checkpointing: transformers' gradient_checkpointing per decoder layer; "offload"
+  // also moves the checkpointed layer inputs to the CPU [schema].
+  if (const json* gc = m_.get("gradient_checkpointing")) {
+    const bool offload = gc->is_string() && gc->get<std::string>() == "offload";
+    if ((gc->is_boolean() && gc->get<bool>()) || offload) {
+      m_.read("recompute_granularity", std::string("full"), "gradient_checkpointing", show(*gc) + " (every decoder layer)");
+      m_.assume("recompute_method", std::string("uniform"), "one checkpoint per decoder layer", "gradient_checkpointing");
+      m_.assume("recompute_num_layers", 1.0, "one checkpoint per decoder layer", "gradient_checkpointing");
+      if (offload) m_.read("activation_offload", true, "gradient_checkpointing", "\"offload\"");
+    } else {
+      m_.read("recompute_granularity", std::string("none"), "gradient_checkpointing", show(*gc));
+    }
+  }
+  if (m_.boolean("flash_attention").value_or(false) || m_.boolean("sdp_attention").value_or(false))
+    m_.read("attention_backend", std::string("flash"), m_.has("flash_attention") ? "flash_attention" : "sdp_attention", "true");
+  else if (m_.boolean("eager_attention").value_or(false))
+    m_.read("attention_backend", std::string("unfused"), "eager_attention", "true");
+  m_.assume("attention_dropout", 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "base_model");
+  m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "base_model");
+  if (const json* opt = m_.get("optimizer")) {
+    if (opt->is_string()) mapping::hf_optimizer(m_, opt->get<std::string>(), "optimizer");
+    else m_.fail("optimizer", "must be an optimizer name, got " + show(*opt));
+  } else if (!deepspeed_) {
+    m_.assume("optimizer", std::string("adamw"), "no optimizer: transformers' default adamw_torch", "optimizer");
+  }
+  if (const json* tc = m_.get("torch_compile")) m_.put("torch_compile", tc->is_boolean() && tc->get<bool>(), "torch_compile");
+  for (const char* k : {"liger_fused_linear_cross_entropy", "cut_cross_entropy"})
+    if (m_.boolean(k).value_or(false)) m_.ignore_value(k, "a fused linear cross entropy (no logits materialised): " + std::string(mapping::k_no_field));
+  for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm", "plugins"})
+    if (m_.has(k)) m_.ignore_value(k, "Liger kernels save fewer activations: " + std::string(mapping::k_no_field));
+}
+
+void AxolotlReader::run() {
+  read_layout();
+  if (!out_.ok()) return;
+  read_model();
+  read_adapter();
+  read_training();
+  if (out_.ok()) m_.account(k_no_memory);
+}
+
+}  // namespace
+
+ImportResult import_axolotl(std::string_view tree_json, const ImportOptions& options) {
+  ImportResult out;
+  std::optional<json> tree = mapping::object_tree(tree_json, "CONFIG.yaml", out.issues);
+  if (!tree) return out;
+  if (!tree->contains("base_model")) {
+    out.issues.push_back(issue("base_model", "missing: this is not an axolotl config (" + mapping::kind_hint(*tree) + ")"));
+    return out;
+  }
+  AxolotlReader(*tree, options, out).run();
+  if (!out.ok()) out.input = ConfigInput{};
+  return out;
+}
+
+}  // namespace trainmem

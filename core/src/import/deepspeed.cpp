@@ -1,0 +1,236 @@
+// DeepSpeed configs (JSON) with the Hugging Face Trainer's arguments -> trainmem fields.
+//
+// Sources:
+//   [ds]  microsoft/DeepSpeed deepspeed/runtime/config.py and zero/config.py: zero_optimization
+//         (stage, default 0; offload_optimizer / offload_param {device: none|cpu|nvme, ratio}),
+//         bf16 / fp16 {enabled}, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
+//         train_batch_size = micro × accumulation × world (asserted), optimizer {type}
+//         ("Adam"/"AdamW" build FusedAdam in AdamW mode, DeepSpeedCPUAdam when offloaded)
+//   [hf]  huggingface/transformers src/transformers/integrations/deepspeed.py
+//         HfTrainerDeepSpeedConfig.trainer_config_process: "auto" is filled from the
+//         TrainingArguments: train_micro_batch_size_per_gpu ← per_device_train_batch_size,
+//         gradient_accumulation_steps ← gradient_accumulation_steps, train_batch_size ← world ×
+//         both, fp16.enabled ← fp16 (amp backend), bf16.enabled ← bf16; with no optimizer block
+//         the Trainer's own optimizer (args.optim) runs under ZeRO
+//   [ta]  transformers training_args.py defaults: per_device_train_batch_size 8,
+//         gradient_accumulation_steps 1, optim "adamw_torch", gradient_checkpointing false
+#include "mapping.hpp"
+
+namespace trainmem {
+namespace {
+
+using mapping::json;
+using mapping::Mapper;
+using mapping::show;
+
+const std::vector<std::string_view> k_no_memory = {
+    "steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "prescale_gradients",
+    "gradient_predivide_factor", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
+    "tensorboard", "wandb", "csv_monitor", "flops_profiler", "comms_logger", "dump_state",
+    "memory_breakdown", "communication_data_type", "seed", "checkpoint", "data_types", "amp",
+};
+
+}  // namespace
+
+namespace mapping {
+
+// The DeepSpeed config `ds` (a Mapper over it) with the Trainer's arguments `args` (an object,
+// possibly empty) on `gpus` ranks.
+void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
+  ImportResult& out = m.out();
+  const bool have_args = !args.empty();
+  // A value that may be "auto" [hf]: the Trainer argument's, or its default.
+  const auto resolved = [&](std::string_view key, std::string_view arg, const json& fallback) -> std::optional<json> {
+    const json* v = m.get(key);
+    if (!v) return std::nullopt;
+    if (v->is_string() && v->get<std::string>() == "auto") {
+      if (args.contains(std::string(arg)) && !args[std::string(arg)].is_null()) {
+        out.read.push_back(std::string(key) + " = \"auto\" ← --hf-args " + std::string(arg) + " = " + show(args[std::string(arg)]));
+        return args[std::string(arg)];
+      }
+      if (fallback.is_null())
+        out.assumed.push_back(std::string(key) + " = \"auto\" ← micro × accumulation × ranks (as the Trainer fills it)");
+      else
+        out.assumed.push_back(std::string(key) + " = \"auto\" ← " + show(fallback) + " (TrainingArguments' default " +
+                              std::string(arg) + (have_args ? ")" : "; no --hf-args)"));
+      return fallback;
+    }
+    return *v;
+  };
+
+  m.assume("framework", std::string("deepspeed"), "a DeepSpeed config", "zero_optimization");
+  m.put("model_implementation", std::string("hf-transformers"), "zero_optimization");
+  const int64_t world = gpus > 0 ? gpus : 1;
+  if (gpus <= 0) out.assumed.push_back("gpus ← 1 (no --gpus: one rank)");
+  m.assume("data_parallel_size", double(world), "--gpus: every rank is a data-parallel rank under ZeRO", "--gpus");
+
+  // ZeRO stage and offloads [ds].
+  int64_t stage = 0;
+  if (const json* z = m.get("zero_optimization"); z && !z->is_object())
+    return m.fail("zero_optimization", "must be an object, got " + show(*z));
+  if (auto s = m.integer("zero_optimization.stage", 0)) {
+    if (*s > 3) return m.fail("zero_optimization.stage", "must be 0, 1, 2 or 3, got " + number_text(double(*s)));
+    stage = *s;
+    m.read("zero_stage", double(stage), "zero_optimization.stage");
+  } else if (!m.has("zero_optimization.stage")) {
+    m.assume("zero_stage", 0.0, "no zero_optimization.stage: DeepSpeed's default 0", "zero_optimization.stage");
+  }
+  for (const char* block : {"zero_optimization.offload_optimizer", "zero_optimization.offload_param"}) {
+    const std::string device_key = std::string(block) + ".device";
+    const std::optional<std::string> device = m.has(device_key) ? m.string(device_key) : std::nullopt;
+    if (!device || *device == "none") continue;
+    if (*device != "cpu" && *device != "nvme") return m.fail(device_key, "must be \"none\", \"cpu\" or \"nvme\", got " + trainmem::quoted(*device));
+    if (std::string_view(block) == "zero_optimization.offload_optimizer") {
+      double ratio = 1.0;
+      if (auto r = m.number(std::string(block) + ".ratio", 0, 1)) ratio = *r;
+      m.read("optimizer_offload_fraction", ratio, device_key, trainmem::quoted(*device) + (m.has(std::string(block) + ".ratio") ? "" : " (ratio default 1)"));
+    } else {
+      if (stage != 3) return m.fail(device_key, "offloads parameters only with zero_optimization.stage 3, got stage " + number_text(double(stage)));
+      m.read("offload_params", true, device_key, trainmem::quoted(*device));
+    }
+    if (*device == "nvme") out.ignored.push_back(device_key + " = \"nvme\": counted as CPU memory");
+  }
+  for (const char* k : {"zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size",
+                        "zero_optimization.stage3_prefetch_bucket_size", "zero_optimization.stage3_param_persistence_threshold",
+                        "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_max_reuse_distance",
+                        "zero_optimization.sub_group_size"})
+    if (m.has(k)) m.ignore_value(k, "DeepSpeed's bucket sizes: trainmem's deepspeed model uses its own buffer sizes (" + std::string(k_no_field) + ")");
+  m.touch("zero_optimization");
+
+  // Precision [ds], "auto" [hf].
+  const auto enabled = [&](const char* block, const char* arg) {
+    const std::string key = std::string(block) + ".enabled";
+    if (!m.has(block)) return false;
+    if (!m.has(key)) return true;  // a block without "enabled" is enabled (DeepSpeed's get_*_enabled)
+    const std::optional<json> v = resolved(key, arg, false);
+    if (!v || !v->is_boolean()) {
+      m.fail(key, "must be true, false or \"auto\", got " + (v ? show(*v) : std::string("null")));
+      return false;
+    }
+    return v->get<bool>();
+  };
+  const bool bf16 = enabled("bf16", "bf16");
+  const bool fp16 = enabled("fp16", "fp16");
+  m.touch("bf16");
+  m.touch("fp16");
+  if (bf16 && fp16) return m.fail("bf16.enabled", "and fp16.enabled cannot both be true");
+  const std::string dtype = bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
+  const std::string why = bf16 ? "bf16.enabled" : fp16 ? "fp16.enabled" : "neither bf16 nor fp16 enabled";
+  if (!out.input.params_dtype || *out.input.params_dtype != Dtype::nf4) m.assume("params_dtype", dtype, why, bf16 ? "bf16" : "fp16");
+  m.assume("compute_dtype", dtype, why, bf16 ? "bf16" : "fp16");
+  if (dtype != "fp32")
+    m.assume("main_params_dtype", std::string("fp32"), "DeepSpeed's mixed precision keeps fp32 master weights and states", bf16 ? "bf16" : "fp16");
+
+  // Batch [ds] [hf] [ta].
+  const std::optional<json> micro = resolved("train_micro_batch_size_per_gpu", "per_device_train_batch_size", 8);
+  const std::optional<json> accumulation = resolved("gradient_accumulation_steps", "gradient_accumulation_steps", 1);
+  const std::optional<json> total = resolved("train_batch_size", "train_batch_size", nullptr);
+  const auto positive = [&](const std::optional<json>& v, std::string_view key) -> std::optional<int64_t> {
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_number_integer() || v->get<int64_t>() < 1) {
+      m.fail(key, "must be a positive integer or \"auto\", got " + show(*v));
+      return std::nullopt;
+    }
+    return v->get<int64_t>();
+  };
+  std::optional<int64_t> mb = positive(micro, "train_micro_batch_size_per_gpu");
+  std::optional<int64_t> ga = positive(accumulation, "gradient_accumulation_steps");
+  const std::optional<int64_t> tb = positive(total, "train_batch_size");
+  if (!mb && have_args && args.contains("per_device_train_batch_size") && args["per_device_train_batch_size"].is_number_integer()) {
+    mb = args["per_device_train_batch_size"].get<int64_t>();
+    out.read.push_back("micro_batch_size ← --hf-args per_device_train_batch_size = " + number_text(double(*mb)));
+  }
+  if (!ga) ga = have_args && args.contains("gradient_accumulation_steps") && args["gradient_accumulation_steps"].is_number_integer()
+                    ? args["gradient_accumulation_steps"].get<int64_t>() : 1;
+  if (!mb && tb) {
+    if (*tb % (*ga * world) != 0) return m.fail("train_batch_size", "must be divisible by gradient_accumulation_steps × ranks (" + number_text(double(*ga * world)) + ")");
+    mb = *tb / (*ga * world);
+  }
+  if (mb) {
+    if (tb && *tb != *mb * *ga * world)
+      return m.fail("train_batch_size", "must equal train_micro_batch_size_per_gpu × gradient_accumulation_steps × ranks = " +
+                                            number_text(double(*mb * *ga * world)) + " (DeepSpeed asserts it), got " + number_text(double(*tb)));
+    m.put("micro_batch_size", double(*mb), "train_micro_batch_size_per_gpu");
+    out.read.push_back("micro_batch_size ← train_micro_batch_size_per_gpu = " + number_text(double(*mb)));
+    if (m.put("global_batch_size", double(*mb * *ga * world), "gradient_accumulation_steps"))
+      out.read.push_back("global_batch_size ← micro × gradient_accumulation_steps × ranks = " + number_text(double(*mb)) + " × " +
+                         number_text(double(*ga)) + " × " + number_text(double(world)) + " = " + number_text(double(*mb * *ga * world)));
+  }
+
+  // The optimizer [ds]; without a block, the Trainer's [hf].
+  if (const json* type = m.get("optimizer.type")) {
+    const std::string name = type->is_string() ? type->get<std::string>() : "";
+    std::string lower = name;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "adam" || lower == "adamw" || lower == "fusedadam" || lower == "cpuadam")
+      m.read("optimizer", std::string("adamw"), "optimizer.type", show(*type) + " (FusedAdam / DeepSpeedCPUAdam: two fp32 states)");
+    else if (lower == "onebitadam" || lower == "zerooneadam" || lower == "lamb" || lower == "onebitlamb")
+      m.read("optimizer", std::string("adam"), "optimizer.type", show(*type) + " (two states per parameter, as Adam)");
+    else if (lower == "lion" || lower == "fusedlion")
+      m.read("optimizer", std::string("lion"), "optimizer.type", show(*type));
+    else
+      m.ignore_value("optimizer.type", "an optimizer trainmem has no states for: " + std::string(k_no_field) + " (the base's optimizer is kept)");
+    m.touch("optimizer");
+  } else if (have_args && args.contains("optim") && args["optim"].is_string()) {
+    hf_optimizer(m, args["optim"].get<std::string>(), "--hf-args optim");
+  } else {
+    m.assume("optimizer", std::string("adamw"), have_args ? "no optimizer block and no optim: TrainingArguments' default \"adamw_torch\""
+                                                          : "no optimizer block: the Trainer's default \"adamw_torch\"", "optimizer");
+  }
+
+  // Activation checkpointing: the Trainer's gradient_checkpointing (torch.utils.checkpoint per
+  // decoder layer). DeepSpeed's own activation_checkpointing block serves Megatron-DeepSpeed's
+  // deepspeed.checkpointing API, which transformers' models do not call.
+  if (have_args && args.contains("gradient_checkpointing") && args["gradient_checkpointing"].is_boolean()) {
+    if (args["gradient_checkpointing"].get<bool>()) {
+      m.read("recompute_granularity", std::string("full"), "--hf-args gradient_checkpointing", "true (every decoder layer)");
+      m.assume("recompute_method", std::string("uniform"), "one checkpoint per decoder layer", "--hf-args gradient_checkpointing");
+      m.assume("recompute_num_layers", 1.0, "one checkpoint per decoder layer", "--hf-args gradient_checkpointing");
+    } else {
+      m.read("recompute_granularity", std::string("none"), "--hf-args gradient_checkpointing", "false");
+    }
+  }
+  if (m.has("activation_checkpointing"))
+    m.ignore("activation_checkpointing", "deepspeed.checkpointing settings (Megatron-DeepSpeed); Hugging Face models checkpoint with torch.utils.checkpoint");
+  // The sequence length: SFTConfig's max_length (max_seq_length before TRL 0.20).
+  for (const char* key : {"max_length", "max_seq_length"}) {
+    if (!have_args || !args.contains(key) || !args[key].is_number_integer() || args[key].get<int64_t>() < 1) continue;
+    const bool packing = args.contains("packing") && args["packing"].is_boolean() && args["packing"].get<bool>();
+    if (packing) m.read("seq_length", double(args[key].get<int64_t>()), std::string("--hf-args ") + key,
+                        number_text(double(args[key].get<int64_t>())) + " (packing = true)");
+    else m.assume("seq_length", double(args[key].get<int64_t>()), std::string("--hf-args ") + key + ": unpacked batches are padded to their longest sample, at most this", "--hf-args");
+    break;
+  }
+  if (!out.input.seq_length)
+    out.ignored.push_back("seq_length: a DeepSpeed config does not say it; give it with --base, or max_length in --hf-args");
+}
+
+}  // namespace mapping
+
+ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& options) {
+  ImportResult out;
+  std::optional<json> tree = mapping::object_tree(tree_json, "DS_CONFIG.json", out.issues);
+  if (!tree) return out;
+  const std::string_view kind = mapping::detect_kind(*tree);
+  if (kind != "deepspeed") {
+    out.issues.push_back(issue("DS_CONFIG.json", "has none of DeepSpeed's keys (zero_optimization, train_micro_batch_size_per_gpu, bf16, fp16, ...): " +
+                                                      mapping::kind_hint(*tree)));
+    return out;
+  }
+  json args = json::object();
+  if (!options.hf_args_json.empty()) {
+    std::optional<json> parsed = mapping::object_tree(options.hf_args_json, "--hf-args", out.issues);
+    if (!parsed) return out;
+    args = std::move(*parsed);
+  }
+  Mapper m(*tree, out);
+  if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
+  else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));
+  else out.assumed.push_back("model ← the base config's (no --model or --preset)");
+  if (out.ok()) mapping::read_deepspeed(m, args, options.gpus);
+  if (out.ok()) m.account(k_no_memory, {"zero_optimization", "bf16", "fp16", "optimizer"});
+  if (!out.ok()) out.input = ConfigInput{};
+  return out;
+}
+
+}  // namespace trainmem

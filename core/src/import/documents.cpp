@@ -1,0 +1,147 @@
+// YAML (libyaml-cpp) and TOML (toml++) documents as JSON trees: the native edge of the framework
+// importers. Compiled only in the native build (core/CMakeLists.txt); the page does the same with
+// the npm packages yaml and smol-toml (web/js/import-panel.js), under the conventions written in
+// documents.hpp, so that both hand the importers the same tree.
+#include "trainmem/documents.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "internal.hpp"
+#include "mapping.hpp"
+
+namespace trainmem {
+namespace {
+
+using json = nlohmann::json;
+
+// A problem found while converting, with its 1-based position.
+struct ConversionError {
+  std::string what;
+  int line = 0;
+  int column = 0;
+};
+
+Issue positioned(std::string_view name, int line, int column, const std::string& what) {
+  return issue(name, "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
+}
+
+json yaml_node(const YAML::Node& node, int depth) {
+  if (depth > 256) {
+    const YAML::Mark mark = node.Mark();
+    throw ConversionError{"nested more than 256 levels deep", mark.line + 1, mark.column + 1};
+  }
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      // "?" is the tag of a plain scalar; quoted and explicitly tagged ones ("!", "!!str") keep
+      // their text.
+      if (node.Tag() == "?") return mapping::plain_scalar(node.Scalar());
+      if (node.Tag() == "tag:yaml.org,2002:int" || node.Tag() == "tag:yaml.org,2002:float" ||
+          node.Tag() == "tag:yaml.org,2002:bool" || node.Tag() == "tag:yaml.org,2002:null")
+        return mapping::plain_scalar(node.Scalar());
+      return node.Scalar();
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const YAML::Node& item : node) out.push_back(yaml_node(item, depth + 1));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      std::set<std::string> seen;
+      for (const auto& entry : node) {
+        const YAML::Node& key = entry.first;
+        if (!key.IsScalar() && !key.IsNull()) {
+          const YAML::Mark mark = key.Mark();
+          throw ConversionError{"a mapping key must be a scalar", mark.line + 1, mark.column + 1};
+        }
+        const std::string name = key.IsNull() ? "" : key.Scalar();
+        if (!seen.insert(name).second) {
+          const YAML::Mark mark = key.Mark();
+          throw ConversionError{"map keys must be unique: " + trainmem::quoted(name) + " repeats",
+                                mark.line + 1, mark.column + 1};
+        }
+        out[name] = yaml_node(entry.second, depth + 1);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+json toml_node(const toml::node& node, int depth);
+
+json toml_table(const toml::table& table, int depth) {
+  json out = json::object();
+  for (const auto& [key, value] : table) out[std::string(key.str())] = toml_node(value, depth + 1);
+  return out;
+}
+
+json toml_node(const toml::node& node, int depth) {
+  if (depth > 256) {
+    const auto& begin = node.source().begin;
+    throw ConversionError{"nested more than 256 levels deep", int(begin.line), int(begin.column)};
+  }
+  if (const auto* t = node.as_table()) return toml_table(*t, depth);
+  if (const auto* a = node.as_array()) {
+    json out = json::array();
+    for (const toml::node& item : *a) out.push_back(toml_node(item, depth + 1));
+    return out;
+  }
+  if (const auto* s = node.as_string()) return s->get();
+  if (const auto* i = node.as_integer()) return i->get();
+  if (const auto* f = node.as_floating_point()) {
+    const double v = f->get();
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+  }
+  if (const auto* b = node.as_boolean()) return b->get();
+  // Dates, times and date-times: their TOML text.
+  std::ostringstream text;
+  if (const auto* d = node.as_date()) text << *d;
+  else if (const auto* t = node.as_time()) text << *t;
+  else if (const auto* dt = node.as_date_time()) text << *dt;
+  return text.str();
+}
+
+}  // namespace
+
+DocumentTree yaml_document_tree(std::string_view text, std::string_view name) {
+  DocumentTree out;
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    json tree = yaml_node(root, 0);
+    out.json = tree.dump();
+  } catch (const YAML::Exception& e) {
+    // e.msg is the library's text without its "yaml-cpp: error at line ..." prefix.
+    out.issues.push_back(positioned(name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const ConversionError& e) {
+    out.issues.push_back(positioned(name, e.line, e.column, e.what));
+  }
+  return out;
+}
+
+DocumentTree toml_document_tree(std::string_view text, std::string_view name) {
+  DocumentTree out;
+  try {
+    const toml::table table = toml::parse(text, name);
+    out.json = toml_table(table, 0).dump();
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    out.issues.push_back(positioned(name, int(begin.line), int(begin.column), std::string(e.description())));
+  } catch (const ConversionError& e) {
+    out.issues.push_back(positioned(name, e.line, e.column, e.what));
+  }
+  return out;
+}
+
+}  // namespace trainmem

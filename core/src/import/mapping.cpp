@@ -1,0 +1,449 @@
+// The framework importers' shared reading and noting (mapping.hpp).
+#include "mapping.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "trainmem/json_io.hpp"
+
+namespace trainmem::mapping {
+
+const json* at(const json& tree, std::string_view dotted) {
+  const json* node = &tree;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', start);
+    const std::string part(dotted.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (!node->is_object()) return nullptr;
+    auto it = node->find(part);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    if (dot == std::string_view::npos) return node;
+    start = dot + 1;
+  }
+}
+
+std::string show(const json& v) {
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.size() > 80) s = s.substr(0, 77) + "...";
+    return trainmem::quoted(s);
+  }
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return number_text(v.get<double>());
+  if (v.is_null()) return "null";
+  if (v.is_array()) {
+    std::string list;
+    for (const json& item : v) {
+      if (item.is_array() || item.is_object()) return "a list";
+      list += (list.empty() ? "" : ", ") + show(item);
+      if (list.size() > 120) return "a list";
+    }
+    return "[" + list + "]";
+  }
+  return "an object";
+}
+
+std::optional<json> object_tree(std::string_view text, std::string_view what, std::vector<Issue>& issues) {
+  json tree;
+  try {
+    tree = json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    issues.push_back(issue(what, "malformed JSON: " + json_error_text(e)));
+    return std::nullopt;
+  }
+  if (!tree.is_object()) {
+    issues.push_back(issue(what, "must be a mapping of keys to values, got " +
+                                     std::string(tree.is_array() ? "a list" : "a single value")));
+    return std::nullopt;
+  }
+  return tree;
+}
+
+namespace {
+
+bool all_of(std::string_view s, bool (*pred)(char)) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!pred(c)) return false;
+  return true;
+}
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_octal(char c) { return c >= '0' && c <= '7'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, YAML 1.2's core float.
+bool core_float(std::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  size_t digits = 0;
+  while (i < s.size() && is_digit(s[i])) ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    size_t fraction = 0;
+    while (i < s.size() && is_digit(s[i])) ++i, ++fraction;
+    if (digits == 0 && fraction == 0) return false;
+  } else if (digits == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (!all_of(s.substr(std::min(i, s.size())), is_digit)) return false;
+    return true;
+  }
+  return i == s.size();
+}
+
+// YAML 1.2 core schema (yaml.org/spec/1.2.2 §10.3.2), which the npm yaml package applies by
+// default: the value a plain scalar resolves to. Written as character tests, not std::regex
+// (libstdc++'s regex recurses per character: a long scalar would exhaust the stack).
+}  // namespace
+
+json plain_scalar(std::string_view s) {
+  const std::string text(s);
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  const std::string_view unsigned_part = (s[0] == '-' || s[0] == '+') ? s.substr(1) : s;
+  if (all_of(unsigned_part, is_digit)) {
+    // Beyond int64 the value is kept as a double, as JavaScript keeps it as a number.
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), nullptr, 10);
+    if (errno == 0) return int64_t(v);
+    return std::strtod(text.c_str(), nullptr);
+  }
+  if (s.size() > 2 && s.substr(0, 2) == "0o" && all_of(s.substr(2), is_octal))
+    return double(std::strtoull(text.c_str() + 2, nullptr, 8));
+  if (s.size() > 2 && s.substr(0, 2) == "0x" && all_of(s.substr(2), is_hex))
+    return double(std::strtoull(text.c_str() + 2, nullptr, 16));
+  if (core_float(s)) {
+    const double v = std::strtod(text.c_str(), nullptr);
+    if (std::isfinite(v)) return v;
+    return v > 0 ? "inf" : "-inf";
+  }
+  for (std::string_view inf : {".inf", ".Inf", ".INF"}) {
+    if (unsigned_part == inf) return s[0] == '-' ? "-inf" : "inf";
+  }
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return "nan";
+  return text;
+}
+
+namespace {
+
+const json& presets() {
+  static const json data = json::parse(presets_json());
+  return data;
+}
+
+const json* preset(std::string_view id) {
+  for (const json& p : presets()["presets"])
+    if (p.value("id", "") == id) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+const json* preset_model(std::string_view id) {
+  static std::vector<std::pair<std::string, json>> cache;
+  static bool filled = false;
+  if (!filled) {
+    for (const json& p : presets()["presets"]) {
+      json config = p["config"];
+      config.erase("seq_length");
+      cache.emplace_back(p["id"].get<std::string>(), std::move(config));
+    }
+    filled = true;
+  }
+  for (const auto& [name, config] : cache)
+    if (name == id) return &config;
+  return nullptr;
+}
+
+std::string preset_hf_repo(std::string_view id) {
+  const json* p = preset(id);
+  if (!p) return "";
+  const std::string source = p->value("source", "");
+  const std::string prefix = "https://huggingface.co/";
+  if (source.rfind(prefix, 0) != 0) return "";
+  const size_t blob = source.find("/blob/");
+  if (blob == std::string::npos) return "";
+  return source.substr(prefix.size(), blob - prefix.size());
+}
+
+std::vector<std::string> preset_ids() {
+  std::vector<std::string> ids;
+  for (const json& p : presets()["presets"]) ids.push_back(p["id"].get<std::string>());
+  return ids;
+}
+
+std::string value_text(const FieldValue& value) {
+  if (std::holds_alternative<std::string>(value)) return trainmem::quoted(std::get<std::string>(value));
+  if (std::holds_alternative<bool>(value)) return std::get<bool>(value) ? "true" : "false";
+  if (std::holds_alternative<double>(value)) return number_text(std::get<double>(value));
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value)) {
+    std::string text;
+    for (const std::string& s : *list) text += (text.empty() ? "" : ", ") + trainmem::quoted(s);
+    return "[" + text + "]";
+  }
+  if (const auto* list = std::get_if<std::vector<double>>(&value)) {
+    std::string text;
+    for (double d : *list) text += (text.empty() ? "" : ", ") + number_text(d);
+    return "[" + text + "]";
+  }
+  return "null";
+}
+
+std::optional<size_t> version_index(std::string_view version, const std::vector<std::string_view>& known) {
+  for (size_t i = 0; i < known.size(); ++i) {
+    // "0.6" also matches "0.6.1": a patch release behaves as its minor release.
+    if (version == known[i]) return i;
+    if (version.size() > known[i].size() && version.substr(0, known[i].size()) == known[i] &&
+        version[known[i].size()] == '.')
+      return i;
+  }
+  return std::nullopt;
+}
+
+const json* Mapper::get(std::string_view key) {
+  used_.insert(std::string(key));
+  const json* v = at(tree_, key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+std::optional<int64_t> Mapper::integer(std::string_view key, int64_t min) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  const std::string kind = min > 0 ? "a positive integer" : min == 0 ? "a non-negative integer" : "an integer";
+  // A YAML "2.0" or a TOML 2.0 is accepted when whole, as Python's int() would not be asked to.
+  if (!v->is_number() || v->is_boolean()) {
+    fail(key, "must be " + kind + ", got " + show(*v));
+    return std::nullopt;
+  }
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d != std::floor(d) || d < double(min) || d > 9.0e15) {
+    fail(key, "must be " + kind + ", got " + show(*v));
+    return std::nullopt;
+  }
+  return int64_t(d);
+}
+
+std::optional<double> Mapper::number(std::string_view key, double min, double max) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number() || v->is_boolean() || v->get<double>() < min || v->get<double>() > max) {
+    fail(key, "must be a number from " + number_text(min) + " to " + number_text(max) + ", got " + show(*v));
+    return std::nullopt;
+  }
+  return v->get<double>();
+}
+
+std::optional<bool> Mapper::boolean(std::string_view key) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) {
+    fail(key, "must be true or false, got " + show(*v));
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<std::string> Mapper::string(std::string_view key) {
+  const json* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) {
+    fail(key, "must be a string, got " + show(*v));
+    return std::nullopt;
+  }
+  return v->get<std::string>();
+}
+
+bool Mapper::put(std::string_view field, const FieldValue& value, std::string_view key) {
+  const FieldSpec* spec = find_field(field);
+  if (!spec) {
+    out_.ignored.push_back(std::string(key) + " → " + std::string(field) + " " + value_text(value) + ": " +
+                           std::string(k_no_field));
+    return false;
+  }
+  // A value the field's choices do not have yet (params_dtype "nf4" before it lands).
+  const auto missing_choice = [&](const std::string& name) {
+    return !spec->choices.empty() &&
+           std::find(spec->choices.begin(), spec->choices.end(), name) == spec->choices.end();
+  };
+  bool unknown_choice = false;
+  if (const auto* s = std::get_if<std::string>(&value)) unknown_choice = missing_choice(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&value))
+    for (const std::string& s : *list) unknown_choice = unknown_choice || missing_choice(s);
+  if (unknown_choice) {
+    out_.ignored.push_back(std::string(key) + " → " + std::string(field) + " " + value_text(value) + ": " +
+                           std::string(k_no_field) + " (no such value)");
+    return false;
+  }
+  if (auto problem = set_field(out_.input, field, value)) {
+    fail(key, std::string(rule_of(*problem)));
+    return false;
+  }
+  return true;
+}
+
+bool Mapper::read(std::string_view field, const FieldValue& value, std::string_view key,
+                  const std::string& shown_value) {
+  if (!put(field, value, key)) return false;
+  out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " + shown_value);
+  return true;
+}
+
+bool Mapper::read(std::string_view field, const FieldValue& value, std::string_view key) {
+  return read(field, value, key, value_text(value));
+}
+
+bool Mapper::assume(std::string_view field, const FieldValue& value, const std::string& why,
+                    std::string_view key) {
+  if (!put(field, value, key.empty() ? field : key)) return false;
+  out_.assumed.push_back(std::string(field) + " ← " + value_text(value) + " (" + why + ")");
+  return true;
+}
+
+void Mapper::ignore(std::string_view key, const std::string& why) {
+  used_.insert(std::string(key));
+  out_.ignored.push_back(std::string(key) + ": " + why);
+}
+
+void Mapper::ignore_value(std::string_view key, const std::string& why) {
+  used_.insert(std::string(key));
+  const json* v = at(tree_, key);
+  out_.ignored.push_back(std::string(key) + (v && !v->is_object() ? " = " + show(*v) : "") + ": " + why);
+}
+
+bool Mapper::model_from_preset(std::string_view id, std::string_view key, const std::string& how) {
+  const json* config = preset_model(id);
+  if (!config) {
+    fail(key, "names preset " + trainmem::quoted(std::string(id)) + ", which trainmem does not have");
+    return false;
+  }
+  std::string shape;
+  for (const auto& [name, value] : config->items()) {
+    FieldValue v;
+    if (value.is_boolean()) v = value.get<bool>();
+    else if (value.is_number()) v = value.get<double>();
+    else if (value.is_string()) v = value.get<std::string>();
+    else continue;
+    if (!put(name, v, key)) return false;
+    if (name == "num_layers" || name == "hidden_size" || name == "num_attention_heads" ||
+        name == "num_query_groups" || name == "ffn_hidden_size" || name == "vocab_size" ||
+        name == "num_moe_experts")
+      shape += (shape.empty() ? "" : ", ") + name + " " + value_text(v);
+  }
+  out_.whole_model = true;
+  out_.read.push_back("model ← " + how + ": preset " + std::string(id) + " (" + shape + ")");
+  return true;
+}
+
+bool Mapper::model_from_hf(std::string_view config_json, std::string_view option) {
+  ImportResult hf = import_hf_config(config_json);
+  if (!hf.ok()) {
+    for (const Issue& problem : hf.issues) out_.issues.push_back(issue(option, problem.message));
+    return false;
+  }
+  for (size_t i = 0; i < field_specs().size(); ++i) {
+    const FieldValue v = get_field_at(hf.input, i);
+    if (!std::holds_alternative<std::monostate>(v)) (void)set_field_at(out_.input, i, v);
+  }
+  const std::string prefix = std::string(option) + ": ";
+  for (const std::string& note : hf.read) out_.read.push_back(prefix + note);
+  for (const std::string& note : hf.assumed) out_.assumed.push_back(prefix + note);
+  for (const std::string& note : hf.ignored) out_.ignored.push_back(prefix + note);
+  out_.whole_model = true;
+  return true;
+}
+
+bool Mapper::accounted(const std::string& key) const {
+  if (used_.count(key)) return true;
+  // A key under one that was read whole ("model" read as a component covers "model.x").
+  for (size_t dot = key.rfind('.'); dot != std::string::npos; dot = key.rfind('.', dot - 1)) {
+    if (used_.count(key.substr(0, dot))) return true;
+    if (dot == 0) break;
+  }
+  return false;
+}
+
+void Mapper::account(const std::vector<std::string_view>& no_memory,
+                     const std::vector<std::string_view>& sections) {
+  std::vector<std::string> quiet, unknown;
+  const auto visit = [&](const std::string& key) {
+    if (accounted(key)) return;
+    const bool listed = std::find(no_memory.begin(), no_memory.end(), key) != no_memory.end();
+    (listed ? quiet : unknown).push_back(key);
+  };
+  for (const auto& [key, value] : tree_.items()) {
+    const bool section = std::find(sections.begin(), sections.end(), key) != sections.end();
+    if (section && value.is_object() && !accounted(key)) {
+      for (const auto& [inner, _] : value.items()) visit(key + "." + inner);
+    } else {
+      visit(key);
+    }
+  }
+  const auto join = [](const std::vector<std::string>& keys) {
+    std::string text;
+    for (const std::string& k : keys) text += (text.empty() ? "" : ", ") + k;
+    return text;
+  };
+  if (!quiet.empty()) out_.ignored.push_back(join(quiet) + ": do not change memory");
+  for (const std::string& key : unknown) out_.ignored.push_back(key + ": not a key trainmem reads");
+}
+
+bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {
+  // transformers/training_args.py OptimizerNames and trainer.py get_optimizer_cls_and_kwargs:
+  // adamw_torch (foreach), adamw_torch_fused, adamw_hf (transformers' own per-parameter AdamW),
+  // bitsandbytes' adamw_bnb_8bit / adamw_8bit / paged_adamw_8bit / paged_adamw_32bit, lion, sgd,
+  // adafactor.
+  struct Row {
+    std::string_view name, optimizer;
+    bool paged;
+    std::string_view implementation;  // torch.optim only
+  };
+  static const std::vector<Row> rows = {
+      {"adamw_torch", "adamw", false, "foreach"}, {"adamw_torch_fused", "adamw", false, "fused"},
+      {"adamw_hf", "adamw", false, "for-loop"},   {"adamw_apex_fused", "adamw", false, ""},
+      {"adamw_bnb_8bit", "adam8bit", false, ""},  {"adamw_8bit", "adam8bit", false, ""},
+      {"paged_adamw_8bit", "adam8bit", true, ""}, {"paged_adamw_32bit", "adamw", true, ""},
+      {"paged_adamw", "adamw", true, ""},         {"lion_32bit", "lion", false, ""},
+      {"paged_lion_32bit", "lion", true, ""},     {"sgd", "sgd", false, "foreach"},
+      {"adafactor", "adafactor", false, ""},
+  };
+  for (const Row& r : rows) {
+    if (r.name != name) continue;
+    m.read("optimizer", std::string(r.optimizer), key, trainmem::quoted(name));
+    if (r.paged) m.read("paged_optimizer", true, key, trainmem::quoted(name));
+    if (!r.implementation.empty() && m.out().input.framework &&
+        (*m.out().input.framework == Framework::ddp || *m.out().input.framework == Framework::fsdp2))
+      m.assume("optimizer_implementation", std::string(r.implementation), trainmem::quoted(name) + " steps with torch.optim", key);
+    return true;
+  }
+  m.ignore_value(key, "an optimizer trainmem has no states for: " + std::string(k_no_field) + " (the base's optimizer is kept)");
+  return false;
+}
+
+std::string_view detect_kind(const json& tree) {
+  if (!tree.is_object()) return "";
+  if (at(tree, "model._component_")) return "torchtune";
+  if (tree.contains("base_model")) return "axolotl";
+  if (at(tree, "model.name") && (tree.contains("training") || tree.contains("job") || tree.contains("parallelism")))
+    return "torchtitan";
+  for (const char* k : {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "bf16", "fp16",
+                        "zero_allow_untested_optimizer", "gradient_clipping"})
+    if (tree.contains(k)) return "deepspeed";
+  if (tree.contains("model_type")) return "hf";
+  return "";
+}
+
+std::string kind_hint(const json& tree) {
+  const std::string_view kind = detect_kind(tree);
+  if (kind.empty()) return "it has none of the keys that name a framework's config";
+  if (kind == "hf") return "it looks like a Hugging Face config.json: use import hf";
+  return "it looks like a " + std::string(kind) + " config: use import " + std::string(kind);
+}
+
+}  // namespace trainmem::mapping

@@ -1,0 +1,128 @@
+// What the framework importers (torchtune.cpp, torchtitan.cpp, deepspeed.cpp, axolotl.cpp) share:
+// reading a config tree by dotted key, setting trainmem fields with a note for each, the keys
+// accounted for, the model presets, and the "no field yet" rule.
+//
+// A field the field table does not have yet (find_field) is never guessed: the key that would set
+// it is listed under ignored: with "trainmem has no field for this yet", so an importer works
+// before and after the field lands.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "internal.hpp"
+#include "trainmem/import.hpp"
+
+namespace trainmem::mapping {
+
+using json = nlohmann::json;
+
+inline constexpr std::string_view k_no_field = "trainmem has no field for this yet";
+
+// The value at a dotted key ("model._component_"), or nullptr when a part is absent. A null
+// value is returned as such (callers decide what null means).
+const json* at(const json& tree, std::string_view dotted);
+
+// A plain YAML scalar as YAML 1.2's core schema resolves it (yaml.org/spec/1.2.2 §10.3.2), as the
+// npm yaml package does by default: null, a boolean, an integer, a float, else the text. Infinite
+// and NaN floats become the strings "inf", "-inf", "nan" (JSON has no such numbers).
+json plain_scalar(std::string_view text);
+
+// A value as messages show it: "bf16", 8, true, a list, an object.
+std::string show(const json& value);
+
+// Parses JSON text into an object tree; an Issue naming `what` when it is not one.
+std::optional<json> object_tree(std::string_view text, std::string_view what, std::vector<Issue>& issues);
+
+// The model presets (core/data/presets.json): the config of `id` without its seq_length (a
+// training setting), or nullptr.
+const json* preset_model(std::string_view id);
+// The Hugging Face repository a preset was taken from ("meta-llama/Llama-3.1-8B"), from its
+// source URL; "" when the source is not a Hub config.json.
+std::string preset_hf_repo(std::string_view id);
+// Every preset id, in the file's order.
+std::vector<std::string> preset_ids();
+
+class Mapper {
+ public:
+  Mapper(const json& tree, ImportResult& out) : tree_(tree), out_(out) {}
+
+  const json& tree() const { return tree_; }
+  ImportResult& out() { return out_; }
+
+  // The value at `key` (dotted), marked as accounted for; nullptr when absent or null.
+  const json* get(std::string_view key);
+  // Marks a key (and everything under it) accounted for without reading it.
+  void touch(std::string_view key) { used_.insert(std::string(key)); }
+  bool has(std::string_view key) const { return at(tree_, key) != nullptr; }
+
+  // Typed readers: an Issue naming the key when the value has the wrong type or range.
+  std::optional<int64_t> integer(std::string_view key, int64_t min = 1);
+  std::optional<double> number(std::string_view key, double min, double max);
+  std::optional<bool> boolean(std::string_view key);
+  std::optional<std::string> string(std::string_view key);
+
+  void fail(std::string_view key, const std::string& rule) { out_.issues.push_back(issue(key, rule)); }
+
+  // Sets a trainmem field. When the field table has no such field, or the field has no such
+  // value, the source key is listed under ignored: with k_no_field and false is returned; a
+  // value the field rejects otherwise is an Issue naming the source key.
+  bool put(std::string_view field, const FieldValue& value, std::string_view key);
+  // put() with a note: "field ← key = value" (read), or "field ← value (why)" (assumed).
+  bool read(std::string_view field, const FieldValue& value, std::string_view key,
+            const std::string& shown_value);
+  bool read(std::string_view field, const FieldValue& value, std::string_view key);
+  bool assume(std::string_view field, const FieldValue& value, const std::string& why,
+              std::string_view key = {});
+  void ignore(std::string_view key, const std::string& why);
+  void ignore_value(std::string_view key, const std::string& why);  // "key = value: why"
+
+  // The whole model from a preset: every model field of its config, one note.
+  bool model_from_preset(std::string_view id, std::string_view key, const std::string& how);
+  // The whole model from a Hugging Face config.json (import_hf_config), its notes prefixed.
+  bool model_from_hf(std::string_view config_json, std::string_view option);
+
+  // Lists, under ignored:, each top-level key (and each key under the objects in `sections`)
+  // that no rule read: the ones in `no_memory` as not changing memory, the others as unknown.
+  void account(const std::vector<std::string_view>& no_memory,
+               const std::vector<std::string_view>& sections = {});
+
+ private:
+  const json& tree_;
+  ImportResult& out_;
+  std::set<std::string> used_;
+  bool accounted(const std::string& key) const;
+};
+
+// The text of a FieldValue for notes.
+std::string value_text(const FieldValue& value);
+
+// A version named as "major.minor" (or a label such as "2024"): its position in `known` (oldest
+// first), or nullopt.
+std::optional<size_t> version_index(std::string_view version, const std::vector<std::string_view>& known);
+
+// transformers' TrainingArguments.optim names (training_args.py OptimizerNames) -> optimizer,
+// paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no
+// trainmem states.
+bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key);
+
+// The DeepSpeed mapping (deepspeed.cpp) on a Mapper over a DeepSpeed config, with the Trainer's
+// arguments `args` (an object, possibly empty), on `gpus` ranks (0: not given). Shared by the
+// DeepSpeed importer and axolotl's deepspeed: key.
+void read_deepspeed(Mapper& m, const json& args, int64_t gpus);
+
+// "it looks like an axolotl config" or "it has none of the keys of a framework config", for the
+// message when a file of the wrong kind is given (detect_framework_kind).
+std::string kind_hint(const json& tree);
+std::string_view detect_kind(const json& tree);
+
+}  // namespace trainmem::mapping
+
+namespace trainmem {
+std::vector<std::string_view> torchtune_versions();
+std::vector<std::string_view> torchtitan_versions();
+}  // namespace trainmem

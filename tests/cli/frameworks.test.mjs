@@ -1,0 +1,103 @@
+// trainmem import torchtune | torchtitan | deepspeed | axolotl as a user runs them, on the real
+// config files of tests/import/fixtures/ (each beside a .source naming repository, path and
+// commit). Expected values are read off the fixture files by hand. Needs the native build.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('../../', import.meta.url).pathname;
+const cli = `${root}build/core/cli/trainmem`;
+const fixtures = `${root}tests/import/fixtures`;
+const run = (args) => spawnSync(cli, args, { encoding: 'utf8' });
+const notes = (stderr, prefix) => stderr.split('\n').filter((l) => l.startsWith(prefix));
+const dir = mkdtempSync(join(tmpdir(), 'trainmem-frameworks-'));
+
+test('import torchtune: the 3B LoRA recipe with tune run overrides', () => {
+  // 3B_lora_single_device.yaml: rank 64 on q_proj, v_proj, output_proj + MLP; overrides as the README's table.
+  const r = run(['import', 'torchtune', `${fixtures}/torchtune/llama3_2-3B_lora_single_device.yaml`,
+    'batch_size=2', 'dataset.packed=True', 'tokenizer.max_seq_len=4096', 'gradient_accumulation_steps=1',
+    'loss=torchtune.modules.loss.CEWithChunkedOutputLoss']);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.num_layers, 28);
+  assert.equal(c.peft, 'lora');
+  assert.equal(c.lora_rank, 64);
+  assert.deepEqual(c.lora_target_modules, ['q_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
+  assert.equal(c.seq_length, 4096);
+  assert.equal(c.micro_batch_size, 2);
+  assert.equal(c.global_batch_size, 2);
+  assert.equal(c.cross_entropy_chunks, 8);
+  assert.equal(c.framework, 'ddp');
+  assert.ok(notes(r.stderr, 'read: ').includes('read: override dataset.packed = true'));
+  assert.ok(notes(r.stderr, 'assumed: ').some((l) => l.startsWith('assumed: version ← torchtune 0.6')));
+  assert.equal(r.stderr.split('\n').filter(Boolean).length,
+    ['read: ', 'assumed: ', 'ignored: '].reduce((n, p) => n + notes(r.stderr, p).length, 0), 'every stderr line is a note');
+});
+
+test('import torchtitan: the 405B job on 512 GPUs with PP 8, overrides as --section.key', () => {
+  const r = run(['import', 'torchtitan', `${fixtures}/torchtitan/llama3_405b.toml`, '--gpus', '512',
+    '--experimental.pipeline_parallel_degree', '8', '--training.batch_size=32', '--float8.enable_float8_linear']);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.num_layers, 126);
+  assert.equal(c.tensor_model_parallel_size, 8);
+  assert.equal(c.pipeline_model_parallel_size, 8);
+  assert.equal(c.data_parallel_size, 8);
+  assert.equal(c.micro_batch_size, 4);
+  assert.equal(c.num_layers_in_first_pipeline_stage, 15);
+  assert.equal(c.num_layers_in_last_pipeline_stage, 15);
+  assert.equal(c.fp8_recipe, 'tensorwise');
+});
+
+test('import deepspeed: "auto" values from --hf-args, the model from --preset', () => {
+  const args = join(dir, 'args.json');
+  writeFileSync(args, JSON.stringify({ per_device_train_batch_size: 2, gradient_accumulation_steps: 8, bf16: true }));
+  const r = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--hf-args', args, '--preset', 'llama-3.1-8b', '--gpus', '4']);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.framework, 'deepspeed');
+  assert.equal(c.zero_stage, 3);
+  assert.equal(c.micro_batch_size, 2);
+  assert.equal(c.global_batch_size, 64);
+  assert.equal(c.num_layers, 32);
+  const missing = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`]);
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /needs the model: --model CONFIG\.json or --preset ID/);
+});
+
+test('import axolotl: QLoRA with FSDP offload on 2 GPUs', () => {
+  const r = run(['import', 'axolotl', `${fixtures}/axolotl/llama-3-qlora-fsdp-70b.yaml`, '--gpus', '2']);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.peft, 'qlora');
+  assert.equal(c.lora_rank, 8);
+  assert.equal(c.seq_length, 512);
+  assert.equal(c.framework, 'fsdp2');
+  assert.equal(c.offload_params, true);
+});
+
+test('bad input: exit 2, one message per problem naming the key; syntax errors with line and column', () => {
+  const yaml = join(dir, 'bad.yaml');
+  writeFileSync(yaml, 'model:\n  _component_: [torchtune\n');
+  let r = run(['import', 'torchtune', yaml]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^.*bad\.yaml: line \d+, column \d+: /);
+  const toml = join(dir, 'bad.toml');
+  writeFileSync(toml, '[model]\nname = "llama3\n');
+  r = run(['import', 'torchtitan', toml, '--gpus', '8']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /bad\.toml: line 2, column \d+: /);
+  r = run(['import', 'torchtune', `${fixtures}/torchtune/llama3_2-3B_full_single_device.yaml`, 'batchsize=2']);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, "batchsize: the override names no key of the config or of torchtune's recipes\n");
+  r = run(['import', 'torchtitan', `${fixtures}/torchtitan/llama3_8b.toml`, '--gpus', '8', '--model.flavor=9B']);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^model\.flavor: "llama3" "9B" has no trainmem preset/);
+  r = run(['import', 'torchtune', `${fixtures}/axolotl/llama-3-lora-8b.yml`]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /not a torchtune recipe config \(it looks like a axolotl config: use import axolotl\)/);
+});

@@ -1,0 +1,91 @@
+// The validation points that record their framework's config file (framework_config: kind, file,
+// gpus, overrides, version), run through the importer instead of the hand mapping: `trainmem
+// import KIND FILE ...` gives the config, `trainmem estimate` the figure compared with the same
+// measurement. validate.mjs prints the error beside the hand mapping's.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cli, ensure_cli, evaluate, load_points } from './points.mjs';
+
+const root = new URL('../../', import.meta.url).pathname;
+const GiB = 2 ** 30;
+const unit_bytes = { B: 1, MiB: 2 ** 20, GiB, GB: 1e9 };
+
+function load_file(name) {
+  const data = JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
+  const expand = (config) => {
+    const { $base = [], ...own } = config;
+    const out = {};
+    for (const b of $base) Object.assign(out, data.bases[b]);
+    return Object.assign(out, own);
+  };
+  return data.points.map((p) => ({ ...p, config: expand(p.config), table: name }));
+}
+
+/** The import's command line for a record (torchtitan overrides as --section.key[=value]). */
+export function import_args(record) {
+  const args = ['import', record.kind, `${root}${record.file}`];
+  if (record.gpus) args.push('--gpus', String(record.gpus));
+  if (record.version) args.push('--version', record.version);
+  for (const o of record.overrides ?? []) args.push(record.kind === 'torchtitan' ? `--${o}` : o);
+  return args;
+}
+
+function figure(result, compare) {
+  const key = `${compare.figure}_bytes`;
+  if (compare.stage === 'max' || !Array.isArray(result.stages) || result.stages.length === 0) return result[key];
+  return (compare.stage === 'last' ? result.stages.at(-1) : result.stages[0])[key];
+}
+
+/** One row per point with a framework_config: the hand mapping's error and the importer's. */
+export function evaluate_importer() {
+  ensure_cli();
+  const points = [...load_file('points.json'), ...load_file('finetune-points.json')].filter((p) => p.framework_config);
+  return points.map((p) => {
+    const measured = p.measured.value * unit_bytes[p.measured.unit];
+    const row = { id: p.id, table: p.table, measured };
+    const estimate = (config) => {
+      const r = spawnSync(cli, ['estimate', '-'], { input: JSON.stringify(config), encoding: 'utf8' });
+      if (r.status !== 0) return { problem: r.stderr.trim().split('\n')[0] };
+      return { bytes: figure(JSON.parse(r.stdout), p.compare) };
+    };
+    const hand = estimate(p.config);
+    row.hand = hand.bytes === undefined ? null : (hand.bytes - measured) / measured;
+    row.hand_problem = hand.problem;
+    const imported = spawnSync(cli, import_args(p.framework_config), { encoding: 'utf8' });
+    if (imported.status !== 0) {
+      row.importer = null;
+      row.problem = imported.stderr.trim().split('\n')[0];
+      return row;
+    }
+    // The publisher's hardware facts the config file cannot hold (a capacity for paged states)
+    // come from the hand mapping; nothing else does.
+    const config = JSON.parse(imported.stdout);
+    if (p.config.gpu_memory_bytes) config.gpu_memory_bytes = p.config.gpu_memory_bytes;
+    const through = estimate(config);
+    row.importer = through.bytes === undefined ? null : (through.bytes - measured) / measured;
+    row.problem = through.problem;
+    return row;
+  });
+}
+
+export function print_importer_table() {
+  const rows = evaluate_importer();
+  const pct = (e) => (e === null || e === undefined ? 'n/a' : `${e >= 0 ? '+' : ''}${(100 * e).toFixed(1)} %`);
+  console.log('\nthrough the importer (points whose framework config file is recorded: framework_config)');
+  console.log('| point | table | measured GiB | error by hand | error through the importer | note |');
+  console.log('|---|---|--:|--:|--:|---|');
+  for (const r of rows)
+    console.log(`| ${r.id} | ${r.table} | ${(r.measured / GiB).toFixed(2)} | ${pct(r.hand)} | ${pct(r.importer)} | ${(r.problem ?? r.hand_problem ?? '').replaceAll('|', '/')} |`);
+  const summary = (key) => {
+    const abs = rows.map((r) => r[key]).filter((e) => e !== null && e !== undefined).map(Math.abs).sort((a, b) => a - b);
+    if (!abs.length) return 'no estimate';
+    const m = abs.length >> 1;
+    const median = abs.length % 2 ? abs[m] : (abs[m - 1] + abs[m]) / 2;
+    return `median ${(100 * median).toFixed(1)} %, within 15 %: ${(100 * abs.filter((e) => e <= 0.15).length / rows.length).toFixed(0)} % of ${rows.length} (${abs.length} estimated)`;
+  };
+  console.log(`  by hand            ${summary('hand')}`);
+  console.log(`  through importer   ${summary('importer')}`);
+  return rows;
+}
+
+void evaluate; void load_points;

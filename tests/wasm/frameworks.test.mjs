@@ -1,0 +1,68 @@
+// The tools module's framework importer (importFramework) as the page uses it: the fixture files
+// parsed by the page's own parsers (web/js/import-panel.js parseDocument: the vendored yaml and
+// smol-toml), the tree handed to the core. Expected values read off the fixture files by hand;
+// the same files through the native CLI must give the same config.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { loadEngine } from './load.mjs';
+import { detectKind, parseDocument, splitOverrides } from '../../web/js/import-panel.js';
+
+const engine = await loadEngine();
+const fixtures = new URL('../import/fixtures/', import.meta.url);
+const text = (p) => readFileSync(new URL(p, fixtures), 'utf8');
+const cli = new URL('../../build/core/cli/trainmem', import.meta.url).pathname;
+
+test('detectKind tells the frameworks apart by shape', () => {
+  assert.equal(detectKind(text('torchtune/llama3_2-3B_lora_single_device.yaml')), 'torchtune');
+  assert.equal(detectKind(text('torchtitan/llama3_8b.toml')), 'torchtitan');
+  assert.equal(detectKind(text('deepspeed/zero3_bf16.json')), 'deepspeed');
+  assert.equal(detectKind(text('axolotl/llama-3-lora-8b.yml')), 'axolotl');
+  assert.equal(detectKind('torchrun pretrain_gpt.py --num-layers 2'), 'megatron');
+  assert.deepEqual(splitOverrides(' batch_size=2  lora_attn_modules="[q_proj, v_proj]"'), ['batch_size=2', 'lora_attn_modules="[q_proj, v_proj]"']);
+});
+
+test('importFramework: torchtune 3B LoRA (rank 64 on q, v, o and the MLP) over the page config', async () => {
+  const { tree } = await parseDocument(text('torchtune/llama3_2-3B_lora_single_device.yaml'), 'yaml');
+  assert.equal(engine.detectFramework(tree), 'torchtune');
+  const r = engine.importFramework('torchtune', tree, { overrides: ['dataset.packed=True', 'tokenizer.max_seq_len=4096'] },
+    { gpu_memory_bytes: 85899345920 });
+  assert.equal(r.ok, true, JSON.stringify(r.issues));
+  assert.equal(r.config.num_layers, 28);
+  assert.equal(r.config.lora_rank, 64);
+  assert.deepEqual(r.config.lora_target_modules, ['q_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
+  assert.equal(r.config.seq_length, 4096);
+  assert.equal(r.config.gpu_memory_bytes, 85899345920);
+  assert.ok(r.assumed.some((l) => l.startsWith('version ← torchtune 0.6')));
+});
+
+test('the page and the CLI give the same config for each fixture', async () => {
+  const cases = [
+    ['torchtune', 'torchtune/llama3_2-3B_qlora_single_device.yaml', 'yaml', { overrides: ['batch_size=2'] }, ['batch_size=2']],
+    ['torchtitan', 'torchtitan/llama3_405b.toml', 'toml', { gpus: 512, overrides: ['experimental.pipeline_parallel_degree=8', 'training.batch_size=32'] },
+      ['--gpus', '512', '--experimental.pipeline_parallel_degree=8', '--training.batch_size=32']],
+    ['axolotl', 'axolotl/llama-3-qlora-fsdp-70b.yaml', 'yaml', { gpus: 2 }, ['--gpus', '2']],
+    ['deepspeed', 'deepspeed/zero3_bf16.json', 'json', { gpus: 8, preset: 'llama-2-70b' }, ['--gpus', '8', '--preset', 'llama-2-70b']],
+  ];
+  for (const [kind, file, format, options, args] of cases) {
+    const { tree } = await parseDocument(text(file), format);
+    const page = engine.importFramework(kind, tree, options, {});
+    assert.equal(page.ok, true, `${file}: ${JSON.stringify(page.issues)}`);
+    const native = spawnSync(cli, ['import', kind, new URL(file, fixtures).pathname, ...args], { encoding: 'utf8' });
+    assert.equal(native.status, 0, native.stderr);
+    assert.deepEqual(page.config, JSON.parse(native.stdout), file);
+  }
+});
+
+test('syntax errors and bad options are issues, not exceptions', async () => {
+  const yaml = await parseDocument('a: [1, 2\nb: 3\n', 'yaml', 'bad.yaml');
+  assert.match(yaml.issues[0].message, /^bad\.yaml: line \d+, column \d+: /);
+  const toml = await parseDocument('[model]\nname = "llama3\n', 'toml', 'bad.toml');
+  assert.match(toml.issues[0].message, /^bad\.toml: line 2, column \d+: /);
+  const r = engine.importFramework('torchtitan', { model: { name: 'llama3', flavor: '8B' } }, { gpus: 0 }, {});
+  assert.equal(r.ok, false);
+  assert.equal(r.issues[0].field, 'gpus');
+  const k = engine.importFramework('hf', {}, {}, {});
+  assert.equal(k.ok, false);
+});

@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* k_usage =
     "usage: trainmem estimate CONFIG.json|- [--format json|text] [--profile NAME] [--verbose]\n"
-    "       trainmem plan CONFIG.json|- --gpus N --gpu-memory 80GiB [--headroom 0.1] [--format json|text]\n"
+    "       trainmem plan CONFIG.json|- --gpus N --gpu-memory 80GiB [--headroom 0.1] [--keep FIELD,...] [--format json|text]\n"
     "            [--max-results K] [--solve max-micro-batch|max-seq-length|min-gpus] [--gpus-per-node N]\n"
     "            [--metric allocated|reserved|device] [--search tp,pp,...] [--uneven] [--max-evaluations N]\n"
     "            the layouts that fit, best first (or the largest micro batch, longest sequence, fewest GPUs)\n"
@@ -294,7 +294,7 @@ int plan_command(const std::vector<std::string>& args) {
   static const std::vector<std::pair<std::string, std::string>> k_flags = {
       {"--gpus", "gpus"}, {"--gpu-memory", "gpu_memory_bytes"}, {"--headroom", "headroom"},
       {"--gpus-per-node", "gpus_per_node"}, {"--metric", "metric"}, {"--max-results", "max_results"},
-      {"--max-evaluations", "max_evaluations"}, {"--search", "search"}, {"--solve", "solve"},
+      {"--max-evaluations", "max_evaluations"}, {"--search", "search"}, {"--keep", "keep"}, {"--solve", "solve"},
       {"--max-micro-batch", "max_micro_batch_size"}, {"--max-seq-length", "max_seq_length"},
       {"--seq-step", "seq_length_step"}, {"--max-gpus", "max_gpus"}};
   std::string path, format = "json";

@@ -581,3 +581,56 @@ TEST_CASE("plan_json reports the options' and the config's problems together", "
     CHECK(first["metric_bytes"].get<double>() <= 36e6);
   }
 }
+
+TEST_CASE("held fields: every layout and answer keeps them, and agree with brute force restricted to them",
+          "[planner][keep]") {
+  // DP 2 and full recompute held on 8 GPUs: TP·PP·CP must make up the other factor of 4.
+  const std::string json = tiny(R"(, "data_parallel_size": 2, "recompute_granularity": "full")");
+  std::map<Key, double> expected;
+  for (const auto& [key, bytes] : brute_force(json, 8, k_tiny_gpu * 0.9, PlanMetric::device))
+    if (std::get<8>(key) == 2 && std::get<10>(key) == int(RecomputeGranularity::full)) expected[key] = bytes;
+  REQUIRE(!expected.empty());
+
+  PlanOptions o;
+  o.gpus = 8;
+  o.gpu_memory_bytes = k_tiny_gpu;
+  o.max_results = 100000;
+  o.keep = {"data_parallel_size", "recompute_granularity"};
+  const PlanResult listed = plan_of(json, o);
+  CHECK(keys_of(listed) == expected);  // exactly the fits with the held values, none other
+
+  o.solve = PlanSolve::max_micro_batch;
+  o.max_micro_batch_size = 16;
+  const PlanResult solved = plan_of(json, o);
+  int64_t largest = 0;
+  for (const auto& [key, bytes] : expected) largest = std::max(largest, std::get<11>(key));
+  REQUIRE(solved.solution.found);
+  CHECK(solved.solution.value == largest);
+  CHECK(solved.solution.layout.config.data_parallel_size == 2);
+  CHECK(solved.solution.layout.config.recompute_granularity == RecomputeGranularity::full);
+
+  // Holding TP and PP as well leaves only CP to make up the factor of 4.
+  o.keep = {"data_parallel_size", "recompute_granularity", "tensor_model_parallel_size", "pipeline_model_parallel_size"};
+  const PlanResult narrow = plan_of(json, o);
+  int64_t narrow_largest = 0;
+  for (const auto& [key, bytes] : expected)
+    if (std::get<0>(key) == 1 && std::get<1>(key) == 1) narrow_largest = std::max(narrow_largest, std::get<11>(key));
+  if (narrow_largest == 0) CHECK_FALSE(narrow.solution.found);
+  else CHECK(narrow.solution.value == narrow_largest);
+  if (narrow.solution.found) CHECK(narrow.solution.layout.config.context_parallel_size == 4);
+}
+
+TEST_CASE("keep names config fields and cannot hold what the solver varies", "[planner][keep][validation]") {
+  PlanOptions o;
+  auto bad = set_plan_option_text(o, "keep", "data_paralel_size");
+  REQUIRE(bad);
+  CHECK(bad->message == "keep: \"data_paralel_size\" is not a config field; did you mean \"data_parallel_size\"?");
+  REQUIRE_FALSE(set_plan_option_text(o, "keep", "micro_batch_size, tensor_model_parallel_size"));
+  CHECK(o.keep == std::vector<std::string>{"micro_batch_size", "tensor_model_parallel_size"});
+  o.gpus = 8;
+  o.gpu_memory_bytes = k_tiny_gpu;
+  o.solve = PlanSolve::max_micro_batch;
+  const PlanResult r = plan(config_from(tiny()), o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "keep: micro_batch_size cannot be held while solve \"max-micro-batch\" varies it");
+}

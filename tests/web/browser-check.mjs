@@ -680,15 +680,26 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
   return page;
 });
 
-await check('Find layouts: a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
+await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
   const { page, problems } = await open();
   keep(page);
   await typeInto(page, '#f-global_batch_size', '64');
   // The panel starts its worker when the GPU field gets focus (before the first click), so the
   // worker is looked for once the search has answered rather than raced against the click.
   await typeInto(page, '#plan-gpus', '16');
+  // Held by default: what the page has set (the fresh page's TP 2 and DP 4) stays in every layout
+  // the planner lists (issue 16: "What is the largest micro batch with my layout?").
+  const heldFields = await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).map((b) => b.dataset.hold));
+  expect(heldFields.includes('tensor_model_parallel_size') && heldFields.includes('data_parallel_size'), `held: ${heldFields}`);
   await page.click('#plan-run');
   await page.waitForSelector('#plan-body tr', { timeout: 90000 });  // the search can take long on a loaded 2-core machine
+  const heldRows = await page.$$eval('#plan-body tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+  expect(heldRows.length >= 1 && heldRows.every((r) => r[1] === '2' && r[6] === '4'), `held layouts: ${JSON.stringify(heldRows.slice(0, 3))}`);
+  // Released, the planner varies them.
+  await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).forEach((b) => b.click()));
+  expect((await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).length)) === 0, 'a hold stays pressed');
+  await page.click('#plan-run');
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 3, null, { timeout: 90000 });
   const workers = page.workers().map((w) => w.url());
   expect(workers.some((url) => url.endsWith('plan-worker.js')), `workers: ${workers.join(', ')}`);
   const status = await page.textContent('#plan-status');

@@ -83,6 +83,16 @@ export function steppedValue(spec, current, up, big = false) {
   return next;
 }
 
+/**
+ * Fields the planner can vary, each with a hold toggle (planner.hpp's knobs, the framework and DP):
+ * the layout, the sharding, the recompute policy and the micro batch.
+ */
+export const HOLDABLE = new Set([
+  'tensor_model_parallel_size', 'pipeline_model_parallel_size', 'virtual_pipeline_model_parallel_size',
+  'context_parallel_size', 'expert_model_parallel_size', 'expert_tensor_parallel_size', 'data_parallel_size',
+  'use_distributed_optimizer', 'zero_stage', 'recompute_granularity', 'micro_batch_size', 'framework',
+]);
+
 export class Form {
   /**
    * @param {HTMLElement} root where the sections go
@@ -97,6 +107,8 @@ export class Form {
     this.onCommit = onCommit;
     /** the values the core resolved, for stepping an unset field from what it shows */
     this.resolved = {};
+    /** hold toggles the user pressed: field -> held (otherwise a field is held when it is set) */
+    this.holdChoices = new Map();
     /** @type {Map<string, {wrap: HTMLElement, input: HTMLInputElement|HTMLSelectElement, error: HTMLElement, spec: object}>} */
     this.fields = new Map();
     /** fieldsets and "More" lists, hidden when none of their fields applies */
@@ -159,10 +171,12 @@ export class Form {
     let wrap;
     if (spec.type === 'boolean') {
       wrap = el('div', { class: 'field check', 'data-field': name, title: spec.description },
-        el('div', { class: 'check-row' }, input, el('label', { for: id, text: label })), hint, error);
+        el('div', { class: 'check-row' }, input, el('label', { for: id, text: label }),
+          ...(HOLDABLE.has(name) ? [this.holdToggle(name, label)] : [])), hint, error);
     } else {
       const row = el('div', { class: 'input-row' }, input);
       if (spec.unit) row.append(el('span', { class: 'unit', text: spec.unit }));
+      if (HOLDABLE.has(name)) row.append(this.holdToggle(name, label));
       wrap = el('div', { class: 'field', 'data-field': name, title: spec.description },
         el('label', { for: id, text: label }), row, hint, error);
     }
@@ -192,6 +206,38 @@ export class Form {
     }
     grid.append(wrap);
     this.fields.set(name, { wrap, input, error, spec });
+  }
+
+  /**
+   * The planner's hold toggle of a field: pressed, the planner keeps the field's value in every
+   * layout it lists ("Find layouts that fit" varies only what is released). Until pressed, a field
+   * is held when it is set (what the user typed).
+   */
+  holdToggle(name, label) {
+    const button = el('button', { type: 'button', class: 'hold', 'data-hold': name, 'aria-pressed': 'false',
+      title: `Held: the planner keeps ${label}. Press to let it vary.`, text: 'hold' });
+    button.setAttribute('aria-label', `Hold ${label} in the planner`);
+    button.addEventListener('click', () => {
+      this.holdChoices.set(name, button.getAttribute('aria-pressed') !== 'true');
+      this.showHolds(this.lastValues ?? {});
+    });
+    return button;
+  }
+
+  /** The fields the planner holds for these values: pressed toggles, else the set fields. */
+  held(values) {
+    return [...HOLDABLE].filter((name) => this.fields.has(name) && !this.fields.get(name).wrap.hidden
+      && (this.holdChoices.get(name) ?? values[name] !== undefined));
+  }
+
+  showHolds(values) {
+    this.lastValues = values;
+    const held = new Set(this.held(values));
+    for (const button of this.root.querySelectorAll('button.hold')) {
+      const on = held.has(button.dataset.hold);
+      button.setAttribute('aria-pressed', String(on));
+      button.textContent = on ? 'held' : 'free';
+    }
   }
 
   /**

@@ -235,10 +235,10 @@ export const LABELS = {
  */
 export const CHOICE_LABELS = {
   recompute_granularity: {
-    none: 'none (no activation checkpointing)',
-    selective: 'selective (Megatron: core attention recomputed)',
-    full: 'full (activation checkpointing of every layer)',
-    selective_op: 'selective per-op (torchtitan op-level activation checkpointing)',
+    none: 'none (no checkpointing)',
+    selective: 'selective (attention)',
+    full: 'full (every layer)',
+    selective_op: 'per-op (torchtitan)',
   },
 };
 

@@ -102,6 +102,7 @@ function settle() {
   const { names, result } = pending;
   pending = null;
   form.showApplicable(names);
+  form.showHolds(state.fields);
   // Every problem is listed at the top of the form (those no visible field can show too); each
   // also marks its field and the field just edited.
   if (result.ok) {
@@ -437,7 +438,10 @@ function bindPanels() {
   new PlanPanel({
     solve: $('plan-solve'), gpus: $('plan-gpus'), headroom: $('plan-headroom'), run: $('plan-run'), cancel: $('plan-cancel'),
     progress: $('plan-progress'), status: $('plan-status'), table: $('plan-table'), head: $('plan-head'), body: $('plan-body'),
-  }, () => ({ config: configFor(state.fields).config, capacity: capacityBytes(), gpuLabel: currentGpuLabel(), unit: state.unit }),
+  }, () => ({
+    config: configFor(state.fields).config, capacity: capacityBytes(), gpuLabel: currentGpuLabel(), unit: state.unit,
+    keep: form.held(state.fields),
+  }),
   loadLayout, () => engine);
   new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),

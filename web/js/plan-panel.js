@@ -74,7 +74,9 @@ export class PlanPanel {
     if (!(headroom >= 0 && headroom < 1)) return this.fail('Headroom is a percentage from 0 to 99.');
     if (!Number.isFinite(ctx.capacity)) return this.fail('Choose a GPU (or a custom capacity) in Hardware first.');
     const solve = els.solve.value;
-    const options = { gpus, gpu_memory_bytes: ctx.capacity, headroom, max_results: 50, solve };
+    const options = { gpus, gpu_memory_bytes: ctx.capacity, headroom, max_results: 50, solve, keep: ctx.keep ?? [] };
+    // A solver varies its own field: holding it would leave nothing to solve.
+    if (solve === 'max-micro-batch') options.keep = options.keep.filter((f) => f !== 'micro_batch_size');
     // Fewest GPUs: the count is the answer; the field bounds the search instead.
     if (solve === 'min-gpus') {
       delete options.gpus;

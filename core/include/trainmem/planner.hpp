@@ -104,6 +104,12 @@ struct PlanOptions {
   int64_t max_seq_length = 1 << 24;     // max-seq-length: the longest sequence tried (tokens)
   int64_t seq_length_step = 1;          // max-seq-length: lengths tried are multiples of this
   int64_t max_gpus = 65536;             // min-gpus: the most GPUs tried
+  // Config fields held at the base config's values in every layout and answer (the page's hold
+  // toggles, the CLI's --keep): a parallel, sharding, recompute or micro-batch field stops its
+  // knob from being searched; data_parallel_size keeps DP = GPUs / (TP·PP·CP) at the base's;
+  // any other field of the table is never varied (seq_length except by max-seq-length, which
+  // then cannot hold it). Set through set_plan_option("keep", [...]), which checks the names.
+  std::vector<std::string> keep;
   bool prune = true;                    // false: estimate every candidate and count every fit
   // Called every progress_every evaluations with the work done so far (PlanStats);
   // returning false stops the search, which then reports itself stopped ("cancelled: ...").
@@ -111,6 +117,11 @@ struct PlanOptions {
   int64_t progress_every = 10000;
 
   bool searches(PlanKnob knob) const { return (search >> unsigned(knob)) & 1u; }
+  bool keeps(std::string_view field) const {
+    for (const std::string& f : keep)
+      if (f == field) return true;
+    return false;
+  }
 };
 
 // One layout that fits, with its memory on the most-loaded GPU.
@@ -168,12 +179,12 @@ struct PlanResult {
 PlanResult plan(const Config& base, const PlanOptions& options);
 
 // Sets one option by its JSON name (gpus, gpu_memory_bytes, headroom, gpus_per_node, metric,
-// max_results, max_evaluations, allow_uneven_pipeline, search, max_micro_batch_size, solve,
+// max_results, max_evaluations, allow_uneven_pipeline, search, keep, max_micro_batch_size, solve,
 // max_seq_length, seq_length_step, max_gpus, prune, progress_every). Sizes accept a number of
 // bytes or a text such as "80GiB", "80 GB" or "85899345920". Returns the problem, naming the option.
 std::optional<Issue> set_plan_option(PlanOptions& options, std::string_view name, const FieldValue& value);
 // The same from command-line text: a number when the text is one, a comma-separated list for
-// search, "true"/"false" for booleans, else the text.
+// search and keep, "true"/"false" for booleans, else the text.
 std::optional<Issue> set_plan_option_text(PlanOptions& options, std::string_view name, std::string_view text);
 
 // "80GiB" → 85899345920: a non-negative number with an optional unit B, kB/KB, MB, GB, TB

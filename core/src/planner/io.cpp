@@ -135,6 +135,7 @@ std::string plan_to_json(const PlanResult& r, int indent) {
   for (size_t i = 0; i < size_t(PlanKnob::count); ++i)
     if (o.searches(PlanKnob(i))) knobs.push_back(name_of(PlanKnob(i)));
   out["search"] = knobs;
+  out["keep"] = o.keep;
   out["allow_uneven_pipeline"] = o.allow_uneven_pipeline;
   out["complete"] = r.complete;
   out["stopped"] = r.stopped.empty() ? ordered(nullptr) : ordered(r.stopped);

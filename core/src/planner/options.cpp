@@ -52,7 +52,10 @@ struct Choice {  // one of enum_names<E>()
 struct Knobs {  // a list of knob names, stored as bit i for PlanKnob(i)
   uint32_t PlanOptions::*member;
 };
-using Target = std::variant<Count, Bytes, Share, Flag, Choice<PlanMetric>, Choice<PlanSolve>, Knobs>;
+struct Held {  // a list of config field names (the field table's), held at the base's values
+  std::vector<std::string> PlanOptions::*member;
+};
+using Target = std::variant<Count, Bytes, Share, Flag, Choice<PlanMetric>, Choice<PlanSolve>, Knobs, Held>;
 
 struct Option {
   std::string_view name;
@@ -62,7 +65,7 @@ struct Option {
 using O = PlanOptions;
 
 // In the order plan() reports bad numbers in (number_option_issues), as before the table.
-constexpr std::array<Option, 16> k_options = {{
+constexpr std::array<Option, 17> k_options = {{
     {"gpus", Count{&O::gpus, 1e9}},
     {"gpus_per_node", Count{&O::gpus_per_node, 1024}},
     {"gpu_memory_bytes", Bytes{&O::gpu_memory_bytes}},
@@ -72,6 +75,7 @@ constexpr std::array<Option, 16> k_options = {{
     {"max_evaluations", Count{&O::max_evaluations, 1e15}},
     {"allow_uneven_pipeline", Flag{&O::allow_uneven_pipeline}},
     {"search", Knobs{&O::search}},
+    {"keep", Held{&O::keep}},
     {"max_micro_batch_size", Count{&O::max_micro_batch_size, 1e9}},
     {"solve", Choice<PlanSolve>{&O::solve}},
     {"max_seq_length", Count{&O::max_seq_length, 1e12}},
@@ -172,6 +176,24 @@ Broken read(const Knobs& knobs, PlanOptions& o, const FieldValue& value) {
   return std::nullopt;
 }
 
+Broken read(const Held& held, PlanOptions& o, const FieldValue& value) {
+  std::vector<std::string> names;
+  if (const auto* text = std::get_if<std::string>(&value)) names = split_list(*text);
+  else if (const auto* list = std::get_if<std::vector<std::string>>(&value)) names = *list;
+  else if (const auto* numbers = std::get_if<std::vector<double>>(&value); numbers && numbers->empty()) names = {};
+  else return "must be a list of config fields (e.g. tensor_model_parallel_size,data_parallel_size), got " + describe(value);
+  for (const std::string& name : names) {
+    if (find_field(name)) continue;
+    std::vector<std::string_view> known;
+    for (const FieldSpec& spec : field_specs()) known.push_back(spec.name);
+    std::string rule = quoted(name) + " is not a config field";
+    if (const auto best = nearest_name(name, known)) rule += "; did you mean " + quoted(*best) + "?";
+    return rule;
+  }
+  o.*held.member = names;
+  return std::nullopt;
+}
+
 // The value of a number option in `o`; nothing for the other kinds.
 std::optional<double> number_in(const PlanOptions& o, const Target& target) {
   if (const auto* count = std::get_if<Count>(&target)) return double(o.*count->member);
@@ -212,7 +234,7 @@ std::optional<Issue> set_plan_option(PlanOptions& o, std::string_view name, cons
 }
 
 std::optional<Issue> set_plan_option_text(PlanOptions& o, std::string_view name, std::string_view text) {
-  if (name == "search") return set_plan_option(o, name, split_list(text));
+  if (name == "search" || name == "keep") return set_plan_option(o, name, split_list(text));
   if (text == "true") return set_plan_option(o, name, true);
   if (text == "false") return set_plan_option(o, name, false);
   const std::string s(text);

@@ -277,9 +277,29 @@ PlanOptions options_as_run(const Config& base, const PlanOptions& given, std::ve
   if (!trainmem && o.metric != PlanMetric::allocated)
     issues.push_back(issue("metric", quoted(name_of(o.metric)) + " needs the trainmem profile (profile is " +
                                          quoted(name_of(base.profile)) + ")"));
-  if (o.solve == PlanSolve::max_micro_batch && !o.searches(PlanKnob::micro_batch_size))
+  // Held fields (keep): the knob that varies a held field is not searched; data_parallel_size is
+  // held by the search itself (Search::layouts keeps the base's DP).
+  static constexpr std::pair<std::string_view, PlanKnob> k_held_knobs[] = {
+      {"tensor_model_parallel_size", PlanKnob::tp},        {"sequence_parallel", PlanKnob::tp},
+      {"pipeline_model_parallel_size", PlanKnob::pp},      {"num_layers_in_first_pipeline_stage", PlanKnob::pp},
+      {"num_layers_in_last_pipeline_stage", PlanKnob::pp}, {"virtual_pipeline_model_parallel_size", PlanKnob::vpp},
+      {"context_parallel_size", PlanKnob::cp},             {"expert_model_parallel_size", PlanKnob::ep},
+      {"expert_tensor_parallel_size", PlanKnob::etp},      {"use_distributed_optimizer", PlanKnob::sharding},
+      {"zero_stage", PlanKnob::sharding},                  {"data_parallel_shard_size", PlanKnob::sharding},
+      {"recompute_granularity", PlanKnob::recompute},      {"recompute_method", PlanKnob::recompute},
+      {"recompute_num_layers", PlanKnob::recompute},       {"micro_batch_size", PlanKnob::micro_batch_size}};
+  for (const std::string& field : o.keep)
+    for (const auto& [name, knob] : k_held_knobs)
+      if (field == name) o.search &= ~(1u << unsigned(knob));
+  if (o.solve == PlanSolve::max_micro_batch && o.keeps("micro_batch_size"))
+    issues.push_back(issue("keep", "micro_batch_size cannot be held while solve " +
+                                       quoted(name_of(PlanSolve::max_micro_batch)) + " varies it"));
+  else if (o.solve == PlanSolve::max_micro_batch && !o.searches(PlanKnob::micro_batch_size))
     issues.push_back(issue("solve", quoted(name_of(PlanSolve::max_micro_batch)) +
                                         " needs micro_batch_size among the searched knobs"));
+  if (o.solve == PlanSolve::max_seq_length && o.keeps("seq_length"))
+    issues.push_back(issue("keep", "seq_length cannot be held while solve " +
+                                       quoted(name_of(PlanSolve::max_seq_length)) + " varies it"));
   return o;
 }
 

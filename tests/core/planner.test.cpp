@@ -634,3 +634,56 @@ TEST_CASE("keep names config fields and cannot hold what the solver varies", "[p
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "keep: micro_batch_size cannot be held while solve \"max-micro-batch\" varies it");
 }
+
+namespace {
+
+// Llama 3.1 8B with FSDP2 on 32 H100s at 8,192 tokens, micro batch 4, no recompute: like the run
+// of issue 16 that does not fit ("Does not fit, no hint that full recompute fits").
+constexpr const char* k_llama8b_fsdp = R"({"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+  "num_query_groups": 8, "ffn_hidden_size": 14336, "vocab_size": 128256,
+  "share_embeddings_and_output_weights": false, "swiglu": true, "normalization": "RMSNorm",
+  "add_bias_linear": false, "seq_length": 8192, "micro_batch_size": 4, "framework": "fsdp2",
+  "zero_stage": 3, "data_parallel_size": 32, "recompute_granularity": "none",
+  "attention_dropout": 0, "hidden_dropout": 0, "gpu_memory_bytes": 85899345920})";
+
+}  // namespace
+
+TEST_CASE("suggestions: each fits when written over the config, least disruptive first, held fields untouched",
+          "[planner][suggest]") {
+  const Config config = config_from(k_llama8b_fsdp);
+  const Estimate now = estimate_training_memory(config, config.num_microbatches);
+  REQUIRE(now.device_bytes > config.gpu_memory_bytes);  // the premise: it does not fit
+
+  const std::vector<Suggestion> all = suggest_changes(config);
+  REQUIRE(!all.empty());
+  CHECK(all.size() <= 5);
+  // Full recompute is the least disruptive change, and it fits (issue 16: 72 GiB).
+  CHECK(all.front().rank == 0);
+  CHECK(all.front().fields.front().first == "recompute_granularity");
+  CHECK(std::get<std::string>(all.front().fields.front().second) == "full");
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Suggestion& s = all[i];
+    CAPTURE(s.what);
+    if (i > 0) CHECK(all[i - 1].rank <= s.rank);
+    // Independently: the change written over the config resolves and fits, with the same figure.
+    ConfigInput input = to_input(config);
+    for (const auto& [field, value] : s.fields) REQUIRE_FALSE(set_field(input, field, value));
+    const Resolved r = resolve(input);
+    REQUIRE(r.ok());
+    const Estimate e = estimate_training_memory(r.config, r.config.num_microbatches);
+    CHECK(e.device_bytes == s.figure_bytes);
+    CHECK(e.device_bytes <= config.gpu_memory_bytes);
+    // The GPU count stays.
+    CHECK(r.config.tensor_model_parallel_size * r.config.pipeline_model_parallel_size *
+              r.config.context_parallel_size * r.config.data_parallel_size == 32);
+  }
+
+  // Holding recompute: no suggestion touches it.
+  const std::vector<std::string> held = {"recompute_granularity"};
+  for (const Suggestion& s : suggest_changes(config, held))
+    for (const auto& [field, value] : s.fields) CHECK(field != "recompute_granularity");
+
+  // A run that fits, or one without a capacity, gets none.
+  CHECK(suggest_changes(config_from(tiny(R"(, "gpu_memory_bytes": 1e12)"))).empty());
+  CHECK(suggest_changes(config_from(tiny())).empty());
+}

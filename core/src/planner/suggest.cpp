@@ -1,0 +1,117 @@
+// What to change when a run does not fit (planner.hpp, suggest_changes): single changes of the
+// config, least disruptive first, each written over the config, resolved and estimated again, and
+// kept only when it fits. The GPU count stays: a change of TP, PP or CP takes its factor from DP.
+#include <algorithm>
+#include <cmath>
+
+#include "config/messages.hpp"
+#include "planner/search.hpp"
+#include "trainmem/planner.hpp"
+
+namespace trainmem {
+namespace {
+
+// The figure the capacity is compared with: device bytes in the trainmem profile (what
+// nvidia-smi shows), the reference profiles' total otherwise (they model no runtime overheads).
+double figure_of(const Config& config, const Estimate& e) {
+  return config.profile == Profile::trainmem ? e.device_bytes : e.total_bytes;
+}
+
+struct Candidate {
+  int rank;                   // disruption class: recompute, micro batch, sharding, layout, offload
+  std::vector<std::pair<std::string, FieldValue>> fields;
+  std::string what;
+};
+
+bool holds(std::span<const std::string> held, std::string_view field) {
+  return std::find(held.begin(), held.end(), field) != held.end();
+}
+
+// The changes worth trying for `c`, in the order of planner.hpp's ranking: recompute before micro
+// batch before sharding before TP/PP/CP before offload.
+std::vector<Candidate> candidates(const Config& c) {
+  std::vector<Candidate> out;
+  using R = RecomputeGranularity;
+  if (c.recompute_granularity == R::none || c.recompute_granularity == R::selective_op)
+    out.push_back({0, {{"recompute_granularity", std::string("selective")}}, "selective recompute (activation checkpointing of attention)"});
+  if (c.recompute_granularity != R::full)
+    // recompute_modules applies to selective recompute only: unset with it.
+    out.push_back({0, {{"recompute_granularity", std::string("full")}, {"recompute_modules", std::monostate{}}},
+                   "full recompute (activation checkpointing of every layer)"});
+  // Smaller micro batches, largest first (the global batch, when given, stays: more microbatches).
+  const int64_t per_replica = c.global_batch_size > 0 ? c.global_batch_size / c.data_parallel_size : 0;
+  for (int64_t m = c.micro_batch_size - 1; m >= 1; --m)
+    if (per_replica == 0 || per_replica % m == 0)
+      out.push_back({1, {{"micro_batch_size", double(m)}}, "micro batch " + std::to_string(m)});
+  switch (planning::sharding_of(c)) {
+    case planning::Sharding::distributed_optimizer:
+      if (!c.use_distributed_optimizer)
+        out.push_back({2, {{"use_distributed_optimizer", true}}, "the distributed optimizer (optimizer state sharded over DP)"});
+      break;
+    case planning::Sharding::zero_stage:
+      for (int64_t stage = c.zero_stage + 1; stage <= 3; ++stage)
+        if (c.framework != Framework::fsdp2 || stage >= 2)
+          out.push_back({2, {{"zero_stage", double(stage)}}, "ZeRO stage " + std::to_string(stage)});
+      break;
+    case planning::Sharding::none: break;
+  }
+  // Model parallelism at the same GPU count: its factor comes out of DP.
+  const std::pair<std::string_view, int64_t> layouts[] = {
+      {"tensor_model_parallel_size", c.tensor_model_parallel_size},
+      {"pipeline_model_parallel_size", c.pipeline_model_parallel_size},
+      {"context_parallel_size", c.context_parallel_size}};
+  for (const auto& [field, now] : layouts)
+    for (int64_t f = 2; f <= c.data_parallel_size; f *= 2) {
+      if (c.data_parallel_size % f != 0) break;
+      std::vector<std::pair<std::string, FieldValue>> fields = {
+          {std::string(field), double(now * f)}, {"data_parallel_size", double(c.data_parallel_size / f)}};
+      if (field == "tensor_model_parallel_size") fields.push_back({"sequence_parallel", true});
+      // A shard group of the whole DP group (FSDP2's default) stays the whole group.
+      if (c.data_parallel_shard_size == c.data_parallel_size) fields.push_back({"data_parallel_shard_size", std::monostate{}});
+      const std::string name = field == "tensor_model_parallel_size" ? "TP" : field == "pipeline_model_parallel_size" ? "PP" : "CP";
+      out.push_back({3, std::move(fields),
+                     name + " " + std::to_string(now * f) + " (DP " + std::to_string(c.data_parallel_size / f) + ", same GPUs)"});
+    }
+  if (c.profile == Profile::trainmem) {
+    if (c.optimizer_offload_fraction < 1 && (c.framework == Framework::megatron || c.framework == Framework::deepspeed))
+      out.push_back({4, {{"optimizer_offload_fraction", 1.0}}, "optimizer states offloaded to the CPU"});
+    if (!c.activation_offload)
+      out.push_back({4, {{"activation_offload", true}}, "activations offloaded to the CPU"});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Suggestion> suggest_changes(const Config& config, std::span<const std::string> held, size_t max_count) {
+  std::vector<Suggestion> out;
+  if (!(config.gpu_memory_bytes > 0) || max_count == 0) return out;
+  const Estimate now = estimate_training_memory(config, config.num_microbatches);
+  if (figure_of(config, now) <= config.gpu_memory_bytes) return out;  // it fits: nothing to suggest
+  const ConfigInput base = to_input(config);
+  std::vector<std::string> kinds;  // the kinds of change already suggested
+  for (const Candidate& candidate : candidates(config)) {
+    if (std::any_of(candidate.fields.begin(), candidate.fields.end(),
+                    [&](const auto& f) { return holds(held, f.first); }))
+      continue;
+    ConfigInput input = base;
+    bool readable = true;
+    for (const auto& [field, value] : candidate.fields) readable = readable && !set_field(input, field, value);
+    if (!readable) continue;
+    const Resolved resolved = resolve(input);
+    if (!resolved.ok()) continue;  // the change breaks a rule (heads not divisible by TP, ...)
+    const Estimate e = estimate_training_memory(resolved.config, resolved.config.num_microbatches);
+    const double figure = figure_of(resolved.config, e);
+    if (!(figure <= config.gpu_memory_bytes)) continue;
+    // Of a kind, only its least change: a smaller micro batch after the largest that fits, a
+    // higher ZeRO stage or a larger TP after the first that fits, adds nothing.
+    const std::string kind = candidate.rank <= 2 ? std::to_string(candidate.rank) : candidate.fields.front().first;
+    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
+    kinds.push_back(kind);
+    out.push_back({candidate.rank, candidate.fields, figure, candidate.what});
+    if (out.size() == max_count) break;
+  }
+  return out;
+}
+
+}  // namespace trainmem

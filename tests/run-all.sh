@@ -20,6 +20,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== CLI tests"
 node --test tests/cli/
 node --test tests/validation/
+node tests/oracle/compare.mjs --strict   # trace oracle (/usr/bin/python3, python3-torch): activations within 1 %
 
 echo "== wasm build (core, module, Catch2 tests under Node)"
 bash web/scripts/build-wasm.sh all

@@ -163,10 +163,13 @@ TEST_CASE("the peak is the largest moment of a step", "[trainmem][property]") {
   const std::string recompute = GENERATE(as<std::string>{}, "none", "selective", "full");
   const std::string framework = GENERATE(as<std::string>{}, "megatron", "fsdp2", "ddp");
   CAPTURE(recompute, framework);
+  // Megatron's selective recompute (recompute_modules) runs Megatron Core's layer only.
+  const std::string implementation =
+      recompute == "selective" ? R"(, "model_implementation": "megatron-core")" : "";
   const std::string json = R"({"profile": "trainmem", "num_layers": 4, "hidden_size": 256,
       "num_attention_heads": 8, "ffn_hidden_size": 1024, "vocab_size": 4096, "seq_length": 512,
       "micro_batch_size": 2, "data_parallel_size": 2, "framework": ")" + framework +
-                           R"(", "recompute_granularity": ")" + recompute + "\"}";
+                           R"(", "recompute_granularity": ")" + recompute + "\"" + implementation + "}";
   const Estimate est = estimate_of(json);
   CHECK(est.total_bytes == est.moments.peak());
   // The peak's split adds back up to it; an optimizer-step peak holds no activations.

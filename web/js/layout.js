@@ -51,7 +51,8 @@ const APPLIES = {
   lora_dropout: (v) => v.peft === 'lora' || v.peft === 'qlora',
   optimizer_in_backward: isFramework('ddp', 'fsdp2'),
   paged_optimizer: (v) => v.framework !== 'megatron' && ['adam', 'adamw', 'adam8bit', 'lion'].includes(v.optimizer),
-  cross_entropy_chunks: (v) => v.framework !== 'megatron',
+  // torchtune's CEWithChunkedOutputLoss (or Megatron Core's layer under a PyTorch framework).
+  cross_entropy_chunks: (v) => v.framework !== 'megatron' && ['torchtune', 'megatron-core'].includes(v.model_implementation),
 };
 
 /**
@@ -120,8 +121,8 @@ const SECTIONS = [
     id: 'finetuning',
     title: 'Fine-tuning',
     groups: ['finetuning'],
-    fields: ['peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward', 'activation_offload',
-      'paged_optimizer', 'cross_entropy_chunks'],
+    fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
+      'activation_offload', 'paged_optimizer', 'cross_entropy_chunks'],
     more: ['lora_dropout'],
   },
   {
@@ -182,6 +183,7 @@ export const LABELS = {
   activation_offload: 'Offload activations to CPU',
   paged_optimizer: 'Paged optimizer (bitsandbytes)',
   cross_entropy_chunks: 'Loss chunks (chunked cross entropy)',
+  model_implementation: 'Model code (what autograd keeps)',
   num_layers: 'Layers',
   hidden_size: 'Hidden size',
   num_attention_heads: 'Attention heads',

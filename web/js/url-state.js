@@ -112,6 +112,7 @@ export const FIELD_KEYS = Object.freeze({
   activation_offload: 'aoff',
   paged_optimizer: 'paged',
   cross_entropy_chunks: 'cec',
+  model_implementation: 'mimpl',
 });
 
 // Page state that is not a core field.

@@ -37,8 +37,11 @@ enum class LayerRecompute : uint8_t {
 
 // Bytes one microbatch keeps alive for backward in one transformer layer on one GPU.
 // `detail`, when given, has every saved tensor appended (their bytes sum to the result).
+// `first_layer`: the model's first decoder layer, whose input (the embedding's output) needs no
+// gradient under peft with the PyTorch implementations (model_implementation other than
+// megatron-core), so it keeps less; with megatron-core every layer is counted alike.
 double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompute recompute,
-                              SavedTensors* detail = nullptr);
+                              SavedTensors* detail = nullptr, bool first_layer = false);
 
 // The extra working set while one recomputed layer (full or selective) is re-run in backward:
 // the tensors the recomputation materialises before the layer's backward frees them. Full: the

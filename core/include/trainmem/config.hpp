@@ -60,6 +60,11 @@ enum class Peft : uint8_t { none, lora, qlora, count };
 enum class LoraTarget : uint8_t {
   q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head, count
 };
+// Whose model code runs the layers (trainmem profile): what autograd saves follows that code's op
+// sequence (activations.cpp). megatron-core: Megatron Core's fused Transformer Engine layers;
+// hf-transformers: Hugging Face transformers' modeling code (the Llama family's eager ops);
+// torchtune: torchtune's modules (llama3 builders); torchtitan: torchtitan's models.
+enum class ModelImplementation : uint8_t { megatron_core, hf_transformers, torchtune, torchtitan, count };
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list };
 enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism, finetuning };
 
@@ -129,6 +134,7 @@ struct ConfigInput {
   std::optional<uint32_t> lora_target_modules;  // bit mask of LoraTarget
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer;
+  std::optional<ModelImplementation> model_implementation;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
       virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
@@ -238,6 +244,9 @@ struct Config {
   bool activation_offload = false;     // saved activations moved to CPU memory
   bool paged_optimizer = false;        // bitsandbytes paged optimizer states
   int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
+  // The model's own code (trainmem profile). resolve() derives it from the framework: megatron
+  // runs Megatron Core, fsdp2 torchtitan, ddp and deepspeed Hugging Face transformers.
+  ModelImplementation model_implementation = ModelImplementation::megatron_core;
 
   int64_t tensor_model_parallel_size = 1;
   int64_t pipeline_model_parallel_size = 1;
@@ -255,6 +264,8 @@ struct Config {
     return peft_on() && ((lora_target_modules >> unsigned(t)) & 1u);
   }
   // Plain PyTorch training (ddp, fsdp2): torch.optim steps, torch.distributed.pipelining pipelines.
+  // The layers are the model's own eager PyTorch code rather than Megatron Core's fused ones.
+  bool eager_model() const { return model_implementation != ModelImplementation::megatron_core; }
   bool pytorch_native() const { return framework == Framework::ddp || framework == Framework::fsdp2; }
   bool torch_pipelining() const { return pipeline_model_parallel_size > 1 && pytorch_native(); }
   bool is_moe_layer(int64_t layer) const {  // layer: 0-based decoder layer index

@@ -323,6 +323,17 @@ const std::vector<Field>& fields() {
           "Whose memory behaviour to follow: megatron (distributed optimizer optional), "
           "deepspeed (ZeRO 0-3), fsdp2 (PyTorch FSDP2, full or grad/optimizer sharding), ddp "
           "(plain PyTorch DDP with AMP).")),
+      trainmem_only(choice_field<&C::model_implementation, &Config::model_implementation>(
+          "model_implementation", G::training,
+          derived("megatron-core (framework fsdp2: torchtitan; ddp and deepspeed: hf-transformers)"),
+          "Whose model code runs the layers, which decides what autograd keeps for backward: "
+          "megatron-core (Megatron Core's Transformer Engine layers, norms fused into the "
+          "linears), hf-transformers (Hugging Face transformers' modeling code as the Llama "
+          "family has it: unfused fp32 RMSNorm, rotary cos/sin, repeat_kv, SwiGLU as four "
+          "tensors, fp32 loss), torchtune (its llama3 modules) or torchtitan (its llama3 model, "
+          "nn.RMSNorm). For the three PyTorch ones attention_backend unfused is eager attention "
+          "(torchtune and torchtitan: SDPA's math path) and flash or fused is SDPA's fused kernel "
+          "(Hugging Face sdpa or flash_attention_2).")),
       applies_when(trainmem_only(int_field<&C::zero_stage, &Config::zero_stage>(
           "zero_stage", G::training, 0, 3, "", derived("deepspeed 0; fsdp2 3"),
           "ZeRO stage: deepspeed 0-3; fsdp2 3 = full shard, 2 = shard gradients and optimizer.")), shards_with_zero_stage),
@@ -577,7 +588,8 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
-    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed and without cross_entropy_loss_fusion"},
+    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},
+    {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
 };
 
 // What an unset field resolves to, in words, for the field documentation.

@@ -35,6 +35,8 @@ constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
 // Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
 constexpr std::array<std::string_view, 8> k_lora_targets = {
     "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+constexpr std::array<std::string_view, 4> k_model_implementations = {
+    "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
 constexpr std::array<std::string_view, 6> k_field_types = {"integer", "boolean", "choice",
                                                            "integer_or_list", "number", "choice_list"};
 constexpr std::array<std::string_view, 7> k_field_groups = {
@@ -56,6 +58,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<PipelineOutputs>(k_pipeline_outputs) &&
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
               complete<LoraTarget>(k_lora_targets) &&
+              complete<ModelImplementation>(k_model_implementations) &&
               k_field_types.size() == 6 && k_field_groups.size() == 7,
               "one name per enumerator");
 
@@ -79,6 +82,9 @@ template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { re
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
 template <> std::span<const std::string_view> enum_names<Peft>() { return k_peft; }
 template <> std::span<const std::string_view> enum_names<LoraTarget>() { return k_lora_targets; }
+template <> std::span<const std::string_view> enum_names<ModelImplementation>() {
+  return k_model_implementations;
+}
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 

@@ -122,7 +122,41 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
     else if (c.cross_entropy_loss_fusion)
       fail("cross_entropy_chunks", "chunks the fp32 copy of the unfused loss; "
                                    "cross_entropy_loss_fusion keeps none");
+    else if (c.model_implementation == ModelImplementation::hf_transformers ||
+             c.model_implementation == ModelImplementation::torchtitan)
+      fail("cross_entropy_chunks", "is torchtune's CEWithChunkedOutputLoss: needs model_implementation "
+                                   "\"torchtune\" (or \"megatron-core\"), got \"" +
+                                       std::string(name_of(c.model_implementation)) + "\"");
   }
+}
+
+// The model's own code (issue 13 item 11). Megatron trains its own GPTModel (Megatron Core); the
+// frameworks around plain PyTorch train whatever module they are given, by default the code
+// their users run: torchtitan's models under FSDP2 (torchtitan), Hugging Face transformers'
+// models under DDP (the Trainer, Accelerate) and DeepSpeed.
+void resolve_model_implementation(const ConfigInput& in, Config& c, std::vector<Issue>& issues) {
+  const Framework fw = c.framework;
+  c.model_implementation = in.model_implementation.value_or(
+      fw == Framework::megatron ? ModelImplementation::megatron_core
+      : fw == Framework::fsdp2  ? ModelImplementation::torchtitan
+                                : ModelImplementation::hf_transformers);
+  const std::string impl = "\"" + std::string(name_of(c.model_implementation)) + "\"";
+  if (fw == Framework::megatron && c.model_implementation != ModelImplementation::megatron_core)
+    issues.push_back(issue("model_implementation",
+                           "must be \"megatron-core\" with framework megatron (Megatron trains its "
+                           "own GPTModel), got " + impl));
+  if (c.recompute_granularity == RecomputeGranularity::selective && c.eager_model())
+    issues.push_back(issue("recompute_granularity",
+                           "\"selective\" recomputes Megatron Core's modules (recompute_modules); "
+                           "model_implementation " + impl + " checkpoints whole layers (\"full\")" +
+                               (c.model_implementation == ModelImplementation::torchtitan
+                                    ? std::string(" or per op (\"selective_op\")")
+                                    : std::string())));
+  if (c.recompute_granularity == RecomputeGranularity::selective_op &&
+      c.model_implementation != ModelImplementation::torchtitan)
+    issues.push_back(issue("recompute_granularity",
+                           "\"selective_op\" is torchtitan's per-op checkpointing: needs "
+                           "model_implementation \"torchtitan\", got " + impl));
 }
 
 // Fields of the trainmem profile: defaults that depend on the framework, and their rules. The
@@ -207,6 +241,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   if (c.offload_params && !((fw == Framework::deepspeed || fw == Framework::fsdp2) && c.zero_stage == 3))
     fail("offload_params", "needs sharded weights: framework deepspeed or fsdp2 with zero_stage 3");
 
+  resolve_model_implementation(in, c, issues);
   resolve_finetuning_fields(in, c, issues);
 
   const bool interleaved = c.virtual_pipeline_model_parallel_size > 0;

@@ -1,7 +1,10 @@
 // Per-tensor activation accounting (trainmem profile): what the forward pass of one microbatch
 // keeps alive for backward on one GPU, tensor by tensor.
 //
-// The layer is Megatron Core's GPT layer built from the Transformer Engine module spec
+// Whose code runs the layers is model_implementation: the PyTorch implementations
+// (hf-transformers, torchtune, torchtitan) follow their own op sequences, in the section "The
+// model's own code" below (docs/trainmem-profile.md §8). With megatron-core (Megatron's only
+// choice) the layer is Megatron Core's GPT layer built from the Transformer Engine module spec
 // (gpt_layer_specs.py): the input norm is fused into linear_qkv (TELayerNormColumnParallelLinear),
 // the pre-MLP norm into linear_fc1 for dense layers, while MoE layers and MLA attention use a
 // separate TENorm. Every rule below names the tensor, its dtype and where it comes from. The
@@ -595,8 +598,15 @@ double expert_tokens(const Config& c, const Shape& x) {
 
 // MoE block (Megatron MoELayer with the all-to-all dispatcher and TEGroupedMLP; pre-MLP norm
 // is a separate TENorm).
+void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out);
+
 void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   norm_entries(x, "norm.mlp_input", "norm.mlp_stats", !m.layernorm, out);
+  moe_body(c, x, m, out);
+}
+
+// The MoE block after its norm: router, dispatch, experts, shared experts.
+void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   // The norm output is the MoE input: kept by the router's gating linear and by the shared
   // experts' fc1 (one storage), or by the moe checkpoint as its input.
   // With peft the router, the experts and the shared experts are frozen (resolve() allows no
@@ -731,6 +741,398 @@ void selective_op_layer(const Config& c, const Shape& x, bool moe_layer, Ledger&
   }
 }
 
+// ---- The model's own code: Hugging Face transformers, torchtune, torchtitan ----
+//
+// With model_implementation hf-transformers, torchtune or torchtitan the layers are the model's
+// own eager PyTorch code, and what autograd keeps follows that code's op sequence, tensor by
+// tensor, with PyTorch's save rules (tools/autograd/derivatives.yaml: a node keeps a tensor only
+// for a gradient that is needed, so with peft the frozen base keeps less). tests/oracle measures
+// the same op sequences (torch 1.13, CPU) and tests/oracle/README.md lists them in closed form.
+// Symbols as above; per GPU a_l = a/t query heads, g_l = g/t KV heads, f_l = f/t; e the compute
+// dtype's bytes, e_r the residual stream's (fp32 under ddp's autocast, e otherwise).
+constexpr std::string_view k_src_hf_rmsnorm =
+    "transformers modeling_llama.py @ 5dd4a63548857797727ae73eeb6a6e886ea02a3e LlamaRMSNorm "
+    "(torchtune rms_norm.py @ 68200894da3dc9d0e3276b3d91e13758f884ad7a RMSNorm does the same): "
+    "the input cast to fp32 is kept by pow (for the input's gradient), rsqrt keeps its fp32 "
+    "result, and weight * normalised keeps the normalised input in the input dtype (for the "
+    "weight's gradient only)";
+constexpr std::string_view k_src_fused_rmsnorm =
+    "torchtitan models/llama3/model/model.py @ 018740b7aae7846d24954539244c78215dbd181f uses "
+    "nn.RMSNorm; PyTorch layer_norm.cpp @ 3de78edb07f16b05fe8af347d4e2d1d495873d85 rms_norm "
+    "dispatches to _fused_rms_norm (weight and input of one dtype, as FSDP2's param_dtype makes "
+    "them), whose backward keeps the input and the fp32 rstd (derivatives.yaml)";
+constexpr std::string_view k_src_eager_layer_norm =
+    "nn.LayerNorm: native_layer_norm keeps its input, mean and rstd (fp32) when the input or the "
+    "weight needs a gradient (derivatives.yaml native_layer_norm)";
+constexpr std::string_view k_src_eager_linear =
+    "F.linear: mm keeps its input for the weight's gradient only (derivatives.yaml mm, "
+    "gen_variable_type.py should_compute_output); the projections that read one tensor keep one "
+    "storage";
+constexpr std::string_view k_src_hf_rope =
+    "transformers modeling_llama.py @ 5dd4a635 apply_rotary_pos_emb: q * cos + rotate_half(q) * "
+    "sin keeps cos and sin ([1, s, head_dim] each in the hidden states' dtype, computed once by "
+    "LlamaRotaryEmbedding and shared by every layer) when q or k needs a gradient";
+constexpr std::string_view k_src_hf_eager_qk =
+    "transformers modeling_llama.py @ 5dd4a635 eager_attention_forward: matmul(query, "
+    "repeat_kv(key).T) keeps the query after rope and the key repeated to a heads (one KV head "
+    "and b = 1: both reshapes are views and the one head is kept)";
+constexpr std::string_view k_src_hf_eager_softmax =
+    "eager_attention_forward: softmax(dtype=float32) keeps its fp32 output; .to(query.dtype) in "
+    "16-bit is a copy the matmul with V keeps; dropout keeps a bool mask and the matmul its "
+    "output";
+constexpr std::string_view k_src_hf_eager_v =
+    "eager_attention_forward: matmul(attn_weights, repeat_kv(value)) keeps the value repeated to "
+    "a heads";
+constexpr std::string_view k_src_sdpa_math =
+    "torchtune attention.py @ 90d5ba51861259b2a94dab524f246acaf196a042 and torchtitan model.py @ "
+    "018740b7 call F.scaled_dot_product_attention with k and v expanded to a heads; its math "
+    "path (PyTorch attention.cpp @ bc8cb28010a6b27e1817d38e1c1e0ac59b34477e "
+    "_scaled_dot_product_attention_math) scales q and k by sqrt(1/sqrt(d)) each (new tensors, "
+    "the key a heads wide), keeps the softmax in the input dtype, its dropout mask and output, "
+    "and v";
+constexpr std::string_view k_src_sdpa_fused =
+    "SDPA's flash, memory-efficient and cuDNN kernels (and flash-attn) keep query, key, value, "
+    "output and the fp32 logsumexp per head and query token; no s^2 tensor, dropout regenerated "
+    "from the Philox seed. PyTorch cuda/attention.cu @ 007ae17eabceb8ec8aca74d0ad269d06ccdfeb52 "
+    "returns the bshd output transposed, so transpose(1, 2).contiguous() before o_proj is a view: "
+    "o_proj keeps the kernel's output storage";
+constexpr std::string_view k_src_hf_sdpa_kv =
+    "transformers integrations/sdpa_attention.py @ 00c238bd242b4c6ddfb2c17d4573174ec2daaec8: "
+    "with no attention mask (causal training batches) and torch >= 2.5 SDPA gets enable_gqa and "
+    "the KV heads unrepeated (flash_attention_2 likewise takes g heads)";
+constexpr std::string_view k_src_eager_kv_expanded =
+    "torchtune attention.py @ 90d5ba51 (expand + flatten) and torchtitan model.py @ 018740b7 "
+    "(repeat_kv) hand SDPA k and v with a heads: copies, views when there is one KV head";
+constexpr std::string_view k_src_eager_glu =
+    "transformers LlamaMLP (modeling_llama.py @ 5dd4a635), torchtune FeedForward "
+    "(feed_forward.py @ 7304ea5c7258826fc253f21b523b162a42560204), torchtitan FeedForward "
+    "(model.py @ 018740b7): down(act(gate(x)) * up(x)) keeps the gate output (the activation's "
+    "input; relu keeps its result), the activation output and the up output (each for the "
+    "other's gradient) and the product (down's input)";
+constexpr std::string_view k_src_eager_mlp =
+    "fc2(act(fc1(x))): the activation keeps its input (relu: its result, also fc2's input), fc2 "
+    "its input";
+constexpr std::string_view k_src_hf_moe_router =
+    "transformers modeling_mixtral.py @ af3efdd71ee5b568dfdb71bb41d316df830147af "
+    "MixtralSparseMoeBlock: softmax(router_logits, dtype=float) keeps the fp32 probabilities, "
+    "topk its int64 indices, the in-place renormalisation a copy of the top-k weights and their "
+    "sum";
+constexpr std::string_view k_src_hf_moe_experts =
+    "MixtralSparseMoeBlock: per expert torch.where gives one int64 [n, 2] index storage (kept by "
+    "the gathers and index_add_), hidden_states[top_x] a copy of the expert's tokens (kept by w1 "
+    "and w3), expert output * routing weight keeps both, index_add_ keeps the weighted output";
+constexpr std::string_view k_src_eager_checkpoint =
+    "torch.utils.checkpoint (use_reentrant=False, as torchtune's and torchtitan's activation "
+    "checkpointing and transformers' gradient_checkpointing_enable use it) keeps the layer's "
+    "arguments while its output needs a gradient: the hidden state (the residual stream's dtype)";
+constexpr std::string_view k_src_hf_checkpoint_args =
+    "transformers LlamaModel.forward @ 5dd4a635 passes hidden_states, causal_mask, "
+    "position_ids, cache_position and position_embeddings to _gradient_checkpointing_func: the "
+    "eager 4-D causal mask [b, 1, s, s] in the model dtype (SDPA and flash get none for causal "
+    "batches), the int64 positions and cos/sin, once per model";
+constexpr std::string_view k_src_hf_checkpoint_mask =
+    "transformers modeling_bert.py @ 004ad5f50b627b59bf0d581c31bc0052b6cfd40b BertEncoder: "
+    "the checkpoint gets hidden_states and the extended attention mask [b, 1, 1, s] in the model "
+    "dtype (get_extended_attention_mask); position ids come from a buffer";
+constexpr std::string_view k_src_hf_labels =
+    "transformers loss/loss_utils.py @ 0114da07ec0e101b420a923dedeb6032b6ac3a44 ForCausalLMLoss: "
+    "logits.float(), cross_entropy keeps the fp32 log-probabilities; pad(labels, (0, 1))[..., "
+    "1:].contiguous() is a view of the padded [1, s + 1] labels when b = 1, a [b, s] copy "
+    "otherwise, kept by nll_loss";
+constexpr std::string_view k_src_tt_chunks =
+    "torchtune transformer.py @ 3e5b0408e636e20ca18e9c6c58c68b4da9339129 chunked_output and "
+    "loss/ce_chunked_output_loss.py @ ce5433b01eefe4ad4abe2d28d9f34b4e658fd982: h.chunk(n, 1) "
+    "gives ceil(s / ceil(s / n)) chunks; output(chunk) and labels.reshape(-1) copy a chunk's rows "
+    "when b > 1 and it is longer than one token, and keep the whole tensor (once) when they are "
+    "views; each chunk's log-probabilities are fp32";
+
+enum class Eager : uint8_t { hf, torchtune, torchtitan };
+
+Eager eager_kind(const Config& c) {
+  switch (c.model_implementation) {
+    case ModelImplementation::torchtune: return Eager::torchtune;
+    case ModelImplementation::torchtitan: return Eager::torchtitan;
+    default: return Eager::hf;
+  }
+}
+
+// Adapters on any decoder-layer linear (not only lm_head): the layers' outputs then need
+// gradients.
+bool layer_adapters(const Config& c) {
+  return c.peft_on() && (c.lora_target_modules & ~(1u << unsigned(LoraTarget::lm_head))) != 0;
+}
+
+// Whether a decoder layer's input needs a gradient. Full training: always (the embedding
+// trains). peft: a layer above one with adapters does; the first layer's input is the frozen
+// embedding's output, which needs none, except where transformers' gradient_checkpointing_enable
+// calls enable_input_require_grads for a PEFT model (modeling_utils.py; PEFT's
+// _prepare_model_for_gradient_checkpointing does the same).
+bool layer_input_needs_grad(const Config& c, bool first_layer) {
+  if (!c.peft_on()) return true;
+  if (!layer_adapters(c)) return false;
+  if (!first_layer) return true;
+  return c.model_implementation == ModelImplementation::hf_transformers &&
+         c.recompute_granularity == RecomputeGranularity::full;
+}
+
+// What the forward of one eager layer builds, with the requires-grad state of each tensor.
+struct EagerWalk {
+  const Config& c;
+  const Shape& x;
+  Ledger& out;
+  Eager kind;
+  bool full;  // the base weights train (no peft)
+
+  bool targeted(LoraTarget t) const { return x.targeted(t); }
+
+  // A norm of `width` over `rows` rows on an input that needs a gradient or not; returns whether
+  // its output does.
+  bool norm(bool in_rg, double width, double rows, std::string_view input_name,
+            std::string_view stats_name, std::string_view normed_name) const {
+    if (!x.has_norm) return in_rg;
+    const bool any = in_rg || full;
+    if (c.normalization == Normalization::layer_norm) {
+      if (any) {
+        out.add(input_name, "norm", x.norm_e * width * rows, x.norm_dtype, k_src_eager_layer_norm);
+        out.add(stats_name, "norm", 8 * rows, "fp32", k_src_eager_layer_norm);
+      }
+      return any;
+    }
+    if (kind == Eager::torchtitan) {
+      if (any) {
+        out.add(input_name, "norm", x.norm_e * width * rows, x.norm_dtype, k_src_fused_rmsnorm);
+        out.add(stats_name, "norm", 4 * rows, "fp32", k_src_fused_rmsnorm);
+      }
+      return any;
+    }
+    if (in_rg) {
+      out.add(input_name, "norm", 4 * width * rows, "fp32", k_src_hf_rmsnorm);
+      out.add(stats_name, "norm", 4 * rows, "fp32", k_src_hf_rmsnorm);
+    }
+    if (full) out.add(normed_name, "norm", x.norm_e * width * rows, x.norm_dtype, k_src_hf_rmsnorm);
+    return any;
+  }
+
+  // One LoRA adapter on a linear whose input (`in_width` wide over `tokens` rows) needs a
+  // gradient or not: lora_A keeps its input (its own copy when dropped out or cast; with dropout
+  // a bool mask where the input needs a gradient), lora_B the r-wide intermediate.
+  void adapter(LoraTarget t, bool in_rg, double in_width, double tokens) const {
+    if (!targeted(t)) return;
+    const AdapterNames& n = k_adapter_names[size_t(t)];
+    if (x.lora_dropout && in_rg)
+      out.add(n.mask, "lora", in_width * tokens, "mask", k_src_lora_dropout);
+    if (x.lora_dropout || x.adapter_copy)
+      out.add(n.input, "lora", x.e * in_width * tokens, x.act_dtype, k_src_lora_copy);
+    out.add(n.intermediate, "lora", x.e * x.r * tokens, x.act_dtype, k_src_lora);
+  }
+
+  // The linears in `targets` read one input: it is kept once when a weight trains or an adapter
+  // reads it as it is (`kept_already`: another node keeps that storage); then the adapters.
+  void linear_inputs(std::initializer_list<LoraTarget> targets, bool in_rg, double in_width,
+                     double tokens, std::string_view name, std::string_view module,
+                     bool kept_already, bool adapters = true) const {
+    bool keep = full;
+    if (adapters && !x.lora_dropout && !x.adapter_copy)
+      for (LoraTarget t : targets) keep = keep || targeted(t);
+    if (keep && !kept_already)
+      out.add(name, module, x.lin * in_width * tokens, x.lin_dtype,
+              x.fp8 ? k_src_fp8_input : full ? k_src_eager_linear : k_src_lora);
+    if (adapters)
+      for (LoraTarget t : targets) adapter(t, in_rg, in_width, tokens);
+  }
+  bool linear_out(bool in_rg, LoraTarget t, bool adapters = true) const {
+    return in_rg || full || (adapters && targeted(t));
+  }
+
+  // Standard attention on the attention norm's output; returns whether o_proj's output needs a
+  // gradient.
+  bool attention(bool n_rg) const {
+    const double T = x.tokens, a_l = x.a / x.t, g_l = x.g / x.t, k = x.k;
+    const double q_width = a_l * k;
+    linear_inputs({LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}, n_rg, x.h,
+                  x.tokens_linear_in, "attention.qkv_input", "attention", false);
+    bool q_rg = linear_out(n_rg, LoraTarget::q_proj);
+    bool k_rg = linear_out(n_rg, LoraTarget::k_proj);
+    const bool v_rg = linear_out(n_rg, LoraTarget::v_proj);
+    if (c.qk_layernorm) {
+      // A norm over each head (transformers' q_norm / k_norm, torchtune's, torchtitan's).
+      q_rg = norm(q_rg, k, a_l * T, "attention.q_norm_input", "attention.q_norm_stats",
+                  "attention.q_norm_normed");
+      k_rg = norm(k_rg, k, g_l * T, "attention.k_norm_input", "attention.k_norm_stats",
+                  "attention.k_norm_normed");
+    }
+    const bool p_rg = q_rg || k_rg;  // the scores (and probabilities) need a gradient
+    bool context_rg = false, context_kept = false;
+    if (c.attention_backend == AttentionBackend::unfused) {
+      const double scores = a_l * T * x.s;  // one [b, a_l, s/c, s] tensor
+      const double one_kv = g_l == 1 && x.b == 1 ? 1 : a_l;  // reshapes are views (README: a')
+      if (kind == Eager::hf) {
+        // Under autocast the key after rope is fp32 and the matmul's cast copies all a heads.
+        const double key_heads = x.autocast ? a_l : one_kv;
+        if (q_rg) out.add("attention.k", "attention", x.e * key_heads * k * T, x.act_dtype, k_src_hf_eager_qk);
+        if (k_rg) out.add("attention.q", "attention", x.e * q_width * T, x.act_dtype, k_src_hf_eager_qk);
+        const bool cast = x.e != 4;  // the fp32 softmax is cast back to the compute dtype
+        if (p_rg || (!cast && !x.attention_dropout && v_rg))
+          out.add("attention.softmax_output", "attention", 4 * scores, "fp32", k_src_hf_eager_softmax);
+        if (x.attention_dropout) {
+          if (p_rg) out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_hf_eager_softmax);
+          if (v_rg)
+            out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
+                    k_src_hf_eager_softmax);
+        } else if (cast && v_rg) {
+          out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_hf_eager_softmax);
+        }
+        if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+      } else {
+        if (q_rg) out.add("attention.k_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);
+        if (k_rg) out.add("attention.q_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);
+        if (p_rg || (!x.attention_dropout && v_rg))
+          out.add("attention.softmax_output", "attention", x.e * scores, x.act_dtype, k_src_sdpa_math);
+        if (x.attention_dropout) {
+          if (p_rg) out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_sdpa_math);
+          if (v_rg)
+            out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype, k_src_sdpa_math);
+        }
+        if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_sdpa_math);
+      }
+      context_rg = p_rg || v_rg;
+    } else {
+      // A fused SDPA kernel (or flash-attn): q after rope, k and v, the output and the
+      // logsumexp, whenever any of q, k, v needs a gradient.
+      const double kv_heads = kind == Eager::hf ? g_l : g_l == 1 ? 1 : a_l;
+      context_rg = q_rg || k_rg || v_rg;
+      if (context_rg) {
+        const std::string_view kv_src = kind == Eager::hf ? k_src_hf_sdpa_kv : k_src_eager_kv_expanded;
+        out.add("attention.q", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_fused);
+        out.add("attention.k", "attention", x.e * kv_heads * k * T, x.act_dtype, kv_src);
+        out.add("attention.v", "attention", x.e * kv_heads * k * T, x.act_dtype, kv_src);
+        out.add("attention.softmax_stats", "attention", 4 * a_l * T, "fp32", k_src_sdpa_fused);
+        out.add("attention.kernel_output", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_fused);
+        context_kept = true;
+      }
+    }
+    linear_inputs({LoraTarget::o_proj}, context_rg, q_width, T, "attention.proj_input", "attention",
+                  context_kept);
+    const bool o_rg = linear_out(context_rg, LoraTarget::o_proj);
+    if (x.hidden_dropout && o_rg)
+      out.add("attention.output_dropout_mask", "attention", x.h * x.tokens_sp, "mask", k_src_dropout_mask);
+    return o_rg;
+  }
+
+  // An MLP of width `f` over `tokens` rows (its input `in_tokens` rows wide as the linears keep
+  // it); `adapters`: its linears are LoRA targets (the dense MLP, not experts).
+  bool ffn(const ActivationNames& n, std::string_view input_name, std::string_view up_name,
+           bool in_rg, double f, double tokens, double in_tokens, bool adapters) const {
+    const bool gated = c.gated_linear_unit;
+    if (gated)
+      linear_inputs({LoraTarget::gate_proj, LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name,
+                    n.module, false, adapters);
+    else
+      linear_inputs({LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name, n.module, false, adapters);
+    const bool gate_rg = linear_out(in_rg, gated ? LoraTarget::gate_proj : LoraTarget::up_proj, adapters);
+    const bool up_rg = linear_out(in_rg, LoraTarget::up_proj, adapters);
+    const double one = x.e * f * tokens;
+    const ActivationFunc act = c.activation_func;
+    const bool relu = act == ActivationFunc::relu, squared = act == ActivationFunc::squared_relu,
+               identity = act == ActivationFunc::identity;
+    const std::string_view src = gated ? k_src_eager_glu : k_src_eager_mlp;
+    bool product_rg = false, product_kept = false;
+    if (gated) {
+      if (relu) {
+        if (gate_rg || up_rg) out.add(n.relu_output, n.module, one, x.act_dtype, src);
+      } else {
+        if (gate_rg && squared) out.add(n.relu_output, n.module, one, x.act_dtype, k_src_sq_relu);
+        if (gate_rg && !squared && !identity) out.add(n.fc1_output, n.module, one, x.act_dtype, src);
+        if (up_rg) out.add(n.act_output, n.module, one, x.act_dtype, src);
+      }
+      if (gate_rg) out.add(up_name, n.module, one, x.act_dtype, src);
+      product_rg = gate_rg || up_rg;
+    } else {
+      if (up_rg) {
+        if (relu || squared) out.add(n.relu_output, n.module, one, x.act_dtype, relu ? k_src_relu : k_src_sq_relu);
+        else if (!identity) out.add(n.fc1_output, n.module, one, x.act_dtype, src);
+      }
+      product_rg = up_rg;
+      product_kept = relu && up_rg && !x.fp8;  // fc2's input is relu's result
+    }
+    linear_inputs({LoraTarget::down_proj}, product_rg, f, tokens, n.fc2_input, n.module, product_kept,
+                  adapters);
+    return linear_out(product_rg, LoraTarget::down_proj, adapters);
+  }
+
+  // transformers' MixtralSparseMoeBlock (Qwen2/Qwen3-MoE run the same loop) on the norm's output.
+  bool mixtral_moe(bool n_rg) const {
+    const double E = double(c.num_moe_experts), K = double(c.moe_router_topk), T = x.tokens_sp;
+    if (full) out.add("moe.input", "moe", x.e * x.h * T, x.act_dtype, k_src_eager_linear);
+    const bool logits_rg = n_rg || full;
+    if (logits_rg) {
+      out.add("moe.router_probs", "moe", 4 * E * T, "fp32", k_src_hf_moe_router);
+      out.add("moe.topk_indices", "moe", 8 * K * T, "int64", k_src_hf_moe_router);
+      out.add("moe.topk_weights", "moe", 4 * K * T, "fp32", k_src_hf_moe_router);
+      out.add("moe.topk_sum", "moe", 4 * T, "fp32", k_src_hf_moe_router);
+    }
+    const double N = expert_tokens(c, x);
+    const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+    const bool expert_out_rg = ffn(k_expert_names, "moe.expert_input", "moe.expert_up_output", n_rg,
+                                   f_e, N, N, false);
+    if (n_rg || logits_rg || expert_out_rg)
+      out.add("moe.expert_indices", "moe", 16 * N, "int64", k_src_hf_moe_experts);
+    if (expert_out_rg)
+      out.add("moe.routing_weights", "moe", x.e * N, x.act_dtype, k_src_hf_moe_experts);
+    if (logits_rg) out.add("moe.expert_output", "moe", x.e * x.h * N, x.act_dtype, k_src_hf_moe_experts);
+    const bool weighted_rg = expert_out_rg || logits_rg;
+    if (weighted_rg)
+      out.add("moe.weighted_output", "moe", x.e * x.h * N, x.act_dtype, k_src_hf_moe_experts);
+    return weighted_rg;
+  }
+
+  // One decoder layer whose input needs a gradient or not.
+  void layer(bool moe_layer, bool in_rg) const {
+    bool rg = in_rg;
+    if (x.a > 0) {
+      if (c.multi_latent_attention) {
+        // MLA: Megatron Core's rules stand in for every implementation (not read from the
+        // PyTorch implementations' code).
+        latent_attention(c, x, Modules{}, out);
+        rg = true;
+      } else {
+        const bool n_rg = norm(in_rg, x.h, x.tokens_sp, "norm.attention_input", "norm.attention_stats",
+                               "norm.attention_normed");
+        rg = attention(n_rg) || in_rg;
+      }
+    }
+    const bool n_rg = norm(rg, x.h, x.tokens_sp, "norm.mlp_input", "norm.mlp_stats", "norm.mlp_normed");
+    if (moe_layer) {
+      if (kind == Eager::hf && c.moe_shared_expert_intermediate_size == 0 && c.moe_latent_size == 0)
+        mixtral_moe(n_rg);
+      else
+        // torchtune's and torchtitan's MoE (grouped experts) and shared or latent experts: Megatron
+        // Core's routed-expert rules stand in (not read from their code).
+        moe_body(c, x, Modules{}, out);
+      if (x.hidden_dropout)
+        out.add("moe.output_dropout_mask", "moe", x.h * x.tokens_sp, "mask", k_src_dropout_mask);
+    } else {
+      const bool down_rg = ffn(k_mlp_names, "mlp.fc1_input", "mlp.up_output", n_rg, x.f / x.t, x.tokens,
+                               x.tokens_linear_in, true);
+      if (x.hidden_dropout && down_rg)
+        out.add("mlp.output_dropout_mask", "mlp", x.h * x.tokens_sp, "mask", k_src_dropout_mask);
+    }
+  }
+};
+
+double eager_layer(const Config& c, const Shape& x, bool moe_layer, bool first_layer, Ledger& out) {
+  const EagerWalk walk{c, x, out, eager_kind(c), !x.peft};
+  walk.layer(moe_layer, layer_input_needs_grad(c, first_layer));
+  return out.total();
+}
+
+// The checkpoint of one layer: its input, while its output needs a gradient.
+double checkpoint_input_bytes(const Config& c, const Shape& x) {
+  if (!c.eager_model()) return x.hidden;
+  if (c.peft_on() && !layer_adapters(c)) return 0;
+  return x.norm_e * x.h * x.tokens_sp;
+}
+
 // A layer under Megatron's policy (no recompute, or selective with `modules`).
 double megatron_layer(const Config& c, const Shape& x, bool moe_layer, const Modules& m,
                       Ledger& out) {
@@ -747,11 +1149,12 @@ double megatron_layer(const Config& c, const Shape& x, bool moe_layer, const Mod
   return out.total();
 }
 
-double policy_layer(const Config& c, bool moe_layer, SavedTensors* detail) {
+double policy_layer(const Config& c, bool moe_layer, bool first_layer, SavedTensors* detail) {
   const Shape x = shape_of(c);
   Ledger out(detail);
   switch (c.recompute_granularity) {
     case RecomputeGranularity::selective:
+      // Megatron Core's recompute_modules (resolve() allows it with megatron-core only).
       return megatron_layer(c, x, moe_layer, modules_of(c.recompute_modules), out);
     case RecomputeGranularity::selective_op:
       selective_op_layer(c, x, moe_layer, out);
@@ -759,31 +1162,36 @@ double policy_layer(const Config& c, bool moe_layer, SavedTensors* detail) {
     default:
       // none, or full granularity on a layer the method leaves alone (block method beyond
       // recompute_num_layers): everything is kept.
+      if (c.eager_model()) return eager_layer(c, x, moe_layer, first_layer, out);
       return megatron_layer(c, x, moe_layer, Modules{}, out);
   }
 }
 
+// Everything a layer keeps without recompute (a layer that is not the model's first).
 double no_recompute_layer(const Config& c, bool moe_layer) {
   const Shape x = shape_of(c);
   Ledger out(nullptr);
+  if (c.eager_model()) return eager_layer(c, x, moe_layer, false, out);
   return megatron_layer(c, x, moe_layer, Modules{}, out);
 }
 
 }  // namespace
 
 double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompute recompute,
-                              SavedTensors* detail) {
+                              SavedTensors* detail, bool first_layer) {
   switch (recompute) {
     case LayerRecompute::inside_group:
       return 0;
     case LayerRecompute::checkpointed: {
       const Shape x = shape_of(config);
       Ledger out(detail);
-      out.add("layer.input", "layer", x.hidden, x.act_dtype, k_src_full_recompute);
+      out.add("layer.input", "layer", checkpoint_input_bytes(config, x),
+              config.eager_model() ? x.norm_dtype : x.act_dtype,
+              config.eager_model() ? k_src_eager_checkpoint : k_src_full_recompute);
       return out.total();
     }
     default:
-      return policy_layer(config, moe_layer, detail);
+      return policy_layer(config, moe_layer, first_layer, detail);
   }
 }
 
@@ -794,7 +1202,7 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
       // Backward re-runs the layer's forward with grad enabled: its whole saved set exists
       // again, beside the checkpointed input it starts from.
       const Shape x = shape_of(config);
-      return std::max(0.0, everything - x.hidden);
+      return std::max(0.0, everything - checkpoint_input_bytes(config, x));
     }
     case RecomputeGranularity::selective: {
       // Each recomputed module is re-run just before its own backward and freed after it, so
@@ -820,9 +1228,117 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
   }
 }
 
+namespace {
+
+constexpr std::string_view k_src_eager_embedding =
+    "nn.Embedding: F.embedding keeps the int64 token ids for the weight's gradient "
+    "(derivatives.yaml embedding); transformers' learned position ids come from a registered "
+    "buffer (not an activation); dropout keeps a bool mask";
+
+// transformers' LlamaModel computes cos/sin once and, with gradient checkpointing, passes them,
+// the causal mask and the positions to every checkpointed layer: once per model.
+void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
+  const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
+  const bool checkpointing = c.recompute_granularity == RecomputeGranularity::full;
+  const bool layers_train = !c.peft_on() || layer_adapters(c);
+  const bool args = checkpointing && layers_train;
+  const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
+                            std::max<int64_t>(1, c.pipeline_model_parallel_size);
+  // Layers outside any checkpoint: no recompute, or the block method's layers beyond
+  // recompute_num_layers.
+  const bool plain_layers = !checkpointing || (c.recompute_method == RecomputeMethod::block &&
+                                               c.recompute_num_layers > 0 &&
+                                               c.recompute_num_layers < per_stage);
+  const bool qk_grad = !c.peft_on() || c.lora_targets(LoraTarget::q_proj) ||
+                       c.lora_targets(LoraTarget::k_proj) ||
+                       layer_input_needs_grad(c, /*first_layer=*/c.num_layers <= 1);
+  const double s_local = x.tokens / x.b;
+  if (rotary && ((plain_layers && qk_grad) || args))
+    out.add("attention.rope_cos_sin", "attention", 2 * x.norm_e * s_local * x.k, x.norm_dtype,
+            plain_layers && qk_grad ? k_src_hf_rope : k_src_hf_checkpoint_args);
+  if (args && rotary) {
+    if (c.attention_backend == AttentionBackend::unfused)
+      out.add("layer.causal_mask", "layer", x.norm_e * x.b * s_local * x.s, x.norm_dtype,
+              k_src_hf_checkpoint_args);
+    out.add("layer.position_ids", "layer", 8 * s_local, "int64", k_src_hf_checkpoint_args);
+  } else if (args) {
+    // Learned positions (BERT, GPT-2): the layers get the extended padding mask [b, 1, 1, s].
+    out.add("layer.attention_mask", "layer", x.norm_e * x.b * x.s, x.norm_dtype,
+            k_src_hf_checkpoint_mask);
+  }
+}
+
+double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
+  if (!c.peft_on()) {
+    out.add("embedding.token_ids", "embedding", 8 * x.tokens, "int64", k_src_eager_embedding);
+    if (x.t > 1) out.add("embedding.vocab_mask", "embedding", x.tokens, "mask", k_src_vocab_mask);
+    if (x.hidden_dropout)
+      out.add("embedding.dropout_mask", "embedding", x.h * x.tokens_sp, "mask", k_src_eager_embedding);
+  }
+  if (eager_kind(c) == Eager::hf) hf_model_tensors(c, x, out);
+  return out.total();
+}
+
+// The final norm, the output layer and the loss of the PyTorch implementations.
+double eager_output(const Config& c, const Shape& x, Ledger& out) {
+  const EagerWalk walk{c, x, out, eager_kind(c), !x.peft};
+  const bool in_rg = !c.peft_on() || layer_adapters(c);
+  const bool n_rg = walk.norm(in_rg, x.h, x.tokens_sp, "output.final_norm_input",
+                              "output.final_norm_stats", "output.final_norm_normed");
+  const bool gathered = c.framework == Framework::fsdp2 && c.sequence_parallel;
+  const double input_tokens = gathered ? x.tokens : x.tokens_sp;
+  const bool logits_rg = n_rg || walk.full || x.targeted(LoraTarget::lm_head);
+  const bool chunked = c.cross_entropy_chunks > 1 && walk.kind == Eager::torchtune &&
+                       !c.cross_entropy_loss_fusion;
+  if (!chunked) {
+    walk.linear_inputs({LoraTarget::lm_head}, n_rg, x.h, input_tokens, "output.output_layer_input",
+                       "output", false);
+    if (!logits_rg) return out.total();
+    if (c.cross_entropy_loss_fusion) {
+      out.add("loss.logits", "loss", x.e * x.logits, x.act_dtype, k_src_te_ce);
+      out.add("loss.softmax_stats", "loss", 8 * x.tokens, "fp32", k_src_te_ce);
+      out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_te_ce);
+      return out.total();
+    }
+    const bool hf = walk.kind == Eager::hf;
+    out.add("loss.log_softmax", "loss", 4 * x.logits, "fp32", hf ? k_src_hf_labels : k_src_torch_ce);
+    const double labels = hf && x.b == 1 ? x.tokens + 1 : x.tokens;
+    out.add("loss.target", "loss", 8 * labels, "int64", hf ? k_src_hf_labels : k_src_torch_ce);
+    return out.total();
+  }
+  // torchtune's chunked output and CEWithChunkedOutputLoss.
+  const auto b = int64_t(x.b), n = c.cross_entropy_chunks;
+  const auto s_local = int64_t(x.tokens / x.b);
+  const int64_t size = (s_local + n - 1) / n, whole = s_local / size, rest = s_local % size;
+  const int64_t m = whole + (rest > 0 ? 1 : 0);
+  const double vocab = x.logits / x.tokens;  // logits per token on this GPU
+  const bool keep_input = walk.full || (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
+  bool whole_input = false, whole_labels = false;
+  const auto chunk = [&](int64_t length, int64_t count) {
+    const bool view = b == 1 || length == 1 || m == 1;
+    const double rows = double(b * length * count);
+    if (keep_input) {
+      if (view) whole_input = true;
+      else out.add("output.output_layer_input", "output", x.e * x.h * rows, x.act_dtype, k_src_tt_chunks);
+    }
+    if (logits_rg) out.add("loss.log_softmax", "loss", 4 * vocab * rows, "fp32", k_src_tt_chunks);
+    if (logits_rg && !view) out.add("loss.target", "loss", 8 * rows, "int64", k_src_tt_chunks);
+    if (logits_rg && view) whole_labels = true;
+  };
+  if (whole > 0) chunk(size, whole);
+  if (rest > 0) chunk(rest, 1);
+  if (whole_input) out.add("output.output_layer_input", "output", x.e * x.h * x.tokens, x.act_dtype, k_src_tt_chunks);
+  if (whole_labels) out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_tt_chunks);
+  walk.adapter(LoraTarget::lm_head, n_rg, x.h, x.tokens);
+  return out.total();
+}
+
+}  // namespace
+
 double embedding_activation_bytes(const Config& config, SavedTensors* detail) {
   Ledger out(detail);
   if (config.vocab_size <= 0) return 0;
+  if (config.eager_model()) return eager_embedding(config, shape_of(config), out);
   // peft: the embedding is frozen and nothing below it needs a gradient: autograd records none
   // of its ops (token ids for the weight gradient, masks, dropout), so it saves nothing.
   if (config.peft_on()) return 0;
@@ -848,6 +1364,7 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   Ledger out(detail);
   if (config.vocab_size <= 0) return 0;
   const Shape x = shape_of(config);
+  if (config.eager_model()) return eager_output(config, x, out);
   out.add("output.final_norm_input", "output", x.norm_e * x.h * x.tokens_sp, x.norm_dtype,
           x.autocast ? k_src_autocast_norm : k_src_norm_input);
   out.add("output.final_norm_stats", "output", x.norm_stats * x.tokens_sp, "fp32", k_src_norm_stats);

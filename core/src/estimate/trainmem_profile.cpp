@@ -722,11 +722,17 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   double working[2] = {-1, -1};
   for (auto& row : kept)
     for (double& v : row) v = -1;
+  // The model's first layer differs under peft with the PyTorch implementations: its input,
+  // the frozen embedding's output, needs no gradient (activations.cpp layer_input_needs_grad).
+  const bool first_differs = c.peft_on() && c.eager_model();
   layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
     const int moe = c.is_moe_layer(i) ? 1 : 0;
     const LayerRecompute policy = layer_policy(c, pos);
-    double& bytes = kept[moe][int(policy)];
-    if (bytes < 0) bytes = layer_activation_bytes(c, moe == 1, policy);
+    double first = -1;
+    if (i == 0 && first_differs) first = layer_activation_bytes(c, moe == 1, policy, nullptr, true);
+    double& cached = kept[moe][int(policy)];
+    if (first < 0 && cached < 0) cached = layer_activation_bytes(c, moe == 1, policy);
+    const double bytes = first >= 0 ? first : cached;
     a.per_microbatch += bytes;
     a.largest_layer = std::max(a.largest_layer, bytes);
     if (any_recompute) {

@@ -1,0 +1,257 @@
+// The model's own code (issue 13 item 11): model_implementation hf-transformers, torchtune and
+// torchtitan keep what their eager op sequences keep for backward (activations.cpp, "The model's
+// own code"; tests/oracle/README.md lists the tensors). Every expected figure is worked out by
+// hand in the comments from those lists, not read back from the implementation; the eager-path
+// figures are also what tests/oracle/formulas.py gives for the same configs (and what torch 1.13
+// measures, less the x² of each RMSNorm that only 1.13 keeps). The fused-kernel cases (flash,
+// fused) cannot run in the oracle (torch 1.13 has no SDPA): they are source-derived.
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "trainmem/activations.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// tests/oracle/README.md's worked example: fp32, b 2, s 64, h 128, a 4 heads of k 32, g 2 KV
+// heads, SwiGLU f 344, V 500, L 2, untied, no dropout, one GPU (ddp, plain PyTorch).
+// T = b·s = 128 tokens.
+const std::string k_example = R"("profile": "trainmem", "framework": "ddp", "num_layers": 2,
+    "hidden_size": 128, "num_attention_heads": 4, "num_query_groups": 2, "kv_channels": 32,
+    "ffn_hidden_size": 344, "vocab_size": 500, "make_vocab_size_divisible_by": 1,
+    "share_embeddings_and_output_weights": false, "gated_linear_unit": true,
+    "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false,
+    "seq_length": 64, "micro_batch_size": 2, "optimizer": "adamw",
+    "optimizer_implementation": "for-loop", "attention_dropout": 0, "hidden_dropout": 0)";
+const std::string k_fp32 = R"("params_dtype": "fp32", "compute_dtype": "fp32")";
+const std::string k_bf16 = R"("params_dtype": "bf16", "compute_dtype": "bf16", "master_weights": false,
+    "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")";
+
+Config example(const std::string& more) { return config_from("{" + k_example + ", " + more + "}"); }
+
+double layer(const Config& c, bool first = false) {
+  return layer_activation_bytes(c, false, LayerRecompute::policy, nullptr, first);
+}
+double moe_layer(const Config& c) { return layer_activation_bytes(c, true, LayerRecompute::policy); }
+double total(const Config& c) { return estimate_training_memory(c, c.num_microbatches).activation_bytes; }
+
+}  // namespace
+
+TEST_CASE("model_implementation follows the framework unless set", "[implementations][rules]") {
+  const std::string base = R"("num_layers": 2, "hidden_size": 128, "num_attention_heads": 4,
+      "vocab_size": 500, "seq_length": 64, "micro_batch_size": 1)";
+  auto impl = [&](const std::string& more) {
+    return config_from("{" + base + (more.empty() ? "" : ", " + more) + "}").model_implementation;
+  };
+  CHECK(impl("") == ModelImplementation::megatron_core);
+  CHECK(impl(R"("framework": "megatron")") == ModelImplementation::megatron_core);
+  CHECK(impl(R"("framework": "fsdp2")") == ModelImplementation::torchtitan);
+  CHECK(impl(R"("framework": "ddp")") == ModelImplementation::hf_transformers);
+  CHECK(impl(R"("framework": "deepspeed")") == ModelImplementation::hf_transformers);
+  CHECK(impl(R"("framework": "fsdp2", "model_implementation": "torchtune")") == ModelImplementation::torchtune);
+  CHECK(impl(R"("framework": "ddp", "model_implementation": "megatron-core")") ==
+        ModelImplementation::megatron_core);
+
+  auto messages = [&](const std::string& more) { return messages_for("{" + base + ", " + more + "}"); };
+  using V = std::vector<std::string>;
+  CHECK(messages(R"("framework": "megatron", "model_implementation": "hf-transformers")") ==
+        V{"model_implementation: must be \"megatron-core\" with framework megatron (Megatron trains "
+          "its own GPTModel), got \"hf-transformers\""});
+  CHECK(messages(R"("framework": "ddp", "recompute_granularity": "selective")") ==
+        V{"recompute_granularity: \"selective\" recomputes Megatron Core's modules "
+          "(recompute_modules); model_implementation \"hf-transformers\" checkpoints whole layers "
+          "(\"full\")"});
+  CHECK(messages(R"("framework": "fsdp2", "recompute_granularity": "selective")") ==
+        V{"recompute_granularity: \"selective\" recomputes Megatron Core's modules "
+          "(recompute_modules); model_implementation \"torchtitan\" checkpoints whole layers "
+          "(\"full\") or per op (\"selective_op\")"});
+  CHECK(messages(R"("framework": "ddp", "recompute_granularity": "selective_op")") ==
+        V{"recompute_granularity: \"selective_op\" is torchtitan's per-op checkpointing: needs "
+          "model_implementation \"torchtitan\", got \"hf-transformers\""});
+  CHECK(messages(R"("framework": "ddp", "cross_entropy_chunks": 8)") ==
+        V{"cross_entropy_chunks: is torchtune's CEWithChunkedOutputLoss: needs model_implementation "
+          "\"torchtune\" (or \"megatron-core\"), got \"hf-transformers\""});
+  CHECK(messages(R"("model_implementation": "fused")") ==
+        V{"model_implementation: must be one of \"megatron-core\", \"hf-transformers\", "
+          "\"torchtune\", \"torchtitan\", got the string \"fused\""});
+  CHECK(messages(R"("profile": "megatron-lm", "model_implementation": "torchtune")") ==
+        V{"model_implementation: is read only by the trainmem profile (profile is \"megatron-lm\")"});
+}
+
+TEST_CASE("Hugging Face eager Llama: the oracle's worked example", "[implementations][hf]") {
+  const Config c = example(k_fp32 + R"(, "attention_backend": "unfused")");
+  REQUIRE(c.model_implementation == ModelImplementation::hf_transformers);
+  // Per layer (e = 4, T = 128, a' = a = 4 since g = 2):
+  //   input_layernorm: fp32 input 4·T·h = 65,536, rstd 4·T = 512, normalised e·T·h = 65,536
+  //   q/k/v input (the norm's output, one storage) 65,536
+  //   query after rope 65,536; key repeated to 4 heads 65,536; fp32 softmax 4·b·a·s² = 131,072
+  //   (fp32: the probabilities are the softmax output itself); value repeated 65,536;
+  //   context (o_proj input) 65,536
+  //   post_attention_layernorm 65,536 + 512 + 65,536; gate/up input 65,536
+  //   SwiGLU: gate output, SiLU output, up output, product: 4 · e·T·f = 4 · 176,128 = 704,512
+  //   = 131,584 + 5 · 65,536 + 131,072 + 131,584 + 65,536 + 704,512 = 1,491,968
+  CHECK(layer(c) == 1491968);
+  // Once: int64 token ids 8·T = 1,024; cos and sin [1, s, k] each 2 · 4·64·32 = 16,384.
+  CHECK(embedding_activation_bytes(c) == 17408);
+  // Final norm 65,536 + 512 + 65,536; lm_head input 65,536; fp32 log-probabilities
+  // 4·T·V = 256,000; shifted int64 labels 8·T = 1,024: 454,144.
+  CHECK(output_activation_bytes(c) == 454144);
+  // 2 · 1,491,968 + 17,408 + 454,144 = 3,455,488 (README; torch 1.13 measures 3,783,168, the
+  // difference being mean's input 4·T·h in each of the 5 RMSNorms: 5 · 65,536 = 327,680).
+  CHECK(total(c) == 3455488);
+  // b = 1: ForCausalLMLoss keeps the padded [1, s + 1] labels: 8 · 65 = 520 instead of 8 · 64.
+  const Config one = example(k_fp32 + R"(, "attention_backend": "unfused", "micro_batch_size": 1)");
+  SavedTensors d;
+  output_activation_bytes(one, &d);
+  CHECK(d.back().name == "loss.target");
+  CHECK(d.back().bytes == 520);
+}
+
+TEST_CASE("torchtune's llama3 on SDPA's math path: the worked example less cos/sin", "[implementations][torchtune]") {
+  const Config c = example(k_fp32 + R"(, "model_implementation": "torchtune", "attention_backend": "unfused")");
+  // The math path keeps q·√scale and k·√scale (a heads) 65,536 each, the softmax in the model
+  // dtype (fp32 here: 131,072), v repeated 65,536: in fp32 the same bytes as the eager layer.
+  CHECK(layer(c) == 1491968);
+  // No cos/sin (the rope cache is a buffer): token ids only.
+  CHECK(embedding_activation_bytes(c) == 1024);
+  CHECK(output_activation_bytes(c) == 454144);
+  CHECK(total(c) == 3439104);  // README: 3,455,488 − 16,384
+}
+
+TEST_CASE("pure bf16: fp32 norm inputs and softmax beside their 16-bit copies", "[implementations][hf]") {
+  const Config c = example(k_bf16 + R"(, "attention_backend": "unfused")");
+  // Per layer (e = 2): (8 + 4e)·T·h = 16 · 16,384 = 262,144 (two norms: fp32 input 4·T·h and
+  // normalised e·T·h; q/k/v input and gate/up input e·T·h), 8·T = 1,024 (two rstd),
+  // e·T·(2a + 2a')·k = 2·128·16·32 = 131,072 (q, k, v, context), (4 + 2)·b·a·s² = 196,608 (the
+  // fp32 softmax and its bf16 copy), 4e·T·f = 352,256: 943,104.
+  CHECK(layer(c) == 943104);
+  // Once: token ids 1,024, cos/sin 2 · 2·64·32 = 8,192; final norm 65,536 + 512 + 32,768, lm_head
+  // input 32,768, fp32 log-probabilities 256,000, labels 1,024.
+  CHECK(embedding_activation_bytes(c) == 9216);
+  CHECK(output_activation_bytes(c) == 388608);
+  CHECK(total(c) == 2284032);  // 2 · 943,104 + 9,216 + 388,608
+}
+
+TEST_CASE("LoRA on the eager model: the first layer keeps only its adapters' paths", "[implementations][peft]") {
+  const Config c = example(k_fp32 + R"(, "attention_backend": "unfused", "peft": "lora",
+      "lora_rank": 4, "lora_target_modules": ["q_proj", "v_proj"])");
+  // Layer 0: its input (the frozen embedding's output) needs no gradient, the norm weights are
+  // frozen: input_layernorm keeps nothing. q_proj and v_proj adapters read the norm output as it
+  // is (65,536, kept once) and keep r-wide intermediates 2 · 4·4·128 = 4,096. q and v need
+  // gradients, k does not: QK^T keeps the key (65,536), not the query; the softmax (131,072) and
+  // PV's value (65,536) stay; the context is nobody's (o_proj frozen). The residual now needs a
+  // gradient: post_attention_layernorm keeps its fp32 input and rstd (65,536 + 512), not the
+  // normalised input; gate/up frozen keep no input; SwiGLU keeps gate, SiLU and up outputs
+  // 3 · 176,128 = 528,384, the product is nobody's (down frozen).
+  //   65,536 + 4,096 + 65,536 + 131,072 + 65,536 + 66,048 + 528,384 = 926,208
+  CHECK(layer(c, true) == 926208);
+  // Layer 1: its input needs a gradient: the norm keeps 65,536 + 512, QK^T keeps the query too:
+  //   926,208 + 66,048 + 65,536 = 1,057,792
+  CHECK(layer(c) == 1057792);
+  // Frozen embedding: no token ids; q needs a gradient: cos/sin 16,384.
+  CHECK(embedding_activation_bytes(c) == 16384);
+  // Final norm 65,536 + 512, frozen lm_head keeps no input, log-probabilities 256,000, labels
+  // 1,024: 323,072.
+  CHECK(output_activation_bytes(c) == 323072);
+  CHECK(total(c) == 2323456);  // 926,208 + 1,057,792 + 16,384 + 323,072
+  // Megatron Core's layer counts the first layer like the others (unchanged by this item).
+  const Config core = example(k_fp32 + R"(, "attention_backend": "unfused", "peft": "lora",
+      "lora_rank": 4, "lora_target_modules": ["q_proj", "v_proj"], "model_implementation": "megatron-core")");
+  CHECK(layer(core, true) == layer(core));
+}
+
+TEST_CASE("gradient checkpointing: layer inputs, and transformers' shared arguments once", "[implementations][checkpoint]") {
+  const std::string ckpt = R"(, "attention_backend": "unfused", "recompute_granularity": "full",
+      "recompute_method": "uniform", "recompute_num_layers": 1)";
+  const Config hf = example(k_fp32 + ckpt);
+  // Each layer keeps its input 4·T·h = 65,536.
+  CHECK(layer_activation_bytes(hf, false, LayerRecompute::checkpointed) == 65536);
+  // transformers passes the eager 4-D causal mask [b, 1, s, s] in fp32 (4·2·64·64 = 32,768), the
+  // positions 8·64 = 512 and cos/sin 16,384 to every checkpointed layer: kept once; token ids
+  // 1,024.
+  CHECK(embedding_activation_bytes(hf) == 1024 + 32768 + 512 + 16384);
+  CHECK(total(hf) == 635904);  // 2 · 65,536 + 50,688 + 454,144
+  // torchtune's checkpoint wrapper passes the hidden state only.
+  const Config tt = example(k_fp32 + ckpt + R"(, "model_implementation": "torchtune")");
+  CHECK(total(tt) == 586240);  // 2 · 65,536 + 1,024 + 454,144
+  // With SDPA (a fused kernel) transformers builds no causal mask for a causal batch.
+  const Config sdpa = example(k_fp32 + R"(, "attention_backend": "flash", "recompute_granularity": "full")");
+  CHECK(embedding_activation_bytes(sdpa) == 1024 + 512 + 16384);
+}
+
+TEST_CASE("torchtune's chunked loss keeps the same bytes, except a one-token chunk's view", "[implementations][loss]") {
+  // s = 25, b = 2, 8 chunks: chunk length ceil(25 / 8) = 4, so 6 chunks of 4 and one of 1.
+  // Each 4-token chunk's rows are a copy (b > 1): 6 · 4·128·2·4 = 24,576 B of output-layer
+  // input, 6 · 8·2·4 = 384 B of labels; the 1-token chunk is a view, so its savers keep the whole
+  // norm output 4·128·50 = 25,600 and the whole labels 8·50 = 400. Unchunked: 25,600 and 400.
+  // The fp32 log-probabilities add up to 4·50·500 = 100,000 either way.
+  const std::string shape = R"(, "attention_backend": "unfused", "model_implementation": "torchtune",
+      "seq_length": 25)";
+  const Config whole = example(k_fp32 + shape);
+  const Config chunked = example(k_fp32 + shape + R"(, "cross_entropy_chunks": 8)");
+  CHECK(output_activation_bytes(chunked) - output_activation_bytes(whole) == 24576 + 384);
+  // s = 64, 8 chunks of 8 tokens: copies that add up to the unchunked bytes.
+  const Config even = example(k_fp32 + R"(, "attention_backend": "unfused", "model_implementation": "torchtune",
+      "cross_entropy_chunks": 8)");
+  CHECK(output_activation_bytes(even) == 454144);
+}
+
+TEST_CASE("Hugging Face Mixtral-style MoE block", "[implementations][moe]") {
+  const Config c = example(k_fp32 + R"(, "attention_backend": "unfused", "num_moe_experts": 4,
+      "moe_router_topk": 2, "moe_ffn_hidden_size": 172)");
+  // N = T·K = 256 token-expert pairs, E = 4, f_e = 172. After post_attention_layernorm
+  // (131,584, as in the dense layer):
+  //   router input 65,536; fp32 router probabilities 4·T·E = 2,048; top-k indices 8·T·K = 2,048;
+  //   top-k weights before renormalising 4·T·K = 1,024 and their sum 4·T = 512;
+  //   torch.where indices 16·N = 4,096; gathered expert inputs e·N·h = 131,072;
+  //   gate, SiLU, up outputs and product 4·e·N·f_e = 704,512; routing weight per pair e·N =
+  //   1,024; expert output 131,072; weighted output 131,072: 1,174,016.
+  // Attention as in the dense layer: 131,584 + 5 · 65,536 + 131,072 = 590,336.
+  CHECK(moe_layer(c) == 590336 + 131584 + 1174016);
+}
+
+TEST_CASE("fused attention kernels: q, k, v, output and logsumexp (source-derived)", "[implementations][sdpa]") {
+  // bf16, the worked example's shape. transformers' sdpa: enable_gqa keeps k and v at g = 2
+  // heads; the kernel's output is o_proj's input (one storage):
+  //   input_layernorm 4·T·h + 4·T + e·T·h = 65,536 + 512 + 32,768 = 98,816; q/k/v input 32,768
+  //   q 2·128·128 = 32,768; k, v 2·128·64 = 16,384 each; logsumexp 4·a·T = 2,048;
+  //   output 32,768; post_attention_layernorm 98,816; gate/up input 32,768; SwiGLU 4e·T·f =
+  //   352,256: 715,776
+  const Config hf = example(k_bf16 + R"(, "attention_backend": "flash")");
+  CHECK(layer(hf) == 715776);
+  // torchtune expands k and v to a heads before SDPA: +2 · 16,384.
+  const Config tt = example(k_bf16 + R"(, "attention_backend": "flash", "model_implementation": "torchtune")");
+  CHECK(layer(tt) == 748544);
+  // torchtitan: nn.RMSNorm runs PyTorch's fused rms_norm, which keeps its bf16 input and rstd
+  // (32,768 + 512 per norm) and no normalised copy; k and v repeated to a heads:
+  //   33,280 + 32,768 (q/k/v input) + 4 · 32,768 (q, k, v, output) + 2,048 + 33,280 + 32,768 +
+  //   352,256 = 617,472
+  const Config tn = example(k_bf16 + R"(, "attention_backend": "flash", "model_implementation": "torchtitan")");
+  CHECK(layer(tn) == 617472);
+  // No cos/sin for torchtitan (freqs_cis is a buffer); the output side as torchtune's.
+  CHECK(embedding_activation_bytes(tn) == 1024);
+}
+
+TEST_CASE("torchtitan's per-op checkpointing is unchanged by the eager layer", "[implementations][torchtitan]") {
+  // selective_op keeps the block input and the policy's saved outputs, whatever the layer's
+  // eager saves; the recompute working set is the eager layer less those.
+  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "num_layers": 2,
+      "hidden_size": 1024, "num_attention_heads": 8, "ffn_hidden_size": 4096, "vocab_size": 32000,
+      "swiglu": true, "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 1024,
+      "micro_batch_size": 1, "attention_dropout": 0, "hidden_dropout": 0,
+      "recompute_granularity": "selective_op"})";
+  const Config c = config_from(json);
+  Config core = c;
+  core.model_implementation = ModelImplementation::megatron_core;
+  CHECK(layer(c) == layer(core));
+  // The eager layer without recompute (bf16, flash, T = 1,024, h 1,024, f 4,096):
+  //   norms 2 · (2,097,152 + 4,096); q/k/v input, q, k, v, output, gate/up input 6 · 2,097,152;
+  //   logsumexp 4·8·1,024 = 32,768; SwiGLU 4 · 8,388,608: 50,372,608
+  Config none = c;
+  none.recompute_granularity = RecomputeGranularity::none;
+  CHECK(layer(none) == 50372608);
+  CHECK(layer_recompute_working_bytes(c, false) == 50372608 - layer(c));
+}

@@ -142,23 +142,25 @@ nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
 }
 
 // {"ok", "config": the import merged over base, "input": the import alone, "read", "assumed",
-// "ignored", "whole_model"} (core import_over_base). base_json is the page's current config
-// (training and parallel settings the import does not describe).
+// "ignored", "whole_model"} (core import_over_base), or {"ok": false, "issues"}.
+std::string imported_result_json(const trainmem::ImportOverBase& imported) {
+  if (!imported.ok()) return issues_json(imported.issues).dump();
+  nlohmann::json out;
+  out["ok"] = true;
+  out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
+  out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
+  out["read"] = imported.read;
+  out["assumed"] = imported.assumed;
+  out["ignored"] = imported.ignored;
+  out["whole_model"] = imported.whole_model;
+  return out.dump();
+}
+
+// An import of `text` over the page's current config base_json (training and parallel settings
+// the import does not describe), as imported_result_json.
 std::string imported_json(trainmem::ImportKind kind, const std::string& text,
                           const std::string& base_json) {
-  return guarded([&] {
-    const trainmem::ImportOverBase imported = trainmem::import_over_base(kind, text, base_json);
-    if (!imported.ok()) return issues_json(imported.issues).dump();
-    nlohmann::json out;
-    out["ok"] = true;
-    out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
-    out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
-    out["read"] = imported.read;
-    out["assumed"] = imported.assumed;
-    out["ignored"] = imported.ignored;
-    out["whole_model"] = imported.whole_model;
-    return out.dump();
-  });
+  return guarded([&] { return imported_result_json(trainmem::import_over_base(kind, text, base_json)); });
 }
 
 std::string import_hf_config(const std::string& config_json, const std::string& base_json) {
@@ -182,17 +184,7 @@ std::string import_framework(const std::string& kind_name, const std::string& tr
       return issues_json({trainmem::Issue{"kind", "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\" or \"axolotl\""}}).dump();
     const trainmem::ParsedImportOptions options = trainmem::parse_import_options(options_json);
     if (!options.issues.empty()) return issues_json(options.issues).dump();
-    const trainmem::ImportOverBase imported = trainmem::import_over_base(*kind, tree_json, base_json, options.options);
-    if (!imported.ok()) return issues_json(imported.issues).dump();
-    nlohmann::json out;
-    out["ok"] = true;
-    out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
-    out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
-    out["read"] = imported.read;
-    out["assumed"] = imported.assumed;
-    out["ignored"] = imported.ignored;
-    out["whole_model"] = imported.whole_model;
-    return out.dump();
+    return imported_result_json(trainmem::import_over_base(*kind, tree_json, base_json, options.options));
   });
 }
 

@@ -116,6 +116,17 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
   for (const trainmem::Issue& issue : issues) std::cerr << issue.message << "\n";
 }
 
+// What `trainmem import` prints: the issues (exit 2), or the notes on stderr ("read: ",
+// "assumed: ", "ignored: ") and the config on stdout (exit 0).
+int print_imported(const trainmem::ImportOverBase& imported) {
+  if (!imported.ok()) return print_issues(imported.issues), 2;
+  for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
+  for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
+  for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
+  std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
+  return 0;
+}
+
 bool file_exists(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   return bool(file);
@@ -205,12 +216,7 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
     }
   }
   const trainmem::ImportOverBase imported = trainmem::import_over_base(kind, tree, base_text, options);
-  if (!imported.ok()) return print_issues(imported.issues), 2;
-  for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
-  for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
-  for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
-  std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
-  return 0;
+  return print_imported(imported);
 }
 
 // trainmem import KIND SOURCE [--base TRAINING.json]: the imported fields over the base's
@@ -249,12 +255,7 @@ int import_command(const std::vector<std::string>& args) {
   if (!base_path.empty() && !read_input(base_path, base_text)) return usage_error("cannot read " + base_path);
 
   const trainmem::ImportOverBase imported = trainmem::import_over_base(*kind, text, base_text);
-  if (!imported.ok()) return print_issues(imported.issues), 2;
-  for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
-  for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
-  for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
-  std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
-  return 0;
+  return print_imported(imported);
 }
 
 // trainmem export CONFIG.json [--format megatron-args|json]: the resolved config as Megatron-LM

@@ -322,6 +322,25 @@ TEST_CASE("documents: YAML and TOML syntax errors name the line and column") {
   REQUIRE(t.ok());
   CHECK(json::parse(t.json) == json::parse(R"({"a": true, "b": 0.0003, "c": "0.0", "d": null, "e": 16})"));
 }
+
+TEST_CASE("documents: YAML that is not UTF-8 is an issue at the scalar, not a crash (found by fuzzing)", "[fuzz]") {
+  // tests/fuzz/regressions/torchtune/invalid-utf8-key.yaml (a key cut in a 4-byte sequence) and
+  // axolotl/invalid-utf8-value.yaml (0xFF bytes): libyaml-cpp passes them through, and writing the
+  // tree as JSON threw.
+  DocumentTree t = yaml_document_tree("model:\n  lora_alpha\xf2: 128\n", "key.yaml");
+  REQUIRE(t.issues.size() == 1);
+  CHECK(t.issues[0].message == "key.yaml: line 2, column 3: invalid UTF-8 in this scalar");
+  t = yaml_document_tree("base_model: x\nlora_mode\xff\xff: 1\nb: [1, \"a\xc0\xaf\"]\n", "value.yaml");
+  REQUIRE(t.issues.size() == 1);
+  CHECK(t.issues[0].message == "value.yaml: line 2, column 1: invalid UTF-8 in this scalar");
+  t = yaml_document_tree("b: [1, \"a\xed\xa0\x80\"]\n", "surrogate.yaml");  // an encoded surrogate
+  REQUIRE(t.issues.size() == 1);
+  CHECK(t.issues[0].message == "surrogate.yaml: line 1, column 8: invalid UTF-8 in this scalar");
+  // Well-formed multi-byte text, and bad bytes in a comment (never in the tree), are fine.
+  t = yaml_document_tree("# \xff\na: \"caf\xc3\xa9 \xf0\x9f\x98\x80\"\n", "good.yaml");
+  REQUIRE(t.ok());
+  CHECK(json::parse(t.json)["a"] == "caf\xc3\xa9 \xf0\x9f\x98\x80");
+}
 #endif
 
 TEST_CASE("framework importers on JSON trees: the wrong kind of file is named") {

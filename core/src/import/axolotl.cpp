@@ -80,16 +80,12 @@ std::string normalized_model(std::string_view repo) {
   return name;
 }
 
-class AxolotlReader {
+class AxolotlReader : mapping::Reader {
  public:
-  AxolotlReader(const json& tree, const ImportOptions& options, ImportResult& out)
-      : m_(tree, out), options_(options), out_(out) {}
+  using Reader::Reader;
   void run();
 
  private:
-  Mapper m_;
-  const ImportOptions& options_;
-  ImportResult& out_;
   int64_t gpus_ = 1;
   bool deepspeed_ = false, fsdp_ = false;
 
@@ -287,9 +283,7 @@ void AxolotlReader::read_training() {
   if (const json* gc = m_.get("gradient_checkpointing")) {
     const bool offload = gc->is_string() && gc->get<std::string>() == "offload";
     if ((gc->is_boolean() && gc->get<bool>()) || offload) {
-      m_.read("recompute_granularity", std::string("full"), "gradient_checkpointing", show(*gc) + " (every decoder layer)");
-      m_.assume("recompute_method", std::string("uniform"), "one checkpoint per decoder layer", "gradient_checkpointing");
-      m_.assume("recompute_num_layers", 1.0, "one checkpoint per decoder layer", "gradient_checkpointing");
+      m_.full_recompute_per_layer("gradient_checkpointing", show(*gc), "decoder layer");
       if (offload) m_.read("activation_offload", true, "gradient_checkpointing", "\"offload\"");
     } else {
       m_.read("recompute_granularity", std::string("none"), "gradient_checkpointing", show(*gc));
@@ -326,16 +320,8 @@ void AxolotlReader::run() {
 }  // namespace
 
 ImportResult import_axolotl(std::string_view tree_json, const ImportOptions& options) {
-  ImportResult out;
-  std::optional<json> tree = mapping::object_tree(tree_json, "CONFIG.yaml", out.issues);
-  if (!tree) return out;
-  if (!tree->contains("base_model")) {
-    out.issues.push_back(issue("base_model", "missing: this is not an axolotl config (" + mapping::kind_hint(*tree) + ")"));
-    return out;
-  }
-  AxolotlReader(*tree, options, out).run();
-  if (!out.ok()) out.input = ConfigInput{};
-  return out;
+  return mapping::import_tree(tree_json, "CONFIG.yaml", mapping::requires_key("base_model", "an axolotl config"),
+                              [&](json& tree, ImportResult& out) { AxolotlReader(tree, options, out).run(); });
 }
 
 }  // namespace trainmem

@@ -183,9 +183,7 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
   // deepspeed.checkpointing API, which transformers' models do not call.
   if (have_args && args.contains("gradient_checkpointing") && args["gradient_checkpointing"].is_boolean()) {
     if (args["gradient_checkpointing"].get<bool>()) {
-      m.read("recompute_granularity", std::string("full"), "--hf-args gradient_checkpointing", "true (every decoder layer)");
-      m.assume("recompute_method", std::string("uniform"), "one checkpoint per decoder layer", "--hf-args gradient_checkpointing");
-      m.assume("recompute_num_layers", 1.0, "one checkpoint per decoder layer", "--hf-args gradient_checkpointing");
+      m.full_recompute_per_layer("--hf-args gradient_checkpointing", "true", "decoder layer");
     } else {
       m.read("recompute_granularity", std::string("none"), "--hf-args gradient_checkpointing", "false");
     }
@@ -208,29 +206,25 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
 }  // namespace mapping
 
 ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& options) {
-  ImportResult out;
-  std::optional<json> tree = mapping::object_tree(tree_json, "DS_CONFIG.json", out.issues);
-  if (!tree) return out;
-  const std::string_view kind = mapping::detect_kind(*tree);
-  if (kind != "deepspeed") {
-    out.issues.push_back(issue("DS_CONFIG.json", "has none of DeepSpeed's keys (zero_optimization, train_micro_batch_size_per_gpu, bf16, fp16, ...): " +
-                                                      mapping::kind_hint(*tree)));
-    return out;
-  }
-  json args = json::object();
-  if (!options.hf_args_json.empty()) {
-    std::optional<json> parsed = mapping::object_tree(options.hf_args_json, "--hf-args", out.issues);
-    if (!parsed) return out;
-    args = std::move(*parsed);
-  }
-  Mapper m(*tree, out);
-  if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
-  else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));
-  else out.assumed.push_back("model ← the base config's (no --model or --preset)");
-  if (out.ok()) mapping::read_deepspeed(m, args, options.gpus);
-  if (out.ok()) m.account(k_no_memory, {"zero_optimization", "bf16", "fp16", "optimizer"});
-  if (!out.ok()) out.input = ConfigInput{};
-  return out;
+  const auto deepspeed_keys = [](const json& tree) -> std::optional<Issue> {
+    if (mapping::detect_kind(tree) == "deepspeed") return std::nullopt;
+    return issue("DS_CONFIG.json", "has none of DeepSpeed's keys (zero_optimization, train_micro_batch_size_per_gpu, bf16, fp16, ...): " +
+                                       mapping::kind_hint(tree));
+  };
+  return mapping::import_tree(tree_json, "DS_CONFIG.json", deepspeed_keys, [&](json& tree, ImportResult& out) {
+    json args = json::object();
+    if (!options.hf_args_json.empty()) {
+      std::optional<json> parsed = mapping::object_tree(options.hf_args_json, "--hf-args", out.issues);
+      if (!parsed) return;
+      args = std::move(*parsed);
+    }
+    Mapper m(tree, out);
+    if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
+    else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));
+    else out.assumed.push_back("model ← the base config's (no --model or --preset)");
+    if (out.ok()) mapping::read_deepspeed(m, args, options.gpus);
+    if (out.ok()) m.account(k_no_memory, {"zero_optimization", "bf16", "fp16", "optimizer"});
+  });
 }
 
 }  // namespace trainmem

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -32,6 +33,44 @@ Issue positioned(std::string_view name, int line, int column, const std::string&
   return issue(name, "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
 }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF), as JSON text must be. libyaml-cpp passes any bytes through; toml++ checks them itself.
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t more = 0;
+    uint32_t code = 0;
+    if ((lead & 0xE0) == 0xC0) more = 1, code = lead & 0x1F;
+    else if ((lead & 0xF0) == 0xE0) more = 2, code = lead & 0x0F;
+    else if ((lead & 0xF8) == 0xF0) more = 3, code = lead & 0x07;
+    else return false;
+    if (i + more >= s.size()) return false;
+    for (size_t k = 1; k <= more; ++k) {
+      const auto next = static_cast<unsigned char>(s[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    const uint32_t least = more == 1 ? 0x80 : more == 2 ? 0x800 : 0x10000;
+    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+// A scalar's text (a value or a key), which must be UTF-8 to go into the tree.
+const std::string& yaml_text(const YAML::Node& node) {
+  if (!valid_utf8(node.Scalar())) {
+    const YAML::Mark mark = node.Mark();
+    throw ConversionError{"invalid UTF-8 in this scalar", mark.line + 1, mark.column + 1};
+  }
+  return node.Scalar();
+}
+
 json yaml_node(const YAML::Node& node, int depth) {
   if (depth > 256) {
     const YAML::Mark mark = node.Mark();
@@ -44,11 +83,11 @@ json yaml_node(const YAML::Node& node, int depth) {
     case YAML::NodeType::Scalar:
       // "?" is the tag of a plain scalar; quoted and explicitly tagged ones ("!", "!!str") keep
       // their text.
-      if (node.Tag() == "?") return mapping::plain_scalar(node.Scalar());
+      if (node.Tag() == "?") return mapping::plain_scalar(yaml_text(node));
       if (node.Tag() == "tag:yaml.org,2002:int" || node.Tag() == "tag:yaml.org,2002:float" ||
           node.Tag() == "tag:yaml.org,2002:bool" || node.Tag() == "tag:yaml.org,2002:null")
-        return mapping::plain_scalar(node.Scalar());
-      return node.Scalar();
+        return mapping::plain_scalar(yaml_text(node));
+      return yaml_text(node);
     case YAML::NodeType::Sequence: {
       json out = json::array();
       for (const YAML::Node& item : node) out.push_back(yaml_node(item, depth + 1));
@@ -63,7 +102,7 @@ json yaml_node(const YAML::Node& node, int depth) {
           const YAML::Mark mark = key.Mark();
           throw ConversionError{"a mapping key must be a scalar", mark.line + 1, mark.column + 1};
         }
-        const std::string name = key.IsNull() ? "" : key.Scalar();
+        const std::string name = key.IsNull() ? "" : yaml_text(key);
         if (!seen.insert(name).second) {
           const YAML::Mark mark = key.Mark();
           throw ConversionError{"map keys must be unique: " + trainmem::quoted(name) + " repeats",

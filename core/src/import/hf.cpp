@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "mapping.hpp"
 #include "trainmem/export.hpp"
 #include "trainmem/import.hpp"
 
@@ -170,17 +171,9 @@ class HfReader {
       if (required) missing(key);
       return std::nullopt;
     }
-    const std::string kind = min > 0 ? "a positive integer" : "a non-negative integer";
-    if (!v->is_number() || v->is_boolean()) {
-      fail(key, "must be " + kind + ", got " + show(*v));
-      return std::nullopt;
-    }
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || d < double(min) || d > 9.0e15) {
-      fail(key, "must be " + kind + ", got " + show(*v));
-      return std::nullopt;
-    }
-    return static_cast<int64_t>(d);
+    const std::optional<int64_t> n = mapping::whole_number(*v, min);
+    if (!n) fail(key, "must be " + mapping::integer_kind(min) + ", got " + show(*v));
+    return n;
   }
   std::optional<bool> boolean(std::string_view key) {
     const json* v = find(key);

@@ -62,6 +62,17 @@ std::optional<json> object_tree(std::string_view text, std::string_view what, st
   return tree;
 }
 
+std::optional<int64_t> whole_number(const json& v, int64_t min) {
+  if (!v.is_number() || v.is_boolean()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::floor(d) || d < double(min) || d > 9.0e15) return std::nullopt;
+  return int64_t(d);
+}
+
+std::string integer_kind(int64_t min) {
+  return min > 0 ? "a positive integer" : min == 0 ? "a non-negative integer" : "an integer";
+}
+
 namespace {
 
 bool all_of(std::string_view s, bool (*pred)(char)) {
@@ -207,6 +218,41 @@ std::optional<size_t> version_index(std::string_view version, const std::vector<
   return std::nullopt;
 }
 
+std::optional<size_t> chosen_version(Mapper& m, std::string_view version, const std::vector<std::string_view>& known,
+                                     std::string_view framework, std::string_view noun) {
+  const std::optional<size_t> v = version_index(version, known);
+  if (!v) {
+    std::string list;
+    for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    m.fail("--version", trainmem::quoted(std::string(version)) + " is not a " + std::string(framework) + " " +
+                            std::string(noun) + " this importer knows (" + list + ")");
+    return std::nullopt;
+  }
+  m.out().assumed.push_back("version ← " + std::string(framework) + " " + std::string(known[*v]) + " (--version)");
+  return v;
+}
+
+KindCheck requires_key(std::string_view key, std::string_view what) {
+  return [key = std::string(key), what = std::string(what)](const json& tree) -> std::optional<Issue> {
+    if (at(tree, key)) return std::nullopt;
+    return issue(key, "missing: this is not " + what + " (" + kind_hint(tree) + ")");
+  };
+}
+
+ImportResult import_tree(std::string_view tree_json, std::string_view document, const KindCheck& kind,
+                         const std::function<void(json& tree, ImportResult& out)>& read) {
+  ImportResult out;
+  std::optional<json> tree = object_tree(tree_json, document, out.issues);
+  if (!tree) return out;
+  if (std::optional<Issue> problem = kind(*tree)) {
+    out.issues.push_back(std::move(*problem));
+    return out;
+  }
+  read(*tree, out);
+  if (!out.ok()) out.input = ConfigInput{};
+  return out;
+}
+
 const json* Mapper::get(std::string_view key) {
   used_.insert(std::string(key));
   const json* v = at(tree_, key);
@@ -216,18 +262,9 @@ const json* Mapper::get(std::string_view key) {
 std::optional<int64_t> Mapper::integer(std::string_view key, int64_t min) {
   const json* v = get(key);
   if (!v) return std::nullopt;
-  const std::string kind = min > 0 ? "a positive integer" : min == 0 ? "a non-negative integer" : "an integer";
-  // A YAML "2.0" or a TOML 2.0 is accepted when whole, as Python's int() would not be asked to.
-  if (!v->is_number() || v->is_boolean()) {
-    fail(key, "must be " + kind + ", got " + show(*v));
-    return std::nullopt;
-  }
-  const double d = v->get<double>();
-  if (!std::isfinite(d) || d != std::floor(d) || d < double(min) || d > 9.0e15) {
-    fail(key, "must be " + kind + ", got " + show(*v));
-    return std::nullopt;
-  }
-  return int64_t(d);
+  const std::optional<int64_t> n = whole_number(*v, min);
+  if (!n) fail(key, "must be " + integer_kind(min) + ", got " + show(*v));
+  return n;
 }
 
 std::optional<double> Mapper::number(std::string_view key, double min, double max) {
@@ -304,6 +341,13 @@ bool Mapper::assume(std::string_view field, const FieldValue& value, const std::
   if (!put(field, value, key.empty() ? field : key)) return false;
   out_.assumed.push_back(std::string(field) + " ← " + value_text(value) + " (" + why + ")");
   return true;
+}
+
+void Mapper::full_recompute_per_layer(std::string_view key, const std::string& shown, std::string_view layer) {
+  const std::string why = "one checkpoint per " + std::string(layer);
+  read("recompute_granularity", std::string("full"), key, shown + " (every " + std::string(layer) + ")");
+  assume("recompute_method", std::string("uniform"), why, key);
+  assume("recompute_num_layers", 1.0, why, key);
 }
 
 void Mapper::ignore(std::string_view key, const std::string& why) {

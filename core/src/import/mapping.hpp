@@ -1,12 +1,14 @@
 // What the framework importers (torchtune.cpp, torchtitan.cpp, deepspeed.cpp, axolotl.cpp) share:
-// reading a config tree by dotted key, setting trainmem fields with a note for each, the keys
-// accounted for, the model presets, and the "no field yet" rule.
+// the path from the tree's text to the result (import_tree), reading a config tree by dotted key,
+// setting trainmem fields with a note for each, the keys accounted for, the model presets, the
+// --version option, and the "no field yet" rule.
 //
 // A field the field table does not have yet (find_field) is never guessed: the key that would set
 // it is listed under ignored: with "trainmem has no field for this yet", so an importer works
 // before and after the field lands.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -37,6 +39,13 @@ std::string show(const json& value);
 
 // Parses JSON text into an object tree; an Issue naming `what` when it is not one.
 std::optional<json> object_tree(std::string_view text, std::string_view what, std::vector<Issue>& issues);
+
+// A number that is a whole number from `min` to 9e15 (a YAML "2.0" or a TOML 2.0 too, as Python's
+// int() is not asked to), or nullopt: not a number, a boolean, a fraction, out of range.
+std::optional<int64_t> whole_number(const json& value, int64_t min);
+// What whole_number asks for, as messages say it: "a positive integer" (min above 0), "a
+// non-negative integer" (0), "an integer".
+std::string integer_kind(int64_t min);
 
 // The model presets (core/data/presets.json): the config of `id` without its seq_length (a
 // training setting), or nullptr.
@@ -78,6 +87,10 @@ class Mapper {
   bool read(std::string_view field, const FieldValue& value, std::string_view key);
   bool assume(std::string_view field, const FieldValue& value, const std::string& why,
               std::string_view key = {});
+  // Full recomputation with one checkpoint per `layer` ("decoder layer", "TransformerBlock"):
+  // recompute_granularity "full" read from `key` (noted as "<shown> (every <layer>)"), and
+  // recompute_method uniform with recompute_num_layers 1 assumed.
+  void full_recompute_per_layer(std::string_view key, const std::string& shown, std::string_view layer);
   void ignore(std::string_view key, const std::string& why);
   void ignore_value(std::string_view key, const std::string& why);  // "key = value: why"
 
@@ -104,6 +117,34 @@ std::string value_text(const FieldValue& value);
 // A version named as "major.minor" (or a label such as "2024"): its position in `known` (oldest
 // first), or nullopt.
 std::optional<size_t> version_index(std::string_view version, const std::vector<std::string_view>& known);
+// The version --version chose: its position in `known`, noted as "version ← <framework> V
+// (--version)"; or an Issue on --version ("... is not a <framework> <noun> this importer knows
+// (<known>)") and nullopt.
+std::optional<size_t> chosen_version(Mapper& m, std::string_view version, const std::vector<std::string_view>& known,
+                                     std::string_view framework, std::string_view noun);
+
+// What each framework's reader holds: a Mapper over the tree, the options, the result it fills.
+class Reader {
+ public:
+  Reader(const json& tree, const ImportOptions& options, ImportResult& out)
+      : m_(tree, out), options_(options), out_(out) {}
+
+ protected:
+  Mapper m_;
+  const ImportOptions& options_;
+  ImportResult& out_;
+};
+
+// An Issue when a tree is not the importer's kind of file, else nullopt.
+using KindCheck = std::function<std::optional<Issue>(const json& tree)>;
+// The KindCheck of a file that always has `key`: "<key>: missing: this is not <what> (<kind_hint>)".
+KindCheck requires_key(std::string_view key, std::string_view what);
+
+// Every framework importer's path: `tree_json` parsed as an object tree (object_tree, named
+// `document` in messages), checked by `kind`, then `read` on it (which may change the tree: the
+// command-line overrides) filling the result. A failed import sets no fields.
+ImportResult import_tree(std::string_view tree_json, std::string_view document, const KindCheck& kind,
+                         const std::function<void(json& tree, ImportResult& out)>& read);
 
 // transformers' TrainingArguments.optim names (training_args.py OptimizerNames) -> optimizer,
 // paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no

@@ -27,7 +27,6 @@ namespace trainmem {
 namespace {
 
 using mapping::json;
-using mapping::Mapper;
 using mapping::show;
 
 // 2024: git before 2025 (the benchmarks of llama3_h100_202412_torchtitan.md); 0.1: the 0.1.0
@@ -185,16 +184,12 @@ void apply_overrides(json& tree, const std::vector<std::string>& overrides, Impo
   }
 }
 
-class TorchtitanReader {
+class TorchtitanReader : mapping::Reader {
  public:
-  TorchtitanReader(const json& tree, const ImportOptions& options, ImportResult& out)
-      : m_(tree, out), options_(options), out_(out) {}
+  using Reader::Reader;
   void run();
 
  private:
-  Mapper m_;
-  const ImportOptions& options_;
-  ImportResult& out_;
   size_t version_ = v02;
   int64_t layers_ = 0;
 
@@ -215,10 +210,7 @@ class TorchtitanReader {
 
 void TorchtitanReader::read_version() {
   if (!options_.version.empty()) {
-    auto v = mapping::version_index(options_.version, k_versions);
-    if (!v) return m_.fail("--version", trainmem::quoted(options_.version) + " is not a torchtitan version this importer knows (2024, 0.1, 0.2)");
-    version_ = *v;
-    out_.assumed.push_back("version ← torchtitan " + std::string(k_versions[version_]) + " (--version)");
+    if (auto v = mapping::chosen_version(m_, options_.version, k_versions, "torchtitan", "version")) version_ = *v;
     return;
   }
   // What the file shows [toml]: [compile] appeared with 0.2; [parallelism] and local_batch_size
@@ -440,9 +432,7 @@ void TorchtitanReader::read_checkpointing() {
   if (mode == "none") {
     m_.read("recompute_granularity", std::string("none"), "activation_checkpoint.mode", "\"none\"");
   } else if (mode == "full") {
-    m_.read("recompute_granularity", std::string("full"), "activation_checkpoint.mode", "\"full\" (every TransformerBlock)");
-    m_.assume("recompute_method", std::string("uniform"), "one checkpoint per TransformerBlock", "activation_checkpoint.mode");
-    m_.assume("recompute_num_layers", 1.0, "one checkpoint per TransformerBlock", "activation_checkpoint.mode");
+    m_.full_recompute_per_layer("activation_checkpoint.mode", "\"full\"", "TransformerBlock");
   } else if (mode == "selective") {
     const std::string option = m_.string("activation_checkpoint.selective_ac_option").value_or("2");
     if (option == "op") {
@@ -546,18 +536,11 @@ void TorchtitanReader::run() {
 }  // namespace
 
 ImportResult import_torchtitan(std::string_view tree_json, const ImportOptions& options) {
-  ImportResult out;
-  std::optional<json> tree = mapping::object_tree(tree_json, "JOB.toml", out.issues);
-  if (!tree) return out;
-  if (!mapping::at(*tree, "model.name")) {
-    out.issues.push_back(issue("model.name", "missing: this is not a torchtitan job config (" + mapping::kind_hint(*tree) + ")"));
-    return out;
-  }
-  apply_overrides(*tree, options.overrides, out);
-  if (!out.ok()) return out;
-  TorchtitanReader(*tree, options, out).run();
-  if (!out.ok()) out.input = ConfigInput{};
-  return out;
+  return mapping::import_tree(tree_json, "JOB.toml", mapping::requires_key("model.name", "a torchtitan job config"),
+                              [&](json& tree, ImportResult& out) {
+                                apply_overrides(tree, options.overrides, out);
+                                if (out.ok()) TorchtitanReader(tree, options, out).run();
+                              });
 }
 
 std::vector<std::string_view> torchtitan_versions() { return k_versions; }

@@ -23,7 +23,6 @@ namespace trainmem {
 namespace {
 
 using mapping::json;
-using mapping::Mapper;
 using mapping::show;
 
 // torchtune releases this importer distinguishes, oldest first; the last is the current one.
@@ -260,16 +259,12 @@ std::string builder_list() {
   return list;
 }
 
-class TorchtuneReader {
+class TorchtuneReader : mapping::Reader {
  public:
-  TorchtuneReader(const json& tree, const ImportOptions& options, ImportResult& out)
-      : m_(tree, out), options_(options), out_(out) {}
+  using Reader::Reader;
   void run();
 
  private:
-  Mapper m_;
-  const ImportOptions& options_;
-  ImportResult& out_;
   size_t version_ = k_current;
   int64_t layers_ = 0;
   int64_t gpus_ = 1;
@@ -295,15 +290,7 @@ class TorchtuneReader {
 
 void TorchtuneReader::read_version() {
   if (!options_.version.empty()) {
-    auto v = mapping::version_index(options_.version, k_versions);
-    if (!v) {
-      std::string list;
-      for (auto k : k_versions) list += (list.empty() ? "" : ", ") + std::string(k);
-      m_.fail("--version", trainmem::quoted(options_.version) + " is not a torchtune release this importer knows (" + list + ")");
-      return;
-    }
-    version_ = *v;
-    out_.assumed.push_back("version ← torchtune " + std::string(k_versions[version_]) + " (--version)");
+    if (auto v = mapping::chosen_version(m_, options_.version, k_versions, "torchtune", "release")) version_ = *v;
     return;
   }
   // What the file shows: the newest feature it uses names the oldest release that can run it.
@@ -494,9 +481,7 @@ void TorchtuneReader::read_memory_flags() {
     }
   } else if (checkpointing) {
     // training.set_activation_checkpointing wraps every TransformerSelfAttentionLayer.
-    m_.read("recompute_granularity", std::string("full"), "enable_activation_checkpointing", "true (every decoder layer)");
-    m_.assume("recompute_method", std::string("uniform"), "one checkpoint per decoder layer", "enable_activation_checkpointing");
-    m_.assume("recompute_num_layers", 1.0, "one checkpoint per decoder layer", "enable_activation_checkpointing");
+    m_.full_recompute_per_layer("enable_activation_checkpointing", "true", "decoder layer");
   } else {
     m_.assume("recompute_granularity", std::string("none"),
               m_.has("enable_activation_checkpointing") ? "enable_activation_checkpointing = false" : "no enable_activation_checkpointing: the recipes' default false",
@@ -680,19 +665,11 @@ void TorchtuneReader::run() {
 }  // namespace
 
 ImportResult import_torchtune(std::string_view tree_json, const ImportOptions& options) {
-  ImportResult out;
-  std::optional<json> tree = mapping::object_tree(tree_json, "RECIPE.yaml", out.issues);
-  if (!tree) return out;
-  if (!mapping::at(*tree, "model._component_")) {
-    out.issues.push_back(issue("model._component_", "missing: this is not a torchtune recipe config (" +
-                                                       mapping::kind_hint(*tree) + ")"));
-    return out;
-  }
-  apply_overrides(*tree, options.overrides, out);
-  if (!out.ok()) return out;
-  TorchtuneReader(*tree, options, out).run();
-  if (!out.ok()) out.input = ConfigInput{};
-  return out;
+  return mapping::import_tree(tree_json, "RECIPE.yaml", mapping::requires_key("model._component_", "a torchtune recipe config"),
+                              [&](json& tree, ImportResult& out) {
+                                apply_overrides(tree, options.overrides, out);
+                                if (out.ok()) TorchtuneReader(tree, options, out).run();
+                              });
 }
 
 std::vector<std::string_view> torchtune_versions() { return k_versions; }

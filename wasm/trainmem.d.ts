@@ -72,6 +72,28 @@ export interface DeepSpeedEstimator {
   cpu_bytes: number;
 }
 
+/**
+ * trainmem profile: how sure the figure is. The validation group closest to the run (framework,
+ * full-parameter or PEFT training, recompute class) and that group's |error| against published
+ * measurements, generated from `npm run validate` into the core.
+ */
+export interface Confidence {
+  /** the group whose figures these are, e.g. "megatron, full-parameter training, no recompute" */
+  group: string;
+  /** the run's own group; differs from group when that has too few points (see match) */
+  run_group: string;
+  /** what group shares with the run: everything, or what was kept when falling back to a wider group */
+  match: 'exact' | 'framework_and_training' | 'training' | 'framework' | 'all';
+  /** validation points in the group */
+  points: number;
+  /** median |estimate - measured| / measured over the group */
+  median_abs_error: number;
+  /** 90th percentile of it (nearest rank): at least 90 % of the points landed within ±this */
+  p90_abs_error: number;
+  /** where the figures come from: "npm run validate" */
+  source: string;
+}
+
 export interface ParamCounts {
   total: number;
   dense_transformer: number;
@@ -168,6 +190,8 @@ export interface EstimateResult {
   /** trainmem profile with gpu_memory_bytes: fewest GPUs that could hold the run */
   minimum_devices?: number | null;
   deepspeed_estimator?: DeepSpeedEstimator;
+  /** trainmem profile: the closest validation group and its error (null: the core has none) */
+  confidence?: Confidence | null;
   params: ParamCounts;
   layers: LayerCounts;
   /** per pipeline stage (megatron-bridge, pipeline_model_parallel_size > 1) */
@@ -299,6 +323,8 @@ export interface PlanResult {
   /** gpu_memory_bytes × (1 − headroom) */
   limit_bytes: number;
   search: string[];
+  /** config fields held at the config's values (option keep) */
+  keep: string[];
   allow_uneven_pipeline: boolean;
   /** false: stopped at max_evaluations (see stopped) */
   complete: boolean;

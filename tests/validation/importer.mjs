@@ -4,11 +4,10 @@
 // measurement. validate.mjs prints the error beside the hand mapping's.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cli, ensure_cli, evaluate, load_points } from './points.mjs';
+import { cli, ensure_cli, evaluate, load_points, measured_bytes } from './points.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const GiB = 2 ** 30;
-const unit_bytes = { B: 1, MiB: 2 ** 20, GiB, GB: 1e9 };
 
 function load_file(name) {
   const data = JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
@@ -41,7 +40,7 @@ export function evaluate_importer() {
   ensure_cli();
   const points = [...load_file('points.json'), ...load_file('finetune-points.json')].filter((p) => p.framework_config);
   return points.map((p) => {
-    const measured = p.measured.value * unit_bytes[p.measured.unit];
+    const measured = measured_bytes(p);  // GB: 10^9 bytes, as in the tables
     const row = { id: p.id, table: p.table, measured };
     const estimate = (config) => {
       const r = spawnSync(cli, ['estimate', '-'], { input: JSON.stringify(config), encoding: 'utf8' });

@@ -1,6 +1,8 @@
-// Validation points (points.json) run through the native CLI: the trainmem profile on the
-// figure that matches each measurement's metric and rank, and the two reference profiles on the
-// same model and layout. Shared by validate.mjs (the table) and accuracy.test.mjs (the targets).
+// Validation points run through the native CLI: the trainmem profile on the figure that matches
+// each measurement's metric and rank, and the two reference profiles on the same model and
+// layout. Two tables: points.json (pretraining and full training, issue 5) and
+// finetune-points.json (fine-tuning, issue 13). Shared by validate.mjs (the tables),
+// accuracy.test.mjs (the targets) and confidence.mjs (the groups the core's results name).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 
@@ -9,7 +11,16 @@ export const cli = `${root}build/core/cli/trainmem`;
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;
-const unit_bytes = { B: 1, MiB, GiB };
+// GB is 10^9 bytes, as the unit says. Some sources write "GB" where they may have meant GiB;
+// each such point's measured.unit_note says what is known, and validate.mjs prints those notes
+// under its table rather than reinterpreting the unit point by point.
+const unit_bytes = { B: 1, MiB, GiB, MB: 1e6, GB: 1e9 };
+
+// The tables, each with the file it reads and how validate.mjs names it.
+export const TABLES = {
+  pretraining: { file: 'points.json', title: 'pretraining and full-training points (points.json)' },
+  finetuning: { file: 'finetune-points.json', title: 'fine-tuning points (finetune-points.json)' },
+};
 
 // Builds the native CLI when it is missing (same commands as npm run build:native).
 export function ensure_cli() {
@@ -20,10 +31,19 @@ export function ensure_cli() {
   }
 }
 
-function run(config) {
+// The CLI's answer: {result} or {issues: ["field: message", ...]} (one per line on stderr).
+function run_cli(config) {
   const r = spawnSync(cli, ['estimate', '-'], { input: JSON.stringify(config), encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`trainmem estimate failed (${r.status}): ${r.stderr.trim()}`);
-  return JSON.parse(r.stdout);
+  if (r.status === 0) return { result: JSON.parse(r.stdout) };
+  const issues = r.stderr.split('\n').map((line) => line.trim()).filter(Boolean);
+  if (r.status !== 2 || issues.length === 0) throw new Error(`trainmem estimate failed (${r.status}): ${r.stderr.trim()}`);
+  return { issues };
+}
+
+function run(config) {
+  const { result, issues } = run_cli(config);
+  if (issues) throw new Error(`trainmem estimate rejected the config: ${issues.join('; ')}`);
+  return result;
 }
 
 // The fields only the trainmem profile reads (the reference profiles reject them).
@@ -33,8 +53,9 @@ function trainmem_only_fields() {
   return new Set(JSON.parse(r.stdout).filter((f) => f.trainmem_only).map((f) => f.name));
 }
 
-export function load_points() {
-  const data = JSON.parse(readFileSync(new URL('points.json', import.meta.url), 'utf8'));
+/** The points of one table file, each config expanded from its $base entries. */
+export function load_points(file = TABLES.pretraining.file) {
+  const data = JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8'));
   const expand = (config) => {
     const { $base = [], ...own } = config;
     const out = {};
@@ -44,7 +65,14 @@ export function load_points() {
     }
     return Object.assign(out, own);
   };
-  return data.points.map((p) => ({ ...p, config: expand(p.config) }));
+  return data.points.map((p) => ({ ...p, config: expand(p.config), table: file }));
+}
+
+/** The measurement in bytes (GB: 10^9, GiB: 2^30, ...); an unknown unit is an error, not NaN. */
+export function measured_bytes(p) {
+  const scale = unit_bytes[p.measured.unit];
+  if (!scale) throw new Error(`${p.id}: unknown unit ${p.measured.unit}`);
+  return p.measured.value * scale;
 }
 
 // The figure named by compare.figure on the stage named by compare.stage.
@@ -57,26 +85,52 @@ function pick(result, compare) {
   return stage[key];
 }
 
-// One row per point: measured bytes, trainmem's figure and both references', signed errors.
-export function evaluate(points = load_points()) {
+// The recompute class of a resolved config, as the core's confidence groups have it
+// (core/src/estimate/confidence.cpp): torchtitan's selective_op is selective.
+const RECOMPUTE_CLASS = { none: 'none', selective: 'selective', selective_op: 'selective', full: 'full' };
+
+/** The validation group a resolved config (a result's "config") falls in: framework, PEFT, recompute. */
+export function group_key(config) {
+  const recompute = RECOMPUTE_CLASS[config.recompute_granularity];
+  if (!recompute) throw new Error(`unknown recompute_granularity ${config.recompute_granularity}`);
+  return { framework: config.framework, peft: config.peft !== 'none' && config.peft != null, recompute };
+}
+
+// A rejected config: the fields the CLI does not know ("not expressible yet"), or, when it knows
+// every field, the messages (a config trainmem should express but refuses: a defect).
+function rejection(issues) {
+  const unknown = issues.map((line) => /^(.+?): unknown field(?:;|$)/.exec(line)?.[1]).filter(Boolean);
+  return unknown.length > 0 ? { not_expressible: unknown, issues } : { rejected: issues };
+}
+
+// One row per point: measured bytes, trainmem's figure and both references', signed errors, and
+// the point's validation group. A point the CLI rejects keeps its row, with not_expressible (the
+// fields the CLI does not know yet) or rejected (its messages) instead of figures: no point is
+// dropped. `references: false` skips the two reference profiles.
+export function evaluate(points = load_points(), { references = true } = {}) {
   ensure_cli();
   const only = trainmem_only_fields();
   return points.map((p) => {
-    const measured = p.measured.value * unit_bytes[p.measured.unit];
-    const trainmem = pick(run(p.config), p.compare);
+    const measured = measured_bytes(p);
+    const row = { id: p.id, origin: p.origin, table: p.table, compare: p.compare, measured,
+                  configuration: configuration_key(p) };
+    const own = run_cli(p.config);
+    if (own.issues) return Object.assign(row, rejection(own.issues));
+    const trainmem = pick(own.result, p.compare);
+    const error = (estimate) => (estimate - measured) / measured;
+    Object.assign(row, { trainmem, key: group_key(own.result.config), error: { trainmem: error(trainmem) } });
+    if (!references) return row;
     const reference = Object.fromEntries(
       Object.entries(p.config).filter(([name]) => !only.has(name) && name !== 'profile'));
     Object.assign(reference, p.reference?.overrides ?? {});
-    const error = (estimate) => (estimate - measured) / measured;
     const bridge = run({ ...reference, profile: 'megatron-bridge' }).total_bytes;
     const lm = run({ ...reference, profile: 'megatron-lm' }).total_bytes;
-    return {
-      id: p.id, origin: p.origin, compare: p.compare, measured, trainmem, bridge, lm,
-      configuration: configuration_key(p),
-      error: { trainmem: error(trainmem), bridge: error(bridge), lm: error(lm) },
-    };
+    return Object.assign(row, { bridge, lm, error: { trainmem: error(trainmem), bridge: error(bridge), lm: error(lm) } });
   });
 }
+
+/** The rows that have figures (the point ran), which every statistic is computed over. */
+export const expressible = (rows) => rows.filter((r) => r.error !== undefined);
 
 // What the estimator sees of a point: its expanded configuration and the figure and stage compared
 // (keys sorted, so the order fields were written in does not matter).
@@ -90,7 +144,7 @@ function configuration_key(p) {
 // worst point's, so a setup measured twice counts once and a miss is never averaged away.
 export function by_configuration(rows) {
   const groups = new Map();
-  for (const r of rows) {
+  for (const r of expressible(rows)) {
     if (!groups.has(r.configuration)) groups.set(r.configuration, []);
     groups.get(r.configuration).push(r);
   }
@@ -98,25 +152,37 @@ export function by_configuration(rows) {
     list.reduce((w, r) => (Math.abs(r.error[key]) > Math.abs(w) ? r.error[key] : w), 0);
   return [...groups.values()].map((list) => ({
     id: list.map((r) => r.id).join(' = '), origin: list[0].origin,
-    error: { trainmem: worst(list, 'trainmem'), bridge: worst(list, 'bridge'), lm: worst(list, 'lm') },
+    error: Object.fromEntries(Object.keys(list[0].error).map((key) => [key, worst(list, key)])),
   }));
 }
 
-function median(values) {
+export function median(values) {
   const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
   const m = v.length >> 1;
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-// Median and maximum absolute error and the share of points within `band` (0.15), per profile.
+// The 90th percentile by nearest rank: the smallest value that at least 90 % of the values do not
+// exceed, so "within ±p90" holds for at least 90 % of the points.
+export function p90(values) {
+  const v = [...values].sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  return v[Math.ceil(0.9 * v.length) - 1];
+}
+
+// Median and maximum absolute error and the share of points within `band` (0.15), per profile,
+// over the expressible rows (NaN when there are none).
 export function summarize(rows, band = 0.15) {
   const out = {};
+  const ran = expressible(rows);
   for (const profile of ['trainmem', 'bridge', 'lm']) {
-    const abs = rows.map((r) => Math.abs(r.error[profile]));
+    const abs = ran.filter((r) => r.error[profile] !== undefined).map((r) => Math.abs(r.error[profile]));
     out[profile] = {
+      points: abs.length,
       median: median(abs),
-      max: Math.max(...abs),
-      within: abs.filter((e) => e <= band).length / abs.length,
+      max: abs.length ? Math.max(...abs) : NaN,
+      within: abs.length ? abs.filter((e) => e <= band).length / abs.length : NaN,
     };
   }
   return out;

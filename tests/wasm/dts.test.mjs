@@ -93,6 +93,9 @@ test('the trainmem profile result has exactly the declared keys, overheads and m
     micro_batch_size: 1, data_parallel_size: 8, framework: 'deepspeed', zero_stage: 3 });
   assert.equal(ds.ok, true, JSON.stringify(ds.issues));
   assertShape('DeepSpeedEstimator', [ds.deepspeed_estimator]);
+  assertShape('Confidence', [r.confidence, ds.confidence]);
+  const matches = dts.match(/match: ([^;]+);/)[1];
+  for (const c of [r.confidence, ds.confidence]) assert.ok(matches.includes(`'${c.match}'`), c.match);
 });
 
 test('imports and exports have exactly the declared keys', () => {
@@ -135,7 +138,7 @@ test('declared string unions match what the module returns', () => {
   const kinds = dts.match(/kind: ([^;]+);/)[1];
   for (const c of moeRun.components) assert.ok(kinds.includes(`'${c.kind}'`), c.kind);
   const types = dts.match(/type: ([^;]+);/)[1];
-  const groups = dts.match(/group: ([^;]+);/)[1];
+  const groups = dts.match(/group: ('[^;]+);/)[1];
   for (const s of engine.fieldSpecs) {
     assert.ok(types.includes(`'${s.type}'`), s.type);
     assert.ok(groups.includes(`'${s.group}'`), s.group);

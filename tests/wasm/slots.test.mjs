@@ -116,3 +116,35 @@ test('the fast path is much cheaper than the JSON path (figures printed, not ass
               `JSON path ${json.toFixed(1)} µs (target ≤ 20 µs)`);
   assert.ok(Number.isFinite(fast) && Number.isFinite(json));
 });
+
+test('the closest validation group (confidence) travels on the numeric path as the JSON path writes it', () => {
+  const llama = engine.presets.find((p) => p.id === 'llama-3.1-8b');
+  const base = { ...llama.config, seq_length: 4096, micro_batch_size: 1 };
+  const runs = [
+    {},  // megatron, no recompute
+    { recompute_granularity: 'selective', tensor_model_parallel_size: 2, sequence_parallel: true },
+    { framework: 'fsdp2', data_parallel_size: 8, recompute_granularity: 'selective_op' },
+    { framework: 'fsdp2', data_parallel_size: 8, recompute_granularity: 'full', peft: 'lora', lora_rank: 16 },
+    { framework: 'ddp', peft: 'qlora', params_dtype: 'nf4', lora_rank: 8 },
+    { framework: 'deepspeed', zero_stage: 3, data_parallel_size: 4 },
+  ];
+  const matches = new Set();
+  for (const run of runs) {
+    const config = { ...base, ...run };
+    const [fast, json] = bothPaths(config);
+    assert.equal(json.ok, true, JSON.stringify(json.issues));
+    assert.deepEqual(fast, json, JSON.stringify(run));
+    const c = fast.confidence;
+    assert.ok(c && c.points >= 3 && c.median_abs_error <= c.p90_abs_error && c.source === 'npm run validate', JSON.stringify(c));
+    assert.equal(c.match === 'exact', c.group === c.run_group, JSON.stringify(c));
+    matches.add(c.match);
+    // With the trace after it, the text lines still line up.
+    assert.deepEqual(engine.estimate(config, { verbose: true }), engine.estimateJson(config, { verbose: true }));
+  }
+  assert.ok(matches.has('exact') && matches.size > 1, `exact and fallback groups both compared: ${[...matches]}`);
+  for (const profile of ['megatron-bridge', 'megatron-lm']) {
+    const [fast, json] = bothPaths({ ...base, profile });
+    assert.deepEqual(fast, json);
+    assert.equal('confidence' in fast, false, `${profile}: the reference profiles name no group`);
+  }
+});

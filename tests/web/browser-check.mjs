@@ -1089,6 +1089,53 @@ await check('a state with no figure: the page, the embed and the element show it
   return page;
 });
 
+await check('confidence: beside the headline, "runs like this landed within ±N %" with the group and its points in the title, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
+  const page = keep(await context.newPage());
+  const readConfidence = (target, host) => target.evaluate(({ host: h }) => {
+    const root = h ? document.querySelector(h).shadowRoot : document;
+    const node = root.querySelector('.confidence');
+    const shown = node && !node.hidden && getComputedStyle(node).display !== 'none';
+    const headline = root.querySelector(h ? '.headline' : '.headline');
+    return shown ? { text: node.textContent, title: node.title, within: node.dataset.within, inHeadline: headline.contains(node) } : null;
+  }, { host });
+  const views = async (fragment) => {
+    const out = [];
+    for (const file of ['index.html', 'embed.html']) {
+      await page.goto(`${url}${file}#${fragment}`);
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+      out.push({ where: file, conf: await readConfidence(page) });
+    }
+    await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: hostPage(
+      `<script type="module" src="js/trainmem-element.js"></script><trainmem-calculator ${attributesOfFragment(fragment).map(([k, v]) => `${k}="${v}"`).join(' ')}></trainmem-calculator>`) }));
+    await page.goto(`${url}element-host.html`);
+    await page.waitForFunction(() => document.querySelector('trainmem-calculator')?.dataset.ready === '1', null, { timeout: 20000 });
+    out.push({ where: 'element', conf: await readConfidence(page, 'trainmem-calculator') });
+    await page.unrouteAll();
+    return out;
+  };
+  // Megatron without recompute (the short form), FSDP2 with LoRA: each view says the same.
+  const runs = [[SHORT_FORM, /^megatron, full-parameter training/],
+    ['v=1&m=llama-3.1-8b&fw=fsdp2&dp=8&peft=lora&lr=16&rc=full&s=4096&b=1&gpu=h100-80gb', /PEFT|fsdp2|any framework|all validation points/]];
+  for (const [fragment, group] of runs) {
+    const shown = await views(fragment);
+    const [first] = shown;
+    expect(first.conf && /^runs like this landed within ±\d+ %$/.test(first.conf.text) && first.conf.inHeadline,
+      `#${fragment}: the page shows ${JSON.stringify(first.conf)}`);
+    expect(first.conf.text === `runs like this landed within ±${first.conf.within} %`, `data-within ${first.conf.within}`);
+    expect(group.test(first.conf.title) && /\d+ validation points?/.test(first.conf.title) && /npm run validate/.test(first.conf.title),
+      `#${fragment}: the title names no group and count: ${first.conf.title}`);
+    for (const v of shown) {
+      expect(v.conf && v.conf.text === first.conf.text && v.conf.title === first.conf.title,
+        `#${fragment}: ${shown.map((x) => `${x.where}: ${JSON.stringify(x.conf)}`).join('; ')}`);
+    }
+  }
+  // A reference profile has no validation group: nothing beside the headline.
+  for (const v of await views('v=1&m=llama-3.1-8b&prof=megatron-lm&tp=2&s=4096&b=1&gpu=h100-80gb')) {
+    expect(v.conf === null, `${v.where}: a reference profile shows ${JSON.stringify(v.conf)}`);
+  }
+  return page;
+});
+
 // Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
 // host page with the snippets the Embed dialog gives.
 await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {

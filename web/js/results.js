@@ -116,6 +116,38 @@ export const PARTS = [
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
 
 /**
+ * How sure the figure is (the core's `confidence`: the validation group closest to the run): the
+ * words beside the headline, "runs like this landed within ±N %" (N: the group's 90th-percentile
+ * |error|, rounded, at least 1), and a title naming the group and its point count. null for the
+ * reference profiles and for a result without a figure. {text, title, within}
+ */
+export function confidenceOf(result) {
+  const c = result?.ok && result.profile === 'trainmem' ? result.confidence : null;
+  if (!c) return null;
+  const within = Math.max(1, Math.round(100 * c.p90_abs_error));
+  const pct = (share) => `${(100 * share).toFixed(1)} %`;
+  const wider = c.match === 'exact' ? ''
+    : ` This run's own group (${c.run_group}) has too few points, so these are a wider group's.`;
+  return {
+    within,
+    text: `runs like this landed within ±${within} %`,
+    title: `${c.group}: ${c.points} validation point${c.points === 1 ? '' : 's'} (published measurements). ` +
+      `At least 90 % of them landed within ±${pct(c.p90_abs_error)} of what was measured; median |error| ${pct(c.median_abs_error)}.` +
+      `${wider} Source: ${c.source}.`,
+  };
+}
+
+/** Shows confidenceOf(result) in `node` (hidden when there is none); cheap when nothing changed. */
+export function renderConfidence(node, result) {
+  const conf = confidenceOf(result);
+  node.hidden = !conf;
+  if (!conf) return;
+  setText(node, conf.text);
+  if (node.title !== conf.title) node.title = conf.title;
+  node.dataset.within = String(conf.within);
+}
+
+/**
  * The result as chart segments, one per tensor class and part, in stacking order, each with its
  * exact bytes and the formulas from the core's trace that produce it.
  */
@@ -176,11 +208,22 @@ const VIEW_IDS = {
   gpuName: 'gpu-name', meter: 'meter', meterFill: 'meter-fill', verdict: 'verdict', stale: 'stale',
   tableHead: 'breakdown-head', tableBody: 'breakdown-body', peakCard: 'peak-card', peak: 'peak', params: 'params',
   assumptions: 'assumptions', report: 'report', summaryText: 'summary-text', profile: 'profile', traceBody: 'trace-body',
+  confidence: 'confidence',
 };
 
 export class ResultsView {
   constructor() {
     this.ui = elementsById(VIEW_IDS);
+    // "runs like this landed within ±N %" beside the headline: made here when the page's markup
+    // has none (a prerendered page has it already).
+    if (!this.ui.confidence && this.ui.total?.parentElement) {
+      const node = document.createElement('span');
+      node.id = 'confidence';
+      node.className = 'confidence';
+      node.hidden = true;
+      this.ui.total.parentElement.append(node);
+      this.ui.confidence = node;
+    }
   }
 
   /** Headline: the figure (headlineOf), the capacity and whether it fits. */
@@ -196,6 +239,7 @@ export class ResultsView {
     setText(ui.total, formatBytes(headline?.bytes, unit));
     ui.total.title = formatExactBytes(headline?.bytes);
     markHeadline(ui.total, headline);
+    if (ui.confidence) renderConfidence(ui.confidence, headline ? result : null);
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);

@@ -190,6 +190,20 @@ export class SlotCodec {
       const dsGpu = next();
       const dsCpu = next();
       if (dsGpu > 0) out.deepspeed_estimator = { gpu_bytes: dsGpu, cpu_bytes: dsCpu };
+      // The closest validation group (core confidence.cpp): its names are the text lines after
+      // the NCCL communicators'.
+      if (next() === 1) {
+        const match = tables.confidence_match[next()];
+        const points = next();
+        const median = next();
+        const p90 = next();
+        out.confidence = {
+          group: lines[textLine++], run_group: lines[textLine++], match, points,
+          median_abs_error: median, p90_abs_error: p90, source: tables.confidence_source[0],
+        };
+      } else {
+        out.confidence = null;
+      }
     }
     out.params = {
       total: next(), dense_transformer: next(), embedding: next(), routed_experts: next(), active: next(),

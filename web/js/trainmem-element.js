@@ -19,7 +19,7 @@
 // neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
 import { ELEMENT_ATTRIBUTES, estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
-import { PARTS, categoriesOf, peakParts, overheadLines, FIGURES, markHeadline } from './results.js';
+import { PARTS, categoriesOf, confidenceOf, peakParts, overheadLines, FIGURES, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
 import { verdictOf } from './verdict.js';
@@ -67,6 +67,7 @@ const STYLE = `
 .headline { margin: 0; display: flex; flex-wrap: wrap; align-items: baseline; gap: 2px 8px; }
 .total { font-size: 1.8rem; font-weight: 750; font-variant-numeric: tabular-nums; }
 .of { color: var(--muted); font-size: 0.9rem; }
+.confidence { color: var(--muted); font-size: 0.8rem; cursor: help; text-decoration: underline dotted; text-underline-offset: 3px; }
 .verdict { margin: 2px 0 6px; font-weight: 650; }
 .fits { color: var(--ok); } .over { color: var(--bad); }
 .bar { position: relative; display: flex; height: 22px; border-radius: 4px; background: var(--grid); overflow: visible; }
@@ -156,6 +157,14 @@ export class TrainmemCalculator extends HTMLElement {
       total.title = formatExactBytes(headline.bytes);
       markHeadline(total, headline);
       headlineBox.append(total, h('span', 'of', Number.isFinite(capacity) ? `of ${formatSize(capacity, unit)} · ${link.gpuLabel}` : ''));
+      // How sure: the closest validation group's 90th-percentile error (trainmem profile).
+      const conf = confidenceOf(result);
+      if (conf) {
+        const note = h('span', 'confidence', conf.text);
+        note.title = conf.title;
+        note.dataset.within = String(conf.within);
+        headlineBox.append(note);
+      }
       parts.push(headlineBox);
       const verdict = verdictOf(headline.bytes, capacity, unit);
       if (verdict) parts.push(h('p', `verdict ${verdict.fits ? 'fits' : 'over'}`, verdict.text));

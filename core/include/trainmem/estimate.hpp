@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -185,6 +186,46 @@ struct OverheadLine {
   std::string_view adds_to;  // "reserved" or "device"
 };
 
+// How close runs like this one came to their measurements (trainmem profile; confidence.cpp).
+// The validation points that run (tests/validation/points.json and finetune-points.json) are
+// grouped by framework, training (full-parameter or PEFT) and recompute class, and each group's
+// |error| statistics are generated into the core by `npm run validate -- --write-confidence`
+// (core/src/estimate/confidence_table.inc; a Node test fails when they are stale).
+struct ConfidenceKey {
+  std::string_view framework;  // a Framework's name, or "any"
+  std::string_view training;   // "full-parameter", "peft" (LoRA, QLoRA) or "any"
+  std::string_view recompute;  // "none", "selective" (selective_op included), "full" or "any"
+  bool operator==(const ConfidenceKey&) const = default;
+};
+struct ConfidenceGroup {
+  ConfidenceKey key;
+  int points = 0;                 // validation points in the group
+  double median_abs_error = 0;    // median |estimate - measured| / measured
+  double p90_abs_error = 0;       // 90th percentile of it (nearest rank: at least 90 % within)
+};
+// What the group shares with the run, narrowest first: the order the core falls back in when a
+// group has fewer than k_confidence_min_points points.
+enum class ConfidenceMatch : uint8_t { exact, framework_and_training, training, framework, all, count };
+std::string_view confidence_match_name(ConfidenceMatch match);  // "exact", "framework_and_training", ...
+inline constexpr int k_confidence_min_points = 3;
+inline constexpr std::string_view k_confidence_source = "npm run validate";
+struct Confidence {
+  bool known = false;     // false: reference profiles (and a core built without validation groups)
+  ConfidenceKey run;      // the run's own group
+  ConfidenceGroup group;  // the group whose figures apply: the run's own, or a wider one (match)
+  ConfidenceMatch match = ConfidenceMatch::exact;
+};
+// Every generated group, narrowest first.
+std::span<const ConfidenceGroup> confidence_groups();
+// The group closest to a resolved config: same framework and PEFT-ness, then same recompute, each
+// with at least k_confidence_min_points points, falling back as ConfidenceMatch orders. Pure.
+Confidence confidence_for(const Config& config);
+// The same choice from another table of groups (tests).
+Confidence confidence_for(const Config& config, std::span<const ConfidenceGroup> groups);
+// "megatron, full-parameter training, selective recompute"; "any framework, PEFT (LoRA, QLoRA),
+// any recompute"; "all validation points".
+std::string confidence_group_name(const ConfidenceKey& key);
+
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
   std::array<ModelStateComponent, 3> components{};
@@ -218,6 +259,7 @@ struct Estimate {
   // Filled by full_estimate only (what a result shows besides the figures):
   std::vector<StageParams> stages;  // every pipeline stage, first to last (see pipeline_stages)
   std::string reference_line;       // the training log's line (see report_theoretical_memory)
+  Confidence confidence;            // trainmem profile: the closest validation group (confidence_for)
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
   std::vector<std::string_view> assumption_texts() const;

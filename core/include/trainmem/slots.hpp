@@ -7,7 +7,8 @@
 // its slot and the list in `layer_list`.
 //
 // A result is the numbers write_result_slots() writes, in its order, and a few texts (the
-// summary, the training log's line, the NCCL communicators' names), one per line. The names the
+// summary, the training log's line, the NCCL communicators' names, the validation group's name and
+// the run's own group's), one per line. The names the
 // numbers index (assumptions, components, moments, overhead lines) come once from slot_tables().
 // web/js/slots.js reads them back into the object estimate_to_json writes; a test holds the two
 // to the same object for every preset and thousands of share links.
@@ -60,7 +61,8 @@ std::string field_specs_text();
 
 // The names the result's numbers index, once: lines "assumption\t<text>", "component\t<name>",
 // "component_kind\t<JSON kind>", "state\t<row>" (the state rows in the order their numbers come),
-// "moment\t<name>", "overhead\t<key>", "figure\t<name>", each list in index order.
+// "moment\t<name>", "overhead\t<key>", "figure\t<name>", "confidence_match\t<name>", each list
+// in index order, and "confidence_source\t<text>".
 std::string slot_tables();
 
 }  // namespace trainmem

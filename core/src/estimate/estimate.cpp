@@ -289,6 +289,7 @@ Estimate full_estimate(const Config& c, Trace* trace) {
     est.stages = reference_stages(c);
   }
   est.reference_line = report_theoretical_memory(c, c.num_microbatches);
+  est.confidence = confidence_for(c);  // trainmem profile only; unknown for the references
   return est;
 }
 

@@ -32,6 +32,19 @@ ordered moments_json(const Moments& m) {
                  {"peak_temporary_bytes", num(m.peak_temporary_bytes)}};
 }
 
+// The closest validation group (trainmem profile), or null when the core has none for the run.
+ordered confidence_json(const Confidence& confidence) {
+  if (!confidence.known) return nullptr;
+  const ConfidenceGroup& g = confidence.group;
+  return ordered{{"group", confidence_group_name(g.key)},
+                 {"run_group", confidence_group_name(confidence.run)},
+                 {"match", confidence_match_name(confidence.match)},
+                 {"points", g.points},
+                 {"median_abs_error", num(g.median_abs_error)},
+                 {"p90_abs_error", num(g.p90_abs_error)},
+                 {"source", k_confidence_source}};
+}
+
 ordered part_json(const PartBytes& part) {
   return ordered{{"dense", num(part.dense)}, {"embedding", num(part.embedding)},
                  {"expert", num(part.expert)}};
@@ -183,6 +196,7 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
     if (est.deepspeed_gpu_bytes > 0)
       out["deepspeed_estimator"] = {{"gpu_bytes", num(est.deepspeed_gpu_bytes)},
                                     {"cpu_bytes", num(est.deepspeed_cpu_bytes)}};
+    out["confidence"] = confidence_json(est.confidence);
   }
   const ParamCounts& p = est.params;
   out["params"] = {{"total", num(p.total)},

@@ -186,6 +186,13 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
     put_moments(n, est.moments);
     n.push_back(est.minimum_devices > 0 ? est.minimum_devices : k_unset);
     n.insert(n.end(), {est.deepspeed_gpu_bytes, est.deepspeed_cpu_bytes});
+    // The closest validation group: known, then its match, points, median and p90 (its name and
+    // the run's own group's name are text lines after the NCCL communicators').
+    const Confidence& conf = est.confidence;
+    n.push_back(conf.known ? 1 : 0);
+    if (conf.known)
+      n.insert(n.end(), {double(conf.match), double(conf.group.points), conf.group.median_abs_error,
+                         conf.group.p90_abs_error});
   }
   const ParamCounts& p = est.params;
   n.insert(n.end(), {p.total, p.dense_transformer, p.embedding, p.routed_experts, p.active, p.per_gpu,
@@ -217,6 +224,9 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
 
   out.text = format_training_memory_estimate(est, "GB") + "\n" + est.reference_line + "\n";
   for (int i = 0; i < est.nccl.count; ++i) out.text += std::string(est.nccl.list[size_t(i)].name) + "\n";
+  if (est.profile == Profile::trainmem && est.confidence.known)
+    out.text += confidence_group_name(est.confidence.group.key) + "\n" +
+                confidence_group_name(est.confidence.run) + "\n";
 }
 
 std::string field_specs_text() {
@@ -248,6 +258,9 @@ std::string slot_tables() {
     out += "moment\t" + std::string(moment_name(Moment(i))) + "\n";
   for (std::string_view key : k_overhead_keys) out += "overhead\t" + std::string(key) + "\n";
   for (std::string_view figure : k_figure_names) out += "figure\t" + std::string(figure) + "\n";
+  for (size_t i = 0; i < size_t(ConfidenceMatch::count); ++i)
+    out += "confidence_match\t" + std::string(confidence_match_name(ConfidenceMatch(i))) + "\n";
+  out += "confidence_source\t" + std::string(k_confidence_source) + "\n";
   return out;
 }
 

@@ -177,6 +177,20 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
   line("");
   if (est.profile == Profile::trainmem) {
     trainmem_memory_lines(c, est, line);
+    if (est.confidence.known) {
+      const Confidence& conf = est.confidence;
+      auto percent = [](double share) { return printf_string("%.1f%s", 100 * share, " %"); };
+      line("");
+      line("Validation (" + std::string(k_confidence_source) + ")");
+      line("  runs like this landed within ±" + percent(conf.group.p90_abs_error) +
+           " of their measurements (90th percentile of |error|; median " +
+           percent(conf.group.median_abs_error) + ")");
+      line("  group: " + confidence_group_name(conf.group.key) + ", " + std::to_string(conf.group.points) +
+           " points");
+      if (conf.match != ConfidenceMatch::exact)
+        line("  (fewer than " + std::to_string(k_confidence_min_points) + " points in this run's own group, " +
+             confidence_group_name(conf.run) + ": a wider group's figures)");
+    }
   } else {
     line("Memory on the most-loaded GPU");
     for (int i = 0; i < est.n_components; ++i) {

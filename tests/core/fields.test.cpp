@@ -38,7 +38,8 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "num_query_groups", "kv_channels", "ffn_hidden_size", "swiglu", "moe_ffn_hidden_size",
       "zero_stage", "data_parallel_shard_size", "params_dtype", "expert_params_dtype",
       "compute_dtype", "pipeline_schedule", "expert_tensor_parallel_size",
-      "model_implementation"};  // implementations.test.cpp checks its rule
+      "model_implementation",   // implementations.test.cpp checks its rule
+      "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, full and selective recompute, SGD, torch pipelining.
   const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,

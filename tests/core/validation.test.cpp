@@ -357,3 +357,24 @@ TEST_CASE("trainmem profile rules: frameworks, sharding, precisions and optimize
         "pipeline_outputs": "kept_fp32_merged")")).empty());
   }
 }
+
+TEST_CASE("world_size: DP follows as world / (TP·PP·CP); it must divide and agree with a given DP",
+          "[validation][world]") {
+  // 32 GPUs with TP 2, PP 2: DP = 32 / (2 × 2 × 1) = 8.
+  const Config c = config_from(with(R"("world_size": 32, "tensor_model_parallel_size": 2,
+      "pipeline_model_parallel_size": 2, "data_parallel_size": null)"));
+  CHECK(c.data_parallel_size == 8);
+  CHECK(c.world_size == 32);
+  // Without it, the world is the product: TP 2 × PP 1 × CP 1 × DP 4 = 8.
+  const Config d = config_from(with(R"("tensor_model_parallel_size": 2, "data_parallel_size": 4)"));
+  CHECK(d.world_size == 8);
+  // Written back and read again, the config is the same (both fields agree).
+  CHECK(resolve(to_input(c)).config == c);
+  CHECK(messages_for(with(R"("world_size": 30, "tensor_model_parallel_size": 4, "data_parallel_size": null)")) ==
+        std::vector<std::string>{"world_size: must be divisible by tensor_model_parallel_size × "
+                                 "pipeline_model_parallel_size × context_parallel_size (4 × 1 × 1 = 4), got 30"});
+  CHECK(messages_for(with(R"("world_size": 32, "tensor_model_parallel_size": 2, "data_parallel_size": 8)")) ==
+        std::vector<std::string>{"world_size: must equal tensor_model_parallel_size × pipeline_model_parallel_size "
+                                 "× context_parallel_size × data_parallel_size (2 × 1 × 1 × 8 = 16), got 32; "
+                                 "give one of them"});
+}

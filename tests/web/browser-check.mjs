@@ -445,6 +445,27 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   return page;
 });
 
+await check('the GPU count is an input: DP follows from it, and the summary says N GPUs = TP × PP × CP × DP', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  // The phone's first screen names the model and the GPU count.
+  const line = await page.textContent('#run-line');
+  expect(/^Llama 3\.1 8B · 8 GPUs = TP 2 × PP 1 × CP 1 × DP 4$/.test(line), `run line: ${line}`);
+  const box = await page.$eval('#run-line', (e) => e.getBoundingClientRect().toJSON());
+  expect(box.bottom <= PHONE.height, 'the run line is below the first screen');
+  await typeInto(page, '#f-world_size', '32');
+  expect(await page.inputValue('#f-data_parallel_size') === '' && /16/.test(await page.getAttribute('#f-data_parallel_size', 'placeholder')),
+    `DP after 32 GPUs: "${await page.inputValue('#f-data_parallel_size')}" / ${await page.getAttribute('#f-data_parallel_size', 'placeholder')}`);
+  expect(/32 GPUs = TP 2 × PP 1 × CP 1 × DP 16$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+  await typeInto(page, '#f-world_size', '31'); // not a multiple of TP 2
+  expect(/world_size: must be divisible/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');
+  await typeInto(page, '#f-data_parallel_size', '2');
+  expect(await page.inputValue('#f-world_size') === '' && /4 GPUs =/.test(await page.textContent('#run-line')), 'DP typed did not take over from the GPU count');
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-gpus.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

@@ -77,7 +77,7 @@ const SECTIONS = [
     id: 'parallelism',
     title: 'Parallelism',
     groups: ['parallelism'],
-    fields: ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size',
+    fields: ['world_size', 'tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size',
       'context_parallel_size', 'expert_model_parallel_size', 'expert_tensor_parallel_size',
       'virtual_pipeline_model_parallel_size', 'num_layers_in_first_pipeline_stage',
       'num_layers_in_last_pipeline_stage', 'sequence_parallel', 'use_distributed_optimizer'],
@@ -229,6 +229,7 @@ export const LABELS = {
   expert_model_parallel_size: 'Expert parallel (EP)',
   expert_tensor_parallel_size: 'Expert tensor parallel (ETP)',
   data_parallel_size: 'Data parallel (DP)',
+  world_size: 'GPUs in all',
 };
 
 /**

@@ -153,6 +153,19 @@ function renderHeadline() {
   ui.capacityError.hidden = !(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
   ui.capacityError.textContent = 'Enter a size such as 96 GB or 80 GiB.';
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
+  renderRunLine();
+}
+
+/** What runs where, beside the headline: "Llama 3.1 8B · 8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". */
+function renderRunLine() {
+  let line = document.getElementById('run-line');
+  if (!line) {
+    line = Object.assign(document.createElement('p'), { id: 'run-line', className: 'run-line' });
+    ui.summary.querySelector('.headline').after(line);
+  }
+  const c = lastOk?.result.config;
+  const text = c ? `${modelLabel()} · ${c.world_size} GPU${c.world_size === 1 ? '' : 's'} = TP ${c.tensor_model_parallel_size} × PP ${c.pipeline_model_parallel_size} × CP ${c.context_parallel_size} × DP ${c.data_parallel_size}` : '';
+  if (line.textContent !== text) line.textContent = text;
 }
 
 /** The charts, the breakdown table and the panels below the headline. */
@@ -212,7 +225,7 @@ function picture() {
   const capacity = capacityBytes();
   const headline = headlineOf(result, figure);
   const figureName = result.profile === 'trainmem' ? FIGURES[headline.key].long : 'total';
-  const gpus = c.tensor_model_parallel_size * c.pipeline_model_parallel_size * c.context_parallel_size * c.data_parallel_size;
+  const gpus = c.world_size;
   const layout = `TP ${c.tensor_model_parallel_size} · PP ${c.pipeline_model_parallel_size} · CP ${c.context_parallel_size} · DP ${c.data_parallel_size} = ${gpus} GPU${gpus === 1 ? '' : 's'}`;
   const setup = [layout, c.framework, `sequence ${c.seq_length} · micro batch ${c.micro_batch_size}`].filter(Boolean).join(' · ');
   const stage = result.stages?.length > 1 ? ` (pipeline stage ${result.most_loaded_stage})` : '';
@@ -407,10 +420,18 @@ function loadLayout(fields) {
 
 let lastEdited = null; // the field the user's hand is on: its problems are shown there
 
+// The GPU count and DP say one thing (world = TP·PP·CP·DP): the one typed last is kept, the
+// other follows from it in the core.
+const FOLLOWS = { world_size: 'data_parallel_size', data_parallel_size: 'world_size' };
+
 function onFieldChange(name, value) {
   lastEdited = name;
   if (value === undefined) delete state.fields[name];
   else state.fields[name] = value;
+  if (value !== undefined && FOLLOWS[name] && state.fields[FOLLOWS[name]] !== undefined) {
+    delete state.fields[FOLLOWS[name]];
+    form.setValues(state.fields); // the other field shows what it resolves to
+  }
   recompute();
 }
 

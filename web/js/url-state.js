@@ -62,6 +62,7 @@ export const FIELD_KEYS = Object.freeze({
   expert_model_parallel_size: 'ep',
   expert_tensor_parallel_size: 'etp',
   data_parallel_size: 'dp',
+  world_size: 'world',
   // trainmem profile and later model fields
   max_position_embeddings: 'maxpos',
   add_qkv_bias: 'qkvb',

@@ -139,7 +139,7 @@ struct ConfigInput {
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
       virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
       num_layers_in_last_pipeline_stage, context_parallel_size, expert_model_parallel_size,
-      expert_tensor_parallel_size, data_parallel_size;
+      expert_tensor_parallel_size, data_parallel_size, world_size;
 };
 
 // A configuration with every field resolved and validated. Counts are exact integers; a value of
@@ -257,6 +257,7 @@ struct Config {
   int64_t expert_model_parallel_size = 1;
   int64_t expert_tensor_parallel_size = 1;  // = tensor_model_parallel_size when unset
   int64_t data_parallel_size = 1;
+  int64_t world_size = 1;  // GPUs of the run: TP·PP·CP·DP (given, it sets DP)
 
   bool is_moe() const { return num_moe_experts > 0; }
   bool peft_on() const { return peft != Peft::none; }

@@ -508,6 +508,11 @@ const std::vector<Field>& fields() {
       int_field<&C::data_parallel_size, &Config::data_parallel_size>(
           "data_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
           "Data parallel size DP."),
+      int_field<&C::world_size, &Config::world_size>(
+          "world_size", G::parallelism, 1, k_max_parallel, "GPUs",
+          derived("tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size × data_parallel_size"),
+          "Total GPUs of the run (torchrun's world size). Given, data_parallel_size follows as "
+          "world_size / (TP × PP × CP) (Megatron's data-parallel size)."),
       // Fine-tuning and memory-saving techniques: the trainmem profile (issue 13).
       trainmem_only(choice_field<&C::peft, &Config::peft>(
           "peft", G::finetuning, from_config(),

@@ -1,5 +1,6 @@
 // resolve(): validation plus Megatron Core's default resolution
 // (../shared/reference/megatron-formulas.md §2 and §6 item 8).
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <variant>
@@ -262,7 +263,9 @@ Resolved resolve(const ConfigInput& in) {
   std::vector<Issue>& issues = out.issues;
   copy_set_fields(in, c);  // every simple default is Config{}'s
   auto fail = [&](std::string_view field, const std::string& rule) {
-    issues.push_back(issue(field, rule));
+    Issue broken = issue(field, rule);
+    // Two rules can find one problem (sizes too large to count): it is reported once.
+    if (std::find(issues.begin(), issues.end(), broken) == issues.end()) issues.push_back(std::move(broken));
   };
   auto required = [&](const std::optional<int64_t>& v, std::string_view name) -> int64_t {
     if (!v) {
@@ -358,7 +361,29 @@ Resolved resolve(const ConfigInput& in) {
   const int64_t e = c.expert_model_parallel_size;
   // Megatron Core __post_init__: expert_tensor_parallel_size None -> tensor_model_parallel_size.
   const int64_t te = c.expert_tensor_parallel_size = in.expert_tensor_parallel_size.value_or(t);
+  // The world: DP = world_size / (TP·PP·CP) when the world is given (Megatron-LM's
+  // initialize_model_parallel: data_parallel_size = world_size / (tp × pp × cp)).
+  std::optional<int64_t> model_parallel = checked_mul(t, p);
+  if (model_parallel) model_parallel = checked_mul(*model_parallel, cp);
+  if (in.world_size && model_parallel) {
+    const int64_t world = *in.world_size, mp = *model_parallel;
+    if (world % mp != 0)
+      fail("world_size", "must be divisible by tensor_model_parallel_size × pipeline_model_parallel_size × "
+                         "context_parallel_size (" + n(t) + " × " + n(p) + " × " + n(cp) + " = " + n(mp) +
+                             "), got " + n(world));
+    else if (in.data_parallel_size && *in.data_parallel_size * mp != world)
+      fail("world_size", "must equal tensor_model_parallel_size × pipeline_model_parallel_size × "
+                         "context_parallel_size × data_parallel_size (" + n(t) + " × " + n(p) + " × " + n(cp) +
+                             " × " + n(*in.data_parallel_size) + " = " + n(*in.data_parallel_size * mp) +
+                             "), got " + n(world) + "; give one of them");
+    else
+      c.data_parallel_size = world / mp;
+  }
   const int64_t d = c.data_parallel_size;
+  if (const auto world = model_parallel ? checked_mul(*model_parallel, d) : std::nullopt)
+    c.world_size = *world;
+  else
+    fail("data_parallel_size", "the parallel sizes multiply to more ranks than can be counted");
 
   if (have_shape && c.num_attention_heads % t != 0)
     fail("num_attention_heads", "must be divisible by tensor_model_parallel_size (" + n(t) +

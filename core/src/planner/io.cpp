@@ -40,7 +40,7 @@ ordered layout_fields(const Config& c) {
                              "virtual_pipeline_model_parallel_size", "num_layers_in_first_pipeline_stage",
                              "num_layers_in_last_pipeline_stage", "context_parallel_size"});
   if (c.is_moe()) names.insert(names.end(), {"expert_model_parallel_size", "expert_tensor_parallel_size"});
-  names.push_back("data_parallel_size");
+  names.insert(names.end(), {"data_parallel_size", "world_size"});
   ordered out = ordered::object();
   for (std::string_view name : names) {
     FieldValue v = get_field(in, name);

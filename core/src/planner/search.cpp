@@ -149,6 +149,7 @@ ConfigInput Search::input_for(const Layout& l, RecomputeGranularity r, int64_t m
   in.expert_model_parallel_size = l.ep;
   in.expert_tensor_parallel_size = l.etp ? std::optional<int64_t>(l.etp) : std::nullopt;
   in.data_parallel_size = l.dp;
+  in.world_size = std::nullopt;  // follows from the layout (the base's may be another GPU count)
   in.sequence_parallel = l.tp > 1;
   switch (sharding_of(base_)) {
     case Sharding::distributed_optimizer: in.use_distributed_optimizer = l.sharding != 0; break;

@@ -147,6 +147,18 @@ export interface Overheads {
   lines: OverheadLine[];
 }
 
+/** A change that makes the run fit: its fields written over the config give the figure. */
+export interface Suggestion {
+  fields: Record<string, number | boolean | string | null>;
+  /** trainmem profile: the device bytes with the change */
+  device_bytes?: number;
+  /** reference profiles: the total with the change */
+  total_bytes?: number;
+  what: string;
+  /** 0 recompute, 1 micro batch, 2 sharding stage, 3 TP/PP/CP, 4 offload */
+  rank: number;
+}
+
 export interface OverheadLine {
   /** caching_allocator, cuda_context, nccl or paged_optimizer (a view shows an unknown key by its name) */
   key: string;
@@ -197,6 +209,8 @@ export interface EstimateResult {
   /** per pipeline stage (megatron-bridge, pipeline_model_parallel_size > 1) */
   stages?: Stage[];
   assumptions: string[];
+  /** What to change when the run does not fit gpu_memory_bytes: up to five single changes, least disruptive first */
+  suggestions: Suggestion[];
   /** the training log's line: "Theoretical memory footprints: weight and optimizer=… MB, …" */
   report: string | null;
   summary: string;

@@ -466,6 +466,26 @@ await check('the GPU count is an input: DP follows from it, and the summary says
   return page;
 });
 
+await check('what to change: a run that does not fit lists the core\'s suggestions as chips; one click makes it fit', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-micro_batch_size', '8');
+  expect(/Does not fit/.test(await page.textContent('#verdict')), `verdict: ${await page.textContent('#verdict')}`);
+  const chips = await page.$$eval('#suggestions .chip', (bs) => bs.map((b) => b.textContent));
+  expect(chips.length >= 1 && chips.length <= 5, `chips: ${chips}`);
+  // The first is the least disruptive: recompute, before a smaller micro batch.
+  expect(/recompute/.test(chips[0]), `first chip: ${chips[0]}`);
+  const promised = chips[0].split(' · ').at(-1);
+  await page.click('#suggestions .chip');
+  await settled(page);
+  expect(/^Fits/.test(await page.textContent('#verdict')), `after the chip: ${await page.textContent('#verdict')}`);
+  expect(await total(page) === promised, `the chip promised ${promised}, the page shows ${await total(page)}`);
+  expect(!(await page.isVisible('#suggestions')), 'chips stay when it fits');
+  await page.screenshot({ path: join(SHOTS, 'suggestions-1280x900.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

@@ -191,12 +191,45 @@ function renderDetails() {
     ? 'Each stage\'s peak: its own layers, embedding or output layer, and the microbatches its schedule keeps in flight.'
     : 'The reference estimators compute activation memory for the first stage only; other stages show weights and optimizer state.';
   view.renderTable(result, unit, figure);
+  renderSuggestions(result);
   renderGpuFit();
   view.renderPeak(result, unit, capacity);
   compare.render(result, { label: modelLabel(), unit, figure, capacity, capacityLabel });
   view.renderParams(result);
   view.renderNotes(result);
   view.renderTrace(result);
+}
+
+/**
+ * What to change when it does not fit: the core's suggestions (each verified by a full estimate),
+ * as one-click chips under the verdict; a change touching a field the user holds is left out.
+ */
+function renderSuggestions(result) {
+  let box = document.getElementById('suggestions');
+  if (!box) {
+    box = Object.assign(document.createElement('div'), { id: 'suggestions', className: 'suggestions' });
+    box.setAttribute('aria-label', 'Changes that make it fit');
+    ui.summary.querySelector('#verdict').after(box);
+  }
+  const held = new Set([...form.holdChoices].filter(([, on]) => on).map(([name]) => name));
+  const list = (result.suggestions ?? []).filter((s) => !Object.keys(s.fields).some((f) => held.has(f)));
+  box.hidden = list.length === 0;
+  box.replaceChildren(...(list.length ? [Object.assign(document.createElement('span'), { className: 'suggestions-label', textContent: 'Fits with:' })] : []),
+    ...list.map((s) => {
+      const bytes = s.device_bytes ?? s.total_bytes;
+      const chip = Object.assign(document.createElement('button'), { type: 'button', className: 'chip', textContent: `${s.what} · ${formatBytes(bytes, state.unit)}` });
+      chip.title = Object.entries(s.fields).map(([k, v]) => `${k} = ${v === null ? 'unset' : v}`).join(', ');
+      chip.addEventListener('click', () => {
+        for (const [name, value] of Object.entries(s.fields)) {
+          if (value === null) delete state.fields[name];
+          else state.fields[name] = value;
+        }
+        syncControls();
+        recompute();
+        share.commit();
+      });
+      return chip;
+    }));
 }
 
 /** The figure on every GPU of the table (and a custom capacity): one estimate each, as the page's. */

@@ -230,6 +230,20 @@ export class SlotCodec {
     const assumptions = [];
     for (let i = 0, count = next(); i < count; i++) assumptions.push(tables.assumption[next()]);
     out.assumptions = assumptions;
+    const suggestions = [];
+    for (let i = 0, count = next(); i < count; i++) {
+      const rank = next();
+      const figure = next();
+      const fields = {};
+      for (let f = 0, nf = next(); f < nf; f++) {
+        const spec = this.specs[next()];
+        const kind = next();
+        const v = next();
+        fields[spec.name] = kind === 0 ? null : kind === 1 ? v === 1 : kind === 2 ? v : spec.choices[v];
+      }
+      suggestions.push({ fields, [trainmem ? 'device_bytes' : 'total_bytes']: figure, what: unescaped(lines[textLine++]), rank });
+    }
+    out.suggestions = suggestions;
     out.report = lines[1] === '' ? null : lines[1];
     out.summary = lines[0];
     out.config = this.decodeConfig(n, at);

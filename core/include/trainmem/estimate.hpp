@@ -226,6 +226,23 @@ Confidence confidence_for(const Config& config, std::span<const ConfidenceGroup>
 // any recompute"; "all validation points".
 std::string confidence_group_name(const ConfidenceKey& key);
 
+// A change that makes a run fit: `fields` written over the config (resolve()d and estimated again)
+// give `figure_bytes` (device bytes in the trainmem profile, the total in the reference ones), at
+// most its gpu_memory_bytes. `rank` is its kind, least disruptive first: 0 recompute, 1 micro
+// batch, 2 sharding stage, 3 TP/PP/CP at the same GPU count (DP gives the factor), 4 offload.
+struct Suggestion {
+  int rank = 0;
+  std::vector<std::pair<std::string, FieldValue>> fields;
+  double figure_bytes = 0;
+  std::string what;  // e.g. "full recompute (activation checkpointing of every layer)"
+};
+
+// When `config` has a capacity (gpu_memory_bytes) and does not fit it: up to `max_count` single
+// changes that fit, least disruptive first and the least change of each kind, none touching a
+// field of `held`. Empty when it fits or has no capacity. Each is verified by a full estimate.
+std::vector<Suggestion> suggest_changes(const Config& config, std::span<const std::string> held = {},
+                                        size_t max_count = 5);
+
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
   std::array<ModelStateComponent, 3> components{};
@@ -258,6 +275,7 @@ struct Estimate {
   uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
   // Filled by full_estimate only (what a result shows besides the figures):
   std::vector<StageParams> stages;  // every pipeline stage, first to last (see pipeline_stages)
+  std::vector<Suggestion> suggestions;  // what to change when it does not fit its capacity
   std::string reference_line;       // the training log's line (see report_theoretical_memory)
   Confidence confidence;            // trainmem profile: the closest validation group (confidence_for)
 

@@ -174,23 +174,6 @@ struct PlanResult {
   bool ok() const { return issues.empty(); }
 };
 
-// A change that makes a run fit: `fields` written over the config (resolve()d and estimated again)
-// give `figure_bytes` (device bytes in the trainmem profile, the total in the reference ones), at
-// most its gpu_memory_bytes. `rank` is its kind, least disruptive first: 0 recompute, 1 micro
-// batch, 2 sharding stage, 3 TP/PP/CP at the same GPU count (DP gives the factor), 4 offload.
-struct Suggestion {
-  int rank = 0;
-  std::vector<std::pair<std::string, FieldValue>> fields;
-  double figure_bytes = 0;
-  std::string what;  // e.g. "full recompute (activation checkpointing of every layer)"
-};
-
-// When `config` has a capacity (gpu_memory_bytes) and does not fit it: up to `max_count` single
-// changes that fit, least disruptive first and the least change of each kind, none touching a
-// field of `held`. Empty when it fits or has no capacity. Each is verified by a full estimate.
-std::vector<Suggestion> suggest_changes(const Config& config, std::span<const std::string> held = {},
-                                        size_t max_count = 5);
-
 // Searches the layouts of `base` (a resolved config: its model and training settings; its
 // parallel fields are the values of knobs not searched). Never throws.
 PlanResult plan(const Config& base, const PlanOptions& options);

@@ -237,6 +237,20 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
   ordered assumptions = ordered::array();
   for (std::string_view text : est.assumption_texts()) assumptions.push_back(text);
   out["assumptions"] = assumptions;
+  // What to change when it does not fit: each change's fields, the figure it gives (device bytes
+  // in the trainmem profile, the total in the reference ones) and what it is.
+  ordered suggestions = ordered::array();
+  for (const Suggestion& s : est.suggestions) {
+    ordered fields = ordered::object();
+    for (const auto& [name, value] : s.fields) fields[name] = detail::json_field_value(value);
+    ordered one = ordered::object();
+    one["fields"] = fields;
+    one[est.profile == Profile::trainmem ? "device_bytes" : "total_bytes"] = num(s.figure_bytes);
+    one["what"] = s.what;
+    one["rank"] = s.rank;
+    suggestions.push_back(one);
+  }
+  out["suggestions"] = suggestions;
   out["report"] = est.reference_line.empty() ? ordered(nullptr) : ordered(est.reference_line);
   out["summary"] = format_training_memory_estimate(est, "GB");
   out["config"] = config_json(config);

@@ -214,6 +214,25 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   n.push_back(double(__builtin_popcount(est.assumptions)));
   for (size_t i = 0; i < size_t(Assumption::count); ++i)
     if (est.has(Assumption(i))) n.push_back(double(i));
+  // Suggestions: count, then each one's rank, figure and fields (field index, kind 0 null, 1
+  // boolean, 2 number, 3 choice index, value); their texts are lines after the confidence's.
+  n.push_back(double(est.suggestions.size()));
+  for (const Suggestion& s : est.suggestions) {
+    n.insert(n.end(), {double(s.rank), s.figure_bytes, double(s.fields.size())});
+    for (const auto& [name, value] : s.fields) {
+      const FieldSpec* spec = find_field(name);
+      const size_t index = size_t(spec - field_specs().data());
+      double kind = 0, number = 0;
+      if (const bool* b = std::get_if<bool>(&value)) kind = 1, number = *b ? 1 : 0;
+      else if (const double* d = std::get_if<double>(&value)) kind = 2, number = *d;
+      else if (const std::string* t = std::get_if<std::string>(&value)) {
+        kind = 3;
+        for (size_t c = 0; c < spec->choices.size(); ++c)
+          if (spec->choices[c] == *t) number = double(c);
+      }
+      n.insert(n.end(), {double(index), kind, number});
+    }
+  }
   // The config after resolution, one slot per field (to_input: Megatron's None stays unset).
   const ConfigInput resolved = to_input(config);
   const std::span<const FieldSpec> specs = field_specs();
@@ -227,6 +246,7 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   if (est.profile == Profile::trainmem && est.confidence.known)
     out.text += confidence_group_name(est.confidence.group.key) + "\n" +
                 confidence_group_name(est.confidence.run) + "\n";
+  for (const Suggestion& s : est.suggestions) out.text += escaped(s.what) + "\n";
 }
 
 std::string field_specs_text() {

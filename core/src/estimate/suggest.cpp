@@ -1,12 +1,12 @@
-// What to change when a run does not fit (planner.hpp, suggest_changes): single changes of the
+// What to change when a run does not fit (estimate.hpp, suggest_changes; full_estimate fills a
+// result's suggestions with it): single changes of the
 // config, least disruptive first, each written over the config, resolved and estimated again, and
 // kept only when it fits. The GPU count stays: a change of TP, PP or CP takes its factor from DP.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
-#include "config/messages.hpp"
-#include "planner/search.hpp"
-#include "trainmem/planner.hpp"
+#include "trainmem/estimate.hpp"
 
 namespace trainmem {
 namespace {
@@ -38,31 +38,28 @@ std::vector<Candidate> candidates(const Config& c) {
     // recompute_modules applies to selective recompute only: unset with it.
     out.push_back({0, {{"recompute_granularity", std::string("full")}, {"recompute_modules", std::monostate{}}},
                    "full recompute (activation checkpointing of every layer)"});
-  // Smaller micro batches, largest first (the global batch, when given, stays: more microbatches).
-  const int64_t per_replica = c.global_batch_size > 0 ? c.global_batch_size / c.data_parallel_size : 0;
-  for (int64_t m = c.micro_batch_size - 1; m >= 1; --m)
-    if (per_replica == 0 || per_replica % m == 0)
-      out.push_back({1, {{"micro_batch_size", double(m)}}, "micro batch " + std::to_string(m)});
-  switch (planning::sharding_of(c)) {
-    case planning::Sharding::distributed_optimizer:
-      if (!c.use_distributed_optimizer)
-        out.push_back({2, {{"use_distributed_optimizer", true}}, "the distributed optimizer (optimizer state sharded over DP)"});
-      break;
-    case planning::Sharding::zero_stage:
-      for (int64_t stage = c.zero_stage + 1; stage <= 3; ++stage)
-        if (c.framework != Framework::fsdp2 || stage >= 2)
-          out.push_back({2, {{"zero_stage", double(stage)}}, "ZeRO stage " + std::to_string(stage)});
-      break;
-    case planning::Sharding::none: break;
+  // A smaller micro batch: suggest_changes finds the largest that fits by bisection (memory grows
+  // with it), among the divisors of the per-replica batch when the global batch is given.
+  if (c.micro_batch_size > 1) out.push_back({1, {{"micro_batch_size", 1.0}}, "micro batch"});
+  // Sharding: Megatron's distributed optimizer (and the reference profiles'), or the ZeRO stage.
+  const bool zero = c.profile == Profile::trainmem && (c.framework == Framework::deepspeed || c.framework == Framework::fsdp2);
+  if (zero) {
+    for (int64_t stage = c.zero_stage + 1; stage <= 3; ++stage)
+      out.push_back({2, {{"zero_stage", double(stage)}}, "ZeRO stage " + std::to_string(stage)});
+  } else if ((c.profile != Profile::trainmem || c.framework == Framework::megatron) && !c.use_distributed_optimizer) {
+    out.push_back({2, {{"use_distributed_optimizer", true}}, "the distributed optimizer (optimizer state sharded over DP)"});
   }
   // Model parallelism at the same GPU count: its factor comes out of DP.
   const std::pair<std::string_view, int64_t> layouts[] = {
       {"tensor_model_parallel_size", c.tensor_model_parallel_size},
       {"pipeline_model_parallel_size", c.pipeline_model_parallel_size},
       {"context_parallel_size", c.context_parallel_size}};
-  for (const auto& [field, now] : layouts)
-    for (int64_t f = 2; f <= c.data_parallel_size; f *= 2) {
-      if (c.data_parallel_size % f != 0) break;
+  // At most six doublings each, TP within a node (its all-reduces), PP up to one layer a stage.
+  const int64_t limits[] = {c.gpus_per_node, c.num_layers, int64_t(1) << 20};
+  for (size_t k = 0; k < std::size(layouts); ++k)
+    for (int64_t f = 2; f <= c.data_parallel_size && f <= 64; f *= 2) {
+      const auto& [field, now] = layouts[k];
+      if (c.data_parallel_size % f != 0 || now * f > limits[k]) break;
       std::vector<std::pair<std::string, FieldValue>> fields = {
           {std::string(field), double(now * f)}, {"data_parallel_size", double(c.data_parallel_size / f)}};
       if (field == "tensor_model_parallel_size") fields.push_back({"sequence_parallel", true});
@@ -90,19 +87,48 @@ std::vector<Suggestion> suggest_changes(const Config& config, std::span<const st
   if (figure_of(config, now) <= config.gpu_memory_bytes) return out;  // it fits: nothing to suggest
   const ConfigInput base = to_input(config);
   std::vector<std::string> kinds;  // the kinds of change already suggested
-  for (const Candidate& candidate : candidates(config)) {
+  // The figure of `c` with some fields written over it; nothing when a rule rejects the change.
+  auto figure_with = [&](const std::vector<std::pair<std::string, FieldValue>>& fields) -> std::optional<std::pair<double, Config>> {
+    ConfigInput input = base;
+    for (const auto& [field, value] : fields)
+      if (set_field(input, field, value)) return std::nullopt;
+    const Resolved resolved = resolve(input);
+    if (!resolved.ok()) return std::nullopt;  // the change breaks a rule (heads not divisible by TP, ...)
+    const Estimate e = estimate_training_memory(resolved.config, resolved.config.num_microbatches);
+    return std::pair{figure_of(resolved.config, e), resolved.config};
+  };
+  for (Candidate candidate : candidates(config)) {
+    if (candidate.rank == 1) {
+      // The largest micro batch below the config's that fits: bisection over the valid ones.
+      std::vector<int64_t> valid;
+      const int64_t per_replica = config.global_batch_size > 0 ? config.global_batch_size / config.data_parallel_size : 0;
+      if (per_replica > 0) {
+        for (int64_t d = 1; d * d <= per_replica; ++d)
+          if (per_replica % d == 0) {
+            if (d < config.micro_batch_size) valid.push_back(d);
+            if (per_replica / d != d && per_replica / d < config.micro_batch_size) valid.push_back(per_replica / d);
+          }
+        std::sort(valid.begin(), valid.end());
+      }
+      const int64_t count = per_replica > 0 ? int64_t(valid.size()) : config.micro_batch_size - 1;
+      auto value_at = [&](int64_t i) { return per_replica > 0 ? valid[size_t(i)] : i + 1; };
+      int64_t lo = 0, hi = count - 1, best = -1;  // the last index that fits
+      while (lo <= hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const auto fit = figure_with({{"micro_batch_size", double(value_at(mid))}});
+        if (fit && fit->first <= config.gpu_memory_bytes) best = mid, lo = mid + 1;
+        else hi = mid - 1;
+      }
+      if (best < 0) continue;
+      candidate.fields = {{"micro_batch_size", double(value_at(best))}};
+      candidate.what = "micro batch " + std::to_string(value_at(best));
+    }
     if (std::any_of(candidate.fields.begin(), candidate.fields.end(),
                     [&](const auto& f) { return holds(held, f.first); }))
       continue;
-    ConfigInput input = base;
-    bool readable = true;
-    for (const auto& [field, value] : candidate.fields) readable = readable && !set_field(input, field, value);
-    if (!readable) continue;
-    const Resolved resolved = resolve(input);
-    if (!resolved.ok()) continue;  // the change breaks a rule (heads not divisible by TP, ...)
-    const Estimate e = estimate_training_memory(resolved.config, resolved.config.num_microbatches);
-    const double figure = figure_of(resolved.config, e);
-    if (!(figure <= config.gpu_memory_bytes)) continue;
+    const auto fit = figure_with(candidate.fields);
+    if (!fit || !(fit->first <= config.gpu_memory_bytes)) continue;
+    const double figure = fit->first;
     // Of a kind, only its least change: a smaller micro batch after the largest that fits, a
     // higher ZeRO stage or a larger TP after the first that fits, adds nothing.
     const std::string kind = candidate.rank <= 2 ? std::to_string(candidate.rank) : candidate.fields.front().first;

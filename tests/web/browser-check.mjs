@@ -486,6 +486,44 @@ await check('what to change: a run that does not fit lists the core\'s suggestio
   return page;
 });
 
+await check('issue 16 at 390 px: hold toggles, chips, the preset notice, the problems list, the GPU table and the recompute words fit the phone', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const wide = async (what) => {
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width <= PHONE.width, `${what}: the page is ${width}px wide`);
+  };
+  // Held fields and the recompute words.
+  expect((await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).length)) > 0, 'no hold toggle pressed');
+  const recompute = await page.$$eval('#f-recompute_granularity option', (os) => os.map((o) => o.textContent).join(' | '));
+  expect(/checkpointing/.test(recompute) && /checkpointing/.test(await page.textContent('label[for="f-recompute_granularity"]')), `recompute words: ${recompute}`);
+  // What to change: chips under the verdict (scrolled to the top, the summary is not stuck).
+  await typeInto(page, '#f-micro_batch_size', '8');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await settled(page);
+  expect((await page.$$('#suggestions .chip')).length > 0, 'no chips on the phone');
+  await wide('chips');
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-suggestions.png') });
+  // Errors where the hand is, and the list at the top of the form.
+  await typeInto(page, '#f-tensor_model_parallel_size', '3');
+  expect(await page.isVisible('#form-problems') && await page.isVisible('#e-tensor_model_parallel_size'), 'problems not shown on the phone');
+  await wide('problems');
+  await page.$eval('#form-problems', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-problems.png') });
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
+  // A preset changes the model: the notice with its Undo.
+  await select(page, '#preset', 'llama-3.1-70b');
+  expect(await page.isVisible('#preset-notice button'), 'no preset notice on the phone');
+  await wide('preset notice');
+  // Every GPU at a glance.
+  await page.$eval('#gpu-fit-card', (e) => e.scrollIntoView());
+  expect((await page.$$('#gpu-fit-card tbody tr')).length === 7, 'GPU table rows');
+  await wide('GPU table');
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-gpu-fit.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('dark mode renders without errors', async (keep) => {
   const { page, problems } = await open('', { colorScheme: 'dark' });
   keep(page);

@@ -1,5 +1,9 @@
 // Properties that must hold for every configuration, checked over grids of layouts.
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "support.hpp"
 
@@ -141,4 +145,59 @@ TEST_CASE("the JSON result's config reproduces the same estimate", "[property][j
   CHECK(again["total_bytes"] == doc["total_bytes"]);
   CHECK(again["config"] == doc["config"]);
   CHECK(doc["config"]["num_microbatches"] == 16);  // 64 / (1 · 4)
+}
+
+// The log lines' figures are printf's "%.2f" (Megatron prints f"{x:.2f}": the same rounding of the
+// exact binary value, ties to even). The core formats them without printf (two_decimals, cheaper
+// in wasm); this holds it to the C library's printf, natively and in the wasm build (musl).
+TEST_CASE("the log lines' two-decimal figures are printf's %.2f, byte for byte", "[properties]") {
+  auto printed = [](double v) {
+    Estimate est;  // no components, no activation: the line is "...: total=<v> MB"
+    est.total_bytes = v * NUM_BYTES_IN_MEGABYTE;  // a power of two: the line divides it back exactly
+    return format_training_memory_estimate(est, "MB");
+  };
+  auto expected = [](double v) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "Theoretical memory footprints: total=%.2f MB", v);
+    return std::string(buf);
+  };
+  // Exact ties (k/8 and k/200 that are dyadic), values just off a tie, the sign of -0.001 and
+  // -0.0, the largest magnitude done without printf (9e13) and beyond it.
+  const std::vector<double> edges = {0.0, -0.0, 0.125, 0.375, 0.625, 2.675, 1.005, 0.005, 0.015,
+                                     -0.001, -0.005, -0.125, 99.995, 12345.675, 0.994999999999,
+                                     1e13 + 0.125, 8.999999999e13, 9e13, 9.5e13, 1e300,
+                                     std::nextafter(0.125, 1.0), std::nextafter(0.125, 0.0),
+                                     std::numeric_limits<double>::denorm_min(),
+                                     std::numeric_limits<double>::infinity()};
+  for (double v : edges) {
+    INFO(v);
+    CHECK(printed(v) == expected(v));
+  }
+  // Random values over every magnitude the figures take (bytes / 2^20 up to ~1e9), and values
+  // built to sit on halves: n/8 and n·2^-k.
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t r = next();
+    double v = 0;
+    switch (r % 3) {
+      case 0: v = std::ldexp(double(next() >> 11), -int(r % 60)); break;  // up to 2^53 / 2^k
+      case 1: v = double(next() % 8000000) / 8.0; break;                   // exact eighths
+      case 2: v = double(next() % 100000000) / 200.0; break;               // near halves
+    }
+    if (r & 8) v = -v;
+    if (printed(v) != expected(v)) {
+      ++mismatches;
+      INFO(v);
+      CHECK(printed(v) == expected(v));
+      if (mismatches > 5) break;
+    }
+  }
+  CHECK(mismatches == 0);
 }

@@ -1,6 +1,7 @@
 #include "messages.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -26,6 +27,37 @@ std::string number_text(double value) {
     std::snprintf(buf, sizeof buf, "%.15g", value);
   }
   return buf;
+}
+
+std::string two_decimals(double value) {
+  const double magnitude = std::fabs(value);
+  // Beyond 2^53 / 100 the hundredths are not exact integers in a double: printf does it there.
+  if (!(magnitude < 9.0e13)) {
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "%.2f", value);
+    return buf;
+  }
+  // magnitude·100 = scaled + error exactly (fma rounds once). Rounding the exact value to an
+  // integer can differ from rounding `scaled` only when `scaled` sits exactly on a half: any
+  // other double is at least one ulp from the nearest half, and |error| is at most half an ulp.
+  const double scaled = magnitude * 100.0;
+  const double error = std::fma(magnitude, 100.0, -scaled);
+  const double whole = std::floor(scaled);
+  const double fraction = scaled - whole;  // exact: scaled < 2^53
+  auto hundredths = static_cast<uint64_t>(whole);
+  const bool up = fraction > 0.5 ||
+                  (fraction == 0.5 && (error > 0 || (error == 0 && (hundredths & 1) != 0)));
+  if (up) ++hundredths;
+  char buf[32];
+  char* end = std::to_chars(buf, buf + sizeof buf, hundredths / 100).ptr;
+  *end++ = '.';
+  *end++ = char('0' + hundredths % 100 / 10);
+  *end++ = char('0' + hundredths % 10);
+  std::string out;
+  out.reserve(size_t(end - buf) + 1);
+  if (std::signbit(value)) out += '-';  // printf keeps the sign of -0.001 and -0.0: "-0.00"
+  out.append(buf, end);
+  return out;
 }
 
 std::string grouped_digits(int64_t n) {

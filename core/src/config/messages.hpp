@@ -26,6 +26,11 @@ std::string_view rule_of(const Issue& made);
 // 15 significant digits.
 std::string number_text(double value);
 
+// printf's "%.2f" of `value`, byte for byte (the reference log lines are Python's f"{x:.2f}",
+// which rounds the same way: the exact binary value, ties to even), without printf, which costs
+// about a microsecond a number in WebAssembly and runs on every estimate.
+std::string two_decimals(double value);
+
 // An integer with thousands separators: 1000000 -> "1,000,000".
 std::string grouped_digits(int64_t n);
 

@@ -27,27 +27,28 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
   };
   auto n = [](double v) { return number_text(v); };
   const Framework fw = c.framework;
-  const std::string fw_name(name_of(fw));
+  // Message parts are built only when a message is (resolve runs on every keystroke).
+  const auto fw_name = [&] { return std::string(name_of(fw)); };
   const int64_t pp = c.pipeline_model_parallel_size;
-  const std::string recompute = quoted(name_of(c.recompute_granularity));
+  const auto recompute = [&] { return quoted(name_of(c.recompute_granularity)); };
 
   if (c.peft_on()) {
-    const std::string peft = quoted(name_of(c.peft));
+    const auto peft = [&] { return quoted(name_of(c.peft)); };
     if (c.peft == Peft::qlora && fw == Framework::megatron)
       fail("peft", "\"qlora\" needs framework ddp, fsdp2 or deepspeed (bitsandbytes or torchao NF4 "
                    "linears; Megatron has none), got framework megatron");
     if (c.fp8_recipe != Fp8Recipe::none)
-      fail("fp8_recipe", "must be \"none\" with peft " + peft +
+      fail("fp8_recipe", "must be \"none\" with peft " + peft() +
                              " (FP8 copies of frozen weights are not modelled), got " + quoted(name_of(c.fp8_recipe)));
     if (c.multi_latent_attention)
       fail("peft", "is not modelled with multi_latent_attention (its projections are not among "
                    "lora_target_modules)");
     if (c.recompute_granularity == RecomputeGranularity::selective_op)
       fail("recompute_granularity", "\"selective_op\" (torchtitan's per-op policy) is not modelled "
-                                    "with peft " + peft);
+                                    "with peft " + peft());
     const auto has = [&](LoraTarget t) { return c.lora_targets(t); };
     if (c.lora_target_modules == 0)
-      fail("lora_target_modules", "must name at least one module with peft " + peft);
+      fail("lora_target_modules", "must name at least one module with peft " + peft());
     if (has(LoraTarget::gate_proj) && !c.gated_linear_unit)
       fail("lora_target_modules", "\"gate_proj\" needs gated_linear_unit (the MLP has no gate)");
     if (c.is_moe() &&
@@ -99,7 +100,7 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
   if (c.optimizer_in_backward) {
     if (fw == Framework::megatron || fw == Framework::deepspeed)
       fail("optimizer_in_backward", "applies to frameworks ddp and fsdp2 (torchtune's "
-                                    "optimizer_in_bwd); framework " + fw_name +
+                                    "optimizer_in_bwd); framework " + fw_name() +
                                         " steps its optimizer after backward");
     else if (fw == Framework::ddp && c.data_parallel_size > 1)
       fail("optimizer_in_backward", "with framework ddp needs data_parallel_size 1 (DDP all-reduces "
@@ -120,11 +121,11 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
     if (fw == Framework::megatron && c.recompute_granularity != RecomputeGranularity::none)
       fail("activation_offload", "with framework megatron needs recompute_granularity \"none\" "
                                  "(Megatron's CPU offloading does not work with activation "
-                                 "recomputation), got " + recompute);
+                                 "recomputation), got " + recompute());
     if (fw == Framework::deepspeed && c.recompute_granularity != RecomputeGranularity::full)
       fail("activation_offload", "with framework deepspeed needs recompute_granularity \"full\" "
                                  "(cpu_checkpointing moves the checkpointed layer inputs), got " +
-                                     recompute);
+                                     recompute());
   }
 
   // torch.compile runs the PyTorch implementations' own modules (torchtune training/_compile.py
@@ -182,15 +183,15 @@ void resolve_model_implementation(const ConfigInput& in, Config& c, std::vector<
       fw == Framework::megatron ? ModelImplementation::megatron_core
       : fw == Framework::fsdp2  ? ModelImplementation::torchtitan
                                 : ModelImplementation::hf_transformers);
-  const std::string impl = quoted(name_of(c.model_implementation));
+  const auto impl = [&] { return quoted(name_of(c.model_implementation)); };
   if (fw == Framework::megatron && c.model_implementation != ModelImplementation::megatron_core)
     issues.push_back(issue("model_implementation",
                            "must be \"megatron-core\" with framework megatron (Megatron trains its "
-                           "own GPTModel), got " + impl));
+                           "own GPTModel), got " + impl()));
   if (c.recompute_granularity == RecomputeGranularity::selective && c.eager_model())
     issues.push_back(issue("recompute_granularity",
                            "\"selective\" recomputes Megatron Core's modules (recompute_modules); "
-                           "model_implementation " + impl + " checkpoints whole layers (\"full\")" +
+                           "model_implementation " + impl() + " checkpoints whole layers (\"full\")" +
                                (c.model_implementation == ModelImplementation::torchtitan
                                     ? std::string(" or per op (\"selective_op\")")
                                     : std::string())));
@@ -198,7 +199,7 @@ void resolve_model_implementation(const ConfigInput& in, Config& c, std::vector<
       c.model_implementation != ModelImplementation::torchtitan)
     issues.push_back(issue("recompute_granularity",
                            "\"selective_op\" is torchtitan's per-op checkpointing: needs "
-                           "model_implementation \"torchtitan\", got " + impl));
+                           "model_implementation \"torchtitan\", got " + impl()));
 }
 
 // Fields of the trainmem profile: defaults that depend on the framework, and their rules. The
@@ -219,20 +220,21 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
     return;
   }
   const Framework fw = c.framework;
-  const std::string fw_name(name_of(fw));
+  // Message parts are built only when a message is (resolve runs on every keystroke).
+  const auto fw_name = [&] { return std::string(name_of(fw)); };
   if (fw == Framework::deepspeed || fw == Framework::fsdp2) {
     c.zero_stage = in.zero_stage.value_or(fw == Framework::fsdp2 ? 3 : 0);
     if (fw == Framework::fsdp2 && c.zero_stage < 2)
       fail("zero_stage", "must be 2 (shard gradients and optimizer) or 3 (full shard) with fsdp2, got " +
                              std::to_string(c.zero_stage));
   } else if (in.zero_stage) {
-    fail("zero_stage", "applies to deepspeed and fsdp2; framework " + fw_name +
+    fail("zero_stage", "applies to deepspeed and fsdp2; framework " + fw_name() +
                            (fw == Framework::megatron ? " shards with use_distributed_optimizer" : " does not shard"));
   }
   if (c.use_distributed_optimizer && fw != Framework::megatron)
     fail("use_distributed_optimizer", fw == Framework::ddp
         ? std::string("is Megatron's; framework ddp does not shard (deepspeed and fsdp2 shard with zero_stage)")
-        : "is Megatron's; with framework " + fw_name + " use zero_stage instead");
+        : "is Megatron's; with framework " + fw_name() + " use zero_stage instead");
   c.data_parallel_shard_size = in.data_parallel_shard_size.value_or(c.data_parallel_size);
   if (in.data_parallel_shard_size && fw == Framework::fsdp2 &&
       c.data_parallel_size % c.data_parallel_shard_size != 0)
@@ -243,12 +245,12 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   // QLoRA stores the frozen base linears in NF4 (bitsandbytes Linear4bit, torchtune's
   // LoRALinear(quantize_base=True)) and computes in a 16-bit dtype: bf16 unless given.
   const bool qlora = c.peft == Peft::qlora;
-  const std::string peft_name = quoted(name_of(c.peft));
+  const auto peft_name = [&] { return quoted(name_of(c.peft)); };
   c.params_dtype = in.params_dtype.value_or(qlora ? Dtype::nf4
                                                   : fw == Framework::ddp ? Dtype::fp32 : Dtype::bf16);
   if (c.params_dtype == Dtype::nf4) {
     if (!qlora)
-      fail("params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name);
+      fail("params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name());
   } else if (c.params_dtype != Dtype::fp32 && c.params_dtype != Dtype::bf16 && c.params_dtype != Dtype::fp16) {
     fail("params_dtype", "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 weights: fp8_param_gather), got " + quoted(name_of(c.params_dtype)));
   } else if (qlora) {
@@ -256,7 +258,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   }
   c.expert_params_dtype = in.expert_params_dtype.value_or(c.params_dtype);
   if (in.expert_params_dtype == Dtype::nf4 && !qlora)
-    fail("expert_params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name);
+    fail("expert_params_dtype", "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + peft_name());
   c.compute_dtype = in.compute_dtype.value_or(
       fw == Framework::ddp || c.params_dtype == Dtype::nf4 ? Dtype::bf16 : c.params_dtype);
   // Defaulted from a valid params_dtype it is valid; from an invalid one that field is named.
@@ -276,7 +278,7 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
     fail("fp8_param_gather", "needs an fp8_recipe");
   if (in.optimizer_implementation && !c.pytorch_native())
     fail("optimizer_implementation", "applies to frameworks ddp and fsdp2 (torch.optim); framework " +
-                                     fw_name + " steps with its own fused Adam");
+                                     fw_name() + " steps with its own fused Adam");
   // torchtune shard_model fully_shards the modules custom_sharded_layers names before the root;
   // resharding after forward is what full sharding (zero_stage 3) does.
   if (c.fsdp_embedding_units && !(fw == Framework::fsdp2 && c.zero_stage == 3))

@@ -1,7 +1,10 @@
 // How sure a trainmem result is (issue 13, item 8): the validation group closest to the run and
 // that group's median and 90th-percentile |error| against published measurements. The groups are
 // generated from `npm run validate` (confidence_table.inc); this file only picks one.
+#include <algorithm>
 #include <array>
+#include <string>
+#include <vector>
 
 #include "trainmem/estimate.hpp"
 
@@ -69,7 +72,9 @@ Confidence confidence_for(const Config& c, std::span<const ConfidenceGroup> grou
   return out;
 }
 
-std::string confidence_group_name(const ConfidenceKey& key) {
+namespace {
+
+std::string group_name_of(const ConfidenceKey& key) {
   if (key.framework == k_any && key.training == k_any && key.recompute == k_any) return "all validation points";
   std::string out = key.framework == k_any ? "any framework" : std::string(key.framework);
   out += key.training == "peft" ? ", PEFT (LoRA, QLoRA)"
@@ -77,6 +82,39 @@ std::string confidence_group_name(const ConfidenceKey& key) {
   out += key.recompute == "none" ? ", no recompute"
          : key.recompute == k_any ? ", any recompute" : ", " + std::string(key.recompute) + " recompute";
   return out;
+}
+
+// Every key confidence_for can make, named once: the result slots write two names per estimate.
+constexpr std::array<std::string_view, 3> k_trainings = {"full-parameter", "peft", k_any};
+constexpr std::array<std::string_view, 4> k_recomputes = {"none", "selective", "full", k_any};
+constexpr size_t k_frameworks = size_t(Framework::count) + 1;  // and "any"
+
+std::string_view framework_part(size_t i) { return i < size_t(Framework::count) ? name_of(Framework(i)) : k_any; }
+
+const std::vector<std::string>& named_keys() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (size_t f = 0; f < k_frameworks; ++f)
+      for (std::string_view training : k_trainings)
+        for (std::string_view recompute : k_recomputes) out.push_back(group_name_of({framework_part(f), training, recompute}));
+    return out;
+  }();
+  return names;
+}
+
+template <size_t N>
+size_t position(const std::array<std::string_view, N>& parts, std::string_view part) {
+  return size_t(std::find(parts.begin(), parts.end(), part) - parts.begin());
+}
+
+}  // namespace
+
+std::string confidence_group_name(const ConfidenceKey& key) {
+  size_t f = 0;
+  while (f < k_frameworks && framework_part(f) != key.framework) ++f;
+  const size_t t = position(k_trainings, key.training), r = position(k_recomputes, key.recompute);
+  if (f == k_frameworks || t == k_trainings.size() || r == k_recomputes.size()) return group_name_of(key);
+  return named_keys()[(f * k_trainings.size() + t) * k_recomputes.size() + r];
 }
 
 }  // namespace trainmem

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "config/messages.hpp"
 #include "profiles.hpp"
 
 namespace trainmem {
@@ -97,11 +98,7 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "allocator: not in allocated or reserved bytes.",
 };
 
-std::string fixed2(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
+std::string fixed2(double v) { return two_decimals(v); }
 
 }  // namespace
 

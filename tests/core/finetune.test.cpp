@@ -242,13 +242,20 @@ TEST_CASE("optimizer_in_backward keeps one parameter's gradient", "[finetune][op
   const Estimate after = full_estimate(config_from(small(base)));
   CHECK(after.state.gradients.total() == 132655104);
   const Estimate in_bwd = full_estimate(config_from(small(base + R"(, "optimizer_in_backward": true)")));
-  CHECK(in_bwd.state.gradients.total() == 65536000);
+  // Each gradient is stepped and freed in its hook (zero_grad(set_to_none=True)), so none exists
+  // in the forward, where this run peaks: the breakdown shows none, and says why.
+  CHECK(in_bwd.moments.peak_moment == Moment::forward);
+  CHECK(in_bwd.state.gradients.total() == 0);
+  CHECK(in_bwd.has(Assumption::trainmem_gradients_per_step));
   // torch.optim's foreach step runs per parameter inside backward: one exp_avg_sq-sized fp32
-  // copy of the largest tensor, 32,768,000 × 4 = 131,072,000 B, and no separate step moment:
-  // the optimizer-step moment holds the model state and the workspaces only.
+  // copy of the largest tensor, 32,768,000 × 4 = 131,072,000 B, beside the one gradient being
+  // stepped; the optimizer-step moment holds the weights, the states and the workspaces only.
   CHECK(in_bwd.moments.optimizer_step == in_bwd.weight_and_optimizer_bytes + 96.0 * 1024 * 1024);
   CHECK(in_bwd.moments.backward - after.moments.backward ==
         Approx(131072000.0 - (132655104.0 - 65536000.0)).margin(1));
+  // Without a global batch the microbatch count is unknown and the run without the in-backward
+  // step keeps every gradient through its forward (132,655,104 B); with it the forward has none.
+  CHECK(after.moments.forward - in_bwd.moments.forward == Approx(132655104.0).margin(1));
 }
 
 TEST_CASE("activation_offload keeps one layer's saved tensors on the GPU", "[finetune][offload]") {
@@ -438,4 +445,54 @@ TEST_CASE("every fine-tuning field works on every framework where it is supporte
     CHECK(std::isfinite(est.cpu_bytes));
     CHECK(est.total_bytes > 0);
   }
+}
+
+TEST_CASE("gradients freed between steps: the forward runs without them", "[finetune][gradients]") {
+  // ddp on one GPU, pure bf16, fused AdamW (no step temporaries), Megatron Core's layer: each
+  // layer keeps 41,984,000 B, the embedding its token ids 8,192 B (the offload case above).
+  //   weights 66,327,552 × 2 = 132,655,104; gradients the same; AdamW's two fp32 states
+  //   66,327,552 × 8 = 530,620,416; workspaces 96 MiB = 100,663,296: the model state with every
+  //   gradient is 896,593,920 B.
+  // torch.optim's zero_grad(set_to_none=True) after each step: with one microbatch per step
+  // (global batch 1) the forward holds none; with two, the second forward runs beside the first's.
+  const std::string base = R"("framework": "ddp", "model_implementation": "megatron-core",
+      "params_dtype": "bf16", "master_weights": false, "optimizer": "adamw",
+      "optimizer_implementation": "fused")";
+  const Estimate one = full_estimate(config_from(small(base + R"(, "global_batch_size": 1)")));
+  const Estimate two = full_estimate(config_from(small(base + R"(, "global_batch_size": 2)")));
+  CHECK(one.has(Assumption::trainmem_gradients_per_step));
+  CHECK_FALSE(two.has(Assumption::trainmem_gradients_per_step));
+  CHECK(two.moments.optimizer_step == 896593920);
+  CHECK(one.moments.optimizer_step == 896593920);
+  CHECK(two.moments.forward - one.moments.forward == 132655104);
+  // Backward: at the last layer every activation but the loss's, and only the output layer's
+  // gradient (the tied embedding, 32,768,000 × 2 = 65,536,000 B): two's backward less the other
+  // 67,119,104 B; at the first layer every gradient and that layer's and the embedding's saved
+  // tensors, 896,593,920 + 41,984,000 + 8,192 = 938,586,112 B, which is the larger here.
+  CHECK(one.moments.backward == 938586112);
+  CHECK(two.moments.backward - 67119104 < 938586112);
+  // The peak is the forward: the breakdown holds no gradients and still adds up.
+  CHECK(one.moments.peak_moment == Moment::forward);
+  CHECK(one.state.gradients.total() == 0);
+  CHECK(two.state.gradients.total() == 132655104);
+  CHECK(one.state.total() + one.moments.peak_activation_bytes + one.moments.peak_temporary_bytes ==
+        Approx(one.total_bytes).margin(1));
+}
+
+TEST_CASE("gradients kept for the whole run where a buffer holds them", "[finetune][gradients]") {
+  // Megatron's main_grad buffer, DeepSpeed's partitions and DDP's bucket views outlive a step;
+  // FSDP2's sharded gradients do not. One microbatch per step each (global batch = DP).
+  auto freed = [](const std::string& more) {
+    return full_estimate(config_from(small(R"("params_dtype": "bf16", "micro_batch_size": 1, )" + more)))
+        .has(Assumption::trainmem_gradients_per_step);
+  };
+  CHECK(freed(R"("framework": "fsdp2", "data_parallel_size": 2, "global_batch_size": 2)"));
+  CHECK(freed(R"("framework": "ddp", "data_parallel_size": 2, "global_batch_size": 2)"));
+  CHECK_FALSE(freed(R"("framework": "ddp", "data_parallel_size": 2, "global_batch_size": 2,
+      "gradient_as_bucket_view": true)"));
+  CHECK(freed(R"("framework": "ddp", "data_parallel_size": 1, "global_batch_size": 1,
+      "gradient_as_bucket_view": true)"));
+  CHECK_FALSE(freed(R"("framework": "deepspeed", "data_parallel_size": 2, "global_batch_size": 2)"));
+  CHECK_FALSE(freed(R"("framework": "megatron", "data_parallel_size": 2, "global_batch_size": 2)"));
+  CHECK_FALSE(freed(R"("framework": "fsdp2", "data_parallel_size": 2)"));  // microbatches unknown
 }

@@ -57,7 +57,7 @@ test('random configs, valid or not: the same result or the same issues', () => {
   const seed = seedOf('SLOTS_FUZZ_SEED', 20261124);
   let results = 0;
   let rejected = 0;
-  const ran = fuzz({ seed, budgetMs: Number(process.env.SLOTS_FUZZ_MS ?? 4000), name: 'slots' }, 'configs', 400, (r) => {
+  fuzz({ seed, budgetMs: Number(process.env.SLOTS_FUZZ_MS ?? 0), longRun: Boolean(process.env.SLOTS_FUZZ_MS), name: 'slots' }, 'configs', 400, (r) => {
     const preset = r.pick(engine.presets);
     const config = { ...preset.config, seq_length: 2048, micro_batch_size: 1 };
     for (const spec of specs) if (r.chance(0.08)) config[spec.name] = validValue(r, spec);
@@ -66,7 +66,6 @@ test('random configs, valid or not: the same result or the same issues', () => {
     assert.deepEqual(fast, json, `seed ${seed}: ${JSON.stringify(config)}`);
     if (fast.ok) results += 1; else rejected += 1;
   });
-  assert.ok(ran >= 100, `only ${ran} cases ran`);
   assert.ok(results > 10 && rejected > 10, `${results} results, ${rejected} rejections: both kinds must be compared`);
 });
 

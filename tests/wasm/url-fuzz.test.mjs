@@ -23,7 +23,7 @@ const SPECS = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
 // A new seed on every local run explores; CI (CI set) runs one fixed seed so that its verdict does
 // not depend on the day. Seeds that found bugs are kept as cases below.
 const SEED = seedOf('URL_FUZZ_SEED', 22350738);
-const BUDGET_MS = Number(process.env.URL_FUZZ_MS ?? 1500); // per property
+const BUDGET_MS = Number(process.env.URL_FUZZ_MS ?? 0); // per property, for a soak run only
 const SUPERLINEAR_MS = 2000; // one fragment's reading: far above linear, far below quadratic
 console.log(`url-fuzz seed ${SEED} (reproduce with URL_FUZZ_SEED=${SEED})`);
 const validState = (r) => randomState(r, engine, SPECS);
@@ -94,13 +94,13 @@ function checkFragment(fragment, context) {
   return out;
 }
 
-/** Runs `body(r, i)` on `count` cases (stopping early at the time budget); URL_FUZZ_MS runs for that long instead. */
+/** Runs `body(r, i)` on `count` cases; URL_FUZZ_MS runs for that long instead. */
 const fuzz = (label, count, body) => runFuzz({ seed: SEED, budgetMs: BUDGET_MS, longRun: Boolean(process.env.URL_FUZZ_MS), name: 'url-fuzz' }, label, count, body);
 
 // ---- tests ----
 
 test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(s))) === encode(s)', () => {
-  const n = fuzz('roundtrip', 3000, (r, i) => {
+  fuzz('roundtrip', 3000, (r, i) => {
     const s = validState(r);
     const context = `seed ${SEED} roundtrip case ${i}`;
     const text = encodeState(s);
@@ -119,11 +119,10 @@ test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(
       capacity: back.capacity, unit: back.unit, figure: back.figure, pin: back.pin });
     assert.equal(again, text, context);
   });
-  assert.ok(n >= 200, `only ${n} cases in the time budget`);
 });
 
 test('mutated links: never throw, no NaN or Infinity, every pair used or named, untouched fields kept', () => {
-  const n = fuzz('mutate', 3000, (r, i) => {
+  fuzz('mutate', 1500, (r, i) => {
     const s = validState(r);
     const { pairs, touched } = mutatePairs(r, pairsOf(encodeState(s)));
     const body = pairs.join('&');
@@ -138,16 +137,14 @@ test('mutated links: never throw, no NaN or Infinity, every pair used or named, 
       assert.deepEqual(out.fields[name], value, `${context}: lost ${name}`);
     }
   });
-  assert.ok(n >= 200, `only ${n} cases in the time budget`);
 });
 
 test('damaged bytes and random fragments: never throw, no NaN or Infinity, every pair used or named', () => {
-  const n = fuzz('bytes', 4000, (r, i) => {
+  fuzz('bytes', 3500, (r, i) => {
     const fragment = r.chance(0.6) ? mutateText(r, `#${encodeState(validState(r))}`)
       : Array.from({ length: r.int(0, 12) }, () => `${randomText(r, 6)}=${randomText(r, 10)}`).join('&');
     checkFragment(fragment, `seed ${SEED} bytes case ${i}: ${JSON.stringify(fragment.slice(0, 300))}`);
   });
-  assert.ok(n >= 200, `only ${n} cases in the time budget`);
 });
 
 // ---- fixed regression cases (found by the fuzzer) ----

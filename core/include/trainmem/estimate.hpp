@@ -199,6 +199,7 @@ enum class Assumption : uint8_t {
   trainmem_activation_offload,  // trainmem: saved activations in CPU memory but one layer's
   trainmem_paged_unpressured,   // trainmem: paged optimizer states all resident (no capacity given)
   trainmem_paged_evicted,       // trainmem: paged states beyond the capacity counted in CPU memory
+  trainmem_gradients_per_step,  // trainmem: gradients freed between steps, absent from the forward
   count
 };
 std::string_view assumption_text(Assumption);

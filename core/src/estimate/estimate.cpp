@@ -96,6 +96,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "Paged optimizer: the paged states keep on the GPU what gpu_memory_bytes leaves after the "
     "device figure; the rest is evicted to CPU memory (cpu_bytes). They live outside PyTorch's "
     "allocator: not in allocated or reserved bytes.",
+    "Gradients do not outlive a step: the optimizer frees them (zero_grad(set_to_none=True), "
+    "PyTorch's default) and, with one microbatch per step, the forward runs without them while "
+    "backward makes them layer by layer as it frees the activations. The breakdown shows the "
+    "gradients that exist at the peak (none at the end of the forward).",
 };
 
 std::string fixed2(double v) { return two_decimals(v); }
@@ -171,6 +175,7 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   set(est.assumptions, Assumption::trainmem_activation_offload, c.activation_offload);
   set(est.assumptions, Assumption::trainmem_paged_unpressured, c.paged_optimizer && !(c.gpu_memory_bytes > 0));
   set(est.assumptions, Assumption::trainmem_paged_evicted, c.paged_optimizer && c.gpu_memory_bytes > 0);
+  set(est.assumptions, Assumption::trainmem_gradients_per_step, detail::gradients_start_each_step_empty(c));
   return est;
 }
 

@@ -46,6 +46,9 @@ double lm_activation(const Config& config, int64_t num_microbatches, Trace* trac
 Estimate trainmem_estimate(const Config& config, bool include_activation, Trace* trace,
                            std::vector<StageParams>* stages);
 
+// trainmem: whether the step's forward runs without gradients (they are freed after each step).
+bool gradients_start_each_step_empty(const Config& config);
+
 // Megatron-LM uses the SP formula only with sequence parallelism and selective recompute.
 bool lm_uses_sp_formula(const Config& config);
 

@@ -44,6 +44,9 @@ struct Tensors {
 struct Inventory {
   std::array<Tensors, 112> items;  // the first n are set
   int n = 0;
+  // The output layer's weight on the last stage (the input embedding when a one-stage model ties
+  // them): the first gradient a backward pass creates. -1 elsewhere.
+  int output_item = -1;
   void add(Part part, double count, double rows, double cols, bool linear, bool hidden,
            bool adapter = false) {
     if (count <= 0 || rows <= 0 || cols <= 0) return;
@@ -224,13 +227,16 @@ void add_stage_extras(Inventory& inv, const Config& c, const Shard& s, bool firs
   const double h = double(c.hidden_size);
   const bool one_stage = first && last;
   if (first) {
+    if (last && c.share_embeddings_and_output_weights) inv.output_item = inv.n;
     inv.add(Part::embedding, 1, v / s.t, h, false, false);
     if (c.max_position_embeddings > 0) inv.add(Part::embedding, 1, double(c.max_position_embeddings), h, false, false);
   }
   if (last) {
     inv.add_vectors(Part::dense, norm_vectors(c), h);  // final norm
-    if (!c.share_embeddings_and_output_weights || !one_stage)
+    if (!c.share_embeddings_and_output_weights || !one_stage) {
+      inv.output_item = inv.n;
       inv.add(Part::embedding, 1, v / s.t, h, true, false);
+    }
     // The output layer's adapter (target lm_head): column-parallel, A whole, B split by TP.
     if (c.lora_targets(LoraTarget::lm_head) && v > 0) {
       const double r = double(c.lora_rank);
@@ -341,6 +347,13 @@ struct StageState {
   double optimizer_temporary = 0;  // allocated during the optimizer step only
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
+  // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
+  // them the output layer's (and its adapter's), which the loss's backward creates before any
+  // decoder layer's.
+  double gradients_freed_between_steps = 0;
+  double gradients_before_layers = 0;
+  // Of them, the model's own and the adapters' (both in the embedding part: the output layer).
+  double output_gradients = 0, output_adapter_gradients = 0;
   double paged = 0;                // paged optimizer states (unified memory, not allocated bytes)
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double dense_local = 0, expert_local = 0;
@@ -502,6 +515,8 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     }
 
     // A trainable tensor: the model's own (no peft) or an adapter, in rows of its own.
+    const bool output_side = i == inv.output_item || (t.adapter && part == Part::embedding);
+    const double gradients_so_far = st.gradients.total(), adapter_gradients_so_far = st.adapter_gradients.total();
     PartBytes& weights = t.adapter ? st.adapter_weights : st.weights;
     PartBytes& gradients = t.adapter ? st.adapter_gradients : st.gradients;
     PartBytes& master_weights = t.adapter ? st.adapter_master_weights : st.master_weights;
@@ -627,6 +642,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       }
       case Framework::count: break;
     }
+    if (output_side) {
+      out.output_gradients += st.gradients.total() - gradients_so_far;
+      out.output_adapter_gradients += st.adapter_gradients.total() - adapter_gradients_so_far;
+    }
   }
   if (c.optimizer_in_backward) {
     // torchtune (recipes/full_finetune_single_device.py, 01067f61; training/memory.py
@@ -637,6 +656,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     out.backward_temporary += torch_adam_temporary(c, TorchStep{step.largest, step.largest});
   } else {
     out.optimizer_temporary += torch_adam_temporary(c, step);
+  }
+  if (gradients_start_each_step_empty(c)) {
+    out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
+    out.gradients_before_layers = out.output_gradients + out.output_adapter_gradients;
+    // Stepped in backward, the one gradient counted is the one being made and stepped: there is
+    // one at every point of the backward pass, the output layer's first.
+    if (c.optimizer_in_backward) out.gradients_before_layers = out.gradients_freed_between_steps;
   }
   // QLoRA dequantises one NF4 weight at a time to the compute dtype, in forward and again in
   // backward (bitsandbytes autograd/_functions.py MatMul4Bit, 012c6606: F.dequantize_4bit(B,
@@ -740,6 +766,9 @@ struct StageActivation {
   // One microbatch's loss chunk (MTP, output layer, loss): its backward runs first and frees it
   // before any decoder layer's backward (and recomputation) starts.
   double loss_chunk = 0;
+  // Saved when the stage's first decoder layer runs its backward (StageMicrobatch::first_layer,
+  // no more than the GPU keeps under activation offloading).
+  double first_layer = 0;
 };
 
 // What one microbatch keeps on stage r, before the schedule multiplies it. `loss_chunk` is the
@@ -747,6 +776,9 @@ struct StageActivation {
 struct StageMicrobatch {
   double per_microbatch = 0, loss_chunk = 0, recompute_working = 0;
   double largest_layer = 0;  // the most one decoder layer keeps (what offloading keeps in flight)
+  // What is still saved when the stage's first decoder layer runs its backward: that layer's
+  // tensors and, on the first stage, the embedding's.
+  double first_layer = 0;
   double moe_layers = 0;     // MoE layers on the stage, MTP included
 };
 
@@ -770,6 +802,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   // The model's first layer differs under peft with the PyTorch implementations: its input,
   // the frozen embedding's output, needs no gradient (activations.cpp layer_input_needs_grad).
   const bool first_differs = c.peft_on() && c.eager_model();
+  bool first_visit = true;
   layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
     const int moe = c.is_moe_layer(i) ? 1 : 0;
     const LayerRecompute policy = layer_policy(c, pos);
@@ -781,6 +814,8 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
     a.moe_layers += moe;
     a.per_microbatch += bytes;
     a.largest_layer = std::max(a.largest_layer, bytes);
+    if (first_visit) a.first_layer = bytes;  // for_each_layer visits the stage's layers in order
+    first_visit = false;
     if (any_recompute) {
       if (working[moe] < 0) working[moe] = layer_recompute_working_bytes(c, moe == 1);
       a.recompute_working = std::max(a.recompute_working, group * working[moe]);
@@ -794,7 +829,10 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
                   layer_activation_bytes(c, L > 0 && c.is_moe_layer(L - 1), LayerRecompute::policy);
     if (L > 0 && c.is_moe_layer(L - 1)) a.moe_layers += double(c.mtp_num_layers);
   }
-  if (r == 0) a.per_microbatch += embedding_activation_bytes(c);
+  if (r == 0) {
+    a.per_microbatch += embedding_activation_bytes(c);
+    a.first_layer += embedding_activation_bytes(c);
+  }
   if (r == p - 1) loss_chunk += output_activation_bytes(c);
   a.loss_chunk = loss_chunk;
   return a;
@@ -884,6 +922,7 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   // (schedules.py: backward chunk ids run from v − 1 down).
   const double loss_chunk_in_flight =
       c.pipeline_schedule == PipelineSchedule::gpipe && p > 1 ? pairs : 1.0;
+  a.first_layer = std::min(micro.first_layer, a.per_microbatch);
   a.per_microbatch += loss_chunk;
   a.loss_chunk = loss_chunk;
   a.bytes = (a.per_microbatch - loss_chunk) * a.in_flight + loss_chunk * loss_chunk_in_flight;
@@ -1027,35 +1066,88 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
          "MoE layers · (e + 1)·E·T_sp (self.probs, self.routing_map)");
   }
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
-  s.moments.forward = model_state + s.activation_bytes + std::max(loss_transient, moe.forward) + moe.state;
+  // Gradients freed between steps (gradients_start_each_step_empty) are absent from the forward;
+  // backward creates them as it goes down the layers and frees each layer's saved tensors.
+  // Each moment: its bytes, the gradients not yet made, and the saved activations it holds.
+  struct Candidate {
+    double bytes, absent_gradients, activations;
+    Moment moment;
+  };
+  const StageState& state = out.state;
+  const StageActivation& act = out.activation;
+  const double freed = state.gradients_freed_between_steps;
+  const double A = s.activation_bytes;
+  const Candidate forward{model_state - freed + A + std::max(loss_transient, moe.forward) + moe.state, freed, A,
+                          Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).
-  s.moments.backward = model_state + s.activation_bytes - out.activation.loss_chunk +
-                       out.activation.recompute_working + out.state.backward_temporary +
-                       moe.recompute + moe.state;
+  // Saved tensors fall and gradients rise layer by layer, so the backward's peak is at one of its
+  // ends: the stage's last layer (every activation, only the output layer's gradient made) or, when
+  // the step started without gradients, its first (every gradient, that layer's activations).
+  const double backward_working = act.recompute_working + state.backward_temporary + moe.recompute + moe.state;
+  const double absent_at_last_layer = freed > 0 ? freed - state.gradients_before_layers : 0;
+  const Candidate last_layer{model_state - absent_at_last_layer + A - act.loss_chunk + backward_working,
+                             absent_at_last_layer, A - act.loss_chunk, Moment::backward};
+  const Candidate first_layer{model_state + act.first_layer + backward_working, 0, act.first_layer,
+                              Moment::backward};
+  const Candidate& backward = freed > 0 && first_layer.bytes > last_layer.bytes ? first_layer : last_layer;
   // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
-  const StageActivation& act = out.activation;
-  s.moments.optimizer_step =
-      model_state - out.state.forward_backward_only +
-      std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + out.state.optimizer_temporary) +
-      moe.state_after_backward;
-  s.total_bytes = s.moments.peak();
-  // The peak's composition, for the breakdown: state + activations (freed by the optimizer
-  // step) + that moment's temporaries.
+  // Stepped in backward, every gradient is gone by then.
+  const double stepped = c.optimizer_in_backward ? freed : 0;
+  const Candidate optimizer_step{
+      model_state - stepped - state.forward_backward_only +
+          std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + state.optimizer_temporary) +
+          moe.state_after_backward,
+      stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
-  m.peak_moment = s.total_bytes == m.forward ? Moment::forward
-                  : s.total_bytes == m.backward ? Moment::backward
-                                                : Moment::optimizer_step;
-  m.peak_activation_bytes = m.peak_moment == Moment::optimizer_step ? 0.0 : s.activation_bytes;
-  m.peak_temporary_bytes =
-      std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
+  m.forward = forward.bytes;
+  m.backward = backward.bytes;
+  m.optimizer_step = optimizer_step.bytes;
+  s.total_bytes = m.peak();
+  const Candidate& peak = s.total_bytes == m.forward    ? forward
+                          : s.total_bytes == m.backward ? backward
+                                                        : optimizer_step;
+  // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
+  // made are not in it: none at the end of forward, the output layer's at the backward's start),
+  // the saved activations it holds, and that moment's temporaries.
+  if (peak.absent_gradients > 0) {
+    const bool output_made = peak.absent_gradients < freed;
+    out.state.gpu.gradients = PartBytes{0, output_made ? state.output_gradients : 0, 0};
+    out.state.gpu.adapter_gradients = PartBytes{0, output_made ? state.output_adapter_gradients : 0, 0};
+    s.weight_and_optimizer_bytes = out.state.gpu.total();
+  }
+  m.peak_moment = peak.moment;
+  m.peak_activation_bytes = peak.activations;
+  m.peak_temporary_bytes = std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable).
   s.reserved_bytes = s.total_bytes * (1 + c.allocator_fragmentation);
   return out;
 }
 
 }  // namespace
+
+// Whether a step starts with no gradients on the GPU. PyTorch's optimizers free them after each
+// step: Optimizer.zero_grad(set_to_none=True), the default since PyTorch 2.0
+// (torch/optim/optimizer.py), which torchtune's recipes call after optimizer.step()
+// (recipes/full_finetune_single_device.py @ 01067f61bd31f3a95a690be2e3bf94e905f2d4d3, train()),
+// torchtitan at the start of each train_step (torchtitan/train.py, self.optimizers.zero_grad())
+// and transformers' Trainer as model.zero_grad() after the step. With one microbatch per step the
+// forward then runs with none, and backward creates them layer by layer while it frees that
+// layer's saved activations (evaluate_stage). Not so where gradients live in buffers kept for the
+// whole run: Megatron's DDP main_grad buffer, DeepSpeed's gradient partitions and DDP's
+// gradient_as_bucket_view (the .grad tensors are views of the reducer's buckets); and not with
+// gradient accumulation (or an unknown microbatch count), where every microbatch after the first
+// runs its forward beside the gradients accumulated so far.
+bool gradients_start_each_step_empty(const Config& c) {
+  // optimizer_in_backward requires one microbatch per step (resolve()).
+  if (c.num_microbatches != 1 && !c.optimizer_in_backward) return false;
+  switch (c.framework) {
+    case Framework::fsdp2: return true;
+    case Framework::ddp: return !(c.gradient_as_bucket_view && c.data_parallel_size > 1);
+    default: return false;
+  }
+}
 
 ModelState trainmem_param_counts(const Config& c) {
   ModelState ms;

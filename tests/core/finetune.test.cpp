@@ -502,3 +502,54 @@ TEST_CASE("gradients kept for the whole run where a buffer holds them", "[finetu
   CHECK_FALSE(freed(R"("framework": "megatron", "data_parallel_size": 2, "global_batch_size": 2)"));
   CHECK_FALSE(freed(R"("framework": "fsdp2", "data_parallel_size": 2)"));  // microbatches unknown
 }
+
+TEST_CASE("fused_linear_cross_entropy keeps the gradients of the output layer's input and weight", "[finetune][loss]") {
+  // The small model, Hugging Face's code, pure bf16 (no autocast: the residual and the final
+  // norm's output are bf16), one sequence of 1,024 tokens, vocabulary 32,000, h 1,024.
+  //   grad_input  = zeros_like(final hidden): 1,024 × 1,024 × 2 = 2,097,152 B
+  //   grad_weight = zeros_like(lm_head.weight): 32,000 × 1,024 × 2 = 65,536,000 B (full training)
+  //   one chunk of logits: ⌈32,000 / 1,024⌉ = 32, ⌈1,024 / 32⌉ = 32 tokens (a power of two):
+  //   32 × 32,000 × 2 = 2,048,000 B, and loss_1d 1,024 × 4 = 4,096 B: 2,052,096 B in flight.
+  const std::string base = R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false)";
+  const Config fused = config_from(small(base + R"(, "fused_linear_cross_entropy": true)"));
+  SavedTensors kept;
+  output_activation_bytes(fused, &kept);
+  double grad_input = 0, grad_weight = 0, logits = 0;
+  for (const SavedTensor& t : kept) {
+    if (t.name == "loss.grad_input") grad_input += t.bytes;
+    if (t.name == "loss.grad_weight") grad_weight += t.bytes;
+    if (t.name == "loss.log_softmax" || t.name == "loss.logits" || t.name == "output.output_layer_input") logits += t.bytes;
+  }
+  CHECK(grad_input == 2097152);
+  CHECK(grad_weight == 65536000);
+  CHECK(logits == 0);
+  CHECK(loss_transient_bytes(fused) == 2052096);
+  // Unfused, the loss keeps the fp32 log-probabilities (1,024 × 32,000 × 4 = 131,072,000 B) and
+  // its backward two more fp32 logits-sized tensors: the fused loss keeps and needs far less.
+  const Config plain = config_from(small(base));
+  CHECK(loss_transient_bytes(plain) == 2 * 131072000.0);
+  CHECK(output_activation_bytes(plain) - output_activation_bytes(fused) > 131072000.0 - 65536000.0 - 2097152.0);
+  // LoRA: the output layer is frozen, so no grad_weight; the input's gradient is still made.
+  const Config lora = config_from(small(base + R"(, "fused_linear_cross_entropy": true, "peft": "lora")"));
+  SavedTensors lora_kept;
+  output_activation_bytes(lora, &lora_kept);
+  double lora_grads = 0;
+  for (const SavedTensor& t : lora_kept)
+    if (t.module == "loss") lora_grads += t.bytes;
+  CHECK(lora_grads == 2097152);
+}
+
+TEST_CASE("fused_linear_cross_entropy: named errors", "[finetune][loss]") {
+  const auto first = [](const std::string& more) {
+    const std::vector<std::string> m = messages_for(small(more + R"(, "fused_linear_cross_entropy": true)"));
+    return m.empty() ? std::string() : m.front();
+  };
+  CHECK_THAT(first(R"("framework": "megatron")"), Catch::Contains("model_implementation \"hf-transformers\""));
+  CHECK_THAT(first(R"("framework": "fsdp2")"), Catch::Contains("got \"torchtitan\""));
+  CHECK_THAT(first(R"("framework": "ddp", "tensor_model_parallel_size": 2, "data_parallel_size": 1,
+      "num_attention_heads": 8)"), Catch::Contains("tensor_model_parallel_size 1"));
+  CHECK_THAT(first(R"("framework": "ddp", "peft": "lora", "lora_target_modules": ["q_proj", "lm_head"])"),
+             Catch::Contains("lm_head"));
+  CHECK(first(R"("framework": "fsdp2", "model_implementation": "hf-transformers")").empty());
+  CHECK(first(R"("framework": "deepspeed")").empty());
+}

@@ -326,6 +326,51 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   CHECK(has_line(r.ignored, "lora_modules_to_save"));
 }
 
+TEST_CASE("Liger's fused linear cross entropy: axolotl with its LigerPlugin, the Trainer's use_liger_kernel") {
+  // axolotl reads liger_* keys through its LigerPlugin (axolotl.integrations.liger): with the
+  // plugin the key sets the field, without it the key does nothing and is listed as ignored.
+  const std::string lora = fixture("axolotl/llama-3-lora-8b.yml");
+  const auto axolotl = [&](const std::string& more) {
+    const DocumentTree tree = yaml_document_tree(lora + "\n" + more, "lora.yml");
+    REQUIRE(tree.ok());
+    return import_axolotl(tree.json, {});
+  };
+  const ImportResult with = axolotl("plugins:\n  - axolotl.integrations.liger.LigerPlugin\nliger_fused_linear_cross_entropy: true\n");
+  REQUIRE(with.ok());
+  CHECK(with.input.fused_linear_cross_entropy == true);
+  CHECK(has_line(with.read, "fused_linear_cross_entropy ← liger_fused_linear_cross_entropy"));
+  const ImportResult without = axolotl("liger_fused_linear_cross_entropy: true\n");
+  REQUIRE(without.ok());
+  CHECK_FALSE(without.input.fused_linear_cross_entropy.has_value());
+  CHECK(has_line(without.ignored, "LigerPlugin"));
+  const ImportResult cce = axolotl("cut_cross_entropy: true\n");
+  REQUIRE(cce.ok());
+  CHECK(has_line(cce.ignored, "cut_cross_entropy"));
+  // transformers' Trainer: use_liger_kernel applies Liger's defaults, fused_linear_cross_entropy
+  // among them, unless liger_kernel_config turns it off.
+  ImportOptions options;
+  options.gpus = 8;
+  options.preset = "llama-2-70b";
+  const auto deepspeed = [&](const std::string& args) {
+    ImportOptions o = options;
+    o.hf_args_json = args;
+    return import_deepspeed(fixture("deepspeed/zero3_bf16.json"), o);
+  };
+  const ImportResult on = deepspeed(R"({"per_device_train_batch_size": 1, "use_liger_kernel": true})");
+  REQUIRE(on.ok());
+  CHECK(on.input.fused_linear_cross_entropy == true);
+  CHECK(has_line(on.ignored, "RMSNorm, SwiGLU and RoPE"));
+  const ImportResult off = deepspeed(R"({"per_device_train_batch_size": 1, "use_liger_kernel": true,
+      "liger_kernel_config": {"fused_linear_cross_entropy": false}})");
+  REQUIRE(off.ok());
+  CHECK(off.input.fused_linear_cross_entropy == false);
+  const ImportResult bad = deepspeed(R"({"per_device_train_batch_size": 1, "use_liger_kernel": true,
+      "liger_kernel_config": {"fused_linear_cross_entropy": "yes"}})");
+  CHECK_FALSE(bad.ok());
+  REQUIRE(bad.issues.size() == 1);
+  CHECK(bad.issues[0].message.find("liger_kernel_config.fused_linear_cross_entropy") != std::string::npos);
+}
+
 TEST_CASE("documents: YAML and TOML syntax errors name the line and column") {
   DocumentTree t = yaml_document_tree("a: [1, 2\nb: 3\n", "bad.yaml");
   REQUIRE(t.issues.size() == 1);

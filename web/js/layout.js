@@ -55,6 +55,9 @@ const APPLIES = {
   cross_entropy_chunks: (v) => v.framework !== 'megatron' && ['torchtune', 'megatron-core'].includes(v.model_implementation),
   // torch.compile runs the PyTorch implementations' modules (core: resolve.cpp torch_compile).
   torch_compile: (v) => v.framework !== 'megatron' && v.model_implementation !== 'megatron-core',
+  // Liger patches Hugging Face transformers' models (core: resolve.cpp fused_linear_cross_entropy):
+  // shown unless another implementation is chosen; with fsdp2's default (torchtitan) the core names it.
+  fused_linear_cross_entropy: (v) => v.framework !== 'megatron' && [undefined, null, 'hf-transformers'].includes(v.model_implementation),
   fsdp_embedding_units: (v) => v.framework === 'fsdp2' && (v.zero_stage === undefined || v.zero_stage === null || v.zero_stage === 3),
 };
 
@@ -125,7 +128,7 @@ const SECTIONS = [
     title: 'Fine-tuning',
     groups: ['finetuning'],
     fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
-      'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks'],
+      'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy'],
     more: ['lora_dropout'],
   },
   {
@@ -187,6 +190,7 @@ export const LABELS = {
   paged_optimizer: 'Paged optimizer (bitsandbytes)',
   cross_entropy_chunks: 'Loss chunks (chunked cross entropy)',
   torch_compile: 'torch.compile',
+  fused_linear_cross_entropy: 'Fused linear cross entropy (Liger)',
   moe_routing_imbalance: 'Routing imbalance (most-loaded GPU / mean)',
   fsdp_embedding_units: 'FSDP: embedding and output layer as their own units',
   model_implementation: 'Model code (what autograd keeps)',

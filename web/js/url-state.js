@@ -115,6 +115,7 @@ export const FIELD_KEYS = Object.freeze({
   cross_entropy_chunks: 'cec',
   model_implementation: 'mimpl',
   torch_compile: 'tc',
+  fused_linear_cross_entropy: 'flce',
   moe_routing_imbalance: 'mri',
   fsdp_embedding_units: 'feu',
 });

@@ -135,6 +135,7 @@ struct ConfigInput {
   std::optional<uint32_t> lora_target_modules;  // bit mask of LoraTarget
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
+  std::optional<bool> fused_linear_cross_entropy;
   std::optional<ModelImplementation> model_implementation;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
@@ -251,6 +252,7 @@ struct Config {
   bool torch_compile = false;          // the layers (and, per implementation, the loss) run torch.compile'd
   bool paged_optimizer = false;        // bitsandbytes paged optimizer states
   int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
+  bool fused_linear_cross_entropy = false;  // Liger's LigerFusedLinearCrossEntropy: no logits kept
   // The model's own code (trainmem profile). resolve() derives it from the framework: megatron
   // runs Megatron Core, fsdp2 torchtitan, ddp and deepspeed Hugging Face transformers.
   ModelImplementation model_implementation = ModelImplementation::megatron_core;

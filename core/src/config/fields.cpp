@@ -573,6 +573,12 @@ const std::vector<Field>& fields() {
           "cross_entropy_chunks", G::finetuning, 1, 1'000'000, "chunks", from_config(),
           "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
           "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")),
+      trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
+          "fused_linear_cross_entropy", G::finetuning, from_config(),
+          "Liger Kernel's fused linear cross entropy (transformers use_liger_kernel, axolotl "
+          "liger_fused_linear_cross_entropy): the output layer and the loss run chunk by chunk "
+          "of tokens in the forward pass, which computes their gradients there; no logits are "
+          "kept, only the gradients of the output layer's input and weight.")),
   };
   return table;
 }
@@ -618,6 +624,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
+    {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
     {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},
     {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
 };

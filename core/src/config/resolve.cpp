@@ -141,6 +141,25 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                             "Megatron Core's rules standing in for every implementation)");
   }
 
+  // Liger Kernel's fused linear cross entropy replaces the output layer and the loss of the
+  // Hugging Face models it patches (liger_kernel/transformers/model/*.py lce_forward, which hands
+  // LigerForCausalLMLoss the hidden states and lm_head.weight), on one GPU's whole vocabulary.
+  if (c.fused_linear_cross_entropy) {
+    if (c.model_implementation != ModelImplementation::hf_transformers)
+      fail("fused_linear_cross_entropy", "patches Hugging Face transformers' models: needs "
+                                         "model_implementation \"hf-transformers\", got " +
+                                             quoted(name_of(c.model_implementation)));
+    if (c.tensor_model_parallel_size > 1)
+      fail("fused_linear_cross_entropy", "multiplies by the whole output layer on each GPU: needs "
+                                         "tensor_model_parallel_size 1, got " +
+                                             n(c.tensor_model_parallel_size));
+    if (c.cross_entropy_loss_fusion)
+      fail("fused_linear_cross_entropy", "is a loss of its own: not with cross_entropy_loss_fusion");
+    if (c.peft_on() && c.lora_targets(LoraTarget::lm_head))
+      fail("fused_linear_cross_entropy", "reads lm_head.weight directly, so an lm_head adapter "
+                                         "would not take part: drop lm_head from lora_target_modules");
+  }
+
   // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
   if (c.paged_optimizer) {
     const Optimizer o = c.optimizer;

@@ -19,6 +19,7 @@
 #include "trainmem/activations.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <iterator>
 
@@ -991,6 +992,13 @@ constexpr std::string_view k_src_compiled_softmax =
     "pointwise of the scores (a bmm output, banned) and two row reductions (banned, kept: 8 B per "
     "row), so backward recomputes it from the scores in the compute dtype; the probabilities cast "
     "for the bmm with V are that bmm's input and stay";
+constexpr std::string_view k_src_liger_flce =
+    "Liger Kernel fused linear cross entropy (src/liger_kernel/ops/fused_linear_cross_entropy.py "
+    "@ 00eba634c2e9b5f05badbfb67e9b0a4caba301a2, fused_linear_cross_entropy_forward): the "
+    "forward allocates grad_input = zeros_like(_input) and, when the output layer trains, "
+    "grad_weight = zeros_like(weight), fills them chunk by chunk of tokens, and saves only them "
+    "for backward (save_for_backward(grad_input, grad_weight, grad_bias)); the input, the logits "
+    "and the targets are not kept";
 constexpr std::string_view k_src_compiled_loss =
     "compiled cross entropy (torchtune compile_loss @ 0078c31b; transformers Trainer "
     "torch_compile with the loss in the model's forward): log_softmax decomposes into a row max "
@@ -1486,7 +1494,7 @@ double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
 // Hugging Face model compiled with its loss; torchtitan's compiled loss is cross_entropy_loss_fusion
 // (which version compiles it is the importer's to say), as is any fused loss.
 bool compiled_loss(const Config& c) {
-  return c.torch_compile && !c.cross_entropy_loss_fusion &&
+  return c.torch_compile && !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy &&
          (c.model_implementation == ModelImplementation::torchtune ||
           c.model_implementation == ModelImplementation::hf_transformers);
 }
@@ -1505,6 +1513,17 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
   const bool logits_rg = n_rg || walk.full || x.targeted(LoraTarget::lm_head);
   const bool chunked = c.cross_entropy_chunks > 1 && walk.kind == Eager::torchtune &&
                        !c.cross_entropy_loss_fusion;
+  if (c.fused_linear_cross_entropy) {
+    // The final norm's output goes to the fused function, which keeps the gradient of that input
+    // (the norm's output dtype: the residual's) and, when the output layer trains, of its weight
+    // (the weight as the forward sees it: params_dtype; resolve() rules out tensor parallelism
+    // and an lm_head adapter).
+    out.add("loss.grad_input", "loss", x.norm_e * x.h * x.tokens, x.norm_dtype, k_src_liger_flce);
+    if (!c.peft_on())
+      out.add("loss.grad_weight", "loss", bytes_per_element(c.params_dtype) * x.h * padded_vocab(c),
+              name_of(c.params_dtype), k_src_liger_flce);
+    return out.total();
+  }
   if (!chunked) {
     walk.linear_inputs({LoraTarget::lm_head}, n_rg, x.h, input_tokens, "output.output_layer_input",
                        "output", false);
@@ -1634,6 +1653,18 @@ double loss_transient_bytes(const Config& config) {
   // Fused (TE, or a compiled loss): backward writes the logits' gradient into a new 16-bit
   // tensor.
   if (config.cross_entropy_loss_fusion) return x.e * logits;
+  // Liger's fused linear cross entropy (k_src_liger_flce): one chunk of logits in the compute
+  // dtype at a time, chunk_size = next_power_of_2(⌈BT / ⌈V / H⌉⌉), at most BT, which its
+  // cross-entropy kernel overwrites with their gradient; grad_input and grad_weight fill in place
+  // (mm and addmm with out=, torch 2.8 and later); loss_1d holds one fp32 loss per token.
+  if (config.fused_linear_cross_entropy) {
+    const double tokens = x.tokens, vocab = padded_vocab(config);
+    const double factor = std::ceil(vocab / x.h);
+    const double wanted = std::ceil(tokens / factor);
+    double chunk = 1;
+    while (chunk < wanted) chunk *= 2;
+    return x.e * std::min(tokens, chunk) * vocab + 4 * tokens;
+  }
   // PyTorch F.cross_entropy: in backward, nll_loss_backward materialises a dense fp32 gradient of
   // the log-probabilities and log_softmax_backward_data allocates its own fp32 result while the
   // saved log-probabilities are still alive: two fp32 logits-sized tensors beyond the saved one

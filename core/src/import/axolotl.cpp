@@ -344,10 +344,26 @@ void AxolotlReader::read_training() {
     else if (*tc == "auto") m_.assume("torch_compile", true, "torch_compile = \"auto\": compiles on torch 2.6 or later", "torch_compile");
     else m_.fail("torch_compile", "must be true, false or \"auto\", got " + show(*tc));
   }
-  for (const char* k : {"liger_fused_linear_cross_entropy", "cut_cross_entropy"})
-    if (m_.boolean(k).value_or(false)) m_.ignore_value(k, "a fused linear cross entropy (no logits materialised): " + std::string(mapping::k_no_field));
-  for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm", "plugins"})
+  // Liger's fused linear cross entropy takes effect through axolotl's LigerPlugin
+  // (axolotl/integrations/liger: plugins: [axolotl.integrations.liger.LigerPlugin]).
+  const auto liger_plugin = [&] {
+    const json* plugins = m_.get("plugins");
+    if (!plugins || !plugins->is_array()) return false;
+    return std::any_of(plugins->begin(), plugins->end(), [](const json& p) {
+      return p.is_string() && p.get<std::string>().find("LigerPlugin") != std::string::npos;
+    });
+  };
+  if (const std::optional<bool> liger = m_.boolean("liger_fused_linear_cross_entropy")) {
+    if (!*liger) m_.read("fused_linear_cross_entropy", false, "liger_fused_linear_cross_entropy", "false");
+    else if (liger_plugin()) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
+    else m_.ignore_value("liger_fused_linear_cross_entropy", "takes effect only with axolotl.integrations.liger.LigerPlugin in plugins");
+  }
+  if (m_.boolean("cut_cross_entropy").value_or(false))
+    m_.ignore_value("cut_cross_entropy", "Cut Cross Entropy (no logits materialised): " + std::string(mapping::k_no_field));
+  for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm"})
     if (m_.has(k)) m_.ignore_value(k, "Liger kernels save fewer activations: " + std::string(mapping::k_no_field));
+  if (m_.has("plugins"))
+    m_.ignore_value("plugins", "read only for LigerPlugin's liger_fused_linear_cross_entropy");
 }
 
 void AxolotlReader::run() {

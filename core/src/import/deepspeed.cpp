@@ -237,6 +237,28 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
   // _wrap_model: torch.compile(model)), the loss computed inside its forward included.
   if (const std::optional<bool> on = switch_argument("torch_compile"))
     m.read("torch_compile", *on, "--hf-args torch_compile", *on ? "true" : "false");
+  // TrainingArguments use_liger_kernel: the Trainer patches the model with Liger Kernel
+  // (trainer.py _apply_liger_kernel_to_instance(model, **liger_kernel_config)), whose
+  // apply_liger_kernel_to_* default to fused_linear_cross_entropy=True
+  // (liger_kernel/transformers/monkey_patch.py); liger_kernel_config may turn it off.
+  if (const std::optional<bool> on = switch_argument("use_liger_kernel")) {
+    bool fused = *on;
+    std::string how = *on ? "true (Liger's default fused_linear_cross_entropy)" : "false";
+    if (const json* kernels = given("liger_kernel_config"); *on && kernels) {
+      const json* flag = kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
+                             ? &(*kernels)["fused_linear_cross_entropy"] : nullptr;
+      if (flag && !flag->is_boolean())
+        m.fail("--hf-args liger_kernel_config.fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
+      else if (flag) {
+        fused = flag->get<bool>();
+        how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
+      }
+    }
+    m.read("fused_linear_cross_entropy", fused, "--hf-args use_liger_kernel", how);
+    if (*on)
+      out.ignored.push_back("--hf-args use_liger_kernel: Liger's RMSNorm, SwiGLU and RoPE kernels are "
+                            "not modelled (the layers are counted as transformers' own)");
+  }
   if (m.has("activation_checkpointing"))
     m.ignore("activation_checkpointing", "deepspeed.checkpointing settings (Megatron-DeepSpeed); Hugging Face models checkpoint with torch.utils.checkpoint");
   // The sequence length: SFTConfig's max_length (max_seq_length before TRL 0.20).

@@ -369,6 +369,10 @@ TEST_CASE("Liger's fused linear cross entropy: axolotl with its LigerPlugin, the
   CHECK_FALSE(bad.ok());
   REQUIRE(bad.issues.size() == 1);
   CHECK(bad.issues[0].message.find("liger_kernel_config.fused_linear_cross_entropy") != std::string::npos);
+  const ImportResult shape = deepspeed(R"({"per_device_train_batch_size": 1, "use_liger_kernel": true,
+      "liger_kernel_config": "all"})");
+  REQUIRE(shape.issues.size() == 1);
+  CHECK(shape.issues[0].message.find("liger_kernel_config: must be a mapping") != std::string::npos);
 }
 
 TEST_CASE("documents: YAML and TOML syntax errors name the line and column") {

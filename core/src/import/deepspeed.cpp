@@ -247,7 +247,9 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
     if (const json* kernels = given("liger_kernel_config"); *on && kernels) {
       const json* flag = kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
                              ? &(*kernels)["fused_linear_cross_entropy"] : nullptr;
-      if (flag && !flag->is_boolean())
+      if (!kernels->is_object())
+        m.fail("--hf-args liger_kernel_config", "must be a mapping of Liger's kernel switches, got " + show(*kernels));
+      else if (flag && !flag->is_boolean())
         m.fail("--hf-args liger_kernel_config.fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
       else if (flag) {
         fused = flag->get<bool>();

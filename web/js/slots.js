@@ -119,6 +119,10 @@ export class SlotCodec {
     this.choiceIndex = specs.map((s) => new Map((s.choices ?? []).map((c, i) => [c, i])));
     this.tables = parseTables(tablesText);
     this.profiles = specs[this.index.get('profile')].choices;
+    // The resolved config's keys, once: every decode copies this object (one shape for all the
+    // copies) and overwrites its values, where adding the 100 keys one by one to a new object
+    // took a fifth of the decode (24.4 -> 19.4 µs a decode in Node, the start config).
+    this.configTemplate = Object.fromEntries(specs.map((s) => [s.name, null]));
     this.slots = new Float64Array(specs.length);
     // One reader per field, chosen once: a slot's number (not NaN) as the JSON path's value;
     // `layers` is moe_layer_freq's list when the slot is -1.
@@ -238,7 +242,7 @@ export class SlotCodec {
     const at = r.at;
     r.at += this.specs.length;
     const layers = r.list(() => r.figure());
-    const config = {};
+    const config = { ...this.configTemplate };
     for (let i = 0; i < this.specs.length; i++) config[this.specs[i].name] = this.fieldValue(i, r.n[at + i], layers);
     return config;
   }

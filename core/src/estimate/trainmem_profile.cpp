@@ -348,11 +348,9 @@ struct StageState {
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
   // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
-  // them the output layer's (and its adapter's), which the loss's backward creates before any
-  // decoder layer's.
+  // them the output layer's, the model's own and its adapter's (both in the embedding part),
+  // which the loss's backward creates before any decoder layer's.
   double gradients_freed_between_steps = 0;
-  double gradients_before_layers = 0;
-  // Of them, the model's own and the adapters' (both in the embedding part: the output layer).
   double output_gradients = 0, output_adapter_gradients = 0;
   double paged = 0;                // paged optimizer states (unified memory, not allocated bytes)
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
@@ -657,13 +655,8 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   } else {
     out.optimizer_temporary += torch_adam_temporary(c, step);
   }
-  if (gradients_start_each_step_empty(c)) {
+  if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
-    out.gradients_before_layers = out.output_gradients + out.output_adapter_gradients;
-    // Stepped in backward, the one gradient counted is the one being made and stepped: there is
-    // one at every point of the backward pass, the output layer's first.
-    if (c.optimizer_in_backward) out.gradients_before_layers = out.gradients_freed_between_steps;
-  }
   // QLoRA dequantises one NF4 weight at a time to the compute dtype, in forward and again in
   // backward (bitsandbytes autograd/_functions.py MatMul4Bit, 012c6606: F.dequantize_4bit(B,
   // quant_state).to(A.dtype), saving only the packed B; torchtune linear_nf4 likewise).
@@ -1085,7 +1078,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // ends: the stage's last layer (every activation, only the output layer's gradient made) or, when
   // the step started without gradients, its first (every gradient, that layer's activations).
   const double backward_working = act.recompute_working + state.backward_temporary + moe.recompute + moe.state;
-  const double absent_at_last_layer = freed > 0 ? freed - state.gradients_before_layers : 0;
+  // Made before the decoder layers' backward: the output layer's gradients; stepped in backward,
+  // the one gradient counted, which exists at every point of the backward pass.
+  const double made_first =
+      c.optimizer_in_backward ? freed : state.output_gradients + state.output_adapter_gradients;
+  const double absent_at_last_layer = freed > 0 ? freed - made_first : 0;
   const Candidate last_layer{model_state - absent_at_last_layer + A - act.loss_chunk + backward_working,
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{model_state + act.first_layer + backward_working, 0, act.first_layer,

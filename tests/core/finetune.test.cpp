@@ -485,6 +485,26 @@ TEST_CASE("gradients freed between steps: the forward runs without them", "[fine
   CHECK(one.reserved_bytes == Approx(two.reserved_bytes).epsilon(1e-12));
 }
 
+TEST_CASE("gradients freed between steps: a model without an output layer makes none before its layers", "[finetune][gradients]") {
+  // vocab_size 0 with learned positions (found by review: the output layer's gradient was the
+  // next tensor's, the position embedding's). Megatron Core's layer, bf16, fused AdamW, one
+  // microbatch of 8 sequences of 1,024 tokens: each layer keeps 8 × 41,984,000 = 335,872,000 B,
+  // the two 671,744,000 B; no embedding activations, no loss. Parameters: 33,554,432 linear +
+  // 5,120 norm + 1,024 × 1,024 positions = 34,608,128: weights and gradients 69,216,256 B each,
+  // AdamW 276,865,024 B, workspaces 100,663,296 B: model state 515,960,832 B.
+  //   forward   = 515,960,832 − 69,216,256 + 671,744,000 = 1,118,488,576
+  //   backward at the last layer: no gradient made yet, every activation: the same;
+  //   at the first: 515,960,832 + 335,872,000 = 851,832,832, smaller.
+  const Estimate e = full_estimate(config_from(small(R"("vocab_size": 0, "max_position_embeddings": 1024,
+      "micro_batch_size": 8, "global_batch_size": 8, "framework": "ddp",
+      "model_implementation": "megatron-core", "params_dtype": "bf16", "master_weights": false,
+      "optimizer": "adamw", "optimizer_implementation": "fused")")));
+  CHECK(e.moments.optimizer_step == 515960832);
+  CHECK(e.moments.forward == 1118488576);
+  CHECK(e.moments.backward == 1118488576);
+  CHECK(e.moments.peak_moment == Moment::forward);
+}
+
 TEST_CASE("gradients kept for the whole run where a buffer holds them", "[finetune][gradients]") {
   // Megatron's main_grad buffer, DeepSpeed's partitions and DDP's bucket views outlive a step;
   // FSDP2's sharded gradients do not. One microbatch per step each (global batch = DP).
@@ -528,7 +548,10 @@ TEST_CASE("fused_linear_cross_entropy keeps the gradients of the output layer's 
   // its backward two more fp32 logits-sized tensors: the fused loss keeps and needs far less.
   const Config plain = config_from(small(base));
   CHECK(loss_transient_bytes(plain) == 2 * 131072000.0);
-  CHECK(output_activation_bytes(plain) - output_activation_bytes(fused) > 131072000.0 - 65536000.0 - 2097152.0);
+  // Both keep the final norm's tensors; unfused, the output layer's input (1,024 × 1,024 × 2 =
+  // 2,097,152 B, as large as grad_input), the log-probabilities and the labels, one more than the
+  // tokens for a single sequence (1,025 × 8 = 8,200 B): 131,072,000 + 8,200 − 65,536,000 more.
+  CHECK(output_activation_bytes(plain) - output_activation_bytes(fused) == 65544200);
   // LoRA: the output layer is frozen, so no grad_weight; the input's gradient is still made.
   const Config lora = config_from(small(base + R"(, "fused_linear_cross_entropy": true, "peft": "lora")"));
   SavedTensors lora_kept;

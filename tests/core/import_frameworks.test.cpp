@@ -343,6 +343,9 @@ TEST_CASE("Liger's fused linear cross entropy: axolotl with its LigerPlugin, the
   REQUIRE(without.ok());
   CHECK_FALSE(without.input.fused_linear_cross_entropy.has_value());
   CHECK(has_line(without.ignored, "LigerPlugin"));
+  const ImportResult scalar = axolotl("plugins: axolotl.integrations.liger.LigerPlugin\nliger_fused_linear_cross_entropy: true\n");
+  REQUIRE(scalar.issues.size() == 1);
+  CHECK(scalar.issues[0].message == "plugins: must be a list of plugin names, got \"axolotl.integrations.liger.LigerPlugin\"");
   const ImportResult cce = axolotl("cut_cross_entropy: true\n");
   REQUIRE(cce.ok());
   CHECK(has_line(cce.ignored, "cut_cross_entropy"));

@@ -47,14 +47,16 @@ struct Inventory {
   // The output layer's weight on the last stage (the input embedding when a one-stage model ties
   // them): the first gradient a backward pass creates. -1 elsewhere.
   int output_item = -1;
-  void add(Part part, double count, double rows, double cols, bool linear, bool hidden,
-           bool adapter = false) {
-    if (count <= 0 || rows <= 0 || cols <= 0) return;
+  // Returns the group's index, -1 for an empty group (not added).
+  int add(Part part, double count, double rows, double cols, bool linear, bool hidden,
+          bool adapter = false) {
+    if (count <= 0 || rows <= 0 || cols <= 0) return -1;
     // At most ~45 groups exist (an MTP MoE layer on a dense last stage), and with peft up to 14
     // adapter matrices per kind of layer, 2 for the output layer and one more group per kind of
     // layer for NF4's separate q and k/v; the bound is structural.
     if (n == int(items.size())) std::abort();
-    items[size_t(n++)] = {part, count, rows, cols, linear, hidden, adapter};
+    items[size_t(n)] = {part, count, rows, cols, linear, hidden, adapter};
+    return n++;
   }
   void add_vectors(Part part, double count, double length) { add(part, count, length, 1, false, false); }
   // The model's own parameters of one part (adapters are not the model's).
@@ -227,16 +229,14 @@ void add_stage_extras(Inventory& inv, const Config& c, const Shard& s, bool firs
   const double h = double(c.hidden_size);
   const bool one_stage = first && last;
   if (first) {
-    if (last && c.share_embeddings_and_output_weights) inv.output_item = inv.n;
-    inv.add(Part::embedding, 1, v / s.t, h, false, false);
+    const int embedding = inv.add(Part::embedding, 1, v / s.t, h, false, false);
+    if (last && c.share_embeddings_and_output_weights) inv.output_item = embedding;
     if (c.max_position_embeddings > 0) inv.add(Part::embedding, 1, double(c.max_position_embeddings), h, false, false);
   }
   if (last) {
     inv.add_vectors(Part::dense, norm_vectors(c), h);  // final norm
-    if (!c.share_embeddings_and_output_weights || !one_stage) {
-      inv.output_item = inv.n;
-      inv.add(Part::embedding, 1, v / s.t, h, true, false);
-    }
+    if (!c.share_embeddings_and_output_weights || !one_stage)
+      inv.output_item = inv.add(Part::embedding, 1, v / s.t, h, true, false);
     // The output layer's adapter (target lm_head): column-parallel, A whole, B split by TP.
     if (c.lora_targets(LoraTarget::lm_head) && v > 0) {
       const double r = double(c.lora_rank);

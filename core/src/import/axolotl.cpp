@@ -346,16 +346,15 @@ void AxolotlReader::read_training() {
   }
   // Liger's fused linear cross entropy takes effect through axolotl's LigerPlugin
   // (axolotl/integrations/liger: plugins: [axolotl.integrations.liger.LigerPlugin]).
-  const auto liger_plugin = [&] {
-    const json* plugins = m_.get("plugins");
-    if (!plugins || !plugins->is_array()) return false;
-    return std::any_of(plugins->begin(), plugins->end(), [](const json& p) {
-      return p.is_string() && p.get<std::string>().find("LigerPlugin") != std::string::npos;
-    });
-  };
+  // [schema] plugins: a list of plugin names.
+  const json* plugins = m_.get("plugins");
+  if (plugins && !plugins->is_array()) return m_.fail("plugins", "must be a list of plugin names, got " + show(*plugins));
+  const bool liger_plugin = plugins && std::any_of(plugins->begin(), plugins->end(), [](const json& p) {
+    return p.is_string() && p.get<std::string>().find("LigerPlugin") != std::string::npos;
+  });
   if (const std::optional<bool> liger = m_.boolean("liger_fused_linear_cross_entropy")) {
     if (!*liger) m_.read("fused_linear_cross_entropy", false, "liger_fused_linear_cross_entropy", "false");
-    else if (liger_plugin()) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
+    else if (liger_plugin) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
     else m_.ignore_value("liger_fused_linear_cross_entropy", "takes effect only with axolotl.integrations.liger.LigerPlugin in plugins");
   }
   if (m_.boolean("cut_cross_entropy").value_or(false))

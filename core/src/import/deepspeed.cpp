@@ -244,17 +244,16 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
   if (const std::optional<bool> on = switch_argument("use_liger_kernel")) {
     bool fused = *on;
     std::string how = *on ? "true (Liger's default fused_linear_cross_entropy)" : "false";
-    if (const json* kernels = given("liger_kernel_config"); *on && kernels) {
-      const json* flag = kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
-                             ? &(*kernels)["fused_linear_cross_entropy"] : nullptr;
-      if (!kernels->is_object())
-        m.fail("--hf-args liger_kernel_config", "must be a mapping of Liger's kernel switches, got " + show(*kernels));
-      else if (flag && !flag->is_boolean())
-        m.fail("--hf-args liger_kernel_config.fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
-      else if (flag) {
-        fused = flag->get<bool>();
-        how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
-      }
+    const json* kernels = *on ? given("liger_kernel_config") : nullptr;
+    const json* flag = kernels && kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
+                           ? &kernels->at("fused_linear_cross_entropy") : nullptr;
+    if (kernels && !kernels->is_object()) {
+      m.fail("--hf-args liger_kernel_config", "must be a mapping of Liger's kernel switches, got " + show(*kernels));
+    } else if (flag && !flag->is_boolean()) {
+      m.fail("--hf-args liger_kernel_config.fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
+    } else if (flag) {
+      fused = flag->get<bool>();
+      how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
     }
     m.read("fused_linear_cross_entropy", fused, "--hf-args use_liger_kernel", how);
     if (*on)

@@ -281,6 +281,37 @@ TEST_CASE("torchtitan per-op checkpointing keeps every other matmul output and t
     CHECK(layer_activation_bytes(fp8, false, LayerRecompute::policy, &f) == 67'584.0);
     CHECK_FALSE(has(f, "attention.wq_output"));
   }
+  SECTION("cuDNN attention before torchtitan's save list named it: recomputed, not saved") {
+    Config cudnn = c;
+    cudnn.attention_backend = AttentionBackend::fused;
+    // With the kernel in the list (today's torchtitan) cuDNN is saved like flash.
+    CHECK(layer_activation_bytes(cudnn, false, LayerRecompute::policy) == 157'696.0);
+    cudnn.op_sac_saves_cudnn_attention = false;
+    SavedTensors n;
+    // 157,696 less the output (16,384) and the logsumexp (2,048); the block's re-run in backward
+    // makes both again. The whole block under cuDNN keeps 248,832 less flash-attn's 16,384-byte
+    // bshd copy of its output (Megatron layout at b > 1), 232,448: the working set is the rest.
+    CHECK(layer_activation_bytes(cudnn, false, LayerRecompute::policy, &n) == 139'264.0);
+    CHECK_FALSE(has(n, "attention.sdpa_output"));
+    CHECK_FALSE(has(n, "attention.sdpa_logsumexp"));
+    CHECK(has(n, "attention.wq_output"));  // the matmul alternation does not count the SDPA
+    CHECK(layer_recompute_working_bytes(cudnn, false) == 232'448.0 - 139'264.0);
+    // Flash attention is in every version's list: the field does not touch it.
+    Config flash = cudnn;
+    flash.attention_backend = AttentionBackend::flash;
+    CHECK(layer_activation_bytes(flash, false, LayerRecompute::policy) == 157'696.0);
+  }
+}
+
+TEST_CASE("op_sac_saves_cudnn_attention is torchtitan's per-op policy's own", "[activations][fields]") {
+  const std::string base = R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+      "ffn_hidden_size": 128, "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 2,
+      "profile": "trainmem", "framework": "fsdp2", "model_implementation": "torchtitan",
+      "op_sac_saves_cudnn_attention": false, "recompute_granularity": )";
+  CHECK(messages_for(base + R"("selective_op"})").empty());
+  CHECK(messages_for(base + R"("full"})") ==
+        std::vector<std::string>{"op_sac_saves_cudnn_attention: applies to recompute_granularity "
+                                 "\"selective_op\" only"});
 }
 
 TEST_CASE("a small MoE block lists router dispatch experts and shared experts", "[activations][golden]") {

@@ -41,7 +41,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "model_implementation",   // implementations.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
-  // MLA, full and selective recompute, SGD, torch pipelining.
+  // MLA, full, selective and per-op recompute, SGD, torch pipelining.
   const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
       "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
   const std::vector<std::string> contexts = {
@@ -51,6 +51,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "{" + base + R"(, "recompute_granularity": "selective", "optimizer": "sgd"})",
       "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",
       "{" + base + R"(, "peft": "lora"})",
+      "{" + base + R"(, "framework": "fsdp2", "recompute_granularity": "selective_op"})",
   };
   std::map<std::string, int> checked;
   for (const std::string& json : contexts) {

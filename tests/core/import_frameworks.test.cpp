@@ -203,6 +203,14 @@ TEST_CASE("torchtitan 2024 layout: data_parallel_shard_degree -1 fills the world
   CHECK(r.input.main_params_dtype == Dtype::fp32);
   CHECK(r.input.zero_stage == 3);
   CHECK(has_line(r.assumed, "version ← torchtitan 2024"));
+  // Before PR #2095 the per-op save list has no cuDNN SDPA kernel; 0.2 (0.2.1, current) has it.
+  CHECK(r.input.op_sac_saves_cudnn_attention == false);
+  CHECK(has_line(r.assumed, "op_sac_saves_cudnn_attention"));
+  ImportOptions current = options;
+  current.version = "0.2";
+  const ImportResult now = import_torchtitan(toml_tree("torchtitan/llama3_8b.toml"), current);
+  REQUIRE(now.ok());
+  CHECK_FALSE(now.input.op_sac_saves_cudnn_attention.has_value());
 }
 
 TEST_CASE("torchtitan 405B on PP 8: torchtitan's 15/16/15 split, microbatches per stage, fp32 outputs") {

@@ -8,6 +8,7 @@ import { cli, ensure_cli, evaluate, load_points, measured_bytes } from './points
 
 const root = new URL('../../', import.meta.url).pathname;
 const GiB = 2 ** 30;
+const HARDWARE_FACTS = ['gpu_memory_bytes', 'attention_backend'];
 
 function load_file(name) {
   const data = JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
@@ -56,10 +57,11 @@ export function evaluate_importer() {
       row.problem = imported.stderr.trim().split('\n')[0];
       return row;
     }
-    // The publisher's hardware facts the config file cannot hold (a capacity for paged states)
-    // come from the hand mapping; nothing else does.
+    // The publisher's hardware facts the config file cannot hold come from the hand mapping;
+    // nothing else does: a capacity for paged states, and the attention kernel torch runs on the
+    // publisher's GPU (cuDNN's on B200 under torchtitan) when it is not the importer's.
     const config = JSON.parse(imported.stdout);
-    if (p.config.gpu_memory_bytes) config.gpu_memory_bytes = p.config.gpu_memory_bytes;
+    for (const key of HARDWARE_FACTS) if (p.config[key] !== undefined) config[key] = p.config[key];
     const through = estimate(config);
     row.importer = through.bytes === undefined ? null : (through.bytes - measured) / measured;
     row.problem = through.problem;

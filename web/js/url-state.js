@@ -118,6 +118,7 @@ export const FIELD_KEYS = Object.freeze({
   fused_linear_cross_entropy: 'flce',
   moe_routing_imbalance: 'mri',
   fsdp_embedding_units: 'feu',
+  op_sac_saves_cudnn_attention: 'sacc',
 });
 
 // Page state that is not a core field.

@@ -122,6 +122,7 @@ struct ConfigInput {
       workspace_bytes;
   // Activations (read by the trainmem profile only).
   std::optional<AttentionBackend> attention_backend;
+  std::optional<bool> op_sac_saves_cudnn_attention;
   std::optional<double> attention_dropout, hidden_dropout, moe_expert_capacity_factor;
   std::optional<RecomputeMethod> recompute_method;
   std::optional<int64_t> recompute_num_layers;
@@ -231,6 +232,8 @@ struct Config {
   double workspace_bytes = 96.0 * 1024 * 1024;
   // trainmem profile: activations.
   AttentionBackend attention_backend = AttentionBackend::flash;
+  // selective_op: torchtitan's save list names cuDNN's SDPA kernel (since its PR #2095)
+  bool op_sac_saves_cudnn_attention = true;
   double attention_dropout = 0.1;  // TransformerConfig defaults
   double hidden_dropout = 0.1;
   double moe_expert_capacity_factor = 0;  // 0: dropless

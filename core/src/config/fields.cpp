@@ -160,6 +160,9 @@ bool full_recompute(const Config& c) { return c.recompute_granularity == Recompu
 bool selective_recompute(const Config& c) {
   return c.recompute_granularity == RecomputeGranularity::selective;
 }
+bool per_op_recompute(const Config& c) {
+  return c.recompute_granularity == RecomputeGranularity::selective_op;
+}
 bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
 bool peft_on(const Config& c) { return c.peft_on(); }
 
@@ -454,7 +457,17 @@ const std::vector<Field>& fields() {
       // Activations: the trainmem profile (issue 5).
       trainmem_only(choice_field<&C::attention_backend, &Config::attention_backend>(
           "attention_backend", G::training, from_config(),
-          "Attention kernel: flash keeps the softmax statistics; unfused keeps the s² scores.")),
+          "Attention kernel: flash keeps the softmax statistics; fused (cuDNN's fused attention: "
+          "Transformer Engine FusedAttention, PyTorch SDPA's cuDNN backend, which torchtitan puts "
+          "first on sm100 GPUs such as B200 since its PR #1196) keeps the same; unfused keeps the "
+          "s² scores.")),
+      applies_when(trainmem_only(bool_field<&C::op_sac_saves_cudnn_attention, &Config::op_sac_saves_cudnn_attention>(
+          "op_sac_saves_cudnn_attention", G::training, from_config(),
+          "selective_op: torchtitan's per-op save list names cuDNN's SDPA kernel "
+          "(_scaled_dot_product_cudnn_attention), as it does since PR #2095 (December 2025, "
+          "torchtitan 0.2.1). Before, with attention_backend fused the attention output and its "
+          "statistics are not saved: backward recomputes them.")), per_op_recompute,
+          "applies to recompute_granularity \"selective_op\" only"),
       trainmem_only(number_field<&C::attention_dropout, &Config::attention_dropout>(
           "attention_dropout", G::training, 0, 1, "", from_config(),
           "Attention dropout probability (a mask is saved when above 0).")),

@@ -761,7 +761,8 @@ void moe_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
 // ---- torchtitan per-op selective checkpointing ----
 //
 // torchtitan wraps each block in a non-reentrant checkpoint whose policy MUST_SAVEs the outputs
-// of aten.mm (except every second one, counted per block from the first), the SDPA kernels,
+// of aten.mm (except every second one, counted per block from the first), the SDPA kernels (cuDNN's
+// only since PR #2095: op_sac_saves_cudnn_attention),
 // reduce_scatter_tensor and all_to_all_single; the block input is kept as the checkpoint's
 // argument. The MoE router's gate mm is force-recomputed (per_op_sac_force_recompute_mm_shapes_
 // by_fqns defaults to moe.router.gate) and grouped expert GEMMs (_grouped_mm) are not in the list.
@@ -788,6 +789,12 @@ class OpSac {
       out_.add(rs_name, module, x_.e * x_.h * x_.tokens_sp, x_.act_dtype, k_src_sac);
   }
   void sdpa(double v_width) {
+    // cuDNN's kernel (torchtitan runs it on sm100 since PR #1196, models/attention.py
+    // @ 2025-05-14) entered the save list with PR #2095 (2025-12-01, issue #2091): before it the
+    // policy returns PREFER_RECOMPUTE for _scaled_dot_product_cudnn_attention, so neither its
+    // output nor its statistics are saved and backward re-runs the attention. PR #1196's own
+    // B200 log shows the step: 46.39 -> 44.59 GiB reserved on switching to cuDNN.
+    if (c_.attention_backend == AttentionBackend::fused && !c_.op_sac_saves_cudnn_attention) return;
     out_.add("attention.sdpa_output", "attention", x_.e * x_.a * v_width / x_.t * x_.tokens,
              x_.act_dtype, k_src_sac);
     if (c_.attention_backend == AttentionBackend::unfused)

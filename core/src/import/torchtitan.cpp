@@ -23,6 +23,10 @@
 //   [train]  torchtitan/train.py, Trainer.__init__ "verify batch sizes": global_batch_size -1 is
 //            local_batch_size × dp degree, any other must be a multiple of it (asserted, with or
 //            without pipelining)
+//   [sac]    torchtitan/models/llama3/infra/parallelize.py _op_sac_save_list: the cuDNN SDPA kernel
+//            is in it since PR #2095 (2025-12-01, after issue #2091), which 0.2.1 has and 0.2.0
+//            (2025-11) does not; models/attention.py puts SDPBackend.CUDNN_ATTENTION first on
+//            compute capability 10.0 since PR #1196 (2025-05-14)
 //   [llama]  torchtitan/models/llama/__init__.py @ 537b913225826806223b567f53406819d7b1832d
 //            (llama3_configs 8B / 70B / 405B, llama2_configs 7B / 13B / 70B)
 #include <algorithm>
@@ -452,6 +456,14 @@ void TorchtitanReader::read_checkpointing() {
     const std::string option = m_.string("activation_checkpoint.selective_ac_option").value_or("2");
     if (option == "op") {
       m_.read("recompute_granularity", std::string("selective_op"), "activation_checkpoint.selective_ac_option", "\"op\" (per-op policy)");
+      // [sac] cuDNN's SDPA kernel entered _op_sac_save_list with PR #2095 (Dec 2025, in 0.2.1):
+      // it matters where torch runs that kernel (attention_backend fused: sm100 GPUs since
+      // torchtitan PR #1196), which the job file does not say.
+      if (version_ != v02)
+        m_.assume("op_sac_saves_cudnn_attention", false,
+                  "torchtitan " + std::string(k_versions[version_]) + "'s op SAC save list names the flash and "
+                  "efficient SDPA kernels, not cuDNN's (PR #2095): on sm100 GPUs (B200, where torchtitan runs "
+                  "cuDNN attention) set attention_backend \"fused\"", "activation_checkpoint.selective_ac_option");
     } else {
       const json v = mapping::plain_scalar(option);
       if (!v.is_number_integer() || v.get<int64_t>() < 1)

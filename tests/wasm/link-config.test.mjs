@@ -103,6 +103,8 @@ test('a link field that does not apply to the state is named when the core rejec
     // A field of FSDP2's under DDP.
     ['v=1&feu=1&fw=ddp', 'fsdp_embedding_units', /^fsdp_embedding_units: needs framework fsdp2/],
     ['v=1&lr=16', 'lora_rank', /^lora_rank: applies to peft "lora" or "qlora" only$/],
+    // torchtitan's per-op save list under Megatron's default recompute.
+    ['v=1&sacc=0', 'op_sac_saves_cudnn_attention', /^op_sac_saves_cudnn_attention: applies to recompute_granularity "selective_op" only$/],
   ];
   for (const [fragment, field, reason] of cases) {
     const link = restoreLink(fragment, engine);
@@ -117,6 +119,14 @@ test('a link field that does not apply to the state is named when the core rejec
   const fsdp = restoreLink('v=1&feu=1&fw=fsdp2&tc=1', engine);
   assert.deepEqual(fsdp.rejected, []);
   assert.deepEqual([fsdp.config.fsdp_embedding_units, fsdp.config.torch_compile], [true, true]);
+  // Under per-op SAC with cuDNN attention the key changes the figure: the attention output and its
+  // statistics are no longer saved.
+  const saved = restoreLink('v=1&fw=fsdp2&rc=selective_op&attn=fused', engine);
+  const recomputed = restoreLink('v=1&fw=fsdp2&rc=selective_op&attn=fused&sacc=0', engine);
+  assert.deepEqual(recomputed.rejected, []);
+  assert.equal(recomputed.config.op_sac_saves_cudnn_attention, false);
+  const [a, b] = [engine.estimate(saved.config), engine.estimate(recomputed.config)];
+  assert.ok(a.ok && b.ok && b.activation_bytes < a.activation_bytes);
 });
 
 test('what applies follows the change at once: FSDP2 makes the model code torchtitan, so torch.compile applies and the chunked loss does not', () => {

@@ -8,7 +8,7 @@ import { cli, ensure_cli, evaluate, load_points, measured_bytes } from './points
 
 const root = new URL('../../', import.meta.url).pathname;
 const GiB = 2 ** 30;
-const HARDWARE_FACTS = ['gpu_memory_bytes', 'attention_backend'];
+const HARDWARE_FACTS = new Set(['attention_backend']);
 
 function load_file(name) {
   const data = JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
@@ -57,11 +57,17 @@ export function evaluate_importer() {
       row.problem = imported.stderr.trim().split('\n')[0];
       return row;
     }
-    // The publisher's hardware facts the config file cannot hold come from the hand mapping;
-    // nothing else does: a capacity for paged states, and the attention kernel torch runs on the
-    // publisher's GPU (cuDNN's on B200 under torchtitan) when it is not the importer's.
+    // The publisher's hardware facts the config file cannot hold, and nothing else, join the
+    // import: the GPU's capacity (for paged states) from the hand mapping, and what the point names
+    // in framework_config.hardware (the attention kernel torch runs on B200 under torchtitan).
+    // Only those: copying the hand mapping's attention_backend everywhere would hide an importer
+    // that reads the kernel wrong.
     const config = JSON.parse(imported.stdout);
-    for (const key of HARDWARE_FACTS) if (p.config[key] !== undefined) config[key] = p.config[key];
+    if (p.config.gpu_memory_bytes !== undefined) config.gpu_memory_bytes = p.config.gpu_memory_bytes;
+    for (const [key, value] of Object.entries(p.framework_config.hardware ?? {})) {
+      if (!HARDWARE_FACTS.has(key)) throw new Error(`${p.id}: framework_config.hardware.${key} is not a hardware fact (${[...HARDWARE_FACTS]})`);
+      config[key] = value;
+    }
     const through = estimate(config);
     row.importer = through.bytes === undefined ? null : (through.bytes - measured) / measured;
     row.problem = through.problem;

@@ -789,8 +789,8 @@ class OpSac {
       out_.add(rs_name, module, x_.e * x_.h * x_.tokens_sp, x_.act_dtype, k_src_sac);
   }
   void sdpa(double v_width) {
-    // cuDNN's kernel (torchtitan runs it on sm100 since PR #1196, models/attention.py
-    // @ 2025-05-14) entered the save list with PR #2095 (2025-12-01, issue #2091): before it the
+    // cuDNN's kernel (torchtitan's models/attention.py runs it first on sm100 since PR #1196,
+    // 2025-05-14) entered the save list with PR #2095 (2025-12-01, issue #2091): before it the
     // policy returns PREFER_RECOMPUTE for _scaled_dot_product_cudnn_attention, so neither its
     // output nor its statistics are saved and backward re-runs the attention. PR #1196's own
     // B200 log shows the step: 46.39 -> 44.59 GiB reserved on switching to cuDNN.

@@ -1484,8 +1484,15 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const live = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > fieldset').length,
+      deferred: document.querySelectorAll('template[data-deferred]').length,
+      parts: ['how', 'embed-dialog', 'preset', 'gpu-card', 'assumptions', 'trace-title'].filter((id) => !document.getElementById(id)),
     }));
     expect(live.bytes === early.bytes, `prerendered ${early.bytes} B, live ${live.bytes} B`);
+    // The first document defers all but the headline's card (prerender.mjs); boot.js puts the rest in place.
+    const served = await (await fetch(sub.url)).text();
+    const deferredServed = served.match(/<template data-deferred[=>]/g)?.length ?? 0;
+    expect(deferredServed >= 4 && live.deferred === 0 && live.parts.length === 0,
+      `the first document's deferred parts (${deferredServed} templates) are not all in place on the live page: ${JSON.stringify(live)}`);
     expect(!live.prerendered && !live.inert && live.fields > 0, `the live page is still marked prerendered, or has no form: ${JSON.stringify(live)}`);
     const linked = keep(await context.newPage());
     await linked.route(/\.wasm$/, () => {}); // never answers: the page as it is before the module

@@ -12,6 +12,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { buildDist, hashFiles, listFiles, staleReferences } from '../../web/scripts/build-dist.mjs';
 import { DOCUMENT, HASHED, STABLE } from '../../web/scripts/assets.mjs';
 import { IMMUTABLE, WEB_ROOT, acceptedEncodings, serve } from '../../web/scripts/serve.mjs';
+import { deferElement } from '../../web/scripts/prerender.mjs';
 
 /** GET without decoding: { status, headers, body } with the bytes as sent. */
 const fetchRaw = (url, headers = {}) => new Promise((resolve, reject) => {
@@ -196,5 +197,21 @@ describe('development: web/ as it is', () => {
     assert.deepEqual([...acceptedEncodings('*;q=0.1, gzip;q=0')], ['br']);
     assert.deepEqual([...acceptedEncodings('identity')], []);
     assert.deepEqual([...acceptedEncodings()], []);
+  });
+});
+
+describe('the first document defers what its first frame need not lay out', () => {
+  test('an element is wrapped whole in a template, nested elements of its tag included', () => {
+    const html = '<p>a</p><section id="how"><section>in</section><p>b</p></section><section>after</section>';
+    assert.equal(deferElement(html, '<section id="how"', 2),
+      '<p>a</p><template data-deferred="2"><section id="how"><section>in</section><p>b</p></section></template><section>after</section>');
+  });
+  test('a missing or unclosed element fails the build, naming it', () => {
+    assert.throws(() => deferElement('<main></main>', '<dialog id="embed-dialog"', 2), /no <dialog id="embed-dialog">/);
+    assert.throws(() => deferElement('<section id="how"><section></section>', '<section id="how"', 2), /not closed/);
+  });
+  test('index.html has the elements the build defers', async () => {
+    const index = await readFile(join(WEB_ROOT, 'index.html'), 'utf8');
+    for (const opening of ['<section id="how"', '<dialog id="embed-dialog"']) assert.match(deferElement(index, opening, 2), /<template data-deferred="2">/);
   });
 });

@@ -554,17 +554,21 @@ function watchSticky(summary) {
 
 // ---- start ----
 
-/** Resolves once the body is parsed (main.js is async and may run before that). */
-function bodyParsed() {
-  if (document.readyState !== 'loading') return Promise.resolve();
-  return new Promise((resolve) => document.addEventListener('readystatechange', resolve, { once: true }));
+/**
+ * Resolves once the whole page is in the document: main.js is async and may run before the body
+ * is parsed, and dist/'s deferred parts are put in place by boot.js after the first frame.
+ */
+function pageReady() {
+  const unfolded = () => document.documentElement.hasAttribute('data-unfolded');
+  if (unfolded()) return Promise.resolve();
+  return new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
 }
 
 async function start() {
   window.trainmemStats = { headlineMs: NaN };
   const enginePromise = createEngine(); // the wasm compiles while the page and Chart.js load
   adoptPalette();
-  await bodyParsed();
+  await pageReady();
   ui = findElements();
   watchSticky(ui.summary);
   engine = await enginePromise;
@@ -605,7 +609,7 @@ async function start() {
 }
 
 start().catch(async (error) => {
-  await bodyParsed();
+  await pageReady();
   const box = $('general-issues');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;

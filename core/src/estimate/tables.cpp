@@ -16,8 +16,12 @@ constexpr std::array<DtypeInfo, size_t(Dtype::count)> k_dtypes = {{
     // OCP Microscaling v1.0: 32 elements share one 8-bit E8M0 scale.
     {Dtype::mxfp8, 32, 33, "OCP Microscaling Formats (MX) v1.0: 32 × 1 B + 1 B E8M0 scale"},
     {Dtype::mxfp4, 32, 17, "OCP Microscaling Formats (MX) v1.0: 32 × 4 bit + 1 B E8M0 scale"},
-    // bitsandbytes block-wise 8-bit optimizer states: blocks of 2048 with an fp32 absmax.
-    {Dtype::int8, 2048, 2048 + 4, "Dettmers et al. 2022, 8-bit optimizers via block-wise quantization (block 2048, fp32 absmax)"},
+    // bitsandbytes block-wise 8-bit optimizer states: one uint8 per element and one fp32 absmax per
+    // block of 256 (optim/optimizer.py @ 51294d909e914f80d2f2c85f9e9229dd4386ef85,
+    // Optimizer2State/Optimizer1State.init_state: blocks = n // 256, a partial block counted
+    // whole). The paper's block was 2,048 (Dettmers et al. 2022), bitsandbytes' until PR #1365
+    // (merged 2024-09-20, release 0.44.0); torchao's low-bit optimizers followed (pytorch/ao #927).
+    {Dtype::int8, 256, 256 + 4, "bitsandbytes >= 0.44 block-wise 8-bit optimizer states (block 256, fp32 absmax; Dettmers et al. 2022 used 2048)"},
     // bitsandbytes functional.quantize_4bit (01327aa0119fa503ea16322dd72f69f202e4502e) with
     // compress_statistics (QLoRA's double quantisation): two 4-bit values per byte ((n + 1) // 2
     // uint8), one absmax per block of 64 quantised again by quantize_blockwise(absmax,

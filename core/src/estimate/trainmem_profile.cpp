@@ -324,7 +324,7 @@ double optimizer_state_bytes(const Config& c, const Tensors& t) {
 // CUDA unified memory (bitsandbytes optim/optimizer.py, 06029dd6, get_state_buffer: F.get_paged
 // when p.numel() >= 1e5, else torch.zeros_like; functional.py, 01327aa0, get_paged:
 // cget_managed_ptr, cudaMallocManaged, outside PyTorch's caching allocator). The 8-bit states'
-// fp32 absmax per 2,048 elements stays a torch.zeros on the GPU (Optimizer2State.init_state).
+// fp32 absmax per 256 elements stays a torch.zeros on the GPU (Optimizer2State.init_state).
 // `local_elements`: one tensor's elements as this GPU's optimizer sees them (its shard).
 double paged_state_bytes(const Config& c, const Tensors& t, double local_elements) {
   if (!c.paged_optimizer || local_elements < 1e5) return 0;

@@ -257,6 +257,21 @@ TEST_CASE("torchtitan versions: the compiled loss from 0.1 on") {
   CHECK(r.issues[0].field == "--version");
 }
 
+TEST_CASE("torchtitan interleaved stages that split the layers unevenly are named, not estimated as another model") {
+  // The benchmark's Table 5 Interleaved 1F1B row: 126 layers over 8 × 2 = 16 stages. torchtitan
+  // 2024 generate_split_points: 126 // 16 = 7 on the first, 8 on the next 14 (126 % 16 = 14 extra),
+  // the last the rest: 126 − 7 − 14 × 8 = 7.
+  ImportOptions options;
+  options.gpus = 512;
+  options.version = "2024";
+  options.overrides = {"experimental.pipeline_parallel_degree=8", "experimental.pipeline_parallel_schedule=Interleaved1F1B",
+                       "training.batch_size=32"};
+  const ImportResult r = import_torchtitan(toml_tree("torchtitan/llama3_405b.toml"), options);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "experimental.pipeline_parallel_degree");
+  CHECK(r.issues[0].message.find("as 7, 8 × 14, 7 (generate_split_points)") != std::string::npos);
+}
+
 TEST_CASE("torchtitan bad input: an unknown flavor, an unknown key, a missing world") {
   const std::string tree = toml_tree("torchtitan/llama3_8b.toml");
   ImportOptions o;

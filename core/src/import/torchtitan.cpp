@@ -418,9 +418,22 @@ void TorchtitanReader::read_parallelism() {
     }
     // Uneven stages [pp]: the first stage num_layers // stages, the middle ones one more while
     // layers remain, the last the rest.
-    if (stages_per_rank == 1 && layers_ > 0 && layers_ % stages != 0 && !m_.has("parallelism.pipeline_parallel_split_points") &&
+    if (layers_ > 0 && layers_ % stages != 0 && !m_.has("parallelism.pipeline_parallel_split_points") &&
         !m_.has("experimental.pipeline_parallel_split_points")) {
       const int64_t base = layers_ / stages, extra = layers_ % stages;
+      if (stages_per_rank > 1) {
+        // trainmem deals an interleaved schedule's layers in equal chunks per virtual stage
+        // (Megatron's layout, estimate/layout.hpp): torchtitan's uneven chunks have no config.
+        const int64_t longer = std::min(extra, stages - 2), last = layers_ - base - (stages - 2) * base - longer;
+        std::string split = number_text(double(base));
+        if (longer > 0) split += ", " + number_text(double(base + 1)) + " × " + number_text(double(longer));
+        if (stages - 2 - longer > 0) split += ", " + number_text(double(base)) + " × " + number_text(double(stages - 2 - longer));
+        split += ", " + number_text(double(last));
+        return m_.fail(pp_key, "torchtitan splits the " + number_text(double(layers_)) + " layers over " + number_text(double(stages)) +
+                                   " stages (" + number_text(double(stages_per_rank)) + " per rank) as " + split +
+                                   " (generate_split_points); trainmem places an interleaved schedule's layers in equal chunks, so it "
+                                   "cannot express this split (a schedule with one stage per rank can be)");
+      }
       if (extra == stages - 2 || extra == stages - 1) {
         const int64_t last = layers_ - base - (stages - 2) * (base + 1);
         m_.assume("num_layers_in_first_pipeline_stage", double(base), "generate_split_points: num_layers // stages", pp_key);

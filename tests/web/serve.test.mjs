@@ -9,7 +9,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { buildDist, hashFiles, listFiles, staleReferences } from '../../web/scripts/build-dist.mjs';
+import { buildDist, hashFiles, listFiles, staleReferences, withBootInline } from '../../web/scripts/build-dist.mjs';
+import { createHash } from 'node:crypto';
 import { DOCUMENT, HASHED, STABLE } from '../../web/scripts/assets.mjs';
 import { IMMUTABLE, WEB_ROOT, acceptedEncodings, serve } from '../../web/scripts/serve.mjs';
 import { deferElement } from '../../web/scripts/prerender.mjs';
@@ -213,5 +214,23 @@ describe('the first document defers what its first frame need not lay out', () =
   test('index.html has the elements the build defers', async () => {
     const index = await readFile(join(WEB_ROOT, 'index.html'), 'utf8');
     for (const opening of ['<section id="how"', '<dialog id="embed-dialog"']) assert.match(deferElement(index, opening, 2), /<template data-deferred="2">/);
+  });
+});
+
+describe('the head script is inlined, allowed by its hash alone', () => {
+  const page = `<meta http-equiv="Content-Security-Policy" content="default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'">
+  <script src="js/boot.0123abcd.js"></script>`;
+  test('the script text replaces the tag and its SHA-256 joins script-src', () => {
+    const code = "document.documentElement.setAttribute('data-x','');\n";
+    const out = withBootInline(page, new Map([['js/boot.0123abcd.js', Buffer.from(code)]]));
+    const hash = createHash('sha256').update(code).digest('base64');
+    assert.ok(out.includes(`<script>${code}</script>`));
+    assert.ok(out.includes(`script-src 'self' 'wasm-unsafe-eval' 'sha256-${hash}'; style-src 'self'`));
+    assert.ok(!out.includes('src="js/boot'));
+  });
+  test('a page without it, a missing file or a script that would close the tag fails the build', () => {
+    assert.throws(() => withBootInline('<p></p>', new Map()), /does not load js\/boot.js/);
+    assert.throws(() => withBootInline(page, new Map()), /does not have/);
+    assert.throws(() => withBootInline(page, new Map([['js/boot.0123abcd.js', Buffer.from('"</script>"')]])), /cannot be inlined/);
   });
 });

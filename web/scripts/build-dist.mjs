@@ -17,7 +17,8 @@
 //   - the scripts are bundled and minified (bundle.mjs: esbuild), the pages' modulepreload links
 //     naming the bundles.
 //   - index.html holds the fresh page's first answer, taken from the built page in headless
-//     Chromium (prerender.mjs): a visitor without a link sees it before the module has run.
+//     Chromium (prerender.mjs): a visitor without a link sees it before the module has run; its
+//     head script (js/boot.js) is inlined, allowed by its hash in the CSP (withBootInline).
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
@@ -26,6 +27,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, relative, resolve } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
 import {
   COMPRESSIBLE, DOCUMENT, STABLE, TEXT, digest, hashedName, listFiles, references, rewrite,
 } from './assets.mjs';
@@ -182,12 +184,32 @@ async function writeServed(file, path, body) {
  * `prerender: false` leaves index.html without its first answer.
  * Resolves to { files, raw, gz, br } (sizes summed over the files).
  */
+/**
+ * index.html with its classic head script (js/boot.js, which must run before the first paint)
+ * inlined and its SHA-256 added to the Content-Security-Policy's script-src, which allows no other
+ * inline script: the parser no longer waits for a request before it reaches the answer. Headline
+ * first paint, 15 cold loads each, interleaved, in one run on the 2-core machine: 196 ms with the
+ * script fetched, 176 ms inlined. The file stays in dist/ (a hashed name nothing else uses).
+ */
+export function withBootInline(html, served) {
+  const tag = /<script src="(js\/boot(?:\.[0-9a-f]+)?\.js)"><\/script>/.exec(html);
+  if (!tag) throw new Error('index.html does not load js/boot.js');
+  const code = served.get(tag[1])?.toString('utf8');
+  if (code === undefined) throw new Error(`index.html names ${tag[1]}, which the build does not have`);
+  if (/<\/script/i.test(code)) throw new Error('js/boot.js contains "</script": it cannot be inlined');
+  const csp = /(<meta http-equiv="Content-Security-Policy" content="[^"]*script-src [^;"]*)/;
+  if (!csp.test(html)) throw new Error("index.html's Content-Security-Policy has no script-src");
+  const hash = createHash('sha256').update(code).digest('base64');
+  return html.replace(tag[0], () => `<script>${code}</script>`).replace(csp, (policy) => `${policy} 'sha256-${hash}'`);
+}
+
 export async function buildDist(out, { build = true, bundle = true, prerender = true } = {}) {
   if (build) {
     execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
     execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
   }
   const served = hashFiles(bundle ? await bundlePage(web, await readPage()) : await readPage());
+  served.set('index.html', Buffer.from(withBootInline(served.get('index.html').toString('utf8'), served)));
   const bad = absoluteUrls(served);
   if (bad.length) throw new Error(`absolute URLs would break under a sub-path:\n  ${bad.join('\n  ')}`);
   await rm(out, { recursive: true, force: true });

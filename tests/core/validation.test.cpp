@@ -214,6 +214,11 @@ TEST_CASE("tensor and pipeline parallel rules", "[validation][pipeline]") {
           one("num_layers: the 5 layers left after the first/last pipeline stages must divide "
               "evenly (and at least one each) over the 3 remaining stages"));
   }
+  SECTION("the first and last stages must leave layers for the middle ones") {
+    // 8 layers, PP 4: a last stage of 100 layers leaves none for the other 3 stages.
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 4, "num_layers_in_last_pipeline_stage": 100)")) ==
+          one("num_layers: the first/last pipeline stages take 100 layers of 8, which leaves none for the other 3 stages"));
+  }
   SECTION("virtual stages must divide every uneven stage") {
     CHECK(messages_for(with(R"("pipeline_model_parallel_size": 3, "num_layers_in_first_pipeline_stage": 2,
         "num_layers_in_last_pipeline_stage": 2, "virtual_pipeline_model_parallel_size": 4)")) ==

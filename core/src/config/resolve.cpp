@@ -516,7 +516,11 @@ Resolved resolve(const ConfigInput& in) {
           fail("num_layers", "must equal num_layers_in_first_pipeline_stage + "
                              "num_layers_in_last_pipeline_stage (" + n(first + last) +
                                  ") when they are the only stages, got " + n(c.num_layers));
-      } else if (rest_layers <= 0 || rest_layers % rest_stages != 0) {
+      } else if (rest_layers <= 0) {
+        fail("num_layers", "the first/last pipeline stages take " + n(first + last) + " layers of " +
+                               n(c.num_layers) + ", which leaves none for the other " + n(rest_stages) +
+                               " stage" + (rest_stages == 1 ? "" : "s"));
+      } else if (rest_layers % rest_stages != 0) {
         fail("num_layers", "the " + n(rest_layers) +
                                " layers left after the first/last pipeline stages must divide "
                                "evenly (and at least one each) over the " + n(rest_stages) +

@@ -179,12 +179,6 @@ async function writeServed(file, path, body) {
 }
 
 /**
- * Writes the page into `out` (emptied first). `build: false` takes web/ as it is (the modules and
- * Chart.js must be there); `bundle: false` keeps the modules as written (bundle.mjs);
- * `prerender: false` leaves index.html without its first answer.
- * Resolves to { files, raw, gz, br } (sizes summed over the files).
- */
-/**
  * index.html with its classic head script (js/boot.js, which must run before the first paint)
  * inlined and its SHA-256 added to the Content-Security-Policy's script-src, which allows no other
  * inline script: the parser no longer waits for a request before it reaches the answer. Headline
@@ -203,6 +197,12 @@ export function withBootInline(html, served) {
   return html.replace(tag[0], () => `<script>${code}</script>`).replace(csp, (policy) => `${policy} 'sha256-${hash}'`);
 }
 
+/**
+ * Writes the page into `out` (emptied first). `build: false` takes web/ as it is (the modules and
+ * Chart.js must be there); `bundle: false` keeps the modules as written (bundle.mjs);
+ * `prerender: false` leaves index.html without its first answer.
+ * Resolves to { files, raw, gz, br } (sizes summed over the files).
+ */
 export async function buildDist(out, { build = true, bundle = true, prerender = true } = {}) {
   if (build) {
     execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });

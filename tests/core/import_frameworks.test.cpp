@@ -257,7 +257,7 @@ TEST_CASE("torchtitan versions: the compiled loss from 0.1 on") {
   CHECK(r.issues[0].field == "--version");
 }
 
-TEST_CASE("torchtitan interleaved stages that split the layers unevenly are named, not estimated as another model") {
+TEST_CASE("torchtitan splits trainmem cannot express are named, not estimated as another model") {
   // The benchmark's Table 5 Interleaved 1F1B row: 126 layers over 8 × 2 = 16 stages. torchtitan
   // 2024 generate_split_points: 126 // 16 = 7 on the first, 8 on the next 14 (126 % 16 = 14 extra),
   // the last the rest: 126 − 7 − 14 × 8 = 7.
@@ -270,6 +270,14 @@ TEST_CASE("torchtitan interleaved stages that split the layers unevenly are name
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "experimental.pipeline_parallel_degree");
   CHECK(r.issues[0].message.find("as 7, 8 × 14, 7 (generate_split_points)") != std::string::npos);
+  // One stage per rank with unequal middle stages: 32 layers over 5 stages are 6, 7, 7, 6, 6
+  // (32 // 5 = 6, 32 % 5 = 2 middle stages one longer, the last 32 − 6 − 3 × 6 − 2 = 6).
+  ImportOptions five;
+  five.gpus = 10;
+  five.overrides = {"experimental.pipeline_parallel_degree=5", "training.tensor_parallel_degree=1", "training.batch_size=5"};
+  const ImportResult uneven = import_torchtitan(toml_tree("torchtitan/llama3_8b.toml"), five);
+  REQUIRE(uneven.issues.size() == 1);
+  CHECK(uneven.issues[0].message.find("as 6, 7 × 2, 6 × 1, 6 (generate_split_points)") != std::string::npos);
 }
 
 TEST_CASE("torchtitan bad input: an unknown flavor, an unknown key, a missing world") {

@@ -228,9 +228,11 @@ describe('the head script is inlined, allowed by its hash alone', () => {
     assert.ok(out.includes(`script-src 'self' 'wasm-unsafe-eval' 'sha256-${hash}'; style-src 'self'`));
     assert.ok(!out.includes('src="js/boot'));
   });
-  test('a page without it, a missing file or a script that would close the tag fails the build', () => {
+  test('a page without it, a missing file or a script that would end or escape the tag fails the build', () => {
     assert.throws(() => withBootInline('<p></p>', new Map()), /does not load js\/boot.js/);
     assert.throws(() => withBootInline(page, new Map()), /does not have/);
-    assert.throws(() => withBootInline(page, new Map([['js/boot.0123abcd.js', Buffer.from('"</script>"')]])), /cannot be inlined/);
+    for (const text of ['"</script>"', '"<!--"']) {
+      assert.throws(() => withBootInline(page, new Map([['js/boot.0123abcd.js', Buffer.from(text)]])), /cannot be inlined/);
+    }
   });
 });

@@ -190,7 +190,8 @@ export function withBootInline(html, served) {
   if (!tag) throw new Error('index.html does not load js/boot.js');
   const code = served.get(tag[1])?.toString('utf8');
   if (code === undefined) throw new Error(`index.html names ${tag[1]}, which the build does not have`);
-  if (/<\/script/i.test(code)) throw new Error('js/boot.js contains "</script": it cannot be inlined');
+  // Either would end the element or change how the parser reads the rest of its text.
+  if (/<\/script|<!--/i.test(code)) throw new Error('js/boot.js contains "</script" or "<!--": it cannot be inlined');
   const csp = /(<meta http-equiv="Content-Security-Policy" content="[^"]*script-src [^;"]*)/;
   if (!csp.test(html)) throw new Error("index.html's Content-Security-Policy has no script-src");
   const hash = createHash('sha256').update(code).digest('base64');

@@ -417,31 +417,24 @@ void TorchtitanReader::read_parallelism() {
                 local_key);
     }
     // Uneven stages [pp]: the first stage num_layers // stages, the middle ones one more while
-    // layers remain, the last the rest.
+    // layers remain, the last the rest. trainmem expresses it when the middle stages are equal and
+    // there is one stage per rank (first/last stage sizes); its interleaved chunks are all equal,
+    // and a split it cannot express would be estimated as another model: an error naming it.
     if (layers_ > 0 && layers_ % stages != 0 && !m_.has("parallelism.pipeline_parallel_split_points") &&
         !m_.has("experimental.pipeline_parallel_split_points")) {
-      const int64_t base = layers_ / stages, extra = layers_ % stages;
-      if (stages_per_rank > 1) {
-        // trainmem deals an interleaved schedule's layers in equal chunks per virtual stage
-        // (Megatron's layout, estimate/layout.hpp): torchtitan's uneven chunks have no config.
-        const int64_t longer = std::min(extra, stages - 2), last = layers_ - base - (stages - 2) * base - longer;
-        std::string split = number_text(double(base));
-        if (longer > 0) split += ", " + number_text(double(base + 1)) + " × " + number_text(double(longer));
-        if (stages - 2 - longer > 0) split += ", " + number_text(double(base)) + " × " + number_text(double(stages - 2 - longer));
-        split += ", " + number_text(double(last));
-        return m_.fail(pp_key, "torchtitan splits the " + number_text(double(layers_)) + " layers over " + number_text(double(stages)) +
-                                   " stages (" + number_text(double(stages_per_rank)) + " per rank) as " + split +
-                                   " (generate_split_points); trainmem places an interleaved schedule's layers in equal chunks, so it "
-                                   "cannot express this split (a schedule with one stage per rank can be)");
-      }
-      if (extra == stages - 2 || extra == stages - 1) {
-        const int64_t last = layers_ - base - (stages - 2) * (base + 1);
-        m_.assume("num_layers_in_first_pipeline_stage", double(base), "generate_split_points: num_layers // stages", pp_key);
-        m_.assume("num_layers_in_last_pipeline_stage", double(last), "generate_split_points: the layers left after the middle stages' " + number_text(double(base + 1)), pp_key);
-      } else {
-        out_.ignored.push_back(pp_key + ": torchtitan's split of " + number_text(double(layers_)) + " layers over " +
-                               number_text(double(stages)) + " stages has uneven middle stages; trainmem splits them evenly");
-      }
+      const int64_t first = layers_ / stages, middle = std::max<int64_t>(0, stages - 2);
+      const int64_t longer = std::min(layers_ % stages, middle), shorter = middle - longer;
+      const int64_t last = layers_ - first - middle * first - longer;
+      auto text = [](int64_t v) { return number_text(double(v)); };
+      const std::string split = text(first) + (longer ? ", " + text(first + 1) + " × " + text(longer) : "") +
+                                (shorter ? ", " + text(first) + " × " + text(shorter) : "") + ", " + text(last);
+      const std::string what = "torchtitan splits the " + text(layers_) + " layers over " + text(stages) + " stages (" +
+                               text(stages_per_rank) + " per rank) as " + split + " (generate_split_points)";
+      if (stages_per_rank > 1 || (longer > 0 && shorter > 0))
+        return m_.fail(pp_key, what + "; trainmem's stages are equal but for the first and the last, and an interleaved "
+                                      "schedule's chunks all equal, so it cannot express this split");
+      m_.assume("num_layers_in_first_pipeline_stage", double(first), "generate_split_points: num_layers // stages", pp_key);
+      m_.assume("num_layers_in_last_pipeline_stage", double(last), "generate_split_points: the layers left after the middle stages' " + text(first + 1), pp_key);
     }
     for (const char* k : {"parallelism.pipeline_parallel_split_points", "experimental.pipeline_parallel_split_points", "parallelism.pipeline_parallel_layers_per_stage"})
       if (m_.has(k)) m_.ignore_value(k, "explicit stage boundaries: trainmem splits the layers evenly (give num_layers_in_first/last_pipeline_stage)");

@@ -20,7 +20,11 @@
 // - estimate call through the module, for the default config (what a fresh page shows: the
 //   empty link's config, with the GPU's capacity): engine.estimate(config) as the page calls it,
 //   in Node and in the page in Chromium.
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+// - this machine's paint floor, beside the first frame: the first contentful paint of two probe
+//   documents served by the dist/ server in the same interleaved cold loads, one line of text
+//   alone and the same line under dist/'s stylesheet. No page can show its result before the
+//   styled probe paints, so the gap between the two rows is what the page itself costs.
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -88,6 +92,40 @@ async function openPage(browser, target) {
   await page.waitForFunction(() => Number.isFinite(window.benchHeadline.frame), null, { timeout: 60_000 });
   await page.waitForLoadState('networkidle');
   return { context, page };
+}
+
+/** A cold load of a probe document: its first contentful paint. */
+async function probeLoad(browser, url) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(url);
+  const fcp = await page.evaluate(() => new Promise((resolve) => {
+    new PerformanceObserver((list) => {
+      const e = list.getEntries().find((x) => x.name === 'first-contentful-paint');
+      if (e) resolve(e.startTime);
+    }).observe({ type: 'paint', buffered: true });
+    setTimeout(() => resolve(NaN), 10_000);
+  }));
+  await context.close();
+  return fcp;
+}
+
+/**
+ * The probe documents, written beside dist/'s files: one line of text, alone and under dist/'s
+ * stylesheet (its content-hashed name read from the built index.html).
+ */
+async function writeProbes(root) {
+  const index = await readFile(join(root, 'index.html'), 'utf8');
+  const sheet = index.match(/<link rel="stylesheet" href="([^"]+)">/)?.[1];
+  if (!sheet) throw new Error('dist/index.html links no stylesheet');
+  const doc = (head) => `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>probe</title>${head}</head>`
+    + '<body><p>60.81 GiB of 79.65 GiB</p></body></html>';
+  await writeFile(join(root, 'probe-text.html'), doc(''));
+  await writeFile(join(root, 'probe-styled.html'), doc(`<link rel="stylesheet" href="${sheet}">`));
+  return [
+    { what: 'one line of text', path: 'probe-text.html', fcp: [] },
+    { what: 'one line under the stylesheet', path: 'probe-styled.html', fcp: [] },
+  ];
 }
 
 async function coldLoad(browser, target) {
@@ -190,6 +228,7 @@ const out = await mkdtemp(join(tmpdir(), 'trainmem-bench-dist-'));
 await buildDist(out, { build: false });
 const web = await serve({ port: 0 });
 const dist = await serve({ port: 0, root: out });
+const probes = await writeProbes(out);
 const targets = [
   { name: 'web/', what: 'web/ as is, uncompressed', url: web.url, size: sizer(WEB_ROOT), modules: true, loads: [] },
   // dist/'s modules are bundled (no engine.js to import): its estimate call is web/'s, the same module.
@@ -206,7 +245,10 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
-for (let i = 0; i < LOADS; i += 1) for (const t of targets) t.loads.push(await coldLoad(browser, t));
+for (let i = 0; i < LOADS; i += 1) {
+  for (const t of targets) t.loads.push(await coldLoad(browser, t));
+  for (const p of probes) p.fcp.push(await probeLoad(browser, `${dist.url}${p.path}`));
+}
 for (const t of targets) {
   Object.assign(t, await keystrokes(browser, t, t.modules && { engineUrl: `${t.url}js/engine.js`, linkUrl: `${t.url}js/link-config.js` }));
   t.bytes = await firstLoadBytes(t, t.loads.at(-1));
@@ -250,6 +292,8 @@ for (const p of notFetched) {
   console.log(`  ${p.padEnd(34)} ${kb(s.raw).padStart(9)} raw ${kb(s.gz).padStart(9)} gzip`);
 }
 console.log(`  in all:                ${kb(lazy)} gzip`);
+console.log('\nThis machine\'s paint floor (first contentful paint of a probe document, cold loads interleaved with the above):');
+for (const p of probes) console.log(`  ${p.what.padEnd(32)} median ${ms(median(p.fcp))} (min ${ms(Math.min(...p.fcp))})`);
 console.log(`engine.estimate(default config) in Node: ${Number.isFinite(node.us) ? `${node.us.toFixed(1)} µs a call (median of 9 rounds of ${node.calls})` : `n/a (${node.error})`}`);
 
 // The figures beside their targets.
@@ -266,4 +310,6 @@ console.log(`\n${'Figure (issue 15)'.padEnd(42)}${targets.map((t) => cell(t.what
 for (const [label, value, format, target, targetText] of rows) {
   console.log(`${label.padEnd(42)}${targets.map((t) => cell(`${format(value(t), t)} (${verdict(value(t), target)})`)).join('')}${targetText}`);
 }
+// Not a figure of the page: the probe is served once, so both columns show the same floor.
+console.log(`${'Paint floor here (styled one-line probe)'.padEnd(42)}${targets.map(() => cell(ms(median(probes[1].fcp)))).join('')}what no first frame beats here`);
 console.log(`(${LOADS} cold loads per target, interleaved; ${KEYSTROKES} keystrokes; headless Chromium on 127.0.0.1, no GPU; Chart.js not counted as own)`);

@@ -2,6 +2,7 @@
 // number comes from core/.
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -28,6 +29,7 @@ constexpr const char* k_usage =
     "       trainmem fields [--format markdown]   the input fields (type, range, unit, default)\n"
     "       trainmem import hf CONFIG.json [--base TRAINING.json]   Hugging Face config.json -> config\n"
     "       trainmem import megatron-args [FILE|-] [--base TRAINING.json]   Megatron-LM arguments -> config\n"
+    "       trainmem import megatron-args MODEL_CONFIG.yaml [--gpus N] [--base TRAINING.json]   Megatron-LM's test config\n"
     "       trainmem import torchtune RECIPE.yaml [--gpus N] [--version V] [--base TRAINING.json] [key=value ...]\n"
     "       trainmem import torchtitan JOB.toml [--gpus N] [--version V] [--base TRAINING.json] [--section.key[=value] ...]\n"
     "       trainmem import deepspeed DS_CONFIG.json [--hf-args TRAINING_ARGS.json] (--model CONFIG.json | --preset ID)\n"
@@ -228,6 +230,13 @@ int import_command(const std::vector<std::string>& args) {
     return usage_error("import needs a source kind: " + kinds);
   }
   if (*kind != ImportKind::hf && *kind != ImportKind::megatron_args) return import_framework_command(*kind, args);
+  // Megatron-LM's functional-test config (model_config.yaml) is a YAML file read like a
+  // framework's: parsed into a tree, with --gpus for the launcher's GPUS_PER_NODE.
+  const auto yaml_name = [](const std::string& a) {
+    return a.size() > 5 && (a.ends_with(".yaml") || a.ends_with(".yml"));
+  };
+  if (*kind == ImportKind::megatron_args && std::any_of(args.begin() + 1, args.end(), yaml_name))
+    return import_framework_command(*kind, args);
   std::string path, base_path;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--base") {

@@ -79,31 +79,59 @@ test('import hf: bad input exits 2 with the message on stderr and nothing on std
   assert.equal(badBase.stderr, '--base: num_layer: unknown field; did you mean "num_layers"?\n');
 });
 
+const bridgeBase = join(dir, 'bridge.json');
+writeFileSync(bridgeBase, JSON.stringify({ profile: 'megatron-bridge' }));
+
 test('import megatron-args reads a launch script and estimates the reference example to the byte', () => {
-  const imported = run(['import', 'megatron-args', `${data}/megatron/llama3-70b.txt`]);
+  // Over a reference profile's base the trainmem profile's fields the line sets (--bf16, the
+  // framework) are left out and named; the config estimates as Megatron-Bridge does.
+  const imported = run(['import', 'megatron-args', `${data}/megatron/llama3-70b.txt`, '--base', bridgeBase]);
   assert.equal(imported.status, 0, imported.stderr);
   assert.ok(notes(imported.stderr, 'ignored: ').includes('ignored: --lr 1.5e-4: not used by the estimate'));
-  const r = run(['estimate', '-', '--profile', 'megatron-bridge'], imported.stdout);
+  assert.ok(notes(imported.stderr, 'ignored: ').includes(
+    'ignored: params_dtype = "bf16": the megatron-bridge profile does not read it (trainmem profile only)'));
+  const r = run(['estimate', '-'], imported.stdout);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).total_bytes, 45169291776);
+  // Over the default base the same config is the trainmem profile's: it rejects nothing.
+  const trainmem = run(['import', 'megatron-args', `${data}/megatron/llama3-70b.txt`]);
+  assert.equal(JSON.parse(trainmem.stdout).params_dtype, 'bf16');
+  assert.equal(run(['estimate', '-'], trainmem.stdout).status, 0);
 });
 
 test('import megatron-args reads stdin by default and reports bad values', () => {
   const ok = run(['import', 'megatron-args'], '--tensor-model-parallel-size 4 --sequence-parallel');
   assert.equal(ok.status, 0, ok.stderr);
-  assert.deepEqual(JSON.parse(ok.stdout), { sequence_parallel: true, tensor_model_parallel_size: 4 });
+  // A line without the model's shape overlays the base: only what it says, and that it is Megatron's.
+  assert.deepEqual(JSON.parse(ok.stdout), { sequence_parallel: true, tensor_model_parallel_size: 4, framework: 'megatron' });
   const bad = run(['import', 'megatron-args', '-'], '--num-layers 32 --moe-layer-freq "[0]*2+1"');
   assert.equal(bad.status, 2);
   assert.equal(bad.stdout, '');
   assert.equal(bad.stderr, '--moe-layer-freq: cannot add a list and an integer in "[0]*2+1"\n');
 });
 
+test('import megatron-args reads Megatron-LM\'s functional-test config (YAML) with --gpus', () => {
+  const file = join(dir, 'model_config.yaml');
+  writeFileSync(file, [
+    'ENV_VARS:', '  NVTE_FUSED_ATTN: 0', 'MODEL_ARGS:', '  --num-layers: 12', '  --hidden-size: 512',
+    '  --num-attention-heads: 8', '  --seq-length: 1024', '  --micro-batch-size: 4', '  --vocab-size: 50257',
+    '  --tensor-model-parallel-size: 2', '  --bf16: true', '  --save: ${CHECKPOINT_SAVE_PATH}', 'TEST_TYPE: regular', '',
+  ].join('\n'));
+  const r = run(['import', 'megatron-args', file, '--gpus', '4']);
+  assert.equal(r.status, 0, r.stderr);
+  const config = JSON.parse(r.stdout);
+  assert.equal(config.data_parallel_size, 2);  // 4 GPUs / TP 2
+  assert.equal(config.attention_backend, 'flash');  // NVTE_FUSED_ATTN=0
+  assert.equal(config.params_dtype, 'bf16');
+  assert.ok(notes(r.stderr, 'read: ').includes('read: GPUS_PER_NODE ← --gpus 4'));
+  assert.equal(run(['estimate', '-'], r.stdout).status, 0);
+  const bad = run(['import', 'megatron-args', file.replace('model_config', 'missing')]);
+  assert.equal(bad.status, 2);
+});
+
 test('export writes Megatron-LM arguments that import back to the same estimate', () => {
   // A Megatron run, compared in Megatron-Bridge's profile (trainmem's own fields add notes).
-  const imported = JSON.stringify({
-    ...JSON.parse(run(['import', 'megatron-args', `${data}/megatron/deepseek-v3.txt`]).stdout),
-    profile: 'megatron-bridge',
-  });
+  const imported = run(['import', 'megatron-args', `${data}/megatron/deepseek-v3.txt`, '--base', bridgeBase]).stdout;
   const exported = run(['export', '-'], imported);
   assert.equal(exported.status, 0, exported.stderr);
   assert.match(exported.stdout, /--moe-layer-freq '\(\[0\]\*3\+\[1\]\*58\)'/);
@@ -111,10 +139,10 @@ test('export writes Megatron-LM arguments that import back to the same estimate'
     'note: data_parallel_size = 64: not a Megatron-LM argument (Megatron derives it from the ' +
       'launcher); launch on WORLD_SIZE = DP × TP × PP × CP = 64 × 2 × 16 × 1 = 2048 GPUs',
   ]);
-  const back = run(['import', 'megatron-args', '-'], `WORLD_SIZE=2048 ${exported.stdout}`);
+  const back = run(['import', 'megatron-args', '-', '--base', bridgeBase], `WORLD_SIZE=2048 ${exported.stdout}`);
   assert.equal(back.status, 0, back.stderr);
   const before = JSON.parse(run(['estimate', '-'], imported).stdout);
-  const after = JSON.parse(run(['estimate', '-', '--profile', 'megatron-bridge'], back.stdout).stdout);
+  const after = JSON.parse(run(['estimate', '-'], back.stdout).stdout);
   assert.equal(after.total_bytes, before.total_bytes);
   assert.deepEqual(after.config, before.config);
 });

@@ -543,7 +543,15 @@ TEST_CASE("a GPT-3 line with flag=value forms imports learned positions and Mega
           "add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)",
           "normalization ← LayerNorm (no --normalization: Megatron-LM's default)",
           "ffn_hidden_size ← 4 × hidden_size = 49152 (no --ffn-hidden-size: Megatron-LM's default)",
+          "main_grads_dtype ← fp16 (--fp16 without --accumulate-allreduce-grads-in-fp32: "
+          "Megatron-LM's gradient buffer takes the parameters' type)",
+          "attention_backend: not set (--attention-backend auto: Transformer Engine picks the "
+          "kernel by GPU and version; set attention_backend for the GPU the run uses)",
       });
+  // --fp16 without --accumulate-allreduce-grads-in-fp32 keeps fp16 gradients (validate_args,
+  // DistributedDataParallelConfig.grad_reduce_in_fp32).
+  CHECK(r.input.params_dtype == Dtype::fp16);
+  CHECK(r.input.main_grads_dtype == Dtype::fp16);
   CHECK(r.ignored.front() ==
         "--vocab-file gpt2-vocab.json: Megatron-LM takes the vocabulary size "
         "from the tokenizer: set vocab_size (or --vocab-size)");
@@ -582,19 +590,124 @@ TEST_CASE("arguments that do not affect memory are listed as ignored", "[import]
   const ImportResult r = import_megatron_args(
       "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --lr 3e-4 --recompute-method "
       "uniform "
-      "--num-query-groups 2 --optimizer sgd --split 98,2,0");
+      "--num-query-groups 2 --optimizer muon --split 98,2,0");
   REQUIRE(r.ok());
   CHECK(r.ignored ==
         std::vector<std::string>{
             "--lr 3e-4: not used by the estimate",
-            "--recompute-method uniform: not modelled (the reference formulas read only "
-            "the granularity)",
             "--num-query-groups 2: ignored without --group-query-attention (Megatron-LM "
             "then uses num_attention_heads)",
-            "--optimizer sgd: not modelled (the estimate assumes Adam's two fp32 states)",
+            "--optimizer muon: not modelled (trainmem's optimizer table has adam and sgd of "
+            "Megatron-LM's choices)",
             "--split 98,2,0: not used by the estimate",
         });
+  CHECK(r.input.recompute_method == RecomputeMethod::uniform);
   CHECK(!r.input.num_query_groups);
+}
+
+TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a reference base leaves it out",
+          "[import][megatron]") {
+  SECTION("precision, recompute grouping, attention, dropout and the fused loss") {
+    const ImportResult r = import_megatron_args(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 64 "
+        "--num-attention-heads 4 --vocab-size 100 --seq-length 16 --micro-batch-size 1 --bf16 "
+        "--recompute-granularity selective --recompute-modules core_attn mlp --transformer-impl local "
+        "--attention-dropout 0.0 --hidden-dropout 0.05 --cross-entropy-loss-fusion");
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    CHECK(r.input.framework == Framework::megatron);
+    CHECK(r.input.params_dtype == Dtype::bf16);
+    CHECK(!r.input.main_grads_dtype);  // bf16: fp32 gradients, the field's default
+    CHECK(r.input.recompute_modules == ((1u << unsigned(RecomputeModule::core_attn)) |
+                                        (1u << unsigned(RecomputeModule::mlp))));
+    CHECK(r.input.attention_backend == AttentionBackend::unfused);
+    CHECK(r.input.attention_dropout == 0.0);
+    CHECK(r.input.hidden_dropout == 0.05);
+    CHECK(r.input.cross_entropy_loss_fusion == true);
+    const std::vector<std::string>& read = r.read;
+    CHECK(std::find(read.begin(), read.end(),
+                    "attention_backend ← unfused (--transformer-impl local (Megatron's own DotProductAttention))") !=
+          read.end());
+  }
+  SECTION("Transformer Engine's switches decide the kernel under --attention-backend auto") {
+    auto backend = [](const std::string& env) {
+      return import_megatron_args(env + " python pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4")
+          .input.attention_backend;
+    };
+    CHECK(backend("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0") == AttentionBackend::unfused);
+    CHECK(backend("NVTE_FLASH_ATTN=0") == AttentionBackend::fused);
+    CHECK(backend("NVTE_FUSED_ATTN=0") == AttentionBackend::flash);
+    CHECK(!backend(""));
+    CHECK(import_megatron_args("NVTE_FUSED_ATTN=yes python pretrain_gpt.py --num-layers 2").ignored.front() ==
+          "NVTE_FUSED_ATTN=yes: not 0 or 1; Transformer Engine's choice of attention is unknown");
+  }
+  SECTION("no precision flag trains in fp32; fp16 with fp32 accumulation keeps fp32 gradients") {
+    const ImportResult fp32 = import_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4");
+    CHECK(fp32.input.params_dtype == Dtype::fp32);
+    const ImportResult fp16 = import_megatron_args("--fp16 --accumulate-allreduce-grads-in-fp32");
+    CHECK(fp16.input.params_dtype == Dtype::fp16);
+    CHECK(fp16.input.main_grads_dtype == Dtype::fp32);
+    CHECK(!import_megatron_args("--tensor-model-parallel-size 2").input.params_dtype);  // an overlay sets none
+  }
+  SECTION("over a reference profile the trainmem profile's fields are left out, each named") {
+    const ImportOverBase r = import_over_base(ImportKind::megatron_args,
+                                              "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 "
+                                              "--attention-backend fused --vocab-size 100 --seq-length 16 --micro-batch-size 1",
+                                              R"({"profile": "megatron-lm"})");
+    REQUIRE(r.ok());
+    CHECK(!r.config.params_dtype);
+    CHECK(!r.config.framework);
+    CHECK(std::find(r.ignored.begin(), r.ignored.end(),
+                    "attention_backend = \"fused\": the megatron-lm profile does not read it (trainmem profile only)") !=
+          r.ignored.end());
+    CHECK(resolve(r.config).ok());
+    // Over the trainmem profile (the default) they stay.
+    const ImportOverBase t = import_over_base(ImportKind::megatron_args, "--bf16 --attention-backend fused", "{}");
+    CHECK(t.config.attention_backend == AttentionBackend::fused);
+  }
+}
+
+TEST_CASE("Megatron-LM's functional-test config is read as the command its launcher runs",
+          "[import][megatron]") {
+  // The shape of tests/functional_tests/test_cases/*/model_config.yaml after YAML parsing.
+  const std::string tree = R"({"ENV_VARS": {"CUDA_DEVICE_MAX_CONNECTIONS": 1, "NVTE_FLASH_ATTN": 0, "NVTE_FUSED_ATTN": 0},
+      "MODEL_ARGS": {"--num-layers": 12, "--hidden-size": 512, "--num-attention-heads": 8,
+        "--seq-length": 1024, "--max-position-embeddings": 1024, "--micro-batch-size": 4,
+        "--global-batch-size": 32, "--vocab-size": 50257, "--tensor-model-parallel-size": 2,
+        "--pipeline-model-parallel-size": 2, "--bf16": true, "--recompute-granularity": "selective",
+        "--recompute-modules": ["core_attn", "mlp"], "--data-cache-path": "", "--save": "${CHECKPOINT_SAVE_PATH}"},
+      "MODEL_ARGS_2": {"--num-layers": 99}, "TEST_TYPE": "ckpt-resume"})";
+  SECTION("the launcher's defaults: 8 GPUs on one node") {
+    const ImportOverBase r = import_framework_over_base("megatron-args", tree, "{}", "{}");
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    CHECK(r.config.data_parallel_size == 2);  // 8 / (TP 2 × PP 2)
+    CHECK(r.config.params_dtype == Dtype::bf16);
+    CHECK(r.config.attention_backend == AttentionBackend::unfused);  // both of TE's kernels off
+    CHECK(r.config.recompute_modules == ((1u << unsigned(RecomputeModule::core_attn)) |
+                                         (1u << unsigned(RecomputeModule::mlp))));
+    CHECK(r.read.front() ==
+          "the command ← MODEL_ARGS and ENV_VARS as Megatron-LM's test launcher passes them (_run_training.sh)");
+    CHECK(r.assumed.front() == "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N to change)");
+    CHECK(std::find(r.ignored.begin(), r.ignored.end(),
+                    "MODEL_ARGS_2: the arguments of a resumed second run (the first run's are read)") != r.ignored.end());
+    CHECK(std::find(r.ignored.begin(), r.ignored.end(), "TEST_TYPE: not used by the estimate") != r.ignored.end());
+    CHECK(r.config.num_layers == 12);  // MODEL_ARGS, not MODEL_ARGS_2
+    CHECK(detect_framework_kind(tree) == "megatron-args");
+  }
+  SECTION("--gpus is the launcher's GPUS_PER_NODE") {
+    const ImportOverBase r = import_framework_over_base("megatron-args", tree, R"({"gpus": 4})", "{}");
+    REQUIRE(r.ok());
+    CHECK(r.config.data_parallel_size == 1);
+  }
+  SECTION("a file without MODEL_ARGS, or with something else there, is named") {
+    CHECK(messages(import_framework_over_base("megatron-args", R"({"ENV_VARS": {}})", "{}", "{}")) ==
+          one("MODEL_ARGS: missing: a Megatron-LM test config names its arguments there"));
+    CHECK(messages(import_framework_over_base("megatron-args", R"({"MODEL_ARGS": [1]})", "{}", "{}")) ==
+          one("MODEL_ARGS: must be a mapping of arguments, got [1]"));
+    CHECK(messages(import_framework_over_base("megatron-args", R"({"MODEL_ARGS": {"--num-layers": "x"}})", "{}", "{}")) ==
+          one("--num-layers: must be an integer, got \"x\""));
+  }
 }
 
 TEST_CASE("a Megatron-LM argument that cannot be used gives an exact message",
@@ -760,6 +873,11 @@ TEST_CASE("every preset round-trips through Megatron-LM arguments and through JS
     config["data_parallel_size"] = 2;
     config["use_distributed_optimizer"] = true;
     config["recompute_granularity"] = "full";
+    // Megatron-LM requires a method and a count with full recomputation: the arguments carry
+    // the ones the config states (unset, trainmem recomputes every layer, exported as groups of
+    // one with a note).
+    config["recompute_method"] = "uniform";
+    config["recompute_num_layers"] = 1;
     const std::string id = p["id"];
     CAPTURE(id);
     const Config c = config_from(config.dump());
@@ -808,6 +926,28 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
         "--group-query-attention --num-query-groups 2 --kv-channels 16 --seq-length 16 "
         "--position-embedding-type rope --max-position-embeddings 16 --vocab-size 100 "
         "--make-vocab-size-divisible-by 128 --normalization RMSNorm --swiglu --disable-bias-linear "
-        "--micro-batch-size 1 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 1");
+        "--micro-batch-size 1 --bf16 --attention-backend flash --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 1");
+  }
+  SECTION("the trainmem profile's fields that arguments carry go out and come back") {
+    // Every value away from Megatron-LM's defaults: fp16 weights with fp32 gradients, block
+    // recompute of 2 layers, unfused attention, no dropout, the fused loss, FP8 weights, SGD.
+    const Config c = config_from(R"({"num_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "params_dtype": "fp16",
+        "main_grads_dtype": "fp32", "exp_avg_dtype": "bf16", "recompute_granularity": "full",
+        "recompute_method": "block", "recompute_num_layers": 2, "attention_backend": "unfused",
+        "attention_dropout": 0, "hidden_dropout": 0, "cross_entropy_loss_fusion": true,
+        "fp8_recipe": "delayed", "fp8_param_gather": true, "optimizer": "sgd"})");
+    const MegatronExport e = export_megatron_args(c);
+    CHECK(e.args ==
+          "--num-layers 4 --hidden-size 64 --ffn-hidden-size 256 --num-attention-heads 4 --kv-channels 16 "
+          "--seq-length 16 --position-embedding-type rope --max-position-embeddings 16 --vocab-size 100 "
+          "--make-vocab-size-divisible-by 128 --normalization LayerNorm --micro-batch-size 1 "
+          "--recompute-granularity full --recompute-method block --recompute-num-layers 2 --fp16 "
+          "--accumulate-allreduce-grads-in-fp32 --exp-avg-dtype bf16 --fp8-format hybrid --fp8-recipe delayed "
+          "--fp8-param-gather --optimizer sgd --attention-backend unfused --attention-dropout 0 "
+          "--hidden-dropout 0 --cross-entropy-loss-fusion --tensor-model-parallel-size 1 "
+          "--pipeline-model-parallel-size 1");
+    CHECK(resolved(import_megatron_args(e.args), "{}") == c);
   }
 }

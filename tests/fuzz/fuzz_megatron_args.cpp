@@ -1,5 +1,6 @@
 // libFuzzer harness: any bytes as a Megatron-LM command line, imported as the CLI and the module
-// import it (and as a --moe-layer-freq expression). Issues, never a throw, a crash or a hang; a
+// import it (text that starts with '{' is read as a functional-test config's tree, as
+// corpus/megatron/test-config.json seeds it), and as a --moe-layer-freq expression. Issues, never a throw, a crash or a hang; a
 // line that resolves is exported back.
 #include <cstdint>
 #include <string_view>

@@ -20,6 +20,7 @@ test('detectKind tells the frameworks apart by shape', () => {
   assert.equal(detectKind(text('deepspeed/zero3_bf16.json')), 'deepspeed');
   assert.equal(detectKind(text('axolotl/llama-3-lora-8b.yml')), 'axolotl');
   assert.equal(detectKind('torchrun pretrain_gpt.py --num-layers 2'), 'megatron');
+  assert.equal(detectKind(text('megatron/gpt3_mcore_te_tp2_pp2_resume_torch_dist.yaml')), 'megatron-args');
   assert.deepEqual(splitOverrides(' batch_size=2  lora_attn_modules="[q_proj, v_proj]"'), ['batch_size=2', 'lora_attn_modules="[q_proj, v_proj]"']);
 });
 
@@ -44,6 +45,9 @@ test('the page and the CLI give the same config for each fixture', async () => {
       ['--gpus', '512', '--experimental.pipeline_parallel_degree=8', '--training.batch_size=32']],
     ['axolotl', 'axolotl/llama-3-qlora-fsdp-70b.yaml', 'yaml', { gpus: 2 }, ['--gpus', '2']],
     ['deepspeed', 'deepspeed/zero3_bf16.json', 'json', { gpus: 8, preset: 'llama-2-70b' }, ['--gpus', '8', '--preset', 'llama-2-70b']],
+    // Megatron-LM's CI config: MODEL_ARGS with a "[a b c]" list and TE's environment switches.
+    ['megatron-args', 'megatron/gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental.yaml', 'yaml', {}, []],
+    ['megatron-args', 'megatron/gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4_resume_torch_dist.yaml', 'yaml', { gpus: 4 }, ['--gpus', '4']],
   ];
   for (const [kind, file, format, options, args] of cases) {
     const { tree } = await parseDocument(text(file), format);
@@ -65,7 +69,7 @@ test('syntax errors and bad options are issues, not exceptions', async () => {
   assert.equal(r.issues[0].field, 'gpus');
   const k = engine.importFramework('hf', {}, {}, {});
   assert.equal(k.ok, false);
-  assert.equal(k.issues[0].message, 'kind: must be "torchtune", "torchtitan", "deepspeed" or "axolotl"');
+  assert.equal(k.issues[0].message, 'kind: must be "torchtune", "torchtitan", "deepspeed", "axolotl" or "megatron-args"');
   const o = engine.importFramework('torchtitan', { model: { name: 'llama3', flavor: '8B' } }, { gpus: 8, presets: 'x' }, {});
   assert.equal(o.ok, false);
   assert.equal(o.issues[0].message, 'presets: unknown import option; did you mean "preset"?');

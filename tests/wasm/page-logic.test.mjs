@@ -37,6 +37,8 @@ test('import kind: a JSON object is a config.json, anything else Megatron argume
   assert.equal(detectKind('  {"model_type": '), 'hf');
   assert.equal(detectKind('torchrun pretrain_gpt.py --num-layers 2'), 'megatron');
   assert.equal(detectKind('--num-layers 2'), 'megatron');
+  // Megatron-LM's functional-test config: YAML whose MODEL_ARGS the core reads as the launch command.
+  assert.equal(detectKind('ENV_VARS:\n  NVTE_FUSED_ATTN: 0\nMODEL_ARGS:\n  --num-layers: 12\n'), 'megatron-args');
 });
 
 // ---- what the page, the embed view and the element share: palette and verdict ----

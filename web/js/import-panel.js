@@ -11,7 +11,8 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
  * What the text looks like, from its shape, before anything is parsed: how to parse it, and the
  * panel's "Will be read as" hint. 'hf' for a JSON object (a config.json), 'deepspeed' for a JSON
  * object with DeepSpeed's keys, 'torchtitan' for TOML, 'torchtune' or 'axolotl' for YAML with their
- * keys ('yaml' for other YAML), 'megatron' for anything else (a command line). Once the file is
+ * keys, 'megatron-args' for Megatron-LM's test config (MODEL_ARGS) ('yaml' for other YAML),
+ * 'megatron' for anything else (a command line). Once the file is
  * parsed, the core's detectFramework decides what it is.
  */
 export function detectKind(text) {
@@ -33,6 +34,7 @@ export function detectKind(text) {
   if (yamlPair && !/(^|\s)--[\w-]/.test(lines[0] ?? '')) {
     if (/^\s+_component_:/m.test(t) && /^model:/m.test(t)) return 'torchtune';
     if (/^base_model:/m.test(t)) return 'axolotl';
+    if (/^MODEL_ARGS:/m.test(t)) return 'megatron-args';  // Megatron-LM's functional-test model_config.yaml
     return 'yaml';
   }
   return 'megatron';
@@ -41,8 +43,9 @@ export function detectKind(text) {
 const KIND_NAMES = {
   hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments', torchtune: 'torchtune recipe config',
   torchtitan: 'torchtitan job config', deepspeed: 'DeepSpeed config', axolotl: 'axolotl config', yaml: 'YAML config',
+  'megatron-args': 'Megatron-LM test config (MODEL_ARGS)',
 };
-const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl']);
+const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'megatron-args']);
 
 /** The parsers, fetched once and only when a YAML or TOML file is imported. */
 let yamlModule;
@@ -200,7 +203,7 @@ export class ImportPanel {
         result = { ok: false, issues: parsed.issues };
       } else {
         if (!FRAMEWORKS.has(kind)) {
-          result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_) nor an axolotl config (base_model).' }] };
+          result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model) nor a Megatron-LM test config (MODEL_ARGS).' }] };
         } else {
           result = this.engine.importFramework(kind, parsed.tree, this.options(), base);
         }

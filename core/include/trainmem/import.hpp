@@ -116,12 +116,18 @@ ImportResult import_hf_config(std::string_view config_json);
 // and `--flag=value`. The data-parallel size comes from `--data-parallel-size` (trainmem's own
 // argument) or from the launcher's world size, as Megatron derives it.
 ImportResult import_megatron_args(std::string_view command_line);
+// Megatron-LM's functional-test config (model_config.yaml: MODEL_ARGS, ENV_VARS) as a JSON tree,
+// read as the command its test launcher runs; options.gpus is GPUS_PER_NODE (default 8).
+ImportResult import_megatron_test_config(std::string_view tree_json, const ImportOptions& options);
 
 // `base` with the import applied: every field the import set replaces the base's; when the
 // import describes the whole model, the base's other model fields are cleared too, except the
 // run's vocabulary (vocab_size, which a Megatron tokenizer supplies) and its padding policy
 // (make_vocab_size_divisible_by, should_pad_vocab).
 ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported);
+// The trainmem profile's fields the import sets that merge_import leaves out because the base
+// names a reference profile, which rejects them (import_over_base lists each under ignored).
+std::vector<std::string_view> import_fields_left_out(const ConfigInput& base, const ImportResult& imported);
 
 // Megatron-LM's --moe-layer-freq value (arguments.py moe_freq_type): an integer, or a Python list
 // expression such as "([0]*3+[1]*58)". Only integers, lists, +, * and parentheses are evaluated

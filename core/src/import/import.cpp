@@ -20,8 +20,13 @@ ImportResult import_source(ImportKind kind, std::string_view text, const ImportO
   switch (kind) {
     case ImportKind::hf:
       return import_hf_config(text);
-    case ImportKind::megatron_args:
+    case ImportKind::megatron_args: {
+      // A command line, or Megatron-LM's functional-test config as a tree (what `trainmem import
+      // megatron-args model_config.yaml` and the page make of the YAML): a JSON object.
+      const size_t first = text.find_first_not_of(" \t\r\n");
+      if (first != std::string_view::npos && text[first] == '{') return import_megatron_test_config(text, options);
       return import_megatron_args(text);
+    }
     case ImportKind::torchtune:
       return import_torchtune(text, options);
     case ImportKind::torchtitan:
@@ -34,6 +39,19 @@ ImportResult import_source(ImportKind kind, std::string_view text, const ImportO
       break;
   }
   return {};  // not reached: every kind has its case
+}
+
+// A field's value as a config file writes it: "fp16", 1, true, ["core_attn", "mlp"].
+std::string value_text(const FieldValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return quoted(*s);
+  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (const auto* d = std::get_if<double>(&value)) return number_text(*d);
+  std::string out;
+  if (const auto* names = std::get_if<std::vector<std::string>>(&value))
+    for (const std::string& n : *names) out += (out.empty() ? "" : ", ") + quoted(n);
+  if (const auto* numbers = std::get_if<std::vector<double>>(&value))
+    for (double n : *numbers) out += (out.empty() ? "" : ", ") + number_text(n);
+  return "[" + out + "]";
 }
 
 }  // namespace
@@ -62,6 +80,9 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
     return out;
   }
   out.config = merge_import(base.input, imported);
+  for (std::string_view field : import_fields_left_out(base.input, imported))
+    imported.ignored.push_back(std::string(field) + " = " + value_text(get_field(imported.input, field)) + ": the " +
+                               std::string(name_of(*base.input.profile)) + " profile does not read it (trainmem profile only)");
   static_cast<ImportResult&>(out) = std::move(imported);
   return out;
 }
@@ -128,10 +149,11 @@ std::optional<Issue> set_import_option_text(ImportOptions& options, std::string_
 
 ImportOverBase import_framework_over_base(std::string_view kind_name, std::string_view tree_json,
                                           std::string_view options_json, std::string_view base_json) {
-  static constexpr std::array<std::string_view, 4> k_frameworks = {"torchtune", "torchtitan", "deepspeed", "axolotl"};
+  static constexpr std::array<std::string_view, 5> k_frameworks = {"torchtune", "torchtitan", "deepspeed", "axolotl",
+                                                                   "megatron-args"};
   ImportOverBase out;
   const std::optional<ImportKind> kind = from_name<ImportKind>(kind_name);
-  if (!kind || *kind == ImportKind::hf || *kind == ImportKind::megatron_args) {
+  if (!kind || *kind == ImportKind::hf) {
     out.issues.push_back(issue("kind", "must be " + choices_text(k_frameworks)));
     return out;
   }

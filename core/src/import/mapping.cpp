@@ -526,6 +526,7 @@ void unknown_optimizer(Mapper& m, std::string_view key) {
 std::string_view detect_kind(const json& tree) {
   if (!tree.is_object()) return "";
   if (at(tree, "model._component_")) return "torchtune";
+  if (tree.contains("MODEL_ARGS")) return "megatron-args";  // Megatron-LM's functional-test config
   if (tree.contains("base_model")) return "axolotl";
   if (at(tree, "model.name") && (tree.contains("training") || tree.contains("job") || tree.contains("parallelism")))
     return "torchtitan";

@@ -4,9 +4,13 @@
 // validate_args) as read at the commit cited in ../shared/reference/megatron-formulas.md §1.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "internal.hpp"
+#include "mapping.hpp"
 #include "trainmem/import.hpp"
 
 namespace trainmem {
@@ -247,18 +251,8 @@ struct Unmodelled {
   std::string_view why;
 };
 constexpr Unmodelled k_unmodelled[] = {
-    {"--bf16", "bf16 weights with fp32 main gradients and Adam states: the estimate's assumption"},
-    {"--fp16", "fp16 weights take the bytes of bf16 (the estimate's assumption)"},
-    {"--fp8-format", "FP8 training is not modelled (the estimate assumes bf16 weights)"},
-    {"--fp8-param-gather", "FP8 weights are not modelled (the estimate assumes bf16 weights)"},
     {"--fp4-format", "FP4 training is not modelled (the estimate assumes bf16 weights)"},
     {"--fp4-param", "FP4 weights are not modelled (the estimate assumes bf16 weights)"},
-    {"--main-grads-dtype", "not modelled (the estimate assumes fp32 main gradients)"},
-    {"--main-params-dtype", "not modelled (the estimate assumes fp32 master weights)"},
-    {"--exp-avg-dtype", "not modelled (the estimate assumes fp32 Adam states)"},
-    {"--exp-avg-sq-dtype", "not modelled (the estimate assumes fp32 Adam states)"},
-    {"--recompute-method", "not modelled (the reference formulas read only the granularity)"},
-    {"--recompute-num-layers", "not modelled (the reference formulas read only the granularity)"},
     {"--window-size", "sliding-window attention is not modelled"},
     {"--window-attn-skip-freq", "sliding-window attention is not modelled"},
     {"--use-torch-fsdp2", "FSDP sharding is not modelled"},
@@ -343,12 +337,15 @@ class MegatronReader {
  public:
   explicit MegatronReader(ImportResult& out) : out_(out) {}
   void run(std::string_view text);
+  void run_words(const std::vector<std::string>& words);  // already split as a shell splits them
 
  private:
   ImportResult& out_;
   std::vector<Arg> args_;
   std::optional<int64_t> world_size_;
   std::string world_source_;
+  // Transformer Engine's attention switches set before the launcher (NVTE_FLASH_ATTN=0, ...).
+  std::optional<bool> nvte_flash_, nvte_fused_;
   std::vector<std::pair<std::string_view, int64_t>> ints_;  // fields read from k_int_args
 
   // A problem with `field`, told in the words the user wrote: the message starts with `source`
@@ -427,6 +424,9 @@ class MegatronReader {
   void read_launcher(const std::vector<std::string>& words, size_t end);
   void read_model(bool defines_model);
   void read_parallel();
+  void read_precision(bool defines_model);
+  void read_recompute();
+  void read_attention(bool defines_model);
   void read_rest();
 };
 
@@ -472,6 +472,18 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
         world_source_ = "WORLD_SIZE";
       } else {
         out_.ignored.push_back(w + ": not a positive integer; the world size is unknown");
+      }
+      continue;
+    }
+    if (w.rfind("NVTE_FLASH_ATTN=", 0) == 0 || w.rfind("NVTE_FUSED_ATTN=", 0) == 0) {
+      // Transformer Engine reads these as integers, 0 turning a backend off (attention/
+      // dot_product_attention/utils.py get_attention_backend: int(os.getenv(..., "1"))).
+      const bool flash = w[5] == 'F' && w[6] == 'L';
+      const std::string value = w.substr(w.find('=') + 1);
+      if (value == "0" || value == "1") {
+        (flash ? nvte_flash_ : nvte_fused_) = value == "1";
+      } else {
+        out_.ignored.push_back(w + ": not 0 or 1; Transformer Engine's choice of attention is unknown");
       }
       continue;
     }
@@ -697,6 +709,129 @@ void MegatronReader::read_parallel() {
                                         " / " + sizes + " = " + n(*world_size_ / model));
 }
 
+// ---- What the trainmem profile reads beyond the model and the layout ------------------------
+// megatron/training/arguments.py (the argument table and validate_args) at the commit cited in
+// ../shared/reference/megatron-formulas.md §1; each rule names its line of thought.
+
+constexpr std::string_view k_grad_dtypes[] = {"fp32", "bf16"};                   // --main-grads-dtype
+constexpr std::string_view k_main_param_dtypes[] = {"fp32", "fp16"};             // --main-params-dtype
+constexpr std::string_view k_state_dtypes[] = {"fp32", "fp16", "bf16", "fp8"};   // --exp-avg(-sq)-dtype
+constexpr std::string_view k_recompute_methods[] = {"uniform", "block"};
+constexpr std::string_view k_attention_backends[] = {"flash", "fused", "unfused", "local", "auto"};
+constexpr std::string_view k_fp8_recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
+
+// Weights, gradients and the precision-aware optimizer's states. validate_args: params_dtype is
+// torch.float unless --fp16 (half) or --bf16 (bfloat16), which exclude each other; bf16 turns on
+// accumulate_allreduce_grads_in_fp32 unless --main-grads-dtype bf16 says otherwise, and the
+// gradient buffer is fp32 with it and the parameters' type without it
+// (DistributedDataParallelConfig.grad_reduce_in_fp32). So fp16 keeps fp16 gradients unless
+// --accumulate-allreduce-grads-in-fp32 is given.
+void MegatronReader::read_precision(bool defines_model) {
+  const bool bf16 = flag("--bf16", "params_dtype");
+  const bool fp16 = flag("--fp16", "params_dtype");
+  const bool fp32_grads = flag("--accumulate-allreduce-grads-in-fp32", "main_grads_dtype");
+  if (bf16 && fp16) {
+    fail("params_dtype", "--bf16", "cannot be combined with --fp16 (Megatron-LM asserts it)");
+    return;
+  }
+  if (bf16 && put("params_dtype", std::string("bf16"), "--bf16")) note_read("params_dtype", "bf16 (--bf16)");
+  if (fp16 && put("params_dtype", std::string("fp16"), "--fp16")) {
+    note_read("params_dtype", "fp16 (--fp16)");
+    if (get("--main-grads-dtype")) {
+      // read below, as given
+    } else if (fp32_grads) {
+      if (put("main_grads_dtype", std::string("fp32"), "--accumulate-allreduce-grads-in-fp32"))
+        note_read("main_grads_dtype", "fp32 (--accumulate-allreduce-grads-in-fp32)");
+    } else if (put("main_grads_dtype", std::string("fp16"), "--fp16")) {
+      out_.assumed.push_back(
+          "main_grads_dtype ← fp16 (--fp16 without --accumulate-allreduce-grads-in-fp32: Megatron-LM's "
+          "gradient buffer takes the parameters' type)");
+    }
+  }
+  if (!bf16 && !fp16 && defines_model && put("params_dtype", std::string("fp32"), "command line"))
+    out_.assumed.push_back("params_dtype ← fp32 (no --bf16 or --fp16: Megatron-LM trains in fp32)");
+  const struct {
+    std::string_view arg, field;
+    std::span<const std::string_view> choices;
+  } dtypes[] = {{"--main-grads-dtype", "main_grads_dtype", k_grad_dtypes},
+                {"--main-params-dtype", "main_params_dtype", k_main_param_dtypes},
+                {"--exp-avg-dtype", "exp_avg_dtype", k_state_dtypes},
+                {"--exp-avg-sq-dtype", "exp_avg_sq_dtype", k_state_dtypes}};
+  for (const auto& d : dtypes) choice(d.arg, d.field, d.choices);
+
+  // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how
+  // the scales are kept; --fp8-param-gather keeps the weights themselves in FP8.
+  if (word("--fp8-format", "fp8_recipe")) {
+    std::string recipe = "delayed";
+    std::string from = "--fp8-format (--fp8-recipe's default: delayed)";
+    if (auto r = word("--fp8-recipe", "fp8_recipe")) {
+      if (!one_of(*r, k_fp8_recipes)) {
+        fail("fp8_recipe", "--fp8-recipe", "must be " + choices_text(k_fp8_recipes) + " (Megatron-LM's choices), got " + shown(*r));
+        return;
+      }
+      recipe = *r, from = "--fp8-recipe " + *r;
+    }
+    if (put("fp8_recipe", recipe, "--fp8-recipe")) note_read("fp8_recipe", from);
+  } else if (Arg* r = get("--fp8-recipe")) {
+    out_.ignored.push_back("--fp8-recipe " + joined(r->values) + ": FP8 is off without --fp8-format");
+  }
+  if (flag("--fp8-param-gather", "fp8_param_gather") && put("fp8_param_gather", true, "--fp8-param-gather"))
+    note_read("fp8_param_gather", "true (--fp8-param-gather)");
+}
+
+// Full recompute's grouping and selective recompute's modules (a list of words).
+void MegatronReader::read_recompute() {
+  choice("--recompute-method", "recompute_method", k_recompute_methods);
+  if (auto n = integer("--recompute-num-layers", "recompute_num_layers");
+      n && put("recompute_num_layers", double(*n), "--recompute-num-layers"))
+    note_read("recompute_num_layers", "--recompute-num-layers " + number_text(double(*n)));
+  if (Arg* a = get("--recompute-modules")) {
+    if (a->values.empty()) {
+      fail("recompute_modules", "--recompute-modules", "needs a value");
+    } else if (put("recompute_modules", a->values, "--recompute-modules")) {
+      note_read("recompute_modules", "--recompute-modules " + joined(a->values));
+    }
+  }
+}
+
+// The attention kernel. --attention-backend (flash, fused, unfused, local, auto; default auto)
+// picks Transformer Engine's kernel; local is Megatron's own DotProductAttention, which keeps the
+// softmax scores like unfused; --transformer-impl local builds the layers from that local spec;
+// under auto, Transformer Engine picks by GPU and version unless NVTE_FLASH_ATTN=0 or
+// NVTE_FUSED_ATTN=0 rules a kernel out (both off leaves its unfused attention).
+void MegatronReader::read_attention(bool defines_model) {
+  std::string backend = "auto";
+  std::string from = "--attention-backend's default";
+  if (auto b = word("--attention-backend", "attention_backend")) {
+    if (!one_of(*b, k_attention_backends)) {
+      fail("attention_backend", "--attention-backend",
+           "must be " + choices_text(k_attention_backends) + " (Megatron-LM's choices), got " + shown(*b));
+      return;
+    }
+    backend = *b, from = "--attention-backend " + *b;
+  }
+  if (auto impl = word("--transformer-impl", "attention_backend"); impl && *impl == "local" && backend == "auto")
+    backend = "local", from = "--transformer-impl local (Megatron's own DotProductAttention)";
+  if (flag("--use-flash-attn", "attention_backend") && backend == "auto")
+    backend = "flash", from = "--use-flash-attn";
+  if (backend == "auto") {
+    const bool flash = nvte_flash_.value_or(true), fused = nvte_fused_.value_or(true);
+    if (!flash && !fused) backend = "unfused", from = "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 (Transformer Engine's unfused attention)";
+    else if (!flash) backend = "fused", from = "NVTE_FLASH_ATTN=0 (Transformer Engine's fused attention)";
+    else if (!fused) backend = "flash", from = "NVTE_FUSED_ATTN=0 (Transformer Engine's flash attention)";
+  }
+  if (backend == "auto") {
+    if (defines_model)
+      out_.assumed.push_back(
+          "attention_backend: not set (--attention-backend auto: Transformer Engine picks the kernel "
+          "by GPU and version; set attention_backend for the GPU the run uses)");
+    return;
+  }
+  const std::string field_value = backend == "local" ? "unfused" : backend;
+  if (put("attention_backend", field_value, "--attention-backend"))
+    note_read("attention_backend", field_value + " (" + from + ")");
+}
+
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
   choice("--recompute-granularity", "recompute_granularity", k_recompute_granularities);
@@ -704,6 +839,38 @@ void MegatronReader::read_rest() {
       put("recompute_granularity", std::string("selective"), "--recompute-activations"))
     note_read("recompute_granularity", "selective (--recompute-activations)");
 
+  // Dropout probabilities (default 0.1 each, as the fields'), the fused cross entropy.
+  for (const auto& [arg, field] : {std::pair<std::string_view, std::string_view>{"--attention-dropout", "attention_dropout"},
+                                   {"--hidden-dropout", "hidden_dropout"}}) {
+    if (auto w = word(arg, field)) {
+      char* end = nullptr;
+      const double p = std::strtod(w->c_str(), &end);
+      if (w->empty() || end != w->c_str() + w->size())
+        fail(field, arg, "must be a number, got " + shown(*w));
+      else if (put(field, p, arg))
+        note_read(field, std::string(arg) + " " + *w);
+    }
+  }
+  // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
+  // one state): the optimizer table's rows of the same names.
+  if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {
+    if (put("optimizer", a->values[0], "--optimizer")) note_read("optimizer", "--optimizer " + a->values[0]);
+  } else if (a) {
+    a->used = false;  // listed with the others below, as not modelled
+  }
+  if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion") &&
+      put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
+    note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion)");
+
+  // Megatron-LM's NullTokenizer (--tokenizer-type NullTokenizer, the tests' mock data) counts an
+  // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
+  // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).
+  if (auto type = word("--tokenizer-type", "vocab_size"); type && *type == "NullTokenizer") {
+    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put("vocab_size", double(*n + 1), "--vocab-size"))
+      note_read("vocab_size", "--vocab-size " + number_text(double(*n)) + " + 1 (NullTokenizer adds the EOD token)");
+  } else if (type) {
+    get("--tokenizer-type")->used = false;  // listed below with the other tokenizer arguments
+  }
   const bool has_vocab = int_field("vocab_size").has_value();
   for (Arg& a : args_) {
     if (a.used) continue;
@@ -717,8 +884,7 @@ void MegatronReader::read_rest() {
           "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or "
           "--vocab-size)";
     if (a.name == "--optimizer" && a.values.size() == 1)
-      why = a.values[0] == "adam" ? "Adam: the estimate's assumption"
-                                  : "not modelled (the estimate assumes Adam's two fp32 states)";
+      why = "not modelled (trainmem's optimizer table has adam and sgd of Megatron-LM's choices)";
     out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);
   }
 }
@@ -726,6 +892,11 @@ void MegatronReader::read_rest() {
 void MegatronReader::run(std::string_view text) {
   Words words = shell_words(text);
   if (!words.error.empty()) return fail("command_line", "command line", words.error);
+  run_words(words.words);
+}
+
+void MegatronReader::run_words(const std::vector<std::string>& command) {
+  Words words{command, {}};
   const size_t start = split(words.words);
   if (args_.empty())
     return fail("command_line", "command line", "no Megatron-LM arguments (--name value) found");
@@ -743,6 +914,13 @@ void MegatronReader::run(std::string_view text) {
   out_.whole_model = defines_model;
   read_model(defines_model);
   read_parallel();
+  // A Megatron-LM line describes a Megatron run: the trainmem profile follows Megatron's byte
+  // model (the reference profiles do not read the field; merge_import leaves it out for them).
+  if (put("framework", std::string("megatron"), "command line"))
+    note_read("framework", "megatron (a Megatron-LM command line)");
+  read_precision(defines_model);
+  read_recompute();
+  read_attention(defines_model);
   read_rest();
 }
 
@@ -783,6 +961,70 @@ ImportResult import_megatron_args(std::string_view command_line) {
   ImportResult out;
   MegatronReader(out).run(command_line);
   if (!out.ok()) out.input = ConfigInput{};
+  return out;
+}
+
+// Megatron-LM's functional-test config (tests/functional_tests/test_cases/*/model_config.yaml)
+// turned into the command its launcher runs, as tests/functional_tests/shell_test_utils/
+// _run_training.sh builds it: ENV_VARS exported before the launcher; torchrun with
+// --nproc_per_node GPUS_PER_NODE (default 8) and --nnodes NUM_NODES (default 1); each MODEL_ARGS
+// entry as `--key value`, a true value as the bare flag, a list (or a "[a b]" text, its brackets
+// stripped) as its items, an empty value dropped. Everything else in the file (MODEL_ARGS_2 of a resumed second run, TEST_TYPE, the
+// scripts around the run) says nothing about memory.
+ImportResult import_megatron_test_config(std::string_view tree_json, const ImportOptions& options) {
+  ImportResult out;
+  const std::optional<nlohmann::json> tree = mapping::object_tree(tree_json, "model_config", out.issues);
+  if (!tree) return out;
+  const nlohmann::json* args = tree->contains("MODEL_ARGS") ? &(*tree)["MODEL_ARGS"] : nullptr;
+  if (!args || !args->is_object()) {
+    out.issues.push_back(issue("MODEL_ARGS", std::string(args ? "must be a mapping of arguments, got " + mapping::show(*args)
+                                                                : "missing: a Megatron-LM test config names its arguments there")));
+    return out;
+  }
+  const auto scalar_text = [](const nlohmann::json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::vector<std::string> words;
+  if (const auto env = tree->find("ENV_VARS"); env != tree->end() && env->is_object())
+    for (const auto& [key, value] : env->items()) words.push_back(key + "=" + scalar_text(value));
+  const int64_t gpus = options.gpus > 0 ? options.gpus : 8;
+  for (std::string w : {"torchrun", "--nproc_per_node", "", "--nnodes", "1", "pretrain_gpt.py"})
+    words.push_back(w.empty() ? std::to_string(gpus) : w);
+  for (const auto& [key, value] : args->items()) {
+    if (value.is_boolean() && value.get<bool>()) {
+      words.push_back(key);
+    } else if (value.is_array()) {
+      words.push_back(key);
+      for (const nlohmann::json& item : value) words.push_back(scalar_text(item));
+    } else if (!(value.is_string() && value.get<std::string>().empty())) {
+      words.push_back(key);  // yq's tostring: false as "false", null as "null"
+      const std::string text = scalar_text(value);
+      // "[a b c]": the brackets stripped and the rest split at blanks (the launcher leaves it
+      // unquoted); anything else, "(…)" and text with blanks included, is one word.
+      if (value.is_string() && text.size() > 2 && text.front() == '[' && text.back() == ']' &&
+          text.find(']') == text.size() - 1) {
+        for (const std::string& w : shell_words(text.substr(1, text.size() - 2)).words) words.push_back(w);
+      } else {
+        words.push_back(text);
+      }
+    }
+  }
+  MegatronReader(out).run_words(words);
+  if (!out.ok()) {
+    out.input = ConfigInput{};
+    return out;
+  }
+  out.read.insert(out.read.begin(),
+                  "the command ← MODEL_ARGS and ENV_VARS as Megatron-LM's test launcher passes them "
+                  "(_run_training.sh)");
+  if (options.gpus > 0)
+    out.read.insert(out.read.begin() + 1, "GPUS_PER_NODE ← --gpus " + std::to_string(options.gpus));
+  else
+    out.assumed.insert(out.assumed.begin(), "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N to change)");
+  for (const auto& [key, value] : tree->items())
+    if (key != "MODEL_ARGS" && key != "ENV_VARS")
+      out.ignored.push_back(key + (key == "MODEL_ARGS_2" ? ": the arguments of a resumed second run (the first run's are read)"
+                                                        : ": not used by the estimate"));
   return out;
 }
 

@@ -20,6 +20,56 @@ std::string shell_word(const std::string& w) {
   return safe ? w : "'" + w + "'";
 }
 
+// The trainmem profile's fields that Megatron-LM arguments carry, written so that
+// import_megatron_args reads them back (its rules: megatron_args.cpp read_precision,
+// read_attention, read_rest); a value no argument gives becomes a note.
+void export_trainmem_fields(const Config& c, std::vector<std::string>& a, std::vector<std::string>& notes) {
+  const auto dtype = [](Dtype d) { return std::string(name_of(d)); };
+  if (c.framework != Framework::megatron)
+    notes.push_back("framework " + std::string(name_of(c.framework)) +
+                    ": the arguments describe a Megatron-LM run, whose byte model differs");
+  // Weights: fp32 without a flag, --bf16 or --fp16.
+  if (c.params_dtype == Dtype::bf16) a.push_back("--bf16");
+  else if (c.params_dtype == Dtype::fp16) a.push_back("--fp16");
+  else if (c.params_dtype != Dtype::fp32)
+    notes.push_back("params_dtype " + dtype(c.params_dtype) + ": no Megatron-LM argument gives it; not exported");
+  // Gradients: fp16 weights keep fp16 gradients unless accumulated in fp32; otherwise fp32
+  // unless --main-grads-dtype bf16.
+  const Dtype grads_default = c.params_dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::fp32;
+  if (c.main_grads_dtype != grads_default) {
+    if (c.params_dtype == Dtype::fp16 && c.main_grads_dtype == Dtype::fp32) a.push_back("--accumulate-allreduce-grads-in-fp32");
+    else if (c.main_grads_dtype == Dtype::bf16 && c.params_dtype != Dtype::fp16) a.push_back("--main-grads-dtype bf16");
+    else notes.push_back("main_grads_dtype " + dtype(c.main_grads_dtype) + " with params_dtype " + dtype(c.params_dtype) +
+                         ": no Megatron-LM argument gives it; not exported");
+  }
+  if (c.main_params_dtype == Dtype::fp16) a.push_back("--main-params-dtype fp16");
+  else if (c.main_params_dtype != Dtype::fp32)
+    notes.push_back("main_params_dtype " + dtype(c.main_params_dtype) + ": no Megatron-LM argument gives it; not exported");
+  for (const auto& [arg, value] : {std::pair<std::string_view, Dtype>{"--exp-avg-dtype", c.exp_avg_dtype},
+                                   {"--exp-avg-sq-dtype", c.exp_avg_sq_dtype}}) {
+    if (value == Dtype::fp16 || value == Dtype::bf16 || value == Dtype::fp8) a.push_back(std::string(arg) + " " + dtype(value));
+    else if (value != Dtype::fp32)
+      notes.push_back(std::string(arg.substr(2)) + " " + dtype(value) + ": no Megatron-LM argument gives it; not exported");
+  }
+  if (c.fp8_recipe != Fp8Recipe::none) {
+    a.push_back("--fp8-format hybrid --fp8-recipe " + std::string(name_of(c.fp8_recipe)));
+    notes.push_back("fp8_recipe " + std::string(name_of(c.fp8_recipe)) +
+                    ": exported with --fp8-format hybrid (e4m3 keeps the same bytes; choose the format)");
+  }
+  if (c.fp8_param_gather) a.push_back("--fp8-param-gather");
+  if (c.optimizer == Optimizer::sgd) a.push_back("--optimizer sgd");
+  else if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw)
+    notes.push_back("optimizer " + std::string(name_of(c.optimizer)) + ": not one of Megatron-LM's (adam, sgd); not exported");
+  // The kernel: Megatron-LM's default (auto) lets Transformer Engine choose; trainmem has chosen.
+  a.push_back("--attention-backend " + std::string(name_of(c.attention_backend)));
+  auto probability = [&](std::string_view arg, double p) {
+    if (p != 0.1) a.push_back(std::string(arg) + " " + number_text(p));  // Megatron-LM's default: 0.1
+  };
+  probability("--attention-dropout", c.attention_dropout);
+  probability("--hidden-dropout", c.hidden_dropout);
+  if (c.cross_entropy_loss_fusion) a.push_back("--cross-entropy-loss-fusion");
+}
+
 }  // namespace
 
 std::string moe_layer_freq_expression(const std::vector<uint8_t>& pattern) {
@@ -124,15 +174,30 @@ MegatronExport export_megatron_args(const Config& c) {
   }
   if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (c.sequence_parallel) a.push_back("--sequence-parallel");
+  const bool trainmem = c.profile == Profile::trainmem;
   if (c.recompute_granularity == RecomputeGranularity::selective) {
     a.push_back("--recompute-granularity selective");
+    // Megatron-LM's default --recompute-modules is core_attn, as the field's.
+    if (trainmem && c.recompute_modules != (1u << unsigned(RecomputeModule::core_attn))) {
+      std::string modules;
+      for (unsigned m = 0; m < unsigned(RecomputeModule::count); ++m)
+        if (c.recompute_modules & (1u << m)) modules += " " + std::string(name_of(RecomputeModule(m)));
+      a.push_back("--recompute-modules" + modules);
+    }
   } else if (c.recompute_granularity == RecomputeGranularity::full) {
-    // TransformerConfig requires a method with full recomputation; the estimate does not read it.
-    a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
-    out.notes.push_back(
-        "recompute_granularity full: exported with --recompute-method uniform "
-        "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
+    if (trainmem && c.recompute_num_layers > 0) {
+      a.push_back("--recompute-granularity full --recompute-method " + std::string(name_of(c.recompute_method)) +
+                  " --recompute-num-layers " + n(c.recompute_num_layers));
+    } else {
+      // TransformerConfig requires a method with full recomputation; every layer recomputed
+      // alone is uniform groups of one.
+      a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+      out.notes.push_back(
+          "recompute_granularity full: exported with --recompute-method uniform "
+          "--recompute-num-layers 1 (Megatron-LM requires a method; adjust it)");
+    }
   }
+  if (trainmem) export_trainmem_fields(c, a, out.notes);
 
   arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
   arg("--pipeline-model-parallel-size", c.pipeline_model_parallel_size);
@@ -169,8 +234,8 @@ MegatronExport export_megatron_args(const Config& c) {
                         ": trainmem's choice of reference, not a Megatron-LM argument");
   if (c.profile == Profile::trainmem)
     out.notes.push_back(
-        "fields of the trainmem profile (framework, precisions, optimizer, offload, "
-        "activation policy) are not exported");
+        "the trainmem profile's other fields (offload, fine-tuning, model implementation, runtime "
+        "overheads) have no Megatron-LM argument and are not exported");
   if (c.should_pad_vocab)
     out.notes.push_back(
         "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");

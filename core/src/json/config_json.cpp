@@ -1,6 +1,7 @@
 // Configs as JSON documents, partial and resolved (config_input_json, export_config_json), and
 // an import merged over a base config (merge_import): what the CLI's `import` and `export` and the
 // module's import and export bindings write.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "trainmem/import.hpp"
@@ -10,9 +11,23 @@
 
 namespace trainmem {
 
+std::vector<std::string_view> import_fields_left_out(const ConfigInput& base, const ImportResult& imported) {
+  // The reference profiles reject the trainmem profile's fields (resolve: "applies to the trainmem
+  // profile only"); a source that says them (a Megatron line's precision, recompute grouping,
+  // attention kernel) still describes the same run, so over such a base they are left out.
+  std::vector<std::string_view> out;
+  if (!base.profile || *base.profile == Profile::trainmem) return out;
+  for (const FieldSpec& spec : field_specs())
+    if (spec.trainmem_only && !std::holds_alternative<std::monostate>(get_field(imported.input, spec.name)))
+      out.push_back(spec.name);
+  return out;
+}
+
 ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) {
   ConfigInput out = base;
+  const std::vector<std::string_view> left_out = import_fields_left_out(base, imported);
   for (const FieldSpec& spec : field_specs()) {
+    if (std::find(left_out.begin(), left_out.end(), spec.name) != left_out.end()) continue;
     const FieldValue value = get_field(imported.input, spec.name);
     const bool model_field = spec.group == FieldGroup::model || spec.group == FieldGroup::moe ||
                              spec.group == FieldGroup::mla;

@@ -688,7 +688,7 @@ TEST_CASE("Megatron-LM's functional-test config is read as the command its launc
                                          (1u << unsigned(RecomputeModule::mlp))));
     CHECK(r.read.front() ==
           "the command ← MODEL_ARGS and ENV_VARS as Megatron-LM's test launcher passes them (_run_training.sh)");
-    CHECK(r.assumed.front() == "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N to change)");
+    CHECK(r.assumed.front() == "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N, or the import's GPU count, to change)");
     CHECK(std::find(r.ignored.begin(), r.ignored.end(),
                     "MODEL_ARGS_2: the arguments of a resumed second run (the first run's are read)") != r.ignored.end());
     CHECK(std::find(r.ignored.begin(), r.ignored.end(), "TEST_TYPE: not used by the estimate") != r.ignored.end());
@@ -705,6 +705,9 @@ TEST_CASE("Megatron-LM's functional-test config is read as the command its launc
           one("MODEL_ARGS: missing: a Megatron-LM test config names its arguments there"));
     CHECK(messages(import_framework_over_base("megatron-args", R"({"MODEL_ARGS": [1]})", "{}", "{}")) ==
           one("MODEL_ARGS: must be a mapping of arguments, got [1]"));
+    CHECK(messages(import_framework_over_base("megatron-args", tree, R"({"overrides": ["a=1"], "version": "0.1"})", "{}")) ==
+          std::vector<std::string>{"overrides: Megatron-LM's test config takes none: edit its MODEL_ARGS",
+                                   "version: Megatron-LM's test config takes none: its arguments say what the run did"});
     CHECK(messages(import_framework_over_base("megatron-args", R"({"MODEL_ARGS": {"--num-layers": "x"}})", "{}", "{}")) ==
           one("--num-layers: must be an integer, got \"x\""));
   }

@@ -756,6 +756,24 @@ await check('a torchtitan job TOML imports in the page as the CLI reads it: a ba
   return page;
 });
 
+await check('a Megatron-LM test config (model_config.yaml) imports in the page as its CI launcher runs it: 8 GPUs unless told, fp16 with fp16 gradients, the local layers\' unfused attention', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const yaml = await readFile(new URL('../import/fixtures/megatron/gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4_resume_torch_dist.yaml', import.meta.url), 'utf8');
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', yaml);
+  expect((await page.textContent('#import-kind')).includes('Megatron-LM test config'), `kind: ${await page.textContent('#import-kind')}`);
+  await page.click('#import-run');
+  await page.waitForFunction(() => /Megatron-LM test config/.test(document.querySelector('#import-report').textContent) && /GPUS_PER_NODE = 8/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const value = (name) => page.inputValue(`#f-${name}`);
+  expect(await value('pipeline_model_parallel_size') === '4' && await value('data_parallel_size') === '2', `PP ${await value('pipeline_model_parallel_size')}, DP ${await value('data_parallel_size')}`);
+  expect(await value('params_dtype') === 'fp16' && await value('main_grads_dtype') === 'fp16', `params ${await value('params_dtype')}, grads ${await value('main_grads_dtype')}`);
+  expect(await value('attention_backend') === 'unfused', `attention ${await value('attention_backend')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('garbage in the import panel is named and the page keeps its inputs: a DeepSpeed number beyond a double, an unfinished TOML, a bad GPU count', async (keep) => {
   const { page, problems } = await open('#v=1&m=llama-3.1-8b&s=4096&b=2&tp=2&dp=4&gpu=h100-80gb');
   keep(page);

@@ -150,6 +150,14 @@ export class ImportPanel {
     const kind = t ? this.kindOf(t) : null;
     this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, or a torchtune, torchtitan, DeepSpeed or axolotl config.';
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
+    // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
+    // 8 GPUs per node unless told.
+    const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml';
+    for (const input of [this.overrides, this.version]) {
+      const field = input?.closest('.field');
+      if (field) field.hidden = !overridable;
+    }
+    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : '1';
   }
 
   /** {gpus, overrides, version} from the panel's inputs. */
@@ -158,9 +166,10 @@ export class ImportPanel {
     // What was typed goes to the core, which names a bad count ("gpus: must be a positive integer").
     const typed = this.gpus?.value.trim();
     if (typed) options.gpus = /^-?\d+(\.\d+)?$/.test(typed) ? Number(typed) : typed;
-    const overrides = splitOverrides(this.overrides?.value);
+    // Hidden inputs (a kind that reads no overrides or versions) send nothing.
+    const overrides = this.overrides?.closest('.field')?.hidden ? [] : splitOverrides(this.overrides?.value);
     if (overrides.length) options.overrides = overrides;
-    if (this.version?.value.trim()) options.version = this.version.value.trim();
+    if (this.version?.value.trim() && !this.version.closest('.field')?.hidden) options.version = this.version.value.trim();
     return options;
   }
 

@@ -973,6 +973,12 @@ ImportResult import_megatron_args(std::string_view command_line) {
 // scripts around the run) says nothing about memory.
 ImportResult import_megatron_test_config(std::string_view tree_json, const ImportOptions& options) {
   ImportResult out;
+  // The file is the whole run: nothing to override or to choose a version of.
+  if (!options.overrides.empty())
+    out.issues.push_back(issue("overrides", "Megatron-LM's test config takes none: edit its MODEL_ARGS"));
+  if (!options.version.empty())
+    out.issues.push_back(issue("version", "Megatron-LM's test config takes none: its arguments say what the run did"));
+  if (!out.issues.empty()) return out;
   const std::optional<nlohmann::json> tree = mapping::object_tree(tree_json, "model_config", out.issues);
   if (!tree) return out;
   const nlohmann::json* args = tree->contains("MODEL_ARGS") ? &(*tree)["MODEL_ARGS"] : nullptr;
@@ -1020,7 +1026,7 @@ ImportResult import_megatron_test_config(std::string_view tree_json, const Impor
   if (options.gpus > 0)
     out.read.insert(out.read.begin() + 1, "GPUS_PER_NODE ← --gpus " + std::to_string(options.gpus));
   else
-    out.assumed.insert(out.assumed.begin(), "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N to change)");
+    out.assumed.insert(out.assumed.begin(), "GPUS_PER_NODE = 8, NUM_NODES = 1: the test launcher's defaults (--gpus N, or the import's GPU count, to change)");
   for (const auto& [key, value] : tree->items())
     if (key != "MODEL_ARGS" && key != "ENV_VARS")
       out.ignored.push_back(key + (key == "MODEL_ARGS_2" ? ": the arguments of a resumed second run (the first run's are read)"

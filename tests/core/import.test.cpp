@@ -713,6 +713,59 @@ TEST_CASE("Megatron-LM's functional-test config is read as the command its launc
   }
 }
 
+TEST_CASE("a custom pipeline layout becomes trainmem's placement when the arguments could say it, else an error naming its split",
+          "[import][megatron]") {
+  const std::string line = "--num-layers 16 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 "
+                           "--vocab-size 100 --tensor-model-parallel-size 1 --bf16 --attention-backend flash ";
+  SECTION("equal chunks: the virtual pipeline, as --num-layers-per-virtual-pipeline-stage 2 gives it") {
+    // E(tt|)*7,ttL: 8 stages of 2 layers over PP 2 = VPP 4 (stage s on rank s % 2).
+    const ImportResult r = import_megatron_args("WORLD_SIZE=2 " + line + "--pipeline-model-parallel-size 2 "
+                                                "--pipeline-model-parallel-layout 'E(tt|)*7,ttL'");
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    CHECK(r.input.virtual_pipeline_model_parallel_size == 4);
+    CHECK(!r.input.num_layers_in_first_pipeline_stage);
+    const ImportResult args = import_megatron_args("WORLD_SIZE=2 " + line + "--pipeline-model-parallel-size 2 "
+                                                   "--num-layers-per-virtual-pipeline-stage 2");
+    CHECK(resolved(r, "{}") == resolved(args, "{}"));
+  }
+  SECTION("uneven first and last ranks: their own sizes, the middle ranks alike") {
+    // Et*2|t*5|t*5|t*4L over PP 4: ranks of 2, 5, 5 and 4 layers.
+    const ImportResult r = import_megatron_args("WORLD_SIZE=4 " + line + "--pipeline-model-parallel-size 4 "
+                                                "--pipeline-model-parallel-layout 'Et*2|t*5|t*5|t*4L'");
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    CHECK(r.input.num_layers_in_first_pipeline_stage == 2);
+    CHECK(r.input.num_layers_in_last_pipeline_stage == 4);
+    CHECK(!r.input.virtual_pipeline_model_parallel_size);
+    CHECK(resolve(merge_import(ConfigInput{}, r)).ok());
+  }
+  auto msgs = [&](const std::string& rest) { return messages(import_megatron_args(line + rest)); };
+  SECTION("a split the arguments cannot say, and layouts Megatron-LM refuses") {
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*3|(tt|)*6tL'") ==
+          one("--pipeline-model-parallel-layout: puts 3, 2, 2, 2, 2, 2, 2, 1 decoder layers in its 8 stages; "
+              "trainmem places layers as Megatron-LM's arguments do (every chunk of a rank equal, the middle ranks "
+              "alike), which cannot say this split, got \"Et*3|(tt|)*6tL\""));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'E|t*16|L'") ==
+          one("--pipeline-model-parallel-layout: has 3 stages, which pipeline_model_parallel_size (2) must divide, "
+              "got \"E|t*16|L\""));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*8|t*7xL'") ==
+          one("--pipeline-model-parallel-layout: has 'x', which is no layer (E, t, m, L; Megatron-LM's characters), "
+              "got \"Et*8|t*7xL\""));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 't*8|Et*8L'") ==
+          one("--pipeline-model-parallel-layout: must start with the embedding E and end with the loss L, each once "
+              "(Megatron-LM asserts it), got \"t*8|Et*8L\""));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*8|t*7L'") ==
+          one("--pipeline-model-parallel-layout: places 15 decoder layers where --num-layers is 16, got \"Et*8|t*7L\""));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 "
+               "--pipeline-model-parallel-layout 'E(tt|)*7,ttL'") ==
+          one("--pipeline-model-parallel-layout: cannot be combined with --num-layers-per-virtual-pipeline-stage "
+              "(Megatron-LM accepts one way of placing layers)"));
+    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '(tt|*99999999'") ==
+          one("--pipeline-model-parallel-layout: has an unclosed '(', got \"(tt|*99999999\""));
+  }
+}
+
 TEST_CASE("a Megatron-LM argument that cannot be used gives an exact message",
           "[import][megatron][validation]") {
   auto msgs = [](const std::string& line) { return messages(import_megatron_args(line)); };

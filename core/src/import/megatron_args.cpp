@@ -261,7 +261,6 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--cpu-offloading", "not imported: set activation_offload (trainmem offloads every layer but one, "
                          "whatever --cpu-offloading-num-layers says)"},
     {"--optimizer-cpu-offload", "optimizer offloading is not modelled"},
-    {"--pipeline-model-parallel-layout", "custom pipeline layouts are not modelled"},
     {"--account-for-embedding-in-pipeline-split", "custom pipeline layouts are not modelled"},
     {"--account-for-loss-in-pipeline-split", "custom pipeline layouts are not modelled"},
     {"--encoder-num-layers", "encoder-decoder models are not modelled"},
@@ -424,6 +423,7 @@ class MegatronReader {
   void read_launcher(const std::vector<std::string>& words, size_t end);
   void read_model(bool defines_model);
   void read_parallel();
+  bool read_layout();
   void read_precision(bool defines_model);
   void read_recompute();
   void read_attention(bool defines_model);
@@ -626,6 +626,105 @@ void MegatronReader::read_model(bool defines_model) {
   }
 }
 
+// --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py,
+// parse_str_to_list and __init__): commas are cosmetic; "(…)*n" and "x*n" repeat; "|" ends a
+// stage; E embedding, t a decoder layer, m an MTP layer, L the loss. Stage s runs on pipeline rank
+// s % PP as its virtual chunk s / PP, so PP × VPP stages. trainmem places layers as Megatron's
+// arguments do: equal chunks, or first and last ranks of their own size with every chunk of a
+// rank equal; a layout that is neither is an error naming its split, not a different pipeline.
+bool MegatronReader::read_layout() {
+  const std::string_view arg = "--pipeline-model-parallel-layout";
+  const std::string vpp = "virtual_pipeline_model_parallel_size";
+  const std::optional<std::string> text = word(arg, vpp);
+  if (!text) return false;
+  std::string expanded;
+  for (char c : *text) if (c != ',') expanded += c;
+  auto bad = [&](const std::string& rule) { fail(vpp, arg, rule + ", got " + shown(*text)); return false; };
+  // (group)*n first, then x*n, as Megatron's two re.sub passes (no nesting).
+  for (int pass = 0; pass < 2; ++pass) {
+    std::string out;
+    for (size_t i = 0; i < expanded.size();) {
+      size_t body_start = i, body_end = i + 1, next = i + 1;
+      if (pass == 0 && expanded[i] == '(') {
+        const size_t close = expanded.find(')', i);
+        if (close == std::string::npos) return bad("has an unclosed '('");
+        body_start = i + 1, body_end = close, next = close + 1;
+      }
+      if ((pass == 1 || expanded[i] == '(') && next < expanded.size() && expanded[next] == '*') {
+        size_t d = next + 1;
+        while (d < expanded.size() && std::isdigit(static_cast<unsigned char>(expanded[d]))) ++d;
+        const std::optional<int64_t> count = parse_int(expanded.substr(next + 1, d - next - 1));
+        if (!count || *count > 100000) return bad("has a repeat count that is not a whole number up to 100000");
+        for (int64_t k = 0; k < *count; ++k) out += expanded.substr(body_start, body_end - body_start);
+        if (out.size() > 10'000'000) return bad("expands past 10,000,000 characters");
+        i = d;
+      } else {
+        out += expanded.substr(i, next - i);
+        i = next;
+      }
+    }
+    expanded = std::move(out);
+  }
+  std::vector<std::string> stages(1);
+  for (char c : expanded) {
+    if (c == '|') stages.emplace_back();
+    else if (c == 'E' || c == 't' || c == 'm' || c == 'L') stages.back() += c;
+    else return bad(std::string("has '") + c + "', which is no layer (E, t, m, L; Megatron-LM's characters)");
+  }
+  const int64_t pp = int_field("pipeline_model_parallel_size").value_or(1);
+  const int64_t n_stages = int64_t(stages.size());
+  auto n = [](int64_t v) { return number_text(double(v)); };
+  if (pp < 1 || n_stages % pp != 0)
+    return bad("has " + n(n_stages) + " stages, which pipeline_model_parallel_size (" + n(pp) + ") must divide");
+  if (expanded.empty() || expanded.front() != 'E' || expanded.back() != 'L' ||
+      std::count(expanded.begin(), expanded.end(), 'E') != 1 || std::count(expanded.begin(), expanded.end(), 'L') != 1)
+    return bad("must start with the embedding E and end with the loss L, each once (Megatron-LM asserts it)");
+  const int64_t chunks = n_stages / pp;
+  std::vector<int64_t> count(stages.size());
+  int64_t total = 0, mtp = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    count[i] = std::count(stages[i].begin(), stages[i].end(), 't');
+    total += count[i];
+    mtp += std::count(stages[i].begin(), stages[i].end(), 'm');
+  }
+  if (const std::optional<int64_t> layers = int_field("num_layers"); layers && *layers != total)
+    return bad("places " + n(total) + " decoder layers where --num-layers is " + n(*layers));
+  if (mtp != int_field("mtp_num_layers").value_or(0))
+    return bad("places " + n(mtp) + " MTP layers where --mtp-num-layers is " + n(int_field("mtp_num_layers").value_or(0)));
+  // Every chunk of a rank equal, and the middle ranks alike: rank r's chunk v is stage v·PP + r.
+  auto chunk = [&](int64_t rank, int64_t v) { return count[size_t(v * pp + rank)]; };
+  std::optional<int64_t> first, middle, last;
+  bool expressible = true;
+  for (int64_t r = 0; r < pp && expressible; ++r) {
+    for (int64_t v = 1; v < chunks; ++v) expressible = expressible && chunk(r, v) == chunk(r, 0);
+    const int64_t per_rank = chunk(r, 0) * chunks;
+    if (r == 0) first = per_rank;
+    else if (r == pp - 1) last = per_rank;
+    else if (!middle) middle = per_rank;
+    else expressible = expressible && *middle == per_rank;
+  }
+  std::string split;
+  for (size_t i = 0; i < count.size(); ++i) split += (i ? ", " : "") + n(count[i]);
+  if (!expressible)
+    return bad("puts " + split + " decoder layers in its " + n(n_stages) +
+               " stages; trainmem places layers as Megatron-LM's arguments do (every chunk of a rank "
+               "equal, the middle ranks alike), which cannot say this split");
+  if (chunks > 1 && put(vpp, double(chunks), arg))
+    note_read(vpp, std::string(arg) + " " + *text + ": " + n(n_stages) + " stages over PP " + n(pp) + " = " + n(chunks));
+  const int64_t even = middle.value_or(pp == 1 ? *first : (*first + *last) / 2);
+  const bool uneven = pp > 1 && (*first != middle.value_or(*first) || *last != middle.value_or(*last) ||
+                                 (!middle && *first != *last));
+  if (uneven) {
+    if (put("num_layers_in_first_pipeline_stage", double(*first), arg) &&
+        put("num_layers_in_last_pipeline_stage", double(*last), arg))
+      note_read("num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage",
+                n(*first) + ", " + n(*last) + " (" + std::string(arg) + ": " + split + " layers per stage)");
+  } else if (pp > 1) {
+    out_.read.push_back("the pipeline's layers ← " + std::string(arg) + ": " + n(even) + " on every rank (" + split + " per stage)");
+  }
+  return true;
+}
+
 void MegatronReader::read_parallel() {
   const int64_t layers = int_field("num_layers").value_or(0);
   const int64_t tp = int_field("tensor_model_parallel_size").value_or(1);
@@ -636,6 +735,15 @@ void MegatronReader::read_parallel() {
   auto n = [](int64_t v) { return number_text(double(v)); };
   const std::string vpp = "virtual_pipeline_model_parallel_size";
 
+  // A custom layout places every layer itself; it excludes the other ways of giving VPP.
+  if (get("--pipeline-model-parallel-layout")) {
+    for (std::string_view other : {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                                   "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"})
+      if (get(other))
+        return fail(vpp, "--pipeline-model-parallel-layout",
+                    "cannot be combined with " + std::string(other) + " (Megatron-LM accepts one way of placing layers)");
+    if (!read_layout()) return;
+  } else {
   // Virtual pipeline (validate_args): --num-layers-per-virtual-pipeline-stage gives
   // (num_layers / PP) / that; --num-virtual-stages-per-pipeline-rank gives it directly (and is
   // the one uneven pipelines need); a result of 1 means no interleaving (None).
@@ -683,6 +791,7 @@ void MegatronReader::read_parallel() {
     out_.read.push_back(vpp + ": none (" + how + "; Megatron-LM drops a size of 1)");
   } else if (v && put(vpp, double(*v), per_given ? per_arg : stages_arg)) {
     note_read(vpp, how);
+  }
   }
 
   // Data-parallel size: trainmem's --data-parallel-size, else WORLD_SIZE / (TP · PP · CP) as

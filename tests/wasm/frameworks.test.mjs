@@ -45,8 +45,8 @@ test('the page and the CLI give the same config for each fixture', async () => {
       ['--gpus', '512', '--experimental.pipeline_parallel_degree=8', '--training.batch_size=32']],
     ['axolotl', 'axolotl/llama-3-qlora-fsdp-70b.yaml', 'yaml', { gpus: 2 }, ['--gpus', '2']],
     ['deepspeed', 'deepspeed/zero3_bf16.json', 'json', { gpus: 8, preset: 'llama-2-70b' }, ['--gpus', '8', '--preset', 'llama-2-70b']],
-    // Megatron-LM's CI config: MODEL_ARGS with a "[a b c]" list and TE's environment switches.
-    ['megatron-args', 'megatron/gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental.yaml', 'yaml', {}, []],
+    // Megatron-LM's CI configs: FP8 with its parameter gather and CP; fp16 on the local layers.
+    ['megatron-args', 'megatron/gpt3_345m_weekly_dgx_h100_1N8G_mcore_tp4_cp2_native_fp8_tp_sp_cp_tp_overlap.yaml', 'yaml', {}, []],
     ['megatron-args', 'megatron/gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4_resume_torch_dist.yaml', 'yaml', { gpus: 4 }, ['--gpus', '4']],
   ];
   for (const [kind, file, format, options, args] of cases) {
@@ -57,6 +57,19 @@ test('the page and the CLI give the same config for each fixture', async () => {
     assert.equal(native.status, 0, native.stderr);
     assert.deepEqual(page.config, JSON.parse(native.stdout), file);
   }
+});
+
+test('a Megatron-LM test config whose layout trainmem cannot say fails alike in the page and the CLI', async () => {
+  // Its "[layernorm mla_up_proj mlp moe_act]" list is read as the launcher splits it; its
+  // --pipeline-model-parallel-layout puts 3, 2 × 6 and 1 layers in 8 stages.
+  const file = 'megatron/gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental.yaml';
+  const { tree } = await parseDocument(text(file), 'yaml');
+  const page = engine.importFramework('megatron-args', tree, {}, {});
+  assert.equal(page.ok, false);
+  const native = spawnSync(cli, ['import', 'megatron-args', new URL(file, fixtures).pathname], { encoding: 'utf8' });
+  assert.equal(native.status, 2);
+  assert.deepEqual(page.issues.map((i) => i.message), native.stderr.trim().split('\n'));
+  assert.match(page.issues[0].message, /^--pipeline-model-parallel-layout: puts 3, 2, 2, 2, 2, 2, 2, 1 decoder layers/);
 });
 
 test('syntax errors and bad options are issues, not exceptions', async () => {

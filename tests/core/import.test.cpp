@@ -624,6 +624,12 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(r.input.attention_dropout == 0.0);
     CHECK(r.input.hidden_dropout == 0.05);
     CHECK(r.input.cross_entropy_loss_fusion == true);
+    const ImportResult moe = import_megatron_args("--num-experts 8 --moe-expert-capacity-factor 1.25 --optimizer-cpu-offload "
+                                                  "--use-distributed-optimizer");
+    CHECK(moe.input.moe_expert_capacity_factor == 1.25);
+    CHECK(moe.input.optimizer_offload_fraction == 1.0);  // --optimizer-offload-fraction's default
+    CHECK(import_megatron_args("--optimizer-offload-fraction 0.3").ignored.front() ==
+          "--optimizer-offload-fraction 0.3: nothing is offloaded without --optimizer-cpu-offload");
     const std::vector<std::string>& read = r.read;
     CHECK(std::find(read.begin(), read.end(),
                     "attention_backend ← unfused (--transformer-impl local (Megatron's own DotProductAttention))") !=
@@ -993,16 +999,18 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
         "main_grads_dtype": "fp32", "exp_avg_dtype": "bf16", "recompute_granularity": "full",
         "recompute_method": "block", "recompute_num_layers": 2, "attention_backend": "unfused",
         "attention_dropout": 0, "hidden_dropout": 0, "cross_entropy_loss_fusion": true,
-        "fp8_recipe": "delayed", "fp8_param_gather": true, "optimizer": "sgd"})");
+        "fp8_recipe": "delayed", "fp8_param_gather": true, "optimizer": "sgd", "use_distributed_optimizer": true,
+        "optimizer_offload_fraction": 0.5})");
     const MegatronExport e = export_megatron_args(c);
     CHECK(e.args ==
           "--num-layers 4 --hidden-size 64 --ffn-hidden-size 256 --num-attention-heads 4 --kv-channels 16 "
           "--seq-length 16 --position-embedding-type rope --max-position-embeddings 16 --vocab-size 100 "
           "--make-vocab-size-divisible-by 128 --normalization LayerNorm --micro-batch-size 1 "
-          "--recompute-granularity full --recompute-method block --recompute-num-layers 2 --fp16 "
+          "--use-distributed-optimizer --recompute-granularity full --recompute-method block --recompute-num-layers 2 --fp16 "
           "--accumulate-allreduce-grads-in-fp32 --exp-avg-dtype bf16 --fp8-format hybrid --fp8-recipe delayed "
           "--fp8-param-gather --optimizer sgd --attention-backend unfused --attention-dropout 0 "
-          "--hidden-dropout 0 --cross-entropy-loss-fusion --tensor-model-parallel-size 1 "
+          "--hidden-dropout 0 --cross-entropy-loss-fusion --optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
+          "--tensor-model-parallel-size 1 "
           "--pipeline-model-parallel-size 1");
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);
   }

@@ -255,12 +255,11 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--fp4-param", "FP4 weights are not modelled (the estimate assumes bf16 weights)"},
     {"--window-size", "sliding-window attention is not modelled"},
     {"--window-attn-skip-freq", "sliding-window attention is not modelled"},
-    {"--use-torch-fsdp2", "FSDP sharding is not modelled"},
-    {"--use-megatron-fsdp", "FSDP sharding is not modelled"},
-    {"--data-parallel-sharding-strategy", "FSDP sharding is not modelled"},
+    {"--use-torch-fsdp2", "Megatron-LM's FSDP2 wrapping is not modelled (trainmem's fsdp2 follows torchtitan's)"},
+    {"--use-megatron-fsdp", "Megatron FSDP's sharding is not modelled"},
+    {"--data-parallel-sharding-strategy", "Megatron FSDP's sharding is not modelled"},
     {"--cpu-offloading", "not imported: set activation_offload (trainmem offloads every layer but one, "
                          "whatever --cpu-offloading-num-layers says)"},
-    {"--optimizer-cpu-offload", "optimizer offloading is not modelled"},
     {"--account-for-embedding-in-pipeline-split", "custom pipeline layouts are not modelled"},
     {"--account-for-loss-in-pipeline-split", "custom pipeline layouts are not modelled"},
     {"--encoder-num-layers", "encoder-decoder models are not modelled"},
@@ -967,6 +966,33 @@ void MegatronReader::read_rest() {
   } else if (a) {
     a->used = false;  // listed with the others below, as not modelled
   }
+  // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
+  // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
+  if (flag("--optimizer-cpu-offload", "optimizer_offload_fraction")) {
+    double fraction = 1.0;
+    std::string from = "--optimizer-cpu-offload (--optimizer-offload-fraction's default: 1.0)";
+    if (auto w = word("--optimizer-offload-fraction", "optimizer_offload_fraction")) {
+      char* end = nullptr;
+      fraction = std::strtod(w->c_str(), &end);
+      if (w->empty() || end != w->c_str() + w->size()) {
+        fail("optimizer_offload_fraction", "--optimizer-offload-fraction", "must be a number, got " + shown(*w));
+        fraction = -1;
+      }
+      from = "--optimizer-cpu-offload --optimizer-offload-fraction " + *w;
+    }
+    if (fraction >= 0 && put("optimizer_offload_fraction", fraction, "--optimizer-offload-fraction"))
+      note_read("optimizer_offload_fraction", from);
+  } else if (Arg* f = get("--optimizer-offload-fraction")) {
+    out_.ignored.push_back("--optimizer-offload-fraction " + joined(f->values) + ": nothing is offloaded without --optimizer-cpu-offload");
+  }
+  if (auto w = word("--moe-expert-capacity-factor", "moe_expert_capacity_factor")) {
+    char* end = nullptr;
+    const double factor = std::strtod(w->c_str(), &end);
+    if (w->empty() || end != w->c_str() + w->size())
+      fail("moe_expert_capacity_factor", "--moe-expert-capacity-factor", "must be a number, got " + shown(*w));
+    else if (put("moe_expert_capacity_factor", factor, "--moe-expert-capacity-factor"))
+      note_read("moe_expert_capacity_factor", "--moe-expert-capacity-factor " + *w);
+  }
   if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion") &&
       put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
     note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion)");
@@ -975,8 +1001,11 @@ void MegatronReader::read_rest() {
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
   // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).
   if (auto type = word("--tokenizer-type", "vocab_size"); type && *type == "NullTokenizer") {
-    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put("vocab_size", double(*n + 1), "--vocab-size"))
-      note_read("vocab_size", "--vocab-size " + number_text(double(*n)) + " + 1 (NullTokenizer adds the EOD token)");
+    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put("vocab_size", double(*n + 1), "--vocab-size")) {
+      const std::string plain = "vocab_size ← --vocab-size " + number_text(double(*n));
+      std::erase(out_.read, plain);
+      note_read("vocab_size", "--vocab-size " + number_text(double(*n)) + " + 1 (--tokenizer-type NullTokenizer adds the EOD token)");
+    }
   } else if (type) {
     get("--tokenizer-type")->used = false;  // listed below with the other tokenizer arguments
   }

@@ -68,6 +68,9 @@ void export_trainmem_fields(const Config& c, std::vector<std::string>& a, std::v
   probability("--attention-dropout", c.attention_dropout);
   probability("--hidden-dropout", c.hidden_dropout);
   if (c.cross_entropy_loss_fusion) a.push_back("--cross-entropy-loss-fusion");
+  if (c.optimizer_offload_fraction > 0)
+    a.push_back("--optimizer-cpu-offload --optimizer-offload-fraction " + number_text(c.optimizer_offload_fraction));
+  if (c.moe_expert_capacity_factor > 0) a.push_back("--moe-expert-capacity-factor " + number_text(c.moe_expert_capacity_factor));
 }
 
 }  // namespace

@@ -477,7 +477,7 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
     if (w.rfind("NVTE_FLASH_ATTN=", 0) == 0 || w.rfind("NVTE_FUSED_ATTN=", 0) == 0) {
       // Transformer Engine reads these as integers, 0 turning a backend off (attention/
       // dot_product_attention/utils.py get_attention_backend: int(os.getenv(..., "1"))).
-      const bool flash = w[5] == 'F' && w[6] == 'L';
+      const bool flash = w.rfind("NVTE_FLASH_ATTN=", 0) == 0;
       const std::string value = w.substr(w.find('=') + 1);
       if (value == "0" || value == "1") {
         (flash ? nvte_flash_ : nvte_fused_) = value == "1";

@@ -1014,4 +1014,17 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
           "--pipeline-model-parallel-size 1");
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);
   }
+  SECTION("and the rest: selective modules, bf16 gradients, fp16 master weights, fp8 states, an expert capacity") {
+    const Config c = config_from(R"({"num_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "num_moe_experts": 4, "moe_router_topk": 1,
+        "main_grads_dtype": "bf16", "main_params_dtype": "fp16", "exp_avg_sq_dtype": "fp8",
+        "recompute_granularity": "selective", "recompute_modules": ["mlp", "moe_act"],
+        "moe_expert_capacity_factor": 1.5})");
+    const MegatronExport e = export_megatron_args(c);
+    CAPTURE(e.args);
+    CHECK(e.args.find("--recompute-granularity selective --recompute-modules mlp moe_act") != std::string::npos);
+    CHECK(e.args.find("--bf16 --main-grads-dtype bf16 --main-params-dtype fp16 --exp-avg-sq-dtype fp8") != std::string::npos);
+    CHECK(e.args.find("--moe-expert-capacity-factor 1.5") != std::string::npos);
+    CHECK(resolved(import_megatron_args(e.args), "{}") == c);
+  }
 }

@@ -761,8 +761,14 @@ await check('a Megatron-LM test config (model_config.yaml) imports in the page a
   keep(page);
   const yaml = await readFile(new URL('../import/fixtures/megatron/gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4_resume_torch_dist.yaml', import.meta.url), 'utf8');
   await page.click('#import-panel > summary');
+  // A command line or a config.json takes no GPU count, overrides or version: the inputs are not shown.
+  await page.fill('#import-text', 'torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2');
+  expect(!(await page.isVisible('#import-gpus')) && !(await page.isVisible('#import-overrides')), 'framework inputs shown for Megatron arguments');
   await page.fill('#import-text', yaml);
   expect((await page.textContent('#import-kind')).includes('Megatron-LM test config'), `kind: ${await page.textContent('#import-kind')}`);
+  // The test config takes a GPU count (GPUS_PER_NODE), not torchtune's overrides or a version.
+  expect(await page.isVisible('#import-gpus') && !(await page.isVisible('#import-overrides')) && !(await page.isVisible('#import-version')),
+    'a test config shows the wrong inputs');
   await page.click('#import-run');
   await page.waitForFunction(() => /Megatron-LM test config/.test(document.querySelector('#import-report').textContent) && /GPUS_PER_NODE = 8/.test(document.querySelector('#import-report').textContent));
   await settled(page);

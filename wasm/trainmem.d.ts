@@ -459,12 +459,13 @@ export interface TrainmemToolsModule extends TrainmemModule {
   /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */
   importMegatronArgs(commandLine: string, baseJson: string): string;
   /**
-   * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl", the config file as a JSON tree,
+   * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "megatron-args" (Megatron-LM's test
+   * config, model_config.yaml), the config file as a JSON tree,
    * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?}, base config
    * JSON) -> JSON ImportResult | EstimateError
    */
   importFramework(kind: string, treeJson: string, optionsJson: string, baseJson: string): string;
-  /** a config tree (JSON) -> "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "hf" | "" */
+  /** a config tree (JSON) -> "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "megatron-args" | "hf" | "" */
   detectFramework(treeJson: string): string;
   /** config JSON -> JSON MegatronArgsExport | EstimateError */
   exportMegatronArgs(configJson: string): string;

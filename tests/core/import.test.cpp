@@ -803,6 +803,13 @@ TEST_CASE("a Megatron-LM argument that cannot be used gives an exact message",
           one("--normalization: must be \"LayerNorm\" or \"RMSNorm\" (Megatron-LM's choices), got "
               "\"BatchNorm\""));
   }
+  SECTION("a number Python's float() would refuse, or one the field refuses, is named, never dropped") {
+    CHECK(msgs("--attention-dropout 0x1p-2") == one("--attention-dropout: must be a number, got \"0x1p-2\""));
+    // nan is a float to Python; the field's range names it (it used to vanish without a word).
+    CHECK(msgs("--use-distributed-optimizer --optimizer-cpu-offload --optimizer-offload-fraction nan") ==
+          one("--optimizer-offload-fraction: must be a finite number, got nan"));
+    CHECK(msgs("--fp8-format e5m2") == one("--fp8-format: must be \"e4m3\" or \"hybrid\" (Megatron-LM's choices), got \"e5m2\""));
+  }
   SECTION("a recompute granularity Megatron-LM does not offer") {
     CHECK(msgs("--recompute-granularity none") ==
           one("--recompute-granularity: must be \"full\" or \"selective\" (Megatron-LM's choices), "

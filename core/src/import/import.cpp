@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "internal.hpp"
+#include "json/json_values.hpp"
 #include "mapping.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/json_io.hpp"
@@ -41,19 +42,6 @@ ImportResult import_source(ImportKind kind, std::string_view text, const ImportO
   return {};  // not reached: every kind has its case
 }
 
-// A field's value as a config file writes it: "fp16", 1, true, ["core_attn", "mlp"].
-std::string value_text(const FieldValue& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) return quoted(*s);
-  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
-  if (const auto* d = std::get_if<double>(&value)) return number_text(*d);
-  std::string out;
-  if (const auto* names = std::get_if<std::vector<std::string>>(&value))
-    for (const std::string& n : *names) out += (out.empty() ? "" : ", ") + quoted(n);
-  if (const auto* numbers = std::get_if<std::vector<double>>(&value))
-    for (double n : *numbers) out += (out.empty() ? "" : ", ") + number_text(n);
-  return "[" + out + "]";
-}
-
 }  // namespace
 
 template <>
@@ -81,7 +69,7 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
   }
   out.config = merge_import(base.input, imported);
   for (std::string_view field : import_fields_left_out(base.input, imported))
-    imported.ignored.push_back(std::string(field) + " = " + value_text(get_field(imported.input, field)) + ": the " +
+    imported.ignored.push_back(std::string(field) + " = " + detail::json_field_value(get_field(imported.input, field)).dump() + ": the " +
                                std::string(name_of(*base.input.profile)) + " profile does not read it (trainmem profile only)");
   static_cast<ImportResult&>(out) = std::move(imported);
   return out;

@@ -223,6 +223,23 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return s[0] == '-' ? -v : v;
 }
 
+// A decimal number as Python's float() reads one for argparse's type=float: digits with an
+// optional sign, point and exponent, or inf / nan (which the field's range then refuses). No hex
+// floats, which strtod alone would take.
+std::optional<double> parse_float(std::string_view s) {
+  std::string lower;
+  for (char c : s) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view bare = !lower.empty() && (lower[0] == '+' || lower[0] == '-') ? std::string_view(lower).substr(1)
+                                                                                        : std::string_view(lower);
+  const bool special = bare == "inf" || bare == "infinity" || bare == "nan";
+  if (bare.empty() || (!special && bare.find_first_not_of("0123456789.e+-") != std::string_view::npos)) return std::nullopt;
+  const std::string text(s);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
 // What a user wrote, cut to 60 characters for a message (it may be a whole pasted script).
 std::string cut(std::string_view s) {
   return s.size() > 60 ? std::string(s.substr(0, 60)) + "…" : std::string(s);
@@ -399,6 +416,13 @@ class MegatronReader {
       fail(field, name,
            "must be an integer, got " + shown(*w) +
                (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
+    return v;
+  }
+  std::optional<double> number(std::string_view name, std::string_view field) {
+    std::optional<std::string> w = word(name, field);
+    if (!w) return std::nullopt;
+    std::optional<double> v = parse_float(*w);
+    if (!v) fail(field, name, "must be a number, got " + shown(*w));
     return v;
   }
   std::optional<int64_t> int_field(std::string_view field) const {
@@ -710,16 +734,15 @@ bool MegatronReader::read_layout() {
                "equal, the middle ranks alike), which cannot say this split");
   if (chunks > 1 && put(vpp, double(chunks), arg))
     note_read(vpp, std::string(arg) + " " + *text + ": " + n(n_stages) + " stages over PP " + n(pp) + " = " + n(chunks));
-  const int64_t even = middle.value_or(pp == 1 ? *first : (*first + *last) / 2);
-  const bool uneven = pp > 1 && (*first != middle.value_or(*first) || *last != middle.value_or(*last) ||
-                                 (!middle && *first != *last));
+  // Even when every rank holds the first rank's count (with PP 2 there is no middle rank).
+  const bool uneven = pp > 1 && (*last != *first || middle.value_or(*first) != *first);
   if (uneven) {
     if (put("num_layers_in_first_pipeline_stage", double(*first), arg) &&
         put("num_layers_in_last_pipeline_stage", double(*last), arg))
       note_read("num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage",
                 n(*first) + ", " + n(*last) + " (" + std::string(arg) + ": " + split + " layers per stage)");
   } else if (pp > 1) {
-    out_.read.push_back("the pipeline's layers ← " + std::string(arg) + ": " + n(even) + " on every rank (" + split + " per stage)");
+    out_.read.push_back("the pipeline's layers ← " + std::string(arg) + ": " + n(*first) + " on every rank (" + split + " per stage)");
   }
   return true;
 }
@@ -827,6 +850,7 @@ constexpr std::string_view k_state_dtypes[] = {"fp32", "fp16", "bf16", "fp8"};  
 constexpr std::string_view k_recompute_methods[] = {"uniform", "block"};
 constexpr std::string_view k_attention_backends[] = {"flash", "fused", "unfused", "local", "auto"};
 constexpr std::string_view k_fp8_recipes[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
+constexpr std::string_view k_fp8_formats[] = {"e4m3", "hybrid"};  // both keep one byte a value
 
 // Weights, gradients and the precision-aware optimizer's states. validate_args: params_dtype is
 // torch.float unless --fp16 (half) or --bf16 (bfloat16), which exclude each other; bf16 turns on
@@ -869,7 +893,11 @@ void MegatronReader::read_precision(bool defines_model) {
 
   // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how
   // the scales are kept; --fp8-param-gather keeps the weights themselves in FP8.
-  if (word("--fp8-format", "fp8_recipe")) {
+  if (auto format = word("--fp8-format", "fp8_recipe")) {
+    if (!one_of(*format, k_fp8_formats)) {
+      fail("fp8_recipe", "--fp8-format", "must be " + choices_text(k_fp8_formats) + " (Megatron-LM's choices), got " + shown(*format));
+      return;
+    }
     std::string recipe = "delayed";
     std::string from = "--fp8-format (--fp8-recipe's default: delayed)";
     if (auto r = word("--fp8-recipe", "fp8_recipe")) {
@@ -947,18 +975,12 @@ void MegatronReader::read_rest() {
       put("recompute_granularity", std::string("selective"), "--recompute-activations"))
     note_read("recompute_granularity", "selective (--recompute-activations)");
 
-  // Dropout probabilities (default 0.1 each, as the fields'), the fused cross entropy.
+  // Dropout probabilities (default 0.1 each, as the fields'), the expert capacity factor: as given.
   for (const auto& [arg, field] : {std::pair<std::string_view, std::string_view>{"--attention-dropout", "attention_dropout"},
-                                   {"--hidden-dropout", "hidden_dropout"}}) {
-    if (auto w = word(arg, field)) {
-      char* end = nullptr;
-      const double p = std::strtod(w->c_str(), &end);
-      if (w->empty() || end != w->c_str() + w->size())
-        fail(field, arg, "must be a number, got " + shown(*w));
-      else if (put(field, p, arg))
-        note_read(field, std::string(arg) + " " + *w);
-    }
-  }
+                                   {"--hidden-dropout", "hidden_dropout"},
+                                   {"--moe-expert-capacity-factor", "moe_expert_capacity_factor"}})
+    if (auto v = number(arg, field); v && put(field, *v, arg))
+      note_read(field, std::string(arg) + " " + get(arg)->values[0]);
   // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
   // one state): the optimizer table's rows of the same names.
   if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {
@@ -968,30 +990,16 @@ void MegatronReader::read_rest() {
   }
   // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
   // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
+  const std::string_view fraction_arg = "--optimizer-offload-fraction";
   if (flag("--optimizer-cpu-offload", "optimizer_offload_fraction")) {
-    double fraction = 1.0;
-    std::string from = "--optimizer-cpu-offload (--optimizer-offload-fraction's default: 1.0)";
-    if (auto w = word("--optimizer-offload-fraction", "optimizer_offload_fraction")) {
-      char* end = nullptr;
-      fraction = std::strtod(w->c_str(), &end);
-      if (w->empty() || end != w->c_str() + w->size()) {
-        fail("optimizer_offload_fraction", "--optimizer-offload-fraction", "must be a number, got " + shown(*w));
-        fraction = -1;
-      }
-      from = "--optimizer-cpu-offload --optimizer-offload-fraction " + *w;
-    }
-    if (fraction >= 0 && put("optimizer_offload_fraction", fraction, "--optimizer-offload-fraction"))
-      note_read("optimizer_offload_fraction", from);
-  } else if (Arg* f = get("--optimizer-offload-fraction")) {
-    out_.ignored.push_back("--optimizer-offload-fraction " + joined(f->values) + ": nothing is offloaded without --optimizer-cpu-offload");
-  }
-  if (auto w = word("--moe-expert-capacity-factor", "moe_expert_capacity_factor")) {
-    char* end = nullptr;
-    const double factor = std::strtod(w->c_str(), &end);
-    if (w->empty() || end != w->c_str() + w->size())
-      fail("moe_expert_capacity_factor", "--moe-expert-capacity-factor", "must be a number, got " + shown(*w));
-    else if (put("moe_expert_capacity_factor", factor, "--moe-expert-capacity-factor"))
-      note_read("moe_expert_capacity_factor", "--moe-expert-capacity-factor " + *w);
+    const bool given = get(fraction_arg) != nullptr;
+    if (const std::optional<double> fraction = given ? number(fraction_arg, "optimizer_offload_fraction") : 1.0;
+        fraction && put("optimizer_offload_fraction", *fraction, fraction_arg))
+      note_read("optimizer_offload_fraction",
+                given ? "--optimizer-cpu-offload " + std::string(fraction_arg) + " " + get(fraction_arg)->values[0]
+                      : "--optimizer-cpu-offload (" + std::string(fraction_arg) + "'s default: 1.0)");
+  } else if (Arg* f = get(fraction_arg)) {
+    out_.ignored.push_back(std::string(fraction_arg) + " " + joined(f->values) + ": nothing is offloaded without --optimizer-cpu-offload");
   }
   if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion") &&
       put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
@@ -1132,8 +1140,7 @@ ImportResult import_megatron_test_config(std::string_view tree_json, const Impor
   if (const auto env = tree->find("ENV_VARS"); env != tree->end() && env->is_object())
     for (const auto& [key, value] : env->items()) words.push_back(key + "=" + scalar_text(value));
   const int64_t gpus = options.gpus > 0 ? options.gpus : 8;
-  for (std::string w : {"torchrun", "--nproc_per_node", "", "--nnodes", "1", "pretrain_gpt.py"})
-    words.push_back(w.empty() ? std::to_string(gpus) : w);
+  words.insert(words.end(), {"torchrun", "--nproc_per_node", std::to_string(gpus), "--nnodes", "1", "pretrain_gpt.py"});
   for (const auto& [key, value] : args->items()) {
     if (value.is_boolean() && value.get<bool>()) {
       words.push_back(key);

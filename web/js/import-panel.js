@@ -148,7 +148,7 @@ export class ImportPanel {
   showKind() {
     const t = this.els.text.value.trim();
     const kind = t ? this.kindOf(t) : null;
-    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, or a torchtune, torchtitan, DeepSpeed or axolotl config.';
+    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed or axolotl config.';
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
     // 8 GPUs per node unless told.

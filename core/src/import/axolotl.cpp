@@ -69,19 +69,6 @@ const std::vector<DsFile> k_deepspeed_files = {
     {"zero3_cpuoffload.json", 3, true, true},
 };
 
-// A Hub repository's name as comparable: "meta-llama/Meta-Llama-3-8B-Instruct" and
-// "NousResearch/Meta-Llama-3-8B" both read "llama-3.1-8b" (Llama 3 has the Llama 3.1 shape).
-std::string normalized_model(std::string_view repo) {
-  std::string name = mapping::lowercase(mapping::last_part(repo, '/'));
-  if (name.rfind("meta-", 0) == 0) name.erase(0, 5);
-  for (std::string_view suffix : {"-instruct", "-hf", "-fp16", "-bf16", "-chat", "-base", "-it", "-pt"})
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      name.erase(name.size() - suffix.size());
-  if (name.rfind("llama-3-", 0) == 0) name = "llama-3.1-" + name.substr(8);
-  if (name.rfind("llama-3.3-", 0) == 0) name = "llama-3.1-" + name.substr(10);
-  return name;
-}
-
 class AxolotlReader : mapping::Reader {
  public:
   using Reader::Reader;
@@ -132,18 +119,7 @@ void AxolotlReader::read_model() {
     if (!m_.has("base_model")) m_.fail("base_model", "missing (the Hugging Face model to fine-tune)");
     return;
   }
-  const std::string wanted = normalized_model(*base);
-  for (const std::string& id : mapping::preset_ids()) {
-    const std::string repo = mapping::preset_hf_repo(id);
-    if (repo.empty()) continue;
-    const bool same = mapping::lowercase(repo) == mapping::lowercase(*base);
-    if (same || normalized_model(repo) == wanted) {
-      m_.model_from_preset(id, "base_model", "base_model = " + trainmem::quoted(*base) +
-                                                 (same ? "" : " (matched by name to " + repo + ")"));
-      return;
-    }
-  }
-  m_.fail("base_model", trainmem::quoted(*base) + " is not the Hugging Face repository of a trainmem preset; give its config.json with --model");
+  m_.model_from_hub_name(*base, "base_model");
 }
 
 void AxolotlReader::read_adapter() {
@@ -239,7 +215,7 @@ void AxolotlReader::read_layout() {
     }
     if (given) {
       Mapper ds_m(*given, out_);
-      mapping::read_deepspeed(ds_m, args, gpus_);
+      mapping::read_deepspeed(ds_m, mapping::TrainerArguments{args, "the Trainer's "}, gpus_);
       return;
     }
     const std::string path = ds->is_string() ? ds->get<std::string>() : "";

@@ -40,16 +40,97 @@ const std::vector<std::string_view> k_no_memory = {
 
 namespace mapping {
 
-// The DeepSpeed config `ds` (a Mapper over it) with the Trainer's arguments `args` (an object,
-// possibly empty) on `gpus` ranks.
-void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
+const json* TrainerArguments::given(std::string_view name) const {
+  const auto it = args.find(std::string(name));
+  return it != args.end() && !it->is_null() ? &*it : nullptr;
+}
+
+std::optional<bool> TrainerArguments::flag(Mapper& m, const char* name) const {
+  const json* v = given(name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) {
+    m.fail(key(name), "must be true or false, got " + show(*v));
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<int64_t> TrainerArguments::count(Mapper& m, const char* name) const {
+  const json* v = given(name);
+  if (!v) return std::nullopt;
+  const std::optional<int64_t> n = whole_number(*v, 1);
+  if (!n) m.fail(key(name), "must be a positive integer, got " + show(*v));
+  return n;
+}
+
+// What every Trainer run reads from its arguments, whoever launches it: activation
+// checkpointing, compile, Liger's fused loss, the sequence length and (`optimizer_read` false)
+// the optimizer.
+void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer_read) {
   ImportResult& out = m.out();
+  if (!optimizer_read) {
+    if (const json* optim = a.given("optim")) {
+      if (optim->is_string()) hf_optimizer(m, optim->get<std::string>(), a.key("optim"));
+      else m.fail(a.key("optim"), "must be an optimizer name, got " + show(*optim));
+    } else {
+      m.assume("optimizer", std::string("adamw"), !a.args.empty() ? "no optim: TrainingArguments' default \"adamw_torch\""
+                                                                  : "no optimizer: the Trainer's default \"adamw_torch\"", "optimizer");
+      if (out.input.framework && (*out.input.framework == Framework::ddp || *out.input.framework == Framework::fsdp2))
+        m.assume("optimizer_implementation", std::string("foreach"), "\"adamw_torch\" steps with torch.optim (foreach on CUDA)", "optim");
+    }
+  }
+  // Activation checkpointing: the Trainer's gradient_checkpointing (torch.utils.checkpoint per
+  // decoder layer).
+  if (const std::optional<bool> checkpointing = a.flag(m, "gradient_checkpointing")) {
+    if (*checkpointing) m.full_recompute_per_layer(a.key("gradient_checkpointing"), "true", "decoder layer");
+    else m.read("recompute_granularity", std::string("none"), a.key("gradient_checkpointing"), "false");
+  }
+  // TrainingArguments torch_compile: the Trainer compiles the whole model (trainer.py
+  // _wrap_model: torch.compile(model)), the loss computed inside its forward included.
+  if (const std::optional<bool> on = a.flag(m, "torch_compile"))
+    m.read("torch_compile", *on, a.key("torch_compile"), *on ? "true" : "false");
+  // TrainingArguments use_liger_kernel: the Trainer patches the model with Liger Kernel
+  // (trainer.py _apply_liger_kernel_to_instance(model, **liger_kernel_config)), whose
+  // apply_liger_kernel_to_* default to fused_linear_cross_entropy=True
+  // (liger_kernel/transformers/monkey_patch.py); liger_kernel_config may turn it off.
+  if (const std::optional<bool> on = a.flag(m, "use_liger_kernel")) {
+    bool fused = *on;
+    std::string how = *on ? "true (Liger's default fused_linear_cross_entropy)" : "false";
+    const json* kernels = *on ? a.given("liger_kernel_config") : nullptr;
+    const json* flag = kernels && kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
+                           ? &kernels->at("fused_linear_cross_entropy") : nullptr;
+    if (kernels && !kernels->is_object()) {
+      m.fail(a.key("liger_kernel_config"), "must be a mapping of Liger's kernel switches, got " + show(*kernels));
+    } else if (flag && !flag->is_boolean()) {
+      m.fail(a.key("liger_kernel_config") + ".fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
+    } else if (flag) {
+      fused = flag->get<bool>();
+      how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
+    }
+    m.read("fused_linear_cross_entropy", fused, a.key("use_liger_kernel"), how);
+    if (*on)
+      out.ignored.push_back(a.key("use_liger_kernel") + ": Liger's RMSNorm, SwiGLU and RoPE kernels are "
+                            "not modelled (the layers are counted as transformers' own)");
+  }
+  // The sequence length: SFTConfig's max_length (max_seq_length before TRL 0.20; max_seq_len in
+  // PEFT's examples/sft/train.py as its docs launch it).
+  for (const char* name : {"max_length", "max_seq_length", "max_seq_len"}) {
+    const std::optional<int64_t> length = a.count(m, name);
+    if (!length) continue;
+    const bool packing = a.flag(m, "packing").value_or(false);
+    if (packing) m.read("seq_length", double(*length), a.key(name), number_text(double(*length)) + " (packing = true)");
+    else m.assume("seq_length", double(*length), a.key(name) + ": unpacked batches are padded to their longest sample, at most this", a.key(name));
+    break;
+  }
+}
+
+// The DeepSpeed config `ds` (a Mapper over it) with the Trainer's arguments `a` (possibly none)
+// on `gpus` ranks.
+void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
+  ImportResult& out = m.out();
+  const json& args = a.args;
   const bool have_args = !args.empty();
-  // A Trainer argument given (not null), or nullptr.
-  const auto given = [&](std::string_view arg) -> const json* {
-    const auto it = args.find(std::string(arg));
-    return it != args.end() && !it->is_null() ? &*it : nullptr;
-  };
+  const auto given = [&](std::string_view arg) { return a.given(arg); };
   // A value that may be "auto" [hf]: the Trainer argument's, or its default. A value that is not
   // "auto" must match the argument when one is given (fill_match).
   const auto resolved = [&](std::string_view key, std::string_view arg, const json& fallback) -> std::optional<json> {
@@ -58,7 +139,7 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
     const json* from_args = given(arg);
     if (v->is_string() && v->get<std::string>() == "auto") {
       if (from_args) {
-        out.read.push_back(std::string(key) + " = \"auto\" ← --hf-args " + std::string(arg) + " = " + show(*from_args));
+        out.read.push_back(std::string(key) + " = \"auto\" ← " + a.key(arg) + " = " + show(*from_args));
         return *from_args;
       }
       if (fallback.is_null())
@@ -69,21 +150,11 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
       return fallback;
     }
     if (from_args && *from_args != *v) {
-      m.fail(key, show(*v) + " does not match --hf-args " + std::string(arg) + " = " + show(*from_args) +
+      m.fail(key, show(*v) + " does not match " + a.key(arg) + " = " + show(*from_args) +
                       " (the Trainer raises on a mismatch; \"auto\" takes the argument's value)");
       return std::nullopt;
     }
     return *v;
-  };
-  // A Trainer argument the DeepSpeed config does not hold: a switch, or a name.
-  const auto switch_argument = [&](const char* name) -> std::optional<bool> {
-    const json* v = given(name);
-    if (!v) return std::nullopt;
-    if (!v->is_boolean()) {
-      m.fail(std::string("--hf-args ") + name, "must be true or false, got " + show(*v));
-      return std::nullopt;
-    }
-    return v->get<bool>();
   };
 
   m.assume("framework", std::string("deepspeed"), "a DeepSpeed config", "zero_optimization");
@@ -168,18 +239,12 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
     return n;
   };
   // A Trainer argument the DeepSpeed config leaves out (not "auto"): a positive integer.
-  const auto argument = [&](const char* name) -> std::optional<int64_t> {
-    const json* v = given(name);
-    if (!v) return std::nullopt;
-    const std::optional<int64_t> n = whole_number(*v, 1);
-    if (!n) m.fail(std::string("--hf-args ") + name, "must be a positive integer, got " + show(*v));
-    return n;
-  };
+  const auto argument = [&](const char* name) { return a.count(m, name); };
   std::optional<int64_t> mb = positive(micro, "train_micro_batch_size_per_gpu");
   std::optional<int64_t> ga = positive(accumulation, "gradient_accumulation_steps");
   const std::optional<int64_t> tb = positive(total, "train_batch_size");
   if (!micro && (mb = argument("per_device_train_batch_size")))
-    out.read.push_back("micro_batch_size ← --hf-args per_device_train_batch_size = " + number_text(double(*mb)));
+    out.read.push_back("micro_batch_size ← " + a.key("per_device_train_batch_size") + " = " + number_text(double(*mb)));
   if (!accumulation) ga = argument("gradient_accumulation_steps");
   if (!ga) ga = 1;
   if (tb) {
@@ -202,7 +267,8 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
   }
 
   // The optimizer [ds]; without a block, the Trainer's [hf].
-  if (const json* type = m.get("optimizer.type")) {
+  const json* type = m.get("optimizer.type");
+  if (type) {
     m.touch("optimizer");
     if (const std::optional<std::string> name = m.string("optimizer.type")) {
       const std::string lower = lowercase(*name);
@@ -215,62 +281,12 @@ void read_deepspeed(Mapper& m, const json& args, int64_t gpus) {
       else
         unknown_optimizer(m, "optimizer.type");
     }
-  } else if (const json* optim = given("optim")) {
-    if (optim->is_string()) hf_optimizer(m, optim->get<std::string>(), "--hf-args optim");
-    else m.fail("--hf-args optim", "must be an optimizer name, got " + show(*optim));
-  } else {
-    m.assume("optimizer", std::string("adamw"), have_args ? "no optimizer block and no optim: TrainingArguments' default \"adamw_torch\""
-                                                          : "no optimizer block: the Trainer's default \"adamw_torch\"", "optimizer");
   }
-
-  // Activation checkpointing: the Trainer's gradient_checkpointing (torch.utils.checkpoint per
-  // decoder layer). DeepSpeed's own activation_checkpointing block serves Megatron-DeepSpeed's
+  read_trainer_arguments(m, a, type != nullptr);
+  // DeepSpeed's own activation_checkpointing block serves Megatron-DeepSpeed's
   // deepspeed.checkpointing API, which transformers' models do not call.
-  if (const std::optional<bool> checkpointing = switch_argument("gradient_checkpointing")) {
-    if (*checkpointing) {
-      m.full_recompute_per_layer("--hf-args gradient_checkpointing", "true", "decoder layer");
-    } else {
-      m.read("recompute_granularity", std::string("none"), "--hf-args gradient_checkpointing", "false");
-    }
-  }
-  // TrainingArguments torch_compile: the Trainer compiles the whole model (trainer.py
-  // _wrap_model: torch.compile(model)), the loss computed inside its forward included.
-  if (const std::optional<bool> on = switch_argument("torch_compile"))
-    m.read("torch_compile", *on, "--hf-args torch_compile", *on ? "true" : "false");
-  // TrainingArguments use_liger_kernel: the Trainer patches the model with Liger Kernel
-  // (trainer.py _apply_liger_kernel_to_instance(model, **liger_kernel_config)), whose
-  // apply_liger_kernel_to_* default to fused_linear_cross_entropy=True
-  // (liger_kernel/transformers/monkey_patch.py); liger_kernel_config may turn it off.
-  if (const std::optional<bool> on = switch_argument("use_liger_kernel")) {
-    bool fused = *on;
-    std::string how = *on ? "true (Liger's default fused_linear_cross_entropy)" : "false";
-    const json* kernels = *on ? given("liger_kernel_config") : nullptr;
-    const json* flag = kernels && kernels->is_object() && kernels->contains("fused_linear_cross_entropy")
-                           ? &kernels->at("fused_linear_cross_entropy") : nullptr;
-    if (kernels && !kernels->is_object()) {
-      m.fail("--hf-args liger_kernel_config", "must be a mapping of Liger's kernel switches, got " + show(*kernels));
-    } else if (flag && !flag->is_boolean()) {
-      m.fail("--hf-args liger_kernel_config.fused_linear_cross_entropy", "must be true or false, got " + show(*flag));
-    } else if (flag) {
-      fused = flag->get<bool>();
-      how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
-    }
-    m.read("fused_linear_cross_entropy", fused, "--hf-args use_liger_kernel", how);
-    if (*on)
-      out.ignored.push_back("--hf-args use_liger_kernel: Liger's RMSNorm, SwiGLU and RoPE kernels are "
-                            "not modelled (the layers are counted as transformers' own)");
-  }
   if (m.has("activation_checkpointing"))
     m.ignore("activation_checkpointing", "deepspeed.checkpointing settings (Megatron-DeepSpeed); Hugging Face models checkpoint with torch.utils.checkpoint");
-  // The sequence length: SFTConfig's max_length (max_seq_length before TRL 0.20).
-  for (const char* key : {"max_length", "max_seq_length"}) {
-    const std::optional<int64_t> length = argument(key);
-    if (!length) continue;
-    const bool packing = switch_argument("packing").value_or(false);
-    if (packing) m.read("seq_length", double(*length), std::string("--hf-args ") + key, number_text(double(*length)) + " (packing = true)");
-    else m.assume("seq_length", double(*length), std::string("--hf-args ") + key + ": unpacked batches are padded to their longest sample, at most this", "--hf-args");
-    break;
-  }
 }
 
 }  // namespace mapping
@@ -292,7 +308,7 @@ ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& o
     if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
     else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));
     else out.assumed.push_back("model ← the base config's (no --model or --preset)");
-    if (out.ok()) mapping::read_deepspeed(m, args, options.gpus);
+    if (out.ok()) mapping::read_deepspeed(m, mapping::TrainerArguments{args, "--hf-args "}, options.gpus);
     if (!out.input.seq_length)
       out.ignored.push_back("seq_length: a DeepSpeed config does not say it; give it with --base, or max_length in --hf-args");
     if (out.ok()) m.account(k_no_memory, {"zero_optimization", "bf16", "fp16", "optimizer"});

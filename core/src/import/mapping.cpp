@@ -452,6 +452,37 @@ bool Mapper::model_from_hf(std::string_view config_json, std::string_view option
   return true;
 }
 
+namespace {
+
+// A Hub repository's name as comparable: "meta-llama/Meta-Llama-3-8B-Instruct" and
+// "NousResearch/Meta-Llama-3-8B" both read "llama-3.1-8b" (Llama 3 has the Llama 3.1 shape).
+std::string normalized_model(std::string_view repo) {
+  std::string name = lowercase(last_part(repo, '/'));
+  if (name.rfind("meta-", 0) == 0) name.erase(0, 5);
+  for (std::string_view suffix : {"-instruct", "-hf", "-fp16", "-bf16", "-chat", "-base", "-it", "-pt"})
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      name.erase(name.size() - suffix.size());
+  if (name.rfind("llama-3-", 0) == 0) name = "llama-3.1-" + name.substr(8);
+  if (name.rfind("llama-3.3-", 0) == 0) name = "llama-3.1-" + name.substr(10);
+  return name;
+}
+
+}  // namespace
+
+bool Mapper::model_from_hub_name(const std::string& name, std::string_view key) {
+  const std::string wanted = normalized_model(name);
+  for (const std::string& id : preset_ids()) {
+    const std::string repo = preset_hf_repo(id);
+    if (repo.empty()) continue;
+    const bool same = lowercase(repo) == lowercase(name);
+    if (same || normalized_model(repo) == wanted)
+      return model_from_preset(id, key, std::string(key) + " = " + trainmem::quoted(name) +
+                                            (same ? "" : " (matched by name to " + repo + ")"));
+  }
+  fail(key, trainmem::quoted(name) + " is not the Hugging Face repository of a trainmem preset; give its config.json with --model");
+  return false;
+}
+
 bool Mapper::accounted(const std::string& key) const {
   if (used_.count(key)) return true;
   // A key under one that was read whole ("model" read as a component covers "model.x").
@@ -528,6 +559,7 @@ std::string_view detect_kind(const json& tree) {
   if (at(tree, "model._component_")) return "torchtune";
   if (tree.contains("MODEL_ARGS")) return "megatron-args";  // Megatron-LM's functional-test config
   if (tree.contains("base_model")) return "axolotl";
+  if (tree.contains("distributed_type")) return "accelerate";  // what `accelerate config` writes
   if (at(tree, "model.name") && (tree.contains("training") || tree.contains("job") || tree.contains("parallelism")))
     return "torchtitan";
   for (const char* k : {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "bf16", "fp16",
@@ -541,7 +573,7 @@ std::string kind_hint(const json& tree) {
   const std::string_view kind = detect_kind(tree);
   if (kind.empty()) return "it has none of the keys that name a framework's config";
   if (kind == "hf") return "it looks like a Hugging Face config.json: use import hf";
-  return std::string(kind == "axolotl" ? "it looks like an " : "it looks like a ") + std::string(kind) +
+  return std::string(kind == "axolotl" || kind == "accelerate" ? "it looks like an " : "it looks like a ") + std::string(kind) +
          " config: use import " + std::string(kind);
 }
 

@@ -114,6 +114,10 @@ class Mapper {
 
   // The whole model from a preset: every model field of its config, one note.
   bool model_from_preset(std::string_view id, std::string_view key, const std::string& how);
+  // The whole model from the preset whose Hugging Face repository `name` is
+  // ("meta-llama/Llama-2-70b-hf"), or one of the same name ("NousResearch/Meta-Llama-3-8B" reads
+  // as Llama 3.1 8B); an Issue on `key` when no preset has it.
+  bool model_from_hub_name(const std::string& name, std::string_view key);
   // The whole model from a Hugging Face config.json (import_hf_config), its notes prefixed.
   bool model_from_hf(std::string_view config_json, std::string_view option);
 
@@ -174,10 +178,28 @@ bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key);
 // optimizer is kept).
 void unknown_optimizer(Mapper& m, std::string_view key);
 
+// The Hugging Face Trainer's arguments (transformers TrainingArguments, TRL's SFTConfig and
+// ModelConfig, a script's own dataclasses) as a JSON object, and how notes name one: `prefix`
+// "--hf-args " (a TRAINING_ARGS.json) or "--" (a launch command's flags).
+struct TrainerArguments {
+  const json& args;
+  std::string prefix;
+  // The argument given (not null), or nullptr.
+  const json* given(std::string_view name) const;
+  std::string key(std::string_view name) const { return prefix + std::string(name); }
+  // A switch (an Issue naming the argument when it is not a boolean) or a positive integer.
+  std::optional<bool> flag(Mapper& m, const char* name) const;
+  std::optional<int64_t> count(Mapper& m, const char* name) const;
+};
+// What every Trainer run reads from its arguments (deepspeed.cpp): gradient_checkpointing,
+// torch_compile, use_liger_kernel, the sequence length (max_length, max_seq_length or max_seq_len
+// with packing) and, unless `optimizer_read`, the optimizer (optim).
+void read_trainer_arguments(Mapper& m, const TrainerArguments& args, bool optimizer_read);
+
 // The DeepSpeed mapping (deepspeed.cpp) on a Mapper over a DeepSpeed config, with the Trainer's
-// arguments `args` (an object, possibly empty), on `gpus` ranks (0: not given). Shared by the
-// DeepSpeed importer and axolotl's deepspeed: key.
-void read_deepspeed(Mapper& m, const json& args, int64_t gpus);
+// arguments (possibly none), on `gpus` ranks (0: not given). Shared by the DeepSpeed importer,
+// axolotl's deepspeed: key and accelerate's deepspeed_config.
+void read_deepspeed(Mapper& m, const TrainerArguments& args, int64_t gpus);
 
 // "it looks like an axolotl config" or "it has none of the keys of a framework config", for the
 // message when a file of the wrong kind is given (detect_framework_kind).

@@ -40,10 +40,10 @@ echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRAINMEM_SANITIZE=ON -DTRAINMEM_FUZZ=ON > /dev/null
 cmake --build build-fuzz -j"$jobs" --target trainmem_tests fuzz_config fuzz_hf_import fuzz_megatron_args fuzz_slots \
-  fuzz_torchtune fuzz_torchtitan fuzz_deepspeed fuzz_axolotl
+  fuzz_torchtune fuzz_torchtitan fuzz_deepspeed fuzz_axolotl fuzz_accelerate
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs"
 for pair in config:config hf_import:hf megatron_args:megatron slots:slots torchtune:torchtune torchtitan:torchtitan \
-    deepspeed:deepspeed axolotl:axolotl; do
+    deepspeed:deepspeed axolotl:axolotl accelerate:accelerate; do
   harness=build-fuzz/tests/fuzz_${pair%%:*}
   corpus=${pair##*:}
   regressions=(tests/fuzz/regressions/"$corpus"/*)

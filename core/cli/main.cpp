@@ -35,6 +35,8 @@ constexpr const char* k_usage =
     "       trainmem import deepspeed DS_CONFIG.json [--hf-args TRAINING_ARGS.json] (--model CONFIG.json | --preset ID)\n"
     "            [--gpus N] [--base TRAINING.json]\n"
     "       trainmem import axolotl CONFIG.yaml [--gpus N] [--model CONFIG.json] [--deepspeed DS_CONFIG.json] [--base TRAINING.json]\n"
+    "       trainmem import accelerate CONFIG.yaml [--gpus N] [--model CONFIG.json | --preset ID] [--hf-args TRAINING_ARGS.json]\n"
+    "            [--deepspeed DS_CONFIG.json] [--base TRAINING.json] [-- LAUNCH COMMAND ...]\n"
     "            a framework's config file -> config (read:, assumed:, ignored: on stderr)\n"
     "       trainmem export CONFIG.json|- [--format megatron-args|json]\n"
     "       trainmem presets    the model presets (JSON)\n"
@@ -152,13 +154,17 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
       if (!value_of(i, options.version)) return usage_error("--version needs a value");
     } else if (arg == "--base") {
       if (!value_of(i, base_path)) return usage_error("--base needs a TRAINING.json path");
-    } else if (arg == "--model" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl)) {
+    } else if (arg == "--" && kind == ImportKind::accelerate) {
+      // The launch command, word by word: accelerate launch [flags] SCRIPT [script flags].
+      options.overrides.insert(options.overrides.end(), args.begin() + long(i) + 1, args.end());
+      break;
+    } else if (arg == "--model" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl || kind == ImportKind::accelerate)) {
       if (!value_of(i, model_path)) return usage_error("--model needs a CONFIG.json path");
-    } else if (arg == "--preset" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl)) {
+    } else if (arg == "--preset" && (kind == ImportKind::deepspeed || kind == ImportKind::axolotl || kind == ImportKind::accelerate)) {
       if (!value_of(i, options.preset)) return usage_error("--preset needs a preset id (trainmem presets)");
-    } else if (arg == "--hf-args" && kind == ImportKind::deepspeed) {
+    } else if (arg == "--hf-args" && (kind == ImportKind::deepspeed || kind == ImportKind::accelerate)) {
       if (!value_of(i, hf_args_path)) return usage_error("--hf-args needs a TRAINING_ARGS.json path");
-    } else if (arg == "--deepspeed" && kind == ImportKind::axolotl) {
+    } else if (arg == "--deepspeed" && (kind == ImportKind::axolotl || kind == ImportKind::accelerate)) {
       if (!value_of(i, deepspeed_path)) return usage_error("--deepspeed needs a DS_CONFIG.json path");
     } else if (kind == ImportKind::torchtitan && arg.rfind("--", 0) == 0 && arg.find('.') != std::string::npos) {
       // --section.key=value, --section.key value, or a bare --section.key (true).

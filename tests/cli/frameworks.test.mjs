@@ -1,4 +1,4 @@
-// trainmem import torchtune | torchtitan | deepspeed | axolotl as a user runs them, on the real
+// trainmem import torchtune | torchtitan | deepspeed | axolotl | accelerate as a user runs them, on the real
 // config files of tests/import/fixtures/ (each beside a .source naming repository, path and
 // commit). Expected values are read off the fixture files by hand. Needs the native build.
 import { test } from 'node:test';
@@ -66,6 +66,36 @@ test('import deepspeed: "auto" values from --hf-args, the model from --preset', 
   const missing = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`]);
   assert.equal(missing.status, 2);
   assert.match(missing.stderr, /needs the model: --model CONFIG\.json or --preset ID/);
+});
+
+test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launch command after --', () => {
+  // peft-deepspeed_config_z3_qlora.yaml: DEEPSPEED, zero_stage 3, 2 processes, no accumulation
+  // (so "auto" from the Trainer's 2). The command as the doc prints it, quotes and all.
+  const launch = ['accelerate', 'launch', '--config_file', 'configs/deepspeed_config_z3_qlora.yaml', 'train.py',
+    '--model_name_or_path', 'meta-llama/Llama-2-70b-hf', '--chat_template_format', 'chatml', '--max_seq_len', '2048',
+    '--bf16', 'True', '--packing', 'True', '--per_device_train_batch_size', '2', '--gradient_accumulation_steps', '2',
+    '--gradient_checkpointing', 'True', '--use_flash_attn', 'True', '--use_peft_lora', 'True', '--lora_r', '8',
+    '--lora_target_modules', 'all-linear', '--use_4bit_quantization', 'True', '--bnb_4bit_quant_storage_dtype', 'bfloat16',
+    '--learning_rate', '1e-4', '--report_to', 'wandb', '--my_own_flag', '3'];
+  const r = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--', ...launch]);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.framework, 'deepspeed');
+  assert.equal(c.zero_stage, 3);
+  assert.equal(c.data_parallel_size, 2);
+  assert.equal(c.global_batch_size, 8);  // 2 × 2 × 2
+  assert.equal(c.peft, 'qlora');
+  assert.equal(c.params_dtype, 'nf4');
+  assert.equal(c.vocab_size, 32008);     // 32000 + 5 chatml tokens, to a multiple of 8
+  assert.equal(c.lora_dropout, 0.1);     // examples/sft/train.py's default
+  assert.ok(notes(r.stderr, 'ignored: ').some((l) => l.includes('--learning_rate') && l.endsWith('do not change memory')));
+  assert.ok(notes(r.stderr, 'ignored: ').includes('ignored: --my_own_flag: not an argument trainmem reads (TrainingArguments, TRL\'s SFTConfig/ModelConfig, PEFT\'s examples/sft)'));
+  // --gpus wins over num_processes; a word that is not a flag is named.
+  const eight = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--gpus', '8', '--', ...launch]);
+  assert.equal(JSON.parse(eight.stdout).data_parallel_size, 8);
+  const bad = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--', 'train.py', '--bf16', 'True', 'stray']);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, 'launch command: "stray" is not a flag of the script (--name value)\n');
 });
 
 test('import axolotl: QLoRA with FSDP offload on 2 GPUs', () => {

@@ -9,6 +9,7 @@
 #include "trainmem/import.hpp"
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support.hpp"
 
@@ -492,7 +493,7 @@ TEST_CASE("import options as the module passes them") {
 TEST_CASE("import_framework_over_base: the page's one call checks the kind and the options") {
   ImportOverBase r = import_framework_over_base("hf", "{}", "{}", "{}");
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\", \"axolotl\" or \"megatron-args\"");
+  CHECK(r.issues[0].message == "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\", \"axolotl\", \"accelerate\" or \"megatron-args\"");
   r = import_framework_over_base("torchtitan", R"({"model": {"name": "llama3", "flavor": "8B"}})", R"({"gpus": -1})", "{}");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "gpus");
@@ -805,5 +806,181 @@ TEST_CASE("YAML aliases cannot expand a small file into a huge tree (found by re
   const DocumentTree small = yaml_document_tree("a: &a {x: 1, y: [1, 2]}\nb: *a\nc: *a\n", "small.yaml");
   REQUIRE(small.ok());
   CHECK(json::parse(small.json)["c"]["y"][1] == 2);
+}
+#endif
+
+namespace {
+
+// Words as the shell splits a launch command.
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// The flags every PEFT docs run passes (huggingface/peft docs/source/accelerate/deepspeed.md @
+// 09802c1b43fff9b087be42e149d70e5350ff407a), without the ones a test sets itself.
+const std::string k_peft_common =
+    "--seed 100 --model_name_or_path meta-llama/Llama-2-70b-hf --chat_template_format chatml --max_seq_len 2048 "
+    "--push_to_hub --bf16 True --packing True --gradient_checkpointing True --use_flash_attn True --use_peft_lora True "
+    "--lora_r 8 --lora_alpha 16 --lora_dropout 0.1 --lora_target_modules all-linear ";
+
+}  // namespace
+
+TEST_CASE("accelerate on JSON trees: the plugin's config, the launcher's flags and the script's") {
+  // A DeepSpeed ZeRO-2 config with CPU optimizer offload; accumulation left to the Trainer.
+  const std::string ds = R"({"distributed_type": "DEEPSPEED", "num_processes": 4, "mixed_precision": "bf16",
+    "deepspeed_config": {"zero_stage": 2, "offload_optimizer_device": "cpu", "offload_param_device": "none"}})";
+  ImportOptions o;
+  o.overrides = words("accelerate launch --num_processes 8 sft.py --model_name_or_path meta-llama/Llama-3.1-8B "
+                      "--per_device_train_batch_size 2 --gradient_accumulation_steps 3 --max_length 4096 --packing "
+                      "--use_peft --lora_target_modules q_proj k_proj --optim adamw_torch_fused");
+  ImportResult r = import_accelerate(ds, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::deepspeed);
+  CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.data_parallel_size == 8);       // --num_processes 8 wins over the file's 4
+  CHECK(r.input.optimizer_offload_fraction == 1.0);  // offload_optimizer_device cpu
+  CHECK(r.input.micro_batch_size == 2);
+  CHECK(r.input.global_batch_size == 48);       // 2 × 3 × 8
+  CHECK(r.input.seq_length == 4096);            // --max_length with a bare --packing (true)
+  CHECK(r.input.num_layers == 32);              // the Llama 3.1 8B preset
+  CHECK(r.input.peft == Peft::lora);
+  CHECK(r.input.lora_rank == 16);               // TRL ModelConfig's default r
+  CHECK(r.input.lora_dropout == 0.05);          // and its default dropout
+  CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "k_proj"});  // nargs="+": both words
+  CHECK(r.input.params_dtype == Dtype::bf16);   // DeepSpeed's bf16 mode casts the module
+  CHECK(r.input.main_params_dtype == Dtype::fp32);
+  CHECK(r.input.attention_backend == AttentionBackend::flash);  // transformers' default sdpa
+  CHECK(has_line(r.read, "num_processes ← accelerate launch --num_processes = 8"));
+
+  // DDP on one GPU with a bf16-loaded model (TRL --torch_dtype): the Trainer keeps no fp32 copy.
+  o.overrides = words("--model_name_or_path meta-llama/Llama-3.2-1B --torch_dtype bfloat16 --bf16 "
+                      "--attn_implementation eager --gradient_checkpointing false");
+  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "no"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::ddp);
+  CHECK(r.input.data_parallel_size == 1);
+  CHECK(r.input.params_dtype == Dtype::bf16);
+  CHECK(r.input.master_weights == false);
+  CHECK(r.input.micro_batch_size == 8);  // TrainingArguments' default
+  CHECK(r.input.attention_backend == AttentionBackend::unfused);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::none);
+  CHECK(r.input.peft == Peft::none);
+
+  // FSDP2: the strategy is ignored, fsdp_reshard_after_forward decides; HYBRID is FSDP1's.
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True");
+  r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 8, "fsdp_config": {"fsdp_version": 2,
+    "fsdp_sharding_strategy": "FULL_SHARD", "fsdp_reshard_after_forward": false, "fsdp_activation_checkpointing": true}})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::fsdp2);
+  CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
+  CHECK(r.input.params_dtype == Dtype::bf16);       // gathered in the training dtype
+  CHECK(r.input.main_params_dtype == Dtype::fp32);  // shards as loaded: fp32
+  CHECK(has_line(r.ignored, "fsdp_config.fsdp_sharding_strategy"));
+  r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 16, "num_machines": 2,
+    "fsdp_config": {"fsdp_sharding_strategy": 4}})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.data_parallel_shard_size == 8);  // HYBRID_SHARD (code 4): within a machine
+}
+
+TEST_CASE("accelerate: bad input is named, never guessed") {
+  const auto one = [](const std::string& tree, const std::string& line) {
+    ImportOptions o;
+    o.overrides = words(line);
+    return import_accelerate(tree, o);
+  };
+  const std::string fsdp = R"({"distributed_type": "FSDP", "num_processes": 2})";
+  ImportResult r = one(R"({"zero_optimization": {"stage": 3}})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "distributed_type: missing: this is not an accelerate config (it looks like a deepspeed config: use import deepspeed)");
+  r = one(R"({"distributed_type": "MULTI_TPU_PLEASE"})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "distributed_type");
+  r = one(R"({"distributed_type": "MEGATRON_LM"})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message.find("import megatron-args") != std::string::npos);
+  r = one(fsdp, "train.py --bf16 True oops");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "launch command: \"oops\" is not a flag of the script (--name value)");
+  r = one(fsdp, "train.py --model_name_or_path nobody/unknown-model");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "--model_name_or_path");
+  r = one(fsdp, "train.py --use_4bit_quantization True");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message.rfind("--use_4bit_quantization: needs LoRA", 0) == 0);
+  r = one(fsdp, "train.py --bf16 maybe");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--bf16: must be true or false, got \"maybe\"");
+  r = one(R"({"distributed_type": "FSDP", "num_processes": 3, "num_machines": 2})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "num_machines");
+  r = one(R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"zero_stage": 5}})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "deepspeed_config.zero_stage: must be 0, 1, 2 or 3, got 5");
+  r = one(R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"deepspeed_config_file": "ds.json"}})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "deepspeed_config.deepspeed_config_file: \"ds.json\": give that DeepSpeed config with --deepspeed");
+  // The DeepSpeed plugin's accumulation must match the Trainer's (HfTrainerDeepSpeedConfig).
+  r = one(R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"zero_stage": 3, "gradient_accumulation_steps": 4}})",
+          "train.py --gradient_accumulation_steps 2");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message.rfind("gradient_accumulation_steps: 4 does not match --gradient_accumulation_steps = 2", 0) == 0);
+  r = one(fsdp, "accelerate launch --num_processes");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "accelerate launch --num_processes: needs a value");
+  r = one(R"({"distributed_type": "NO", "num_processes": 2})", "");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "distributed_type");
+}
+
+#ifndef __EMSCRIPTEN__
+TEST_CASE("accelerate: the PEFT docs' Llama 2 70B runs, config and launch command as printed") {
+  // peft-deepspeed_config.yaml: DEEPSPEED, zero_stage 3, gradient_accumulation_steps 4,
+  // zero3_init_flag true, mixed_precision bf16, num_processes 8. The launch command: batch 8,
+  // accumulation 4, LoRA r 8 on all-linear, chatml tokens (32000 + 5 -> 32008).
+  ImportOptions o;
+  o.overrides = words("accelerate launch --config_file configs/deepspeed_config.yaml train.py " + k_peft_common +
+                      "--per_device_train_batch_size 8 --gradient_accumulation_steps 4 --use_reentrant False --use_4bit_quantization False");
+  ImportResult r = import_accelerate(yaml_tree("accelerate/peft-deepspeed_config.yaml"), o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::deepspeed);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.zero_init == true);
+  CHECK(r.input.data_parallel_size == 8);
+  CHECK(r.input.micro_batch_size == 8);
+  CHECK(r.input.global_batch_size == 256);  // 8 × 4 × 8
+  CHECK(r.input.vocab_size == 32008);
+  CHECK(r.input.num_layers == 80);
+  CHECK(r.input.seq_length == 2048);
+  CHECK(r.input.peft == Peft::lora);
+  CHECK(r.input.lora_rank == 8);
+  CHECK(r.input.lora_dropout == 0.1);
+  CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+  CHECK(r.input.params_dtype == Dtype::bf16);
+  CHECK(r.input.attention_backend == AttentionBackend::flash);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
+  CHECK(has_line(r.ignored, "deepspeed_config.deepspeed_multinode_launcher"));
+
+  // peft-fsdp_config_qlora.yaml: FSDP FULL_SHARD, fsdp_offload_params true, mixed_precision 'no'
+  // but --bf16 True, 2 processes; QLoRA with bf16 storage.
+  o.overrides = words("accelerate launch --config_file configs/fsdp_config_qlora.yaml --fsdp_offload_params false train.py " +
+                      k_peft_common + "--per_device_train_batch_size 2 --gradient_accumulation_steps 2 "
+                      "--use_4bit_quantization True --use_nested_quant True --bnb_4bit_quant_storage_dtype bfloat16");
+  r = import_accelerate(yaml_tree("accelerate/peft-fsdp_config_qlora.yaml"), o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::fsdp2);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.data_parallel_size == 2);
+  CHECK(r.input.global_batch_size == 8);  // 2 × 2 × 2
+  CHECK(r.input.peft == Peft::qlora);
+  CHECK(r.input.params_dtype == Dtype::nf4);
+  CHECK(r.input.compute_dtype == Dtype::bf16);  // --bf16 True over mixed_precision 'no'
+  // The file's fsdp_offload_params true is set over the launcher's flag, as accelerate does.
+  CHECK(r.input.offload_params == true);
+  CHECK(has_line(r.ignored, "accelerate launch --fsdp_offload_params false: the file's fsdp_config.fsdp_offload_params (true) is set over it"));
 }
 #endif

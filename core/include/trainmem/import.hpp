@@ -41,7 +41,7 @@ struct ImportResult {
 // "torchtune", "torchtitan", "deepspeed", "axolotl"), are the CLI's `trainmem import KIND`. An
 // importer is one value here, its name in src/import/import.cpp, its reader in a file of its own
 // under src/import/, and one case in import.cpp's dispatch.
-enum class ImportKind : uint8_t { hf, megatron_args, torchtune, torchtitan, deepspeed, axolotl, count };
+enum class ImportKind : uint8_t { hf, megatron_args, torchtune, torchtitan, deepspeed, axolotl, accelerate, count };
 template <>
 std::span<const std::string_view> enum_names<ImportKind>();
 
@@ -83,7 +83,7 @@ ParsedImportOptions parse_import_options(std::string_view options_json);
 // rule, as parse_import_options says it.
 std::optional<Issue> set_import_option_text(ImportOptions& options, std::string_view name, std::string_view text);
 
-// The page's call: a framework `kind_name` ("torchtune", "torchtitan", "deepspeed", "axolotl"; an
+// The page's call: a framework `kind_name` ("torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate"; an
 // Issue on "kind" otherwise), its tree, the options as JSON (parse_import_options), over the base.
 ImportOverBase import_framework_over_base(std::string_view kind_name, std::string_view tree_json,
                                           std::string_view options_json, std::string_view base_json);
@@ -94,6 +94,8 @@ ImportResult import_torchtune(std::string_view tree_json, const ImportOptions& o
 ImportResult import_torchtitan(std::string_view tree_json, const ImportOptions& options);
 ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& options);
 ImportResult import_axolotl(std::string_view tree_json, const ImportOptions& options);
+// An accelerate config with its launch command in `options.overrides`, one word each (accelerate.cpp).
+ImportResult import_accelerate(std::string_view tree_json, const ImportOptions& options);
 std::vector<std::string_view> framework_versions(ImportKind kind);
 
 // The kind a framework config file is, from its tree (JSON text): "torchtune" (a model with a

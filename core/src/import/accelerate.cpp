@@ -1,0 +1,679 @@
+// accelerate configs (YAML, as a JSON tree) with the launch command -> trainmem fields.
+//
+// A Hugging Face run is an accelerate config (what `accelerate config` writes) and the command
+// that launches the training script: `accelerate launch --config_file CONFIG.yaml train.py
+// --per_device_train_batch_size 8 ...`. The launcher's flags override the file, the script's
+// flags are the Trainer's arguments (transformers TrainingArguments, TRL's SFTConfig) and the
+// script's own (the model, LoRA and quantization switches).
+//
+// Sources:
+//   [cfg]    huggingface/accelerate src/accelerate/commands/config/config_args.py ClusterConfig:
+//            distributed_type (NO, MULTI_GPU, DEEPSPEED, FSDP, MEGATRON_LM, XLA, MULTI_CPU and the
+//            other accelerators' MULTI_*), mixed_precision (no | fp16 | bf16 | fp8),
+//            num_processes, num_machines, use_cpu, deepspeed_config, fsdp_config, dynamo_config
+//   [launch] src/accelerate/commands/launch.py @ 79a8426416a5b67d7e0e101ce20c8e805af88b71
+//            _validate_launch_command: a top-level flag (--num_processes, --mixed_precision, ...)
+//            given on the command line wins over the file's value, but the file's deepspeed_config
+//            and fsdp_config keys are set over the flags unconditionally (so a flag counts only
+//            for a key the file leaves out); --multi_gpu, --use_deepspeed and --use_fsdp take no
+//            value, --fsdp_offload_params / --zero3_init_flag take "true" / "false"; dashes are
+//            accepted for underscores
+//   [ds]     src/accelerate/utils/dataclasses.py @ 24d8b63fc32aff586ebac7bd62874916cabe4bd0
+//            DeepSpeedPlugin.__post_init__: without deepspeed_config_file the DeepSpeed config is
+//            {train_batch_size: "auto", train_micro_batch_size_per_gpu: "auto",
+//            gradient_accumulation_steps: the plugin's (else "auto"), zero_optimization: {stage,
+//            offload_optimizer.device, offload_param.device}}; the mixed precision sets
+//            bf16 / fp16 enabled; transformers' HfTrainerDeepSpeedConfig then fills the "auto"s
+//            from the Trainer's arguments (deepspeed.cpp [hf])
+//   [fsdp]   the same file, FullyShardedDataParallelPlugin: sharding_strategy FULL_SHARD (1),
+//            SHARD_GRAD_OP (2), NO_SHARD (3), HYBRID_SHARD (4), HYBRID_SHARD_ZERO2 (5);
+//            fsdp_offload_params is CPUOffload(offload_params=True) (FSDP2: CPUOffloadPolicy):
+//            the sharded parameters and their gradients live on the CPU and the optimizer steps
+//            there; fsdp_activation_checkpointing checkpoints each auto-wrapped transformer layer.
+//            FSDP2 (fsdp_version 2, in a later file: @ b0d8fa95) ignores the sharding strategy
+//            (a deprecation warning) and takes fsdp_reshard_after_forward, a boolean, default true
+//   [ta]     transformers training_args.py TrainingArguments.__post_init__: bf16 / fp16 set
+//            ACCELERATE_MIXED_PRECISION, so the Trainer's precision wins over the file's
+//   [sft]    huggingface/peft examples/sft/train.py ModelArguments @
+//            0c248e9bc5fdfcf4d0f7c27464b52c026ce7e582 (use_peft_lora, lora_r 64, lora_dropout 0.1,
+//            lora_target_modules "q_proj,k_proj,v_proj,o_proj,down_proj,up_proj,gate_proj" or
+//            "all-linear", use_4bit_quantization, use_8bit_quantization, use_nested_quant,
+//            bnb_4bit_quant_storage_dtype, use_flash_attn, chat_template_format) and utils.py
+//            create_and_prepare_model @ 0106572395656923b710306c264596b94d028d05: the model is
+//            loaded in the 4-bit storage dtype when it is a float, else fp32; attention
+//            flash_attention_2 with use_flash_attn, else "eager"; chat_template_format chatml or
+//            zephyr adds its special tokens and resize_token_embeddings(pad_to_multiple_of=8)
+//   [trl]    huggingface/trl trl/trainer/model_config.py ModelConfig @
+//            bc13ae6d91667d42f5ad74e211b5db703dc4377e: use_peft, lora_r 16, lora_dropout 0.05,
+//            lora_target_modules None (PEFT's default for the model type: q_proj, v_proj for
+//            Llama), load_in_4bit, load_in_8bit, torch_dtype, attn_implementation
+#include <algorithm>
+#include <cctype>
+
+#include "mapping.hpp"
+
+namespace trainmem {
+namespace {
+
+using mapping::json;
+using mapping::Mapper;
+using mapping::show;
+
+// The config file's keys that do not change memory.
+const std::vector<std::string_view> k_no_memory = {
+    "compute_environment", "debug", "downcast_bf16", "machine_rank", "main_training_function", "rdzv_backend",
+    "same_network", "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "main_process_ip", "main_process_port",
+    "gpu_ids", "enable_cpu_affinity", "tpu_name", "tpu_zone", "commands", "command_file",
+};
+// ... and the keys under deepspeed_config and fsdp_config that do not.
+const std::vector<std::string_view> k_no_memory_inside = {
+    "deepspeed_config.deepspeed_multinode_launcher", "deepspeed_config.zero3_save_16bit_model",
+    "deepspeed_config.gradient_clipping", "deepspeed_config.deepspeed_hostfile", "deepspeed_config.deepspeed_exclusion_filter",
+    "deepspeed_config.deepspeed_inclusion_filter", "deepspeed_config.offload_optimizer_nvme_path",
+    "deepspeed_config.offload_param_nvme_path", "fsdp_config.fsdp_state_dict_type", "fsdp_config.fsdp_sync_module_states",
+    "fsdp_config.fsdp_auto_wrap_policy", "fsdp_config.fsdp_transformer_layer_cls_to_wrap",
+    "fsdp_config.fsdp_min_num_params", "fsdp_config.fsdp_cpu_ram_efficient_loading", "fsdp_config.fsdp_use_orig_params",
+};
+
+// The launcher's flags that take no value [launch].
+const std::vector<std::string_view> k_launch_switches = {
+    "use_deepspeed", "use_fsdp", "multi_gpu", "cpu", "same_network", "debug", "module", "m", "no_python",
+    "quiet", "q", "tpu", "use_megatron_lm", "use_xpu", "enable_cpu_affinity",
+};
+// The launcher's flags that are a deepspeed_config or fsdp_config key of the same name [launch].
+const std::vector<std::string_view> k_launch_deepspeed = {
+    "zero_stage", "offload_optimizer_device", "offload_param_device", "gradient_accumulation_steps",
+    "zero3_init_flag", "zero3_save_16bit_model", "deepspeed_config_file", "gradient_clipping",
+    "deepspeed_multinode_launcher",
+};
+// The launcher's flags with no memory effect.
+const std::vector<std::string_view> k_launch_no_memory = {
+    "main_process_ip", "main_process_port", "machine_rank", "rdzv_backend", "rdzv_conf", "max_restarts",
+    "gpu_ids", "num_cpu_threads_per_process", "log_dir", "tee", "role", "main_training_function",
+    "deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter", "same_network", "debug",
+    "quiet", "q", "monitor_interval", "module", "m", "no_python",
+};
+
+// The script arguments that do not change memory (TrainingArguments, SFTConfig, PEFT's examples).
+const std::vector<std::string_view> k_script_no_memory = {
+    "seed", "dataset_name", "dataset_config", "dataset_text_field", "splits", "add_special_tokens",
+    "append_concat_token", "num_train_epochs", "max_steps", "logging_steps", "log_level", "logging_strategy",
+    "eval_strategy", "evaluation_strategy", "save_strategy", "save_steps", "eval_steps", "push_to_hub",
+    "hub_private_repo", "hub_strategy", "hub_model_id", "learning_rate", "lr_scheduler_type", "weight_decay",
+    "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "per_device_eval_batch_size", "report_to",
+    "run_name", "logging_dir", "save_total_limit", "lora_alpha", "use_reentrant", "bnb_4bit_compute_dtype",
+    "bnb_4bit_quant_type", "use_nested_quant", "use_bnb_nested_quant", "model_revision", "trust_remote_code",
+    "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
+    "dataloader_num_workers", "dataset_num_proc", "adam_beta1", "adam_beta2", "adam_epsilon", "ddp_timeout",
+    "resume_from_checkpoint", "gradient_checkpointing_kwargs", "eval_accumulation_steps", "include_tokens_per_second",
+    "chat_template_path", "use_unsloth", "tf32", "bf16_full_eval", "fp16_full_eval", "save_only_model",
+};
+
+bool listed(const std::vector<std::string_view>& list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// A launch-line word as the shell leaves it: one layer of matching quotes taken off.
+std::string unquoted(std::string word) {
+  if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
+    return word.substr(1, word.size() - 2);
+  return word;
+}
+
+// A flag's value as HfArgumentParser types it: a boolean (string_to_bool's words), a number, or
+// the text. "True" is a boolean for a bool field and text nowhere else, which the readers check.
+json argument_value(const std::string& text) {
+  std::string lower = mapping::lowercase(text);
+  if (lower == "true" || lower == "yes" || lower == "y" || lower == "t") return true;
+  if (lower == "false" || lower == "no" || lower == "n" || lower == "f") return false;
+  const json scalar = mapping::plain_scalar(text);
+  if (scalar.is_number()) return scalar;
+  return text;
+}
+
+class AccelerateReader : mapping::Reader {
+ public:
+  AccelerateReader(json& tree, const ImportOptions& options, ImportResult& out)
+      : Reader(tree, options, out), tree_(tree) {}
+  void run();
+
+ private:
+  json& tree_;
+  json args_ = json::object();  // the script's arguments, with --hf-args under them
+  int64_t gpus_ = 1;
+  std::string distributed_;
+  std::string precision_ = "fp32", precision_why_;  // the training dtype and why
+  std::string load_dtype_ = "fp32", load_why_;      // the dtype the model is loaded in
+
+  mapping::TrainerArguments trainer() const { return {args_, "--"}; }
+  void read_launch_line();
+  void read_script_arguments(const std::vector<std::string>& words, size_t from);
+  void read_layout();
+  void read_model();
+  void read_adapter();
+  void read_precision();
+  void read_deepspeed();
+  void read_fsdp();
+  void read_training();
+};
+
+// The launch command (ImportOptions::overrides, one word each): `accelerate launch [flags]
+// SCRIPT [script flags]`, `python SCRIPT [flags]`, `trl sft [flags]` or the script's flags alone.
+void AccelerateReader::read_launch_line() {
+  std::vector<std::string> words;
+  // A pasted command's line continuations: a lone backslash, or one a one-line input has joined
+  // to the next flag ("\\--seed" once the newline is gone).
+  for (std::string w : options_.overrides) {
+    if (w == "\\") continue;
+    if (w.size() > 2 && w[0] == '\\' && w[1] == '-') w.erase(0, 1);
+    words.push_back(unquoted(w));
+  }
+  size_t i = 0;
+  if (words.size() >= 2 && words[0] == "accelerate" && words[1] == "launch") {
+    for (i = 2; i < words.size() && words[i].rfind("-", 0) == 0; ++i) {
+      std::string name = words[i].substr(words[i].rfind("--", 0) == 0 ? 2 : 1), value;
+      const size_t eq = name.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      std::replace(name.begin(), name.end(), '-', '_');
+      const bool takes_value = !listed(k_launch_switches, name);
+      if (takes_value && !inline_value) {
+        if (i + 1 >= words.size()) return m_.fail("accelerate launch --" + name, "needs a value");
+        value = words[++i];
+      }
+      const std::string flag = "accelerate launch --" + name;
+      if (name == "config_file") {
+        out_.read.push_back("accelerate launch --config_file " + value + ": the config file given");
+      } else if (name == "num_processes" || name == "num_machines" || name == "mixed_precision") {
+        tree_[name] = name == "mixed_precision" ? json(value) : argument_value(value);  // "no" is a precision there
+        out_.read.push_back(name + " ← " + flag + " = " + value + " (the launcher's flag wins over the file)");
+      } else if (name == "use_deepspeed" || name == "use_fsdp" || name == "multi_gpu" || name == "cpu") {
+        const std::string type = name == "use_deepspeed" ? "DEEPSPEED" : name == "use_fsdp" ? "FSDP" : name == "multi_gpu" ? "MULTI_GPU" : "";
+        if (type.empty()) return m_.fail(flag, "runs on the CPU: trainmem estimates GPU memory");
+        tree_["distributed_type"] = type;
+        out_.read.push_back("distributed_type ← " + flag + " (" + type + ")");
+      } else if (listed(k_launch_deepspeed, name) || name.rfind("fsdp_", 0) == 0) {
+        // The file's deepspeed_config / fsdp_config keys are set over the flags [launch].
+        const std::string section = name.rfind("fsdp_", 0) == 0 ? "fsdp_config" : "deepspeed_config";
+        json& block = tree_[section];
+        if (!block.is_object() && !block.is_null()) continue;  // the section's reader names it
+        if (block.is_object() && block.contains(name) && !block[name].is_null()) {
+          out_.ignored.push_back(flag + " " + value + ": the file's " + section + "." + name + " (" + show(block[name]) +
+                                 ") is set over it, as accelerate launch does");
+        } else {
+          block[name] = argument_value(value);
+          out_.read.push_back(section + "." + name + " ← " + flag + " = " + value);
+        }
+      } else if (name == "dynamo_backend") {
+        tree_["dynamo_config"]["dynamo_backend"] = value;
+        out_.read.push_back("dynamo_config.dynamo_backend ← " + flag + " = " + value);
+      } else if (listed(k_launch_no_memory, name)) {
+        continue;
+      } else {
+        out_.ignored.push_back(flag + ": an accelerate launch flag trainmem does not read");
+      }
+      if (!out_.ok()) return;
+    }
+    if (i < words.size()) ++i;  // the script
+  } else if (words.size() >= 2 && words[0] == "trl" && words[1] == "sft") {
+    i = 2;
+  } else if (!words.empty() && words[0].rfind("-", 0) != 0) {
+    // python [-m] SCRIPT, or the script alone.
+    if (words[0] == "python" || words[0] == "python3") i = 1;
+    if (i < words.size() && words[i] == "-m") ++i;
+    if (i < words.size()) ++i;
+  }
+  read_script_arguments(words, i);
+}
+
+// The script's flags as HfArgumentParser reads them: --name value, --name=value, a bare --name
+// (a bool field's true), and several values for a list field (TRL's lora_target_modules).
+void AccelerateReader::read_script_arguments(const std::vector<std::string>& words, size_t from) {
+  json from_line = json::object();
+  for (size_t i = from; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.rfind("--", 0) != 0 || word.size() == 2)
+      return m_.fail("launch command", trainmem::quoted(word) + " is not a flag of the script (--name value)");
+    std::string name = word.substr(2);
+    std::vector<std::string> values;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      values.push_back(name.substr(eq + 1));
+      name.resize(eq);
+    }
+    std::replace(name.begin(), name.end(), '-', '_');
+    // The next word is the value unless it is a flag; a list field takes every such word.
+    while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && (values.empty() || name == "lora_target_modules"))
+      values.push_back(words[++i]);
+    if (values.empty()) from_line[name] = true;  // a bare flag: a bool field's true
+    else if (values.size() == 1) from_line[name] = argument_value(values[0]);
+    else from_line[name] = values;
+  }
+  // --hf-args (a TrainingArguments JSON) under the command line's flags.
+  if (!options_.hf_args_json.empty()) {
+    std::optional<json> parsed = mapping::object_tree(options_.hf_args_json, "--hf-args", out_.issues);
+    if (!parsed) return;
+    args_ = std::move(*parsed);
+  }
+  for (auto& [name, value] : from_line.items()) args_[name] = value;
+}
+
+void AccelerateReader::read_layout() {
+  const std::optional<std::string> type = m_.string("distributed_type");
+  if (!type) return;
+  distributed_ = *type;
+  if (m_.boolean("use_cpu").value_or(false)) return m_.fail("use_cpu", "true runs on the CPU: trainmem estimates GPU memory");
+  if (distributed_ == "MEGATRON_LM")
+    return m_.fail("distributed_type", "\"MEGATRON_LM\": accelerate's Megatron-LM plugin is not read here; give Megatron-LM's arguments to import megatron-args");
+  if (distributed_ == "XLA" || distributed_ == "TPU" || distributed_ == "MULTI_CPU")
+    return m_.fail("distributed_type", trainmem::quoted(distributed_) + " does not run on GPUs: trainmem estimates GPU memory");
+  static const std::vector<std::string_view> known = {"NO", "MULTI_GPU", "DEEPSPEED", "FSDP", "MULTI_XPU", "MULTI_NPU",
+                                                      "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA", "MULTI_HPU"};
+  if (!listed(known, distributed_))
+    return m_.fail("distributed_type", "must be one of NO, MULTI_GPU, DEEPSPEED, FSDP (or another accelerator's MULTI_*), got " + trainmem::quoted(distributed_));
+  // The world: --gpus, else num_processes (the launcher's flag or the file's) [cfg].
+  if (options_.gpus > 0) {
+    gpus_ = options_.gpus;
+    m_.touch("num_processes");
+  } else if (m_.has("num_processes")) {
+    const std::optional<int64_t> n = m_.integer("num_processes");
+    if (!n) return;
+    gpus_ = *n;
+    out_.read.push_back("gpus ← num_processes = " + number_text(double(gpus_)));
+  } else {
+    out_.assumed.push_back("gpus ← 1 (no num_processes and no --gpus)");
+  }
+  const int64_t machines = m_.has("num_machines") ? m_.integer("num_machines").value_or(1) : 1;
+  if (!out_.ok()) return;
+  if (gpus_ % machines != 0)
+    return m_.fail("num_machines", number_text(double(machines)) + " must divide the " + number_text(double(gpus_)) + " processes (num_processes counts every machine's)");
+  if (distributed_ == "NO" && gpus_ > 1)
+    return m_.fail("distributed_type", "\"NO\" runs one process, but num_processes is " + number_text(double(gpus_)));
+}
+
+void AccelerateReader::read_model() {
+  if (!options_.model_json.empty()) {
+    m_.model_from_hf(options_.model_json, "--model");
+  } else if (!options_.preset.empty()) {
+    m_.model_from_preset(options_.preset, "--preset", "--preset " + trainmem::quoted(options_.preset));
+  } else if (const json* name = args_.contains("model_name_or_path") ? &args_["model_name_or_path"] : nullptr) {
+    if (!name->is_string()) return m_.fail("--model_name_or_path", "must be a Hugging Face repository, got " + show(*name));
+    if (!m_.model_from_hub_name(name->get<std::string>(), "--model_name_or_path")) return;
+  } else {
+    out_.assumed.push_back("model ← the base config's (no --model_name_or_path, --model or --preset)");
+    return;
+  }
+  // [sft] chat_template_format: the template's special tokens join the vocabulary, which
+  // resize_token_embeddings(len(tokenizer), pad_to_multiple_of=8) rounds up to a multiple of 8.
+  const json* format = args_.contains("chat_template_format") ? &args_["chat_template_format"] : nullptr;
+  if (!format || *format == "none") return;
+  if (!format->is_string() || (*format != "chatml" && *format != "zephyr"))
+    return m_.fail("--chat_template_format", "must be \"chatml\", \"zephyr\" or \"none\", got " + show(*format));
+  if (!out_.input.vocab_size) return;
+  // ChatmlSpecialTokens lists <|im_start|>user, <|im_start|>assistant, <|im_start|>system,
+  // <|im_end|>, <s> and <pad>; ZephyrSpecialTokens <|user|>, <|assistant|>, <|system|>, </s>, <s>,
+  // <pad>. New to a SentencePiece Llama/Mistral tokenizer: all but <s> (chatml: 5) and all but
+  // <s>, </s> (zephyr: 4). A tokenizer that has fewer of them lands on the same multiple of 8
+  // unless its vocabulary is not one already.
+  const int64_t added = *format == "chatml" ? 5 : 4;
+  const int64_t before = *out_.input.vocab_size;
+  const int64_t after = (before + added + 7) / 8 * 8;
+  m_.read("vocab_size", double(after), "--chat_template_format",
+          show(*format) + ": " + number_text(double(before)) + " + " + number_text(double(added)) +
+              " special tokens, padded to a multiple of 8 (resize_token_embeddings pad_to_multiple_of=8)");
+}
+
+void AccelerateReader::read_adapter() {
+  const auto flag = [&](const char* name) { return trainer().flag(m_, name); };
+  // PEFT's example script names its switches use_peft_lora / use_4bit_quantization [sft]; TRL's
+  // ModelConfig use_peft / load_in_4bit [trl]. Their LoRA defaults differ.
+  const bool sft_script = args_.contains("use_peft_lora") || args_.contains("use_4bit_quantization");
+  const char* peft_flag = sft_script ? "use_peft_lora" : "use_peft";
+  const bool lora = flag(peft_flag).value_or(false);
+  const char* in4_flag = args_.contains("use_4bit_quantization") ? "use_4bit_quantization" : "load_in_4bit";
+  const char* in8_flag = args_.contains("use_8bit_quantization") ? "use_8bit_quantization" : "load_in_8bit";
+  const bool in4 = flag(in4_flag).value_or(false);
+  const bool in8 = flag(in8_flag).value_or(false);
+  if (!out_.ok()) return;
+  if (!lora) {
+    m_.assume("peft", std::string("none"), std::string("no --") + peft_flag + ": full fine-tuning", peft_flag);
+    if (in4 || in8) m_.fail(std::string("--") + (in4 ? in4_flag : in8_flag), "needs LoRA (--" + std::string(peft_flag) + " True): a quantized base cannot be trained whole");
+    return;
+  }
+  if (in4 && in8) return m_.fail(std::string("--") + in4_flag, "and --" + std::string(in8_flag) + " cannot both be true");
+  if (in4) {
+    m_.read("peft", std::string("qlora"), std::string("--") + in4_flag, "true (LoRA over a bitsandbytes 4-bit base)");
+    m_.assume("params_dtype", std::string("nf4"), std::string("--") + in4_flag + ": bitsandbytes Linear4bit base", in4_flag);
+    if (const json* type = trainer().given("bnb_4bit_quant_type"); type && *type != "nf4")
+      out_.ignored.push_back("--bnb_4bit_quant_type = " + show(*type) + ": counted as NF4 (the same 4 bits and block constants)");
+  } else {
+    m_.read("peft", std::string("lora"), std::string("--") + peft_flag, "true");
+    if (in8) m_.ignore_value(std::string("--") + in8_flag, "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
+  }
+  // Targets [sft] [trl]: a comma list or "all-linear" (every linear layer but the output).
+  std::vector<std::string> targets;
+  std::string how;
+  const json* given = trainer().given("lora_target_modules");
+  json items;
+  if (given) {
+    items = given->is_string() ? json::array() : *given;
+    if (given->is_string()) {
+      const std::string text = given->get<std::string>();
+      for (size_t start = 0; start <= text.size();) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        if (comma > start) items.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+    if (!items.is_array()) return m_.fail("--lora_target_modules", "must be module names, got " + show(*given));
+    how = "--lora_target_modules = " + show(*given);
+  } else if (sft_script) {
+    items = {"q_proj", "k_proj", "v_proj", "o_proj", "down_proj", "up_proj", "gate_proj"};
+    how = "no --lora_target_modules: examples/sft/train.py's default";
+  } else {
+    items = {"q_proj", "v_proj"};
+    how = "no --lora_target_modules: TRL passes None and PEFT targets q_proj, v_proj for Llama-style models";
+  }
+  const auto add = [&](const std::string& t) {
+    if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
+  };
+  for (const json& item : items) {
+    const std::string name = item.is_string() ? item.get<std::string>() : "";
+    if (name == "all-linear") for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
+    else if (name == "q_proj" || name == "k_proj" || name == "v_proj" || name == "o_proj" || name == "gate_proj" ||
+             name == "up_proj" || name == "down_proj" || name == "lm_head") add(name);
+    else out_.ignored.push_back("--lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
+  }
+  if (targets.empty()) return m_.fail("--lora_target_modules", "names no module trainmem has adapters for");
+  if (m_.put("lora_target_modules", targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
+  const double default_rank = sft_script ? 64 : 16, default_dropout = sft_script ? 0.1 : 0.05;
+  const std::string whose = sft_script ? "examples/sft/train.py's default" : "TRL ModelConfig's default";
+  if (const std::optional<int64_t> r = trainer().count(m_, "lora_r")) m_.read("lora_rank", double(*r), "--lora_r");
+  else if (out_.ok()) m_.assume("lora_rank", default_rank, "no --lora_r: " + whose, "lora_r");
+  if (const json* d = trainer().given("lora_dropout")) {
+    if (!d->is_number() || d->get<double>() < 0 || d->get<double>() > 1) return m_.fail("--lora_dropout", "must be a number from 0 to 1, got " + show(*d));
+    m_.read("lora_dropout", d->get<double>(), "--lora_dropout");
+  } else {
+    m_.assume("lora_dropout", default_dropout, "no --lora_dropout: " + whose, "lora_dropout");
+  }
+  if (const json* save = trainer().given("lora_modules_to_save"))
+    m_.ignore_value("--lora_modules_to_save", "fully trained copies of " + show(*save) + ": " + std::string(mapping::k_no_field));
+  if (flag("use_dora").value_or(false)) out_.ignored.push_back("--use_dora: DoRA's magnitude vectors are not modelled");
+}
+
+// The training dtype and the dtype the model is loaded in.
+void AccelerateReader::read_precision() {
+  const auto flag = [&](const char* name) { return trainer().flag(m_, name); };
+  // [ta] the Trainer's bf16 / fp16 win over the file's mixed_precision.
+  const bool bf16 = flag("bf16").value_or(false), fp16 = flag("fp16").value_or(false);
+  if (bf16 && fp16) return m_.fail("--bf16", "and --fp16 cannot both be true");
+  if (bf16 || fp16) {
+    precision_ = bf16 ? "bf16" : "fp16";
+    precision_why_ = std::string("--") + precision_ + " True (the Trainer's precision wins over the file's mixed_precision)";
+    m_.touch("mixed_precision");
+  } else if (const std::optional<std::string> mp = m_.has("mixed_precision") ? m_.string("mixed_precision") : std::nullopt) {
+    if (*mp == "bf16" || *mp == "fp16") precision_ = *mp;
+    else if (*mp == "fp8") {
+      precision_ = "bf16";
+      out_.ignored.push_back("mixed_precision = \"fp8\": accelerate's FP8 recipes are not read; counted as bf16 mixed precision");
+    } else if (*mp != "no") {
+      return m_.fail("mixed_precision", "must be \"no\", \"fp16\", \"bf16\" or \"fp8\", got " + trainmem::quoted(*mp));
+    }
+    precision_why_ = "mixed_precision = " + trainmem::quoted(*mp);
+  } else {
+    precision_why_ = "no mixed_precision and neither --bf16 nor --fp16: fp32";
+  }
+  if (!out_.ok()) return;
+  // The load dtype: TRL's --torch_dtype; PEFT's example loads a 4-bit model in its storage dtype
+  // (a float) and anything else in fp32 [sft]; transformers' from_pretrained default is fp32.
+  const auto dtype_name = [](const std::string& torch) -> std::string {
+    if (torch == "bfloat16" || torch == "bf16") return "bf16";
+    if (torch == "float16" || torch == "fp16" || torch == "half") return "fp16";
+    if (torch == "float32" || torch == "fp32" || torch == "float") return "fp32";
+    return "";
+  };
+  const bool quantized = out_.input.params_dtype && *out_.input.params_dtype == Dtype::nf4;
+  const char* torch_key = args_.contains("torch_dtype") ? "torch_dtype" : "dtype";
+  if (const json* t = trainer().given(torch_key)) {
+    const std::string name = t->is_string() ? t->get<std::string>() : "";
+    if (name == "auto") {
+      load_dtype_ = "bf16";
+      load_why_ = std::string("--") + torch_key + " auto: the checkpoint's dtype, bf16 for today's Hub models";
+    } else if ((load_dtype_ = dtype_name(name)).empty()) {
+      return m_.fail(std::string("--") + torch_key, "must be auto, bfloat16, float16 or float32, got " + show(*t));
+    } else {
+      load_why_ = std::string("--") + torch_key + " " + name;
+    }
+  } else if (const json* storage = quantized ? trainer().given("bnb_4bit_quant_storage_dtype") : nullptr) {
+    const std::string name = storage->is_string() ? storage->get<std::string>() : "";
+    const std::string d = dtype_name(name);
+    load_dtype_ = d.empty() ? "fp32" : d;
+    load_why_ = "--bnb_4bit_quant_storage_dtype " + name + (d.empty() ? " is not a float: loaded in fp32" : ": the model is loaded in it");
+  } else {
+    load_why_ = "the model is loaded in fp32 (from_pretrained's default; PEFT's examples/sft loads in fp32 unless quantized)";
+  }
+}
+
+void AccelerateReader::read_deepspeed() {
+  // [ds] The DeepSpeed config DeepSpeedPlugin writes, or the file it names.
+  if (const std::optional<std::string> file = m_.has("deepspeed_config.deepspeed_config_file")
+                                                  ? m_.string("deepspeed_config.deepspeed_config_file") : std::nullopt) {
+    if (options_.deepspeed_json.empty())
+      return m_.fail("deepspeed_config.deepspeed_config_file", trainmem::quoted(*file) + ": give that DeepSpeed config with --deepspeed");
+    std::optional<json> given = mapping::object_tree(options_.deepspeed_json, "--deepspeed", out_.issues);
+    if (!given) return;
+    out_.read.push_back("deepspeed ← --deepspeed (the file deepspeed_config_file names)");
+    m_.touch("deepspeed_config");
+    Mapper ds(*given, out_);
+    mapping::read_deepspeed(ds, trainer(), gpus_);
+    if (out_.ok()) ds.account({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "seed"}, {"zero_optimization"});
+    return;
+  }
+  if (const json* block = mapping::at(m_.tree(), "deepspeed_config"); block && !block->is_null() && !block->is_object())
+    return m_.fail("deepspeed_config", "must be a mapping, got " + show(*block));
+  const std::optional<int64_t> stage = m_.has("deepspeed_config.zero_stage") ? m_.integer("deepspeed_config.zero_stage", 0) : std::optional<int64_t>(2);
+  if (!stage) return;
+  if (*stage > 3) return m_.fail("deepspeed_config.zero_stage", "must be 0, 1, 2 or 3, got " + number_text(double(*stage)));
+  if (!m_.has("deepspeed_config.zero_stage")) out_.assumed.push_back("deepspeed_config.zero_stage ← 2 (DeepSpeedPlugin's default)");
+  json ds = {{"train_batch_size", "auto"}, {"train_micro_batch_size_per_gpu", "auto"},
+             {"zero_optimization", {{"stage", *stage}}}};
+  for (const char* part : {"optimizer", "param"}) {
+    const std::string key = std::string("deepspeed_config.offload_") + part + "_device";
+    if (!m_.has(key)) continue;
+    const std::optional<std::string> device = m_.string(key);
+    if (!device) return;
+    if (*device != "none" && *device != "cpu" && *device != "nvme")
+      return m_.fail(key, "must be none, cpu or nvme, got " + trainmem::quoted(*device));
+    if (std::string_view(part) == "param" && *device != "none" && *stage != 3)
+      return m_.fail(key, "offloads parameters only with zero_stage 3, got zero_stage " + number_text(double(*stage)));
+    ds["zero_optimization"][std::string("offload_") + part] = {{"device", *device}};
+  }
+  if (m_.has("deepspeed_config.gradient_accumulation_steps")) {
+    const std::optional<int64_t> ga = m_.integer("deepspeed_config.gradient_accumulation_steps");
+    if (!ga) return;
+    ds["gradient_accumulation_steps"] = *ga;
+  } else {
+    ds["gradient_accumulation_steps"] = "auto";
+  }
+  ds["bf16"] = {{"enabled", precision_ == "bf16"}};
+  ds["fp16"] = {{"enabled", precision_ == "fp16"}};
+  if (m_.has("deepspeed_config.zero3_init_flag"))
+    if (const std::optional<bool> init = m_.boolean("deepspeed_config.zero3_init_flag"))
+      m_.read("zero_init", *init, "deepspeed_config.zero3_init_flag", *init ? "true (deepspeed.zero.Init)" : "false");
+  out_.read.push_back("deepspeed ← deepspeed_config as DeepSpeedPlugin writes it: zero_optimization.stage = " + number_text(double(*stage)) +
+                      ", bf16/fp16 from the precision (" + precision_why_ + "), the batch \"auto\" from the Trainer's arguments");
+  Mapper ds_m(ds, out_);
+  mapping::read_deepspeed(ds_m, trainer(), gpus_);
+}
+
+void AccelerateReader::read_fsdp() {
+  if (const json* block = mapping::at(m_.tree(), "fsdp_config"); block && !block->is_null() && !block->is_object())
+    return m_.fail("fsdp_config", "must be a mapping, got " + show(*block));
+  // [fsdp] the sharding strategy by name or by its 1-based code.
+  static const std::vector<std::string_view> strategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+  std::string strategy = "FULL_SHARD";
+  if (const json* s = m_.get("fsdp_config.fsdp_sharding_strategy")) {
+    if (s->is_number_integer() && s->get<int64_t>() >= 1 && s->get<int64_t>() <= 5) strategy = strategies[size_t(s->get<int64_t>() - 1)];
+    else if (s->is_string() && listed(strategies, s->get<std::string>())) strategy = s->get<std::string>();
+    else return m_.fail("fsdp_config.fsdp_sharding_strategy", "must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or HYBRID_SHARD_ZERO2 (or 1-5), got " + show(*s));
+  }
+  int64_t version = 1;
+  if (m_.has("fsdp_config.fsdp_version")) {
+    const std::optional<int64_t> v = m_.integer("fsdp_config.fsdp_version");
+    if (!v) return;
+    if (*v != 1 && *v != 2) return m_.fail("fsdp_config.fsdp_version", "must be 1 or 2, got " + number_text(double(*v)));
+    version = *v;
+  }
+  bool reshard = strategy == "FULL_SHARD" || strategy == "HYBRID_SHARD";
+  std::string reshard_why = strategy + (reshard ? " (parameters resharded after forward)" : " (parameters kept gathered from forward to backward)");
+  if (version == 2) {
+    // [fsdp] FSDP2 ignores the strategy and reshards unless told otherwise.
+    if (m_.has("fsdp_config.fsdp_sharding_strategy"))
+      m_.ignore_value("fsdp_config.fsdp_sharding_strategy", "FSDP2 ignores it (accelerate warns); fsdp_reshard_after_forward decides");
+    strategy = "FULL_SHARD";
+    reshard = true;
+    reshard_why = "fsdp_version 2 without fsdp_reshard_after_forward: true, accelerate's default";
+    if (m_.has("fsdp_config.fsdp_reshard_after_forward")) {
+      const std::optional<bool> r = m_.boolean("fsdp_config.fsdp_reshard_after_forward");
+      if (!r) return;
+      reshard = *r;
+      reshard_why = std::string("fsdp_reshard_after_forward = ") + (*r ? "true" : "false");
+    }
+  } else if (m_.has("fsdp_config.fsdp_reshard_after_forward")) {
+    m_.ignore_value("fsdp_config.fsdp_reshard_after_forward", "read with fsdp_version 2 only (FSDP1 follows fsdp_sharding_strategy)");
+  }
+  if (strategy == "NO_SHARD") {
+    m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+  } else {
+    m_.read("framework", std::string("fsdp2"), "distributed_type",
+            "FSDP" + std::string(version == 1 ? " (FSDP1's flat parameters shard as FSDP2's do)" : " (fsdp_version 2)"));
+    m_.read("zero_stage", reshard ? 3.0 : 2.0, version == 2 ? "fsdp_config.fsdp_reshard_after_forward" : "fsdp_config.fsdp_sharding_strategy", reshard_why);
+  }
+  m_.assume("data_parallel_size", double(gpus_), "every process is a data-parallel rank", "num_processes");
+  if (strategy.rfind("HYBRID", 0) == 0) {
+    const int64_t machines = m_.integer("num_machines").value_or(1);
+    m_.read("data_parallel_shard_size", double(gpus_ / machines), "fsdp_config.fsdp_sharding_strategy",
+            strategy + ": shards within a machine (num_processes / num_machines)");
+  }
+  if (m_.has("fsdp_config.fsdp_offload_params")) {
+    if (const std::optional<bool> offload = m_.boolean("fsdp_config.fsdp_offload_params"); offload && *offload) {
+      m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters and gradients on the CPU)");
+      m_.assume("optimizer_offload_fraction", 1.0, "with CPUOffload the optimizer steps on the CPU", "fsdp_config.fsdp_offload_params");
+    }
+  }
+  if (m_.has("fsdp_config.fsdp_activation_checkpointing")) {
+    if (const std::optional<bool> ac = m_.boolean("fsdp_config.fsdp_activation_checkpointing"); ac && *ac)
+      m_.full_recompute_per_layer("fsdp_config.fsdp_activation_checkpointing", "true", "auto-wrapped transformer layer");
+  }
+  for (const char* k : {"fsdp_config.fsdp_backward_prefetch", "fsdp_config.fsdp_backward_prefetch_policy", "fsdp_config.fsdp_forward_prefetch"})
+    if (m_.has(k)) m_.ignore_value(k, "prefetching gathers one more unit early: trainmem's fsdp2 model keeps one unit in flight");
+}
+
+void AccelerateReader::read_training() {
+  const mapping::TrainerArguments a = trainer();
+  const bool deepspeed = distributed_ == "DEEPSPEED";
+  const bool fsdp = out_.input.framework && *out_.input.framework == Framework::fsdp2;
+  if (!deepspeed) {
+    if (!fsdp) {
+      m_.assume("framework", std::string("ddp"), gpus_ > 1 ? "distributed_type " + distributed_ + ": DDP" : "one process: a plain module", "distributed_type");
+      m_.assume("data_parallel_size", double(gpus_), "every process is a data-parallel rank", "num_processes");
+    }
+    // Precision: autocast over the loaded weights; FSDP's MixedPrecision gathers them in the
+    // training dtype and keeps the shards (the master copy) as loaded.
+    const bool quantized = out_.input.params_dtype && *out_.input.params_dtype == Dtype::nf4;
+    const std::string& compute = precision_ == "fp32" ? load_dtype_ : precision_;
+    if (fsdp && load_dtype_ == "fp32" && precision_ != "fp32") {
+      if (!quantized) m_.assume("params_dtype", precision_, precision_why_ + ": FSDP gathers the weights in it", "mixed_precision");
+      m_.assume("main_params_dtype", std::string("fp32"), load_why_ + ": the shards stay fp32", "mixed_precision");
+    } else {
+      if (!quantized) m_.assume("params_dtype", load_dtype_, load_why_, "dtype");
+      if (load_dtype_ != "fp32" && !quantized) {
+        m_.assume("master_weights", false, load_why_ + ": the Trainer keeps no fp32 copy", "dtype");
+        for (const char* f : {"main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) m_.assume(f, load_dtype_, load_why_, "dtype");
+      }
+    }
+    m_.assume("compute_dtype", compute, precision_why_, "mixed_precision");
+    // The batch: per_device_train_batch_size (TrainingArguments' default 8) × accumulation × ranks.
+    const int64_t mb = a.count(m_, "per_device_train_batch_size").value_or(8);
+    const int64_t ga = a.count(m_, "gradient_accumulation_steps").value_or(1);
+    if (!out_.ok()) return;
+    if (a.given("per_device_train_batch_size")) m_.read("micro_batch_size", double(mb), "--per_device_train_batch_size");
+    else m_.assume("micro_batch_size", 8.0, "no --per_device_train_batch_size: TrainingArguments' default 8", "per_device_train_batch_size");
+    m_.put_product("global_batch_size", "--gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {mb, ga, gpus_});
+    mapping::read_trainer_arguments(m_, a, false);
+  } else {
+    read_deepspeed();
+  }
+  if (!out_.ok()) return;
+  m_.put("model_implementation", std::string("hf-transformers"), "distributed_type");
+  // Attention [sft] [trl]: use_flash_attn picks flash_attention_2, else the example loads "eager";
+  // attn_implementation names it; transformers' default is sdpa.
+  if (const std::optional<bool> flash = a.flag(m_, "use_flash_attn")) {
+    m_.read("attention_backend", std::string(*flash ? "flash" : "unfused"), "--use_flash_attn",
+            *flash ? "true (flash_attention_2)" : "false (examples/sft loads attn_implementation \"eager\")");
+  } else if (const json* impl = a.given("attn_implementation")) {
+    const std::string name = impl->is_string() ? impl->get<std::string>() : "";
+    if (name == "eager") m_.read("attention_backend", std::string("unfused"), "--attn_implementation", "eager");
+    else if (name == "sdpa" || name.rfind("flash", 0) == 0 || name.find("flash_attn") != std::string::npos)
+      m_.read("attention_backend", std::string("flash"), "--attn_implementation", name);
+    else return m_.fail("--attn_implementation", "must be eager, sdpa or flash_attention_2, got " + show(*impl));
+  } else {
+    m_.assume("attention_backend", std::string("flash"), "no attention flag: transformers' default sdpa (its fused kernel)", "attn_implementation");
+  }
+  m_.assume("attention_dropout", 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "model_name_or_path");
+  m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "model_name_or_path");
+  // accelerate's dynamo_config compiles the model with TorchDynamo [cfg].
+  if (const std::optional<std::string> backend = m_.has("dynamo_config.dynamo_backend") ? m_.string("dynamo_config.dynamo_backend") : std::nullopt) {
+    const std::string upper = [&] { std::string u = *backend; for (char& c : u) c = char(std::toupper(static_cast<unsigned char>(c))); return u; }();
+    if (upper != "NO") m_.read("torch_compile", true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
+  }
+  m_.touch("dynamo_config");
+}
+
+void AccelerateReader::run() {
+  read_launch_line();
+  if (!out_.ok()) return;
+  read_layout();
+  if (!out_.ok()) return;
+  read_model();
+  if (!out_.ok()) return;
+  read_adapter();
+  if (!out_.ok()) return;
+  read_precision();
+  if (!out_.ok()) return;
+  if (distributed_ == "FSDP") read_fsdp();
+  if (!out_.ok()) return;
+  read_training();
+  if (!out_.ok()) return;
+  if (!out_.input.seq_length)
+    out_.ignored.push_back("seq_length: the launch command does not say it; give --max_length (--max_seq_length) or --base");
+  std::vector<std::string_view> no_memory = k_no_memory;
+  no_memory.insert(no_memory.end(), k_no_memory_inside.begin(), k_no_memory_inside.end());
+  m_.account(no_memory, {"deepspeed_config", "fsdp_config"});
+  // The script's flags no rule read: the ones that do not change memory, and the others.
+  static const std::vector<std::string_view> read_here = {
+      "model_name_or_path", "chat_template_format", "use_peft_lora", "use_peft", "use_4bit_quantization", "load_in_4bit",
+      "use_8bit_quantization", "load_in_8bit", "lora_r", "lora_dropout", "lora_target_modules", "lora_modules_to_save",
+      "use_dora", "bnb_4bit_quant_storage_dtype", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
+      "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
+      "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
+      "packing", "optim"};
+  std::string quiet;
+  for (const auto& [name, _] : args_.items()) {
+    if (listed(read_here, name)) continue;
+    if (listed(k_script_no_memory, name)) quiet += (quiet.empty() ? "--" : ", --") + name;
+    else out_.ignored.push_back("--" + name + ": not an argument trainmem reads (TrainingArguments, TRL's SFTConfig/ModelConfig, PEFT's examples/sft)");
+  }
+  if (!quiet.empty()) out_.ignored.push_back(quiet + ": do not change memory");
+}
+
+}  // namespace
+
+ImportResult import_accelerate(std::string_view tree_json, const ImportOptions& options) {
+  return mapping::import_tree(tree_json, "CONFIG.yaml", mapping::requires_key("distributed_type", "an accelerate config"),
+                              [&](json& tree, ImportResult& out) { AccelerateReader(tree, options, out).run(); });
+}
+
+}  // namespace trainmem

@@ -780,6 +780,34 @@ await check('a Megatron-LM test config (model_config.yaml) imports in the page a
   return page;
 });
 
+await check('an accelerate config imports in the page with its launch command: the PEFT docs\' FSDP QLoRA run, pasted as printed', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const yaml = await readFile(new URL('../import/fixtures/accelerate/peft-fsdp_config_qlora.yaml', import.meta.url), 'utf8');
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', yaml);
+  expect((await page.textContent('#import-kind')).includes('accelerate config'), `kind: ${await page.textContent('#import-kind')}`);
+  // The file has the GPU count (num_processes); it cannot say the launch command, which takes the override line.
+  expect(await page.isVisible('#import-overrides') && !(await page.isVisible('#import-version')), 'an accelerate config shows the wrong inputs');
+  expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
+  // The doc's command with its line continuations: a one-line input drops the newlines, leaving "\\--flag".
+  await page.fill('#import-overrides', ['accelerate launch --config_file "configs/fsdp_config_qlora.yaml"  train.py \\',
+    '--model_name_or_path "meta-llama/Llama-2-70b-hf" --chat_template_format "chatml" --max_seq_len 2048 \\',
+    '--bf16 True --packing True --per_device_train_batch_size 2 --gradient_accumulation_steps 2 \\',
+    '--gradient_checkpointing True --use_flash_attn True --use_peft_lora True --lora_r 8 --lora_target_modules "all-linear" \\',
+    '--use_4bit_quantization True --bnb_4bit_quant_storage_dtype "bfloat16"'].join('\n'));
+  await page.click('#import-run');
+  await page.waitForFunction(() => /accelerate config/.test(document.querySelector('#import-report').textContent) && /read/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const value = (name) => page.inputValue(`#f-${name}`);
+  const got = { framework: await value('framework'), dp: await value('data_parallel_size'), peft: await value('peft'),
+    params: await value('params_dtype'), vocab: await value('vocab_size'), seq: await value('seq_length') };
+  expect(got.framework === 'fsdp2' && got.dp === '2' && got.peft === 'qlora' && got.params === 'nf4' && got.vocab === '32008' && got.seq === '2048',
+    `imported ${JSON.stringify(got)}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('garbage in the import panel is named and the page keeps its inputs: a DeepSpeed number beyond a double, an unfinished TOML, a bad GPU count', async (keep) => {
   const { page, problems } = await open('#v=1&m=llama-3.1-8b&s=4096&b=2&tp=2&dp=4&gpu=h100-80gb');
   keep(page);

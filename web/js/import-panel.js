@@ -1,6 +1,6 @@
 // Importing a model or a whole run: a Hugging Face config.json, a Megatron-LM command line, or a
 // framework's own config file (a torchtune recipe, a torchtitan job TOML, a DeepSpeed config, an
-// axolotl YAML), pasted, uploaded or dropped. YAML and TOML are parsed here by the npm packages
+// axolotl YAML, an accelerate config with its launch command), pasted, uploaded or dropped. YAML and TOML are parsed here by the npm packages
 // yaml and smol-toml (web/vendor/, loaded only when such a file is imported) into one JSON tree;
 // the core maps it (engine.importFramework), says what it read, assumed and ignored, and this
 // panel shows that and hands the merged config to the page (the form and the share link).
@@ -10,8 +10,8 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
 /**
  * What the text looks like, from its shape, before anything is parsed: how to parse it, and the
  * panel's "Will be read as" hint. 'hf' for a JSON object (a config.json), 'deepspeed' for a JSON
- * object with DeepSpeed's keys, 'torchtitan' for TOML, 'torchtune' or 'axolotl' for YAML with their
- * keys, 'megatron-args' for Megatron-LM's test config (MODEL_ARGS) ('yaml' for other YAML),
+ * object with DeepSpeed's keys, 'torchtitan' for TOML, 'torchtune', 'axolotl' or 'accelerate' for
+ * YAML with their keys, 'megatron-args' for Megatron-LM's test config (MODEL_ARGS) ('yaml' for other YAML),
  * 'megatron' for anything else (a command line). Once the file is
  * parsed, the core's detectFramework decides what it is.
  */
@@ -34,6 +34,7 @@ export function detectKind(text) {
   if (yamlPair && !/(^|\s)--[\w-]/.test(lines[0] ?? '')) {
     if (/^\s+_component_:/m.test(t) && /^model:/m.test(t)) return 'torchtune';
     if (/^base_model:/m.test(t)) return 'axolotl';
+    if (/^distributed_type:/m.test(t)) return 'accelerate';  // what `accelerate config` writes
     if (/^MODEL_ARGS:/m.test(t)) return 'megatron-args';  // Megatron-LM's functional-test model_config.yaml
     return 'yaml';
   }
@@ -43,9 +44,14 @@ export function detectKind(text) {
 const KIND_NAMES = {
   hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments', torchtune: 'torchtune recipe config',
   torchtitan: 'torchtitan job config', deepspeed: 'DeepSpeed config', axolotl: 'axolotl config', yaml: 'YAML config',
-  'megatron-args': 'Megatron-LM test config (MODEL_ARGS)',
+  'megatron-args': 'Megatron-LM test config (MODEL_ARGS)', accelerate: 'accelerate config',
 };
-const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'megatron-args']);
+const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args']);
+// What the override line holds, by kind: its label and an example.
+const OVERRIDE_LINES = {
+  accelerate: ['Launch command (accelerate launch … train.py --flag value)', 'accelerate launch train.py --per_device_train_batch_size 2 --bf16 True'],
+  default: ['Overrides (tune run key=value, torchtitan --section.key=value)', 'batch_size=2 dataset.packed=True'],
+};
 
 /** The parsers, fetched once and only when a YAML or TOML file is imported. */
 let yamlModule;
@@ -130,9 +136,12 @@ export class ImportPanel {
     this.els.text.value = await file.text();
     this.fileName = file.name;
     this.showKind();
-    // A framework file waits for its GPU count and overrides unless the panel already has them.
-    if (FRAMEWORKS.has(this.kindOf(this.els.text.value)) && !this.gpus?.value) {
-      this.gpus?.focus();
+    // A framework file waits for what it cannot say unless the panel already has it: the GPU
+    // count, or for an accelerate config (whose num_processes is the count) the launch command.
+    const kind = this.kindOf(this.els.text.value);
+    const waitFor = kind === 'accelerate' ? this.overrides : this.gpus;
+    if (FRAMEWORKS.has(kind) && waitFor && !waitFor.value.trim()) {
+      waitFor.focus();
       return;
     }
     this.run();
@@ -148,16 +157,21 @@ export class ImportPanel {
   showKind() {
     const t = this.els.text.value.trim();
     const kind = t ? this.kindOf(t) : null;
-    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed or axolotl config.';
+    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed, axolotl or accelerate config.';
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
     // 8 GPUs per node unless told.
-    const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml';
-    for (const input of [this.overrides, this.version]) {
+    // An accelerate config takes its launch command there, and has no versions.
+    const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml' || kind === 'accelerate';
+    for (const [input, shown] of [[this.overrides, overridable], [this.version, overridable && kind !== 'accelerate']]) {
       const field = input?.closest('.field');
-      if (field) field.hidden = !overridable;
+      if (field) field.hidden = !shown;
     }
-    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : '1';
+    const [label, example] = OVERRIDE_LINES[kind === 'accelerate' ? 'accelerate' : 'default'];
+    const overridesLabel = this.overrides?.id ? this.els.panel.querySelector(`label[for="${this.overrides.id}"]`) : null;
+    if (overridesLabel) overridesLabel.textContent = label;
+    if (this.overrides) this.overrides.placeholder = example;
+    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : '1';
   }
 
   /** {gpus, overrides, version} from the panel's inputs. */
@@ -212,7 +226,7 @@ export class ImportPanel {
         result = { ok: false, issues: parsed.issues };
       } else {
         if (!FRAMEWORKS.has(kind)) {
-          result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model) nor a Megatron-LM test config (MODEL_ARGS).' }] };
+          result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model), an accelerate config (distributed_type) nor a Megatron-LM test config (MODEL_ARGS).' }] };
         } else {
           result = this.engine.importFramework(kind, parsed.tree, this.options(), base);
         }

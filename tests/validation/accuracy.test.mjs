@@ -140,9 +140,11 @@ test('fine-tuning: the statistics are computed over the points that run, and onl
   assert.equal(fine_summary.trainmem.median, abs.length % 2 ? abs[m] : (abs[m - 1] + abs[m]) / 2);
 });
 
-// Issue 14, item 5: the points whose framework has a config file record it, and through the
-// importer they meet the hand mapping's targets (met since the Megatron-LM CI points record their
-// test configs: 3.8 % median, 91 % within 15 % of 74 points).
+// Issue 14, item 5: the points whose framework has a config file record it. Through the
+// importer, the pretraining table's recorded points meet the hand mapping's targets (3.1 % median,
+// 93 % within 15 % of 59 points); the fine-tuning table's recorded points (torchtune, and the PEFT
+// docs' accelerate runs) agree with their hand mapping point by point, so they share its misses,
+// which are issue 13's and whose target the validate report prints, met or not.
 test('every Megatron-LM CI point records its test config, and every recorded config names its source', () => {
   const all = [...load_points(), ...load_points(TABLES.finetuning.file)];
   for (const p of all) {
@@ -152,10 +154,22 @@ test('every Megatron-LM CI point records its test config, and every recorded con
   }
 });
 
-test(`through the importer: median at most ${pct(IMPORTER_TARGET.median)} and ${pct(IMPORTER_TARGET.within)} within ${pct(BAND)}`, () => {
-  const importer_rows = evaluate_importer();
-  const s = importer_summary(importer_rows, 'importer', BAND);
-  const misses = importer_rows.filter((r) => !(Math.abs(r.importer) <= BAND)).map((r) => `${r.id} ${r.importer === null ? r.problem : pct(r.importer)}`);
+const importer_rows = evaluate_importer();
+
+test(`through the importer, points.json: median at most ${pct(IMPORTER_TARGET.median)} and ${pct(IMPORTER_TARGET.within)} within ${pct(BAND)}`, () => {
+  const rows_here = importer_rows.filter((r) => r.table === 'points.json');
+  const s = importer_summary(rows_here, 'importer', BAND);
+  const misses = rows_here.filter((r) => !(Math.abs(r.importer) <= BAND)).map((r) => `${r.id} ${r.importer === null ? r.problem : pct(r.importer)}`);
   assert.ok(s.median <= IMPORTER_TARGET.median, `median ${pct(s.median)}`);
   assert.ok(s.within >= IMPORTER_TARGET.within, `${pct(s.within)} within; misses: ${misses.join('; ')}`);
+});
+
+test('through the importer, finetune-points.json: every recorded point imports and lands where its hand mapping does', () => {
+  const rows_here = importer_rows.filter((r) => r.table === 'finetune-points.json');
+  assert.ok(rows_here.some((r) => r.id.startsWith('PEFT-')), 'the PEFT docs\' accelerate runs record their config');
+  for (const r of rows_here) {
+    assert.notEqual(r.importer, null, `${r.id}: ${r.problem}`);
+    // The same figure to a tenth of a percentage point: the importer reads what the hand did.
+    assert.ok(Math.abs(r.importer - r.hand) < 1e-3, `${r.id}: by hand ${pct(r.hand)}, through the importer ${pct(r.importer)}`);
+  }
 });

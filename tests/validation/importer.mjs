@@ -24,11 +24,13 @@ function load_file(name) {
   return data.points.map((p) => ({ ...p, config: expand(p.config), table: name }));
 }
 
-/** The import's command line for a record (torchtitan overrides as --section.key[=value]). */
+/** The import's command line for a record (torchtitan overrides as --section.key[=value]; accelerate's launch command after --). */
 export function import_args(record) {
   const args = ['import', record.kind, `${root}${record.file}`];
   if (record.gpus) args.push('--gpus', String(record.gpus));
   if (record.version) args.push('--version', record.version);
+  // accelerate: the launch command after --, word by word.
+  if (record.kind === 'accelerate' && record.overrides?.length) args.push('--');
   for (const o of record.overrides ?? []) args.push(record.kind === 'torchtitan' ? `--${o}` : o);
   return args;
 }
@@ -113,8 +115,21 @@ export function print_importer_table() {
     const met = s.median <= IMPORTER_TARGET.median && s.within >= IMPORTER_TARGET.within;
     return `median ${(100 * s.median).toFixed(1)} %, within 15 %: ${(100 * s.within).toFixed(0)} % of ${s.points} (${s.estimated} estimated): ${met ? 'target met' : 'target not met'}`;
   };
-  console.log(`  by hand            ${summary('hand')}`);
-  console.log(`  through importer   ${summary('importer')}`);
+  const summary_of = (list, key) => {
+    const s = importer_summary(list, key);
+    if (!s.estimated) return 'no estimate';
+    const met = s.median <= IMPORTER_TARGET.median && s.within >= IMPORTER_TARGET.within;
+    return `median ${(100 * s.median).toFixed(1)} %, within 15 %: ${(100 * s.within).toFixed(0)} % of ${s.points} (${s.estimated} estimated): ${met ? 'target met' : 'target not met'}`;
+  };
+  console.log(`  all                by hand            ${summary('hand')}`);
+  console.log(`                     through importer   ${summary('importer')}`);
+  // Per table: the fine-tuning table's hand mapping misses its own target (issue 13), which the
+  // importer, agreeing with it point by point, cannot meet either.
+  for (const table of ['points.json', 'finetune-points.json']) {
+    const list = rows.filter((r) => r.table === table);
+    console.log(`  ${table.padEnd(18)} by hand            ${summary_of(list, 'hand')}`);
+    console.log(`  ${''.padEnd(18)} through importer   ${summary_of(list, 'importer')}`);
+  }
   console.log('  (target: median ≤ 5 %, ≥ 90 % within 15 %)');
   return rows;
 }

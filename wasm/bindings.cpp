@@ -188,7 +188,7 @@ std::string import_framework(const std::string& kind_name, const std::string& tr
   });
 }
 
-// "torchtune", "torchtitan", "deepspeed", "axolotl", "megatron-args", "hf" or "": what a config tree is.
+// "torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate", "megatron-args", "hf" or "": what a config tree is.
 std::string detect_framework(const std::string& tree_json) {
   return guarded([&] { return std::string(trainmem::detect_framework_kind(tree_json)); });
 }

@@ -105,8 +105,9 @@ export class Engine {
   }
 
   /**
-   * A framework's config file (torchtune, torchtitan, deepspeed, axolotl, megatron-args: Megatron-LM's
-   * test config) as a parsed tree, with
+   * A framework's config file (torchtune, torchtitan, deepspeed, axolotl, accelerate with its
+   * launch command's words in overrides, megatron-args: Megatron-LM's test config) as a parsed
+   * tree, with
    * what the file cannot say ({gpus, overrides, version, model, preset, hf_args, deepspeed}),
    * merged over `base`; same shape as importHfConfig.
    */
@@ -114,7 +115,7 @@ export class Engine {
     return JSON.parse(this.tools.importFramework(String(kind), JSON.stringify(tree), JSON.stringify(options), JSON.stringify(base)));
   }
 
-  /** What a parsed config tree is: 'torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'megatron-args', 'hf' or ''. */
+  /** What a parsed config tree is: 'torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args', 'hf' or ''. */
   detectFramework(tree) {
     return this.tools.detectFramework(JSON.stringify(tree));
   }

@@ -100,7 +100,7 @@ std::vector<std::string_view> framework_versions(ImportKind kind);
 
 // The kind a framework config file is, from its tree (JSON text): "torchtune" (a model with a
 // _component_), "torchtitan" (sections job/model/training with model.name), "deepspeed"
-// (zero_optimization, train_micro_batch_size_per_gpu, ...), "axolotl" (base_model),
+// (zero_optimization, train_micro_batch_size_per_gpu, ...), "axolotl" (base_model), "accelerate" (distributed_type),
 // "megatron-args" (MODEL_ARGS: Megatron-LM's test config), "hf" (model_type), or "" when none fits. The page's panel and the CLI's messages use it.
 std::string_view detect_framework_kind(std::string_view tree_json);
 

@@ -935,6 +935,12 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   r = one(R"({"distributed_type": "NO", "num_processes": 2})", "");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "distributed_type");
+  // A pasted command keeps working: quotes come off, a lone "\" and one joined to the next flag
+  // (a one-line input drops the newline after it) are line continuations.
+  r = one(fsdp, R"(accelerate launch train.py \ --per_device_train_batch_size "3" \--gradient_accumulation_steps '2')");
+  REQUIRE(r.ok());
+  CHECK(r.input.micro_batch_size == 3);
+  CHECK(r.input.global_batch_size == 12);  // 3 × 2 × 2
 }
 
 #ifndef __EMSCRIPTEN__

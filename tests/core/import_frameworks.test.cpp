@@ -514,6 +514,38 @@ TEST_CASE("import_over_base with a framework kind keeps the base's other fields"
   CHECK(r.config.gpu_memory_bytes == 25769803776.0);
 }
 
+TEST_CASE("import_over_base with a framework kind: the file's run has its own layout, the base's does not leak in (found by looking at the page)") {
+  // The page's state had TP 2 when a single-device torchtune recipe (and an accelerate FSDP run)
+  // were imported: the merged config kept TP 2, a layout neither run has.
+  ImportOptions options;
+  options.gpus = 1;
+  const std::string tree = R"({"model": {"_component_": "torchtune.models.llama3_2.llama3_2_1b"}, "batch_size": 2, "dtype": "bf16",
+                               "tokenizer": {"max_seq_len": 2048}, "dataset": {"packed": true}})";
+  const std::string base = R"({"tensor_model_parallel_size": 2, "sequence_parallel": true, "pipeline_model_parallel_size": 2,
+                               "context_parallel_size": 2, "world_size": 16, "gpus_per_node": 4, "gpu_memory_bytes": 25769803776})";
+  ImportOverBase r = import_over_base(ImportKind::torchtune, tree, base, options);
+  REQUIRE(r.ok());
+  CHECK(!r.config.tensor_model_parallel_size);
+  CHECK(!r.config.sequence_parallel);
+  CHECK(!r.config.pipeline_model_parallel_size);
+  CHECK(!r.config.context_parallel_size);
+  CHECK(!r.config.world_size);
+  CHECK(r.config.data_parallel_size == 1);
+  CHECK(r.config.gpus_per_node == 4);  // the machine's, not the run's
+  CHECK(resolve(r.config).ok());
+  options.gpus = 0;
+  options.overrides = {"train.py", "--model_name_or_path", "meta-llama/Llama-3.2-1B", "--bf16", "True"};
+  r = import_over_base(ImportKind::accelerate, R"({"distributed_type": "FSDP", "num_processes": 2})", base, options);
+  REQUIRE(r.ok());
+  CHECK(!r.config.tensor_model_parallel_size);
+  CHECK(r.config.data_parallel_size == 2);
+  // A Hugging Face config.json says nothing of the layout: the base's stays.
+  r = import_over_base(ImportKind::hf, R"({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256})", base, {});
+  REQUIRE(r.ok());
+  CHECK(r.config.tensor_model_parallel_size == 2);
+}
+
 TEST_CASE("framework importers: products of huge counts are issues naming the key, not overflows (found by review)", "[fuzz]") {
   // tests/fuzz/regressions/{torchtune,torchtitan,deepspeed,axolotl}/*-product-overflow.*: each
   // count is within its own range (up to 9e15), their product is not; the signed overflow

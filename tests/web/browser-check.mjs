@@ -804,6 +804,11 @@ await check('an accelerate config imports in the page with its launch command: t
     params: await value('params_dtype'), vocab: await value('vocab_size'), seq: await value('seq_length') };
   expect(got.framework === 'fsdp2' && got.dp === '2' && got.peft === 'qlora' && got.params === 'nf4' && got.vocab === '32008' && got.seq === '2048',
     `imported ${JSON.stringify(got)}`);
+  await page.$eval('#import-report', (e) => e.scrollIntoView({ block: 'center' }));
+  await page.screenshot({ path: join(SHOTS, 'import-accelerate-1280x900.png') });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.$eval('#import-overrides', (e) => e.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-import-accelerate.png') });
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -49,7 +49,7 @@ const KIND_NAMES = {
 const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args']);
 // What the override line holds, by kind: its label and an example.
 const OVERRIDE_LINES = {
-  accelerate: ['Launch command (accelerate launch … train.py --flag value)', 'accelerate launch train.py --per_device_train_batch_size 2 --bf16 True'],
+  accelerate: ['Launch command', 'accelerate launch --config_file config.yaml train.py --per_device_train_batch_size 2 --bf16 True ...'],
   default: ['Overrides (tune run key=value, torchtitan --section.key=value)', 'batch_size=2 dataset.packed=True'],
 };
 

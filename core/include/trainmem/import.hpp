@@ -34,6 +34,11 @@ struct ImportResult {
   // true when the source describes the whole model (a config.json, or a Megatron line that gives
   // the model's shape): merging then replaces the base's model fields instead of overlaying them.
   bool whole_model = false;
+  // true when the source describes the run's whole parallel layout (a framework's config file,
+  // which launches on its own world): merging then returns the base's layout fields the import
+  // does not set (and sequence_parallel, which needs TP) to their defaults instead of keeping
+  // them; the base's gpus_per_node, a fact of the machine, stays.
+  bool whole_layout = false;
   bool ok() const { return issues.empty(); }
 };
 

@@ -262,6 +262,7 @@ ImportResult import_tree(std::string_view tree_json, std::string_view document, 
     return out;
   }
   read(*tree, out);
+  out.whole_layout = true;  // a framework's file launches the whole run
   if (!out.ok()) out.input = ConfigInput{};
   return out;
 }

@@ -34,9 +34,11 @@ ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) 
     // The padding policy and the vocabulary a tokenizer gives are the run's, not the model file's.
     const bool kept = spec.name == "make_vocab_size_divisible_by" ||
                       spec.name == "should_pad_vocab" || spec.name == "vocab_size";
+    const bool layout_field = (spec.group == FieldGroup::parallelism && spec.name != "gpus_per_node") ||
+                              spec.name == "sequence_parallel";
     if (!std::holds_alternative<std::monostate>(value))
       set_field(out, spec.name, value);  // the value came out of a field: it fits
-    else if (imported.whole_model && model_field && !kept)
+    else if ((imported.whole_model && model_field && !kept) || (imported.whole_layout && layout_field))
       set_field(out, spec.name, std::monostate{});
   }
   return out;

@@ -179,7 +179,7 @@ std::string import_megatron_args(const std::string& command_line, const std::str
 
 // A framework's config file as the page's own parser made it (yaml / smol-toml -> JSON text),
 // with the options it cannot say ({"gpus", "overrides", "version", "model", "preset", "hf_args",
-// "deepspeed"}), over the page's config: core import_framework_over_base, which checks the kind
+// "deepspeed", "launch"}), over the page's config: core import_framework_over_base, which checks the kind
 // and the options. Same result as importHfConfig.
 std::string import_framework(const std::string& kind_name, const std::string& tree_json,
                              const std::string& options_json, const std::string& base_json) {

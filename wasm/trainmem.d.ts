@@ -459,9 +459,10 @@ export interface TrainmemToolsModule extends TrainmemModule {
   /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */
   importMegatronArgs(commandLine: string, baseJson: string): string;
   /**
-   * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "megatron-args" (Megatron-LM's test
-   * config, model_config.yaml), the config file as a JSON tree,
-   * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?}, base config
+   * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "accelerate" | "megatron-args"
+   * (Megatron-LM's test config, model_config.yaml), the config file as a JSON tree,
+   * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?, launch?}
+   * (launch: an accelerate config's launch command as text), base config
    * JSON) -> JSON ImportResult | EstimateError
    */
   importFramework(kind: string, treeJson: string, optionsJson: string, baseJson: string): string;

@@ -36,7 +36,7 @@ constexpr const char* k_usage =
     "            [--gpus N] [--base TRAINING.json]\n"
     "       trainmem import axolotl CONFIG.yaml [--gpus N] [--model CONFIG.json] [--deepspeed DS_CONFIG.json] [--base TRAINING.json]\n"
     "       trainmem import accelerate CONFIG.yaml [--gpus N] [--model CONFIG.json | --preset ID] [--hf-args TRAINING_ARGS.json]\n"
-    "            [--deepspeed DS_CONFIG.json] [--base TRAINING.json] [-- LAUNCH COMMAND ...]\n"
+    "            [--deepspeed DS_CONFIG.json] [--base TRAINING.json] [--launch RUN.sh] [-- LAUNCH COMMAND ...]\n"
     "            a framework's config file -> config (read:, assumed:, ignored: on stderr)\n"
     "       trainmem export CONFIG.json|- [--format megatron-args|json]\n"
     "       trainmem presets    the model presets (JSON)\n"
@@ -138,7 +138,7 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
   const std::string kind_name(trainmem::name_of(kind));
   trainmem::ImportOptions options;
   std::vector<trainmem::Issue> issues;  // the options' own rules (core set_import_option_text)
-  std::string path, base_path, model_path, hf_args_path, deepspeed_path;
+  std::string path, base_path, model_path, hf_args_path, deepspeed_path, launch_path;
   const auto value_of = [&](size_t& i, std::string& into) {
     if (i + 1 >= args.size()) return false;
     into = args[++i];
@@ -154,6 +154,8 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
       if (!value_of(i, options.version)) return usage_error("--version needs a value");
     } else if (arg == "--base") {
       if (!value_of(i, base_path)) return usage_error("--base needs a TRAINING.json path");
+    } else if (arg == "--launch" && kind == ImportKind::accelerate) {
+      if (!value_of(i, launch_path)) return usage_error("--launch needs a file with the launch command (a run_*.sh)");
     } else if (arg == "--" && kind == ImportKind::accelerate) {
       // The launch command, word by word: accelerate launch [flags] SCRIPT [script flags].
       options.overrides.insert(options.overrides.end(), args.begin() + long(i) + 1, args.end());
@@ -193,6 +195,7 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
   if (!model_path.empty() && !read_input(model_path, options.model_json)) return usage_error("cannot read " + model_path);
   if (!hf_args_path.empty() && !read_input(hf_args_path, options.hf_args_json)) return usage_error("cannot read " + hf_args_path);
   if (!deepspeed_path.empty() && !read_input(deepspeed_path, options.deepspeed_json)) return usage_error("cannot read " + deepspeed_path);
+  if (!launch_path.empty() && !read_input(launch_path, options.launch)) return usage_error("cannot read " + launch_path);
 
   // The tree: YAML (torchtune, axolotl), TOML (torchtitan); a DeepSpeed config is JSON already.
   std::string tree = text;

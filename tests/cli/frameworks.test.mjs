@@ -96,6 +96,20 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
   const bad = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--', 'train.py', '--bf16', 'True', 'stray']);
   assert.equal(bad.status, 2);
   assert.equal(bad.stderr, 'launch command: "stray" is not a flag of the script (--name value)\n');
+  // --launch RUN.sh: the script as the PEFT docs print it, continuations and quotes as the shell reads them.
+  const script = join(dir, 'run_peft_qlora_deepspeed_stage3.sh');
+  writeFileSync(script, `accelerate launch --config_file "configs/deepspeed_config_z3_qlora.yaml"  train.py \\
+--model_name_or_path "meta-llama/Llama-2-70b-hf" \\
+--per_device_train_batch_size 2 \\
+--gradient_accumulation_steps 2 \\
+--use_peft_lora True \\
+--use_4bit_quantization True
+`);
+  const file = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--launch', script]);
+  assert.equal(file.status, 0, file.stderr);
+  const f = JSON.parse(file.stdout);
+  assert.equal(f.global_batch_size, 8);
+  assert.equal(f.peft, 'qlora');
 });
 
 test('import axolotl: QLoRA with FSDP offload on 2 GPUs', () => {

@@ -462,6 +462,15 @@ TEST_CASE("framework importers on JSON trees: the wrong kind of file is named") 
   CHECK(detect_framework_kind(R"({"model": {"_component_": "torchtune.models.llama3_2.llama3_2_1b"}})") == "torchtune");
 }
 
+TEST_CASE("import options as the module passes them: an accelerate launch command as text") {
+  const ParsedImportOptions p = parse_import_options(R"({"launch": "accelerate launch train.py --bf16 True"})");
+  REQUIRE(p.issues.empty());
+  CHECK(p.options.launch == "accelerate launch train.py --bf16 True");
+  const ParsedImportOptions bad = parse_import_options(R"({"launch": ["accelerate"]})");
+  REQUIRE(bad.issues.size() == 1);
+  CHECK(bad.issues[0].field == "launch");
+}
+
 TEST_CASE("import options as the module passes them") {
   ParsedImportOptions p = parse_import_options(R"({"gpus": 8, "overrides": ["batch_size=2"], "version": "0.6", "model": {"model_type": "llama"}})");
   REQUIRE(p.issues.empty());
@@ -973,6 +982,30 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   REQUIRE(r.ok());
   CHECK(r.input.micro_batch_size == 3);
   CHECK(r.input.global_batch_size == 12);  // 3 × 2 × 2
+  // The command as text (the page's line, `--launch RUN.sh`): split as the shell splits it, a
+  // quoted value with blanks one word, backslash-newline a continuation, # a comment; then the
+  // words of overrides.
+  ImportOptions o;
+  o.launch = "accelerate launch --config_file \"my configs/fsdp.yaml\" train.py \\\n  --per_device_train_batch_size 4 \\\n"
+             "  --lora_target_modules 'q_proj,v_proj' --use_peft_lora True # rank from the default\n";
+  o.overrides = {"--gradient_accumulation_steps", "3"};
+  r = import_accelerate(fsdp, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.micro_batch_size == 4);
+  CHECK(r.input.global_batch_size == 24);  // 4 × 3 × 2
+  CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "v_proj"});
+  CHECK(r.input.lora_rank == 64);  // examples/sft/train.py's default
+  CHECK(has_line(r.read, "accelerate launch --config_file my configs/fsdp.yaml: the config file given"));
+  // The page's one-line input turns each continuation's newline into a blank.
+  o.launch = "accelerate launch train.py \\ --per_device_train_batch_size 4 \\  --use_peft_lora True";
+  r = import_accelerate(fsdp, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.global_batch_size == 24);
+  o.launch = "train.py --splits \"train,test";
+  o.overrides.clear();
+  r = import_accelerate(fsdp, o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "launch command: unterminated \" quote");
 }
 
 #ifndef __EMSCRIPTEN__

@@ -790,7 +790,7 @@ await check('an accelerate config imports in the page with its launch command: t
   // The file has the GPU count (num_processes); it cannot say the launch command, which takes the override line.
   expect(await page.isVisible('#import-overrides') && !(await page.isVisible('#import-version')), 'an accelerate config shows the wrong inputs');
   expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
-  // The doc's command with its line continuations: a one-line input drops the newlines, leaving "\\--flag".
+  // The doc's command with its line continuations: a one-line input turns the newlines into blanks, leaving "\\ --flag".
   await page.fill('#import-overrides', ['accelerate launch --config_file "configs/fsdp_config_qlora.yaml"  train.py \\',
     '--model_name_or_path "meta-llama/Llama-2-70b-hf" --chat_template_format "chatml" --max_seq_len 2048 \\',
     '--bf16 True --packing True --per_device_train_batch_size 2 --gradient_accumulation_steps 2 \\',

@@ -106,9 +106,9 @@ export class Engine {
 
   /**
    * A framework's config file (torchtune, torchtitan, deepspeed, axolotl, accelerate with its
-   * launch command's words in overrides, megatron-args: Megatron-LM's test config) as a parsed
-   * tree, with
-   * what the file cannot say ({gpus, overrides, version, model, preset, hf_args, deepspeed}),
+   * launch command as text in launch or as words in overrides, megatron-args: Megatron-LM's test
+   * config) as a parsed tree, with
+   * what the file cannot say ({gpus, overrides, version, model, preset, hf_args, deepspeed, launch}),
    * merged over `base`; same shape as importHfConfig.
    */
   importFramework(kind, tree, options = {}, base = {}) {

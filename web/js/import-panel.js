@@ -174,15 +174,22 @@ export class ImportPanel {
     if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : '1';
   }
 
-  /** {gpus, overrides, version} from the panel's inputs. */
+  /** {gpus, overrides or launch, version} from the panel's inputs. */
   options() {
     const options = {};
     // What was typed goes to the core, which names a bad count ("gpus: must be a positive integer").
     const typed = this.gpus?.value.trim();
     if (typed) options.gpus = /^-?\d+(\.\d+)?$/.test(typed) ? Number(typed) : typed;
-    // Hidden inputs (a kind that reads no overrides or versions) send nothing.
-    const overrides = this.overrides?.closest('.field')?.hidden ? [] : splitOverrides(this.overrides?.value);
-    if (overrides.length) options.overrides = overrides;
+    // Hidden inputs (a kind that reads no overrides or versions) send nothing. An accelerate
+    // config's launch command goes whole, for the core to split as the shell does (quotes with
+    // blanks in them, line continuations).
+    const shown = !this.overrides?.closest('.field')?.hidden;
+    if (shown && this.kindOf(this.els.text.value) === 'accelerate') {
+      if (this.overrides.value.trim()) options.launch = this.overrides.value;
+    } else {
+      const overrides = shown ? splitOverrides(this.overrides?.value) : [];
+      if (overrides.length) options.overrides = overrides;
+    }
     if (this.version?.value.trim() && !this.version.closest('.field')?.hidden) options.version = this.version.value.trim();
     return options;
   }

@@ -71,12 +71,14 @@ struct ImportOptions {
   std::string preset;                  // a model preset id (deepspeed, axolotl)
   std::string hf_args_json;            // transformers TrainingArguments as JSON (deepspeed)
   std::string deepspeed_json;          // the DeepSpeed config an axolotl file names (axolotl)
+  std::string launch;                  // a launch command as text, split as the shell splits it,
+                                       // before `overrides` (accelerate)
 };
 ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::string_view base_json,
                                 const ImportOptions& options);
 
 // The options as the module receives them: a JSON object {"gpus", "overrides", "version",
-// "model", "preset", "hf_args", "deepspeed"} ("model", "hf_args" and "deepspeed" are objects or
+// "model", "preset", "hf_args", "deepspeed", "launch"} ("model", "hf_args" and "deepspeed" are objects or
 // JSON text). Problems are Issues naming the option.
 struct ParsedImportOptions {
   ImportOptions options;

@@ -157,10 +157,25 @@ class AccelerateReader : mapping::Reader {
   void read_training();
 };
 
-// The launch command (ImportOptions::overrides, one word each): `accelerate launch [flags]
-// SCRIPT [script flags]`, `python SCRIPT [flags]`, `trl sft [flags]` or the script's flags alone.
+// The launch command (ImportOptions::launch as text, then ImportOptions::overrides, one word
+// each): `accelerate launch [flags] SCRIPT [script flags]`, `python SCRIPT [flags]`, `trl sft
+// [flags]` or the script's flags alone.
 void AccelerateReader::read_launch_line() {
   std::vector<std::string> words;
+  if (!options_.launch.empty()) {
+    // A one-line input turns a continuation's newline into a blank ("train.py \\ --seed"), which
+    // the shell would read as an escaped blank starting the next word: a backslash, blanks, then
+    // a flag is taken as the continuation it was.
+    std::string text = options_.launch;
+    for (size_t i = 0; i + 1 < text.size(); ++i) {
+      if (text[i] != '\\' || (text[i + 1] != ' ' && text[i + 1] != '\t')) continue;
+      const size_t next = text.find_first_not_of(" \t", i + 1);
+      if (next != std::string::npos && text[next] == '-') text[i] = ' ';
+    }
+    mapping::ShellWords split = mapping::shell_words(text);
+    if (!split.error.empty()) return m_.fail("launch command", split.error);
+    words = std::move(split.words);
+  }
   // A pasted command's line continuations: a lone backslash, or one a one-line input has joined
   // to the next flag ("\\--seed" once the newline is gone).
   for (std::string w : options_.overrides) {

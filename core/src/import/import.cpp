@@ -80,8 +80,8 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
 namespace {
 
 // The options' names, as parse_import_options reads them.
-constexpr std::array<std::string_view, 7> k_option_names = {"gpus", "overrides", "version", "model",
-                                                            "preset", "hf_args", "deepspeed"};
+constexpr std::array<std::string_view, 8> k_option_names = {"gpus", "overrides", "version", "model",
+                                                            "preset", "hf_args", "deepspeed", "launch"};
 
 // One option's value into `options`, or the Issue naming the option.
 std::optional<Issue> set_option(ImportOptions& options, std::string_view name, const nlohmann::json& value) {
@@ -113,6 +113,7 @@ std::optional<Issue> set_option(ImportOptions& options, std::string_view name, c
   if (name == "model") return text(options.model_json, true);
   if (name == "hf_args") return text(options.hf_args_json, true);
   if (name == "deepspeed") return text(options.deepspeed_json, true);
+  if (name == "launch") return text(options.launch, false);
   return unknown_name(name, "import option", k_option_names);
 }
 

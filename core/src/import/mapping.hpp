@@ -147,6 +147,17 @@ std::optional<size_t> version_index(std::string_view version, const std::vector<
 std::optional<size_t> chosen_version(Mapper& m, std::string_view version, const std::vector<std::string_view>& known,
                                      std::string_view framework, std::string_view noun);
 
+// Enough of POSIX sh word splitting for pasted launch commands (megatron_args.cpp): blanks
+// separate words; backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \`
+// escapes; a backslash outside quotes escapes the next character; a word starting with # comments
+// out the rest of the line. Nothing is expanded ($VAR stays as written). `error` names an
+// unterminated quote.
+struct ShellWords {
+  std::vector<std::string> words;
+  std::string error;
+};
+ShellWords shell_words(std::string_view text);
+
 // What each framework's reader holds: a Mapper over the tree, the options, the result it fills.
 class Reader {
  public:

@@ -14,7 +14,74 @@
 #include "trainmem/import.hpp"
 
 namespace trainmem {
+
+namespace mapping {
+
+// ---- Shell words ---------------------------------------------------------------------------
+//
+// Enough of POSIX sh word splitting for pasted launch commands: blanks separate words;
+// backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \` escapes; a backslash
+// outside quotes escapes the next character; a word starting with # comments out the rest of
+// the line. Nothing is expanded ($VAR stays as written).
+ShellWords shell_words(std::string_view s) {
+  ShellWords out;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\\' && i + 1 < s.size()) {
+      if (s[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') {
+        i += 2;
+        continue;
+      }
+      word += s[++i];
+      in_word = true;
+    } else if (c == '\'') {
+      const size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) return out.error = "unterminated ' quote", out;
+      word += s.substr(i + 1, end - i - 1);
+      in_word = true;
+      i = end;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '"'; ++j) {
+        if (s[j] == '\\' && j + 1 < s.size() &&
+            std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
+          if (s[j + 1] != '\n') word += s[j + 1];
+          ++j;
+        } else {
+          word += s[j];
+        }
+      }
+      if (j >= s.size()) return out.error = "unterminated \" quote", out;
+      in_word = true;
+      i = j;
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.words.push_back(word);
+  return out;
+}
+
+}  // namespace mapping
+
 namespace {
+
+using mapping::shell_words;
+using Words = mapping::ShellWords;
+
 
 // ---- --moe-layer-freq expressions ----------------------------------------------------------
 //
@@ -147,69 +214,6 @@ class FreqParser {
     return ok;
   }
 };
-
-// ---- Shell words ---------------------------------------------------------------------------
-//
-// Enough of POSIX sh word splitting for pasted launch commands: blanks separate words;
-// backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \` escapes; a backslash
-// outside quotes escapes the next character; a word starting with # comments out the rest of
-// the line. Nothing is expanded ($VAR stays as written).
-struct Words {
-  std::vector<std::string> words;
-  std::string error;
-};
-
-Words shell_words(std::string_view s) {
-  Words out;
-  std::string word;
-  bool in_word = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\\' && i + 1 < s.size()) {
-      if (s[i + 1] == '\n') {
-        ++i;
-        continue;
-      }
-      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') {
-        i += 2;
-        continue;
-      }
-      word += s[++i];
-      in_word = true;
-    } else if (c == '\'') {
-      const size_t end = s.find('\'', i + 1);
-      if (end == std::string_view::npos) return out.error = "unterminated ' quote", out;
-      word += s.substr(i + 1, end - i - 1);
-      in_word = true;
-      i = end;
-    } else if (c == '"') {
-      size_t j = i + 1;
-      for (; j < s.size() && s[j] != '"'; ++j) {
-        if (s[j] == '\\' && j + 1 < s.size() &&
-            std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
-          if (s[j + 1] != '\n') word += s[j + 1];
-          ++j;
-        } else {
-          word += s[j];
-        }
-      }
-      if (j >= s.size()) return out.error = "unterminated \" quote", out;
-      in_word = true;
-      i = j;
-    } else if (c == '#' && !in_word) {
-      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_word) out.words.push_back(word);
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) out.words.push_back(word);
-  return out;
-}
 
 // A signed decimal integer as Python's int() reads one (surrounding blanks are already gone).
 std::optional<int64_t> parse_int(std::string_view s) {

@@ -391,16 +391,9 @@ void AccelerateReader::read_adapter() {
     items = {"q_proj", "v_proj"};
     how = "no --lora_target_modules: TRL passes None and PEFT targets q_proj, v_proj for Llama-style models";
   }
-  const auto add = [&](const std::string& t) {
-    if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
-  };
-  for (const json& item : items) {
-    const std::string name = item.is_string() ? item.get<std::string>() : "";
-    if (name == "all-linear") for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
-    else if (name == "q_proj" || name == "k_proj" || name == "v_proj" || name == "o_proj" || name == "gate_proj" ||
-             name == "up_proj" || name == "down_proj" || name == "lm_head") add(name);
-    else out_.ignored.push_back("--lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
-  }
+  for (const json& item : items)
+    if (!mapping::add_lora_targets(targets, item.is_string() ? item.get<std::string>() : ""))
+      out_.ignored.push_back("--lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
   if (targets.empty()) return m_.fail("--lora_target_modules", "names no module trainmem has adapters for");
   if (m_.put("lora_target_modules", targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
   const double default_rank = sft_script ? 64 : 16, default_dropout = sft_script ? 0.1 : 0.05;

@@ -150,25 +150,17 @@ void AxolotlReader::read_adapter() {
   // Targets: lora_target_linear = every linear layer but lm_head [lora]; lora_target_modules by
   // PEFT names (fused Phi-3 names split into theirs).
   std::vector<std::string> targets;
-  const auto add = [&](const std::string& t) {
-    if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
-  };
   std::string how;
   if (m_.boolean("lora_target_linear").value_or(false)) {
-    for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
+    mapping::add_lora_targets(targets, "all-linear");
     how = "lora_target_linear = true (every linear layer but lm_head)";
   }
   if (const json* list = m_.get("lora_target_modules")) {
     const json items = list->is_string() ? json::array({*list}) : *list;
     if (!items.is_array()) return m_.fail("lora_target_modules", "must be a list of module names, got " + show(*list));
     for (const json& item : items) {
-      const std::string name = item.is_string() ? item.get<std::string>() : "";
-      if (name == "qkv_proj") for (const char* t : {"q_proj", "k_proj", "v_proj"}) add(t);
-      else if (name == "gate_up_proj") for (const char* t : {"gate_proj", "up_proj"}) add(t);
-      else if (name == "all-linear") for (const char* t : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) add(t);
-      else if (name == "q_proj" || name == "k_proj" || name == "v_proj" || name == "o_proj" || name == "gate_proj" ||
-               name == "up_proj" || name == "down_proj" || name == "lm_head") add(name);
-      else out_.ignored.push_back("lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
+      if (!mapping::add_lora_targets(targets, item.is_string() ? item.get<std::string>() : ""))
+        out_.ignored.push_back("lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
     }
     how += std::string(how.empty() ? "" : ", ") + "lora_target_modules = " + show(*list);
   }

@@ -519,6 +519,19 @@ void Mapper::account(const std::vector<std::string_view>& no_memory,
   for (const std::string& key : unknown) out_.ignored.push_back(key + ": not a key trainmem reads");
 }
 
+bool add_lora_targets(std::vector<std::string>& targets, std::string_view name) {
+  static const std::vector<std::string_view> modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+  std::vector<std::string_view> parts;
+  if (name == "all-linear") parts.assign(modules.begin(), modules.end() - 1);
+  else if (name == "qkv_proj") parts = {"q_proj", "k_proj", "v_proj"};
+  else if (name == "gate_up_proj") parts = {"gate_proj", "up_proj"};
+  else if (std::find(modules.begin(), modules.end(), name) != modules.end()) parts = {name};
+  else return false;
+  for (std::string_view part : parts)
+    if (std::find(targets.begin(), targets.end(), part) == targets.end()) targets.emplace_back(part);
+  return true;
+}
+
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {
   // transformers/training_args.py OptimizerNames and trainer.py get_optimizer_cls_and_kwargs:
   // adamw_torch (foreach), adamw_torch_fused, adamw_hf (transformers' own per-parameter AdamW),

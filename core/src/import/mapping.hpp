@@ -181,6 +181,12 @@ KindCheck requires_key(std::string_view key, std::string_view what);
 ImportResult import_tree(std::string_view tree_json, std::string_view document, const KindCheck& kind,
                          const std::function<void(json& tree, ImportResult& out)>& read);
 
+// Adds the adapters one PEFT target-module name stands for to `targets` (each once): a module
+// name trainmem has adapters for, "all-linear" (PEFT: every linear layer but the output; axolotl's
+// lora_target_linear alike), or a fused name split into its parts (Phi-3's qkv_proj,
+// gate_up_proj). False for a name trainmem has no adapter for.
+bool add_lora_targets(std::vector<std::string>& targets, std::string_view name);
+
 // transformers' TrainingArguments.optim names (training_args.py OptimizerNames) -> optimizer,
 // paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no
 // trainmem states.

@@ -39,6 +39,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "zero_stage", "data_parallel_shard_size", "params_dtype", "expert_params_dtype",
       "compute_dtype", "pipeline_schedule", "expert_tensor_parallel_size",
       "model_implementation",   // implementations.test.cpp checks its rule
+      "overlap_comm",           // trainmem_state.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, full, selective and per-op recompute, SGD, torch pipelining.

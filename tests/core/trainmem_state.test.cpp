@@ -84,6 +84,37 @@ TEST_CASE("megatron: bf16 weights and fp32 main gradients with master weights an
   }
 }
 
+TEST_CASE("deepspeed: the reduce bucket (contiguous_gradients, reduce_bucket_size, overlap_comm)", "[trainmem][golden][deepspeed]") {
+  // DeepSpeed's defaults: contiguous_gradients true, reduce_bucket_size 5e8, overlap_comm true
+  // at stage 3 only (zero/config.py).
+  const auto zero = [](const std::string& extra) {
+    return config_from(small(R"("framework": "deepspeed", "data_parallel_size": 4, )" + extra));
+  };
+  CHECK(zero(R"("zero_stage": 3)").overlap_comm);
+  CHECK_FALSE(zero(R"("zero_stage": 2)").overlap_comm);
+  CHECK_FALSE(zero(R"("zero_stage": 3, "overlap_comm": false)").overlap_comm);
+  CHECK(zero(R"("zero_stage": 3)").reduce_bucket_size == 5e8);
+  SECTION("ZeRO-3 keeps one bucket in the 16-bit type all along (stage3.py __ipg_bucket_flat_buffer)") {
+    // 1,000 elements × 2 B = 2,000 B beside the gathered module's 256,000.
+    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4,
+        "reduce_bucket_size": 1000)"));
+    CHECK(est.state.buffers.total() == 258'000.0);
+    // The default: 5e8 × 2 B = 1e9 B.
+    CHECK(state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4)")).state.buffers.total() ==
+          256'000.0 + 1e9);
+  }
+  SECTION("ZeRO-1/2 allocate it for each backward pass, twice with overlap_comm (stage_1_and_2.py ipg_buffer)") {
+    const auto backward = [](const std::string& extra) {
+      const Estimate est = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 2,
+          "data_parallel_size": 4, "reduce_bucket_size": 1000000)" + extra)));
+      return est.stages[0].moments.backward;
+    };
+    // One bucket: 1e6 × 2 B = 2e6 B; with overlap_comm two; without contiguous_gradients none.
+    CHECK(backward(R"(, "overlap_comm": true)") - backward("") == 2e6);
+    CHECK(backward("") - backward(R"(, "contiguous_gradients": false)") == 2e6);
+  }
+}
+
 TEST_CASE("deepspeed: ZeRO stages agree with DeepSpeed's estimator", "[trainmem][golden][deepspeed]") {
   SECTION("ZeRO-2 over 4 ranks: 2P + 18P/4 (stage_1_and_2.py)") {
     const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 2, "data_parallel_size": 4)"));
@@ -91,8 +122,11 @@ TEST_CASE("deepspeed: ZeRO stages agree with DeepSpeed's estimator", "[trainmem]
     // 162,944 · 6.5 = 1,059,136 = 2·162,944 + int(18·162,944/4).
     CHECK(est.weight_and_optimizer_bytes == 1'059'136.0);
   }
+  // DeepSpeed's estimator counts no reduce bucket: these sections turn contiguous_gradients off
+  // (the bucket has a section of its own below).
   SECTION("ZeRO-3 over 4 ranks: 18P/4 plus the largest module gathered (4 B per parameter)") {
-    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4)"));
+    const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4,
+        "contiguous_gradients": false)"));
     // 733,248 + 4 · 64,000 (the embedding is the largest module) = 989,248.
     CHECK(est.weight_and_optimizer_bytes == 989'248.0);
     CHECK(est.state.buffers.total() == 256'000.0);
@@ -103,7 +137,7 @@ TEST_CASE("deepspeed: ZeRO stages agree with DeepSpeed's estimator", "[trainmem]
   }
   SECTION("ZeRO-3 with the optimizer offloaded keeps only the 16-bit shard and the gathered module") {
     const Estimate est = state_of(small(R"("framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 4,
-        "optimizer_offload_fraction": 1)"));
+        "optimizer_offload_fraction": 1, "contiguous_gradients": false)"));
     // GPU 2P/4 + 4·64,000 = 81,472 + 256,000; CPU per GPU (4 + 4 + 8)P/4 = 4P, ×4 (the run's GPUs
     // on its node).
     CHECK(est.weight_and_optimizer_bytes == 337'472.0);

@@ -113,10 +113,11 @@ struct ConfigInput {
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
   std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
-      gradient_as_bucket_view, nccl_nvls, fsdp_embedding_units;
+      gradient_as_bucket_view, nccl_nvls, fsdp_embedding_units, contiguous_gradients, overlap_comm;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
   std::optional<OptimizerImplementation> optimizer_implementation;
+  std::optional<double> reduce_bucket_size;
   std::optional<double> momentum, optimizer_offload_fraction, additional_buffer_factor,
       gpu_memory_bytes, allocator_fragmentation, cuda_context_bytes, nccl_bytes_per_communicator,
       workspace_bytes;
@@ -215,6 +216,10 @@ struct Config {
   bool offload_params = false;
   bool fsdp_embedding_units = false;  // fsdp2: embedding and output layer are FSDP units of their own
   bool zero_init = true;
+  // deepspeed ZeRO's gradient buckets (zero_optimization: DeepSpeed's defaults).
+  double reduce_bucket_size = 5e8;  // elements
+  bool contiguous_gradients = true;
+  bool overlap_comm = false;        // resolved: true at zero_stage 3 unless given
   bool gradient_as_bucket_view = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::none;
   Optimizer optimizer = Optimizer::adam;

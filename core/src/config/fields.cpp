@@ -415,6 +415,19 @@ const std::vector<Field>& fields() {
       trainmem_only(bool_field<&C::zero_init, &Config::zero_init>(
           "zero_init", G::training, from_config(),
           "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.")),
+      trainmem_only(number_field<&C::reduce_bucket_size, &Config::reduce_bucket_size>(
+          "reduce_bucket_size", G::training, 0, 1e13, "elements", from_config(),
+          "deepspeed: zero_optimization.reduce_bucket_size (default 5e8). With contiguous_gradients "
+          "ZeRO-3 keeps a bucket of this many elements in the gradients' type for the whole run "
+          "(stage3.py __ipg_bucket_flat_buffer); ZeRO-1/2 allocate one, two with overlap_comm, "
+          "for each backward pass (stage_1_and_2.py ipg_buffer).")),
+      trainmem_only(bool_field<&C::contiguous_gradients, &Config::contiguous_gradients>(
+          "contiguous_gradients", G::training, from_config(),
+          "deepspeed: zero_optimization.contiguous_gradients (default true): gradients are copied "
+          "into the reduce bucket (reduce_bucket_size); false keeps no bucket.")),
+      trainmem_only(bool_field<&C::overlap_comm, &Config::overlap_comm>(
+          "overlap_comm", G::training, derived("true at zero_stage 3, else false (DeepSpeed's default)"),
+          "deepspeed: zero_optimization.overlap_comm: ZeRO-1/2 double the backward's reduce bucket.")),
       trainmem_only(number_field<&C::additional_buffer_factor, &Config::additional_buffer_factor>(
           "additional_buffer_factor", G::training, 1, 100, "", from_config(),
           "deepspeed: CPU buffer factor of DeepSpeed's estimator.")),

@@ -243,6 +243,8 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
   const auto fw_name = [&] { return std::string(name_of(fw)); };
   if (fw == Framework::deepspeed || fw == Framework::fsdp2) {
     c.zero_stage = in.zero_stage.value_or(fw == Framework::fsdp2 ? 3 : 0);
+    // DeepSpeed zero/config.py: overlap_comm None resolves to stage == 3.
+    c.overlap_comm = in.overlap_comm.value_or(fw == Framework::deepspeed && c.zero_stage == 3);
     if (fw == Framework::fsdp2 && c.zero_stage < 2)
       fail("zero_stage", "must be 2 (shard gradients and optimizer) or 3 (full shard) with fsdp2, got " +
                              std::to_string(c.zero_stage));

@@ -681,6 +681,18 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       st.buffers.dense += largest_frozen_bytes + 2 * adapter_w * largest_adapter;
     else
       st.buffers.dense += 2 * w16 * largest_tensor;
+  }
+  // DeepSpeed's reduce bucket, in the trainable parameters' type (the optimizer's first param's
+  // dtype: the adapters' with peft), reduce_bucket_size elements whatever the model's size.
+  // ZeRO-3 (zero/stage3.py _setup_for_real_optimizer: with contiguous_gradients,
+  // __ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size, dtype=self.dtype)) keeps it from
+  // the engine's start; ZeRO-1/2 (zero/stage_1_and_2.py backward(): with contiguous_gradients,
+  // ipg_buffer gets one such tensor, two with overlap_comm, released after the reduction) hold it
+  // through each backward pass. ZeRO-0 has no ZeRO optimizer and no bucket.
+  if (fw == Framework::deepspeed && stage >= 1 && c.contiguous_gradients) {
+    const double bucket = c.reduce_bucket_size * (peft ? adapter_w : w16);
+    if (stage == 3) st.buffers.dense += bucket;
+    else out.backward_temporary += bucket * (c.overlap_comm ? 2 : 1);
   } else if (fw == Framework::fsdp2) {
     // All of them live from the forward to the end of backward, none in the optimizer step.
     // With fsdp_embedding_units (torchtune shard_model, training/_distributed.py @

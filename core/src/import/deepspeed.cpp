@@ -191,7 +191,28 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     }
     if (*device == "nvme") out.ignored.push_back(device_key + " = \"nvme\": counted as CPU memory");
   }
-  for (const char* k : {"zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size",
+  // The reduce bucket [ds] (zero/config.py: reduce_bucket_size 5e8, contiguous_gradients true,
+  // overlap_comm stage == 3 when unset); "auto" [hf] is the model's hidden_size² (transformers
+  // integrations/deepspeed.py trainer_config_finalize: fill_only("zero_optimization.
+  // reduce_bucket_size", hidden_size * hidden_size)).
+  if (const json* bucket = m.get("zero_optimization.reduce_bucket_size")) {
+    const std::string key = "zero_optimization.reduce_bucket_size";
+    if (*bucket == "auto") {
+      if (const std::optional<int64_t> h = out.input.hidden_size)
+        m.read("reduce_bucket_size", double(*h) * double(*h), key,
+               "\"auto\" = hidden_size² = " + number_text(double(*h)) + "² (as the Trainer fills it)");
+      else
+        out.ignored.push_back(key + " = \"auto\": the Trainer fills it with hidden_size², and no model is given "
+                                    "(--model or --preset): DeepSpeed's default 5e8 is kept");
+    } else if (const std::optional<double> n = m.number(key, 0, 1e13)) {
+      m.read("reduce_bucket_size", *n, key);
+    }
+  }
+  for (const char* flag : {"contiguous_gradients", "overlap_comm"})
+    if (m.has(std::string("zero_optimization.") + flag))
+      if (const std::optional<bool> on = m.boolean(std::string("zero_optimization.") + flag))
+        m.read(flag, *on, std::string("zero_optimization.") + flag, *on ? "true" : "false");
+  for (const char* k : {"zero_optimization.allgather_bucket_size",
                         "zero_optimization.stage3_prefetch_bucket_size", "zero_optimization.stage3_param_persistence_threshold",
                         "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_max_reuse_distance",
                         "zero_optimization.sub_group_size"})

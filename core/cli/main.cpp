@@ -33,6 +33,7 @@ constexpr const char* k_usage =
     "       trainmem import torchtune RECIPE.yaml [--gpus N] [--version V] [--base TRAINING.json] [key=value ...]\n"
     "       trainmem import torchtitan JOB.toml [--gpus N] [--version V] [--base TRAINING.json] [--section.key[=value] ...]\n"
     "       trainmem import deepspeed DS_CONFIG.json [--hf-args TRAINING_ARGS.json] (--model CONFIG.json | --preset ID)\n"
+    "            [--launch RUN.sh | -- torchrun ... train.py --deepspeed DS_CONFIG.json --flag value ...]\n"
     "            [--gpus N] [--base TRAINING.json]\n"
     "       trainmem import axolotl CONFIG.yaml [--gpus N] [--model CONFIG.json] [--deepspeed DS_CONFIG.json] [--base TRAINING.json]\n"
     "       trainmem import accelerate CONFIG.yaml [--gpus N] [--model CONFIG.json | --preset ID] [--hf-args TRAINING_ARGS.json]\n"
@@ -154,9 +155,9 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
       if (!value_of(i, options.version)) return usage_error("--version needs a value");
     } else if (arg == "--base") {
       if (!value_of(i, base_path)) return usage_error("--base needs a TRAINING.json path");
-    } else if (arg == "--launch" && kind == ImportKind::accelerate) {
+    } else if (arg == "--launch" && (kind == ImportKind::accelerate || kind == ImportKind::deepspeed)) {
       if (!value_of(i, launch_path)) return usage_error("--launch needs a file with the launch command (a run_*.sh)");
-    } else if (arg == "--" && kind == ImportKind::accelerate) {
+    } else if (arg == "--" && (kind == ImportKind::accelerate || kind == ImportKind::deepspeed)) {
       // The launch command, word by word: accelerate launch [flags] SCRIPT [script flags].
       options.overrides.insert(options.overrides.end(), args.begin() + long(i) + 1, args.end());
       break;
@@ -187,7 +188,8 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
   }
   if (path.empty()) return usage_error("import " + kind_name + " needs the framework's config file");
   if (!issues.empty()) return print_issues(issues), 2;
-  if (kind == ImportKind::deepspeed && model_path.empty() && options.preset.empty() && base_path.empty())
+  if (kind == ImportKind::deepspeed && model_path.empty() && options.preset.empty() && base_path.empty() &&
+      options.launch.empty() && launch_path.empty() && options.overrides.empty())
     return usage_error("import deepspeed needs the model: --model CONFIG.json or --preset ID (or --base with the model's fields)");
   std::string text, base_text = "{}";
   if (!read_input(path, text)) return usage_error("cannot read " + path);

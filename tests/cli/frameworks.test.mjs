@@ -112,6 +112,19 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
   assert.equal(f.peft, 'qlora');
 });
 
+test('import deepspeed with the torchrun command that launches it: the world, the model and the Trainer\'s flags from the command', () => {
+  const r = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--', 'torchrun', '--nproc_per_node', '4',
+    'train.py', '--model_name_or_path', 'meta-llama/Llama-3.1-8B', '--deepspeed', 'zero3_bf16.json',
+    '--per_device_train_batch_size', '2', '--gradient_accumulation_steps', '8', '--bf16', 'True']);
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout);
+  assert.equal(c.data_parallel_size, 4);
+  assert.equal(c.global_batch_size, 64);  // 2 × 8 × 4
+  assert.equal(c.num_layers, 32);
+  assert.equal(c.zero_stage, 3);
+  assert.ok(notes(r.stderr, 'read: ').includes('read: gpus ← torchrun\'s processes = 4'));
+});
+
 test('import axolotl: QLoRA with FSDP offload on 2 GPUs', () => {
   const r = run(['import', 'axolotl', `${fixtures}/axolotl/llama-3-qlora-fsdp-70b.yaml`, '--gpus', '2']);
   assert.equal(r.status, 0, r.stderr);

@@ -928,6 +928,48 @@ TEST_CASE("accelerate on JSON trees: the plugin's config, the launcher's flags a
   CHECK(r.input.data_parallel_shard_size == 8);  // HYBRID_SHARD (code 4): within a machine
 }
 
+TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Trainer's own --deepspeed under accelerate") {
+  // The DeepSpeed file: stage 3, bf16, the batch and reduce_bucket_size "auto".
+  const std::string ds = R"({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}, "bf16": {"enabled": "auto"},
+    "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"})";
+  ImportOptions o;
+  o.launch = "torchrun --nproc_per_node 8 --nnodes 2 train.py --model_name_or_path meta-llama/Llama-3.1-8B "
+             "--deepspeed ds_z3.json --per_device_train_batch_size 2 --gradient_accumulation_steps 4 --bf16 True "
+             "--use_peft --load_in_4bit";
+  ImportResult r = import_deepspeed(ds, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::deepspeed);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.data_parallel_size == 16);   // torchrun: 8 per node × 2 nodes
+  CHECK(r.input.global_batch_size == 128);   // 2 × 4 × 16
+  CHECK(r.input.num_layers == 32);           // the Llama 3.1 8B preset, by --model_name_or_path
+  CHECK(r.input.reduce_bucket_size == 4096.0 * 4096.0);  // "auto": hidden_size²
+  CHECK(r.input.peft == Peft::qlora);
+  CHECK(r.input.params_dtype == Dtype::nf4);
+  // A torchrun count that is not one is named.
+  o.launch = "torchrun --nproc_per_node=gpu train.py";
+  r = import_deepspeed(ds, o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "torchrun --nproc_per_node: must be a positive integer, got \"gpu\"");
+
+  // Under an accelerate config that says MULTI_GPU, the Trainer's --deepspeed makes it DeepSpeed's;
+  // the file it names comes with trainmem's --deepspeed.
+  ImportOptions a;
+  a.overrides = {"train.py", "--deepspeed", "ds.json", "--per_device_train_batch_size", "1"};
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU", "num_processes": 4})", a);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--deepspeed: \"ds.json\": give that DeepSpeed config with trainmem's --deepspeed FILE");
+  a.deepspeed_json = ds;
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU", "num_processes": 4})", a);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::deepspeed);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.data_parallel_size == 4);
+  r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 4})", a);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "--deepspeed");
+}
+
 TEST_CASE("accelerate: bad input is named, never guessed") {
   const auto one = [](const std::string& tree, const std::string& line) {
     ImportOptions o;
@@ -964,7 +1006,7 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   CHECK(r.issues[0].message == "deepspeed_config.zero_stage: must be 0, 1, 2 or 3, got 5");
   r = one(R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"deepspeed_config_file": "ds.json"}})", "");
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "deepspeed_config.deepspeed_config_file: \"ds.json\": give that DeepSpeed config with --deepspeed");
+  CHECK(r.issues[0].message == "deepspeed_config.deepspeed_config_file: \"ds.json\": give that DeepSpeed config with trainmem's --deepspeed FILE");
   // The DeepSpeed plugin's accumulation must match the Trainer's (HfTrainerDeepSpeedConfig).
   r = one(R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"zero_stage": 3, "gradient_accumulation_steps": 4}})",
           "train.py --gradient_accumulation_steps 2");

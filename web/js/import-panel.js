@@ -50,6 +50,7 @@ const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', '
 // What the override line holds, by kind: its label and an example.
 const OVERRIDE_LINES = {
   accelerate: ['Launch command', 'accelerate launch --config_file config.yaml train.py --per_device_train_batch_size 2 --bf16 True ...'],
+  deepspeed: ['Launch command (optional)', 'torchrun --nproc_per_node 8 train.py --deepspeed ds.json --per_device_train_batch_size 2 ...'],
   default: ['Overrides (tune run key=value, torchtitan --section.key=value)', 'batch_size=2 dataset.packed=True'],
 };
 
@@ -161,17 +162,18 @@ export class ImportPanel {
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
     // 8 GPUs per node unless told.
-    // An accelerate config takes its launch command there, and has no versions.
-    const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml' || kind === 'accelerate';
-    for (const [input, shown] of [[this.overrides, overridable], [this.version, overridable && kind !== 'accelerate']]) {
+    // An accelerate or DeepSpeed config takes its launch command there, and has no versions.
+    const launched = kind === 'accelerate' || kind === 'deepspeed';
+    const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml' || launched;
+    for (const [input, shown] of [[this.overrides, overridable], [this.version, overridable && !launched]]) {
       const field = input?.closest('.field');
       if (field) field.hidden = !shown;
     }
-    const [label, example] = OVERRIDE_LINES[kind === 'accelerate' ? 'accelerate' : 'default'];
+    const [label, example] = OVERRIDE_LINES[kind === 'deepspeed' ? 'deepspeed' : kind === 'accelerate' ? 'accelerate' : 'default'];
     const overridesLabel = this.overrides?.id ? this.els.panel.querySelector(`label[for="${this.overrides.id}"]`) : null;
     if (overridesLabel) overridesLabel.textContent = label;
     if (this.overrides) this.overrides.placeholder = example;
-    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : '1';
+    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : kind === 'deepspeed' ? 'the launcher\'s, else 1' : '1';
   }
 
   /** {gpus, overrides or launch, version} from the panel's inputs. */
@@ -184,7 +186,7 @@ export class ImportPanel {
     // config's launch command goes whole, for the core to split as the shell does (quotes with
     // blanks in them, line continuations).
     const shown = !this.overrides?.closest('.field')?.hidden;
-    if (shown && this.kindOf(this.els.text.value) === 'accelerate') {
+    if (shown && ['accelerate', 'deepspeed'].includes(this.kindOf(this.els.text.value))) {
       if (this.overrides.value.trim()) options.launch = this.overrides.value;
     } else {
       const overrides = shown ? splitOverrides(this.overrides?.value) : [];

@@ -75,11 +75,6 @@ const std::vector<std::string_view> k_no_memory_inside = {
     "fsdp_config.fsdp_min_num_params", "fsdp_config.fsdp_cpu_ram_efficient_loading", "fsdp_config.fsdp_use_orig_params",
 };
 
-// The launcher's flags that take no value [launch].
-const std::vector<std::string_view> k_launch_switches = {
-    "use_deepspeed", "use_fsdp", "multi_gpu", "cpu", "same_network", "debug", "module", "m", "no_python",
-    "quiet", "q", "tpu", "use_megatron_lm", "use_xpu", "enable_cpu_affinity",
-};
 // The launcher's flags that are a deepspeed_config or fsdp_config key of the same name [launch].
 const std::vector<std::string_view> k_launch_deepspeed = {
     "zero_stage", "offload_optimizer_device", "offload_param_device", "gradient_accumulation_steps",
@@ -113,23 +108,7 @@ bool listed(const std::vector<std::string_view>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-// A launch-line word as the shell leaves it: one layer of matching quotes taken off.
-std::string unquoted(std::string word) {
-  if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
-    return word.substr(1, word.size() - 2);
-  return word;
-}
-
-// A flag's value as HfArgumentParser types it: a boolean (string_to_bool's words), a number, or
-// the text. "True" is a boolean for a bool field and text nowhere else, which the readers check.
-json argument_value(const std::string& text) {
-  std::string lower = mapping::lowercase(text);
-  if (lower == "true" || lower == "yes" || lower == "y" || lower == "t") return true;
-  if (lower == "false" || lower == "no" || lower == "n" || lower == "f") return false;
-  const json scalar = mapping::plain_scalar(text);
-  if (scalar.is_number()) return scalar;
-  return text;
-}
+using mapping::argument_value;
 
 class AccelerateReader : mapping::Reader {
  public:
@@ -140,6 +119,8 @@ class AccelerateReader : mapping::Reader {
  private:
   json& tree_;
   json args_ = json::object();  // the script's arguments, with --hf-args under them
+  std::optional<int64_t> launcher_world_;  // torchrun's or deepspeed's processes
+  std::string launcher_;
   int64_t gpus_ = 1;
   std::string distributed_;
   std::string precision_ = "fp32", precision_why_;  // the training dtype and why
@@ -147,7 +128,6 @@ class AccelerateReader : mapping::Reader {
 
   mapping::TrainerArguments trainer() const { return {args_, "--"}; }
   void read_launch_line();
-  void read_script_arguments(const std::vector<std::string>& words, size_t from);
   void read_layout();
   void read_model();
   void read_adapter();
@@ -157,122 +137,56 @@ class AccelerateReader : mapping::Reader {
   void read_training();
 };
 
-// The launch command (ImportOptions::launch as text, then ImportOptions::overrides, one word
-// each): `accelerate launch [flags] SCRIPT [script flags]`, `python SCRIPT [flags]`, `trl sft
-// [flags]` or the script's flags alone.
+// The launch command (mapping::read_launch_command): `accelerate launch`'s flags set the tree as
+// the launcher does [launch]; another launcher's flags are listed as not read; the script's flags
+// are the Trainer's arguments, over --hf-args.
 void AccelerateReader::read_launch_line() {
-  std::vector<std::string> words;
-  if (!options_.launch.empty()) {
-    // A one-line input turns a continuation's newline into a blank ("train.py \\ --seed"), which
-    // the shell would read as an escaped blank starting the next word: a backslash, blanks, then
-    // a flag is taken as the continuation it was.
-    std::string text = options_.launch;
-    for (size_t i = 0; i + 1 < text.size(); ++i) {
-      if (text[i] != '\\' || (text[i + 1] != ' ' && text[i + 1] != '\t')) continue;
-      const size_t next = text.find_first_not_of(" \t", i + 1);
-      if (next != std::string::npos && text[next] == '-') text[i] = ' ';
+  const std::optional<mapping::LaunchCommand> command = mapping::read_launch_command(options_, out_.issues);
+  if (!command) return;
+  launcher_ = command->launcher;
+  // torchrun's and deepspeed's launchers give the world by their own flags.
+  if (launcher_ == "torchrun" || launcher_ == "deepspeed") {
+    launcher_world_ = mapping::launcher_world(*command, out_.issues);
+    if (!out_.ok()) return;
+  }
+  for (const auto& [name, value] : command->flags) {
+    const std::string flag = command->launcher + " --" + name;
+    if (command->launcher != "accelerate launch") {
+      const bool world = name == "nproc_per_node" || name == "nnodes" || name == "num_gpus" || name == "num_nodes";
+      if (!world) out_.ignored.push_back(flag + ": a launcher flag trainmem does not read");
+      continue;
     }
-    mapping::ShellWords split = mapping::shell_words(text);
-    if (!split.error.empty()) return m_.fail("launch command", split.error);
-    words = std::move(split.words);
-  }
-  // A pasted command's line continuations: a lone backslash, or one a one-line input has joined
-  // to the next flag ("\\--seed" once the newline is gone).
-  for (std::string w : options_.overrides) {
-    if (w == "\\") continue;
-    if (w.size() > 2 && w[0] == '\\' && w[1] == '-') w.erase(0, 1);
-    words.push_back(unquoted(w));
-  }
-  size_t i = 0;
-  if (words.size() >= 2 && words[0] == "accelerate" && words[1] == "launch") {
-    for (i = 2; i < words.size() && words[i].rfind("-", 0) == 0; ++i) {
-      std::string name = words[i].substr(words[i].rfind("--", 0) == 0 ? 2 : 1), value;
-      const size_t eq = name.find('=');
-      const bool inline_value = eq != std::string::npos;
-      if (inline_value) {
-        value = name.substr(eq + 1);
-        name.resize(eq);
-      }
-      std::replace(name.begin(), name.end(), '-', '_');
-      const bool takes_value = !listed(k_launch_switches, name);
-      if (takes_value && !inline_value) {
-        if (i + 1 >= words.size()) return m_.fail("accelerate launch --" + name, "needs a value");
-        value = words[++i];
-      }
-      const std::string flag = "accelerate launch --" + name;
-      if (name == "config_file") {
-        out_.read.push_back("accelerate launch --config_file " + value + ": the config file given");
-      } else if (name == "num_processes" || name == "num_machines" || name == "mixed_precision") {
-        tree_[name] = name == "mixed_precision" ? json(value) : argument_value(value);  // "no" is a precision there
-        out_.read.push_back(name + " ← " + flag + " = " + value + " (the launcher's flag wins over the file)");
-      } else if (name == "use_deepspeed" || name == "use_fsdp" || name == "multi_gpu" || name == "cpu") {
-        const std::string type = name == "use_deepspeed" ? "DEEPSPEED" : name == "use_fsdp" ? "FSDP" : name == "multi_gpu" ? "MULTI_GPU" : "";
-        if (type.empty()) return m_.fail(flag, "runs on the CPU: trainmem estimates GPU memory");
-        tree_["distributed_type"] = type;
-        out_.read.push_back("distributed_type ← " + flag + " (" + type + ")");
-      } else if (listed(k_launch_deepspeed, name) || name.rfind("fsdp_", 0) == 0) {
-        // The file's deepspeed_config / fsdp_config keys are set over the flags [launch].
-        const std::string section = name.rfind("fsdp_", 0) == 0 ? "fsdp_config" : "deepspeed_config";
-        json& block = tree_[section];
-        if (!block.is_object() && !block.is_null()) continue;  // the section's reader names it
-        if (block.is_object() && block.contains(name) && !block[name].is_null()) {
-          out_.ignored.push_back(flag + " " + value + ": the file's " + section + "." + name + " (" + show(block[name]) +
-                                 ") is set over it, as accelerate launch does");
-        } else {
-          block[name] = argument_value(value);
-          out_.read.push_back(section + "." + name + " ← " + flag + " = " + value);
-        }
-      } else if (name == "dynamo_backend") {
-        tree_["dynamo_config"]["dynamo_backend"] = value;
-        out_.read.push_back("dynamo_config.dynamo_backend ← " + flag + " = " + value);
-      } else if (listed(k_launch_no_memory, name)) {
-        continue;
+    if (name == "config_file") {
+      out_.read.push_back("accelerate launch --config_file " + value + ": the config file given");
+    } else if (name == "num_processes" || name == "num_machines" || name == "mixed_precision") {
+      tree_[name] = name == "mixed_precision" ? json(value) : argument_value(value);  // "no" is a precision there
+      out_.read.push_back(name + " ← " + flag + " = " + value + " (the launcher's flag wins over the file)");
+    } else if (name == "use_deepspeed" || name == "use_fsdp" || name == "multi_gpu" || name == "cpu") {
+      const std::string type = name == "use_deepspeed" ? "DEEPSPEED" : name == "use_fsdp" ? "FSDP" : name == "multi_gpu" ? "MULTI_GPU" : "";
+      if (type.empty()) return m_.fail(flag, "runs on the CPU: trainmem estimates GPU memory");
+      tree_["distributed_type"] = type;
+      out_.read.push_back("distributed_type ← " + flag + " (" + type + ")");
+    } else if (listed(k_launch_deepspeed, name) || name.rfind("fsdp_", 0) == 0) {
+      // The file's deepspeed_config / fsdp_config keys are set over the flags [launch].
+      const std::string section = name.rfind("fsdp_", 0) == 0 ? "fsdp_config" : "deepspeed_config";
+      json& block = tree_[section];
+      if (!block.is_object() && !block.is_null()) continue;  // the section's reader names it
+      if (block.is_object() && block.contains(name) && !block[name].is_null()) {
+        out_.ignored.push_back(flag + " " + value + ": the file's " + section + "." + name + " (" + show(block[name]) +
+                               ") is set over it, as accelerate launch does");
       } else {
-        out_.ignored.push_back(flag + ": an accelerate launch flag trainmem does not read");
+        block[name] = argument_value(value);
+        out_.read.push_back(section + "." + name + " ← " + flag + " = " + value);
       }
-      if (!out_.ok()) return;
+    } else if (name == "dynamo_backend") {
+      tree_["dynamo_config"]["dynamo_backend"] = value;
+      out_.read.push_back("dynamo_config.dynamo_backend ← " + flag + " = " + value);
+    } else if (!listed(k_launch_no_memory, name)) {
+      out_.ignored.push_back(flag + ": an accelerate launch flag trainmem does not read");
     }
-    if (i < words.size()) ++i;  // the script
-  } else if (words.size() >= 2 && words[0] == "trl" && words[1] == "sft") {
-    i = 2;
-  } else if (!words.empty() && words[0].rfind("-", 0) != 0) {
-    // python [-m] SCRIPT, or the script alone.
-    if (words[0] == "python" || words[0] == "python3") i = 1;
-    if (i < words.size() && words[i] == "-m") ++i;
-    if (i < words.size()) ++i;
   }
-  read_script_arguments(words, i);
-}
-
-// The script's flags as HfArgumentParser reads them: --name value, --name=value, a bare --name
-// (a bool field's true), and several values for a list field (TRL's lora_target_modules).
-void AccelerateReader::read_script_arguments(const std::vector<std::string>& words, size_t from) {
-  json from_line = json::object();
-  for (size_t i = from; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    if (word.rfind("--", 0) != 0 || word.size() == 2)
-      return m_.fail("launch command", trainmem::quoted(word) + " is not a flag of the script (--name value)");
-    std::string name = word.substr(2);
-    std::vector<std::string> values;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      values.push_back(name.substr(eq + 1));
-      name.resize(eq);
-    }
-    std::replace(name.begin(), name.end(), '-', '_');
-    // The next word is the value unless it is a flag; a list field takes every such word.
-    while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && (values.empty() || name == "lora_target_modules"))
-      values.push_back(words[++i]);
-    if (values.empty()) from_line[name] = true;  // a bare flag: a bool field's true
-    else if (values.size() == 1) from_line[name] = argument_value(values[0]);
-    else from_line[name] = values;
-  }
-  // --hf-args (a TrainingArguments JSON) under the command line's flags.
-  if (!options_.hf_args_json.empty()) {
-    std::optional<json> parsed = mapping::object_tree(options_.hf_args_json, "--hf-args", out_.issues);
-    if (!parsed) return;
-    args_ = std::move(*parsed);
-  }
-  for (auto& [name, value] : from_line.items()) args_[name] = value;
+  std::optional<json> args = mapping::trainer_arguments(options_, command->script_args, out_.issues);
+  if (args) args_ = std::move(*args);
 }
 
 void AccelerateReader::read_layout() {
@@ -288,10 +202,24 @@ void AccelerateReader::read_layout() {
                                                       "MULTI_MLU", "MULTI_MUSA", "MULTI_SDAA", "MULTI_HPU"};
   if (!listed(known, distributed_))
     return m_.fail("distributed_type", "must be one of NO, MULTI_GPU, DEEPSPEED, FSDP (or another accelerator's MULTI_*), got " + trainmem::quoted(distributed_));
-  // The world: --gpus, else num_processes (the launcher's flag or the file's) [cfg].
+  // The Trainer's own --deepspeed (TrainingArguments.deepspeed: a DeepSpeed config file) makes
+  // the run DeepSpeed's whatever the accelerate config says (transformers training_args.py:
+  // it builds the HfTrainerDeepSpeedConfig accelerate's DeepSpeed plugin runs).
+  if (args_.contains("deepspeed") && !args_["deepspeed"].is_null() && args_["deepspeed"] != false) {
+    if (distributed_ == "FSDP") return m_.fail("--deepspeed", "the Trainer's DeepSpeed config and distributed_type FSDP cannot both run");
+    if (distributed_ != "DEEPSPEED")
+      out_.read.push_back("distributed_type ← --deepspeed " + show(args_["deepspeed"]) + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
+    distributed_ = "DEEPSPEED";
+  }
+  // The world: --gpus, else num_processes (the launcher's flag or the file's) [cfg], else
+  // torchrun's or deepspeed's processes.
   if (options_.gpus > 0) {
     gpus_ = options_.gpus;
     m_.touch("num_processes");
+  } else if (launcher_world_) {
+    gpus_ = *launcher_world_;
+    m_.touch("num_processes");
+    out_.read.push_back("gpus ← " + launcher_ + "'s processes = " + number_text(double(gpus_)));
   } else if (m_.has("num_processes")) {
     const std::optional<int64_t> n = m_.integer("num_processes");
     if (!n) return;
@@ -465,14 +393,20 @@ void AccelerateReader::read_precision() {
 }
 
 void AccelerateReader::read_deepspeed() {
-  // [ds] The DeepSpeed config DeepSpeedPlugin writes, or the file it names.
-  if (const std::optional<std::string> file = m_.has("deepspeed_config.deepspeed_config_file")
-                                                  ? m_.string("deepspeed_config.deepspeed_config_file") : std::nullopt) {
+  // [ds] The DeepSpeed config DeepSpeedPlugin writes, or the file it (or the Trainer's own
+  // --deepspeed) names.
+  const json* trainer_file = args_.contains("deepspeed") && args_["deepspeed"].is_string() ? &args_["deepspeed"] : nullptr;
+  std::optional<std::string> file = m_.has("deepspeed_config.deepspeed_config_file")
+                                        ? m_.string("deepspeed_config.deepspeed_config_file") : std::nullopt;
+  if (!out_.ok()) return;
+  if (trainer_file) file = trainer_file->get<std::string>();
+  if (file) {
+    const std::string key = trainer_file ? "--deepspeed" : "deepspeed_config.deepspeed_config_file";
     if (options_.deepspeed_json.empty())
-      return m_.fail("deepspeed_config.deepspeed_config_file", trainmem::quoted(*file) + ": give that DeepSpeed config with --deepspeed");
+      return m_.fail(key, trainmem::quoted(*file) + ": give that DeepSpeed config with trainmem's --deepspeed FILE");
     std::optional<json> given = mapping::object_tree(options_.deepspeed_json, "--deepspeed", out_.issues);
     if (!given) return;
-    out_.read.push_back("deepspeed ← --deepspeed (the file deepspeed_config_file names)");
+    out_.read.push_back("deepspeed ← the DeepSpeed config " + key + " names (" + trainmem::quoted(*file) + ")");
     m_.touch("deepspeed_config");
     Mapper ds(*given, out_);
     mapping::read_deepspeed(ds, trainer(), gpus_);
@@ -667,7 +601,7 @@ void AccelerateReader::run() {
       "use_dora", "bnb_4bit_quant_storage_dtype", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
-      "packing", "optim"};
+      "packing", "optim", "deepspeed"};
   std::string quiet;
   for (const auto& [name, _] : args_.items()) {
     if (listed(read_here, name)) continue;

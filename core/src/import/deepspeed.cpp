@@ -313,6 +313,21 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
 }  // namespace mapping
 
 ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& options) {
+  // With the run's launch command (`torchrun ... train.py --deepspeed ds.json --flag value`),
+  // the script's flags say what the Trainer builds (LoRA, quantization, the load dtype, attention)
+  // as they do under accelerate: the run is read as an accelerate run whose DeepSpeed config is
+  // this file (accelerate.cpp), the one mapping of the Trainer's flags.
+  if (!options.launch.empty() || !options.overrides.empty()) {
+    ImportOptions launched = options;
+    launched.deepspeed_json = std::string(tree_json);
+    ImportResult out = import_accelerate(
+        R"({"distributed_type": "DEEPSPEED", "deepspeed_config": {"deepspeed_config_file": "DS_CONFIG.json"}})", launched);
+    // What the wrapper's two keys are, said once.
+    for (std::string& note : out.read)
+      if (note.rfind("deepspeed ← the DeepSpeed config deepspeed_config.deepspeed_config_file names", 0) == 0)
+        note = "deepspeed ← DS_CONFIG.json, with the launch command's flags as the Trainer's arguments";
+    return out;
+  }
   const auto deepspeed_keys = [](const json& tree) -> std::optional<Issue> {
     if (mapping::detect_kind(tree) == "deepspeed") return std::nullopt;
     return issue("DS_CONFIG.json", "has none of DeepSpeed's keys (zero_optimization, train_micro_batch_size_per_gpu, bf16, fp16, ...): " +

@@ -519,6 +519,165 @@ void Mapper::account(const std::vector<std::string_view>& no_memory,
   for (const std::string& key : unknown) out_.ignored.push_back(key + ": not a key trainmem reads");
 }
 
+namespace {
+
+// The launchers' flags that take no value (accelerate commands/launch.py, torch
+// distributed/run.py, deepspeed launcher/runner.py); any other takes the next word unless that
+// is a flag or the script.
+const std::vector<std::string_view> k_launcher_switches = {
+    "use_deepspeed", "use_fsdp", "multi_gpu", "cpu", "same_network", "debug", "module", "m", "no_python",
+    "quiet", "q", "tpu", "use_megatron_lm", "use_xpu", "enable_cpu_affinity", "standalone", "run_path",
+    "no_local_rank", "force_multi", "bind_cores_to_rank", "no_ssh_check", "save_pid",
+};
+
+std::string unquoted(std::string word) {
+  if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
+    return word.substr(1, word.size() - 2);
+  return word;
+}
+
+bool is_script(const std::string& word) {
+  return word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0;
+}
+
+}  // namespace
+
+json argument_value(const std::string& text) {
+  const std::string lower = lowercase(text);
+  if (lower == "true" || lower == "yes" || lower == "y" || lower == "t") return true;
+  if (lower == "false" || lower == "no" || lower == "n" || lower == "f") return false;
+  const json scalar = plain_scalar(text);
+  if (scalar.is_number()) return scalar;
+  return text;
+}
+
+std::optional<LaunchCommand> read_launch_command(const ImportOptions& options, std::vector<Issue>& issues) {
+  std::vector<std::string> words;
+  if (!options.launch.empty()) {
+    std::string text = options.launch;
+    for (size_t i = 0; i + 1 < text.size(); ++i) {
+      if (text[i] != '\\' || (text[i + 1] != ' ' && text[i + 1] != '\t')) continue;
+      const size_t next = text.find_first_not_of(" \t", i + 1);
+      if (next != std::string::npos && text[next] == '-') text[i] = ' ';
+    }
+    ShellWords split = shell_words(text);
+    if (!split.error.empty()) {
+      issues.push_back(issue("launch command", split.error));
+      return std::nullopt;
+    }
+    words = std::move(split.words);
+  }
+  for (std::string w : options.overrides) {
+    if (w == "\\") continue;
+    if (w.size() > 2 && w[0] == '\\' && w[1] == '-') w.erase(0, 1);
+    words.push_back(unquoted(w));
+  }
+  LaunchCommand out;
+  size_t i = 0;
+  const auto take_flags = [&](size_t from) {
+    for (i = from; i < words.size() && words[i].rfind("-", 0) == 0 && words[i] != "--"; ++i) {
+      std::string name = words[i].substr(words[i].rfind("--", 0) == 0 ? 2 : 1), value;
+      const size_t eq = name.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      std::replace(name.begin(), name.end(), '-', '_');
+      const bool is_switch = std::find(k_launcher_switches.begin(), k_launcher_switches.end(), name) != k_launcher_switches.end();
+      if (!inline_value && !is_switch) {
+        if (i + 1 >= words.size()) {
+          issues.push_back(issue(out.launcher + " --" + name, "needs a value"));
+          return false;
+        }
+        if (words[i + 1].rfind("-", 0) != 0 && !is_script(words[i + 1])) value = words[++i];
+      }
+      out.flags.emplace_back(name, value);
+    }
+    if (i < words.size() && words[i] == "--") ++i;
+    return true;
+  };
+  if (words.size() >= 2 && words[0] == "accelerate" && words[1] == "launch") {
+    out.launcher = "accelerate launch";
+    if (!take_flags(2)) return std::nullopt;
+    if (i < words.size()) ++i;  // the script
+  } else if (!words.empty() && (words[0] == "torchrun" || words[0] == "deepspeed")) {
+    out.launcher = words[0];
+    if (!take_flags(1)) return std::nullopt;
+    if (i < words.size()) ++i;
+  } else if (words.size() >= 2 && words[0] == "trl" && words[1] == "sft") {
+    out.launcher = "trl sft";
+    i = 2;
+  } else if (!words.empty() && words[0].rfind("-", 0) != 0) {
+    // python [-m] SCRIPT, or the script alone.
+    if (words[0] == "python" || words[0] == "python3") {
+      out.launcher = "python";
+      i = 1;
+    }
+    if (i < words.size() && words[i] == "-m") ++i;
+    if (i < words.size()) ++i;
+  }
+  // The script's flags as HfArgumentParser reads them: --name value, --name=value, a bare --name
+  // (a bool field's true), several values for a list field (TRL's lora_target_modules).
+  for (; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.rfind("--", 0) != 0 || word.size() == 2) {
+      issues.push_back(issue("launch command", trainmem::quoted(word) + " is not a flag of the script (--name value)"));
+      return std::nullopt;
+    }
+    std::string name = word.substr(2);
+    std::vector<std::string> values;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      values.push_back(name.substr(eq + 1));
+      name.resize(eq);
+    }
+    std::replace(name.begin(), name.end(), '-', '_');
+    while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && (values.empty() || name == "lora_target_modules"))
+      values.push_back(words[++i]);
+    if (values.empty()) out.script_args[name] = true;
+    else if (values.size() == 1) out.script_args[name] = argument_value(values[0]);
+    else out.script_args[name] = values;
+  }
+  return out;
+}
+
+std::optional<json> trainer_arguments(const ImportOptions& options, const json& script_args, std::vector<Issue>& issues) {
+  json args = json::object();
+  if (!options.hf_args_json.empty()) {
+    std::optional<json> parsed = object_tree(options.hf_args_json, "--hf-args", issues);
+    if (!parsed) return std::nullopt;
+    args = std::move(*parsed);
+  }
+  for (const auto& [name, value] : script_args.items()) args[name] = value;
+  return args;
+}
+
+std::optional<int64_t> launcher_world(const LaunchCommand& command, std::vector<Issue>& issues) {
+  const auto count = [&](std::initializer_list<std::string_view> names) -> std::optional<int64_t> {
+    for (const auto& [name, value] : command.flags) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      const std::optional<int64_t> n = whole_number(plain_scalar(value), 1);
+      if (!n) issues.push_back(issue(command.launcher + " --" + name, "must be a positive integer, got " + trainmem::quoted(value)));
+      return n;
+    }
+    return std::nullopt;
+  };
+  std::optional<int64_t> per_node, nodes;
+  if (command.launcher == "torchrun") {
+    per_node = count({"nproc_per_node"});
+    nodes = count({"nnodes"});
+  } else if (command.launcher == "deepspeed") {
+    per_node = count({"num_gpus"});
+    nodes = count({"num_nodes"});
+  } else if (command.launcher == "accelerate launch") {
+    per_node = count({"num_processes"});
+  }
+  if (!per_node) return std::nullopt;
+  const std::optional<int64_t> world = checked_mul(*per_node, nodes.value_or(1));
+  if (!world) issues.push_back(issue(command.launcher, "the processes overflow a 64-bit integer"));
+  return world;
+}
+
 bool add_lora_targets(std::vector<std::string>& targets, std::string_view name) {
   static const std::vector<std::string_view> modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
   std::vector<std::string_view> parts;

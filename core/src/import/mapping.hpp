@@ -158,6 +158,28 @@ struct ShellWords {
 };
 ShellWords shell_words(std::string_view text);
 
+// A training run's launch command: ImportOptions::launch as text (shell words; a one-line
+// input's "backslash, blanks, flag" is the continuation it was), then ImportOptions::overrides
+// word by word (quotes taken off, lone backslashes dropped). It starts with a launcher
+// (`accelerate launch`, `torchrun`, `deepspeed`, `python`, `trl sft`) and its flags, then the
+// script, then the script's flags; or it is the script's flags alone.
+struct LaunchCommand {
+  std::string launcher;                                     // "" when the command has none
+  std::vector<std::pair<std::string, std::string>> flags;   // the launcher's: name (_ for -), value ("" for a switch)
+  json script_args = json::object();                        // the script's flags, typed by argument_value
+};
+// nullopt, with an Issue on "launch command", when the command cannot be read.
+std::optional<LaunchCommand> read_launch_command(const ImportOptions& options, std::vector<Issue>& issues);
+// A flag's value as HfArgumentParser types it: a boolean (string_to_bool's words), a number, or
+// the text.
+json argument_value(const std::string& text);
+// The Trainer's arguments: --hf-args (a TrainingArguments JSON) with the script's flags over it.
+std::optional<json> trainer_arguments(const ImportOptions& options, const json& script_args, std::vector<Issue>& issues);
+// The world a launcher's flags give: torchrun --nproc_per_node × --nnodes, deepspeed --num_gpus ×
+// --num_nodes, accelerate launch --num_processes; nullopt when they do not say (an Issue when a
+// count is not a positive integer).
+std::optional<int64_t> launcher_world(const LaunchCommand& command, std::vector<Issue>& issues);
+
 // What each framework's reader holds: a Mapper over the tree, the options, the result it fills.
 class Reader {
  public:

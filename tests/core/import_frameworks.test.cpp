@@ -968,6 +968,30 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 4})", a);
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "--deepspeed");
+
+  // The Trainer's own --fsdp: "full_shard auto_wrap offload" is FULL_SHARD (zero_stage 3) with
+  // the parameters on the CPU; shard_grad_op keeps them gathered (zero_stage 2), which trainmem
+  // does not offload; an option the Trainer does not have is named.
+  ImportOptions f;
+  f.launch = R"(torchrun --nproc_per_node 4 train.py --fsdp "full_shard auto_wrap offload" --per_device_train_batch_size 1)";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::fsdp2);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.offload_params == true);
+  CHECK(r.input.data_parallel_size == 4);
+  f.launch = R"(torchrun --nproc_per_node 4 train.py --fsdp shard_grad_op)";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 2);
+  f.launch = R"(torchrun --nproc_per_node 4 train.py --fsdp "shard_grad_op offload")";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "fsdp_config.fsdp_offload_params");
+  f.launch = R"(train.py --fsdp "full_shard sideways")";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "--fsdp");
 }
 
 TEST_CASE("accelerate: bad input is named, never guessed") {

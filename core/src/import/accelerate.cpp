@@ -211,6 +211,44 @@ void AccelerateReader::read_layout() {
       out_.read.push_back("distributed_type ← --deepspeed " + show(args_["deepspeed"]) + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
     distributed_ = "DEEPSPEED";
   }
+  // The Trainer's own --fsdp (TrainingArguments.fsdp, transformers trainer_utils.py FSDPOption:
+  // full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, offload, auto_wrap,
+  // a blank-separated string or a list) makes the run FSDP's; the strategy and the offload go
+  // where the accelerate config's fsdp_config would have them, unless the file has them.
+  if (const json* fsdp = args_.contains("fsdp") ? &args_["fsdp"] : nullptr; fsdp && !fsdp->is_null() && *fsdp != false && *fsdp != "") {
+    if (distributed_ == "DEEPSPEED") return m_.fail("--fsdp", "and DeepSpeed cannot both run (the Trainer refuses --fsdp with --deepspeed)");
+    std::vector<std::string> words;
+    if (fsdp->is_string()) {
+      for (const std::string& w : mapping::shell_words(fsdp->get<std::string>()).words) words.push_back(w);
+    } else if (fsdp->is_array()) {
+      for (const json& w : *fsdp)
+        if (w.is_string()) words.push_back(w.get<std::string>());
+    } else {
+      return m_.fail("--fsdp", "must be FSDP options (full_shard, shard_grad_op, hybrid_shard, offload, auto_wrap, ...), got " + show(*fsdp));
+    }
+    std::string strategy;
+    bool offload = false;
+    for (const std::string& w : words) {
+      const std::string lower = mapping::lowercase(w);
+      if (lower == "full_shard" || lower == "shard_grad_op" || lower == "no_shard" || lower == "hybrid_shard" || lower == "hybrid_shard_zero2") {
+        strategy = lower;
+        for (char& c : strategy) c = char(std::toupper(static_cast<unsigned char>(c)));
+      } else if (lower == "offload") {
+        offload = true;
+      } else if (lower != "auto_wrap") {
+        return m_.fail("--fsdp", trainmem::quoted(w) + " is not an FSDP option of the Trainer (full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, offload, auto_wrap)");
+      }
+    }
+    json& block = tree_["fsdp_config"];
+    if (block.is_null()) block = json::object();
+    if (block.is_object()) {  // anything else: read_fsdp names it
+      if (!strategy.empty() && !block.contains("fsdp_sharding_strategy")) block["fsdp_sharding_strategy"] = strategy;
+      if (offload && !block.contains("fsdp_offload_params")) block["fsdp_offload_params"] = true;
+    }
+    out_.read.push_back("distributed_type ← --fsdp " + show(*fsdp) + " (the Trainer's FSDP" +
+                        (distributed_ != "FSDP" ? "; the file said " + distributed_ : std::string()) + ")");
+    distributed_ = "FSDP";
+  }
   // The world: --gpus, else num_processes (the launcher's flag or the file's) [cfg], else
   // torchrun's or deepspeed's processes.
   if (options_.gpus > 0) {
@@ -501,6 +539,9 @@ void AccelerateReader::read_fsdp() {
   }
   if (m_.has("fsdp_config.fsdp_offload_params")) {
     if (const std::optional<bool> offload = m_.boolean("fsdp_config.fsdp_offload_params"); offload && *offload) {
+      if (!reshard)
+        return m_.fail("fsdp_config.fsdp_offload_params", "with parameters kept gathered (" + reshard_why +
+                                                               "): trainmem offloads the parameters of a full shard only");
       m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters and gradients on the CPU)");
       m_.assume("optimizer_offload_fraction", 1.0, "with CPUOffload the optimizer steps on the CPU", "fsdp_config.fsdp_offload_params");
     }
@@ -601,7 +642,7 @@ void AccelerateReader::run() {
       "use_dora", "bnb_4bit_quant_storage_dtype", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
-      "packing", "optim", "deepspeed"};
+      "packing", "optim", "deepspeed", "fsdp"};
   std::string quiet;
   for (const auto& [name, _] : args_.items()) {
     if (listed(read_here, name)) continue;

@@ -780,6 +780,15 @@ TEST_CASE("DeepSpeed: precision blocks, offload blocks and the Trainer's argumen
   CHECK(r.input.micro_batch_size == 2);
 }
 
+TEST_CASE("axolotl: FSDP offload with parameters kept gathered is named, not a config resolve() refuses") {
+  ImportOptions o;
+  o.gpus = 2;
+  const ImportResult r = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1,
+    "fsdp": ["shard_grad_op", "auto_wrap", "offload"]})", o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "fsdp_config.fsdp_offload_params: with parameters kept gathered (\"SHARD_GRAD_OP\"): trainmem offloads the parameters of a full shard only");
+}
+
 TEST_CASE("axolotl: values axolotl's schema refuses are named, its defaults are applied (found by review)") {
   const std::string base = R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 2, )";
   // bf16 "yes" trained in fp32, silently; no bf16 is axolotl's default "auto".

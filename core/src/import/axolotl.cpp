@@ -238,6 +238,9 @@ void AxolotlReader::read_layout() {
     m_.read("zero_stage", reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
     m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
     if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) || has("offload")) {
+      if (!reshard)
+        return m_.fail("fsdp_config.fsdp_offload_params", "with parameters kept gathered (" + trainmem::quoted(strategy) +
+                                                               "): trainmem offloads the parameters of a full shard only");
       m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters, gradients and the optimizer step on the CPU)");
       m_.assume("optimizer_offload_fraction", 1.0, "FSDP's CPU offload steps the optimizer on the CPU", "fsdp_config.fsdp_offload_params");
     }

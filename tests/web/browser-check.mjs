@@ -813,6 +813,26 @@ await check('an accelerate config imports in the page with its launch command: t
   return page;
 });
 
+await check('a DeepSpeed config imports with the torchrun command that launches it: the world, the model and the adapters from the command', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const ds = await readFile(new URL('../import/fixtures/deepspeed/zero3_bf16.json', import.meta.url), 'utf8');
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', ds);
+  expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
+  await page.fill('#import-overrides', 'torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-70B --deepspeed ds.json --per_device_train_batch_size 2 --bf16 True --max_length 4096 --packing --use_peft --load_in_4bit');
+  await page.click('#import-run');
+  await page.waitForFunction(() => /DeepSpeed config/.test(document.querySelector('#import-report').textContent) && /read/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const value = (name) => page.inputValue(`#f-${name}`);
+  const got = { framework: await value('framework'), dp: await value('data_parallel_size'), tp: await value('tensor_model_parallel_size'),
+    peft: await value('peft'), layers: await value('num_layers'), seq: await value('seq_length') };
+  expect(got.framework === 'deepspeed' && got.dp === '8' && got.peft === 'qlora' && got.layers === '80' && got.seq === '4096' && ['', '1'].includes(got.tp),
+    `imported ${JSON.stringify(got)}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('garbage in the import panel is named and the page keeps its inputs: a DeepSpeed number beyond a double, an unfinished TOML, a bad GPU count', async (keep) => {
   const { page, problems } = await open('#v=1&m=llama-3.1-8b&s=4096&b=2&tp=2&dp=4&gpu=h100-80gb');
   keep(page);

@@ -780,30 +780,39 @@ await check('a Megatron-LM test config (model_config.yaml) imports in the page a
   return page;
 });
 
+/** Runs the import panel on a fixture with a launch command; the form's values of `fields` once the report says `kind` read it. */
+async function importWithLaunch(page, fixture, launch, kind, fields, before = async () => {}) {
+  const text = await readFile(new URL(`../import/fixtures/${fixture}`, import.meta.url), 'utf8');
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', text);
+  expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
+  await before();
+  await page.fill('#import-overrides', launch);
+  await page.click('#import-run');
+  await page.waitForFunction((k) => document.querySelector('#import-report').textContent.includes(k) && /read/.test(document.querySelector('#import-report').textContent), kind);
+  await settled(page);
+  const got = {};
+  for (const name of fields) got[name] = await page.inputValue(`#f-${name}`);
+  return got;
+}
+
 await check('an accelerate config imports in the page with its launch command: the PEFT docs\' FSDP QLoRA run, pasted as printed', async (keep) => {
   const { page, problems } = await open();
   keep(page);
-  const yaml = await readFile(new URL('../import/fixtures/accelerate/peft-fsdp_config_qlora.yaml', import.meta.url), 'utf8');
-  await page.click('#import-panel > summary');
-  await page.fill('#import-text', yaml);
-  expect((await page.textContent('#import-kind')).includes('accelerate config'), `kind: ${await page.textContent('#import-kind')}`);
-  // The file has the GPU count (num_processes); it cannot say the launch command, which takes the override line.
-  expect(await page.isVisible('#import-overrides') && !(await page.isVisible('#import-version')), 'an accelerate config shows the wrong inputs');
-  expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
   // The doc's command with its line continuations: a one-line input turns the newlines into blanks, leaving "\\ --flag".
-  await page.fill('#import-overrides', ['accelerate launch --config_file "configs/fsdp_config_qlora.yaml"  train.py \\',
+  const launch = ['accelerate launch --config_file "configs/fsdp_config_qlora.yaml"  train.py \\',
     '--model_name_or_path "meta-llama/Llama-2-70b-hf" --chat_template_format "chatml" --max_seq_len 2048 \\',
     '--bf16 True --packing True --per_device_train_batch_size 2 --gradient_accumulation_steps 2 \\',
     '--gradient_checkpointing True --use_flash_attn True --use_peft_lora True --lora_r 8 --lora_target_modules "all-linear" \\',
-    '--use_4bit_quantization True --bnb_4bit_quant_storage_dtype "bfloat16"'].join('\n'));
-  await page.click('#import-run');
-  await page.waitForFunction(() => /accelerate config/.test(document.querySelector('#import-report').textContent) && /read/.test(document.querySelector('#import-report').textContent));
-  await settled(page);
-  const value = (name) => page.inputValue(`#f-${name}`);
-  const got = { framework: await value('framework'), dp: await value('data_parallel_size'), peft: await value('peft'),
-    params: await value('params_dtype'), vocab: await value('vocab_size'), seq: await value('seq_length') };
-  expect(got.framework === 'fsdp2' && got.dp === '2' && got.peft === 'qlora' && got.params === 'nf4' && got.vocab === '32008' && got.seq === '2048',
-    `imported ${JSON.stringify(got)}`);
+    '--use_4bit_quantization True --bnb_4bit_quant_storage_dtype "bfloat16"'].join('\n');
+  const got = await importWithLaunch(page, 'accelerate/peft-fsdp_config_qlora.yaml', launch, 'accelerate config',
+    ['framework', 'data_parallel_size', 'peft', 'params_dtype', 'vocab_size', 'seq_length'], async () => {
+      expect((await page.textContent('#import-kind')).includes('accelerate config'), `kind: ${await page.textContent('#import-kind')}`);
+      // The file has the GPU count (num_processes); it cannot say the launch command, which takes the override line.
+      expect(await page.isVisible('#import-overrides') && !(await page.isVisible('#import-version')), 'an accelerate config shows the wrong inputs');
+    });
+  expect(got.framework === 'fsdp2' && got.data_parallel_size === '2' && got.peft === 'qlora' && got.params_dtype === 'nf4' &&
+    got.vocab_size === '32008' && got.seq_length === '2048', `imported ${JSON.stringify(got)}`);
   await page.$eval('#import-report', (e) => e.scrollIntoView({ block: 'center' }));
   await page.screenshot({ path: join(SHOTS, 'import-accelerate-1280x900.png') });
   await page.setViewportSize({ width: 390, height: 844 });
@@ -816,19 +825,11 @@ await check('an accelerate config imports in the page with its launch command: t
 await check('a DeepSpeed config imports with the torchrun command that launches it: the world, the model and the adapters from the command', async (keep) => {
   const { page, problems } = await open();
   keep(page);
-  const ds = await readFile(new URL('../import/fixtures/deepspeed/zero3_bf16.json', import.meta.url), 'utf8');
-  await page.click('#import-panel > summary');
-  await page.fill('#import-text', ds);
-  expect((await page.textContent('label[for="import-overrides"]')).startsWith('Launch command'), await page.textContent('label[for="import-overrides"]'));
-  await page.fill('#import-overrides', 'torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-70B --deepspeed ds.json --per_device_train_batch_size 2 --bf16 True --max_length 4096 --packing --use_peft --load_in_4bit');
-  await page.click('#import-run');
-  await page.waitForFunction(() => /DeepSpeed config/.test(document.querySelector('#import-report').textContent) && /read/.test(document.querySelector('#import-report').textContent));
-  await settled(page);
-  const value = (name) => page.inputValue(`#f-${name}`);
-  const got = { framework: await value('framework'), dp: await value('data_parallel_size'), tp: await value('tensor_model_parallel_size'),
-    peft: await value('peft'), layers: await value('num_layers'), seq: await value('seq_length') };
-  expect(got.framework === 'deepspeed' && got.dp === '8' && got.peft === 'qlora' && got.layers === '80' && got.seq === '4096' && ['', '1'].includes(got.tp),
-    `imported ${JSON.stringify(got)}`);
+  const got = await importWithLaunch(page, 'deepspeed/zero3_bf16.json',
+    'torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-70B --deepspeed ds.json --per_device_train_batch_size 2 --bf16 True --max_length 4096 --packing --use_peft --load_in_4bit',
+    'DeepSpeed config', ['framework', 'data_parallel_size', 'tensor_model_parallel_size', 'peft', 'num_layers', 'seq_length']);
+  expect(got.framework === 'deepspeed' && got.data_parallel_size === '8' && got.peft === 'qlora' && got.num_layers === '80' &&
+    got.seq_length === '4096' && ['', '1'].includes(got.tensor_model_parallel_size), `imported ${JSON.stringify(got)}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -161,7 +161,8 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   m.put("model_implementation", std::string("hf-transformers"), "zero_optimization");
   const int64_t world = gpus > 0 ? gpus : 1;
   if (gpus <= 0) out.assumed.push_back("gpus ← 1 (no --gpus: one rank)");
-  m.assume("data_parallel_size", double(world), "--gpus: every rank is a data-parallel rank under ZeRO", "--gpus");
+  m.assume("data_parallel_size", double(world), "every one of the run's " + number_text(double(world)) +
+                                                    " ranks is a data-parallel rank under ZeRO", "--gpus");
 
   // ZeRO stage and offloads [ds].
   int64_t stage = 0;

@@ -1001,6 +1001,30 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "--fsdp");
+  f.launch = R"(train.py --fsdp 'full_shard "offload')";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--fsdp: unterminated \" quote");
+  // A bare --deepspeed names no config: an error, not the plugin's defaults.
+  f.launch = "train.py --deepspeed --per_device_train_batch_size 1";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--deepspeed: names the DeepSpeed config file the Trainer reads, got true");
+}
+
+TEST_CASE("accelerate: dynamo_backend in any case compiles, NO does not; zephyr's special tokens") {
+  ImportOptions o;
+  o.launch = "train.py --model_name_or_path meta-llama/Llama-3.1-8B --chat_template_format zephyr";
+  ImportResult r = import_accelerate(R"({"distributed_type": "NO", "dynamo_config": {"dynamo_backend": "inductor"}})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.torch_compile == true);
+  // ZephyrSpecialTokens: the rule counts 4 new (<|user|>, <|assistant|>, <|system|>, <pad>, as
+  // for a SentencePiece tokenizer that has <s> and </s>): 128,256 + 4 = 128,260 -> 128,264. Llama
+  // 3's tokenizer has neither <s> nor </s>, so 6 are new: 128,262, padded to 8 -> 128,264 too.
+  CHECK(r.input.vocab_size == 128264);
+  r = import_accelerate(R"({"distributed_type": "NO", "dynamo_config": {"dynamo_backend": "no"}})", o);
+  REQUIRE(r.ok());
+  CHECK(!r.input.torch_compile);
 }
 
 TEST_CASE("accelerate: bad input is named, never guessed") {

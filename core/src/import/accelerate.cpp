@@ -48,7 +48,6 @@
 //            lora_target_modules None (PEFT's default for the model type: q_proj, v_proj for
 //            Llama), load_in_4bit, load_in_8bit, torch_dtype, attn_implementation
 #include <algorithm>
-#include <cctype>
 
 #include "mapping.hpp"
 
@@ -103,6 +102,10 @@ const std::vector<std::string_view> k_script_no_memory = {
     "resume_from_checkpoint", "gradient_checkpointing_kwargs", "eval_accumulation_steps", "include_tokens_per_second",
     "chat_template_path", "use_unsloth", "tf32", "bf16_full_eval", "fp16_full_eval", "save_only_model",
 };
+
+// FullyShardedDataParallelPlugin's sharding strategies [fsdp], in the order of their 1-based codes.
+const std::vector<std::string_view> k_fsdp_strategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
+                                                         "HYBRID_SHARD_ZERO2"};
 
 bool listed(const std::vector<std::string_view>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
@@ -206,6 +209,9 @@ void AccelerateReader::read_layout() {
   // the run DeepSpeed's whatever the accelerate config says (transformers training_args.py:
   // it builds the HfTrainerDeepSpeedConfig accelerate's DeepSpeed plugin runs).
   if (args_.contains("deepspeed") && !args_["deepspeed"].is_null() && args_["deepspeed"] != false) {
+    // TrainingArguments.deepspeed is a path (or a JSON text): a bare --deepspeed names no config.
+    if (!args_["deepspeed"].is_string())
+      return m_.fail("--deepspeed", "names the DeepSpeed config file the Trainer reads, got " + show(args_["deepspeed"]));
     if (distributed_ == "FSDP") return m_.fail("--deepspeed", "the Trainer's DeepSpeed config and distributed_type FSDP cannot both run");
     if (distributed_ != "DEEPSPEED")
       out_.read.push_back("distributed_type ← --deepspeed " + show(args_["deepspeed"]) + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
@@ -219,7 +225,9 @@ void AccelerateReader::read_layout() {
     if (distributed_ == "DEEPSPEED") return m_.fail("--fsdp", "and DeepSpeed cannot both run (the Trainer refuses --fsdp with --deepspeed)");
     std::vector<std::string> words;
     if (fsdp->is_string()) {
-      for (const std::string& w : mapping::shell_words(fsdp->get<std::string>()).words) words.push_back(w);
+      mapping::ShellWords split = mapping::shell_words(fsdp->get<std::string>());
+      if (!split.error.empty()) return m_.fail("--fsdp", split.error);
+      words = std::move(split.words);
     } else if (fsdp->is_array()) {
       for (const json& w : *fsdp)
         if (w.is_string()) words.push_back(w.get<std::string>());
@@ -230,9 +238,10 @@ void AccelerateReader::read_layout() {
     bool offload = false;
     for (const std::string& w : words) {
       const std::string lower = mapping::lowercase(w);
-      if (lower == "full_shard" || lower == "shard_grad_op" || lower == "no_shard" || lower == "hybrid_shard" || lower == "hybrid_shard_zero2") {
-        strategy = lower;
-        for (char& c : strategy) c = char(std::toupper(static_cast<unsigned char>(c)));
+      const auto named = std::find_if(k_fsdp_strategies.begin(), k_fsdp_strategies.end(),
+                                      [&](std::string_view s) { return mapping::lowercase(s) == lower; });
+      if (named != k_fsdp_strategies.end()) {
+        strategy = std::string(*named);
       } else if (lower == "offload") {
         offload = true;
       } else if (lower != "auto_wrap") {
@@ -492,7 +501,7 @@ void AccelerateReader::read_fsdp() {
   if (const json* block = mapping::at(m_.tree(), "fsdp_config"); block && !block->is_null() && !block->is_object())
     return m_.fail("fsdp_config", "must be a mapping, got " + show(*block));
   // [fsdp] the sharding strategy by name or by its 1-based code.
-  static const std::vector<std::string_view> strategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+  const std::vector<std::string_view>& strategies = k_fsdp_strategies;
   std::string strategy = "FULL_SHARD";
   if (const json* s = m_.get("fsdp_config.fsdp_sharding_strategy")) {
     if (s->is_number_integer() && s->get<int64_t>() >= 1 && s->get<int64_t>() <= 5) strategy = strategies[size_t(s->get<int64_t>() - 1)];
@@ -609,8 +618,7 @@ void AccelerateReader::read_training() {
   m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "model_name_or_path");
   // accelerate's dynamo_config compiles the model with TorchDynamo [cfg].
   if (const std::optional<std::string> backend = m_.has("dynamo_config.dynamo_backend") ? m_.string("dynamo_config.dynamo_backend") : std::nullopt) {
-    const std::string upper = [&] { std::string u = *backend; for (char& c : u) c = char(std::toupper(static_cast<unsigned char>(c))); return u; }();
-    if (upper != "NO") m_.read("torch_compile", true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
+    if (mapping::lowercase(*backend) != "no") m_.read("torch_compile", true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
   }
   m_.touch("dynamo_config");
 }

@@ -63,7 +63,7 @@ std::string setups() {
 std::string version() { return TRAINMEM_VERSION; }
 
 // ---- the page's fast path: numbers in, numbers out (core/include/trainmem/slots.hpp) ----
-// The page writes a config's slots (then moe_layer_freq's list) into the view slotInput returns,
+// The page writes a config's slots (then the list channel) into the view slotInput returns,
 // calls estimateSlots, and reads the views of resultNumbers and the lines of resultText. The
 // buffers live here so that a call copies nothing; a view is asked for after any call that may
 // grow memory (the views of a grown memory are detached).
@@ -94,7 +94,7 @@ trainmem::OtherValue other_value(const emscripten::val& entry) {
 }
 
 // The input holds n_slots fields' slots, then n_order numbers (the config's order of keys), then
-// moe_layer_freq's list; `others` the values no slot carries. Returns how many result numbers.
+// the list channel (slots.hpp); `others` the values no slot carries. Returns how many result numbers.
 size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& others, bool verbose) {
   return guarded([&] {
     const std::span<const double> input(g_input);

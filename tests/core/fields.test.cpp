@@ -64,7 +64,8 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       if (json.find("\"" + name + "\"") != std::string::npos) continue;  // set by the context
       const FieldValue value = get_field(written, name);
       CAPTURE(name, spec.default_text);
-      const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number;
+      const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number ||
+                           spec.type == FieldType::integer_list;
       if (numeric && spec.default_text.substr(0, 4) == "none") {
         // Megatron's None: never written back.
         CHECK(std::holds_alternative<std::monostate>(value));

@@ -623,7 +623,14 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(r.input.attention_backend == AttentionBackend::unfused);
     CHECK(r.input.attention_dropout == 0.0);
     CHECK(r.input.hidden_dropout == 0.05);
-    CHECK(r.input.cross_entropy_loss_fusion == true);
+    // Without --cross-entropy-fusion-impl te the fused loss is Megatron's native one, which keeps
+    // the fp32 softmax as the unfused loss does: read as unfused, and said so.
+    CHECK(r.input.cross_entropy_loss_fusion == false);
+    CHECK(has_line(r.assumed, "cross_entropy_loss_fusion ← false (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native, its default"));
+    const ImportResult te = import_megatron_args("--num-layers 4 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te");
+    CHECK(te.input.cross_entropy_loss_fusion == true);
+    CHECK(messages(import_megatron_args("--num-layers 4 --cross-entropy-loss-fusion --cross-entropy-fusion-impl fast")) ==
+          one("--cross-entropy-fusion-impl: must be native or te, got \"fast\""));
     const ImportResult moe = import_megatron_args("--num-experts 8 --moe-expert-capacity-factor 1.25 --optimizer-cpu-offload "
                                                   "--use-distributed-optimizer");
     CHECK(moe.input.moe_expert_capacity_factor == 1.25);
@@ -719,7 +726,7 @@ TEST_CASE("Megatron-LM's functional-test config is read as the command its launc
   }
 }
 
-TEST_CASE("a custom pipeline layout becomes trainmem's placement when the arguments could say it, else an error naming its split",
+TEST_CASE("a custom pipeline layout becomes the arguments' placement when they can say it, else the per-stage list",
           "[import][megatron]") {
   const std::string line = "--num-layers 16 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1 "
                            "--vocab-size 100 --tensor-model-parallel-size 1 --bf16 --attention-backend flash ";
@@ -747,11 +754,34 @@ TEST_CASE("a custom pipeline layout becomes trainmem's placement when the argume
     CHECK(resolve(merge_import(ConfigInput{}, r)).ok());
   }
   auto msgs = [&](const std::string& rest) { return messages(import_megatron_args(line + rest)); };
-  SECTION("a split the arguments cannot say, and layouts Megatron-LM refuses") {
-    CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*3|(tt|)*6tL'") ==
-          one("--pipeline-model-parallel-layout: puts 3, 2, 2, 2, 2, 2, 2, 1 decoder layers in its 8 stages; "
-              "trainmem places layers as Megatron-LM's arguments do (every chunk of a rank equal, the middle ranks "
-              "alike), which cannot say this split, got \"Et*3|(tt|)*6tL\""));
+  SECTION("a split the arguments cannot say: one count per stage (the trainmem profile)") {
+    // Et*3|(tt|)*6tL over PP 2: 8 stages of 3, 2, 2, 2, 2, 2, 2, 1 layers (VPP 4).
+    const ImportResult r = import_megatron_args("WORLD_SIZE=2 " + line + "--pipeline-model-parallel-size 2 "
+                                                "--pipeline-model-parallel-layout 'Et*3|(tt|)*6tL'");
+    INFO(problems_of(r.issues));
+    REQUIRE(r.ok());
+    CHECK(r.input.pipeline_stage_layers == std::vector<int64_t>{3, 2, 2, 2, 2, 2, 2, 1});
+    CHECK(r.input.virtual_pipeline_model_parallel_size == 4);
+    CHECK(has_line(r.read, "pipeline_stage_layers ← [3, 2, 2, 2, 2, 2, 2, 1]"));
+    const Config c = resolved(r, "{}");
+    CHECK(c.pipeline_stage_layers.size() == 8);
+    // Over a reference profile's base the list is left out and said so (the references cannot
+    // place layers this way).
+    const ImportOverBase over = import_over_base(ImportKind::megatron_args, "WORLD_SIZE=2 " + line +
+        "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*3|(tt|)*6tL'", R"({"profile": "megatron-bridge"})");
+    CHECK(!over.config.pipeline_stage_layers);
+    CHECK(has_line(over.ignored, "pipeline_stage_layers"));
+  }
+  SECTION("an empty rank, and MTP away from the loss") {
+    const ImportResult empty = import_megatron_args("WORLD_SIZE=2 " + line + "--pipeline-model-parallel-size 2 "
+                                                    "--pipeline-model-parallel-layout 'Et*16|L'");
+    REQUIRE(empty.ok());
+    CHECK(empty.input.pipeline_stage_layers == std::vector<int64_t>{16, 0});
+    CHECK(msgs("--mtp-num-layers 1 --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*8m|t*8L'") ==
+          one("--pipeline-model-parallel-layout: places MTP layers (m) outside the last stage; trainmem keeps them "
+              "with the loss in the last stage, got \"Et*8m|t*8L\""));
+  }
+  SECTION("layouts Megatron-LM refuses") {
     CHECK(msgs("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'E|t*16|L'") ==
           one("--pipeline-model-parallel-layout: has 3 stages, which pipeline_model_parallel_size (2) must divide, "
               "got \"E|t*16|L\""));
@@ -1016,10 +1046,28 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
           "--use-distributed-optimizer --recompute-granularity full --recompute-method block --recompute-num-layers 2 --fp16 "
           "--accumulate-allreduce-grads-in-fp32 --exp-avg-dtype bf16 --fp8-format hybrid --fp8-recipe delayed "
           "--fp8-param-gather --optimizer sgd --attention-backend unfused --attention-dropout 0 "
-          "--hidden-dropout 0 --cross-entropy-loss-fusion --optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
+          "--hidden-dropout 0 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te --optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
           "--tensor-model-parallel-size 1 "
           "--pipeline-model-parallel-size 1");
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);
+  }
+  SECTION("a per-stage list goes out as Megatron-LM's layout and comes back") {
+    // [3, 2, 2, 1] on PP 2 (VPP 2): E and 3 layers | 2 | 2 | 1 layer, 2 MTP layers and the loss.
+    const Config c = config_from(R"({"num_layers": 8, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 4,
+        "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "mtp_num_layers": 2,
+        "pipeline_stage_layers": [3, 2, 2, 1]})");
+    const MegatronExport e = export_megatron_args(c);
+    CAPTURE(e.args);
+    CHECK(e.args.find("--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*3|t*2|t*2|tm*2L'") != std::string::npos);
+    CHECK(e.args.find("virtual") == std::string::npos);  // the layout gives VPP
+    CHECK(resolved(import_megatron_args("WORLD_SIZE=2 " + e.args), "{}") == c);
+    // An empty stage: no t at all.
+    const Config empty = config_from(R"({"num_layers": 8, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 4,
+        "pipeline_model_parallel_size": 2, "pipeline_stage_layers": [8, 0]})");
+    CHECK(export_megatron_args(empty).args.find("--pipeline-model-parallel-layout 'Et*8|L'") != std::string::npos);
+    CHECK(resolved(import_megatron_args("WORLD_SIZE=2 " + export_megatron_args(empty).args), "{}") == empty);
   }
   SECTION("and the rest: selective modules, bf16 gradients, fp16 master weights, fp8 states, an expert capacity") {
     const Config c = config_from(R"({"num_layers": 4, "hidden_size": 64, "num_attention_heads": 4,

@@ -21,15 +21,11 @@
 #endif
 
 using namespace trainmem;
+using trainmem::test::has_line;
 using json = nlohmann::json;
 
 namespace {
 
-bool has_line(const std::vector<std::string>& notes, std::string_view part) {
-  for (const std::string& n : notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
 
 std::vector<std::string> targets(const ConfigInput& in) {
   std::vector<std::string> out;
@@ -258,7 +254,7 @@ TEST_CASE("torchtitan versions: the compiled loss from 0.1 on") {
   CHECK(r.issues[0].field == "--version");
 }
 
-TEST_CASE("torchtitan splits trainmem cannot express are named, not estimated as another model") {
+TEST_CASE("torchtitan's uneven splits: first/last sizes when they say it, else the per-stage list") {
   // The benchmark's Table 5 Interleaved 1F1B row: 126 layers over 8 × 2 = 16 stages. torchtitan
   // 2024 generate_split_points: 126 // 16 = 7 on the first, 8 on the next 14 (126 % 16 = 14 extra),
   // the last the rest: 126 − 7 − 14 × 8 = 7.
@@ -268,17 +264,75 @@ TEST_CASE("torchtitan splits trainmem cannot express are named, not estimated as
   options.overrides = {"experimental.pipeline_parallel_degree=8", "experimental.pipeline_parallel_schedule=Interleaved1F1B",
                        "training.batch_size=32"};
   const ImportResult r = import_torchtitan(toml_tree("torchtitan/llama3_405b.toml"), options);
-  REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].field == "experimental.pipeline_parallel_degree");
-  CHECK(r.issues[0].message.find("as 7, 8 × 14, 7 (generate_split_points)") != std::string::npos);
+  REQUIRE(r.ok());
+  std::vector<int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  CHECK(r.input.pipeline_stage_layers == expected);
+  CHECK(r.input.virtual_pipeline_model_parallel_size == 2);
+  CHECK(!r.input.num_layers_in_first_pipeline_stage);
   // One stage per rank with unequal middle stages: 32 layers over 5 stages are 6, 7, 7, 6, 6
   // (32 // 5 = 6, 32 % 5 = 2 middle stages one longer, the last 32 − 6 − 3 × 6 − 2 = 6).
   ImportOptions five;
   five.gpus = 10;
   five.overrides = {"experimental.pipeline_parallel_degree=5", "training.tensor_parallel_degree=1", "training.batch_size=5"};
   const ImportResult uneven = import_torchtitan(toml_tree("torchtitan/llama3_8b.toml"), five);
-  REQUIRE(uneven.issues.size() == 1);
-  CHECK(uneven.issues[0].message.find("as 6, 7 × 2, 6 × 1, 6 (generate_split_points)") != std::string::npos);
+  REQUIRE(uneven.ok());
+  CHECK(uneven.input.pipeline_stage_layers == std::vector<int64_t>{6, 7, 7, 6, 6});
+  // Explicit split points: a stage starts at each named layer (32 layers: 0-9, 10-19, 20-31).
+  five.overrides = {"experimental.pipeline_parallel_degree=3", "training.tensor_parallel_degree=1", "training.batch_size=6",
+                    "experimental.pipeline_parallel_split_points=layers.10,layers.20"};  // the CLI's comma list
+  five.gpus = 3;
+  const ImportResult points = import_torchtitan(toml_tree("torchtitan/llama3_8b.toml"), five);
+  REQUIRE(points.ok());
+  CHECK(!points.input.num_layers_in_first_pipeline_stage);  // 10, as the middle stage
+  CHECK(points.input.num_layers_in_last_pipeline_stage == 12);
+  five.overrides.back() = "experimental.pipeline_parallel_split_points=layers.20,layers.10";
+  const ImportResult backwards = import_torchtitan(toml_tree("torchtitan/llama3_8b.toml"), five);
+  REQUIRE(backwards.issues.size() == 1);
+  CHECK(backwards.issues[0].field == "experimental.pipeline_parallel_split_points");
+}
+
+TEST_CASE("torchtitan 0.1+: the embedding and the output count as a layer each in the split") {
+  // generate_llm_fqn_per_model_part (pipeline_parallel.py @ 02ef790c): 32 layers + 1 + 1 = 34
+  // effective layers over 4 stages: 34 // 4 = 8, 34 % 4 = 2 stages one more: 9, 9, 8, 8 effective;
+  // the first less the embedding's 1, the last less the output's 1: 8, 9, 8, 7 decoder layers.
+  const std::string tree = toml_tree("torchtitan/llama3_8b-parallelism.toml");
+  ImportOptions options;
+  options.gpus = 4;
+  options.overrides = {"parallelism.pipeline_parallel_degree=4", "parallelism.tensor_parallel_degree=1",
+                       "parallelism.data_parallel_shard_degree=1", "training.local_batch_size=4"};
+  ImportResult r = import_torchtitan(tree, options);
+  REQUIRE(r.ok());
+  CHECK(r.input.pipeline_stage_layers == std::vector<int64_t>{8, 9, 8, 7});
+  // PP 2 (34 = 17 + 17): 16 and 16, the even split.
+  options.gpus = 2;
+  options.overrides[0] = "parallelism.pipeline_parallel_degree=2";
+  r = import_torchtitan(tree, options);
+  REQUIRE(r.ok());
+  CHECK(!r.input.pipeline_stage_layers);
+  CHECK(!r.input.num_layers_in_first_pipeline_stage);
+  // Interleaved with layers_per_stage 4: ceil(34 / 4) = 9 stages, not a multiple of PP 2.
+  options.overrides.push_back("parallelism.pipeline_parallel_schedule=Interleaved1F1B");
+  options.overrides.push_back("parallelism.pipeline_parallel_layers_per_stage=4");
+  r = import_torchtitan(tree, options);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "parallelism.pipeline_parallel_layers_per_stage");
+  // layers_per_stage 5 with no less layers: ceil(32 / 5) = 7 … with 1 + 1: ceil(34 / 5) = 7, odd
+  // again; 34 / 6 → 6 stages, 3 per rank: 34 // 6 = 5, 34 % 6 = 4: 6, 6, 6, 6, 5, 5 effective,
+  // decoder layers 5, 6, 6, 6, 5, 4.
+  options.overrides.back() = "parallelism.pipeline_parallel_layers_per_stage=6";
+  r = import_torchtitan(tree, options);
+  REQUIRE(r.ok());
+  CHECK(r.input.virtual_pipeline_model_parallel_size == 3);
+  CHECK(r.input.pipeline_stage_layers == std::vector<int64_t>{5, 6, 6, 6, 5, 4});
+  // ZBV places stages in a V: an uneven split there is named, not looped.
+  options.overrides.pop_back();
+  options.overrides.back() = "parallelism.pipeline_parallel_schedule=ZBVZeroBubble";
+  options.overrides[0] = "parallelism.pipeline_parallel_degree=4";
+  options.gpus = 4;
+  r = import_torchtitan(tree, options);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message.find("placed in a V") != std::string::npos);
 }
 
 TEST_CASE("torchtitan bad input: an unknown flavor, an unknown key, a missing world") {

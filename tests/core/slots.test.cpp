@@ -42,8 +42,8 @@ TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots
   slots[index_of("recompute_granularity")] = 1;     // none, selective, ...
   slots[index_of("recompute_modules")] = 1 + 2;     // core_attn and mlp
   slots[index_of("num_moe_experts")] = 4;
-  slots[index_of("moe_layer_freq")] = -1;           // the list follows
-  const std::vector<double> layers = {0, 1, 1, 1};
+  slots[index_of("moe_layer_freq")] = -1;           // the list follows in the channel
+  const std::vector<double> layers = {4, 0, 1, 1, 1};  // its length, then its entries
   ConfigInput input;
   REQUIRE(read_slots(slots, layers, {}, {}, input).empty());
   const Config from_slots = resolve(input).config;

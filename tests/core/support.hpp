@@ -40,4 +40,11 @@ inline std::vector<StageParams> stages_of(const std::string& json) {
   return pipeline_stages(config_from(json));
 }
 
+// Whether any of an import's notes (read:, assumed:, ignored:) contains `part`.
+inline bool has_line(const std::vector<std::string>& notes, std::string_view part) {
+  for (const std::string& n : notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace trainmem::test

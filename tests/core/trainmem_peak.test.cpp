@@ -74,6 +74,13 @@ TEST_CASE("each pipeline stage holds the microbatches its schedule keeps in flig
     // Each chunk here is one layer of identical size: 11 layer-microbatches against 1F1B's 4 × 2.
     const double layer_stage0 = plain[0].activation_bytes;  // 4 microbatches × (2 layers + embedding)
     CHECK(stages[0].activation_bytes > layer_stage0);
+    // Exactly: rank 0's chunks are c0 = ℓ + e (the embedding is in chunk 0) and c1 = ℓ. Forwards
+    // 0-10 run chunks (i mod 8) / 4 = 0,0,0,0,1,1,1,1,0,0,0 = 7 c0 + 4 c1; backward 0 then frees a
+    // c1 (chunk 1 − 0) and forward 11 adds a c0: 8 c0 + 3 c1 = 11ℓ + 8e, the peak (the moments
+    // after repeat every 8 iterations and never hold more c0).
+    const Config c = config_from("{" + model + R"(, "num_microbatches": 16, "virtual_pipeline_model_parallel_size": 2})");
+    const double l = layer_activation_bytes(c, false, LayerRecompute::policy), e = embedding_activation_bytes(c);
+    CHECK_THAT(stages[0].activation_bytes, WithinRel(11 * l + 8 * e, k_rel_tol_exact));
   }
   SECTION("the most-loaded GPU is the stage with the largest peak, not a sum of maxima") {
     const std::string json = "{" + model + R"(, "num_microbatches": 16})";
@@ -188,5 +195,66 @@ TEST_CASE("the peak is the largest moment of a step", "[trainmem][property]") {
     };
     CHECK(activation("full") <= activation("selective"));
     CHECK(activation("selective") <= activation("none"));
+  }
+}
+
+TEST_CASE("a per-stage list places any split, in Megatron's virtual-stage order", "[trainmem][pipeline]") {
+  // 8 layers on PP 2 with 2 chunks per rank: virtual stage s runs on rank s mod 2 as chunk s / 2
+  // and holds the layers after those of stages 0 … s − 1 (PipelineParallelLayerLayout).
+  const std::string model = R"("profile": "trainmem", "num_layers": 8, "hidden_size": 256,
+      "num_attention_heads": 8, "ffn_hidden_size": 1024, "vocab_size": 4096, "seq_length": 512,
+      "micro_batch_size": 1, "num_microbatches": 16, "pipeline_model_parallel_size": 2,
+      "virtual_pipeline_model_parallel_size": 2)";
+  SECTION("the even split written out is the even split") {
+    const std::string even = "{" + model + "}";
+    const std::string listed = "{" + model + R"(, "pipeline_stage_layers": [2, 2, 2, 2]})";
+    CHECK(estimate_of(listed).total_bytes == estimate_of(even).total_bytes);
+    const auto a = stages_of(even), b = stages_of(listed);
+    REQUIRE((a.size() == 2 && b.size() == 2));
+    for (size_t r = 0; r < 2; ++r) {
+      CHECK(b[r].total_bytes == a[r].total_bytes);
+      CHECK(b[r].activation_bytes == a[r].activation_bytes);
+    }
+  }
+  SECTION("[3, 1, 2, 2]: rank 0 holds stages 0 and 2 (5 layers), rank 1 stages 1 and 3 (3)") {
+    const std::string json = "{" + model + R"(, "pipeline_stage_layers": [3, 1, 2, 2]})";
+    const auto stages = stages_of(json);
+    REQUIRE(stages.size() == 2);
+    CHECK(stages[0].num_layers == 5);
+    CHECK(stages[1].num_layers == 3);
+    // Every layer here is the same dense layer ℓ; e is the embedding's, o the loss chunk's.
+    // Megatron's interleaved schedule (get_model_chunk_id): forward i runs chunk (i mod 4) / 2,
+    // backward j chunk 1 − (j mod 4) / 2; after W warm-up forwards, iteration j runs forward
+    // W + j and then backward j. The peak is the largest moment after a forward.
+    //  - Rank 0, chunks c0 = 3ℓ + e (stage 0) and c1 = 2ℓ (stage 2). Warm-up W = (p − r − 1)·2 +
+    //    (v − 1)·p = 4: forwards 0-4 run chunks 0,0,1,1,0 = 3 c0 + 2 c1 = 13ℓ + 3e. Then
+    //    backward 0 frees a c1 and forward 5 adds a c0: 4 c0 + c1 = 14ℓ + 4e, the peak (backward 2
+    //    frees a c0 and forward 7 adds a c1: back to 13ℓ + 3e).
+    //  - Rank 1, chunks c0 = ℓ (stage 1) and c1 = 2ℓ (stage 3). W = 2: forwards 0-2 run chunks
+    //    0,0,1 = 4ℓ; backward 0 frees a c1, forward 3 adds a c1: 4ℓ; backward 1 frees a c1,
+    //    forward 4 adds a c0: 3ℓ; … the peak is 4ℓ, and the loss chunk once.
+    // (The rank's average chunk would say 2.5 × (5ℓ + e) and 1.5 × 3ℓ.)
+    const Config c = config_from(json);
+    const double l = layer_activation_bytes(c, false, LayerRecompute::policy);
+    const double e = embedding_activation_bytes(c), o = output_activation_bytes(c);
+    CHECK_THAT(stages[0].activation_bytes, WithinRel(14 * l + 4 * e, k_rel_tol_exact));
+    CHECK_THAT(stages[1].activation_bytes, WithinRel(4 * l + o, k_rel_tol_exact));
+  }
+  SECTION("layer indices follow the list: the MoE layers land where Megatron builds them") {
+    // moe_layer_freq [0,0,0,0,1,1,1,1] with [4, 1, 1, 2]: rank 0 builds layers 0-3 (stage 0) and
+    // 5 (stage 2), rank 1 layer 4 (stage 1) and 6-7 (stage 3): one MoE layer against three. Each
+    // MoE layer holds 4 experts of 2 × 256 × 512 weights (no biases) = 1,048,576 routed parameters.
+    const std::string json = "{" + model + R"(, "num_moe_experts": 4, "moe_ffn_hidden_size": 512,
+        "moe_router_topk": 1, "add_bias_linear": false, "moe_layer_freq": [0, 0, 0, 0, 1, 1, 1, 1],
+        "pipeline_stage_layers": [4, 1, 1, 2]})";
+    const auto stages = stages_of(json);
+    REQUIRE(stages.size() == 2);
+    CHECK(stages[0].routed == 1 * 1'048'576.0);
+    CHECK(stages[1].routed == 3 * 1'048'576.0);
+  }
+  SECTION("an empty stage holds no layers, and the rank keeps its other chunk's") {
+    const auto stages = stages_of("{" + model + R"(, "pipeline_stage_layers": [0, 4, 4, 0]})");
+    CHECK(stages[0].num_layers == 4);
+    CHECK(stages[1].num_layers == 4);
   }
 }

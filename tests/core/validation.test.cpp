@@ -225,6 +225,38 @@ TEST_CASE("tensor and pipeline parallel rules", "[validation][pipeline]") {
           one("virtual_pipeline_model_parallel_size: must divide the layer count of every pipeline "
               "stage (first 2, middle 4, last 2), got 4"));
   }
+  SECTION("a per-stage list: one entry per virtual stage, every layer placed once, needs a pipeline") {
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2,
+        "pipeline_stage_layers": [3, 2, 3])")) ==
+          one("pipeline_stage_layers: must have one entry per virtual pipeline stage: "
+              "pipeline_model_parallel_size × virtual_pipeline_model_parallel_size = 2 × 2 = 4 entries, got 3"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [5, 2])")) ==
+          one("pipeline_stage_layers: places 7 decoder layers, but num_layers is 8"));
+    CHECK(messages_for(with(R"("pipeline_stage_layers": [8])")) ==
+          one("pipeline_stage_layers: requires pipeline_model_parallel_size > 1"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3,
+        "pipeline_stage_layers": [3, 5])")) ==
+          one("pipeline_stage_layers: cannot be combined with num_layers_in_first_pipeline_stage or "
+              "num_layers_in_last_pipeline_stage (the list gives every stage's layers)"));
+    // Entries: whole numbers from 0; an empty stage is legal (Megatron's layouts allow one), and
+    // no divisibility rule applies (8 layers as 7 + 1 on PP 2 with VPP 1).
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [8, -1])")) ==
+          one("pipeline_stage_layers: entries must be whole numbers from 0 to 1000000, got -1 at index 1"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [7.5, 0.5])")) ==
+          one("pipeline_stage_layers: entries must be whole numbers from 0 to 1000000, got 7.5 at index 0"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [])")) ==
+          one("pipeline_stage_layers: must have at least one entry"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": 4)")) ==
+          one("pipeline_stage_layers: must be a list of whole numbers, got 4"));
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [7, 1])")).empty());
+    CHECK(messages_for(with(R"("pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3,
+        "pipeline_stage_layers": [0, 3, 1, 1, 3, 0])")).empty());
+  }
+  SECTION("the reference profiles take no per-stage list") {
+    CHECK(messages_for(with(R"("profile": "megatron-bridge", "pipeline_model_parallel_size": 2,
+        "pipeline_stage_layers": [7, 1])")) ==
+          one("pipeline_stage_layers: is read only by the trainmem profile (profile is \"megatron-bridge\")"));
+  }
 }
 
 TEST_CASE("sequence and batch rules", "[validation]") {

@@ -78,6 +78,8 @@ export function validValue(r, spec) {
     case 'integer_or_list':
       if (r.chance(0.5)) return r.int(1, 8);
       return Array.from({ length: r.int(1, 70) }, () => (r.chance(0.7) ? 1 : 0));
+    case 'integer_list':
+      return Array.from({ length: r.int(1, 16) }, () => r.int(Math.ceil(lo), Math.min(Math.floor(hi), 12)));
     default: throw new Error(`no generator for type ${spec.type}`);
   }
 }

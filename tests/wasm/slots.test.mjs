@@ -53,6 +53,32 @@ test('MoE layer lists and choice lists travel as numbers and come back as the JS
   assert.deepEqual(fast.config.recompute_modules, ['moe_act', 'layernorm']);
 });
 
+test('two lists travel in one channel: a per-stage list beside an MoE layer list, in either key order', () => {
+  const moe = engine.presets.find((p) => p.config.num_moe_experts > 0 && p.config.num_layers % 2 === 1) ??
+    engine.presets.find((p) => p.config.num_moe_experts > 0);
+  const layers = moe.config.num_layers;
+  // Two pipeline ranks, 2 chunks each: the first stage one layer short of the rest's share.
+  const first = Math.floor(layers / 4) - 1;
+  const rest = layers - first;
+  const stages = [first, Math.floor(rest / 3), Math.floor(rest / 3), rest - 2 * Math.floor(rest / 3)];
+  const freq = Array.from({ length: layers }, (_, i) => (i < 3 ? 0 : 1));
+  const base = { ...moe.config, seq_length: 2048, micro_batch_size: 1, pipeline_model_parallel_size: 2,
+    virtual_pipeline_model_parallel_size: 2, num_microbatches: 8 };
+  for (const config of [{ ...base, moe_layer_freq: freq, pipeline_stage_layers: stages },
+    { ...base, pipeline_stage_layers: stages, moe_layer_freq: freq }]) {
+    const [fast, json] = bothPaths(config);
+    assert.equal(fast.ok, true, JSON.stringify(fast.issues));
+    assert.deepEqual(fast, json);
+    assert.deepEqual(fast.config.pipeline_stage_layers, stages);
+    assert.deepEqual(fast.config.moe_layer_freq, freq);
+    assert.deepEqual(fast.stages.map((s) => s.num_layers), [stages[0] + stages[2], stages[1] + stages[3]]);
+  }
+  // A list that is not one: named as the JSON path names it.
+  const [fast, json] = [engine.estimate({ ...base, pipeline_stage_layers: [] }), engine.estimateJson({ ...base, pipeline_stage_layers: [] })];
+  assert.deepEqual(fast, json);
+  assert.equal(fast.ok, false);
+});
+
 test('random configs, valid or not: the same result or the same issues', () => {
   const seed = seedOf('SLOTS_FUZZ_SEED', 20261124);
   let results = 0;
@@ -171,11 +197,11 @@ test('suggestions travel on the numeric path as the JSON path writes them, field
 test('every text line is unescaped and every figure slot that is NaN decodes as null', () => {
   const config = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 4096, micro_batch_size: 1, profile: 'megatron-bridge' };
   const m = engine.module;
-  const { slots, order, layers, others } = engine.codec.encode(config);
-  const input = m.slotInput(slots.length + order.length + layers.length);
+  const { slots, order, lists, others } = engine.codec.encode(config);
+  const input = m.slotInput(slots.length + order.length + lists.length);
   input.set(slots);
   input.set(order, slots.length);
-  input.set(layers, slots.length + order.length);
+  input.set(lists, slots.length + order.length);
   m.estimateSlots(slots.length, order.length, others, false);
   const text = m.resultText();
   const numbers = m.resultNumbers().slice();

@@ -63,11 +63,11 @@ export class Engine {
    * @param {{ verbose?: boolean }} [options] verbose adds "trace" (every quantity and its formula)
    */
   estimate(config, { verbose = false } = {}) {
-    const { slots, order, layers, others } = this.codec.encode(config);
-    const input = this.module.slotInput(slots.length + order.length + layers.length);
+    const { slots, order, lists, others } = this.codec.encode(config);
+    const input = this.module.slotInput(slots.length + order.length + lists.length);
     input.set(slots);
     input.set(order, slots.length);
-    input.set(layers, slots.length + order.length);
+    input.set(lists, slots.length + order.length);
     this.module.estimateSlots(slots.length, order.length, others, verbose);
     // The text first: returning it may grow the module's memory, which detaches earlier views.
     const text = this.module.resultText();

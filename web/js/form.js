@@ -47,17 +47,22 @@ export function parseInput(text, type) {
     if (/^-?\d+$/.test(compact) && Number.isFinite(Number(compact))) return Number(compact) + 0;
     return textToList(raw) ?? raw;
   }
+  // A list of counts: "7, 8*14, 7", "[7]+[8]*14+[7]" or JSON; a single number is a one-entry list.
+  if (type === 'integer_list') return textToList(raw) ?? raw;
   return raw;
 }
 
-function displayValue(value) {
+function displayValue(value, type) {
   if (value === undefined || value === null) return '';
-  if (Array.isArray(value)) return value.some((x) => typeof x === 'string') ? value.join(', ') : listToMegatron(value);
+  if (Array.isArray(value)) {
+    if (value.some((x) => typeof x === 'string')) return value.join(', ');
+    return type === 'integer_list' ? listToText(value).replaceAll(',', ', ') : listToMegatron(value);
+  }
   return String(value);
 }
 
 function rangeText(spec) {
-  if (!['integer', 'number', 'integer_or_list'].includes(spec.type)) return '';
+  if (!['integer', 'number', 'integer_or_list', 'integer_list'].includes(spec.type)) return '';
   // Limits like 10^6 or 10^12 only guard against absurd input; they are not worth showing.
   const hasMax = Number.isFinite(spec.max) && spec.max < 1e6;
   if (Number.isFinite(spec.min) && hasMax) return `${spec.min}–${formatInteger(spec.max)}`;
@@ -306,7 +311,7 @@ export class Form {
         f.input.checked = value === true;
         f.input.classList.toggle('auto', value === undefined);
       } else {
-        f.input.value = displayValue(value);
+        f.input.value = displayValue(value, f.spec.type);
       }
     }
   }
@@ -326,7 +331,7 @@ export class Form {
         const first = f.input.options[0];
         if (first && first.value === '') first.textContent = r !== undefined && r !== null ? `default (${r})` : 'default';
       } else {
-        const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r);
+        const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r, f.spec.type);
         f.input.placeholder = shown ? `auto: ${shown}` : 'unset';
       }
     }

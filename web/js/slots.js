@@ -125,33 +125,34 @@ export class SlotCodec {
     this.configTemplate = Object.fromEntries(specs.map((s) => [s.name, null]));
     this.slots = new Float64Array(specs.length);
     // One reader per field, chosen once: a slot's number (not NaN) as the JSON path's value;
-    // `layers` is moe_layer_freq's list when the slot is -1.
+    // `lists` gives a list field's list when its slot is -1 (the list channel, slots.hpp).
     this.readers = specs.map((spec) => {
       if (spec.type === 'boolean') return (v) => v === 1;
       if (spec.type === 'choice') return (v) => spec.choices[v];
       if (spec.type === 'choice_list') return (v) => spec.choices.filter((_, c) => (v >> c) & 1);
-      if (spec.type === 'integer_or_list') return (v, layers) => (v === -1 ? layers : v);
+      if (takesList(spec.type)) return (v, lists) => (v === -1 ? lists.next() : v);
       return (v) => v;
     });
   }
 
   /** Field `i`'s config slot as the JSON path writes its value (null when unset). */
-  fieldValue(i, v, layers) {
-    return Number.isNaN(v) ? null : this.readers[i](v, layers);
+  fieldValue(i, v, lists) {
+    return Number.isNaN(v) ? null : this.readers[i](v, lists);
   }
 
   /**
    * The config as the module reads it: JSON.stringify's view of it (undefined and functions
-   * dropped, NaN and Infinity as null) as slots, the order of its keys, moe_layer_freq's list,
-   * and the values no slot carries.
+   * dropped, NaN and Infinity as null) as slots, the order of its keys, the list channel (each
+   * list field at -1, in the field table's order: its length, then its entries), and the values
+   * no slot carries.
    * @param {Record<string, unknown>} config
-   * @returns {{slots: Float64Array, order: number[], layers: number[], others: Array<[string, string, unknown]>}}
+   * @returns {{slots: Float64Array, order: number[], lists: number[], others: Array<[string, string, unknown]>}}
    */
   encode(config) {
     const slots = this.slots.fill(NaN);
     const order = [];
     const others = [];
-    let layers = [];
+    const listOf = new Map();  // field index → its list
     const other = (name, kind, value) => { order.push(this.specs.length + others.length); others.push([name, kind, value]); };
     for (const [name, raw] of Object.entries(config)) {
       if (raw === undefined || typeof raw === 'function' || typeof raw === 'symbol') continue;
@@ -163,6 +164,7 @@ export class SlotCodec {
       } else if (value === null) {
         order.push(i);  // unset
       } else if (typeof value === 'number' && (type === 'integer' || type === 'number' || type === 'integer_or_list')) {
+        // (a number for an integer_list field is named by the core, as a value no slot carries)
         order.push(i);
         slots[i] = value;
       } else if (typeof value === 'boolean' && type === 'boolean') {
@@ -174,15 +176,17 @@ export class SlotCodec {
       } else if (Array.isArray(value) && type === 'choice_list' && value.every((v) => this.choiceIndex[i].has(v))) {
         order.push(i);
         slots[i] = value.reduce((mask, v) => mask | (1 << this.choiceIndex[i].get(v)), 0);
-      } else if (Array.isArray(value) && type === 'integer_or_list' && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+      } else if (Array.isArray(value) && value.length > 0 && takesList(type) && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
         order.push(i);
         slots[i] = -1;
-        layers = value;
+        listOf.set(i, value);
       } else {
         other(name, ...describe(value));
       }
     }
-    return { slots, order, layers, others };
+    const lists = [];
+    for (const i of [...listOf.keys()].sort((a, b) => a - b)) lists.push(listOf.get(i).length, ...listOf.get(i));
+    return { slots, order, lists, others };
   }
 
   /**
@@ -237,15 +241,22 @@ export class SlotCodec {
     return out;
   }
 
-  /** The resolved config: one slot per field, then moe_layer_freq's list. */
+  /** The resolved config: one slot per field, then the list channel. */
   decodeConfig(r) {
     const at = r.at;
     r.at += this.specs.length;
-    const layers = r.list(() => r.figure());
+    const channel = r.list(() => r.figure());
+    let next = 0;
+    const lists = { next: () => { const n = channel[next]; const list = channel.slice(next + 1, next + 1 + n); next += 1 + n; return list; } };
     const config = { ...this.configTemplate };
-    for (let i = 0; i < this.specs.length; i++) config[this.specs[i].name] = this.fieldValue(i, r.n[at + i], layers);
+    for (let i = 0; i < this.specs.length; i++) config[this.specs[i].name] = this.fieldValue(i, r.n[at + i], lists);
     return config;
   }
+}
+
+/** Whether a field's slot may be -1, its list in the list channel. */
+function takesList(type) {
+  return type === 'integer_or_list' || type === 'integer_list';
 }
 
 /** One pipeline stage, in its JSON order. */

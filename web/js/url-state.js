@@ -58,6 +58,7 @@ export const FIELD_KEYS = Object.freeze({
   virtual_pipeline_model_parallel_size: 'vpp',
   num_layers_in_first_pipeline_stage: 'ppf',
   num_layers_in_last_pipeline_stage: 'ppl',
+  pipeline_stage_layers: 'ppsl',
   context_parallel_size: 'cp',
   expert_model_parallel_size: 'ep',
   expert_tensor_parallel_size: 'etp',
@@ -202,6 +203,7 @@ export function textToValue(text, type) {
   // Numbers beyond a double (1e999) stay text too: as Infinity they would reach the core as null,
   // i.e. unset, and the page would silently answer for the default.
   if (type === 'number') return numberOrText(text, NUMBER_TEXT);
+  if (type === 'integer_list') return textToList(text) ?? text;
   if (type === 'integer' || type === 'integer_or_list') {
     const n = numberOrText(text, INTEGER_TEXT);
     if (typeof n === 'number' || type === 'integer') return n;

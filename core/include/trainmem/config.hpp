@@ -65,7 +65,7 @@ enum class LoraTarget : uint8_t {
 // hf-transformers: Hugging Face transformers' modeling code (the Llama family's eager ops);
 // torchtune: torchtune's modules (llama3 builders); torchtitan: torchtitan's models.
 enum class ModelImplementation : uint8_t { megatron_core, hf_transformers, torchtune, torchtitan, count };
-enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list };
+enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list, integer_list };
 enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism, finetuning };
 
 // The names of an enumeration's values, in order (names.cpp).
@@ -144,6 +144,7 @@ struct ConfigInput {
       virtual_pipeline_model_parallel_size, num_layers_in_first_pipeline_stage,
       num_layers_in_last_pipeline_stage, context_parallel_size, expert_model_parallel_size,
       expert_tensor_parallel_size, data_parallel_size, world_size;
+  std::optional<std::vector<int64_t>> pipeline_stage_layers;  // one count per virtual stage
 };
 
 // A configuration with every field resolved and validated. Counts are exact integers; a value of
@@ -270,6 +271,10 @@ struct Config {
   int64_t virtual_pipeline_model_parallel_size = 0;  // 0: no interleaving
   int64_t num_layers_in_first_pipeline_stage = 0;    // 0: even split
   int64_t num_layers_in_last_pipeline_stage = 0;     // 0: even split
+  // Decoder layers of each virtual pipeline stage, PP × max(1, VPP) entries: stage s runs on
+  // rank s % PP as its chunk s / PP (Megatron's --pipeline-model-parallel-layout order). Empty:
+  // the split the two fields above (or an even one) give.
+  std::vector<int64_t> pipeline_stage_layers;
   int64_t context_parallel_size = 1;
   int64_t expert_model_parallel_size = 1;
   int64_t expert_tensor_parallel_size = 1;  // = tensor_model_parallel_size when unset
@@ -292,8 +297,10 @@ struct Config {
     return layer % moe_layer_freq == 0;
   }
   friend bool operator==(const Config&, const Config&) = default;
+  // Any split but the even one: first/last stage sizes or a per-stage list.
   bool uneven_pipeline() const {
-    return num_layers_in_first_pipeline_stage > 0 || num_layers_in_last_pipeline_stage > 0;
+    return num_layers_in_first_pipeline_stage > 0 || num_layers_in_last_pipeline_stage > 0 ||
+           !pipeline_stage_layers.empty();
   }
 };
 
@@ -337,9 +344,10 @@ std::optional<Issue> set_read_field(ConfigInput& input, std::string_view name,
 std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value);
 FieldValue get_field_at(const ConfigInput& input, size_t index);
 // The same value as one number, the way slots.hpp encodes a config: NaN unset; the number; 0 or 1;
-// the choice's index; the choice list's bit mask; -1 for a moe_layer_freq list, which goes to
-// `layer_list`. No strings: the page's estimate path writes the whole resolved config per call.
-double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<double>& layer_list);
+// the choice's index; the choice list's bit mask; -1 for a list (moe_layer_freq's, a list field's),
+// whose length and entries are appended to `lists`. No strings: the page's estimate path writes
+// the whole resolved config per call.
+double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<double>& lists);
 
 struct Resolved {
   Config config;

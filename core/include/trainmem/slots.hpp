@@ -5,8 +5,10 @@
 //
 // A CONFIG is one slot per field in the field table's order (field_specs()): NaN when unset; the
 // value for a number; 0 or 1 for a boolean; the index into the field's choices for a choice; the
-// bit mask of the chosen entries for a choice list (Config holds it in 32 bits); -1 for
-// moe_layer_freq given as a 0/1 list, the list travelling apart (`layer_list`).
+// bit mask of the chosen entries for a choice list (Config holds it in 32 bits); -1 for a list
+// (moe_layer_freq given as a 0/1 list, pipeline_stage_layers), the list travelling apart in the
+// list channel (`lists`): for each field at -1, in the field table's order, its length and then
+// its entries.
 //
 // A RESULT is numbers and text lines, both read front to back. Below, a figure is a number that
 // JSON writes with json_number: NaN is its null (unset, or not finite), -0 is written as 0. A
@@ -44,8 +46,8 @@
 //   count of suggestions, each: rank, figure (device_bytes in the trainmem profile, else
 //     total_bytes), count of fields, each: field index, the value as that field's config slot
 //     [text: what]
-//   the resolved config: one slot per field as above, then the length of moe_layer_freq's list
-//     and the list
+//   the resolved config: one slot per field as above, then the length of the list channel and
+//     the channel
 //   has_trace, and when 1: count of entries, each: value [text: name TAB formula]
 //
 //   moments: forward, backward, optimizer_step, peak (table moment), peak_activation_bytes,
@@ -83,13 +85,13 @@ struct SlotResult {
 // `order`: the config's own order of keys (i < slots: slot i; else others[i - slots.size()]), so
 // that issues follow the config as the JSON path's do. An empty order reads the slots in the
 // field table's order, then the others.
-std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> layer_list,
+std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> lists,
                               std::span<const OtherValue> others, std::span<const double> order,
                               ConfigInput& input);
 
 // The whole path: slots → resolve → full_estimate → result slots (or the issues); `verbose` adds
 // the trace.
-void estimate_slots(std::span<const double> slots, std::span<const double> layer_list,
+void estimate_slots(std::span<const double> slots, std::span<const double> lists,
                     std::span<const OtherValue> others, std::span<const double> order, bool verbose,
                     SlotResult& out);
 

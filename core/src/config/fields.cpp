@@ -42,7 +42,9 @@ ChoiceTarget choice_target() {
 }
 using MaskMember = std::optional<uint32_t> ConfigInput::*;  // a set of choices (bit i: choice i)
 struct MoeFreqTarget {};  // moe_layer_freq: an integer or a 0/1 list
-using Target = std::variant<IntMember, BoolMember, NumberMember, ChoiceTarget, MaskMember, MoeFreqTarget>;
+using IntListMember = std::optional<std::vector<int64_t>> ConfigInput::*;  // a list of counts
+using Target = std::variant<IntMember, BoolMember, NumberMember, ChoiceTarget, MaskMember, MoeFreqTarget,
+                            IntListMember>;
 
 // How a field's unset value resolves, and what the docs say about it. Simple defaults live in
 // one place, `Config{}`: resolve() leaves such a field at Config{}'s value when it is unset, and
@@ -133,6 +135,20 @@ Field choice_list_field(std::string_view name, FieldGroup group, Default fallbac
   Field f{{name, FieldType::choice_list, group, false, 0, 0, enum_names<E>(), "", {}, description},
           MaskMember(In), fallback, config_link<In, Out>()};
   f.config.default_value = [] { return FieldValue(double(Config{}.*Out)); };  // the bit mask
+  return f;
+}
+// A list of whole numbers from `min` to `max`, at most k_max_layers of them.
+template <auto In, auto Out>
+Field int_list_field(std::string_view name, FieldGroup group, int64_t min, int64_t max,
+                     std::string_view unit, Default fallback, std::string_view description) {
+  Field f{{name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description},
+          IntListMember(In), fallback, {}};
+  f.config.copy_in = [](const ConfigInput& in, Config& c) {
+    if (const auto& v = in.*In) c.*Out = *v;
+  };
+  f.config.copy_out = [](const Config& c, ConfigInput& in) { in.*In = c.*Out; };
+  f.config.is_zero = [](const Config& c) { return (c.*Out).empty(); };
+  f.config.default_value = [] { return FieldValue(std::monostate{}); };
   return f;
 }
 // Marks a field as read only by the trainmem profile.
@@ -535,6 +551,13 @@ const std::vector<Field>& fields() {
       int_field<&C::num_layers_in_last_pipeline_stage, &Config::num_layers_in_last_pipeline_stage>(
           "num_layers_in_last_pipeline_stage", G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
           "Layers on the last pipeline stage (uneven split)."),
+      trainmem_only(int_list_field<&C::pipeline_stage_layers, &Config::pipeline_stage_layers>(
+          "pipeline_stage_layers", G::parallelism, 0, k_max_layers, "layers", none_means("the split the fields above give"),
+          "Decoder layers in each virtual pipeline stage, for any split: one entry per stage, "
+          "pipeline_model_parallel_size × virtual_pipeline_model_parallel_size of them, stage s "
+          "on rank s mod PP as its chunk s / PP (the order of Megatron's "
+          "--pipeline-model-parallel-layout and torchtitan's looped stages). An entry may be 0. "
+          "The embedding is on stage 0; MTP, the output layer and the loss on the last.")),
       int_field<&C::context_parallel_size, &Config::context_parallel_size>(
           "context_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
           "Context parallel size CP."),
@@ -612,7 +635,7 @@ const std::vector<Field>& fields() {
 // The rules between fields, in words, for the field documentation. resolve() checks them; a test
 // asserts each rule's exact message (tests/core/validation.test.cpp).
 constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
-    {"num_layers", "divisible by pipeline_model_parallel_size (× virtual_pipeline_model_parallel_size) for an even split; with uneven first/last stages the rest divides evenly over the middle stages"},
+    {"num_layers", "divisible by pipeline_model_parallel_size (× virtual_pipeline_model_parallel_size) for an even split; with uneven first/last stages the rest divides evenly over the middle stages; the sum of pipeline_stage_layers when given"},
     {"hidden_size", "divisible by num_attention_heads when kv_channels is unset"},
     {"num_attention_heads", "divisible by tensor_model_parallel_size and by num_query_groups; 0 only in the trainmem profile"},
     {"num_query_groups", "divides num_attention_heads; divisible by tensor_model_parallel_size"},
@@ -632,6 +655,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"virtual_pipeline_model_parallel_size", "needs pipeline_model_parallel_size > 1; divides every stage's layer count"},
     {"num_layers_in_first_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
     {"num_layers_in_last_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
+    {"pipeline_stage_layers", "needs pipeline_model_parallel_size > 1; PP × VPP entries adding up to num_layers; not with num_layers_in_first/last_pipeline_stage"},
     {"expert_model_parallel_size", "EP × ETP divides DP × TP × CP; 1 for a dense model"},
     {"use_distributed_optimizer", "framework megatron only"},
     {"zero_stage", "deepspeed 0-3, fsdp2 2 or 3; not for megatron or ddp"},
@@ -821,6 +845,26 @@ struct FieldSetter {
     return issue(spec.name,
                  "must be a positive integer or a list of 0/1 per layer, got " + describe(value));
   }
+  std::optional<Issue> operator()(IntListMember m) const {
+    if (is_null) return (input.*m).reset(), std::nullopt;
+    const auto* list = std::get_if<std::vector<double>>(&value);
+    if (!list) return issue(spec.name, "must be a list of whole numbers, got " + describe(value));
+    if (list->empty()) return issue(spec.name, "must have at least one entry");
+    if (list->size() > size_t(k_max_layers))
+      return issue(spec.name, "must have at most " + number_text(double(k_max_layers)) + " entries");
+    std::vector<int64_t> out;
+    out.reserve(list->size());
+    for (size_t i = 0; i < list->size(); ++i) {
+      const double e = (*list)[i];
+      if (!(e >= spec.min && e <= spec.max) || e != std::floor(e))
+        return issue(spec.name, "entries must be whole numbers from " + number_text(spec.min) + " to " +
+                                    number_text(spec.max) + ", got " + number_text(e) + " at index " +
+                                    std::to_string(i));
+      out.push_back(int64_t(e));
+    }
+    input.*m = std::move(out);
+    return std::nullopt;
+  }
 };
 
 struct FieldGetter {
@@ -854,6 +898,10 @@ struct FieldGetter {
       return std::vector<double>(input.moe_layer_freq_list->begin(), input.moe_layer_freq_list->end());
     if (input.moe_layer_freq) return double(*input.moe_layer_freq);
     return std::monostate{};
+  }
+  FieldValue operator()(IntListMember m) const {
+    if (!(input.*m)) return std::monostate{};
+    return std::vector<double>((input.*m)->begin(), (input.*m)->end());
   }
 };
 
@@ -909,11 +957,16 @@ FieldValue get_field_at(const ConfigInput& input, size_t index) {
   return std::visit(FieldGetter{field.spec, input}, field.target);
 }
 
-double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<double>& layer_list) {
+double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<double>& lists) {
   constexpr double unset = std::numeric_limits<double>::quiet_NaN();
   struct SlotGetter {
     const ConfigInput& input;
-    std::vector<double>& layer_list;
+    std::vector<double>& lists;
+    double channel(const std::vector<double>& list) const {
+      lists.push_back(double(list.size()));
+      lists.insert(lists.end(), list.begin(), list.end());
+      return -1;
+    }
     double operator()(IntMember m) const { return input.*m ? double(*(input.*m)) : unset; }
     double operator()(BoolMember m) const { return input.*m ? (*(input.*m) ? 1.0 : 0.0) : unset; }
     double operator()(NumberMember m) const { return input.*m ? *(input.*m) : unset; }
@@ -923,14 +976,15 @@ double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<dou
     }
     double operator()(MaskMember m) const { return input.*m ? double(*(input.*m)) : unset; }
     double operator()(MoeFreqTarget) const {
-      if (input.moe_layer_freq_list) {
-        layer_list.assign(input.moe_layer_freq_list->begin(), input.moe_layer_freq_list->end());
-        return -1;
-      }
+      if (input.moe_layer_freq_list)
+        return channel({input.moe_layer_freq_list->begin(), input.moe_layer_freq_list->end()});
       return input.moe_layer_freq ? double(*input.moe_layer_freq) : unset;
     }
+    double operator()(IntListMember m) const {
+      return input.*m ? channel({(input.*m)->begin(), (input.*m)->end()}) : unset;
+    }
   };
-  return std::visit(SlotGetter{input, layer_list}, fields().at(index).target);
+  return std::visit(SlotGetter{input, lists}, fields().at(index).target);
 }
 
 FieldValue get_field(const ConfigInput& input, std::string_view name) {

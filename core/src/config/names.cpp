@@ -37,8 +37,8 @@ constexpr std::array<std::string_view, 8> k_lora_targets = {
     "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
 constexpr std::array<std::string_view, 4> k_model_implementations = {
     "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
-constexpr std::array<std::string_view, 6> k_field_types = {"integer", "boolean", "choice",
-                                                           "integer_or_list", "number", "choice_list"};
+constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
+                                                           "integer_or_list", "number", "choice_list", "integer_list"};
 constexpr std::array<std::string_view, 7> k_field_groups = {
     "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
 
@@ -59,7 +59,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
               complete<LoraTarget>(k_lora_targets) &&
               complete<ModelImplementation>(k_model_implementations) &&
-              k_field_types.size() == 6 && k_field_groups.size() == 7,
+              k_field_types.size() == 7 && k_field_groups.size() == 7,
               "one name per enumerator");
 
 }  // namespace

@@ -503,7 +503,26 @@ Resolved resolve(const ConfigInput& in) {
   if (v > 0 && p == 1)
     fail("virtual_pipeline_model_parallel_size",
          "requires pipeline_model_parallel_size > 1 (the interleaved schedule needs pipeline stages)");
-  if (c.uneven_pipeline()) {
+  if (!c.pipeline_stage_layers.empty()) {
+    // Megatron's PipelineParallelLayerLayout: len(layout) % PP == 0 gives VPP, every decoder layer
+    // placed once (validate_layer_layout: the count equals num_layers); a stage may be empty.
+    const auto& list = c.pipeline_stage_layers;
+    const int64_t stages = p * (v > 0 ? v : 1);
+    int64_t placed = 0;
+    for (int64_t e : list) placed += e;  // at most 10^6 entries of at most 10^6 each
+    if (p == 1)
+      fail("pipeline_stage_layers", "requires pipeline_model_parallel_size > 1");
+    else if (c.num_layers_in_first_pipeline_stage > 0 || c.num_layers_in_last_pipeline_stage > 0)
+      fail("pipeline_stage_layers", "cannot be combined with num_layers_in_first_pipeline_stage or "
+                                    "num_layers_in_last_pipeline_stage (the list gives every stage's layers)");
+    else if (int64_t(list.size()) != stages)
+      fail("pipeline_stage_layers",
+           "must have one entry per virtual pipeline stage: pipeline_model_parallel_size × "
+           "virtual_pipeline_model_parallel_size = " + n(p) + (v > 0 ? " × " + n(v) : std::string()) + " = " +
+               n(stages) + " entries, got " + n(int64_t(list.size())));
+    else if (c.num_layers > 0 && placed != c.num_layers)
+      fail("pipeline_stage_layers", "places " + n(placed) + " decoder layers, but num_layers is " + n(c.num_layers));
+  } else if (c.uneven_pipeline()) {
     const int64_t first = c.num_layers_in_first_pipeline_stage;
     const int64_t last = c.num_layers_in_last_pipeline_stage;
     if (p == 1) {

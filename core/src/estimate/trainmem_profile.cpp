@@ -785,6 +785,9 @@ struct StageMicrobatch {
   // tensors and, on the first stage, the embedding's.
   double first_layer = 0;
   double moe_layers = 0;     // MoE layers on the stage, MTP included
+  // With virtual stages, what each chunk keeps (per_microbatch less the loss chunk, split by
+  // chunk; the embedding is in chunk 0 of rank 0); empty when every chunk keeps the same.
+  std::vector<double> chunk;
 };
 
 StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, int64_t r) {
@@ -808,7 +811,8 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   // the frozen embedding's output, needs no gradient (activations.cpp layer_input_needs_grad).
   const bool first_differs = c.peft_on() && c.eager_model();
   bool first_visit = true;
-  layout.for_each_layer(r, [&](int64_t i, int64_t, int64_t pos) {
+  if (layout.rounds > 1) a.chunk.assign(size_t(layout.rounds), 0.0);
+  layout.for_each_layer(r, [&](int64_t i, int64_t round, int64_t pos) {
     const int moe = c.is_moe_layer(i) ? 1 : 0;
     const LayerRecompute policy = layer_policy(c, pos);
     double first = -1;
@@ -818,6 +822,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
     const double bytes = first >= 0 ? first : cached;
     a.moe_layers += moe;
     a.per_microbatch += bytes;
+    if (!a.chunk.empty()) a.chunk[size_t(round)] += bytes;
     a.largest_layer = std::max(a.largest_layer, bytes);
     if (first_visit) a.first_layer = bytes;  // for_each_layer visits the stage's layers in order
     first_visit = false;
@@ -837,7 +842,9 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   if (r == 0) {
     a.per_microbatch += embedding_activation_bytes(c);
     a.first_layer += embedding_activation_bytes(c);
+    if (!a.chunk.empty()) a.chunk[0] += embedding_activation_bytes(c);
   }
+  if (std::all_of(a.chunk.begin(), a.chunk.end(), [&](double x) { return x == a.chunk[0]; })) a.chunk.clear();
   if (r == p - 1) loss_chunk += output_activation_bytes(c);
   a.loss_chunk = loss_chunk;
   return a;
@@ -878,6 +885,28 @@ void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, doubl
   const bool merged = c.pipeline_outputs == PipelineOutputs::kept_fp32_merged;
   a.pipeline_merged = merged ? outputs : 0;
   a.pipeline_end = buffers + n * A * receiving + outputs + a.pipeline_merged;
+}
+
+// The most a rank's chunks keep in flight under Megatron's interleaved schedule when its chunks
+// differ (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_
+// interleaving): forward i runs chunk (i mod p·v) / p and backward j chunk v − 1 − (j mod p·v) / p
+// (get_model_chunk_id); after `warmup` forwards, iteration j runs forward warmup + j, then
+// backward j, until all `forwards` have run. The peak is the largest sum over the moments after a
+// forward; the pattern repeats every p·v iterations. With equal chunks every moment holds
+// warmup + 1 chunks' worth, the in-flight count the caller uses.
+double interleaved_chunk_peak(const std::vector<double>& chunk, int64_t p, int64_t warmup, int64_t forwards) {
+  const int64_t v = int64_t(chunk.size()), group = p * v;
+  auto forward_chunk = [&](int64_t i) { return (i % group) / p; };
+  double now = 0;
+  const int64_t first = std::min(warmup + 1, forwards);  // the forwards before the first backward
+  for (int64_t i = 0; i < first; ++i) now += chunk[size_t(forward_chunk(i))];
+  double peak = now;
+  for (int64_t j = 0; j < group && warmup + 1 + j < forwards; ++j) {
+    const int64_t back = v - 1 - (j % group) / p, next = forward_chunk(warmup + 1 + j);
+    now += chunk[size_t(next)] - chunk[size_t(back)];
+    peak = std::max(peak, now);
+  }
+  return peak;
 }
 
 StageActivation stage_activation(const Config& c, const PipelineLayout& layout, int64_t r,
@@ -931,6 +960,9 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   a.per_microbatch += loss_chunk;
   a.loss_chunk = loss_chunk;
   a.bytes = (a.per_microbatch - loss_chunk) * a.in_flight + loss_chunk * loss_chunk_in_flight;
+  if (!micro.chunk.empty() && c.pipeline_schedule == PipelineSchedule::interleaved && p > 1)
+    a.bytes = interleaved_chunk_peak(micro.chunk, p, int64_t(pairs) - 1, m > 0 ? int64_t(m * v) : int64_t(pairs)) +
+              loss_chunk * loss_chunk_in_flight;
   if (c.torch_pipelining()) torch_pipeline_bytes(c, r, p, m > 0 ? m : pairs, pairs, a);
   a.bytes += a.pipeline_step;
   return a;
@@ -1031,8 +1063,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                   double(c.expert_tensor_parallel_size)};
   const bool first = r == 0, last = r == layout.p - 1;
   // With full recompute the kept bytes depend on where MoE layers sit in a chunk: no sharing.
+  // A per-stage list may give ranks of equal totals unequal chunks (which the interleaved
+  // schedule weighs differently): no sharing either.
   const bool shareable = middle && !first && !last && !trace &&
-                         c.recompute_granularity != RecomputeGranularity::full;
+                         c.recompute_granularity != RecomputeGranularity::full && c.pipeline_stage_layers.empty();
   const StageLayers layers = shareable ? stage_layers(c, layout, r) : StageLayers{};
   StageParams& s = out.summary;
   if (shareable && middle->valid && middle->dense == layers.dense && middle->moe == layers.moe) {

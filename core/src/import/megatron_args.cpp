@@ -656,9 +656,11 @@ void MegatronReader::read_model(bool defines_model) {
 // --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py,
 // parse_str_to_list and __init__): commas are cosmetic; "(…)*n" and "x*n" repeat; "|" ends a
 // stage; E embedding, t a decoder layer, m an MTP layer, L the loss. Stage s runs on pipeline rank
-// s % PP as its virtual chunk s / PP, so PP × VPP stages. trainmem places layers as Megatron's
-// arguments do: equal chunks, or first and last ranks of their own size with every chunk of a
-// rank equal; a layout that is neither is an error naming its split, not a different pipeline.
+// s % PP as its virtual chunk s / PP, so PP × VPP stages. A split Megatron's arguments can also
+// say (equal chunks, or first and last ranks of their own size with every chunk of a rank equal)
+// is read as those arguments, which every profile reads; any other as pipeline_stage_layers, one
+// count per stage (the trainmem profile). MTP layers must be in the last stage, with the loss:
+// trainmem places them there.
 bool MegatronReader::read_layout() {
   const std::string_view arg = "--pipeline-model-parallel-layout";
   const std::string vpp = "virtual_pipeline_model_parallel_size";
@@ -714,6 +716,8 @@ bool MegatronReader::read_layout() {
     total += count[i];
     mtp += std::count(stages[i].begin(), stages[i].end(), 'm');
   }
+  if (mtp > std::count(stages.back().begin(), stages.back().end(), 'm'))
+    return bad("places MTP layers (m) outside the last stage; trainmem keeps them with the loss in the last stage");
   if (const std::optional<int64_t> layers = int_field("num_layers"); layers && *layers != total)
     return bad("places " + n(total) + " decoder layers where --num-layers is " + n(*layers));
   if (mtp != int_field("mtp_num_layers").value_or(0))
@@ -732,12 +736,15 @@ bool MegatronReader::read_layout() {
   }
   std::string split;
   for (size_t i = 0; i < count.size(); ++i) split += (i ? ", " : "") + n(count[i]);
-  if (!expressible)
-    return bad("puts " + split + " decoder layers in its " + n(n_stages) +
-               " stages; trainmem places layers as Megatron-LM's arguments do (every chunk of a rank "
-               "equal, the middle ranks alike), which cannot say this split");
+  // The first/last arguments take at least one layer each: an empty rank needs the list.
+  expressible = expressible && *first > 0 && last.value_or(1) > 0;
   if (chunks > 1 && put(vpp, double(chunks), arg))
     note_read(vpp, std::string(arg) + " " + *text + ": " + n(n_stages) + " stages over PP " + n(pp) + " = " + n(chunks));
+  if (!expressible) {
+    if (put("pipeline_stage_layers", std::vector<double>(count.begin(), count.end()), arg))
+      note_read("pipeline_stage_layers", "[" + split + "] (" + std::string(arg) + ": decoder layers per stage)");
+    return true;
+  }
   // Even when every rank holds the first rank's count (with PP 2 there is no middle rank).
   const bool uneven = pp > 1 && (*last != *first || middle.value_or(*first) != *first);
   if (uneven) {
@@ -1005,9 +1012,27 @@ void MegatronReader::read_rest() {
   } else if (Arg* f = get(fraction_arg)) {
     out_.ignored.push_back(std::string(fraction_arg) + " " + joined(f->values) + ": nothing is offloaded without --optimizer-cpu-offload");
   }
-  if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion") &&
-      put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
-    note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion)");
+  // --cross-entropy-loss-fusion picks --cross-entropy-fusion-impl (default "native",
+  // TransformerConfig.cross_entropy_fusion_impl). trainmem's fused loss is Transformer Engine's
+  // (te_parallel_cross_entropy: the 16-bit logits and per-token statistics). Megatron's native
+  // fused_vocab_parallel_cross_entropy (megatron/core/fusions/fused_cross_entropy.py) still casts
+  // the logits to fp32 and saves the fp32 exp_logits for backward, as the unfused loss does.
+  const std::string_view impl_arg = "--cross-entropy-fusion-impl";
+  const std::optional<std::string> impl = get(impl_arg) ? word(impl_arg, "cross_entropy_loss_fusion") : std::nullopt;
+  if (impl && *impl != "native" && *impl != "te") {
+    fail("cross_entropy_loss_fusion", impl_arg, "must be native or te, got " + shown(*impl));
+  } else if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion")) {
+    if (impl && *impl == "te") {
+      if (put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
+        note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion " + std::string(impl_arg) + " te)");
+    } else if (put("cross_entropy_loss_fusion", false, "--cross-entropy-loss-fusion")) {
+      out_.assumed.push_back("cross_entropy_loss_fusion ← false (--cross-entropy-loss-fusion with " + std::string(impl_arg) + " " +
+                             (impl ? "native" : "native, its default") +
+                             ": Megatron's native fused loss keeps the fp32 softmax of the logits, as the unfused one does)");
+    }
+  } else if (impl) {
+    out_.ignored.push_back(std::string(impl_arg) + " " + *impl + ": no --cross-entropy-loss-fusion, the loss is unfused");
+  }
 
   // Megatron-LM's NullTokenizer (--tokenizer-type NullTokenizer, the tests' mock data) counts an
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1

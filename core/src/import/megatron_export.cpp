@@ -67,7 +67,7 @@ void export_trainmem_fields(const Config& c, std::vector<std::string>& a, std::v
   };
   probability("--attention-dropout", c.attention_dropout);
   probability("--hidden-dropout", c.hidden_dropout);
-  if (c.cross_entropy_loss_fusion) a.push_back("--cross-entropy-loss-fusion");
+  if (c.cross_entropy_loss_fusion) a.push_back("--cross-entropy-loss-fusion --cross-entropy-fusion-impl te");  // TE's: the loss trainmem models
   if (c.optimizer_offload_fraction > 0)
     a.push_back("--optimizer-cpu-offload --optimizer-offload-fraction " + number_text(c.optimizer_offload_fraction));
   if (c.moe_expert_capacity_factor > 0) a.push_back("--moe-expert-capacity-factor " + number_text(c.moe_expert_capacity_factor));
@@ -204,7 +204,22 @@ MegatronExport export_megatron_args(const Config& c) {
 
   arg("--tensor-model-parallel-size", c.tensor_model_parallel_size);
   arg("--pipeline-model-parallel-size", c.pipeline_model_parallel_size);
-  if (c.virtual_pipeline_model_parallel_size > 0) {
+  if (!c.pipeline_stage_layers.empty()) {
+    // --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): stage s's decoder
+    // layers as t (t*n for n), the embedding E in stage 0, MTP (m) and the loss L in the last; the
+    // number of stages gives VPP. Quoted for the shell ('|' and '*').
+    std::string layout;
+    const size_t n = c.pipeline_stage_layers.size();
+    for (size_t s = 0; s < n; ++s) {
+      const int64_t layers = c.pipeline_stage_layers[s];
+      layout += s ? "|" : "E";
+      if (layers == 1) layout += "t";
+      else if (layers > 1) layout += "t*" + std::to_string(layers);
+    }
+    if (c.mtp_num_layers == 1) layout += "m";
+    else if (c.mtp_num_layers > 1) layout += "m*" + std::to_string(c.mtp_num_layers);
+    a.push_back("--pipeline-model-parallel-layout '" + layout + "L'");
+  } else if (c.virtual_pipeline_model_parallel_size > 0) {
     if (c.uneven_pipeline())
       arg("--num-virtual-stages-per-pipeline-rank", c.virtual_pipeline_model_parallel_size);
     else

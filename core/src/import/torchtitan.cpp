@@ -20,6 +20,12 @@
 //   [sched]  torchtitan/distributed/pipeline_parallel.py @ 02ef790c79614758f85880e173d2338d7de502a3
 //            (build_pipeline_schedule: the local batch must be divisible by
 //            pipeline_parallel_microbatch_size, else ValueError)
+//   [pp01]   the same file: pipeline_llm and generate_llm_fqn_per_model_part (the embedding and
+//            the output count as pipeline_parallel_first/last_stage_less_layers layers, default 1
+//            each; the layers plus those are dealt evenly over the stages, the first ones one
+//            more; pipeline_parallel_layers_per_stage sets the number of stages), and
+//            pipeline_module_split (stage s on rank s mod PP, "loop" style; "v" style for
+//            ZBVZeroBubble and DualPipeV: rank r holds stages r and 2·PP − 1 − r)
 //   [train]  torchtitan/train.py, Trainer.__init__ "verify batch sizes": global_batch_size -1 is
 //            local_batch_size × dp degree, any other must be a multiple of it (asserted, with or
 //            without pipelining)
@@ -30,6 +36,7 @@
 //   [llama]  torchtitan/models/llama/__init__.py @ 537b913225826806223b567f53406819d7b1832d
 //            (llama3_configs 8B / 70B / 405B, llama2_configs 7B / 13B / 70B)
 #include <algorithm>
+#include <charconv>
 
 #include "mapping.hpp"
 
@@ -213,6 +220,8 @@ class TorchtitanReader : mapping::Reader {
   void read_model();
   void read_training();
   void read_parallelism();
+  bool read_stage_split(int64_t stages, int64_t stages_per_rank, int64_t less_first, int64_t less_last,
+                        const std::string& schedule, const std::string& pp_key);
   void read_checkpointing();
   void read_float8();
   void read_compile();
@@ -383,6 +392,7 @@ void TorchtitanReader::read_parallelism() {
     const std::string sched_key = first_of({"parallelism.pipeline_parallel_schedule", "experimental.pipeline_parallel_schedule"});
     const std::string schedule = sched_key.empty() ? "1F1B" : m_.string(sched_key).value_or("1F1B");
     int64_t stages_per_rank = 1;
+    const bool looped = schedule != "1F1B" && schedule != "GPipe";
     if (schedule == "1F1B") m_.read("pipeline_schedule", std::string("1f1b"), sched_key.empty() ? pp_key : sched_key, "\"1F1B\"");
     else if (schedule == "GPipe") m_.read("pipeline_schedule", std::string("gpipe"), sched_key, "\"GPipe\"");
     else if (schedule == "Interleaved1F1B" || schedule == "LoopedBFS" || schedule == "InterleavedZeroBubble" || schedule == "ZBVZeroBubble") {
@@ -393,6 +403,28 @@ void TorchtitanReader::read_parallelism() {
         out_.ignored.push_back(sched_key + " = " + trainmem::quoted(schedule) + ": counted as interleaved 1F1B");
     } else {
       return m_.fail(sched_key, trainmem::quoted(schedule) + " is not a schedule trainmem models (1F1B, GPipe, Interleaved1F1B)");
+    }
+    // 0.1+ [pp01]: pipeline_parallel_layers_per_stage sets the number of stages,
+    // ceil((layers + first_less + last_less) / layers_per_stage), a multiple of PP: one per rank
+    // for 1F1B and GPipe, at least two for the looped schedules (ValueError otherwise).
+    const int64_t less_first = version_ == v2024 ? 0 : m_.integer("parallelism.pipeline_parallel_first_stage_less_layers", 0).value_or(1);
+    const int64_t less_last = version_ == v2024 ? 0 : m_.integer("parallelism.pipeline_parallel_last_stage_less_layers", 0).value_or(1);
+    if (version_ != v2024 && layers_ > 0) {
+      if (const auto per = m_.integer("parallelism.pipeline_parallel_layers_per_stage")) {
+        const int64_t all = (layers_ + less_first + less_last + *per - 1) / *per;
+        const std::string key = "parallelism.pipeline_parallel_layers_per_stage";
+        if (all % pp != 0)
+          return m_.fail(key, "gives " + number_text(double(all)) + " stages, which pipeline_parallel_degree " + number_text(double(pp)) + " must divide (torchtitan raises)");
+        if (!looped && all != pp)
+          return m_.fail(key, "gives " + number_text(double(all / pp)) + " stages per rank; " + trainmem::quoted(schedule) + " runs one (torchtitan raises)");
+        if (looped && all / pp < 2)
+          return m_.fail(key, "gives 1 stage per rank; " + trainmem::quoted(schedule) + " needs at least 2 (torchtitan raises)");
+        if (looped && all / pp != stages_per_rank) {
+          stages_per_rank = all / pp;
+          m_.read("virtual_pipeline_model_parallel_size", double(stages_per_rank), key,
+                  number_text(double(*per)) + ": " + number_text(double(all)) + " stages over PP " + number_text(double(pp)));
+        }
+      }
     }
     const int64_t stages = pp * stages_per_rank;
     // Microbatches [pp]: pipeline_parallel_microbatch_size (0.1+, default 1), or
@@ -416,28 +448,7 @@ void TorchtitanReader::read_parallelism() {
                     (n_key.empty() ? " microbatches (the default: one per stage)" : " microbatches"),
                 local_key);
     }
-    // Uneven stages [pp]: the first stage num_layers // stages, the middle ones one more while
-    // layers remain, the last the rest. trainmem expresses it when the middle stages are equal and
-    // there is one stage per rank (first/last stage sizes); its interleaved chunks are all equal,
-    // and a split it cannot express would be estimated as another model: an error naming it.
-    if (layers_ > 0 && layers_ % stages != 0 && !m_.has("parallelism.pipeline_parallel_split_points") &&
-        !m_.has("experimental.pipeline_parallel_split_points")) {
-      const int64_t first = layers_ / stages, middle = std::max<int64_t>(0, stages - 2);
-      const int64_t longer = std::min(layers_ % stages, middle), shorter = middle - longer;
-      const int64_t last = layers_ - first - middle * first - longer;
-      auto text = [](int64_t v) { return number_text(double(v)); };
-      const std::string split = text(first) + (longer ? ", " + text(first + 1) + " × " + text(longer) : "") +
-                                (shorter ? ", " + text(first) + " × " + text(shorter) : "") + ", " + text(last);
-      const std::string what = "torchtitan splits the " + text(layers_) + " layers over " + text(stages) + " stages (" +
-                               text(stages_per_rank) + " per rank) as " + split + " (generate_split_points)";
-      if (stages_per_rank > 1 || (longer > 0 && shorter > 0))
-        return m_.fail(pp_key, what + "; trainmem's stages are equal but for the first and the last, and an interleaved "
-                                      "schedule's chunks all equal, so it cannot express this split");
-      m_.assume("num_layers_in_first_pipeline_stage", double(first), "generate_split_points: num_layers // stages", pp_key);
-      m_.assume("num_layers_in_last_pipeline_stage", double(last), "generate_split_points: the layers left after the middle stages' " + text(first + 1), pp_key);
-    }
-    for (const char* k : {"parallelism.pipeline_parallel_split_points", "experimental.pipeline_parallel_split_points", "parallelism.pipeline_parallel_layers_per_stage"})
-      if (m_.has(k)) m_.ignore_value(k, "explicit stage boundaries: trainmem splits the layers evenly (give num_layers_in_first/last_pipeline_stage)");
+    if (layers_ > 0 && !read_stage_split(stages, stages_per_rank, less_first, less_last, schedule, pp_key)) return;
     // What the last stage keeps of the model outputs [pp]: 2024 returns fp32 logits and merges
     // the microbatches' outputs.
     if (version_ == v2024) m_.assume("pipeline_outputs", std::string("kept_fp32_merged"), "torchtitan 2024: output(h).float(), Schedule.step() merges the outputs", pp_key);
@@ -449,6 +460,92 @@ void TorchtitanReader::read_parallelism() {
   if (m_.put("global_batch_size", double(global), global_key))
     out_.read.push_back("global_batch_size ← " + std::string(global_given ? "training.global_batch_size" : "local batch × data-parallel ranks") +
                         " = " + number_text(double(global)));
+}
+
+// The decoder layers of each stage [pp] [pp01], as pipeline_stage_layers when they are not all
+// equal. Explicit split points ("layers.N": a stage starts at layer N) win over both rules.
+bool TorchtitanReader::read_stage_split(int64_t stages, int64_t stages_per_rank, int64_t less_first, int64_t less_last,
+                                        const std::string& schedule, const std::string& pp_key) {
+  auto text = [](int64_t v) { return number_text(double(v)); };
+  std::vector<int64_t> counts;
+  std::string how, key = pp_key;
+  const std::string points_key = first_of({"parallelism.pipeline_parallel_split_points", "experimental.pipeline_parallel_split_points"});
+  if (!points_key.empty()) {
+    const json* points = m_.get(points_key);
+    key = points_key;
+    int64_t start = 0;
+    for (const json& point : points->is_array() ? *points : json::array()) {
+      const std::string name = point.is_string() ? point.get<std::string>() : std::string();
+      int64_t parsed = 0;
+      const char* digits = name.data() + std::min<size_t>(7, name.size());
+      const auto [end, error] = std::from_chars(digits, name.data() + name.size(), parsed);
+      const bool whole = name.rfind("layers.", 0) == 0 && error == std::errc() && end == name.data() + name.size() && end != digits;
+      const std::optional<int64_t> at = whole ? std::optional<int64_t>(parsed) : std::nullopt;
+      if (!at || *at <= start || *at >= layers_)
+        return m_.fail(points_key, "entries must be \"layers.N\" with N increasing from 1 to " + text(layers_ - 1) + ", got " + show(point)), false;
+      counts.push_back(*at - start);
+      start = *at;
+    }
+    counts.push_back(layers_ - start);
+    if (!points->is_array() || int64_t(counts.size()) != stages)
+      return m_.fail(points_key, "must name " + text(stages - 1) + " split points (" + text(stages) + " stages: PP × " +
+                                     text(stages_per_rank) + " per rank), got " + show(*points)), false;
+    how = points_key;
+  } else if (version_ == v2024) {
+    // generate_split_points: the first stage num_layers // stages, the middle ones one more while
+    // layers remain, the last the rest; used only when the stages do not divide the layers.
+    if (layers_ % stages == 0) return true;
+    const int64_t first = layers_ / stages;
+    int64_t left = layers_ - first;
+    counts.push_back(first);
+    for (int64_t s = 1; s + 1 < stages; ++s) {
+      const int64_t n = left - first > (stages - 1 - s) * first ? first + 1 : first;
+      counts.push_back(n);
+      left -= n;
+    }
+    counts.push_back(left);
+    how = "generate_split_points: the first stage num_layers // stages, the middle ones one more while layers remain, the last the rest";
+  } else {
+    // generate_llm_fqn_per_model_part.
+    const int64_t effective = layers_ + less_first + less_last, per = effective / stages, extra = effective % stages;
+    const std::string first_key = "parallelism.pipeline_parallel_first_stage_less_layers";
+    if (stages > effective || per == 0)
+      return m_.fail(pp_key, text(stages) + " stages for " + text(effective) + " effective layers (" + text(layers_) +
+                                 " + the embedding's " + text(less_first) + " + the output's " + text(less_last) +
+                                 "): torchtitan raises on empty stages"), false;
+    if (less_first > per || less_last > per)
+      return m_.fail(less_first > per ? first_key : "parallelism.pipeline_parallel_last_stage_less_layers",
+                     "exceeds the " + text(per) + " effective layers per stage (torchtitan raises)"), false;
+    int64_t left = layers_;
+    for (int64_t s = 0; s < stages; ++s) {
+      const int64_t share = per + (s < extra ? 1 : 0) - (s == 0 ? less_first : 0) - (s == stages - 1 ? less_last : 0);
+      const int64_t n = std::min(std::max<int64_t>(share, 0), left);
+      counts.push_back(n);
+      left -= n;
+    }
+    how = "generate_llm_fqn_per_model_part: " + text(layers_) + " layers + " + text(less_first) + " (embedding) + " +
+          text(less_last) + " (output) dealt over " + text(stages) + " stages";
+  }
+  if (std::all_of(counts.begin(), counts.end(), [&](int64_t n) { return n == counts[0]; })) return true;
+  // One stage per rank with equal middle stages: the first/last stage sizes, which every profile
+  // reads (the per-stage list is the trainmem profile's).
+  const bool middle_equal = stages < 3 || std::all_of(counts.begin() + 1, counts.end() - 1, [&](int64_t n) { return n == counts[1]; });
+  if (stages_per_rank == 1 && middle_equal && stages >= 2 && counts.front() > 0 && counts.back() > 0) {
+    const int64_t middle = stages > 2 ? counts[1] : 0;
+    if (counts.front() != middle)
+      m_.assume("num_layers_in_first_pipeline_stage", double(counts.front()), how, key);
+    if (counts.back() != middle || stages == 2)
+      m_.assume("num_layers_in_last_pipeline_stage", double(counts.back()), how, key);
+    return true;
+  }
+  if (schedule == "ZBVZeroBubble" || schedule == "DualPipeV") {
+    std::string split;
+    for (size_t i = 0; i < counts.size(); ++i) split += (i ? ", " : "") + text(counts[i]);
+    return m_.fail(key, "puts " + split + " layers in its stages, placed in a V (rank r holds stages r and 2·PP − 1 − r); "
+                                          "trainmem's per-stage list is looped, so it cannot say this split"), false;
+  }
+  m_.assume("pipeline_stage_layers", std::vector<double>(counts.begin(), counts.end()), how, key);
+  return true;
 }
 
 void TorchtitanReader::read_checkpointing() {

@@ -307,7 +307,7 @@ std::string field_specs_json() {
                      {"group", name_of(spec.group)},
                      {"required", spec.required}};
     if (spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
-        spec.type == FieldType::number) {
+        spec.type == FieldType::integer_list || spec.type == FieldType::number) {
       entry["min"] = num(spec.min);
       entry["max"] = num(spec.max);
     }

@@ -38,9 +38,31 @@ std::string escaped(std::string_view text) {
   return out;
 }
 
-// A field's slot as the value set_field takes.
-FieldValue slot_value(const FieldSpec& spec, double slot, std::span<const double> layer_list) {
+// The list channel (slots.hpp): each list field's length and entries, in the table's order.
+struct ListReader {
+  std::span<const double> lists;
+  size_t at = 0;
+  // The next list, or nothing when the channel ends before it (a caller's mistake, named by
+  // read_slots rather than read past the end).
+  std::optional<std::vector<double>> next() {
+    if (at >= lists.size()) return std::nullopt;
+    const double n = lists[at];
+    if (!(n >= 0) || n != std::floor(n) || n > double(lists.size() - at - 1)) return std::nullopt;
+    std::vector<double> out(lists.begin() + std::ptrdiff_t(at + 1), lists.begin() + std::ptrdiff_t(at + 1 + size_t(n)));
+    at += 1 + size_t(n);
+    return out;
+  }
+};
+
+bool takes_list(FieldType type) { return type == FieldType::integer_or_list || type == FieldType::integer_list; }
+
+// A field's slot as the value set_field takes (a list field's -1: the channel's next list).
+FieldValue slot_value(const FieldSpec& spec, double slot, ListReader& lists) {
   if (std::isnan(slot)) return std::monostate{};
+  if (slot == -1 && takes_list(spec.type)) {
+    if (std::optional<std::vector<double>> list = lists.next()) return *std::move(list);
+    return std::string("a list the slots do not carry");  // set_field names the field and this
+  }
   switch (spec.type) {
     case FieldType::boolean:
       if (slot == 0 || slot == 1) return slot == 1;
@@ -58,8 +80,7 @@ FieldValue slot_value(const FieldSpec& spec, double slot, std::span<const double
       return names;
     }
     case FieldType::integer_or_list:
-      if (slot == -1) return std::vector<double>(layer_list.begin(), layer_list.end());
-      return slot;
+    case FieldType::integer_list:
     case FieldType::integer:
     case FieldType::number:
       return slot;
@@ -103,9 +124,9 @@ class SlotWriter {
     append_escaped(text_, second);
     text_ += '\n';
   }
-  // A field's value as its config slot (the inverse of slot_value); a layer list goes to `list`.
-  // A value its field cannot take is the core's own mistake: an error, never a wrong slot.
-  void field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* list = nullptr);
+  // A field's value as its config slot (the inverse of slot_value); a list goes to the channel
+  // `lists`. A value its field cannot take is the core's own mistake: an error, never a wrong slot.
+  void field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* lists = nullptr);
 
  private:
   std::vector<double>& n_;
@@ -119,7 +140,7 @@ double index_in(std::span<const std::string_view> names, std::string_view name, 
   throw std::logic_error(std::string(what) + ": " + quoted(name) + " has no slot");
 }
 
-void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* list) {
+void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* lists) {
   const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number ||
                        spec.type == FieldType::integer_or_list;
   if (std::holds_alternative<std::monostate>(value)) return whole(k_unset);
@@ -132,10 +153,11 @@ void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value, std:
     for (const std::string& entry : *names) mask |= uint32_t(1) << unsigned(index_in(spec.choices, entry, spec.name));
     return whole(double(mask));
   }
-  const auto* layers = std::get_if<std::vector<double>>(&value);
-  if (!layers || spec.type != FieldType::integer_or_list || !list)
+  const auto* list = std::get_if<std::vector<double>>(&value);
+  if (!list || !takes_list(spec.type) || !lists)
     throw std::logic_error(std::string(spec.name) + ": " + describe(value) + " has no slot");
-  *list = *layers;
+  lists->push_back(double(list->size()));
+  lists->insert(lists->end(), list->begin(), list->end());
   whole(-1);
 }
 
@@ -193,20 +215,25 @@ void write_suggestions(SlotWriter& w, const std::vector<Suggestion>& suggestions
 
 }  // namespace
 
-std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> layer_list,
+std::vector<Issue> read_slots(std::span<const double> slots, std::span<const double> lists,
                               std::span<const OtherValue> others, std::span<const double> order,
                               ConfigInput& input) {
   std::vector<Issue> issues;
+  // The channel's lists belong to the list fields at -1 in the table's order, whatever order the
+  // fields are read in: take them out first.
+  ListReader channel{lists};
+  std::vector<FieldValue> values(slots.size());
   const std::span<const FieldSpec> specs = field_specs();
   if (slots.size() != specs.size()) {
     issues.push_back(issue("config", "must have one slot per field (" + number_text(double(specs.size())) +
                                          "), got " + number_text(double(slots.size()))));
     return issues;
   }
+  for (size_t i = 0; i < specs.size(); ++i) values[i] = slot_value(specs[i], slots[i], channel);
   auto read = [&](size_t i) {
     std::optional<Issue> problem;
     if (i < specs.size()) {
-      if (!std::isnan(slots[i])) problem = set_field_at(input, i, slot_value(specs[i], slots[i], layer_list));
+      if (!std::isnan(slots[i])) problem = set_field_at(input, i, values[i]);
     } else if (i - specs.size() < others.size()) {
       const OtherValue& other = others[i - specs.size()];
       problem = set_read_field(input, other.name, other.value, other.shape);
@@ -225,11 +252,11 @@ std::vector<Issue> read_slots(std::span<const double> slots, std::span<const dou
   return issues;
 }
 
-void estimate_slots(std::span<const double> slots, std::span<const double> layer_list,
+void estimate_slots(std::span<const double> slots, std::span<const double> lists,
                     std::span<const OtherValue> others, std::span<const double> order, bool verbose,
                     SlotResult& out) {
   ConfigInput input;
-  Resolved resolved = resolve_read(input, read_slots(slots, layer_list, others, order, input));
+  Resolved resolved = resolve_read(input, read_slots(slots, lists, others, order, input));
   if (!resolved.ok()) {
     out.numbers.assign(1, 0);
     out.text.clear();
@@ -287,10 +314,10 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   // The config after resolution (to_input: Megatron's None stays unset).
   const ConfigInput resolved = to_input(config);
   const std::span<const FieldSpec> specs = field_specs();
-  std::vector<double> layer_list;
-  for (size_t i = 0; i < specs.size(); ++i) w.figure(get_field_slot_at(resolved, i, layer_list));
-  w.whole(double(layer_list.size()));
-  for (double layer : layer_list) w.figure(layer);
+  std::vector<double> lists;
+  for (size_t i = 0; i < specs.size(); ++i) w.figure(get_field_slot_at(resolved, i, lists));
+  w.whole(double(lists.size()));
+  for (double entry : lists) w.figure(entry);
   w.flag(trace != nullptr);
   if (!trace) return;
   w.whole(double(trace->size()));
@@ -304,7 +331,7 @@ std::string field_specs_text() {
   std::string out;
   for (const FieldSpec& spec : field_specs()) {
     const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
-                         spec.type == FieldType::number;
+                         spec.type == FieldType::integer_list || spec.type == FieldType::number;
     const std::string min = numeric ? number_text(spec.min) : "", max = numeric ? number_text(spec.max) : "";
     std::string choices;
     for (size_t i = 0; i < spec.choices.size(); ++i) choices += (i ? "," : "") + std::string(spec.choices[i]);

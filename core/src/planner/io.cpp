@@ -38,7 +38,7 @@ ordered layout_fields(const Config& c) {
                                "pipeline_schedule", "data_parallel_shard_size", "gpus_per_node"});
   names.insert(names.end(), {"tensor_model_parallel_size", "pipeline_model_parallel_size",
                              "virtual_pipeline_model_parallel_size", "num_layers_in_first_pipeline_stage",
-                             "num_layers_in_last_pipeline_stage", "context_parallel_size"});
+                             "num_layers_in_last_pipeline_stage", "pipeline_stage_layers", "context_parallel_size"});
   if (c.is_moe()) names.insert(names.end(), {"expert_model_parallel_size", "expert_tensor_parallel_size"});
   names.insert(names.end(), {"data_parallel_size", "world_size"});
   ordered out = ordered::object();
@@ -82,11 +82,16 @@ std::string sharding_text(const Config& c) {
   return "-";
 }
 
-// "even", or first|middle|last layers per stage.
+// "even", or first|middle|last layers per rank; a per-stage list gives every rank's count.
 std::string stages_text(const Config& c) {
   if (!c.uneven_pipeline()) return "even";
   const detail::PipelineLayout stages(c);
-  return std::to_string(stages.count(0)) + "|" + std::to_string(stages.middle) + "|" +
+  std::string out;
+  if (!c.pipeline_stage_layers.empty()) {
+    for (int64_t r = 0; r < stages.p; ++r) out += (r ? "|" : "") + std::to_string(stages.count(r));
+    return out;
+  }
+  return std::to_string(stages.count(0)) + "|" + std::to_string(stages.count(stages.p > 2 ? 1 : 0)) + "|" +
          std::to_string(stages.count(stages.p - 1));
 }
 

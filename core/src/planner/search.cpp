@@ -145,6 +145,8 @@ ConfigInput Search::input_for(const Layout& l, RecomputeGranularity r, int64_t m
   in.virtual_pipeline_model_parallel_size = l.vpp ? std::optional<int64_t>(l.vpp) : std::nullopt;
   in.num_layers_in_first_pipeline_stage = l.first ? std::optional<int64_t>(l.first) : std::nullopt;
   in.num_layers_in_last_pipeline_stage = l.last ? std::optional<int64_t>(l.last) : std::nullopt;
+  // A searched pipeline places its layers by the split above; a held one keeps the base's list.
+  if (options_.searches(PlanKnob::pp)) in.pipeline_stage_layers.reset();
   in.context_parallel_size = l.cp;
   in.expert_model_parallel_size = l.ep;
   in.expert_tensor_parallel_size = l.etp ? std::optional<int64_t>(l.etp) : std::nullopt;
@@ -213,8 +215,11 @@ std::vector<Search::Split> Search::splits(int64_t pp) const {
   const int64_t L = base_.num_layers;
   std::vector<Split> out;
   if (!options_.searches(PlanKnob::pp)) {
-    out.push_back({base_.num_layers_in_first_pipeline_stage, base_.num_layers_in_last_pipeline_stage,
-                   detail::PipelineLayout(base_).middle});
+    // The base's split as it is; a per-stage list is kept whole by input_for (its length fixes
+    // VPP, see vpps), so only the first/last sizes travel here.
+    const detail::PipelineLayout held(base_);
+    const int64_t middle = held.p > 2 ? held.count(1) : held.count(0);
+    out.push_back({base_.num_layers_in_first_pipeline_stage, base_.num_layers_in_last_pipeline_stage, middle});
     return out;
   }
   if (pp == 1 || L % pp == 0) out.push_back({0, 0, L / pp});
@@ -236,7 +241,9 @@ std::vector<Search::Split> Search::splits(int64_t pp) const {
 // No interleaving, or v ≥ 2 chunks per stage, v dividing every stage's layer count
 // (`layers`: the gcd of the counts).
 std::vector<int64_t> Search::vpps(int64_t pp, int64_t layers) const {
-  if (!options_.searches(PlanKnob::vpp)) return {base_.virtual_pipeline_model_parallel_size};
+  // A held per-stage list has one entry per virtual stage: its VPP goes with it.
+  const bool list_held = !base_.pipeline_stage_layers.empty() && !options_.searches(PlanKnob::pp);
+  if (!options_.searches(PlanKnob::vpp) || list_held) return {base_.virtual_pipeline_model_parallel_size};
   std::vector<int64_t> out{0};
   if (pp > 1)
     for (int64_t v : divisors(layers))

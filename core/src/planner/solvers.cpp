@@ -282,7 +282,8 @@ PlanOptions options_as_run(const Config& base, const PlanOptions& given, std::ve
   static constexpr std::pair<std::string_view, PlanKnob> k_held_knobs[] = {
       {"tensor_model_parallel_size", PlanKnob::tp},        {"sequence_parallel", PlanKnob::tp},
       {"pipeline_model_parallel_size", PlanKnob::pp},      {"num_layers_in_first_pipeline_stage", PlanKnob::pp},
-      {"num_layers_in_last_pipeline_stage", PlanKnob::pp}, {"virtual_pipeline_model_parallel_size", PlanKnob::vpp},
+      {"num_layers_in_last_pipeline_stage", PlanKnob::pp}, {"pipeline_stage_layers", PlanKnob::pp},
+      {"virtual_pipeline_model_parallel_size", PlanKnob::vpp},
       {"context_parallel_size", PlanKnob::cp},             {"expert_model_parallel_size", PlanKnob::ep},
       {"expert_tensor_parallel_size", PlanKnob::etp},      {"use_distributed_optimizer", PlanKnob::sharding},
       {"zero_stage", PlanKnob::sharding},                  {"data_parallel_shard_size", PlanKnob::sharding},

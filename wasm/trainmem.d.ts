@@ -243,7 +243,7 @@ export interface EstimateResult {
 
 export interface FieldSpec {
   name: string;
-  type: 'integer' | 'number' | 'boolean' | 'choice' | 'choice_list' | 'integer_or_list';
+  type: 'integer' | 'number' | 'boolean' | 'choice' | 'choice_list' | 'integer_or_list' | 'integer_list';
   group: 'profile' | 'model' | 'moe' | 'mla' | 'training' | 'parallelism' | 'finetuning';
   required: boolean;
   min?: number;

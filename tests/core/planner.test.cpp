@@ -620,6 +620,33 @@ TEST_CASE("held fields: every layout and answer keeps them, and agree with brute
   if (narrow.solution.found) CHECK(narrow.solution.layout.config.context_parallel_size == 4);
 }
 
+TEST_CASE("a per-stage list holds the pipeline and its virtual stages; a searched pipeline drops it", "[planner][keep]") {
+  // 4 layers as [3, 1] on PP 2: a held PP keeps the list (and VPP, which its length fixes) in every
+  // layout; a searched PP places the layers by its own splits, without the list.
+  const std::string json = tiny(R"(, "pipeline_model_parallel_size": 2, "pipeline_stage_layers": [3, 1])");
+  PlanOptions o;
+  o.gpus = 8;
+  o.gpu_memory_bytes = k_tiny_gpu;
+  o.max_results = 100000;
+  o.keep = {"pipeline_stage_layers"};
+  const PlanResult held = plan_of(json, o);
+  REQUIRE(!held.layouts.empty());
+  for (const PlanEntry& e : held.layouts) {
+    CHECK(e.config.pipeline_model_parallel_size == 2);
+    CHECK(e.config.pipeline_stage_layers == std::vector<int64_t>{3, 1});
+    CHECK(e.config.virtual_pipeline_model_parallel_size == 0);
+  }
+  o.keep.clear();
+  const PlanResult searched = plan_of(json, o);
+  REQUIRE(!searched.layouts.empty());
+  bool other_pp = false;
+  for (const PlanEntry& e : searched.layouts) {
+    CHECK(e.config.pipeline_stage_layers.empty());
+    other_pp |= e.config.pipeline_model_parallel_size != 2;
+  }
+  CHECK(other_pp);
+}
+
 TEST_CASE("keep names config fields and cannot hold what the solver varies", "[planner][keep][validation]") {
   PlanOptions o;
   auto bad = set_plan_option_text(o, "keep", "data_paralel_size");

@@ -1,5 +1,5 @@
 // libFuzzer harness: any bytes as the page's numeric input (slots.hpp): the fields' slots, an
-// order of keys and a layer list, each number taken from the bytes as a double (NaN, infinities,
+// order of keys and the list channel, each number taken from the bytes as a double (NaN, infinities,
 // huge and negative values included). The invariants: nothing crashes (ASan/UBSan), a rejected
 // input names its fields, an accepted one gives finite figures and a well-formed result.
 #include <cmath>
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!numbers.empty()) std::memcpy(numbers.data(), data, numbers.size() * sizeof(double));
   const size_t n_fields = trainmem::field_specs().size();
   // The first fields' slots come from the bytes; the rest stay unset; what is left over is the
-  // order of keys (first half) and the layer list.
+  // order of keys (first half) and the list channel.
   std::vector<double> slots(n_fields, std::nan(""));
   const size_t taken = std::min(n_fields, numbers.size());
   std::copy(numbers.begin(), numbers.begin() + taken, slots.begin());

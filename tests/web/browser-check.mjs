@@ -234,6 +234,33 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   return page;
 });
 
+await check('a per-stage split: typed as a list, drawn per stage, kept in the link, a wrong sum named in its field', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-pipeline_model_parallel_size', '2');
+  await typeInto(page, '#f-data_parallel_size', '2');
+  expect(await page.isVisible('#f-pipeline_stage_layers'), 'no per-stage field at PP = 2');
+  await typeInto(page, '#f-pipeline_stage_layers', '20, 12');
+  expect((await page.$$('.field.invalid')).length === 0, 'the split 20, 12 of 32 layers is marked invalid');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const doc = JSON.parse((await readFile(await dl.path())).toString());
+  expect(JSON.stringify(doc.result.stages.map((st) => st.num_layers)) === '[20,12]', `stages hold ${doc.result.stages.map((st) => st.num_layers)}`);
+  await settleUrl(page);
+  const link = await hashNow(page);
+  expect(link.includes('ppsl=20,12'), `the link does not carry the split: ${link}`);
+  expect(problems.length === 0, problems.join('\n'));
+  await page.close();
+  const again = await open(link);
+  keep(again.page);
+  expect(await again.page.inputValue('#f-pipeline_stage_layers') === '20, 12', `the link reopens as "${await again.page.inputValue('#f-pipeline_stage_layers')}"`);
+  await typeInto(again.page, '#f-pipeline_stage_layers', '20, 11');
+  const error = await again.page.textContent('[data-field="pipeline_stage_layers"] .error');
+  expect(/places 31 decoder layers, but num_layers is 32/.test(error), `the field says "${error}"`);
+  expect(await again.page.inputValue('#f-pipeline_model_parallel_size') === '2', 'the pipeline size was lost');
+  expect(again.problems.length === 0, again.problems.join('\n'));
+  return again.page;
+});
+
 await check('units, GPUs and a custom capacity switch the headline', async (keep) => {
   const { page } = await open();
   keep(page);

@@ -7,6 +7,7 @@
 //  - Otherwise rank r holds count(r) layers (the first and last ranks theirs, the others the rest
 //    evenly), dealt in v rounds of count(r) / v: Megatron's --decoder-first/last-pipeline-num-layers
 //    with --num-virtual-stages-per-pipeline-rank.
+// The split without a list is arithmetic (no allocation: the planner builds millions of these).
 #pragma once
 
 #include <cstdint>
@@ -17,49 +18,71 @@
 namespace trainmem::detail {
 
 struct PipelineLayout {
-  int64_t p = 1, rounds = 1;
-  // Decoder layers of virtual stage s = k·p + r, and the layers of the stages before it.
-  std::vector<int64_t> stage_layers, offset;
-  std::vector<int64_t> rank_layers;  // per rank, over its chunks
+  int64_t p = 1, rounds = 1, first = 0, last = 0, middle = 0;
+  const std::vector<int64_t>* list = nullptr;  // pipeline_stage_layers, when given
+  std::vector<int64_t> list_offset;            // with a list: the layers before each stage
 
   explicit PipelineLayout(const Config& c)
       : p(c.pipeline_model_parallel_size),
         rounds(c.virtual_pipeline_model_parallel_size > 0 ? c.virtual_pipeline_model_parallel_size
-                                                          : 1) {
-    const size_t stages = size_t(p * rounds);
-    if (c.pipeline_stage_layers.size() == stages) {
-      stage_layers = c.pipeline_stage_layers;
-    } else {
-      const int64_t first = c.num_layers_in_first_pipeline_stage;
-      const int64_t last = c.num_layers_in_last_pipeline_stage;
-      const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
-      const int64_t middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
-      stage_layers.resize(stages);
-      for (int64_t k = 0; k < rounds; ++k)
-        for (int64_t r = 0; r < p; ++r) {
-          const int64_t on_rank = r == 0 && first ? first : r == p - 1 && last ? last : middle;
-          stage_layers[size_t(k * p + r)] = on_rank / rounds;
-        }
+                                                          : 1),
+        first(c.num_layers_in_first_pipeline_stage),
+        last(c.num_layers_in_last_pipeline_stage) {
+    if (!c.pipeline_stage_layers.empty() && int64_t(c.pipeline_stage_layers.size()) == p * rounds) {
+      list = &c.pipeline_stage_layers;
+      list_offset.resize(list->size());
+      int64_t before = 0;
+      for (size_t s = 0; s < list->size(); ++s) {
+        list_offset[s] = before;
+        before += (*list)[s];
+      }
+      return;
     }
-    offset.resize(stages);
-    rank_layers.assign(size_t(p), 0);
-    int64_t before = 0;
-    for (size_t s = 0; s < stages; ++s) {
-      offset[s] = before;
-      before += stage_layers[s];
-      rank_layers[s % size_t(p)] += stage_layers[s];
-    }
+    const int64_t rest_stages = p - (first ? 1 : 0) - (last ? 1 : 0);
+    middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
   }
 
-  int64_t count(int64_t r) const { return rank_layers[size_t(r)]; }
+  // The layers of virtual stage s = k·p + r, and of the stages before it.
+  int64_t stage_layers(int64_t s) const {
+    if (list) return (*list)[size_t(s)];
+    return rank_share(s % p) / rounds;
+  }
+  int64_t stage_offset(int64_t s) const {
+    if (list) return list_offset[size_t(s)];
+    const int64_t k = s / p, r = s % p;
+    const int64_t per_round = p == 1 ? rank_share(0) / rounds
+                                     : (rank_share(0) + rank_share(p - 1) + (p - 2) * middle) / rounds;
+    return k * per_round + (r == 0 ? 0 : rank_share(0) / rounds + (r - 1) * (middle / rounds));
+  }
+  // Decoder layers on rank r, over its chunks.
+  int64_t count(int64_t r) const {
+    if (!list) return rank_share(r);
+    int64_t n = 0;
+    for (int64_t k = 0; k < rounds; ++k) n += (*list)[size_t(k * p + r)];
+    return n;
+  }
   // visit(layer index, round (virtual chunk), position of the layer in its chunk), in the order
   // the rank's forward pass runs them.
   template <class F>
   void for_each_layer(int64_t r, F&& visit) const {
-    for (int64_t k = 0; k < rounds; ++k) {
-      const size_t s = size_t(k * p + r);
-      for (int64_t i = 0; i < stage_layers[s]; ++i) visit(offset[s] + i, k, i);
+    if (list) {
+      for (int64_t k = 0; k < rounds; ++k) {
+        const int64_t s = k * p + r, from = list_offset[size_t(s)], n = (*list)[size_t(s)];
+        for (int64_t i = 0; i < n; ++i) visit(from + i, k, i);
+      }
+      return;
     }
+    // Every chunk of the rank alike: the offsets step by one round's layers.
+    const int64_t per_round = stage_offset(p), n = stage_layers(r);
+    for (int64_t k = 0, from = stage_offset(r); k < rounds; ++k, from += per_round)
+      for (int64_t i = 0; i < n; ++i) visit(from + i, k, i);
+  }
+
+ private:
+  int64_t rank_share(int64_t r) const {
+    if (r == 0 && first) return first;
+    if (r == p - 1 && last) return last;
+    return middle;
   }
 };
 

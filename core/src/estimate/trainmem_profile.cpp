@@ -776,6 +776,35 @@ struct StageActivation {
   double first_layer = 0;
 };
 
+// A figure per virtual chunk of a rank, held inline for up to 16 chunks (no allocation on the
+// planner's path), in a vector beyond.
+class ChunkBytes {
+ public:
+  void assign(int64_t n) {
+    n_ = n;
+    if (n > k_inline) more_.assign(size_t(n), 0.0);
+    else small_.fill(0.0);
+  }
+  void clear() { n_ = 0; }
+  bool empty() const { return n_ == 0; }
+  int64_t size() const { return n_; }
+  double* data() { return n_ > k_inline ? more_.data() : small_.data(); }
+  const double* data() const { return n_ > k_inline ? more_.data() : small_.data(); }
+  double& operator[](int64_t i) { return data()[i]; }
+  bool all_equal() const {
+    const double* x = data();
+    for (int64_t i = 1; i < n_; ++i)
+      if (x[i] != x[0]) return false;
+    return true;
+  }
+
+ private:
+  static constexpr int64_t k_inline = 16;
+  int64_t n_ = 0;
+  std::array<double, k_inline> small_{};
+  std::vector<double> more_;
+};
+
 // What one microbatch keeps on stage r, before the schedule multiplies it. `loss_chunk` is the
 // part in the last chunk (MTP, output layer, loss), which the schedule treats apart.
 struct StageMicrobatch {
@@ -787,7 +816,7 @@ struct StageMicrobatch {
   double moe_layers = 0;     // MoE layers on the stage, MTP included
   // With virtual stages, what each chunk keeps (per_microbatch less the loss chunk, split by
   // chunk; the embedding is in chunk 0 of rank 0); empty when every chunk keeps the same.
-  std::vector<double> chunk;
+  ChunkBytes chunk;
 };
 
 StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, int64_t r) {
@@ -811,7 +840,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   // the frozen embedding's output, needs no gradient (activations.cpp layer_input_needs_grad).
   const bool first_differs = c.peft_on() && c.eager_model();
   bool first_visit = true;
-  if (layout.rounds > 1) a.chunk.assign(size_t(layout.rounds), 0.0);
+  if (layout.rounds > 1) a.chunk.assign(layout.rounds);
   layout.for_each_layer(r, [&](int64_t i, int64_t round, int64_t pos) {
     const int moe = c.is_moe_layer(i) ? 1 : 0;
     const LayerRecompute policy = layer_policy(c, pos);
@@ -822,7 +851,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
     const double bytes = first >= 0 ? first : cached;
     a.moe_layers += moe;
     a.per_microbatch += bytes;
-    if (!a.chunk.empty()) a.chunk[size_t(round)] += bytes;
+    if (!a.chunk.empty()) a.chunk[round] += bytes;
     a.largest_layer = std::max(a.largest_layer, bytes);
     if (first_visit) a.first_layer = bytes;  // for_each_layer visits the stage's layers in order
     first_visit = false;
@@ -844,7 +873,7 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
     a.first_layer += embedding_activation_bytes(c);
     if (!a.chunk.empty()) a.chunk[0] += embedding_activation_bytes(c);
   }
-  if (std::all_of(a.chunk.begin(), a.chunk.end(), [&](double x) { return x == a.chunk[0]; })) a.chunk.clear();
+  if (a.chunk.all_equal()) a.chunk.clear();
   if (r == p - 1) loss_chunk += output_activation_bytes(c);
   a.loss_chunk = loss_chunk;
   return a;
@@ -894,16 +923,25 @@ void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, doubl
 // backward j, until all `forwards` have run. The peak is the largest sum over the moments after a
 // forward; the pattern repeats every p·v iterations. With equal chunks every moment holds
 // warmup + 1 chunks' worth, the in-flight count the caller uses.
-double interleaved_chunk_peak(const std::vector<double>& chunk, int64_t p, int64_t warmup, int64_t forwards) {
-  const int64_t v = int64_t(chunk.size()), group = p * v;
-  auto forward_chunk = [&](int64_t i) { return (i % group) / p; };
+double interleaved_chunk_peak(const ChunkBytes& chunks, int64_t p, int64_t warmup, int64_t forwards) {
+  const double* chunk = chunks.data();
+  const int64_t v = chunks.size();
+  // Walks the chunk ids without dividing: p microbatches per chunk, then the next chunk, v of
+  // them per group of p·v.
+  struct Walk {
+    int64_t p, v, chunk = 0, in_chunk = 0;
+    int64_t next() {
+      const int64_t id = chunk;
+      if (++in_chunk == p) in_chunk = 0, chunk = chunk + 1 == v ? 0 : chunk + 1;
+      return id;
+    }
+  } forward{p, v}, backward{p, v};
   double now = 0;
   const int64_t first = std::min(warmup + 1, forwards);  // the forwards before the first backward
-  for (int64_t i = 0; i < first; ++i) now += chunk[size_t(forward_chunk(i))];
+  for (int64_t i = 0; i < first; ++i) now += chunk[forward.next()];
   double peak = now;
-  for (int64_t j = 0; j < group && warmup + 1 + j < forwards; ++j) {
-    const int64_t back = v - 1 - (j % group) / p, next = forward_chunk(warmup + 1 + j);
-    now += chunk[size_t(next)] - chunk[size_t(back)];
+  for (int64_t j = 0; j < p * v && first + j < forwards; ++j) {
+    now += chunk[forward.next()] - chunk[v - 1 - backward.next()];
     peak = std::max(peak, now);
   }
   return peak;

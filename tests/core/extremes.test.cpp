@@ -87,3 +87,23 @@ TEST_CASE("absurd sizes give finite figures or a named error in every profile", 
   CHECK(text.find(", -") == std::string::npos);
   CHECK(text.find("nan") == std::string::npos);
 }
+
+TEST_CASE("a per-stage list on a 20,000-rank interleaved pipeline stays linear in its length", "[extremes][pipeline]") {
+  // 40,000 virtual stages (PP 20,000 × VPP 2) of one layer each, but for rank 0's first chunk of
+  // two: every rank's chunks are walked in O(VPP) (interleaved_chunk_peak), not O(PP × VPP), or
+  // this would take 20,000² steps. The figures are finite and every rank is listed.
+  std::string list = "[2";
+  for (int i = 1; i < 40'000; ++i) list += i == 20'000 ? ", 0" : ", 1";
+  list += "]";
+  const std::string json = R"({"profile": "trainmem", "num_layers": 40000, "hidden_size": 256,
+      "num_attention_heads": 8, "vocab_size": 4096, "seq_length": 512, "micro_batch_size": 1,
+      "num_microbatches": 40000, "pipeline_model_parallel_size": 20000, "virtual_pipeline_model_parallel_size": 2,
+      "pipeline_stage_layers": )" + list + "}";
+  const Run run = run_estimate(json);
+  REQUIRE(run.ok());
+  CHECK(std::isfinite(run.estimate.total_bytes));
+  const std::vector<StageParams>& stages = run.estimate.stages;
+  REQUIRE(stages.size() == 20'000);
+  CHECK(stages[0].num_layers == 2);  // stage 0 (2 layers) and stage 20,000 (none)
+  CHECK(stages[1].num_layers == 2);
+}

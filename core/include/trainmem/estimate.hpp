@@ -345,7 +345,8 @@ std::string report_theoretical_memory(const Config& config, int64_t num_microbat
 
 // Every pipeline stage's parameters and model-state bytes, first stage to last, for profiles that
 // place layers on stages (trainmem; megatron-bridge with PP > 1), else empty: full_estimate's
-// stages. Kept apart from estimate_training_memory so that the estimate itself never allocates.
+// stages. Kept apart from estimate_training_memory so that the estimate itself allocates nothing
+// (but the prefix sums of a pipeline_stage_layers list, and the chunk figures past 16 chunks).
 std::vector<StageParams> pipeline_stages(const Config& config);
 
 // Everything a result holds, computed once: estimate_training_memory(config,

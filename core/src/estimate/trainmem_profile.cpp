@@ -925,24 +925,26 @@ void torch_pipeline_bytes(const Config& c, int64_t r, int64_t p, double n, doubl
 // warmup + 1 chunks' worth, the in-flight count the caller uses.
 double interleaved_chunk_peak(const ChunkBytes& chunks, int64_t p, int64_t warmup, int64_t forwards) {
   const double* chunk = chunks.data();
-  const int64_t v = chunks.size();
-  // Walks the chunk ids without dividing: p microbatches per chunk, then the next chunk, v of
-  // them per group of p·v.
-  struct Walk {
-    int64_t p, v, chunk = 0, in_chunk = 0;
-    int64_t next() {
-      const int64_t id = chunk;
-      if (++in_chunk == p) in_chunk = 0, chunk = chunk + 1 == v ? 0 : chunk + 1;
-      return id;
-    }
-  } forward{p, v}, backward{p, v};
+  const int64_t v = chunks.size(), group = p * v;
+  // The forwards before the first backward: forward i runs chunk (i mod p·v) / p, so chunk k ran
+  // whole groups' p each plus what the last, partial group gave it.
+  const int64_t first = std::min(warmup + 1, forwards);
   double now = 0;
-  const int64_t first = std::min(warmup + 1, forwards);  // the forwards before the first backward
-  for (int64_t i = 0; i < first; ++i) now += chunk[forward.next()];
+  for (int64_t k = 0; k < v; ++k)
+    now += chunk[k] * double(first / group * p + std::clamp(first % group - k * p, int64_t(0), p));
   double peak = now;
-  for (int64_t j = 0; j < p * v && first + j < forwards; ++j) {
-    now += chunk[forward.next()] - chunk[v - 1 - backward.next()];
-    peak = std::max(peak, now);
+  // Then iteration j adds forward first + j's chunk and frees backward j's. Both chunk ids hold for
+  // runs of p steps, so the change is constant over each stretch where neither changes: a stretch
+  // peaks at its first or its last step. One period (p·v iterations) has at most 2v + 1 stretches,
+  // which keeps this O(v) per rank however long the pipeline.
+  const int64_t steps = std::min(group, forwards - first);
+  for (int64_t j = 0; j < steps;) {
+    const int64_t f = (first + j) % group, b = j % group;
+    const int64_t run = std::min({p - f % p, p - b % p, steps - j});
+    const double change = chunk[f / p] - chunk[v - 1 - b / p];
+    peak = std::max({peak, now + change, now + double(run) * change});
+    now += double(run) * change;
+    j += run;
   }
   return peak;
 }

@@ -636,6 +636,21 @@ TEST_CASE("a per-stage list holds the pipeline and its virtual stages; a searche
     CHECK(e.config.pipeline_stage_layers == std::vector<int64_t>{3, 1});
     CHECK(e.config.virtual_pipeline_model_parallel_size == 0);
   }
+  // The table's stages column: every rank's count (3|1), or for more than three ranks the
+  // first, the middle ranks' range and the last (126 layers as 7, 8 × 14, 7 over PP 8 × VPP 2:
+  // ranks of 15, 16 … 16, 15).
+  CHECK(plan_text(held).find(" 3|1 ") != std::string::npos);
+  PlanOptions eight = o;
+  eight.gpus = 8;
+  eight.gpu_memory_bytes = 80.0 * 1024 * 1024 * 1024;
+  std::string list = "[7";
+  for (int i = 0; i < 14; ++i) list += ", 8";
+  const PlanResult wide = plan_of(R"({"num_layers": 126, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1, "global_batch_size": 16,
+      "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 2,
+      "pipeline_stage_layers": )" + list + ", 7]}", eight);
+  REQUIRE(!wide.layouts.empty());
+  CHECK(plan_text(wide).find(" 15|16|15 ") != std::string::npos);
   o.keep.clear();
   const PlanResult searched = plan_of(json, o);
   REQUIRE(!searched.layouts.empty());

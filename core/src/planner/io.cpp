@@ -88,8 +88,16 @@ std::string stages_text(const Config& c) {
   const detail::PipelineLayout stages(c);
   std::string out;
   if (!c.pipeline_stage_layers.empty()) {
-    for (int64_t r = 0; r < stages.p; ++r) out += (r ? "|" : "") + std::to_string(stages.count(r));
-    return out;
+    // Every rank's count up to three ranks; beyond, the first, the middle ranks' range, the last
+    // (the table's column stays narrow for a 16-rank list).
+    if (stages.p <= 3) {
+      for (int64_t r = 0; r < stages.p; ++r) out += (r ? "|" : "") + std::to_string(stages.count(r));
+      return out;
+    }
+    int64_t lo = stages.count(1), hi = lo;
+    for (int64_t r = 2; r + 1 < stages.p; ++r) lo = std::min(lo, stages.count(r)), hi = std::max(hi, stages.count(r));
+    return std::to_string(stages.count(0)) + "|" + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
+           "|" + std::to_string(stages.count(stages.p - 1));
   }
   return std::to_string(stages.count(0)) + "|" + std::to_string(stages.count(stages.p > 2 ? 1 : 0)) + "|" +
          std::to_string(stages.count(stages.p - 1));

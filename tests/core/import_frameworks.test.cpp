@@ -1013,7 +1013,8 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   o.launch = "torchrun --nproc_per_node=gpu train.py";
   r = import_deepspeed(ds, o);
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "torchrun --nproc_per_node: must be a positive integer, got \"gpu\"");
+  CHECK(r.issues[0].message == "torchrun --nproc_per_node: must be a count of processes, got \"gpu\" (for torchrun's gpu, auto "
+                                "or an elastic range, give the world with --gpus)");
 
   // Under an accelerate config that says MULTI_GPU, the Trainer's --deepspeed makes it DeepSpeed's;
   // the file it names comes with trainmem's --deepspeed.
@@ -1081,6 +1082,77 @@ TEST_CASE("accelerate: dynamo_backend in any case compiles, NO does not; zephyr'
   CHECK(!r.input.torch_compile);
 }
 
+TEST_CASE("accelerate: launch lines as shell scripts write them (found by review)") {
+  const std::string fsdp = R"({"distributed_type": "FSDP", "num_processes": 2})";
+  ImportOptions o;
+  // An environment prefix is the shell's, not the script's name.
+  o.launch = "CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO accelerate launch train.py --model_name_or_path meta-llama/Llama-3.1-8B";
+  ImportResult r = import_accelerate(fsdp, o);
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.data_parallel_size == 2);
+  // torchrun's --nproc_per_node gpu is no count: --gpus gives the world, and without it the flag
+  // is named.
+  o.launch = "torchrun --nproc_per_node gpu train.py --model_name_or_path meta-llama/Llama-3.1-8B --deepspeed ds.json";
+  o.deepspeed_json = R"({"zero_optimization": {"stage": 2}})";
+  o.gpus = 4;
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.data_parallel_size == 4);
+  o.gpus = 0;
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "torchrun --nproc_per_node");
+  // TRL's lora_modules_to_save takes several modules, as lora_target_modules does.
+  o = {};
+  o.launch = "trl sft --model_name_or_path meta-llama/Llama-3.1-8B --use_peft --lora_target_modules q_proj v_proj "
+             "--lora_modules_to_save embed_tokens lm_head";
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  CHECK(std::none_of(r.issues.begin(), r.issues.end(), [](const Issue& i) { return i.message.find("is not a flag") != std::string::npos; }));
+  // dynamo_config that is no mapping is named, with or without the launcher's flag over it.
+  o = {};
+  o.launch = "accelerate launch --dynamo_backend inductor train.py --model_name_or_path meta-llama/Llama-3.1-8B";
+  r = import_accelerate(R"({"distributed_type": "NO", "dynamo_config": "inductor"})", o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "dynamo_config: must be a mapping, got \"inductor\"");
+}
+
+TEST_CASE("axolotl: FSDP strategies by accelerate's names, torch's _HYBRID_SHARD_ZERO2 spelling, NO_SHARD as DDP (found by review)") {
+  const auto with = [](const std::string& strategy) {
+    ImportOptions o;
+    o.gpus = 8;
+    return import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1, "fsdp": ["full_shard", "auto_wrap"],
+        "fsdp_config": {"fsdp_sharding_strategy": ")" + strategy + R"("}})", o);
+  };
+  ImportResult r = with("SHARD_GRAD_OP");
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 2);
+  r = with("NO_SHARD");
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::ddp);
+  for (const char* hybrid : {"HYBRID_SHARD", "HYBRID_SHARD_ZERO2", "_HYBRID_SHARD_ZERO2"}) {
+    r = with(hybrid);
+    REQUIRE(r.issues.size() == 1);
+    CHECK(r.issues[0].field == "fsdp_config.fsdp_sharding_strategy");
+  }
+  ImportOptions o;
+  o.gpus = 8;
+  r = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "fsdp": ["full_shard", 3]})", o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "fsdp: entries must be FSDP option names, got 3");
+}
+
+TEST_CASE("axolotl: DeepSpeed's \"auto\" bucket is hidden_size² of the model base_model names (found by review)") {
+  // Llama 3.1 8B: hidden 4096, so reduce_bucket_size "auto" = 16,777,216 (the HF integration's
+  // hidden_size * hidden_size), not DeepSpeed's 5e8 default.
+  const ImportResult r = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1,
+      "deepspeed": {"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}})", {});
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.reduce_bucket_size == 4096.0 * 4096.0);
+}
+
 TEST_CASE("accelerate: bad input is named, never guessed") {
   const auto one = [](const std::string& tree, const std::string& line) {
     ImportOptions o;
@@ -1097,9 +1169,11 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   r = one(R"({"distributed_type": "MEGATRON_LM"})", "");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message.find("import megatron-args") != std::string::npos);
+  // A stray word is a second value of the flag before it (HfArgumentParser's nargs="+" lists),
+  // which a one-value flag then names.
   r = one(fsdp, "train.py --bf16 True oops");
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "launch command: \"oops\" is not a flag of the script (--name value)");
+  CHECK(r.issues[0].message == "--bf16: must be true or false, got [\"True\", \"oops\"]");
   r = one(fsdp, "train.py --model_name_or_path nobody/unknown-model");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "--model_name_or_path");

@@ -152,7 +152,7 @@ export class SlotCodec {
     const slots = this.slots.fill(NaN);
     const order = [];
     const others = [];
-    const listOf = new Map();  // field index → its list
+    const listOf = [];  // field index → its list (the channel goes in the field table's order)
     const other = (name, kind, value) => { order.push(this.specs.length + others.length); others.push([name, kind, value]); };
     for (const [name, raw] of Object.entries(config)) {
       if (raw === undefined || typeof raw === 'function' || typeof raw === 'symbol') continue;
@@ -163,8 +163,10 @@ export class SlotCodec {
         other(name, ...describe(value));
       } else if (value === null) {
         order.push(i);  // unset
-      } else if (typeof value === 'number' && (type === 'integer' || type === 'number' || type === 'integer_or_list')) {
-        // (a number for an integer_list field is named by the core, as a value no slot carries)
+      } else if (typeof value === 'number' && (type === 'integer' || type === 'number' || type === 'integer_or_list') &&
+                 !(value === -1 && takesList(type))) {
+        // -1 in a list field's slot means "the list is in the channel": a plain -1 goes as a value
+        // no slot carries, as does a number for an integer_list field, and the core names it.
         order.push(i);
         slots[i] = value;
       } else if (typeof value === 'boolean' && type === 'boolean') {
@@ -176,16 +178,20 @@ export class SlotCodec {
       } else if (Array.isArray(value) && type === 'choice_list' && value.every((v) => this.choiceIndex[i].has(v))) {
         order.push(i);
         slots[i] = value.reduce((mask, v) => mask | (1 << this.choiceIndex[i].get(v)), 0);
-      } else if (Array.isArray(value) && value.length > 0 && takesList(type) && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+      } else if (Array.isArray(value) && takesList(type) && value.every((v) => typeof v === 'number' && Number.isFinite(v))) {
         order.push(i);
         slots[i] = -1;
-        listOf.set(i, value);
+        listOf[i] = value;
       } else {
         other(name, ...describe(value));
       }
     }
     const lists = [];
-    for (const i of [...listOf.keys()].sort((a, b) => a - b)) lists.push(listOf.get(i).length, ...listOf.get(i));
+    for (const list of listOf) {
+      if (!list) continue;  // a field without a list (the array is sparse)
+      lists.push(list.length);
+      for (const x of list) lists.push(x);  // not push(...list): a 10^6-entry list exceeds the argument limit
+    }
     return { slots, order, lists, others };
   }
 
@@ -241,13 +247,11 @@ export class SlotCodec {
     return out;
   }
 
-  /** The resolved config: one slot per field, then the list channel. */
+  /** The resolved config: one slot per field, then the list channel (a list per field at -1). */
   decodeConfig(r) {
     const at = r.at;
     r.at += this.specs.length;
-    const channel = r.list(() => r.figure());
-    let next = 0;
-    const lists = { next: () => { const n = channel[next]; const list = channel.slice(next + 1, next + 1 + n); next += 1 + n; return list; } };
+    const lists = { next: () => r.list(() => r.figure()) };  // read in field order, as written
     const config = { ...this.configTemplate };
     for (let i = 0; i < this.specs.length; i++) config[this.specs[i].name] = this.fieldValue(i, r.n[at + i], lists);
     return config;

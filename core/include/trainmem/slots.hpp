@@ -8,7 +8,8 @@
 // bit mask of the chosen entries for a choice list (Config holds it in 32 bits); -1 for a list
 // (moe_layer_freq given as a 0/1 list, pipeline_stage_layers), the list travelling apart in the
 // list channel (`lists`): for each field at -1, in the field table's order, its length and then
-// its entries.
+// its entries. A list field's slot is never -1 for a plain number (slots.js sends a -1 as a
+// value no slot carries).
 //
 // A RESULT is numbers and text lines, both read front to back. Below, a figure is a number that
 // JSON writes with json_number: NaN is its null (unset, or not finite), -0 is written as 0. A
@@ -46,8 +47,8 @@
 //   count of suggestions, each: rank, figure (device_bytes in the trainmem profile, else
 //     total_bytes), count of fields, each: field index, the value as that field's config slot
 //     [text: what]
-//   the resolved config: one slot per field as above, then the length of the list channel and
-//     the channel
+//   the resolved config: one slot per field as above, then the list channel as on input (for
+//     each field at -1, in the field table's order, its list's length and entries)
 //   has_trace, and when 1: count of entries, each: value [text: name TAB formula]
 //
 //   moments: forward, backward, optimizer_step, peak (table moment), peak_activation_bytes,

@@ -957,16 +957,21 @@ FieldValue get_field_at(const ConfigInput& input, size_t index) {
   return std::visit(FieldGetter{field.spec, input}, field.target);
 }
 
+namespace {
+// A list's slot: -1, the list going to the list channel as its length and its entries (slots.hpp).
+template <class List>
+double append_to_channel(const List& list, std::vector<double>& lists) {
+  lists.push_back(double(list.size()));
+  lists.insert(lists.end(), list.begin(), list.end());
+  return -1;
+}
+}  // namespace
+
 double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<double>& lists) {
   constexpr double unset = std::numeric_limits<double>::quiet_NaN();
   struct SlotGetter {
     const ConfigInput& input;
     std::vector<double>& lists;
-    double channel(const std::vector<double>& list) const {
-      lists.push_back(double(list.size()));
-      lists.insert(lists.end(), list.begin(), list.end());
-      return -1;
-    }
     double operator()(IntMember m) const { return input.*m ? double(*(input.*m)) : unset; }
     double operator()(BoolMember m) const { return input.*m ? (*(input.*m) ? 1.0 : 0.0) : unset; }
     double operator()(NumberMember m) const { return input.*m ? *(input.*m) : unset; }
@@ -976,12 +981,11 @@ double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<dou
     }
     double operator()(MaskMember m) const { return input.*m ? double(*(input.*m)) : unset; }
     double operator()(MoeFreqTarget) const {
-      if (input.moe_layer_freq_list)
-        return channel({input.moe_layer_freq_list->begin(), input.moe_layer_freq_list->end()});
+      if (input.moe_layer_freq_list) return append_to_channel(*input.moe_layer_freq_list, lists);
       return input.moe_layer_freq ? double(*input.moe_layer_freq) : unset;
     }
     double operator()(IntListMember m) const {
-      return input.*m ? channel({(input.*m)->begin(), (input.*m)->end()}) : unset;
+      return input.*m ? append_to_channel(*(input.*m), lists) : unset;
     }
   };
   return std::visit(SlotGetter{input, lists}, fields().at(index).target);

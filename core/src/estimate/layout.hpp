@@ -42,18 +42,6 @@ struct PipelineLayout {
     middle = rest_stages ? (c.num_layers - first - last) / rest_stages : 0;
   }
 
-  // The layers of virtual stage s = k·p + r, and of the stages before it.
-  int64_t stage_layers(int64_t s) const {
-    if (list) return (*list)[size_t(s)];
-    return rank_share(s % p) / rounds;
-  }
-  int64_t stage_offset(int64_t s) const {
-    if (list) return list_offset[size_t(s)];
-    const int64_t k = s / p, r = s % p;
-    const int64_t per_round = p == 1 ? rank_share(0) / rounds
-                                     : (rank_share(0) + rank_share(p - 1) + (p - 2) * middle) / rounds;
-    return k * per_round + (r == 0 ? 0 : rank_share(0) / rounds + (r - 1) * (middle / rounds));
-  }
   // Decoder layers on rank r, over its chunks.
   int64_t count(int64_t r) const {
     if (!list) return rank_share(r);
@@ -72,9 +60,12 @@ struct PipelineLayout {
       }
       return;
     }
-    // Every chunk of the rank alike: the offsets step by one round's layers.
-    const int64_t per_round = stage_offset(p), n = stage_layers(r);
-    for (int64_t k = 0, from = stage_offset(r); k < rounds; ++k, from += per_round)
+    // Every chunk of the rank alike: round k's chunk starts one round's layers after round k − 1's,
+    // behind the chunks of the ranks before r.
+    const int64_t n = rank_share(r) / rounds;
+    const int64_t per_round = (rank_share(0) + (p > 1 ? rank_share(p - 1) + (p - 2) * middle : 0)) / rounds;
+    const int64_t before = r == 0 ? 0 : rank_share(0) / rounds + (r - 1) * (middle / rounds);
+    for (int64_t k = 0, from = before; k < rounds; ++k, from += per_round)
       for (int64_t i = 0; i < n; ++i) visit(from + i, k, i);
   }
 

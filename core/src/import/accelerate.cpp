@@ -147,8 +147,8 @@ void AccelerateReader::read_launch_line() {
   const std::optional<mapping::LaunchCommand> command = mapping::read_launch_command(options_, out_.issues);
   if (!command) return;
   launcher_ = command->launcher;
-  // torchrun's and deepspeed's launchers give the world by their own flags.
-  if (launcher_ == "torchrun" || launcher_ == "deepspeed") {
+  // torchrun's and deepspeed's launchers give the world by their own flags, unless --gpus does.
+  if ((launcher_ == "torchrun" || launcher_ == "deepspeed") && options_.gpus <= 0) {
     launcher_world_ = mapping::launcher_world(*command, out_.issues);
     if (!out_.ok()) return;
   }
@@ -182,7 +182,9 @@ void AccelerateReader::read_launch_line() {
         out_.read.push_back(section + "." + name + " ← " + flag + " = " + value);
       }
     } else if (name == "dynamo_backend") {
-      tree_["dynamo_config"]["dynamo_backend"] = value;
+      json& dynamo = tree_["dynamo_config"];
+      if (!dynamo.is_object() && !dynamo.is_null()) continue;  // read_training names it
+      dynamo["dynamo_backend"] = value;
       out_.read.push_back("dynamo_config.dynamo_backend ← " + flag + " = " + value);
     } else if (!listed(k_launch_no_memory, name)) {
       out_.ignored.push_back(flag + ": an accelerate launch flag trainmem does not read");
@@ -229,8 +231,10 @@ void AccelerateReader::read_layout() {
       if (!split.error.empty()) return m_.fail("--fsdp", split.error);
       words = std::move(split.words);
     } else if (fsdp->is_array()) {
-      for (const json& w : *fsdp)
-        if (w.is_string()) words.push_back(w.get<std::string>());
+      for (const json& w : *fsdp) {
+        if (!w.is_string()) return m_.fail("--fsdp", "entries must be FSDP option names, got " + show(w));
+        words.push_back(w.get<std::string>());
+      }
     } else {
       return m_.fail("--fsdp", "must be FSDP options (full_shard, shard_grad_op, hybrid_shard, offload, auto_wrap, ...), got " + show(*fsdp));
     }
@@ -617,7 +621,9 @@ void AccelerateReader::read_training() {
   m_.assume("attention_dropout", 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "model_name_or_path");
   m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "model_name_or_path");
   // accelerate's dynamo_config compiles the model with TorchDynamo [cfg].
-  if (const std::optional<std::string> backend = m_.has("dynamo_config.dynamo_backend") ? m_.string("dynamo_config.dynamo_backend") : std::nullopt) {
+  if (const json* dynamo = mapping::at(m_.tree(), "dynamo_config"); dynamo && !dynamo->is_null() && !dynamo->is_object())
+    return m_.fail("dynamo_config", "must be a mapping, got " + show(*dynamo));
+  if (const std::optional<std::string> backend = m_.string("dynamo_config.dynamo_backend")) {
     if (mapping::lowercase(*backend) != "no") m_.read("torch_compile", true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
   }
   m_.touch("dynamo_config");

@@ -229,11 +229,25 @@ void AxolotlReader::read_layout() {
     m_.touch("fsdp_config");
     if (!fsdp->is_array()) return m_.fail("fsdp", "must be a list of FSDP options (full_shard, auto_wrap, offload, ...), got " + show(*fsdp));
     std::vector<std::string> items;
-    for (const json& x : *fsdp)
-      if (x.is_string()) items.push_back(x.get<std::string>());
+    for (const json& x : *fsdp) {
+      if (!x.is_string()) return m_.fail("fsdp", "entries must be FSDP option names, got " + show(x));
+      items.push_back(x.get<std::string>());
+    }
     const auto has = [&](std::string_view s) { return std::find(items.begin(), items.end(), s) != items.end(); };
+    // accelerate's FSDP_SHARDING_STRATEGY names (torch's ShardingStrategy spells the last one
+    // _HYBRID_SHARD_ZERO2). NO_SHARD is DDP's memory; the hybrid ones shard within a node, which
+    // this importer cannot see (no node size): named, not read as a full shard.
     const std::string strategy = m_.string("fsdp_config.fsdp_sharding_strategy").value_or(has("shard_grad_op") ? "SHARD_GRAD_OP" : "FULL_SHARD");
-    const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(strategy != "SHARD_GRAD_OP" && strategy != "_HYBRID_SHARD_ZERO2");
+    const std::string named = mapping::lowercase(strategy.rfind('_', 0) == 0 ? strategy.substr(1) : strategy);
+    if (named == "no_shard") {
+      m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+      m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+      return;
+    }
+    if (named != "full_shard" && named != "shard_grad_op")
+      return m_.fail("fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy) + " shards within a node, which an axolotl "
+                                                           "file does not size: use trainmem import accelerate with its config, or set data_parallel_shard_size");
+    const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(named == "full_shard");
     m_.assume("framework", std::string("fsdp2"), "fsdp = " + show(*fsdp) + " (FSDP1 and FSDP2 shard alike)", "fsdp");
     m_.read("zero_stage", reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
     m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
@@ -339,9 +353,11 @@ void AxolotlReader::read_training() {
 void AxolotlReader::run() {
   read_precision();
   if (!out_.ok()) return;
+  // The model first: the DeepSpeed config's "auto" buckets are hidden_size² (read_layout).
+  read_model();
+  if (!out_.ok()) return;
   read_layout();
   if (!out_.ok()) return;
-  read_model();
   read_adapter();
   read_training();
   if (out_.ok()) m_.account(k_no_memory);

@@ -574,6 +574,14 @@ std::optional<LaunchCommand> read_launch_command(const ImportOptions& options, s
   }
   LaunchCommand out;
   size_t i = 0;
+  // CUDA_VISIBLE_DEVICES=0,1 accelerate launch …: the environment the shell sets for the command.
+  const auto assignment = [](const std::string& w) {
+    const size_t eq = w.find('=');
+    return eq != std::string::npos && eq > 0 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
+           std::all_of(w.begin(), w.begin() + std::ptrdiff_t(eq),
+                       [](char c) { return c == '_' || std::isalnum(static_cast<unsigned char>(c)); });
+  };
+  while (!words.empty() && assignment(words.front())) words.erase(words.begin());
   const auto take_flags = [&](size_t from) {
     for (i = from; i < words.size() && words[i].rfind("-", 0) == 0 && words[i] != "--"; ++i) {
       std::string name = words[i].substr(words[i].rfind("--", 0) == 0 ? 2 : 1), value;
@@ -618,7 +626,8 @@ std::optional<LaunchCommand> read_launch_command(const ImportOptions& options, s
     if (i < words.size()) ++i;
   }
   // The script's flags as HfArgumentParser reads them: --name value, --name=value, a bare --name
-  // (a bool field's true), several values for a list field (TRL's lora_target_modules).
+  // (a bool field's true), several values for a list field (nargs="+": TRL's lora_target_modules,
+  // lora_modules_to_save); a reader that wants one value names a list.
   for (; i < words.size(); ++i) {
     const std::string& word = words[i];
     if (word.rfind("--", 0) != 0 || word.size() == 2) {
@@ -632,8 +641,7 @@ std::optional<LaunchCommand> read_launch_command(const ImportOptions& options, s
       name.resize(eq);
     }
     std::replace(name.begin(), name.end(), '-', '_');
-    while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && (values.empty() || name == "lora_target_modules"))
-      values.push_back(words[++i]);
+    while (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) values.push_back(words[++i]);
     if (values.empty()) out.script_args[name] = true;
     else if (values.size() == 1) out.script_args[name] = argument_value(values[0]);
     else out.script_args[name] = values;
@@ -653,25 +661,20 @@ std::optional<json> trainer_arguments(const ImportOptions& options, const json& 
 }
 
 std::optional<int64_t> launcher_world(const LaunchCommand& command, std::vector<Issue>& issues) {
-  const auto count = [&](std::initializer_list<std::string_view> names) -> std::optional<int64_t> {
+  const auto count = [&](std::string_view wanted) -> std::optional<int64_t> {
     for (const auto& [name, value] : command.flags) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      if (name != wanted) continue;
       const std::optional<int64_t> n = whole_number(plain_scalar(value), 1);
-      if (!n) issues.push_back(issue(command.launcher + " --" + name, "must be a positive integer, got " + trainmem::quoted(value)));
+      if (!n)
+        issues.push_back(issue(command.launcher + " --" + name, "must be a count of processes, got " + trainmem::quoted(value) +
+                                                                   " (for torchrun's gpu, auto or an elastic range, give the world with --gpus)"));
       return n;
     }
     return std::nullopt;
   };
-  std::optional<int64_t> per_node, nodes;
-  if (command.launcher == "torchrun") {
-    per_node = count({"nproc_per_node"});
-    nodes = count({"nnodes"});
-  } else if (command.launcher == "deepspeed") {
-    per_node = count({"num_gpus"});
-    nodes = count({"num_nodes"});
-  } else if (command.launcher == "accelerate launch") {
-    per_node = count({"num_processes"});
-  }
+  const bool torchrun = command.launcher == "torchrun";
+  const std::optional<int64_t> per_node = count(torchrun ? "nproc_per_node" : "num_gpus");
+  const std::optional<int64_t> nodes = count(torchrun ? "nnodes" : "num_nodes");
   if (!per_node) return std::nullopt;
   const std::optional<int64_t> world = checked_mul(*per_node, nodes.value_or(1));
   if (!world) issues.push_back(issue(command.launcher, "the processes overflow a 64-bit integer"));
@@ -748,6 +751,77 @@ std::string kind_hint(const json& tree) {
   if (kind == "hf") return "it looks like a Hugging Face config.json: use import hf";
   return std::string(kind == "axolotl" || kind == "accelerate" ? "it looks like an " : "it looks like a ") + std::string(kind) +
          " config: use import " + std::string(kind);
+}
+
+
+// ---- Shell words ---------------------------------------------------------------------------
+//
+// Enough of POSIX sh word splitting for pasted launch commands: blanks separate words;
+// backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \` escapes; a backslash
+// outside quotes escapes the next character; a word starting with # comments out the rest of
+// the line. Nothing is expanded ($VAR stays as written).
+ShellWords shell_words(std::string_view s) {
+  ShellWords out;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\\' && i + 1 < s.size()) {
+      if (s[i + 1] == '\n') {
+        ++i;
+        continue;
+      }
+      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') {
+        i += 2;
+        continue;
+      }
+      word += s[++i];
+      in_word = true;
+    } else if (c == '\'') {
+      const size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) return out.error = "unterminated ' quote", out;
+      word += s.substr(i + 1, end - i - 1);
+      in_word = true;
+      i = end;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '"'; ++j) {
+        if (s[j] == '\\' && j + 1 < s.size() &&
+            std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
+          if (s[j + 1] != '\n') word += s[j + 1];
+          ++j;
+        } else {
+          word += s[j];
+        }
+      }
+      if (j >= s.size()) return out.error = "unterminated \" quote", out;
+      in_word = true;
+      i = j;
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.words.push_back(word);
+  return out;
+}
+
+// A signed decimal integer as Python's int() reads one (surrounding blanks are already gone).
+std::optional<int64_t> parse_int(std::string_view s) {
+  size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  if (i == s.size() || s.size() - i > 15) return std::nullopt;
+  int64_t v = 0;
+  for (size_t j = i; j < s.size(); ++j) {
+    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return std::nullopt;
+    v = v * 10 + (s[j] - '0');
+  }
+  return s[0] == '-' ? -v : v;
 }
 
 }  // namespace trainmem::mapping

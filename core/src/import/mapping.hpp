@@ -158,11 +158,15 @@ struct ShellWords {
 };
 ShellWords shell_words(std::string_view text);
 
+// A signed decimal integer as Python's int() reads one (no blanks; at most 15 digits), else nothing.
+std::optional<int64_t> parse_int(std::string_view text);
+
 // A training run's launch command: ImportOptions::launch as text (shell words; a one-line
 // input's "backslash, blanks, flag" is the continuation it was), then ImportOptions::overrides
 // word by word (quotes taken off, lone backslashes dropped). It starts with a launcher
 // (`accelerate launch`, `torchrun`, `deepspeed`, `python`, `trl sft`) and its flags, then the
-// script, then the script's flags; or it is the script's flags alone.
+// script, then the script's flags; or it is the script's flags alone. Environment assignments
+// before it (NAME=value) are skipped.
 struct LaunchCommand {
   std::string launcher;                                     // "" when the command has none
   std::vector<std::pair<std::string, std::string>> flags;   // the launcher's: name (_ for -), value ("" for a switch)
@@ -176,8 +180,8 @@ json argument_value(const std::string& text);
 // The Trainer's arguments: --hf-args (a TrainingArguments JSON) with the script's flags over it.
 std::optional<json> trainer_arguments(const ImportOptions& options, const json& script_args, std::vector<Issue>& issues);
 // The world a launcher's flags give: torchrun --nproc_per_node × --nnodes, deepspeed --num_gpus ×
-// --num_nodes, accelerate launch --num_processes; nullopt when they do not say (an Issue when a
-// count is not a positive integer).
+// --num_nodes; nullopt when they do not say. Read only without --gpus: a count that is none
+// (torchrun's "gpu", "auto", an elastic "1:4") is an Issue that asks for --gpus.
 std::optional<int64_t> launcher_world(const LaunchCommand& command, std::vector<Issue>& issues);
 
 // What each framework's reader holds: a Mapper over the tree, the options, the result it fills.

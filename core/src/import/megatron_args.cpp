@@ -15,68 +15,6 @@
 
 namespace trainmem {
 
-namespace mapping {
-
-// ---- Shell words ---------------------------------------------------------------------------
-//
-// Enough of POSIX sh word splitting for pasted launch commands: blanks separate words;
-// backslash-newline joins lines; '...' is literal; "..." allows \" \\ \$ \` escapes; a backslash
-// outside quotes escapes the next character; a word starting with # comments out the rest of
-// the line. Nothing is expanded ($VAR stays as written).
-ShellWords shell_words(std::string_view s) {
-  ShellWords out;
-  std::string word;
-  bool in_word = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\\' && i + 1 < s.size()) {
-      if (s[i + 1] == '\n') {
-        ++i;
-        continue;
-      }
-      if (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n') {
-        i += 2;
-        continue;
-      }
-      word += s[++i];
-      in_word = true;
-    } else if (c == '\'') {
-      const size_t end = s.find('\'', i + 1);
-      if (end == std::string_view::npos) return out.error = "unterminated ' quote", out;
-      word += s.substr(i + 1, end - i - 1);
-      in_word = true;
-      i = end;
-    } else if (c == '"') {
-      size_t j = i + 1;
-      for (; j < s.size() && s[j] != '"'; ++j) {
-        if (s[j] == '\\' && j + 1 < s.size() &&
-            std::string_view("\"\\$`\n").find(s[j + 1]) != std::string_view::npos) {
-          if (s[j + 1] != '\n') word += s[j + 1];
-          ++j;
-        } else {
-          word += s[j];
-        }
-      }
-      if (j >= s.size()) return out.error = "unterminated \" quote", out;
-      in_word = true;
-      i = j;
-    } else if (c == '#' && !in_word) {
-      while (i + 1 < s.size() && s[i + 1] != '\n') ++i;
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_word) out.words.push_back(word);
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (in_word) out.words.push_back(word);
-  return out;
-}
-
-}  // namespace mapping
-
 namespace {
 
 using mapping::shell_words;
@@ -215,17 +153,6 @@ class FreqParser {
   }
 };
 
-// A signed decimal integer as Python's int() reads one (surrounding blanks are already gone).
-std::optional<int64_t> parse_int(std::string_view s) {
-  size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-  if (i == s.size() || s.size() - i > 15) return std::nullopt;
-  int64_t v = 0;
-  for (size_t j = i; j < s.size(); ++j) {
-    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return std::nullopt;
-    v = v * 10 + (s[j] - '0');
-  }
-  return s[0] == '-' ? -v : v;
-}
 
 // A decimal number as Python's float() reads one for argparse's type=float: digits with an
 // optional sign, point and exponent, or inf / nan (which the field's range then refuses). No hex
@@ -415,7 +342,7 @@ class MegatronReader {
   std::optional<int64_t> integer(std::string_view name, std::string_view field) {
     std::optional<std::string> w = word(name, field);
     if (!w) return std::nullopt;
-    std::optional<int64_t> v = parse_int(*w);
+    std::optional<int64_t> v = mapping::parse_int(*w);
     if (!v)
       fail(field, name,
            "must be an integer, got " + shown(*w) +
@@ -494,7 +421,7 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
   for (size_t i = 0; i < end; ++i) {
     const std::string& w = words[i];
     if (w.rfind("WORLD_SIZE=", 0) == 0) {
-      if (auto v = parse_int(w.substr(11)); v && *v > 0) {
+      if (auto v = mapping::parse_int(w.substr(11)); v && *v > 0) {
         world_size_ = *v;
         world_source_ = "WORLD_SIZE";
       } else {
@@ -519,7 +446,7 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
     if (name != "--nproc_per_node" && name != "--nproc-per-node" && name != "--nnodes") continue;
     std::string value =
         eq != std::string::npos ? w.substr(eq + 1) : (i + 1 < end ? words[i + 1] : "");
-    std::optional<int64_t> v = parse_int(value);
+    std::optional<int64_t> v = mapping::parse_int(value);
     if (!v || *v <= 0) {
       out_.ignored.push_back(name + " " + value + ": not a fixed count; the world size is unknown");
       launcher_unclear = true;
@@ -682,7 +609,7 @@ bool MegatronReader::read_layout() {
       if ((pass == 1 || expanded[i] == '(') && next < expanded.size() && expanded[next] == '*') {
         size_t d = next + 1;
         while (d < expanded.size() && std::isdigit(static_cast<unsigned char>(expanded[d]))) ++d;
-        const std::optional<int64_t> count = parse_int(expanded.substr(next + 1, d - next - 1));
+        const std::optional<int64_t> count = mapping::parse_int(expanded.substr(next + 1, d - next - 1));
         if (!count || *count > 100000) return bad("has a repeat count that is not a whole number up to 100000");
         for (int64_t k = 0; k < *count; ++k) out += expanded.substr(body_start, body_end - body_start);
         if (out.size() > 10'000'000) return bad("expands past 10,000,000 characters");
@@ -1112,7 +1039,7 @@ LayerFreqValue parse_moe_layer_freq(std::string_view text) {
   }
   if (text.find('[') == std::string_view::npos) {
     // moe_freq_type: without a bracket the text is int(x).
-    std::optional<int64_t> v = parse_int(text);
+    std::optional<int64_t> v = mapping::parse_int(text);
     if (!v)
       out.error =
           "must be an integer or a list expression such as ([0]*3+[1]*58), got " + shown(text);

@@ -36,7 +36,6 @@
 //   [llama]  torchtitan/models/llama/__init__.py @ 537b913225826806223b567f53406819d7b1832d
 //            (llama3_configs 8B / 70B / 405B, llama2_configs 7B / 13B / 70B)
 #include <algorithm>
-#include <charconv>
 
 #include "mapping.hpp"
 
@@ -473,37 +472,28 @@ bool TorchtitanReader::read_stage_split(int64_t stages, int64_t stages_per_rank,
   if (!points_key.empty()) {
     const json* points = m_.get(points_key);
     key = points_key;
+    if (!points->is_array() || int64_t(points->size()) + 1 != stages)
+      return m_.fail(points_key, "must name " + text(stages - 1) + " split points (" + text(stages) + " stages: PP × " +
+                                     text(stages_per_rank) + " per rank), got " + show(*points)), false;
     int64_t start = 0;
-    for (const json& point : points->is_array() ? *points : json::array()) {
+    for (const json& point : *points) {
       const std::string name = point.is_string() ? point.get<std::string>() : std::string();
-      int64_t parsed = 0;
-      const char* digits = name.data() + std::min<size_t>(7, name.size());
-      const auto [end, error] = std::from_chars(digits, name.data() + name.size(), parsed);
-      const bool whole = name.rfind("layers.", 0) == 0 && error == std::errc() && end == name.data() + name.size() && end != digits;
-      const std::optional<int64_t> at = whole ? std::optional<int64_t>(parsed) : std::nullopt;
+      const std::optional<int64_t> at = name.rfind("layers.", 0) == 0 ? mapping::parse_int(name.substr(7)) : std::nullopt;
       if (!at || *at <= start || *at >= layers_)
         return m_.fail(points_key, "entries must be \"layers.N\" with N increasing from 1 to " + text(layers_ - 1) + ", got " + show(point)), false;
       counts.push_back(*at - start);
       start = *at;
     }
     counts.push_back(layers_ - start);
-    if (!points->is_array() || int64_t(counts.size()) != stages)
-      return m_.fail(points_key, "must name " + text(stages - 1) + " split points (" + text(stages) + " stages: PP × " +
-                                     text(stages_per_rank) + " per rank), got " + show(*points)), false;
     how = points_key;
   } else if (version_ == v2024) {
     // generate_split_points: the first stage num_layers // stages, the middle ones one more while
     // layers remain, the last the rest; used only when the stages do not divide the layers.
     if (layers_ % stages == 0) return true;
-    const int64_t first = layers_ / stages;
-    int64_t left = layers_ - first;
-    counts.push_back(first);
-    for (int64_t s = 1; s + 1 < stages; ++s) {
-      const int64_t n = left - first > (stages - 1 - s) * first ? first + 1 : first;
-      counts.push_back(n);
-      left -= n;
-    }
-    counts.push_back(left);
+    const int64_t first = layers_ / stages, longer = std::min(layers_ % stages, stages - 2);
+    counts.assign(size_t(stages), first);
+    for (int64_t s = 1; s <= longer; ++s) ++counts[size_t(s)];
+    counts.back() = layers_ - first * (stages - 1) - longer;
     how = "generate_split_points: the first stage num_layers // stages, the middle ones one more while layers remain, the last the rest";
   } else {
     // generate_llm_fqn_per_model_part.

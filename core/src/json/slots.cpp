@@ -124,9 +124,10 @@ class SlotWriter {
     append_escaped(text_, second);
     text_ += '\n';
   }
-  // A field's value as its config slot (the inverse of slot_value); a list goes to the channel
-  // `lists`. A value its field cannot take is the core's own mistake: an error, never a wrong slot.
-  void field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* lists = nullptr);
+  // A suggested field's value as its config slot (the inverse of slot_value). Suggestions change
+  // single values, never a list; a value its field cannot take is the core's own mistake: an
+  // error, never a wrong slot. (The resolved config's slots come from get_field_slot_at.)
+  void field_slot(const FieldSpec& spec, const FieldValue& value);
 
  private:
   std::vector<double>& n_;
@@ -140,7 +141,7 @@ double index_in(std::span<const std::string_view> names, std::string_view name, 
   throw std::logic_error(std::string(what) + ": " + quoted(name) + " has no slot");
 }
 
-void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value, std::vector<double>* lists) {
+void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value) {
   const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number ||
                        spec.type == FieldType::integer_or_list;
   if (std::holds_alternative<std::monostate>(value)) return whole(k_unset);
@@ -153,12 +154,7 @@ void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value, std:
     for (const std::string& entry : *names) mask |= uint32_t(1) << unsigned(index_in(spec.choices, entry, spec.name));
     return whole(double(mask));
   }
-  const auto* list = std::get_if<std::vector<double>>(&value);
-  if (!list || !takes_list(spec.type) || !lists)
-    throw std::logic_error(std::string(spec.name) + ": " + describe(value) + " has no slot");
-  lists->push_back(double(list->size()));
-  lists->insert(lists->end(), list->begin(), list->end());
-  whole(-1);
+  throw std::logic_error(std::string(spec.name) + ": " + describe(value) + " has no slot");
 }
 
 // The trainmem profile's figures besides the model state (slots.hpp: "trainmem profile only").
@@ -316,8 +312,7 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   const std::span<const FieldSpec> specs = field_specs();
   std::vector<double> lists;
   for (size_t i = 0; i < specs.size(); ++i) w.figure(get_field_slot_at(resolved, i, lists));
-  w.whole(double(lists.size()));
-  for (double entry : lists) w.figure(entry);
+  for (double entry : lists) w.figure(entry);  // each list's length and entries (the channel)
   w.flag(trace != nullptr);
   if (!trace) return;
   w.whole(double(trace->size()));

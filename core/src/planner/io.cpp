@@ -99,7 +99,7 @@ std::string stages_text(const Config& c) {
     return std::to_string(stages.count(0)) + "|" + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
            "|" + std::to_string(stages.count(stages.p - 1));
   }
-  return std::to_string(stages.count(0)) + "|" + std::to_string(stages.count(stages.p > 2 ? 1 : 0)) + "|" +
+  return std::to_string(stages.count(0)) + "|" + std::to_string(stages.middle) + "|" +
          std::to_string(stages.count(stages.p - 1));
 }
 

@@ -217,9 +217,8 @@ std::vector<Search::Split> Search::splits(int64_t pp) const {
   if (!options_.searches(PlanKnob::pp)) {
     // The base's split as it is; a per-stage list is kept whole by input_for (its length fixes
     // VPP, see vpps), so only the first/last sizes travel here.
-    const detail::PipelineLayout held(base_);
-    const int64_t middle = held.p > 2 ? held.count(1) : held.count(0);
-    out.push_back({base_.num_layers_in_first_pipeline_stage, base_.num_layers_in_last_pipeline_stage, middle});
+    out.push_back({base_.num_layers_in_first_pipeline_stage, base_.num_layers_in_last_pipeline_stage,
+                   detail::PipelineLayout(base_).middle});
     return out;
   }
   if (pp == 1 || L % pp == 0) out.push_back({0, 0, L / pp});

@@ -427,12 +427,12 @@ export interface TrainmemModule {
   /**
    * The numeric fast path (core slots.hpp; web/js/slots.js encodes and decodes): a view of the
    * input buffer, resized to `n` numbers (the fields' slots in field-table order, the config's
-   * order of keys, moe_layer_freq's 0/1 list); ask for it again after any call, memory may have grown.
+   * order of keys, the list channel: each list field's length and entries); ask for it again after any call, memory may have grown.
    */
   slotInput(n: number): Float64Array;
   /**
    * Estimates from the input: `nSlots` fields' slots, then `nOrder` numbers (the config's order
-   * of keys), then moe_layer_freq's list; `others` are the values no slot carries, as
+   * of keys), then the list channel; `others` are the values no slot carries, as
    * [name, kind, value]; with `verbose` the text ends with the trace. Returns how many result
    * numbers there are.
    */
@@ -462,7 +462,7 @@ export interface TrainmemToolsModule extends TrainmemModule {
    * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "accelerate" | "megatron-args"
    * (Megatron-LM's test config, model_config.yaml), the config file as a JSON tree,
    * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?, launch?}
-   * (launch: an accelerate config's launch command as text), base config
+   * (launch: an accelerate or DeepSpeed config's launch command as text), base config
    * JSON) -> JSON ImportResult | EstimateError
    */
   importFramework(kind: string, treeJson: string, optionsJson: string, baseJson: string): string;

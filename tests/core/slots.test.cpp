@@ -81,6 +81,25 @@ TEST_CASE("bad slots are named like bad JSON values, and the rest is still check
                                           std::to_string(field_specs().size()) + "), got 3"}});
 }
 
+TEST_CASE("a list field at -1 takes its list from the channel, and a channel that ends early is named", "[slots]") {
+  std::vector<double> slots = small_model_slots();
+  slots[index_of("micro_batch_size")] = 1;
+  slots[index_of("num_moe_experts")] = 4;
+  slots[index_of("moe_layer_freq")] = -1;
+  slots[index_of("pipeline_model_parallel_size")] = 2;
+  slots[index_of("pipeline_stage_layers")] = -1;
+  ConfigInput input;
+  // Both lists, in the field table's order: moe_layer_freq's, then pipeline_stage_layers'.
+  REQUIRE(read_slots(slots, std::vector<double>{4, 0, 1, 1, 1, 2, 3, 1}, {}, {}, input).empty());
+  CHECK(input.pipeline_stage_layers == std::vector<int64_t>{3, 1});
+  CHECK(input.moe_layer_freq_list == std::vector<uint8_t>{0, 1, 1, 1});
+  // The second list's length runs past the channel's end: that field is named, not read past.
+  ConfigInput short_input;
+  CHECK(read_slots(slots, std::vector<double>{4, 0, 1, 1, 1, 5, 3}, {}, {}, short_input) ==
+        std::vector<Issue>{{"pipeline_stage_layers",
+                            "pipeline_stage_layers: its list is missing from the list channel (slots.hpp)"}});
+}
+
 TEST_CASE("an order of keys that names no slot is passed over", "[slots]") {
   // Found by fuzzing: any double may arrive as an order entry (a huge one was cast to size_t).
   std::vector<double> slots = small_model_slots();

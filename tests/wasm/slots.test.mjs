@@ -73,6 +73,19 @@ test('two lists travel in one channel: a per-stage list beside an MoE layer list
     assert.deepEqual(fast.config.moe_layer_freq, freq);
     assert.deepEqual(fast.stages.map((s) => s.num_layers), [stages[0] + stages[2], stages[1] + stages[3]]);
   }
+  // A plain -1 in a list field is no list in the channel: named as the JSON path names it, even
+  // beside a list field that has one.
+  for (const odd of [{ ...base, moe_layer_freq: -1 }, { ...base, moe_layer_freq: -1, pipeline_stage_layers: stages },
+    { ...base, pipeline_stage_layers: -1 }]) {
+    const fast = engine.estimate(odd);
+    assert.equal(fast.ok, false);
+    assert.deepEqual(fast, engine.estimateJson(odd));
+  }
+  // A long list crosses as it is (no argument spreading: 200,000 entries overflowed it).
+  const long = { ...base, num_layers: 200000, pipeline_model_parallel_size: 1, virtual_pipeline_model_parallel_size: undefined,
+    moe_layer_freq: new Array(200000).fill(1) };
+  const longFast = engine.estimate(long);
+  assert.deepEqual(longFast.ok, engine.estimateJson(long).ok);
   // A list that is not one: named as the JSON path names it.
   const [fast, json] = [engine.estimate({ ...base, pipeline_stage_layers: [] }), engine.estimateJson({ ...base, pipeline_stage_layers: [] })];
   assert.deepEqual(fast, json);

@@ -110,6 +110,13 @@ test('typed input: separators are allowed in integers, anything else goes to the
   assert.equal(parseInput('1.5', 'integer'), 1.5);
   assert.equal(parseInput('2', 'integer_or_list'), 2);
   assert.deepEqual(parseInput('[0]*2+[1]', 'integer_or_list'), [0, 0, 1]);
+  // A per-stage list: commas or runs, blanks around them; blanks between two numbers would join
+  // them ("20 12" is not 2012), and a run of none is no run: both go to the core as text.
+  assert.deepEqual(parseInput(' 7 , 8*3 , 7 ', 'integer_list'), [7, 8, 8, 8, 7]);
+  assert.deepEqual(parseInput('[7] + [8]*2', 'integer_list'), [7, 8, 8]);
+  assert.equal(parseInput('20 12', 'integer_list'), '20 12');
+  assert.equal(parseInput('1 6, 16', 'integer_list'), '1 6, 16');
+  assert.equal(parseInput('3*0,32', 'integer_list'), '3*0,32');
 });
 
 test('the compared figure and a pinned configuration travel in the link and come back', () => {

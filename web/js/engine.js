@@ -105,7 +105,7 @@ export class Engine {
   }
 
   /**
-   * A framework's config file (torchtune, torchtitan, deepspeed, axolotl, accelerate with its
+   * A framework's config file (torchtune, torchtitan, axolotl, accelerate and deepspeed with the
    * launch command as text in launch or as words in overrides, megatron-args: Megatron-LM's test
    * config) as a parsed tree, with
    * what the file cannot say ({gpus, overrides, version, model, preset, hf_args, deepspeed, launch}),

@@ -20,7 +20,10 @@ export function detectKind(text) {
   if (t.startsWith('{')) {
     try {
       const v = JSON.parse(t);
-      if (v && typeof v === 'object' && !Array.isArray(v)) return DEEPSPEED_KEYS.some((k) => k in v) && !('model_type' in v) ? 'deepspeed' : 'hf';
+      if (v && typeof v === 'object' && !Array.isArray(v)) {
+        if ('distributed_type' in v) return 'accelerate';  // an accelerate config written as JSON
+        return DEEPSPEED_KEYS.some((k) => k in v) && !('model_type' in v) ? 'deepspeed' : 'hf';
+      }
       return 'megatron';
     } catch {
       return 'hf'; // broken JSON: let the JSON reader name the problem
@@ -47,6 +50,8 @@ const KIND_NAMES = {
   'megatron-args': 'Megatron-LM test config (MODEL_ARGS)', accelerate: 'accelerate config',
 };
 const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args']);
+// The kinds whose override line is the launch command (sent whole, for the core to split).
+const LAUNCHED = new Set(['accelerate', 'deepspeed']);
 // What the override line holds, by kind: its label and an example.
 const OVERRIDE_LINES = {
   accelerate: ['Launch command', 'accelerate launch --config_file config.yaml train.py --per_device_train_batch_size 2 --bf16 True ...'],
@@ -163,21 +168,21 @@ export class ImportPanel {
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
     // 8 GPUs per node unless told.
     // An accelerate or DeepSpeed config takes its launch command there, and has no versions.
-    const launched = kind === 'accelerate' || kind === 'deepspeed';
+    const launched = LAUNCHED.has(kind);
     const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml' || launched;
     for (const [input, shown] of [[this.overrides, overridable], [this.version, overridable && !launched]]) {
       const field = input?.closest('.field');
       if (field) field.hidden = !shown;
     }
-    const [label, example] = OVERRIDE_LINES[kind === 'deepspeed' ? 'deepspeed' : kind === 'accelerate' ? 'accelerate' : 'default'];
+    const [label, example] = OVERRIDE_LINES[kind] ?? OVERRIDE_LINES.default;
     const overridesLabel = this.overrides?.id ? this.els.panel.querySelector(`label[for="${this.overrides.id}"]`) : null;
     if (overridesLabel) overridesLabel.textContent = label;
     if (this.overrides) this.overrides.placeholder = example;
     if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : kind === 'deepspeed' ? 'the launcher\'s, else 1' : '1';
   }
 
-  /** {gpus, overrides or launch, version} from the panel's inputs. */
-  options() {
+  /** {gpus, overrides or launch, version} from the panel's inputs, for a file of `kind`. */
+  options(kind) {
     const options = {};
     // What was typed goes to the core, which names a bad count ("gpus: must be a positive integer").
     const typed = this.gpus?.value.trim();
@@ -186,7 +191,7 @@ export class ImportPanel {
     // config's launch command goes whole, for the core to split as the shell does (quotes with
     // blanks in them, line continuations).
     const shown = !this.overrides?.closest('.field')?.hidden;
-    if (shown && ['accelerate', 'deepspeed'].includes(this.kindOf(this.els.text.value))) {
+    if (shown && LAUNCHED.has(kind)) {
       if (this.overrides.value.trim()) options.launch = this.overrides.value;
     } else {
       const overrides = shown ? splitOverrides(this.overrides?.value) : [];
@@ -237,7 +242,7 @@ export class ImportPanel {
         if (!FRAMEWORKS.has(kind)) {
           result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model), an accelerate config (distributed_type) nor a Megatron-LM test config (MODEL_ARGS).' }] };
         } else {
-          result = this.engine.importFramework(kind, parsed.tree, this.options(), base);
+          result = this.engine.importFramework(kind, parsed.tree, this.options(kind), base);
         }
       }
     }

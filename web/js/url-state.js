@@ -164,7 +164,10 @@ export function listToText(list) {
 
 /** Inverse of listToText; also reads Megatron's "[0]*3+[1]*58" and JSON "[0,1,1]". null if neither. */
 export function textToList(text) {
-  const t = String(text).replace(/\s+/g, '');
+  // Blanks around the punctuation go; blanks between two numbers would join them ("20 12" is not
+  // 2012): such text is no list, and the core names it.
+  const t = String(text).trim().replace(/\s*([,+*[\]])\s*/g, '$1');
+  if (/\s/.test(t)) return null;
   const parts = t.includes('+') ? t.split('+') : t.replace(/^\[|\]$/g, '').split(',');
   const out = [];
   for (const part of parts) {
@@ -172,6 +175,7 @@ export function textToList(text) {
     if (!m) return null;
     const x = finite(Number(m[1]));
     const n = m[2] === undefined ? 1 : Number(m[2]);
+    if (n === 0) return null;  // "3*0": a run of nothing is a typo, not an empty run
     // A link is not a way to allocate gigabytes: the whole list, not each run, is bounded.
     if (x === null || out.length + n > MAX_LIST) return null;
     for (let i = 0; i < n; i += 1) out.push(x);

@@ -66,6 +66,11 @@ enum class LoraTarget : uint8_t {
 // torchtune: torchtune's modules (llama3 builders); torchtitan: torchtitan's models.
 enum class ModelImplementation : uint8_t { megatron_core, hf_transformers, torchtune, torchtitan, count };
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list, integer_list };
+// The types whose values (or list entries) have a numeric range (FieldSpec::min, max).
+constexpr bool has_range(FieldType t) {
+  return t == FieldType::integer || t == FieldType::integer_or_list || t == FieldType::integer_list ||
+         t == FieldType::number;
+}
 enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism, finetuning };
 
 // The names of an enumeration's values, in order (names.cpp).

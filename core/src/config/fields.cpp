@@ -940,10 +940,10 @@ std::optional<Issue> set_read_field(ConfigInput& input, std::string_view name,
   const FieldSpec* spec = find_field(name);
   if (!spec) return set_field(input, name, std::monostate{});  // an unknown name is named as such
   // Objects and lists of non-numbers fit no field.
-  return issue(name, std::string(spec->type == FieldType::integer_or_list
-                                     ? "must be a positive integer or a list of 0/1 per layer"
-                                     : "must be a single value") +
-                         ", got " + std::string(shape));
+  const std::string_view rule = spec->type == FieldType::integer_or_list ? "must be a positive integer or a list of 0/1 per layer"
+                                : spec->type == FieldType::integer_list  ? "must be a list of whole numbers"
+                                                                         : "must be a single value";
+  return issue(name, std::string(rule) + ", got " + std::string(shape));
 }
 
 std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value) {

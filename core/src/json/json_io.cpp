@@ -306,8 +306,7 @@ std::string field_specs_json() {
                      {"type", name_of(spec.type)},
                      {"group", name_of(spec.group)},
                      {"required", spec.required}};
-    if (spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
-        spec.type == FieldType::integer_list || spec.type == FieldType::number) {
+    if (has_range(spec.type)) {
       entry["min"] = num(spec.min);
       entry["max"] = num(spec.max);
     }

@@ -56,13 +56,10 @@ struct ListReader {
 
 bool takes_list(FieldType type) { return type == FieldType::integer_or_list || type == FieldType::integer_list; }
 
-// A field's slot as the value set_field takes (a list field's -1: the channel's next list).
-FieldValue slot_value(const FieldSpec& spec, double slot, ListReader& lists) {
+// A field's slot as the value set_field takes, but a list field's -1 (read_slots takes its list
+// from the channel).
+FieldValue slot_value(const FieldSpec& spec, double slot) {
   if (std::isnan(slot)) return std::monostate{};
-  if (slot == -1 && takes_list(spec.type)) {
-    if (std::optional<std::vector<double>> list = lists.next()) return *std::move(list);
-    return std::string("a list the slots do not carry");  // set_field names the field and this
-  }
   switch (spec.type) {
     case FieldType::boolean:
       if (slot == 0 || slot == 1) return slot == 1;
@@ -215,21 +212,32 @@ std::vector<Issue> read_slots(std::span<const double> slots, std::span<const dou
                               std::span<const OtherValue> others, std::span<const double> order,
                               ConfigInput& input) {
   std::vector<Issue> issues;
-  // The channel's lists belong to the list fields at -1 in the table's order, whatever order the
-  // fields are read in: take them out first.
-  ListReader channel{lists};
-  std::vector<FieldValue> values(slots.size());
   const std::span<const FieldSpec> specs = field_specs();
   if (slots.size() != specs.size()) {
     issues.push_back(issue("config", "must have one slot per field (" + number_text(double(specs.size())) +
                                          "), got " + number_text(double(slots.size()))));
     return issues;
   }
-  for (size_t i = 0; i < specs.size(); ++i) values[i] = slot_value(specs[i], slots[i], channel);
+  // The channel's lists belong to the list fields at -1 in the table's order, whatever order the
+  // fields are read in: take them out first. A channel that ends early (the caller's mistake) is
+  // named on the field whose list it lacks.
+  ListReader channel{lists};
+  std::vector<FieldValue> values(slots.size());
+  std::vector<std::optional<Issue>> missing(slots.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (slots[i] != -1 || !takes_list(specs[i].type)) {
+      values[i] = slot_value(specs[i], slots[i]);
+    } else if (std::optional<std::vector<double>> list = channel.next()) {
+      values[i] = *std::move(list);
+    } else {
+      missing[i] = issue(specs[i].name, "its list is missing from the list channel (slots.hpp)");
+    }
+  }
   auto read = [&](size_t i) {
     std::optional<Issue> problem;
     if (i < specs.size()) {
-      if (!std::isnan(slots[i])) problem = set_field_at(input, i, values[i]);
+      if (missing[i]) problem = missing[i];
+      else if (!std::isnan(slots[i])) problem = set_field_at(input, i, values[i]);
     } else if (i - specs.size() < others.size()) {
       const OtherValue& other = others[i - specs.size()];
       problem = set_read_field(input, other.name, other.value, other.shape);
@@ -325,8 +333,7 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
 std::string field_specs_text() {
   std::string out;
   for (const FieldSpec& spec : field_specs()) {
-    const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::integer_or_list ||
-                         spec.type == FieldType::integer_list || spec.type == FieldType::number;
+    const bool numeric = has_range(spec.type);
     const std::string min = numeric ? number_text(spec.min) : "", max = numeric ? number_text(spec.max) : "";
     std::string choices;
     for (size_t i = 0; i < spec.choices.size(); ++i) choices += (i ? "," : "") + std::string(spec.choices[i]);

@@ -267,8 +267,7 @@ std::string fields_markdown() {
     for (const FieldSpec& f : field_specs()) {
       if (f.group != section.group) continue;
       std::string range;
-      if (f.type == FieldType::integer || f.type == FieldType::integer_or_list ||
-          f.type == FieldType::integer_list) {
+      if (has_range(f.type) && f.type != FieldType::number) {
         range = grouped_digits(int64_t(f.min)) + " … " + grouped_digits(int64_t(f.max));
       } else if (f.type == FieldType::number) {
         range = number_text(f.min) + " … " + number_text(f.max);

@@ -189,7 +189,7 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
   if (path.empty()) return usage_error("import " + kind_name + " needs the framework's config file");
   if (!issues.empty()) return print_issues(issues), 2;
   if (kind == ImportKind::deepspeed && model_path.empty() && options.preset.empty() && base_path.empty() &&
-      options.launch.empty() && launch_path.empty() && options.overrides.empty())
+      launch_path.empty() && options.overrides.empty())
     return usage_error("import deepspeed needs the model: --model CONFIG.json or --preset ID (or --base with the model's fields)");
   std::string text, base_text = "{}";
   if (!read_input(path, text)) return usage_error("cannot read " + path);

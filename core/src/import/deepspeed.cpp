@@ -335,12 +335,9 @@ ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& o
                                        mapping::kind_hint(tree));
   };
   return mapping::import_tree(tree_json, "DS_CONFIG.json", deepspeed_keys, [&](json& tree, ImportResult& out) {
-    json args = json::object();
-    if (!options.hf_args_json.empty()) {
-      std::optional<json> parsed = mapping::object_tree(options.hf_args_json, "--hf-args", out.issues);
-      if (!parsed) return;
-      args = std::move(*parsed);
-    }
+    const std::optional<json> parsed = mapping::trainer_arguments(options, json::object(), out.issues);  // --hf-args
+    if (!parsed) return;
+    const json& args = *parsed;
     Mapper m(tree, out);
     if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
     else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));

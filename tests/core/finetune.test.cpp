@@ -171,6 +171,56 @@ TEST_CASE("PEFT gathers: ZeRO-3 and FSDP2 carry the frozen base in its storage t
   CHECK(fsdp.state.buffers.total() == 132980736);
 }
 
+TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every rank", "[finetune][qlora]") {
+  // The small model's NF4 linears, per layer: q, k, v, o of 1,048,576 elements (16,384 blocks of
+  // 64: state 16,384 uint8 + 4 · 64 fp32 = 16,640 B; packed 524,288 B) and gate, up, down of
+  // 4,194,304 (65,536 blocks: state 65,536 + 4 · 256 = 66,560 B; packed 2,097,152 B).
+  //   per layer: state 4 · 16,640 + 3 · 66,560 = 266,240; packed 4 · 524,288 + 3 · 2,097,152 =
+  //   8,388,608 (with the state 8,654,848 = 16,777,216 × 8,452 / 16,384, the table's rate).
+  //   2 layers: state 532,480, packed 16,777,216; bf16 embedding and norms 32,773,120 × 2 =
+  //   65,546,240.
+  // bitsandbytes (any implementation but torchtune's) shards the packed data and the bf16 rest
+  // over DP 4 and keeps the state whole: 532,480 + (16,777,216 + 65,546,240) / 4 = 21,113,344.
+  // torchao's NF4Tensor (torchtune) shards its scalers too: (17,309,696 + 65,546,240) / 4 =
+  // 20,713,984.
+  const std::string fsdp = R"("framework": "fsdp2", "data_parallel_size": 4, "peft": "qlora")";
+  const Estimate bnb = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers")")));
+  const Estimate ao = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "torchtune")")));
+  CHECK(bnb.state.frozen_weights.total() == 21113344);
+  CHECK(ao.state.frozen_weights.total() == 20713984);
+  // The gathers carry what is sharded. Root: the tied bf16 embedding, 65,536,000. Two layers at
+  // once, each its packed NF4 (8,388,608; torchao: 8,654,848), bf16 norms 2 · 1,024 · 2 = 4,096
+  // and bf16 adapters 32,768 · 2 = 65,536; one layer's adapter gradients in bf16 and their fp32
+  // reduce copy, 32,768 · 6 = 196,608.
+  //   bitsandbytes: 65,536,000 + 2 · 8,458,240 + 196,608 = 82,649,088
+  //   torchao:      65,536,000 + 2 · 8,724,480 + 196,608 = 83,181,568
+  CHECK(bnb.state.buffers.total() == 82649088);
+  CHECK(ao.state.buffers.total() == 83181568);
+  SECTION("parameter offload moves the shards and leaves the state on the GPU") {
+    const Estimate off = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers",
+        "offload_params": true)")));
+    CHECK(off.state.frozen_weights.total() == 532480);
+    // One GPU per node (k_small): the CPU holds this GPU's shards, (16,777,216 + 65,546,240) / 4.
+    CHECK(off.cpu.weights == 20580864);
+  }
+  SECTION("ZeRO-3 likewise; its largest gathered tensor is the embedding") {
+    const Estimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 3,
+        "data_parallel_size": 4, "peft": "qlora")")));
+    CHECK(zero3.state.frozen_weights.total() == 21113344);
+    // Gathered: the bf16 embedding, 65,536,000 (a layer's largest packed NF4 is 2,097,152), the
+    // largest adapter matrix with its gradient, 2 · 2 · 8,192 = 32,768, and the bf16 reduce
+    // bucket of 5e8 elements, 1e9: 1,065,568,768.
+    CHECK(zero3.state.buffers.total() == 1065568768);
+  }
+  SECTION("FSDP2 zero_stage 2 keeps the gathered base from forward to backward") {
+    // Beside the shards (21,113,344) the whole sharded part, 16,777,216 + 65,546,240 = 82,323,456:
+    // 103,436,800.
+    const Estimate z2 = full_estimate(config_from(small(R"("framework": "fsdp2", "zero_stage": 2,
+        "data_parallel_size": 4, "peft": "qlora", "model_implementation": "hf-transformers")")));
+    CHECK(z2.state.frozen_weights.total() == 103436800);
+  }
+}
+
 TEST_CASE("PEFT activations: a frozen linear keeps no input, adapters keep theirs", "[finetune][peft]") {
   // Megatron Core's layer (model_implementation megatron-core; the PyTorch implementations'
   // layers are in implementations.test.cpp).

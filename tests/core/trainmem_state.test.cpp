@@ -193,6 +193,28 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
           std::vector<std::string>{"fsdp_embedding_units: needs framework fsdp2 with zero_stage 3 "
                                    "(units resharded after their forward)"});
   }
+  SECTION("zero_stage 2 keeps the gathered copy of every weight, with a master or without") {
+    // reshard_after_forward=False: FSDP2 all-gathers each parameter into an unsharded tensor of
+    // its own, in param_dtype, and keeps it from the forward to the end of backward, beside the
+    // shard. bf16 compute: 2 B × 162,944 = 325,888 B.
+    //   fp32 master (mixed precision): the weights row is the gathered copy alone, 325,888;
+    //   pure bf16 (no master): the bf16 shard 2 B × 162,944 / 4 = 81,472 and the copy: 407,360.
+    // No gathers are left to buffer: one layer's unsharded gradient and its fp32 reduce-scatter
+    // copy, (2 + 4)·49,408 = 296,448.
+    const Estimate mixed = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+        "zero_stage": 2)"));
+    const Estimate pure = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+        "zero_stage": 2, "master_weights": false)"));
+    CHECK(mixed.state.weights.total() == 325'888.0);
+    CHECK(pure.state.weights.total() == 407'360.0);
+    CHECK(mixed.state.buffers.total() == 296'448.0);
+    CHECK(pure.state.buffers.total() == 296'448.0);
+    // The copies are gone at the optimizer step: the pure-bf16 step holds the sharded state,
+    //   bf16 weights 81,472 + gradients (reduce dtype fp32) 162,944 + Adam's fp32 states 8 B / 4
+    //   = 325,888,
+    // and foreach Adam's copy of the fp32 exp_avg_sq shards, 4 B × 162,944 / 4 = 162,944.
+    CHECK(pure.moments.optimizer_step == 81'472.0 + 162'944.0 + 325'888.0 + 162'944.0 + 100'663'296.0);
+  }
   SECTION("hybrid sharding over groups of 2 doubles the sharded state") {
     const Estimate hsdp = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
         "data_parallel_shard_size": 2)"));

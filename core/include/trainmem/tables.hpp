@@ -24,6 +24,9 @@ double bytes_per_element(Dtype dtype);
 // packing and block scales are counted as bitsandbytes allocates them for that size (a partial
 // block takes a whole scale; the table's rate is the limit for a multiple of 16,384 elements).
 double tensor_bytes(Dtype dtype, double elements);
+// The part of an nf4 tensor's bytes that is its quantisation state (the uint8 absmax per block of
+// 64 and the fp32 absmax per 256 of them), not its packed 4-bit values.
+double nf4_quant_state_bytes(double elements);
 
 // The storage type of LoRA adapter weights (peft): Hugging Face PEFT (frameworks ddp and deepspeed
 // start from it, unless model_implementation is torchtune, whose recipes build their own) upcasts

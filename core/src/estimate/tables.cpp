@@ -85,8 +85,11 @@ double tensor_bytes(Dtype dtype, double elements) {
   // `out` of (n + 1) // 2 uint8 and an fp32 absmax per ceil(n / 64) blocks; compress_statistics
   // quantises that absmax with quantize_blockwise(absmax, blocksize=256): one uint8 per block
   // (zeros_like(A, dtype=torch.uint8)) and an fp32 absmax per ceil(blocks / 256).
+  return std::ceil(elements / 2) + nf4_quant_state_bytes(elements);
+}
+double nf4_quant_state_bytes(double elements) {
   const double blocks = std::ceil(elements / 64);
-  return std::ceil(elements / 2) + blocks + 4 * std::ceil(blocks / 256);
+  return blocks + 4 * std::ceil(blocks / 256);
 }
 Dtype lora_adapter_dtype(const Config& c) {
   // peft/tuners/tuners_utils.py (831fd03e) _cast_adapter_dtype: "Currently, this only upcasts

@@ -419,6 +419,23 @@ double stored_bytes(const Config& c, const Tensors& t) {
   return t.count * tensor_bytes(t.adapter ? lora_adapter_dtype(c) : frozen_dtype(c, t), t.elements());
 }
 
+// The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
+// (peft qlora, fsdp2 and ZeRO-3). bitsandbytes' Params4bit._quantize stores the QuantState (the
+// absmax of every block) on the Linear4bit module as well as on the parameter, and
+// Linear4bit.forward restores it from there "when the parameter got converted. This happens for
+// example for fsdp" (bitsandbytes-foundation/bitsandbytes bitsandbytes/nn/modules.py @
+// 005a63c2badadd7fb2c45a4b67c1dcbabb72b297, fix_4bit_weight_quant_state_from_module): FSDP and
+// ZeRO-3 partition and gather the packed data, an ordinary tensor, and never the QuantState, which
+// stays on the GPU where it was made (parameter offload moves the packed data only). torchtune's
+// NF4 (torchao NF4Tensor, model_implementation torchtune) shards its scalers with its data
+// (torchao/dtypes/nf4tensor.py @ 0598012907d6f6e88734088a65f788c38d294a65,
+// _INNER_TENSOR_NAMES_FOR_SHARDING: quantized_scalers, quantization_factor, quantized_data).
+double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
+  if (t.adapter || frozen_dtype(c, t) != Dtype::nf4) return 0;
+  if (c.model_implementation == ModelImplementation::torchtune) return 0;
+  return t.count * nf4_quant_state_bytes(t.elements());
+}
+
 // What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
 // each kind on this GPU: `params` its parameters; with peft `gather_bytes` its frozen weights in
 // their storage type and adapters in theirs, `adapter_params` the adapters (the only gradients).
@@ -479,20 +496,30 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     if (peft && !t.adapter) {
       // A frozen base tensor (requires_grad False): its weights only, sharded like any
       // parameter by ZeRO-3 (stage3.py partitions every parameter) and FSDP2 (fully_shard).
+      // `sharded`: what ZeRO-3 and FSDP2 partition, gather and offload; `whole`: bitsandbytes'
+      // QuantState, on every rank's GPU in full (replicated_quant_state_bytes).
       const Dtype fd = frozen_dtype(c, t);
       const double frozen = stored_bytes(c, t);
-      largest_frozen_bytes = std::max(largest_frozen_bytes, frozen / t.count);
+      const double whole = replicated_quant_state_bytes(c, t), sharded = frozen - whole;
+      largest_frozen_bytes = std::max(largest_frozen_bytes, sharded / t.count);
       if (fd == Dtype::nf4) largest_quantized = std::max(largest_quantized, t.elements());
       switch (fw) {
         case Framework::megatron: part_add(st.frozen_weights, part, frozen); break;
         case Framework::deepspeed:
-          part_add(st.frozen_weights, part, frozen / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
-          if (c.offload_params) out.cpu.weights += frozen / n;
+          if (stage == 3) {
+            part_add(st.frozen_weights, part, whole + sharded / n * (c.offload_params ? 0 : 1));
+            if (c.offload_params) out.cpu.weights += sharded / n;
+          } else {
+            part_add(st.frozen_weights, part, frozen);
+          }
           break;
         case Framework::fsdp2: {
           const double on_gpu = c.offload_params ? 0 : 1;
-          part_add(st.frozen_weights, part, frozen / n * on_gpu);
-          out.cpu.weights += (1 - on_gpu) * frozen / n;
+          part_add(st.frozen_weights, part, whole + sharded / n * on_gpu);
+          out.cpu.weights += (1 - on_gpu) * sharded / n;
+          // zero_stage 2 (reshard_after_forward=False): the gathered base stays from its
+          // forward to the end of backward, beside the shards.
+          if (stage == 2) out.forward_backward_only += part_add(st.frozen_weights, part, sharded);
           break;
         }
         case Framework::ddp: {
@@ -605,7 +632,9 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
         out.cpu.optimizer_states += (1 - on_gpu + on_gpu * offload) * optimizer / n;
         // Unsharded from the forward to the end of backward, resharded after it
         // (reshard_after_backward, True by default and for the last microbatch under PP).
-        if (stage == 2 && needs_master) out.forward_backward_only += part_add(weights, part, P * stored_w);
+        // The gathered copy is param_dtype's with or without a master (FSDP2 all-gathers into an
+        // unsharded parameter of its own either way), beside the shard.
+        if (stage == 2) out.forward_backward_only += part_add(weights, part, P * stored_w);
         // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
         step.elements += P / n * on_gpu;
         step.largest = std::max(step.largest, t.elements() / n * on_gpu);
@@ -1044,8 +1073,9 @@ LayerSize largest_layer_size(const Config& c) {
   out.params = std::max(one_dense.params(), one_moe.params());
   if (!c.peft_on()) return out;
   for (const Inventory* one : {&one_dense, &one_moe}) {
-    double gather = 0;
-    for (int i = 0; i < one->n; ++i) gather += stored_bytes(c, one->items[size_t(i)]);
+    double gather = 0;  // bitsandbytes' QuantState is not gathered: every rank has it whole
+    for (int i = 0; i < one->n; ++i)
+      gather += stored_bytes(c, one->items[size_t(i)]) - replicated_quant_state_bytes(c, one->items[size_t(i)]);
     if (gather > out.gather_bytes) {
       out.gather_bytes = gather;
       out.adapter_params = one->adapter_params();

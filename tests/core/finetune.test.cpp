@@ -221,6 +221,23 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   }
 }
 
+TEST_CASE("FSDP2: keeping weights gathered (zero_stage 2) never holds less than resharding them (3)", "[finetune][property]") {
+  // zero_stage 2 keeps every gathered weight from forward to backward, where zero_stage 3 holds
+  // two layers and the root: over DP 4 and 8, with and without a master, with and without PEFT,
+  // the forward moment of 2 is above 3's by at least the gathered weights less 3's gathers.
+  for (const char* peft : {"none", "lora", "qlora"})
+    for (const char* master : {"true", "false"})
+      for (int dp : {4, 8}) {
+        const std::string fields = std::string(R"("framework": "fsdp2", "peft": ")") + peft +
+                                   R"(", "master_weights": )" + master +
+                                   R"(, "data_parallel_size": )" + std::to_string(dp);
+        CAPTURE(fields);
+        const Estimate three = full_estimate(config_from(small(fields + R"(, "zero_stage": 3)")));
+        const Estimate two = full_estimate(config_from(small(fields + R"(, "zero_stage": 2)")));
+        CHECK(two.moments.forward > three.moments.forward);
+      }
+}
+
 TEST_CASE("PEFT activations: a frozen linear keeps no input, adapters keep theirs", "[finetune][peft]") {
   // Megatron Core's layer (model_implementation megatron-core; the PyTorch implementations'
   // layers are in implementations.test.cpp).

@@ -221,6 +221,78 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   }
 }
 
+TEST_CASE("lora_modules_to_save: a trained copy of each module beside the frozen original", "[finetune][peft]") {
+  // The small model (tied: the output layer is the embedding's matrix, 32,000 × 1,024 =
+  // 32,768,000), ddp on one GPU, bf16 weights, no master, fused AdamW with fp32 states, two
+  // microbatches per step (the gradients stay between them). PEFT's ModulesToSaveWrapper
+  // deep-copies each named module: the copies are bf16 like the base, the LoRA matrices (q and v,
+  // r 8: 65,536) fp32 (PEFT's upcast).
+  //   trainable: 65,536 + 2 · 32,768,000 = 65,601,536 parameters
+  //   adapter weights = gradients: 65,536 · 4 + 65,536,000 · 2 = 131,334,144 B
+  //   AdamW's two fp32 states: 65,601,536 · 8 = 524,812,288 B
+  //   frozen: the whole model stays, 66,327,552 · 2 = 132,655,104 B
+  const std::string base = R"("framework": "ddp", "peft": "lora", "params_dtype": "bf16",
+      "master_weights": false, "optimizer": "adamw", "optimizer_implementation": "fused",
+      "global_batch_size": 2)";
+  const Estimate est = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": ["embed_tokens", "lm_head"])")));
+  CHECK(est.params.adapter == 65601536);
+  CHECK(est.state.adapter_weights.total() == 131334144);
+  CHECK(est.state.adapter_gradients.total() == 131334144);
+  CHECK(est.state.adapter_optimizer_states.total() == 524812288);
+  CHECK(est.state.frozen_weights.total() == 132655104);
+  SECTION("the copies keep what a trainable embedding and output layer keep for backward") {
+    // lm_head: the output layer's input for its weight's gradient, 1,024 tokens × 1,024 × 2 B =
+    // 2,097,152; embed_tokens: the int64 token ids, 1,024 × 8 = 8,192 B, and every decoder layer's
+    // input then needs a gradient (the first one's too).
+    const auto named = [](const Config& c, std::string_view name, bool output) {
+      SavedTensors kept;
+      if (output) output_activation_bytes(c, &kept);
+      else embedding_activation_bytes(c, &kept);
+      double bytes = 0;
+      for (const SavedTensor& t : kept)
+        if (t.name == name) bytes += t.bytes;
+      return bytes;
+    };
+    const Config plain = config_from(small(base));
+    const Config head = config_from(small(base + R"(, "lora_modules_to_save": ["lm_head"])"));
+    const Config embed = config_from(small(base + R"(, "lora_modules_to_save": ["embed_tokens"])"));
+    CHECK(named(plain, "output.output_layer_input", true) == 0);
+    CHECK(named(head, "output.output_layer_input", true) == 2097152);
+    CHECK(named(plain, "embedding.token_ids", false) == 0);
+    CHECK(named(embed, "embedding.token_ids", false) == 8192);
+  }
+  SECTION("FSDP2: the root gathers the copies and their gradients wait for the end of backward") {
+    // QLoRA (hf-transformers, bitsandbytes), DP 4, no master, lm_head saved: the copy is bf16
+    // (the unquantised base's dtype). The root unit gathers the frozen tied embedding and the
+    // copy: 2 · 65,536,000 = 131,072,000 B. The copy's unsharded bf16 gradient, made first in
+    // backward, and its fp32 reduce copy: 65,536,000 + 32,768,000 · 4 = 196,608,000 B.
+    //   adapter weights (bf16 adapters and copy, sharded): (65,536 + 32,768,000) · 2 / 4 =
+    //   16,416,768 B.
+    Trace trace;
+    const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+        "peft": "qlora", "model_implementation": "hf-transformers", "master_weights": false,
+        "lora_modules_to_save": ["lm_head"])")), &trace);
+    CHECK(fsdp.state.buffers.embedding == 131072000);
+    CHECK(trace_value(trace, "trainmem.saved_copy_reduce_bytes") == 196608000);
+    CHECK(fsdp.state.adapter_weights.total() == 16416768);
+  }
+  SECTION("named errors") {
+    const auto one = [](const std::string& message) { return std::vector<std::string>{message}; };
+    CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "model_implementation": "torchtune",
+        "lora_modules_to_save": ["lm_head"])")) ==
+          one("lora_modules_to_save: is Hugging Face PEFT's modules_to_save: needs model_implementation "
+              "\"hf-transformers\", got \"torchtune\""));
+    CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "lora_target_modules": ["q_proj", "lm_head"],
+        "lora_modules_to_save": ["lm_head"])")) ==
+          one("lora_modules_to_save: \"lm_head\" is also in lora_target_modules: PEFT trains a module to "
+              "save whole and puts no adapter on it; name it in one of the two"));
+    CHECK(messages_for(small(R"("framework": "ddp", "lora_modules_to_save": ["lm_head"])")) ==
+          one("lora_modules_to_save: applies to peft \"lora\" or \"qlora\" only"));
+    CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "lora_modules_to_save": ["wte"])")) ==
+          one("lora_modules_to_save: entries must be among \"embed_tokens\", \"lm_head\", got \"wte\""));
+  }
+}
+
 TEST_CASE("FSDP2: keeping weights gathered (zero_stage 2) never holds less than resharding them (3)", "[finetune][property]") {
   // zero_stage 2 keeps every gathered weight from forward to backward, where zero_stage 3 holds
   // two layers and the root: over DP 4 and 8, with and without a master, with and without PEFT,

@@ -409,7 +409,28 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   CHECK(r.input.seq_length == 4096);
   CHECK(r.input.global_batch_size == 8);
   CHECK(has_line(r.ignored, "load_in_8bit"));
-  CHECK(has_line(r.ignored, "lora_modules_to_save"));
+  // PEFT's modules_to_save: trained copies of the embedding and the output layer.
+  CHECK(get_field(r.input, "lora_modules_to_save") ==
+        FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));
+  CHECK(has_line(r.read, "lora_modules_to_save ← lora_modules_to_save"));
+  // A module trainmem has no copy for is listed, the others kept; a non-list is named.
+  std::string yml = fixture("axolotl/llama-3-lora-8b.yml");
+  const std::string listed = "lora_modules_to_save:\n  - embed_tokens\n  - lm_head\n";
+  REQUIRE(yml.find(listed) != std::string::npos);
+  const auto with_save = [&](const std::string& value) {
+    std::string text = yml;
+    text.replace(text.find(listed), listed.size(), "lora_modules_to_save: " + value + "\n");
+    const DocumentTree tree = yaml_document_tree(text, "lora.yml");
+    REQUIRE(tree.ok());
+    return import_axolotl(tree.json, {});
+  };
+  const ImportResult other = with_save("[model.embed_tokens, norm]");
+  REQUIRE(other.ok());
+  CHECK(get_field(other.input, "lora_modules_to_save") == FieldValue(std::vector<std::string>{"embed_tokens"}));
+  CHECK(has_line(other.ignored, "lora_modules_to_save: \"norm\""));
+  const ImportResult bad = with_save("{lm_head: 1}");
+  REQUIRE(bad.issues.size() == 1);
+  CHECK(bad.issues[0].message == "lora_modules_to_save: must be a list of module names, got an object");
 }
 
 TEST_CASE("Liger's fused linear cross entropy: axolotl with its LigerPlugin, the Trainer's use_liger_kernel") {
@@ -1110,6 +1131,7 @@ TEST_CASE("accelerate: launch lines as shell scripts write them (found by review
              "--lora_modules_to_save embed_tokens lm_head";
   r = import_accelerate(R"({"distributed_type": "NO"})", o);
   CHECK(std::none_of(r.issues.begin(), r.issues.end(), [](const Issue& i) { return i.message.find("is not a flag") != std::string::npos; }));
+  CHECK(get_field(r.input, "lora_modules_to_save") == FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));
   // dynamo_config that is no mapping is named, with or without the launcher's flag over it.
   o = {};
   o.launch = "accelerate launch --dynamo_backend inductor train.py --model_name_or_path meta-llama/Llama-3.1-8B";

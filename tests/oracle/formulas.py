@@ -66,6 +66,7 @@ class Walk:
         self.T = cfg["batch"] * cfg["seq"]
         self.lora = cfg["peft"] == "lora"
         self.targets = set(cfg.get("lora_targets") or [])
+        self.saves = set(cfg.get("modules_to_save") or [])  # PEFT modules_to_save: trained copies
         self.shared = {}
 
     # -- helpers
@@ -79,7 +80,7 @@ class Walk:
     def linear(self, x, out_features, target, name):
         """nn.Linear (or a LoRA-wrapped one) on x of x.numel / T rows."""
         rows = x.numel // x.width
-        w_rg = self.trainable()
+        w_rg = self.trainable() or target in self.saves
         if w_rg:
             self.L.save(x, f"{name}: MmBackward0.self (input)")
         out = self.new(f"{name}.out", rows * out_features, x.rg or w_rg)
@@ -236,7 +237,7 @@ class Walk:
         c, T_ = self.c, self.T
         h = c["hidden"]
         hf = c["impl"] == "hf-transformers"
-        emb_rg = self.trainable()
+        emb_rg = self.trainable() or "embed_tokens" in self.saves
         if emb_rg:
             self.L.save(self.new("input_ids", T_, True, 8, "int64"), "embedding: EmbeddingBackward0.indices")
         x = self.new("embeddings", T_ * h, emb_rg)

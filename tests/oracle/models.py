@@ -38,6 +38,7 @@ Two deliberate deviations, both to show what a CUDA run keeps rather than what 1
     kernel applies). The flash / memory-efficient / cuDNN kernels save q, k, v, out and a logsumexp
     instead; the oracle cannot show those (see README).
 """
+import copy
 import math
 
 import torch
@@ -113,6 +114,28 @@ HF_TARGETS = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "o_pro
               "lm_head": "lm_head"}
 TT_TARGETS = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "o_proj": "output_proj",
               "gate_proj": "w1", "up_proj": "w3", "down_proj": "w2", "lm_head": "output"}
+
+
+class ModulesToSaveWrapper(nn.Module):
+    """PEFT's ModulesToSaveWrapper (src/peft/utils/other.py @ 012c0d5a96744096ab28f87cde9bd9918f5367a1,
+    update and forward): the original module stays, frozen; a deep copy trains and runs the forward."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.original_module = module
+        self.modules_to_save = nn.ModuleDict({"default": copy.deepcopy(module)})
+        self.original_module.requires_grad_(False)
+        self.modules_to_save["default"].requires_grad_(True)
+
+    def forward(self, *args, **kwargs):
+        return self.modules_to_save["default"](*args, **kwargs)
+
+
+def apply_modules_to_save(model, names):
+    """PEFT's _set_trainable: wrap each named module of the Hugging Face model."""
+    for name in names:
+        setattr(model, name, ModulesToSaveWrapper(getattr(model, name)))
+    return model
 
 
 def apply_lora(model, impl, targets, r, alpha, p):
@@ -576,6 +599,7 @@ def build(cfg):
         model = TorchtuneLlama3(cfg)
     if cfg["peft"] == "lora":
         apply_lora(model, cfg["impl"], cfg["lora_targets"], cfg["lora_rank"], 2.0 * cfg["lora_rank"], cfg["lora_dropout"])
+        apply_modules_to_save(model, cfg.get("modules_to_save") or [])
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[cfg["dtype"]]
     model.to(dtype)
     model.train()

@@ -81,6 +81,13 @@ def draw(rng, i, seed):
             cfg["lora_targets"].append("lm_head")
         cfg["lora_rank"] = rng.choice([2, 4, 8, 16])
         cfg["lora_dropout"] = rng.choice([0.0, 0.05])
+        if cfg["impl"] == "hf-transformers":
+            # PEFT's modules_to_save, drawn from a generator of its own so that the other draws
+            # (and so every other config) stay as they were.
+            save = random.Random(cfg["seed"]).choice([[], ["lm_head"], ["embed_tokens"], ["embed_tokens", "lm_head"]])
+            save = [m for m in save if not (m == "lm_head" and "lm_head" in cfg["lora_targets"])]
+            if save:
+                cfg["modules_to_save"] = save
     return kind, cfg
 
 
@@ -118,6 +125,8 @@ def trainmem_config(cfg):
     if cfg["peft"] == "lora":
         t.update({"peft": "lora", "lora_rank": cfg["lora_rank"],
                   "lora_target_modules": cfg["lora_targets"], "lora_dropout": cfg["lora_dropout"]})
+        if cfg.get("modules_to_save"):
+            t["lora_modules_to_save"] = cfg["modules_to_save"]
     if cfg["ce_chunks"] > 1:
         t["cross_entropy_chunks"] = cfg["ce_chunks"]
     return t

@@ -54,6 +54,9 @@ const APPLIES = {
   lora_rank: (v) => v.peft === 'lora' || v.peft === 'qlora',
   lora_target_modules: (v) => v.peft === 'lora' || v.peft === 'qlora',
   lora_dropout: (v) => v.peft === 'lora' || v.peft === 'qlora',
+  // Hugging Face PEFT's modules_to_save (the core names any other model_implementation).
+  lora_modules_to_save: (v) => (v.peft === 'lora' || v.peft === 'qlora') && v.framework !== 'megatron' &&
+    [undefined, null, 'hf-transformers'].includes(v.model_implementation),
   optimizer_in_backward: isFramework('ddp', 'fsdp2'),
   paged_optimizer: (v) => v.framework !== 'megatron' && ['adam', 'adamw', 'adam8bit', 'lion'].includes(v.optimizer),
   // torchtune's CEWithChunkedOutputLoss (or Megatron Core's layer under a PyTorch framework).
@@ -135,7 +138,7 @@ const SECTIONS = [
     groups: ['finetuning'],
     fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
       'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy'],
-    more: ['lora_dropout'],
+    more: ['lora_modules_to_save', 'lora_dropout'],
   },
   {
     id: 'runtime',
@@ -195,6 +198,7 @@ export const LABELS = {
   lora_rank: 'LoRA rank',
   lora_target_modules: 'LoRA target modules',
   lora_dropout: 'LoRA dropout',
+  lora_modules_to_save: 'Modules trained whole (PEFT modules_to_save)',
   optimizer_in_backward: 'Optimizer step in backward',
   activation_offload: 'Offload activations to CPU',
   paged_optimizer: 'Paged optimizer (bitsandbytes)',

@@ -113,6 +113,7 @@ export const FIELD_KEYS = Object.freeze({
   lora_rank: 'lr',
   lora_target_modules: 'ltm',
   lora_dropout: 'ldrop',
+  lora_modules_to_save: 'lms',
   optimizer_in_backward: 'oib',
   activation_offload: 'aoff',
   paged_optimizer: 'paged',

@@ -60,6 +60,9 @@ enum class Peft : uint8_t { none, lora, qlora, count };
 enum class LoraTarget : uint8_t {
   q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head, count
 };
+// Modules PEFT trains whole beside the adapters (LoraConfig.modules_to_save), by the Hugging Face
+// names of a causal LM's input embedding and output layer; a set of them is a bit mask.
+enum class SavedModule : uint8_t { embed_tokens, lm_head, count };
 // Whose model code runs the layers (trainmem profile): what autograd saves follows that code's op
 // sequence (activations.cpp). megatron-core: Megatron Core's fused Transformer Engine layers;
 // hf-transformers: Hugging Face transformers' modeling code (the Llama family's eager ops);
@@ -140,6 +143,7 @@ struct ConfigInput {
   std::optional<Peft> peft;
   std::optional<int64_t> lora_rank, cross_entropy_chunks;
   std::optional<uint32_t> lora_target_modules;  // bit mask of LoraTarget
+  std::optional<uint32_t> lora_modules_to_save;  // bit mask of SavedModule
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
@@ -260,6 +264,7 @@ struct Config {
   int64_t lora_rank = 8;
   uint32_t lora_target_modules =
       (1u << unsigned(LoraTarget::q_proj)) | (1u << unsigned(LoraTarget::v_proj));
+  uint32_t lora_modules_to_save = 0;  // none: PEFT's default
   double lora_dropout = 0;
   bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd
   bool activation_offload = false;     // saved activations moved to CPU memory
@@ -291,6 +296,8 @@ struct Config {
   bool lora_targets(LoraTarget t) const {
     return peft_on() && ((lora_target_modules >> unsigned(t)) & 1u);
   }
+  // Whether PEFT trains a whole copy of module `m` (lora_modules_to_save).
+  bool saves(SavedModule m) const { return peft_on() && ((lora_modules_to_save >> unsigned(m)) & 1u); }
   // Plain PyTorch training (ddp, fsdp2): torch.optim steps, torch.distributed.pipelining pipelines.
   // The layers are the model's own eager PyTorch code rather than Megatron Core's fused ones.
   bool eager_model() const { return model_implementation != ModelImplementation::megatron_core; }

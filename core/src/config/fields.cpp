@@ -591,6 +591,12 @@ const std::vector<Field>& fields() {
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
           "PEFT's default for Llama); lm_head is the output layer.")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only"),
+      applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
+          "lora_modules_to_save", G::finetuning, from_config(),
+          "Modules PEFT trains whole beside the adapters (LoraConfig.modules_to_save): each gets a "
+          "trainable copy in the base's dtype, with gradients and optimizer states, while the "
+          "frozen original stays (often embed_tokens and lm_head when new tokens are added).")), peft_on,
+          "applies to peft \"lora\" or \"qlora\" only"),
       applies_when(trainmem_only(number_field<&C::lora_dropout, &Config::lora_dropout>(
           "lora_dropout", G::finetuning, 0, 1, "", from_config(),
           "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
@@ -670,6 +676,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"world_size", "divisible by tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size; equal to that × data_parallel_size when both are given; the product at most 1,000,000,000"},
     {"lora_rank", "at most the smaller dimension (in or out) of every target"},
     {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; no MLP targets in an MoE model; attention targets need attention heads, lm_head a vocabulary"},
+    {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); lm_head needs a vocabulary and is not also a LoRA target; not with fused_linear_cross_entropy"},
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},

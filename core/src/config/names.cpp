@@ -35,6 +35,8 @@ constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
 // Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
 constexpr std::array<std::string_view, 8> k_lora_targets = {
     "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+// Hugging Face's names of a causal LM's embedding and output layer (PEFT modules_to_save).
+constexpr std::array<std::string_view, 2> k_saved_modules = {"embed_tokens", "lm_head"};
 constexpr std::array<std::string_view, 4> k_model_implementations = {
     "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
 constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
@@ -57,7 +59,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<PipelineSchedule>(k_schedules) &&
               complete<PipelineOutputs>(k_pipeline_outputs) &&
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
-              complete<LoraTarget>(k_lora_targets) &&
+              complete<LoraTarget>(k_lora_targets) && complete<SavedModule>(k_saved_modules) &&
               complete<ModelImplementation>(k_model_implementations) &&
               k_field_types.size() == 7 && k_field_groups.size() == 7,
               "one name per enumerator");
@@ -82,6 +84,7 @@ template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { re
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
 template <> std::span<const std::string_view> enum_names<Peft>() { return k_peft; }
 template <> std::span<const std::string_view> enum_names<LoraTarget>() { return k_lora_targets; }
+template <> std::span<const std::string_view> enum_names<SavedModule>() { return k_saved_modules; }
 template <> std::span<const std::string_view> enum_names<ModelImplementation>() {
   return k_model_implementations;
 }

@@ -62,6 +62,19 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                                   "(num_attention_heads is 0)");
     if (c.vocab_size == 0 && has(LoraTarget::lm_head))
       fail("lora_target_modules", "\"lm_head\" needs an output layer (vocab_size is 0)");
+    // modules_to_save is Hugging Face PEFT's (ModulesToSaveWrapper); torchtune, torchtitan and
+    // Megatron-Bridge have no such option.
+    if (c.lora_modules_to_save != 0) {
+      if (c.model_implementation != ModelImplementation::hf_transformers)
+        fail("lora_modules_to_save", "is Hugging Face PEFT's modules_to_save: needs model_implementation "
+                                     "\"hf-transformers\", got " + quoted(name_of(c.model_implementation)));
+      if (c.vocab_size == 0)
+        fail("lora_modules_to_save", "embed_tokens and lm_head need a vocabulary (vocab_size is 0)");
+      if (c.saves(SavedModule::lm_head) && has(LoraTarget::lm_head))
+        fail("lora_modules_to_save", "\"lm_head\" is also in lora_target_modules: PEFT trains a "
+                                     "module to save whole and puts no adapter on it; name it in one "
+                                     "of the two");
+    }
     // A target in → out gets A: in × r and B: r × out (PEFT lora/layer.py update_layer), and
     // rank(B·A) ≤ min(in, out): a larger r adds parameters and memory but no rank. PEFT does not
     // refuse it; a rank above a target's smaller side is taken for a mistake (often lora_alpha

@@ -1041,10 +1041,12 @@ Eager eager_kind(const Config& c) {
   }
 }
 
-// Adapters on any decoder-layer linear (not only lm_head): the layers' outputs then need
-// gradients.
-bool layer_adapters(const Config& c) {
-  return c.peft_on() && (c.lora_target_modules & ~(1u << unsigned(LoraTarget::lm_head))) != 0;
+// Whether the decoder layers' outputs need gradients under peft: adapters on any decoder-layer
+// linear (not only lm_head), or a trained copy of the embedding below them (modules_to_save
+// embed_tokens), whose gradient comes through every layer.
+bool layers_need_gradients(const Config& c) {
+  return c.peft_on() && ((c.lora_target_modules & ~(1u << unsigned(LoraTarget::lm_head))) != 0 ||
+                         c.saves(SavedModule::embed_tokens));
 }
 
 // Whether a decoder layer's input needs a gradient. Full training: always (the embedding
@@ -1053,8 +1055,8 @@ bool layer_adapters(const Config& c) {
 // calls enable_input_require_grads for a PEFT model (modeling_utils.py; PEFT's
 // _prepare_model_for_gradient_checkpointing does the same).
 bool layer_input_needs_grad(const Config& c, bool first_layer) {
-  if (!c.peft_on()) return true;
-  if (!layer_adapters(c)) return false;
+  if (!c.peft_on() || c.saves(SavedModule::embed_tokens)) return true;
+  if (!layers_need_gradients(c)) return false;
   if (!first_layer) return true;
   return c.model_implementation == ModelImplementation::hf_transformers &&
          c.recompute_granularity == RecomputeGranularity::full;
@@ -1334,7 +1336,7 @@ double eager_layer(const Config& c, const Shape& x, bool moe_layer, bool first_l
 // The checkpoint of one layer: its input, while its output needs a gradient.
 double checkpoint_input_bytes(const Config& c, const Shape& x) {
   if (!c.eager_model()) return x.hidden;
-  if (c.peft_on() && !layer_adapters(c)) return 0;
+  if (c.peft_on() && !layers_need_gradients(c)) return 0;
   return x.norm_e * x.h * x.tokens_sp;
 }
 
@@ -1458,7 +1460,7 @@ constexpr std::string_view k_src_eager_embedding =
 void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
   const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
   const bool checkpointing = c.recompute_granularity == RecomputeGranularity::full;
-  const bool layers_train = !c.peft_on() || layer_adapters(c);
+  const bool layers_train = !c.peft_on() || layers_need_gradients(c);
   const bool args = checkpointing && layers_train;
   const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
                             std::max<int64_t>(1, c.pipeline_model_parallel_size);
@@ -1487,7 +1489,7 @@ void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
 }
 
 double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
-  if (!c.peft_on()) {
+  if (!c.peft_on() || c.saves(SavedModule::embed_tokens)) {
     out.add("embedding.token_ids", "embedding", 8 * x.tokens, "int64", k_src_eager_embedding);
     if (x.t > 1) out.add("embedding.vocab_mask", "embedding", x.tokens, "mask", k_src_vocab_mask);
     if (x.hidden_dropout)
@@ -1512,12 +1514,15 @@ bool compiled_loss(const Config& c) {
 double eager_output(const Config& c, const Shape& x, Ledger& out) {
   const EagerWalk walk(c, x, out, c.torch_compile && eager_kind(c) == Eager::hf);
   const bool compiled = compiled_loss(c);
-  const bool in_rg = !c.peft_on() || layer_adapters(c);
+  const bool in_rg = !c.peft_on() || layers_need_gradients(c);
   const bool n_rg = walk.norm(in_rg, x.h, x.tokens_sp, "output.final_norm_input",
                               "output.final_norm_stats", "output.final_norm_normed");
   const bool gathered = c.framework == Framework::fsdp2 && c.sequence_parallel;
   const double input_tokens = gathered ? x.tokens : x.tokens_sp;
-  const bool logits_rg = n_rg || walk.full || x.targeted(LoraTarget::lm_head);
+  // A trained copy of the output layer (modules_to_save lm_head) keeps its input for its weight's
+  // gradient, as a trainable output layer does.
+  const bool output_trains = walk.full || c.saves(SavedModule::lm_head);
+  const bool logits_rg = n_rg || output_trains || x.targeted(LoraTarget::lm_head);
   const bool chunked = c.cross_entropy_chunks > 1 && walk.kind == Eager::torchtune &&
                        !c.cross_entropy_loss_fusion;
   if (c.fused_linear_cross_entropy) {
@@ -1526,14 +1531,20 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
     // (the weight as the forward sees it: params_dtype; resolve() rules out tensor parallelism
     // and an lm_head adapter).
     out.add("loss.grad_input", "loss", x.norm_e * x.h * x.tokens, x.norm_dtype, k_src_liger_flce);
-    if (!c.peft_on())
-      out.add("loss.grad_weight", "loss", bytes_per_element(c.params_dtype) * x.h * padded_vocab(c),
-              name_of(c.params_dtype), k_src_liger_flce);
+    if (output_trains) {
+      // The output layer's weight (a saved copy keeps the unquantised base's dtype).
+      const Dtype w = c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
+      out.add("loss.grad_weight", "loss", bytes_per_element(w) * x.h * padded_vocab(c), name_of(w),
+              k_src_liger_flce);
+    }
     return out.total();
   }
   if (!chunked) {
+    const bool copy_keeps = output_trains && !walk.full;
+    if (copy_keeps)
+      out.add("output.output_layer_input", "output", x.lin * x.h * input_tokens, x.lin_dtype, k_src_eager_linear);
     walk.linear_inputs({LoraTarget::lm_head}, n_rg, x.h, input_tokens, "output.output_layer_input",
-                       "output", false);
+                       "output", copy_keeps);
     if (!logits_rg) return out.total();
     if (c.cross_entropy_loss_fusion) {
       out.add("loss.logits", "loss", x.e * x.logits, x.act_dtype, k_src_te_ce);
@@ -1559,7 +1570,7 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
   // torchtune's chunked output and CEWithChunkedOutputLoss.
   const LossChunks chunks = loss_chunks(c);
   const double vocab = x.logits / x.tokens;  // logits per token on this GPU
-  const bool keep_input = walk.full || (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
+  const bool keep_input = output_trains || (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
   bool whole_input = false, whole_labels = false;
   const auto chunk = [&](int64_t length, int64_t count) {
     const bool view = x.b == 1 || length == 1 || chunks.count() == 1;

@@ -36,7 +36,8 @@ struct Tensors {
   double rows, cols;
   bool linear;   // a GEMM weight: FP8 copies and autocast casts apply
   bool hidden;   // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
-  bool adapter;  // a LoRA adapter matrix (peft): trainable; every other tensor is then frozen
+  bool adapter;  // trainable under peft (a LoRA matrix or a saved copy); every other tensor is then frozen
+  bool saved_copy;  // PEFT modules_to_save: a trainable whole copy of a module, in the base's dtype
   double elements() const { return rows * cols; }
   double params() const { return count * rows * cols; }
 };
@@ -49,13 +50,13 @@ struct Inventory {
   int output_item = -1;
   // Returns the group's index, -1 for an empty group (not added).
   int add(Part part, double count, double rows, double cols, bool linear, bool hidden,
-          bool adapter = false) {
+          bool adapter = false, bool saved_copy = false) {
     if (count <= 0 || rows <= 0 || cols <= 0) return -1;
     // At most ~45 groups exist (an MTP MoE layer on a dense last stage), and with peft up to 14
     // adapter matrices per kind of layer, 2 for the output layer and one more group per kind of
     // layer for NF4's separate q and k/v; the bound is structural.
     if (n == int(items.size())) std::abort();
-    items[size_t(n)] = {part, count, rows, cols, linear, hidden, adapter};
+    items[size_t(n)] = {part, count, rows, cols, linear, hidden, adapter, saved_copy};
     return n++;
   }
   void add_vectors(Part part, double count, double length) { add(part, count, length, 1, false, false); }
@@ -232,11 +233,16 @@ void add_stage_extras(Inventory& inv, const Config& c, const Shard& s, bool firs
     const int embedding = inv.add(Part::embedding, 1, v / s.t, h, false, false);
     if (last && c.share_embeddings_and_output_weights) inv.output_item = embedding;
     if (c.max_position_embeddings > 0) inv.add(Part::embedding, 1, double(c.max_position_embeddings), h, false, false);
+    // PEFT modules_to_save (huggingface/peft src/peft/utils/other.py @
+    // 012c0d5a96744096ab28f87cde9bd9918f5367a1, ModulesToSaveWrapper.update): the module is
+    // deep-copied, the copy trains and runs the forward, the original stays frozen beside it.
+    if (c.saves(SavedModule::embed_tokens)) inv.add(Part::embedding, 1, v / s.t, h, false, false, true, true);
   }
   if (last) {
     inv.add_vectors(Part::dense, norm_vectors(c), h);  // final norm
     if (!c.share_embeddings_and_output_weights || !one_stage)
       inv.output_item = inv.add(Part::embedding, 1, v / s.t, h, true, false);
+    if (c.saves(SavedModule::lm_head) && v > 0) inv.add(Part::embedding, 1, v / s.t, h, true, false, true, true);
     // The output layer's adapter (target lm_head): column-parallel, A whole, B split by TP.
     if (c.lora_targets(LoraTarget::lm_head) && v > 0) {
       const double r = double(c.lora_rank);
@@ -415,8 +421,15 @@ Dtype frozen_dtype(const Config& c, const Tensors& t) {
 
 // The bytes of a tensor group in its storage type (peft): an adapter in lora_adapter_dtype, a
 // frozen tensor in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
+// A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the
+// dtype of the module it copies (copy.deepcopy; PEFT's _cast_adapter_dtype upcasts only the
+// adapters of BaseTunerLayer modules, tuners_utils.py @ 831fd03e).
+Dtype trainable_dtype(const Config& c, const Tensors& t) {
+  return t.saved_copy ? frozen_dtype(c, t) : lora_adapter_dtype(c);
+}
+
 double stored_bytes(const Config& c, const Tensors& t) {
-  return t.count * tensor_bytes(t.adapter ? lora_adapter_dtype(c) : frozen_dtype(c, t), t.elements());
+  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements());
 }
 
 // The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
@@ -461,7 +474,11 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   for (int i = 0; i < inv.n; ++i) largest_tensor = std::max(largest_tensor, inv.items[size_t(i)].elements());
   // peft: the largest frozen tensor in its storage (bytes), the largest adapter matrix, and the
   // largest NF4 linear (elements), which bitsandbytes dequantises whole in the compute dtype.
-  double largest_frozen_bytes = 0, largest_adapter = 0, largest_quantized = 0;
+  // `largest_adapter_bytes`: the largest trainable tensor (adapter matrix or saved copy) in its dtype.
+  double largest_frozen_bytes = 0, largest_adapter_bytes = 0, largest_quantized = 0;
+  // PEFT modules_to_save under FSDP2: each trainable copy's unsharded gradient (its dtype) and
+  // reduce_dtype copy, all of them and the largest one.
+  double copies_reduce = 0, largest_copy_reduce = 0;
 
   // optimizer_in_backward: only one parameter's gradient exists at a time (the row and part of
   // the largest, and its bytes on this GPU).
@@ -487,7 +504,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     const double n = part == Part::expert ? groups.expert : groups.dense;
     if (t.adapter) {
       out.adapter_local += P;
-      largest_adapter = std::max(largest_adapter, t.elements());
+      const double bytes = stored_bytes(c, t);
+      largest_adapter_bytes = std::max(largest_adapter_bytes, bytes / t.count);
+      if (t.saved_copy) {
+        const double reduce = bytes + P * bytes_per_element(c.main_grads_dtype);
+        copies_reduce += reduce;
+        largest_copy_reduce = std::max(largest_copy_reduce, reduce / t.count);
+      }
     } else {
       out.params_local += P;
       (part == Part::expert ? out.expert_local : out.dense_local) += P;
@@ -540,14 +563,16 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     }
 
     // A trainable tensor: the model's own (no peft) or an adapter, in rows of its own.
-    const bool output_side = i == inv.output_item || (t.adapter && part == Part::embedding);
+    // The output layer's weight, its adapter or its saved copy (not the embedding's copy, whose
+    // gradient is the backward's last).
+    const bool output_side = i == inv.output_item || (t.adapter && part == Part::embedding && t.linear);
     const double gradients_so_far = st.gradients.total(), adapter_gradients_so_far = st.adapter_gradients.total();
     PartBytes& weights = t.adapter ? st.adapter_weights : st.weights;
     PartBytes& gradients = t.adapter ? st.adapter_gradients : st.gradients;
     PartBytes& master_weights = t.adapter ? st.adapter_master_weights : st.master_weights;
     PartBytes& optimizer_states = t.adapter ? st.adapter_optimizer_states : st.optimizer_states;
 
-    Dtype weight_dtype = t.adapter ? adapter_dtype
+    Dtype weight_dtype = t.adapter ? trainable_dtype(c, t)
                                    : part == Part::expert ? c.expert_params_dtype : c.params_dtype;
     const double w = bytes_per_element(weight_dtype);
     // FP8 weights (fp8_param_gather) are the low-precision copy itself.
@@ -707,7 +732,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   const double adapter_w = bytes_per_element(adapter_dtype);
   if (fw == Framework::deepspeed && stage == 3) {
     if (peft)
-      st.buffers.dense += largest_frozen_bytes + 2 * adapter_w * largest_adapter;
+      st.buffers.dense += largest_frozen_bytes + 2 * largest_adapter_bytes;
     else
       st.buffers.dense += 2 * w16 * largest_tensor;
   }
@@ -753,6 +778,16 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     const double grad_bytes = bytes_per_element(c.main_grads_dtype);
     if (peft) {
       st.buffers.dense += (adapter_w + grad_bytes) * largest_layer.adapter_params;
+      // The saved copies (modules_to_save) belong to the root, whose post-backward runs when the
+      // whole backward has: their unsharded gradients, in their own dtype, are made first (the
+      // output layer's) and wait for it, then take their reduce_dtype copy. As units of their
+      // own they reduce as a block does, one at a time.
+      const double layer_reduce = (adapter_w + grad_bytes) * largest_layer.adapter_params;
+      const double copies = units && stage == 3 ? std::max(0.0, largest_copy_reduce - layer_reduce) : copies_reduce;
+      out.backward_temporary += copies;
+      if (copies > 0)
+        note(trace, "trainmem.saved_copy_reduce_bytes", copies,
+             "modules_to_save: the copies' unsharded gradients and reduce_dtype copies in backward");
     } else {
       // A unit's unsharded gradient (param_dtype) and its reduce_dtype copy.
       const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)

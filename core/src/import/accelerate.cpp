@@ -386,7 +386,7 @@ void AccelerateReader::read_adapter() {
     m_.assume("lora_dropout", default_dropout, "no --lora_dropout: " + whose, "lora_dropout");
   }
   if (const json* save = trainer().given("lora_modules_to_save"))
-    m_.ignore_value("--lora_modules_to_save", "fully trained copies of " + show(*save) + ": " + std::string(mapping::k_no_field));
+    mapping::read_modules_to_save(m_, out_, *save, "--lora_modules_to_save");
   if (flag("use_dora").value_or(false)) out_.ignored.push_back("--use_dora: DoRA's magnitude vectors are not modelled");
 }
 

@@ -170,8 +170,7 @@ void AxolotlReader::read_adapter() {
   if (auto r = m_.integer("lora_r")) m_.read("lora_rank", double(*r), "lora_r");
   else if (!m_.has("lora_r")) m_.assume("lora_rank", 8.0, "no lora_r: PEFT LoraConfig's default r 8", "lora_r");
   if (auto d = m_.number("lora_dropout", 0, 1)) m_.read("lora_dropout", *d, "lora_dropout");
-  if (m_.has("lora_modules_to_save"))
-    m_.ignore_value("lora_modules_to_save", "fully trained copies of these modules: " + std::string(mapping::k_no_field));
+  if (const json* save = m_.get("lora_modules_to_save")) mapping::read_modules_to_save(m_, out_, *save, "lora_modules_to_save");
   if (m_.boolean("peft_use_dora").value_or(false)) m_.ignore_value("peft_use_dora", "DoRA's magnitude vectors are not modelled");
 }
 

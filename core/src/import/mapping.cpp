@@ -694,6 +694,34 @@ bool add_lora_targets(std::vector<std::string>& targets, std::string_view name) 
   return true;
 }
 
+bool add_saved_module(std::vector<std::string>& saved, std::string_view name) {
+  const auto ends_with = [&](std::string_view module) {
+    return name == module || (name.size() > module.size() && name.ends_with(module) &&
+                              name[name.size() - module.size() - 1] == '.');
+  };
+  for (std::string_view module : {std::string_view("embed_tokens"), std::string_view("lm_head")}) {
+    if (!ends_with(module)) continue;
+    if (std::find(saved.begin(), saved.end(), module) == saved.end()) saved.emplace_back(module);
+    return true;
+  }
+  return false;
+}
+
+void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::string_view key) {
+  const json items = value.is_string() ? json::array({value}) : value;
+  if (!items.is_array()) return m.fail(key, "must be a list of module names, got " + show(value));
+  std::vector<std::string> saved;
+  for (const json& item : items) {
+    if (!item.is_string()) return m.fail(key, "must be a list of module names, got " + show(item) + " in it");
+    if (!add_saved_module(saved, item.get<std::string>()))
+      out.ignored.push_back(std::string(key) + ": " + show(item) + ": a trained copy of a module trainmem does not "
+                            "model (it has embed_tokens and lm_head)");
+  }
+  if (saved.empty()) return;
+  if (m.put("lora_modules_to_save", saved, key))
+    out.read.push_back("lora_modules_to_save ← " + std::string(key) + " = " + show(value) + ": " + value_text(saved));
+}
+
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {
   // transformers/training_args.py OptimizerNames and trainer.py get_optimizer_cls_and_kwargs:
   // adamw_torch (foreach), adamw_torch_fused, adamw_hf (transformers' own per-parameter AdamW),

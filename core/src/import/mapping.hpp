@@ -213,6 +213,16 @@ ImportResult import_tree(std::string_view tree_json, std::string_view document, 
 // gate_up_proj). False for a name trainmem has no adapter for.
 bool add_lora_targets(std::vector<std::string>& targets, std::string_view name);
 
+// Adds the module one PEFT modules_to_save name stands for to `saved` (each once): PEFT wraps
+// every module whose name ends with it (utils/other.py _set_trainable: key.endswith), so
+// "embed_tokens", "model.embed_tokens" and "lm_head" name the Llama-style embedding and output
+// layer. False for any other module (trainmem has no trained copy of it).
+bool add_saved_module(std::vector<std::string>& saved, std::string_view name);
+// Reads a modules_to_save list (`key`, as the source names it) into lora_modules_to_save; the
+// names trainmem has no copy for go under ignored:. A value that is not a name or a list of
+// names fails the import.
+void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::string_view key);
+
 // transformers' TrainingArguments.optim names (training_args.py OptimizerNames) -> optimizer,
 // paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no
 // trainmem states.

@@ -240,6 +240,8 @@ TEST_CASE("lora_modules_to_save: a trained copy of each module beside the frozen
   CHECK(est.state.adapter_gradients.total() == 131334144);
   CHECK(est.state.adapter_optimizer_states.total() == 524812288);
   CHECK(est.state.frozen_weights.total() == 132655104);
+  CHECK(est.has(Assumption::trainmem_peft_saved_copies));
+  CHECK_FALSE(full_estimate(config_from(small(base))).has(Assumption::trainmem_peft_saved_copies));
   SECTION("the copies keep what a trainable embedding and output layer keep for backward") {
     // lm_head: the output layer's input for its weight's gradient, 1,024 tokens × 1,024 × 2 B =
     // 2,097,152; embed_tokens: the int64 token ids, 1,024 × 8 = 8,192 B, and every decoder layer's

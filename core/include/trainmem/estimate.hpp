@@ -200,6 +200,7 @@ enum class Assumption : uint8_t {
   trainmem_paged_unpressured,   // trainmem: paged optimizer states all resident (no capacity given)
   trainmem_paged_evicted,       // trainmem: paged states beyond the capacity counted in CPU memory
   trainmem_gradients_per_step,  // trainmem: gradients freed between steps, absent from the forward
+  trainmem_peft_saved_copies,   // trainmem: PEFT modules_to_save copies beside the frozen originals
   count
 };
 std::string_view assumption_text(Assumption);

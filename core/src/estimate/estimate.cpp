@@ -86,7 +86,7 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "linears save no inputs for weight gradients; each adapter saves its input (the base layer's "
     "own when it reads it unchanged) and its rank-wide intermediate. The first layer is counted "
     "like the others, as with enable_input_require_grads (PEFT with gradient checkpointing); "
-    "the embedding keeps nothing.",
+    "the frozen embedding keeps nothing.",
     "Activation offload: the layers' saved activations are in CPU memory (cpu_bytes) except one "
     "layer's set, which the GPU keeps in flight while it copies; the output layer and the loss "
     "stay on the GPU.",
@@ -100,6 +100,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "PyTorch's default) and, with one microbatch per step, the forward runs without them while "
     "backward makes them layer by layer as it frees the activations. The breakdown shows the "
     "gradients that exist at the peak (none at the end of the forward).",
+    "PEFT modules_to_save: each named module trains as a whole copy in the base's dtype beside "
+    "its frozen original (both are counted), the copy in the adapter rows with its gradients and "
+    "optimizer states; a trained embedding keeps its token ids and a trained output layer its "
+    "input.",
 };
 
 std::string fixed2(double v) { return two_decimals(v); }
@@ -176,6 +180,7 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   set(est.assumptions, Assumption::trainmem_paged_unpressured, c.paged_optimizer && !(c.gpu_memory_bytes > 0));
   set(est.assumptions, Assumption::trainmem_paged_evicted, c.paged_optimizer && c.gpu_memory_bytes > 0);
   set(est.assumptions, Assumption::trainmem_gradients_per_step, detail::gradients_start_each_step_empty(c));
+  set(est.assumptions, Assumption::trainmem_peft_saved_copies, c.lora_modules_to_save != 0 && c.peft_on());
   return est;
 }
 

@@ -167,10 +167,13 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
   // The library workspaces (workspace_bytes, 96 MiB) are allocated through the caching
   // allocator and stay. The buffers live from the forward to the end of backward (FSDP2 reshards
   // after backward): the optimizer step holds the shards and torch's foreach Adam temporary, a
-  // copy of exp_avg_sq (4 B × P/4), so the state peaks with the buffers.
+  // copy of exp_avg_sq (4 B × P/4), so the state peaks with the buffers. Backward adds the
+  // root's unsharded output-layer gradient (the tied matrix in bf16, 2 B × 64,000 = 128,000),
+  // which waits for the root's post-backward at the end of backward: the state peaks there.
   CHECK(est.moments.forward == 651'776.0 + 622'080.0 + 100'663'296.0);
+  CHECK(est.moments.backward == est.moments.forward + 128'000.0);
   CHECK(est.moments.optimizer_step == 651'776.0 + k_torch_params + 100'663'296.0);
-  CHECK(est.total_bytes == est.moments.forward);
+  CHECK(est.total_bytes == est.moments.backward);
   SECTION("CPUOffloadPolicy: the fp32 shards, their gradients and Adam in CPU memory, by class") {
     // Per GPU fp32 master 4P/4, fp32 gradients 4P/4, Adam 8P/4; ×4, the run's GPUs on its node.
     const Estimate off = state_of(small(R"("framework": "fsdp2", "data_parallel_size": 4,
@@ -189,6 +192,11 @@ TEST_CASE("fsdp2: sharded fp32 storage with bf16 compute copies of the current l
         "fsdp_embedding_units": true)"));
     CHECK(units.state.buffers.embedding == 0);
     CHECK(units.state.buffers.total() == 610'816.0);
+    // Backward: the root's post-backward waits for the final callback (its input, the token ids,
+    // needs no gradient), so the output layer's unsharded bf16 gradient, 2 B × 64,000 = 128,000,
+    // is there through the whole backward; as a unit it is reduced as soon as it is made. With
+    // the buffers' difference, 622,080 − 610,816 = 11,264: 139,264.
+    CHECK(est.moments.backward - units.moments.backward == 139'264.0);
     CHECK(messages_for(small(R"("framework": "ddp", "fsdp_embedding_units": true)")) ==
           std::vector<std::string>{"fsdp_embedding_units: needs framework fsdp2 with zero_stage 3 "
                                    "(units resharded after their forward)"});

@@ -793,6 +793,15 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)
                                                  : largest_layer.params;
       st.buffers.dense += (w16 + grad_bytes) * reduced;
+      // The root group (no units) runs its post-backward in the final callback, at the end of
+      // backward: its forward inputs, the token ids, need no gradient, so no hook fires earlier
+      // (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _root_post_backward_final_callback:
+      // "Run post-backward in case forward inputs did not require gradient so the autograd
+      // backward did not run"). The output layer's unsharded gradient, in param_dtype, is made
+      // first and waits there through the backward. Under pipelining every gradient stays
+      // unsharded already (above).
+      if (!(units && stage == 3) && c.pipeline_model_parallel_size == 1 && inv.output_item >= 0)
+        out.backward_temporary += w16 * inv.items[size_t(inv.output_item)].params();
     }
     out.forward_backward_only += st.buffers.total() - before;
   }

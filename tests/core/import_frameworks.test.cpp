@@ -1053,6 +1053,20 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 4})", a);
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "--deepspeed");
+  // TrainingArguments.deepspeed may be the config itself (a dict): in --hf-args it is read as the
+  // file would be; with trainmem's --deepspeed as well, the two are named.
+  ImportOptions d;
+  d.hf_args_json = R"({"per_device_train_batch_size": 1, "deepspeed": )" + ds + "}";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU", "num_processes": 4})", d);
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::deepspeed);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(has_line(r.read, "deepspeed ← the DeepSpeed config given as TrainingArguments.deepspeed in --hf-args"));
+  d.deepspeed_json = ds;
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU", "num_processes": 4})", d);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--deepspeed: is a DeepSpeed config in --hf-args and trainmem's --deepspeed gives another: give one");
 
   // The Trainer's own --fsdp: "full_shard auto_wrap offload" is FULL_SHARD (zero_stage 3) with
   // the parameters on the CPU; shard_grad_op keeps them gathered (zero_stage 2), which trainmem
@@ -1085,7 +1099,8 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   f.launch = "train.py --deepspeed --per_device_train_batch_size 1";
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", f);
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "--deepspeed: names the DeepSpeed config file the Trainer reads, got true");
+  CHECK(r.issues[0].message == "--deepspeed: names the DeepSpeed config file the Trainer reads (or is that config as a "
+                               "mapping in --hf-args), got true");
 }
 
 TEST_CASE("accelerate: dynamo_backend in any case compiles, NO does not; zephyr's special tokens") {

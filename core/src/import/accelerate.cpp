@@ -211,9 +211,11 @@ void AccelerateReader::read_layout() {
   // the run DeepSpeed's whatever the accelerate config says (transformers training_args.py:
   // it builds the HfTrainerDeepSpeedConfig accelerate's DeepSpeed plugin runs).
   if (args_.contains("deepspeed") && !args_["deepspeed"].is_null() && args_["deepspeed"] != false) {
-    // TrainingArguments.deepspeed is a path (or a JSON text): a bare --deepspeed names no config.
-    if (!args_["deepspeed"].is_string())
-      return m_.fail("--deepspeed", "names the DeepSpeed config file the Trainer reads, got " + show(args_["deepspeed"]));
+    // TrainingArguments.deepspeed is a path, or the config itself as a dict (Union[dict, str];
+    // integrations/deepspeed.py HfDeepSpeedConfig takes either): a bare --deepspeed names none.
+    if (!args_["deepspeed"].is_string() && !args_["deepspeed"].is_object())
+      return m_.fail("--deepspeed", "names the DeepSpeed config file the Trainer reads (or is that config as a "
+                                    "mapping in --hf-args), got " + show(args_["deepspeed"]));
     if (distributed_ == "FSDP") return m_.fail("--deepspeed", "the Trainer's DeepSpeed config and distributed_type FSDP cannot both run");
     if (distributed_ != "DEEPSPEED")
       out_.read.push_back("distributed_type ← --deepspeed " + show(args_["deepspeed"]) + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
@@ -447,6 +449,17 @@ void AccelerateReader::read_deepspeed() {
   // [ds] The DeepSpeed config DeepSpeedPlugin writes, or the file it (or the Trainer's own
   // --deepspeed) names.
   const json* trainer_file = args_.contains("deepspeed") && args_["deepspeed"].is_string() ? &args_["deepspeed"] : nullptr;
+  // TrainingArguments.deepspeed given as the config itself (a dict in --hf-args).
+  if (args_.contains("deepspeed") && args_["deepspeed"].is_object()) {
+    if (!options_.deepspeed_json.empty())
+      return m_.fail("--deepspeed", "is a DeepSpeed config in --hf-args and trainmem's --deepspeed gives another: give one");
+    out_.read.push_back("deepspeed ← the DeepSpeed config given as TrainingArguments.deepspeed in --hf-args");
+    m_.touch("deepspeed_config");
+    Mapper ds(args_["deepspeed"], out_);
+    mapping::read_deepspeed(ds, trainer(), gpus_);
+    if (out_.ok()) ds.account({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "seed"}, {"zero_optimization"});
+    return;
+  }
   std::optional<std::string> file = m_.has("deepspeed_config.deepspeed_config_file")
                                         ? m_.string("deepspeed_config.deepspeed_config_file") : std::nullopt;
   if (!out_.ok()) return;

@@ -1101,6 +1101,48 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "--deepspeed: names the DeepSpeed config file the Trainer reads (or is that config as a "
                                "mapping in --hf-args), got true");
+
+  // The Trainer's --fsdp_config, a mapping in --hf-args: its keys (a leading fsdp_ dropped, as
+  // transformers does) fill the accelerate config's fsdp_config keys the file leaves out.
+  // version 2 with reshard_after_forward false is FSDP2 keeping the gathered weights (zero_stage
+  // 2); activation_checkpointing checkpoints each wrapped layer.
+  ImportOptions t;
+  t.launch = R"(torchrun --nproc_per_node 4 train.py --fsdp "full_shard auto_wrap" --per_device_train_batch_size 1)";
+  t.hf_args_json = R"({"fsdp_config": {"fsdp_version": 2, "reshard_after_forward": false,
+      "activation_checkpointing": true, "limit_all_gathers": true, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"]}})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::fsdp2);
+  CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
+  CHECK(has_line(r.read, "fsdp_config ← --fsdp_config (the Trainer's): "));
+  CHECK(has_line(r.read, "fsdp_version → fsdp_config.fsdp_version"));
+  CHECK(has_line(r.ignored, "--fsdp_config limit_all_gathers: trainmem gathers the current and the next layer"));
+  // FSDP1: reshard_after_forward names the strategy.
+  t.hf_args_json = R"({"fsdp_config": {"version": 1, "reshard_after_forward": "shard_grad_op"}})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 2);
+  // The file's own key is kept; a path names a file trainmem is not given; without FSDP it is
+  // not read; an unknown key is listed.
+  t.hf_args_json = R"({"fsdp_config": {"version": 2, "reshard_after_forward": false, "sideways": 1}})";
+  r = import_accelerate(R"({"distributed_type": "FSDP", "fsdp_config": {"fsdp_version": 2, "fsdp_reshard_after_forward": true}})", t);
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 3);
+  CHECK(has_line(r.ignored, "--fsdp_config reshard_after_forward, version: the accelerate config's own key is kept"));
+  CHECK(has_line(r.ignored, "--fsdp_config sideways: not an option the Trainer passes to FSDP"));
+  t.hf_args_json = R"({"fsdp_config": "fsdp.json"})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--fsdp_config: \"fsdp.json\": give its keys as \"fsdp_config\": {...} in --hf-args "
+                               "(trainmem is not given the file)");
+  t.launch = "torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 1";
+  t.hf_args_json = R"({"fsdp_config": {"version": 2}})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  REQUIRE(r.ok());
+  CHECK(r.input.framework != Framework::fsdp2);
+  CHECK(has_line(r.ignored, "--fsdp_config: the Trainer reads it for an FSDP run only"));
 }
 
 TEST_CASE("accelerate: dynamo_backend in any case compiles, NO does not; zephyr's special tokens") {

@@ -132,6 +132,7 @@ class AccelerateReader : mapping::Reader {
   mapping::TrainerArguments trainer() const { return {args_, "--"}; }
   void read_launch_line();
   void read_layout();
+  void read_trainer_fsdp_config(bool trainer_fsdp);
   void read_model();
   void read_adapter();
   void read_precision();
@@ -225,7 +226,13 @@ void AccelerateReader::read_layout() {
   // full_shard, shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2, offload, auto_wrap,
   // a blank-separated string or a list) makes the run FSDP's; the strategy and the offload go
   // where the accelerate config's fsdp_config would have them, unless the file has them.
-  if (const json* fsdp = args_.contains("fsdp") ? &args_["fsdp"] : nullptr; fsdp && !fsdp->is_null() && *fsdp != false && *fsdp != "") {
+  const json* fsdp = args_.contains("fsdp") ? &args_["fsdp"] : nullptr;
+  if (fsdp && (fsdp->is_null() || *fsdp == false || *fsdp == "")) fsdp = nullptr;
+  // The Trainer's fsdp_config first: its keys are the more specific, so --fsdp's options fill
+  // only what neither it nor the file says.
+  read_trainer_fsdp_config(fsdp != nullptr);
+  if (!out_.ok()) return;
+  if (fsdp) {
     if (distributed_ == "DEEPSPEED") return m_.fail("--fsdp", "and DeepSpeed cannot both run (the Trainer refuses --fsdp with --deepspeed)");
     std::vector<std::string> words;
     if (fsdp->is_string()) {
@@ -287,6 +294,68 @@ void AccelerateReader::read_layout() {
     return m_.fail("num_machines", number_text(double(machines)) + " must divide the " + number_text(double(gpus_)) + " processes (num_processes counts every machine's)");
   if (distributed_ == "NO" && gpus_ > 1)
     return m_.fail("distributed_type", "\"NO\" runs one process, but num_processes is " + number_text(double(gpus_)));
+}
+
+// The Trainer's --fsdp_config (TrainingArguments.fsdp_config): a mapping in --hf-args (a path
+// names a file trainmem is not given). transformers drops a leading "fsdp_" from its keys and hands
+// them to accelerate's FSDP plugin (training_args.py, the fsdp_config block; trainer.py builds the
+// plugin from them): version, reshard_after_forward (FSDP2: a bool; FSDP1: the strategy's name),
+// activation_checkpointing, offload and the prefetch options. Like --fsdp's options they fill the
+// accelerate config's fsdp_config keys the file leaves out (and come before --fsdp's options, the
+// less specific); the Trainer reads them for an FSDP run only.
+void AccelerateReader::read_trainer_fsdp_config(bool trainer_fsdp) {
+  if (!args_.contains("fsdp_config") || args_["fsdp_config"].is_null()) return;
+  const json& given = args_["fsdp_config"];
+  if (given.is_string())
+    return m_.fail("--fsdp_config", trainmem::quoted(given.get<std::string>()) +
+                                        ": give its keys as \"fsdp_config\": {...} in --hf-args (trainmem is not given the file)");
+  if (!given.is_object()) return m_.fail("--fsdp_config", "must be a mapping of FSDP options, got " + show(given));
+  if (distributed_ != "FSDP" && !trainer_fsdp) {
+    out_.ignored.push_back("--fsdp_config: the Trainer reads it for an FSDP run only (--fsdp or distributed_type FSDP)");
+    return;
+  }
+  static const std::vector<std::string_view> passed_on = {
+      "activation_checkpointing", "offload_params", "backward_prefetch", "forward_prefetch",
+      "cpu_ram_efficient_loading", "sync_module_states", "use_orig_params", "state_dict_type",
+      "min_num_params", "transformer_layer_cls_to_wrap", "auto_wrap_policy"};
+  json& block = tree_["fsdp_config"];
+  if (block.is_null()) block = json::object();
+  if (!block.is_object()) return;  // read_fsdp names it
+  std::string filled, kept;
+  for (const auto& [key, value] : given.items()) {
+    const std::string base = key.rfind("fsdp_", 0) == 0 ? key.substr(5) : key;
+    std::string target;
+    json v = value;
+    if (base == "version") {
+      target = "fsdp_version";
+    } else if (base == "reshard_after_forward" && value.is_string()) {
+      // FSDP1: the sharding strategy by name (full_shard, shard_grad_op, ...).
+      target = "fsdp_sharding_strategy";
+      std::string upper = value.get<std::string>();
+      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char ch) { return char(std::toupper(ch)); });
+      v = upper;
+    } else if (base == "reshard_after_forward") {
+      target = "fsdp_reshard_after_forward";
+    } else if (listed(passed_on, base)) {
+      target = "fsdp_" + base;
+    } else if (base == "limit_all_gathers" || base.rfind("xla", 0) == 0) {
+      out_.ignored.push_back("--fsdp_config " + key + ": " + (base == "limit_all_gathers"
+                                 ? std::string("trainmem gathers the current and the next layer")
+                                 : std::string("XLA (TPU) FSDP is not modelled")));
+      continue;
+    } else {
+      out_.ignored.push_back("--fsdp_config " + key + ": not an option the Trainer passes to FSDP");
+      continue;
+    }
+    if (block.contains(target)) {
+      kept += (kept.empty() ? "" : ", ") + key;
+      continue;
+    }
+    block[target] = v;
+    filled += (filled.empty() ? "" : ", ") + key + " → fsdp_config." + target;
+  }
+  if (!filled.empty()) out_.read.push_back("fsdp_config ← --fsdp_config (the Trainer's): " + filled);
+  if (!kept.empty()) out_.ignored.push_back("--fsdp_config " + kept + ": the accelerate config's own key is kept");
 }
 
 void AccelerateReader::read_model() {
@@ -669,7 +738,7 @@ void AccelerateReader::run() {
       "use_dora", "bnb_4bit_quant_storage_dtype", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
-      "packing", "optim", "deepspeed", "fsdp"};
+      "packing", "optim", "deepspeed", "fsdp", "fsdp_config"};
   std::string quiet;
   for (const auto& [name, _] : args_.items()) {
     if (listed(read_here, name)) continue;

@@ -419,8 +419,6 @@ Dtype frozen_dtype(const Config& c, const Tensors& t) {
   return t.linear && t.part != Part::embedding ? Dtype::nf4 : c.compute_dtype;
 }
 
-// The bytes of a tensor group in its storage type (peft): an adapter in lora_adapter_dtype, a
-// frozen tensor in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
 // A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the
 // dtype of the module it copies (copy.deepcopy; PEFT's _cast_adapter_dtype upcasts only the
 // adapters of BaseTunerLayer modules, tuners_utils.py @ 831fd03e).
@@ -428,6 +426,8 @@ Dtype trainable_dtype(const Config& c, const Tensors& t) {
   return t.saved_copy ? frozen_dtype(c, t) : lora_adapter_dtype(c);
 }
 
+// The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
+// frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
 double stored_bytes(const Config& c, const Tensors& t) {
   return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements());
 }
@@ -777,12 +777,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     }
     const double grad_bytes = bytes_per_element(c.main_grads_dtype);
     if (peft) {
-      st.buffers.dense += (adapter_w + grad_bytes) * largest_layer.adapter_params;
+      // A layer's adapter gradients, unsharded in their dtype, and their reduce_dtype copy.
+      const double layer_reduce = (adapter_w + grad_bytes) * largest_layer.adapter_params;
+      st.buffers.dense += layer_reduce;
       // The saved copies (modules_to_save) belong to the root, whose post-backward runs when the
       // whole backward has: their unsharded gradients, in their own dtype, are made first (the
       // output layer's) and wait for it, then take their reduce_dtype copy. As units of their
       // own they reduce as a block does, one at a time.
-      const double layer_reduce = (adapter_w + grad_bytes) * largest_layer.adapter_params;
       const double copies = units && stage == 3 ? std::max(0.0, largest_copy_reduce - layer_reduce) : copies_reduce;
       out.backward_temporary += copies;
       if (copies > 0)

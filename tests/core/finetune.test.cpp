@@ -295,6 +295,34 @@ TEST_CASE("lora_modules_to_save: a trained copy of each module beside the frozen
   }
 }
 
+TEST_CASE("lora_modules_to_save adds exactly the copies' parameters and never lowers a figure", "[finetune][property]") {
+  // Over frameworks, stages, PEFT kinds and data-parallel sizes: each saved module adds its copy
+  // (32,000 × 1,024 = 32,768,000 parameters) to the trainable count, and the peak, the model state
+  // and every moment are at least what they are without it.
+  const char* frameworks[] = {R"("framework": "ddp")", R"("framework": "fsdp2", "zero_stage": 3)",
+                              R"("framework": "fsdp2", "zero_stage": 2)", R"("framework": "deepspeed", "zero_stage": 2)",
+                              R"("framework": "deepspeed", "zero_stage": 3)"};
+  const char* saved[] = {R"(["embed_tokens"])", R"(["lm_head"])", R"(["embed_tokens", "lm_head"])"};
+  for (const char* fw : frameworks)
+    for (const char* peft : {"lora", "qlora"})
+      for (int dp : {1, 4})
+        for (const char* save : saved) {
+          const std::string base = std::string(fw) + R"(, "model_implementation": "hf-transformers", "peft": ")" + peft +
+                                   R"(", "data_parallel_size": )" + std::to_string(dp) +
+                                   R"(, "recompute_granularity": "full")";
+          CAPTURE(base, save);
+          const Estimate without = full_estimate(config_from(small(base)));
+          const Estimate with = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": )" + save)));
+          const double modules = std::string(save).find(',') != std::string::npos ? 2 : 1;
+          CHECK(with.params.adapter - without.params.adapter == modules * 32768000);
+          CHECK(with.total_bytes > without.total_bytes);
+          CHECK(with.weight_and_optimizer_bytes > without.weight_and_optimizer_bytes);
+          CHECK(with.moments.forward >= without.moments.forward);
+          CHECK(with.moments.backward >= without.moments.backward);
+          CHECK(with.moments.optimizer_step >= without.moments.optimizer_step);
+        }
+}
+
 TEST_CASE("FSDP2: keeping weights gathered (zero_stage 2) never holds less than resharding them (3)", "[finetune][property]") {
   // zero_stage 2 keeps every gathered weight from forward to backward, where zero_stage 3 holds
   // two layers and the root: over DP 4 and 8, with and without a master, with and without PEFT,

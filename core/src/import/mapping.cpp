@@ -718,8 +718,11 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
                             "model (it has embed_tokens and lm_head)");
   }
   if (saved.empty()) return;
-  if (m.put("lora_modules_to_save", saved, key))
-    out.read.push_back("lora_modules_to_save ← " + std::string(key) + " = " + show(value) + ": " + value_text(saved));
+  if (m.put("lora_modules_to_save", saved, key)) {
+    // The modules as trainmem names them, where they differ from what the source wrote.
+    const std::string as_read = show(json(saved)) == show(value) ? std::string() : ": " + value_text(saved);
+    out.read.push_back("lora_modules_to_save ← " + std::string(key) + " = " + show(value) + as_read);
+  }
 }
 
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {

@@ -1063,6 +1063,7 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   CHECK(r.input.framework == Framework::deepspeed);
   CHECK(r.input.zero_stage == 3);
   CHECK(has_line(r.read, "deepspeed ← the DeepSpeed config given as TrainingArguments.deepspeed in --hf-args"));
+  CHECK(has_line(r.read, "distributed_type ← --deepspeed (a DeepSpeed config in --hf-args)"));
   d.deepspeed_json = ds;
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU", "num_processes": 4})", d);
   REQUIRE(r.issues.size() == 1);
@@ -1124,6 +1125,26 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
   REQUIRE(r.ok());
   CHECK(r.input.zero_stage == 2);
+  // transformers reads flags with str_to_bool (true/false in any case) and the version with int():
+  // "False" is FSDP2 keeping the weights gathered, not a strategy; a string checkpointing flag
+  // works; anything else is named on the Trainer's key.
+  t.hf_args_json = R"({"fsdp_config": {"version": "2", "reshard_after_forward": "False", "activation_checkpointing": "true"}})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  INFO((r.issues.empty() ? std::string() : r.issues[0].message));
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
+  const auto first_issue = [&](const std::string& hf) {
+    t.hf_args_json = hf;
+    const ImportResult bad = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+    return bad.issues.empty() ? std::string() : bad.issues[0].message;
+  };
+  CHECK(first_issue(R"({"fsdp_config": {"reshard_after_forward": "sideways"}})") ==
+        "--fsdp_config reshard_after_forward: must be true or false (FSDP2) or a sharding strategy (FSDP1: full_shard, "
+        "shard_grad_op, no_shard, hybrid_shard, hybrid_shard_zero2), got \"sideways\"");
+  CHECK(first_issue(R"({"fsdp_config": {"activation_checkpointing": "maybe"}})") ==
+        "--fsdp_config activation_checkpointing: must be true or false, got \"maybe\"");
+  CHECK(first_issue(R"({"fsdp_config": {"fsdp_version": 3}})") == "--fsdp_config fsdp_version: must be 1 or 2, got 3");
   // The file's own key is kept; a path names a file trainmem is not given; without FSDP it is
   // not read; an unknown key is listed.
   t.hf_args_json = R"({"fsdp_config": {"version": 2, "reshard_after_forward": false, "sideways": 1}})";

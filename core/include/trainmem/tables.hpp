@@ -28,6 +28,10 @@ double tensor_bytes(Dtype dtype, double elements);
 // 64 and the fp32 absmax per 256 of them), not its packed 4-bit values.
 double nf4_quant_state_bytes(double elements);
 
+// The dtype of the model's tensors that are not NF4: params_dtype, or compute_dtype when the base is
+// nf4 (QLoRA keeps embeddings, the output layer, norms and biases unquantised, in the compute dtype).
+Dtype unquantized_dtype(const Config& config);
+
 // The storage type of LoRA adapter weights (peft): Hugging Face PEFT (frameworks ddp and deepspeed
 // start from it, unless model_implementation is torchtune, whose recipes build their own) upcasts
 // fp16/bf16 adapters to fp32 (autocast_adapter_dtype=True); DeepSpeed then

@@ -676,7 +676,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"world_size", "divisible by tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size; equal to that × data_parallel_size when both are given; the product at most 1,000,000,000"},
     {"lora_rank", "at most the smaller dimension (in or out) of every target"},
     {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; no MLP targets in an MoE model; attention targets need attention heads, lm_head a vocabulary"},
-    {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); lm_head needs a vocabulary and is not also a LoRA target; not with fused_linear_cross_entropy"},
+    {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); a vocabulary; lm_head not also among lora_target_modules"},
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},

@@ -1533,7 +1533,7 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
     out.add("loss.grad_input", "loss", x.norm_e * x.h * x.tokens, x.norm_dtype, k_src_liger_flce);
     if (output_trains) {
       // The output layer's weight (a saved copy keeps the unquantised base's dtype).
-      const Dtype w = c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
+      const Dtype w = unquantized_dtype(c);
       out.add("loss.grad_weight", "loss", bytes_per_element(w) * x.h * padded_vocab(c), name_of(w),
               k_src_liger_flce);
     }

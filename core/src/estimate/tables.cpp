@@ -102,6 +102,9 @@ Dtype lora_adapter_dtype(const Config& c) {
   // torchtune LoRALinear (031d89b8) creates lora_a/lora_b as nn.Linear under the recipe's
   // set_default_dtype; Megatron-Bridge's adapters are model parameters; DeepSpeed's engine casts
   // the module to bf16/fp16.
+  return unquantized_dtype(c);
+}
+Dtype unquantized_dtype(const Config& c) {
   return c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
 }
 

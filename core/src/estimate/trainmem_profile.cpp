@@ -423,7 +423,7 @@ Dtype frozen_dtype(const Config& c, const Tensors& t) {
 // dtype of the module it copies (copy.deepcopy; PEFT's _cast_adapter_dtype upcasts only the
 // adapters of BaseTunerLayer modules, tuners_utils.py @ 831fd03e).
 Dtype trainable_dtype(const Config& c, const Tensors& t) {
-  return t.saved_copy ? frozen_dtype(c, t) : lora_adapter_dtype(c);
+  return t.saved_copy ? unquantized_dtype(c) : lora_adapter_dtype(c);
 }
 
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
@@ -472,9 +472,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   // The largest tensor a GPU must gather whole (ZeRO-3 module) and the largest layer (FSDP unit).
   double largest_tensor = 0;
   for (int i = 0; i < inv.n; ++i) largest_tensor = std::max(largest_tensor, inv.items[size_t(i)].elements());
-  // peft: the largest frozen tensor in its storage (bytes), the largest adapter matrix, and the
-  // largest NF4 linear (elements), which bitsandbytes dequantises whole in the compute dtype.
-  // `largest_adapter_bytes`: the largest trainable tensor (adapter matrix or saved copy) in its dtype.
+  // peft: the largest frozen tensor as ZeRO-3 gathers it (bytes: its storage less what every rank
+  // keeps whole), the largest trainable tensor (an adapter matrix or a saved copy, bytes in its
+  // dtype) and the largest NF4 linear (elements), which bitsandbytes dequantises whole in the
+  // compute dtype.
   double largest_frozen_bytes = 0, largest_adapter_bytes = 0, largest_quantized = 0;
   // PEFT modules_to_save under FSDP2: each trainable copy's unsharded gradient (its dtype) and
   // reduce_dtype copy, all of them and the largest one.

@@ -218,8 +218,10 @@ void AccelerateReader::read_layout() {
       return m_.fail("--deepspeed", "names the DeepSpeed config file the Trainer reads (or is that config as a "
                                     "mapping in --hf-args), got " + show(args_["deepspeed"]));
     if (distributed_ == "FSDP") return m_.fail("--deepspeed", "the Trainer's DeepSpeed config and distributed_type FSDP cannot both run");
-    if (distributed_ != "DEEPSPEED")
-      out_.read.push_back("distributed_type ← --deepspeed " + show(args_["deepspeed"]) + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
+    if (distributed_ != "DEEPSPEED") {
+      const std::string given = args_["deepspeed"].is_string() ? show(args_["deepspeed"]) : "(a DeepSpeed config in --hf-args)";
+      out_.read.push_back("distributed_type ← --deepspeed " + given + " (the Trainer's DeepSpeed config; the file said " + distributed_ + ")");
+    }
     distributed_ = "DEEPSPEED";
   }
   // The Trainer's own --fsdp (TrainingArguments.fsdp, transformers trainer_utils.py FSDPOption:
@@ -318,6 +320,17 @@ void AccelerateReader::read_trainer_fsdp_config(bool trainer_fsdp) {
       "activation_checkpointing", "offload_params", "backward_prefetch", "forward_prefetch",
       "cpu_ram_efficient_loading", "sync_module_states", "use_orig_params", "state_dict_type",
       "min_num_params", "transformer_layer_cls_to_wrap", "auto_wrap_policy"};
+  static const std::vector<std::string_view> flags = {"activation_checkpointing", "offload_params", "forward_prefetch",
+                                                      "cpu_ram_efficient_loading", "sync_module_states", "use_orig_params"};
+  // transformers reads a flag as str_to_bool(str(value).lower()): true/false in any case.
+  const auto as_flag = [](const json& value) -> std::optional<bool> {
+    if (value.is_boolean()) return value.get<bool>();
+    if (!value.is_string()) return std::nullopt;
+    const std::string text = mapping::lowercase(value.get<std::string>());
+    if (text == "true") return true;
+    if (text == "false") return false;
+    return std::nullopt;
+  };
   json& block = tree_["fsdp_config"];
   if (block.is_null()) block = json::object();
   if (!block.is_object()) return;  // read_fsdp names it
@@ -326,16 +339,33 @@ void AccelerateReader::read_trainer_fsdp_config(bool trainer_fsdp) {
     const std::string base = key.rfind("fsdp_", 0) == 0 ? key.substr(5) : key;
     std::string target;
     json v = value;
+    const std::string where = "--fsdp_config " + key;
     if (base == "version") {
+      // int(fsdp_config["version"]): 1 or 2, a number or its text.
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      if (text != "1" && text != "2") return m_.fail(where, "must be 1 or 2, got " + show(value));
       target = "fsdp_version";
-    } else if (base == "reshard_after_forward" && value.is_string()) {
-      // FSDP1: the sharding strategy by name (full_shard, shard_grad_op, ...).
-      target = "fsdp_sharding_strategy";
-      std::string upper = value.get<std::string>();
-      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char ch) { return char(std::toupper(ch)); });
-      v = upper;
+      v = text == "2" ? 2 : 1;
     } else if (base == "reshard_after_forward") {
-      target = "fsdp_reshard_after_forward";
+      // FSDP2: a flag; FSDP1: the sharding strategy by name (full_shard, shard_grad_op, ...).
+      const std::string lower = value.is_string() ? mapping::lowercase(value.get<std::string>()) : std::string();
+      const auto named = std::find_if(k_fsdp_strategies.begin(), k_fsdp_strategies.end(),
+                                      [&](std::string_view s) { return mapping::lowercase(s) == lower; });
+      if (const std::optional<bool> flag = as_flag(value)) {
+        target = "fsdp_reshard_after_forward";
+        v = *flag;
+      } else if (named != k_fsdp_strategies.end()) {
+        target = "fsdp_sharding_strategy";
+        v = std::string(*named);
+      } else {
+        return m_.fail(where, "must be true or false (FSDP2) or a sharding strategy (FSDP1: full_shard, shard_grad_op, "
+                              "no_shard, hybrid_shard, hybrid_shard_zero2), got " + show(value));
+      }
+    } else if (listed(flags, base)) {
+      const std::optional<bool> flag = as_flag(value);
+      if (!flag) return m_.fail(where, "must be true or false, got " + show(value));
+      target = "fsdp_" + base;
+      v = *flag;
     } else if (listed(passed_on, base)) {
       target = "fsdp_" + base;
     } else if (base == "limit_all_gathers" || base.rfind("xla", 0) == 0) {
@@ -518,16 +548,19 @@ void AccelerateReader::read_deepspeed() {
   // [ds] The DeepSpeed config DeepSpeedPlugin writes, or the file it (or the Trainer's own
   // --deepspeed) names.
   const json* trainer_file = args_.contains("deepspeed") && args_["deepspeed"].is_string() ? &args_["deepspeed"] : nullptr;
-  // TrainingArguments.deepspeed given as the config itself (a dict in --hf-args).
+  // A whole DeepSpeed config (a file, or TrainingArguments.deepspeed as a dict), with the
+  // Trainer's flags beside it; the plugin's deepspeed_config keys then say nothing.
+  const auto read_config = [&](const json& config, const std::string& whose) {
+    out_.read.push_back("deepspeed ← " + whose);
+    m_.touch("deepspeed_config");
+    Mapper ds(config, out_);
+    mapping::read_deepspeed(ds, trainer(), gpus_);
+    if (out_.ok()) ds.account({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "seed"}, {"zero_optimization"});
+  };
   if (args_.contains("deepspeed") && args_["deepspeed"].is_object()) {
     if (!options_.deepspeed_json.empty())
       return m_.fail("--deepspeed", "is a DeepSpeed config in --hf-args and trainmem's --deepspeed gives another: give one");
-    out_.read.push_back("deepspeed ← the DeepSpeed config given as TrainingArguments.deepspeed in --hf-args");
-    m_.touch("deepspeed_config");
-    Mapper ds(args_["deepspeed"], out_);
-    mapping::read_deepspeed(ds, trainer(), gpus_);
-    if (out_.ok()) ds.account({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "seed"}, {"zero_optimization"});
-    return;
+    return read_config(args_["deepspeed"], "the DeepSpeed config given as TrainingArguments.deepspeed in --hf-args");
   }
   std::optional<std::string> file = m_.has("deepspeed_config.deepspeed_config_file")
                                         ? m_.string("deepspeed_config.deepspeed_config_file") : std::nullopt;
@@ -539,12 +572,7 @@ void AccelerateReader::read_deepspeed() {
       return m_.fail(key, trainmem::quoted(*file) + ": give that DeepSpeed config with trainmem's --deepspeed FILE");
     std::optional<json> given = mapping::object_tree(options_.deepspeed_json, "--deepspeed", out_.issues);
     if (!given) return;
-    out_.read.push_back("deepspeed ← the DeepSpeed config " + key + " names (" + trainmem::quoted(*file) + ")");
-    m_.touch("deepspeed_config");
-    Mapper ds(*given, out_);
-    mapping::read_deepspeed(ds, trainer(), gpus_);
-    if (out_.ok()) ds.account({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler", "seed"}, {"zero_optimization"});
-    return;
+    return read_config(*given, "the DeepSpeed config " + key + " names (" + trainmem::quoted(*file) + ")");
   }
   if (const json* block = mapping::at(m_.tree(), "deepspeed_config"); block && !block->is_null() && !block->is_object())
     return m_.fail("deepspeed_config", "must be a mapping, got " + show(*block));

@@ -146,7 +146,8 @@ nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
 }
 
 // {"ok", "config": the import merged over base, "input": the import alone, "read", "assumed",
-// "ignored", "whole_model"} (core import_over_base), or {"ok": false, "issues"}.
+// "ignored", "unresolved" (what the config still lacks, each on its field), "whole_model"} (core
+// import_over_base), or {"ok": false, "issues"}.
 std::string imported_result_json(const trainmem::ImportOverBase& imported) {
   if (!imported.ok()) return issues_json(imported.issues).dump();
   nlohmann::json out;
@@ -156,6 +157,7 @@ std::string imported_result_json(const trainmem::ImportOverBase& imported) {
   out["read"] = imported.read;
   out["assumed"] = imported.assumed;
   out["ignored"] = imported.ignored;
+  out["unresolved"] = issues_json(imported.unresolved)["issues"];
   out["whole_model"] = imported.whole_model;
   // A note quotes the file's text, which the core cuts at character boundaries; replace keeps a
   // stray byte from turning into an exception.

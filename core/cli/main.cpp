@@ -122,12 +122,23 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
 }
 
 // What `trainmem import` prints: the issues (exit 2), or the notes on stderr ("read: ",
-// "assumed: ", "ignored: ") and the config on stdout (exit 0).
+// "assumed: ", "ignored: ") and the config on stdout (exit 0). A framework's file describes a
+// whole run (core: whole_layout): one whose config would not estimate (`unresolved`) is refused
+// with what it lacks, each on its field (exit 2, nothing on stdout), as the page asks for the
+// same fields. A config.json or a Megatron-LM command line overlays only what it says, meant for
+// a --base: its config is printed, with what it lacks as "needs:" notes.
 int print_imported(const trainmem::ImportOverBase& imported) {
   if (!imported.ok()) return print_issues(imported.issues), 2;
   for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
   for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
   for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
+  if (imported.whole_layout && !imported.unresolved.empty()) {
+    print_issues(imported.unresolved);
+    std::cerr << "give " << (imported.unresolved.size() == 1 ? "it" : "them")
+              << " with --base TRAINING.json (or the framework's own overrides)\n";
+    return 2;
+  }
+  for (const trainmem::Issue& need : imported.unresolved) std::cerr << "needs: " << need.message << "\n";
   std::cout << trainmem::config_input_json(imported.config, 2) << "\n";
   return 0;
 }

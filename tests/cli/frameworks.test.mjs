@@ -55,7 +55,14 @@ test('import torchtitan: the 405B job on 512 GPUs with PP 8, overrides as --sect
 test('import deepspeed: "auto" values from --hf-args, the model from --preset', () => {
   const args = join(dir, 'args.json');
   writeFileSync(args, JSON.stringify({ per_device_train_batch_size: 2, gradient_accumulation_steps: 8, bf16: true }));
-  const r = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--hf-args', args, '--preset', 'llama-3.1-8b', '--gpus', '4']);
+  // The config and the flags do not say the sequence length: the import asks for it, then takes it from a base.
+  const open = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--hf-args', args, '--preset', 'llama-3.1-8b', '--gpus', '4']);
+  assert.equal(open.status, 2);
+  assert.equal(open.stdout, '');
+  assert.match(open.stderr, /^seq_length: is required \(a positive integer\): a DeepSpeed config does not say it: give it, or max_length in --hf-args$/m);
+  const base = join(dir, 'base.json');
+  writeFileSync(base, JSON.stringify({ seq_length: 4096 }));
+  const r = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--hf-args', args, '--preset', 'llama-3.1-8b', '--gpus', '4', '--base', base]);
   assert.equal(r.status, 0, r.stderr);
   const c = JSON.parse(r.stdout);
   assert.equal(c.framework, 'deepspeed');
@@ -69,6 +76,8 @@ test('import deepspeed: "auto" values from --hf-args, the model from --preset', 
 });
 
 test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launch command after --', () => {
+  const base = join(dir, 'base-seq.json');
+  writeFileSync(base, JSON.stringify({ seq_length: 2048 }));
   // peft-deepspeed_config_z3_qlora.yaml: DEEPSPEED, zero_stage 3, 2 processes, no accumulation
   // (so "auto" from the Trainer's 2). The command as the doc prints it, quotes and all.
   const launch = ['accelerate', 'launch', '--config_file', 'configs/deepspeed_config_z3_qlora.yaml', 'train.py',
@@ -106,7 +115,7 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
 --use_peft_lora True \\
 --use_4bit_quantization True
 `);
-  const file = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--launch', script]);
+  const file = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--launch', script, '--base', base]);
   assert.equal(file.status, 0, file.stderr);
   const f = JSON.parse(file.stdout);
   assert.equal(f.global_batch_size, 8);
@@ -116,7 +125,7 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
 test('import deepspeed with the torchrun command that launches it: the world, the model and the Trainer\'s flags from the command', () => {
   const r = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--', 'torchrun', '--nproc_per_node', '4',
     'train.py', '--model_name_or_path', 'meta-llama/Llama-3.1-8B', '--deepspeed', 'zero3_bf16.json',
-    '--per_device_train_batch_size', '2', '--gradient_accumulation_steps', '8', '--bf16', 'True']);
+    '--per_device_train_batch_size', '2', '--gradient_accumulation_steps', '8', '--bf16', 'True', '--max_length', '4096']);
   assert.equal(r.status, 0, r.stderr);
   const c = JSON.parse(r.stdout);
   assert.equal(c.data_parallel_size, 4);

@@ -1382,3 +1382,53 @@ TEST_CASE("accelerate: the PEFT docs' Llama 2 70B runs, config and launch comman
   CHECK(has_line(r.ignored, "accelerate launch --fsdp_offload_params false: the file's fsdp_config.fsdp_offload_params (true) is set over it"));
 }
 #endif
+
+TEST_CASE("an import leaves open what its file leaves open: the merged config's problems name the file's reason",
+          "[import][unresolved]") {
+  // torchtune's 8B_qlora_single_device recipe: tokenizer.max_seq_len null and no packing, so the
+  // length follows the data. Over an empty base (the CLI without --base, the page's import) the
+  // config lacks seq_length, and the problem says why; over a base that gives it, nothing is open.
+  const std::string recipe = R"({"model": {"_component_": "torchtune.models.llama3_1.qlora_llama3_1_8b",
+      "lora_attn_modules": ["q_proj", "v_proj", "output_proj"], "lora_rank": 8, "lora_alpha": 16},
+      "tokenizer": {"_component_": "torchtune.models.llama3.llama3_tokenizer", "max_seq_len": null},
+      "dataset": {"_component_": "torchtune.datasets.alpaca_cleaned_dataset", "packed": false},
+      "batch_size": 2, "optimizer": {"_component_": "torch.optim.AdamW", "lr": 3e-4},
+      "dtype": "bf16", "enable_activation_checkpointing": true})";
+  ImportOptions options;
+  options.gpus = 1;
+  const ImportOverBase open = import_over_base(ImportKind::torchtune, recipe, "{}", options);
+  REQUIRE(open.ok());
+  REQUIRE(open.unresolved.size() == 1);
+  CHECK(open.unresolved[0].field == "seq_length");
+  CHECK(open.unresolved[0].message ==
+        "seq_length: is required (a positive integer): the recipe's tokenizer.max_seq_len is null and dataset.packed is false, so "
+        "batches are padded to their longest sample: give that length");
+  const ImportOverBase given = import_over_base(ImportKind::torchtune, recipe, R"({"seq_length": 2048})", options);
+  REQUIRE(given.ok());
+  CHECK(given.unresolved.empty());
+  CHECK(given.config.seq_length == 2048);
+}
+
+TEST_CASE("a key at the wrong nesting is listed as ignored with where the framework reads it", "[import][nesting]") {
+  // An axolotl sequence_len indented under a dataset entry: YAML accepts it, axolotl reads only the
+  // top-level key, and the run takes the default 512. A torchtune max_seq_len at the top level:
+  // torchtune reads tokenizer.max_seq_len.
+  ImportOptions options;
+  options.gpus = 1;
+  const ImportResult axolotl = import_axolotl(R"({"base_model": "meta-llama/Meta-Llama-3-8B", "adapter": "lora",
+      "lora_r": 8, "lora_target_linear": true, "micro_batch_size": 1,
+      "datasets": [{"path": "mhenrichsen/alpaca_2k_test", "type": "alpaca", "sequence_len": 4096}]})", options);
+  REQUIRE(axolotl.ok());
+  CHECK(axolotl.input.seq_length == 512);
+  CHECK(has_line(axolotl.ignored, "datasets[0].sequence_len: at the wrong nesting, not read; the framework reads it as "
+                                  "sequence_len, which the file does not set"));
+  const ImportResult torchtune = import_torchtune(R"({"model": {"_component_": "torchtune.models.llama3_1.lora_llama3_1_8b",
+      "lora_attn_modules": ["q_proj"], "lora_rank": 8, "lora_alpha": 16},
+      "tokenizer": {"_component_": "torchtune.models.llama3.llama3_tokenizer"}, "max_seq_len": 4096,
+      "dataset": {"_component_": "torchtune.datasets.alpaca_cleaned_dataset"}, "batch_size": 2})", options);
+  REQUIRE(torchtune.ok());
+  CHECK(has_line(torchtune.ignored, "max_seq_len: at the wrong nesting, not read; the framework reads it as "
+                                    "tokenizer.max_seq_len, which the file does not set"));
+  // Listed once: not again as an unknown key.
+  for (const std::string& line : torchtune.ignored) CHECK(line.find("max_seq_len: not a key trainmem reads") == std::string::npos);
+}

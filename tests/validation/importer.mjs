@@ -24,9 +24,13 @@ function load_file(name) {
   return data.points.map((p) => ({ ...p, config: expand(p.config), table: name }));
 }
 
-/** The import's command line for a record (torchtitan overrides as --section.key[=value]; accelerate's launch command after --). */
-export function import_args(record) {
+/**
+ * The import's command line for a record (torchtitan overrides as --section.key[=value];
+ * accelerate's launch command after --). `base`: a --base read from stdin.
+ */
+export function import_args(record, { base = false } = {}) {
   const args = ['import', record.kind, `${root}${record.file}`];
+  if (base) args.push('--base', '-');
   if (record.gpus) args.push('--gpus', String(record.gpus));
   if (record.version) args.push('--version', record.version);
   // accelerate: the launch command after --, word by word.
@@ -56,7 +60,13 @@ export function evaluate_importer() {
     const hand = estimate(p.config);
     row.hand = hand.bytes === undefined ? null : (hand.bytes - measured) / measured;
     row.hand_problem = hand.problem;
-    const imported = spawnSync(cli, import_args(p.framework_config), { encoding: 'utf8' });
+    // The tokenizer's facts (the vocabulary a Megatron --vocab-file holds) are what the file cannot
+    // say and the run needs: they go in as the import's base, as a user gives them with --base.
+    const tokenizer = p.framework_config.tokenizer ?? {};
+    for (const key of Object.keys(tokenizer)) {
+      if (!TOKENIZER_FACTS.has(key)) throw new Error(`${p.id}: framework_config.tokenizer.${key} is not a tokenizer fact (${[...TOKENIZER_FACTS]})`);
+    }
+    const imported = spawnSync(cli, import_args(p.framework_config, { base: true }), { input: JSON.stringify(tokenizer), encoding: 'utf8' });
     if (imported.status !== 0) {
       row.importer = null;
       row.problem = imported.stderr.trim().split('\n')[0];
@@ -73,10 +83,8 @@ export function evaluate_importer() {
       if (!HARDWARE_FACTS.has(key)) throw new Error(`${p.id}: framework_config.hardware.${key} is not a hardware fact (${[...HARDWARE_FACTS]})`);
       config[key] = value;
     }
-    for (const [key, value] of Object.entries(p.framework_config.tokenizer ?? {})) {
-      if (!TOKENIZER_FACTS.has(key)) throw new Error(`${p.id}: framework_config.tokenizer.${key} is not a tokenizer fact (${[...TOKENIZER_FACTS]})`);
-      if (config[key] !== undefined) throw new Error(`${p.id}: framework_config.tokenizer.${key}: the import already sets it`);
-      config[key] = value;
+    for (const [key, value] of Object.entries(tokenizer)) {
+      if (config[key] !== value) throw new Error(`${p.id}: framework_config.tokenizer.${key}: the import sets it (${config[key]})`);
     }
     const through = estimate(config);
     row.importer = through.bytes === undefined ? null : (through.bytes - measured) / measured;

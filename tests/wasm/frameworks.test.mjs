@@ -54,6 +54,13 @@ test('the page and the CLI give the same config for each fixture', async () => {
     const page = engine.importFramework(kind, tree, options, {});
     assert.equal(page.ok, true, `${file}: ${JSON.stringify(page.issues)}`);
     const native = spawnSync(cli, ['import', kind, new URL(file, fixtures).pathname, ...args], { encoding: 'utf8' });
+    if (page.unresolved.length && kind !== 'megatron-args') {
+      // A run's file that leaves a field open: the page asks for it, the CLI refuses with the same words.
+      assert.equal(native.status, 2, file);
+      const problems = native.stderr.split('\n').filter((l) => l && !/^(read: |assumed: |ignored: |give )/.test(l));
+      assert.deepEqual(problems, page.unresolved.map((u) => u.message), file);
+      continue;
+    }
     assert.equal(native.status, 0, native.stderr);
     assert.deepEqual(page.config, JSON.parse(native.stdout), file);
   }

@@ -217,7 +217,12 @@ export class ImportPanel {
     } finally {
       this.els.run.disabled = false;
     }
-    const base = this.base();
+    // A model's config.json is imported into the run on screen (its training and layout stay, as
+    // `trainmem import hf --base` keeps the base's). A run's own file starts from the framework's
+    // defaults, as the CLI's `import` without --base does: nothing of the screen's previous state
+    // fills what the file leaves out; what the estimate still needs comes back as `unresolved`
+    // and is asked for in the form.
+    const base = kind === 'hf' ? this.base() : {};
     let result;
     // The text's shape says how to parse it; the core says what the parsed file is (detectFramework).
     let parsed = null;
@@ -249,11 +254,11 @@ export class ImportPanel {
     if (this.fileName) label = `${label} (${this.fileName})`;
     this.fileName = null;
     this.report(result, label);
-    if (result.ok) this.apply(result.config, label);
+    if (result.ok) this.apply(result.config, label, result.unresolved ?? []);
     return result;
   }
 
-  /** Lists what was read, assumed and ignored, or the problems. */
+  /** Lists what the form still needs, what was read, assumed and ignored, or the problems. */
   report(result, label = '') {
     const { report } = this.els;
     const parts = [];
@@ -266,15 +271,20 @@ export class ImportPanel {
       parts.push(ul);
       report.className = 'import-report notice error-box';
     } else {
-      parts.push(p(`Imported ${label}: ${result.read.length} read, ${result.assumed.length} assumed, ${result.ignored.length} ignored.`));
-      for (const [key, title] of [['read', 'Read'], ['assumed', 'Assumed'], ['ignored', 'Ignored']]) {
-        if (!result[key].length) continue;
+      const needs = (result.unresolved ?? []).map((u) => u.message);
+      parts.push(p(`Imported ${label}: ${result.read.length} read, ${result.assumed.length} assumed, ${result.ignored.length} ignored` +
+        (needs.length ? `; ${needs.length === 1 ? 'one value' : `${needs.length} values`} to give in the form.` : '.'),
+      needs.length ? 'import-needs-summary' : ''));
+      const lists = [['needs', 'Still needed (marked in the form)', needs], ['read', 'Read', result.read],
+        ['assumed', 'Assumed', result.assumed], ['ignored', 'Ignored', result.ignored]];
+      for (const [key, title, items] of lists) {
+        if (!items.length) continue;
         const details = document.createElement('details');
         details.className = `import-${key}`;
         if (key !== 'read') details.open = true;
-        const summary = Object.assign(document.createElement('summary'), { textContent: `${title} (${result[key].length})` });
+        const summary = Object.assign(document.createElement('summary'), { textContent: `${title} (${items.length})` });
         const ul = document.createElement('ul');
-        for (const line of result[key]) ul.append(Object.assign(document.createElement('li'), { textContent: line }));
+        for (const line of items) ul.append(Object.assign(document.createElement('li'), { textContent: line }));
         details.append(summary, ul);
         parts.push(details);
       }

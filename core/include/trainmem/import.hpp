@@ -31,6 +31,10 @@ struct ImportResult {
                                      //  (no head_dim)": defaults and conventions applied
   std::vector<std::string> ignored;  // "sliding_window = 4096: ... not modelled ..."
   std::vector<Issue> issues;         // when not empty, `input` must not be used
+  // What the source leaves for the user to give, each as {field, why}: "seq_length" with "the
+  // recipe's tokenizer.max_seq_len is null and dataset.packed is false, so the length follows the
+  // data". import_over_base adds the why to the merged config's problem on that field.
+  std::vector<Issue> open_fields;
   // true when the source describes the whole model (a config.json, or a Megatron line that gives
   // the model's shape): merging then replaces the base's model fields instead of overlaying them.
   bool whole_model = false;
@@ -54,8 +58,14 @@ std::span<const std::string_view> enum_names<ImportKind>();
 // importHfConfig / importMegatronArgs show, in one call. `issues` are the import's; when it has
 // none, the base's, each as "--base: <message>" (the CLI's option; in the module, the page's
 // config). With issues nothing else is set.
+// Without issues, `config` either estimates (`unresolved` is empty) or `unresolved` names what
+// it still lacks: resolve()'s problems with the merged config, each on its field, with the
+// source's reason where it left that field open ("seq_length: is required: the recipe's
+// tokenizer.max_seq_len is null ..."). The CLI refuses such an import with those messages (exit
+// 2); the page loads the config and asks for each field in the form.
 struct ImportOverBase : ImportResult {
   ConfigInput config;  // `input` over the base (merge_import)
+  std::vector<Issue> unresolved;
 };
 ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::string_view base_json);
 

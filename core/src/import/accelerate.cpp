@@ -755,7 +755,7 @@ void AccelerateReader::run() {
   read_training();
   if (!out_.ok()) return;
   if (!out_.input.seq_length)
-    out_.ignored.push_back("seq_length: the launch command does not say it; give --max_length (--max_seq_length) or --base");
+    out_.open_fields.push_back(issue("seq_length", "the launch command does not say it: give it, or --max_length (--max_seq_length)"));
   std::vector<std::string_view> no_memory = k_no_memory;
   no_memory.insert(no_memory.end(), k_no_memory_inside.begin(), k_no_memory_inside.end());
   m_.account(no_memory, {"deepspeed_config", "fsdp_config"});

@@ -344,7 +344,7 @@ ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& o
     else out.assumed.push_back("model ← the base config's (no --model or --preset)");
     if (out.ok()) mapping::read_deepspeed(m, mapping::TrainerArguments{args, "--hf-args "}, options.gpus);
     if (!out.input.seq_length)
-      out.ignored.push_back("seq_length: a DeepSpeed config does not say it; give it with --base, or max_length in --hf-args");
+      out.open_fields.push_back(issue("seq_length", "a DeepSpeed config does not say it: give it, or max_length in --hf-args"));
     if (out.ok()) m.account(k_no_memory, {"zero_optimization", "bf16", "fp16", "optimizer"});
   });
 }

@@ -73,6 +73,16 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
   for (std::string_view field : import_fields_left_out(base.input, imported))
     imported.ignored.push_back(std::string(field) + " = " + detail::json_field_value(get_field(imported.input, field)).dump() + ": the " +
                                std::string(name_of(*base.input.profile)) + " profile does not read it (trainmem profile only)");
+  // One step from a source to a config: the merged config is resolved here, as the estimate will
+  // resolve it, so that an import never hands on a config that fails later without its reason.
+  for (Issue& problem : resolve(out.config).issues) {
+    for (const Issue& open : imported.open_fields) {
+      if (open.field != problem.field) continue;
+      const std::string prefix = open.field + ": ";  // the funnel's (issue()); said once
+      problem.message += ": " + (open.message.starts_with(prefix) ? open.message.substr(prefix.size()) : open.message);
+    }
+    out.unresolved.push_back(std::move(problem));
+  }
   static_cast<ImportResult&>(out) = std::move(imported);
   return out;
 }

@@ -269,11 +269,13 @@ ImportResult import_tree(std::string_view tree_json, std::string_view document, 
 
 const json* Mapper::get(std::string_view key) {
   used_.insert(std::string(key));
+  asked_.insert(std::string(key));
   const json* v = at(tree_, key);
   return v && !v->is_null() ? v : nullptr;
 }
 
 bool Mapper::has(std::string_view key) {
+  asked_.insert(std::string(key));
   const json* v = at(tree_, key);
   if (v && v->is_null()) used_.insert(std::string(key));
   return v && !v->is_null();
@@ -494,11 +496,45 @@ bool Mapper::accounted(const std::string& key) const {
   return false;
 }
 
+std::map<std::string, std::string> Mapper::misplaced_keys() const {
+  // YAML and TOML accept a key at any nesting, and the frameworks read each at one place: a
+  // mis-indented axolotl `sequence_len` (under `datasets`) or a torchtune `max_seq_len` at the top
+  // level (read under `tokenizer`) is no error there, and the run silently takes the default.
+  // So a key the importer looked for and did not find, present elsewhere under the same name, is
+  // named with the place it is read from.
+  std::map<std::string, std::string> wanted;  // last name → the place a rule read it from
+  for (const std::string& key : asked_) {
+    if (at(tree_, key)) continue;
+    const size_t dot = key.rfind('.');
+    wanted.emplace(dot == std::string::npos ? key : key.substr(dot + 1), key);
+  }
+  std::map<std::string, std::string> found;
+  if (wanted.empty()) return found;
+  // Depth-first over objects and arrays; bounded by the tree, which the reader already holds.
+  const std::function<void(const json&, const std::string&)> walk = [&](const json& node, const std::string& path) {
+    if (node.is_object()) {
+      for (const auto& [name, value] : node.items()) {
+        const std::string here = path.empty() ? name : path + "." + name;
+        if (auto it = wanted.find(name); it != wanted.end() && here != it->second) found.emplace(here, it->second);
+        walk(value, here);
+      }
+    } else if (node.is_array()) {
+      for (size_t i = 0; i < node.size(); ++i) walk(node[i], path + "[" + std::to_string(i) + "]");
+    }
+  };
+  walk(tree_, "");
+  return found;
+}
+
 void Mapper::account(const std::vector<std::string_view>& no_memory,
                      const std::vector<std::string_view>& sections) {
   std::vector<std::string> quiet, unknown;
+  const std::map<std::string, std::string> misplaced = misplaced_keys();
+  for (const auto& [path, read_at] : misplaced)
+    out_.ignored.push_back(path + ": at the wrong nesting, not read; the framework reads it as " + read_at +
+                           ", which the file does not set");
   const auto visit = [&](const std::string& key) {
-    if (accounted(key)) return;
+    if (accounted(key) || misplaced.count(key)) return;
     const bool listed = std::find(no_memory.begin(), no_memory.end(), key) != no_memory.end();
     (listed ? quiet : unknown).push_back(key);
   };

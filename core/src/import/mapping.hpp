@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -73,7 +74,10 @@ class Mapper {
   // The value at `key` (dotted), marked as accounted for; nullptr when absent or null.
   const json* get(std::string_view key);
   // Marks a key (and everything under it) accounted for without reading it.
-  void touch(std::string_view key) { used_.insert(std::string(key)); }
+  void touch(std::string_view key) {
+    used_.insert(std::string(key));
+    asked_.insert(std::string(key));
+  }
   // Whether the key is there with a value. A null (YAML's empty `key:`) is the framework's
   // default, as get() and the typed readers take it, so a rule's "absent: assume the default"
   // branch covers it too; asked for, it is accounted for.
@@ -123,6 +127,7 @@ class Mapper {
 
   // Lists, under ignored:, each top-level key (and each key under the objects in `sections`)
   // that no rule read: the ones in `no_memory` as not changing memory, the others as unknown.
+  // A key at the wrong nesting is named with the place it is read from instead (misplaced_keys).
   void account(const std::vector<std::string_view>& no_memory,
                const std::vector<std::string_view>& sections = {});
 
@@ -130,7 +135,11 @@ class Mapper {
   const json& tree_;
   ImportResult& out_;
   std::set<std::string> used_;
+  std::set<std::string> asked_;  // every key a rule looked for, found or not
   bool accounted(const std::string& key) const;
+  // Where the tree has a key that a rule looked for at another place and did not find there: the
+  // key's path ("datasets[0].sequence_len") → the place it is read from ("sequence_len").
+  std::map<std::string, std::string> misplaced_keys() const;
   // put(), with `context` before the field's rule in the Issue ("global_batch_size = ...: ").
   bool put(std::string_view field, const FieldValue& value, std::string_view key, std::string_view context);
 };

@@ -446,6 +446,8 @@ void TorchtuneReader::read_batch() {
     out_.ignored.push_back("tokenizer.max_seq_len = null, dataset.packed = false: the sequence length "
                            "follows the data (batches padded to their longest sample); give seq_length "
                            "with --base, or override tokenizer.max_seq_len");
+    out_.open_fields.push_back(issue("seq_length", "the recipe's tokenizer.max_seq_len is null and dataset.packed is false, "
+                                     "so batches are padded to their longest sample: give that length"));
   }
 }
 

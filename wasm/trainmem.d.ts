@@ -193,6 +193,23 @@ export interface NcclGroup {
   bytes: number;
 }
 
+/** Whether a figure fits its GPU (core estimate.hpp fit_verdict) */
+export interface FitVerdict {
+  /** tight: within the capacity but in the headroom band, or its validation spread crosses the capacity */
+  fit: 'fits' | 'tight' | 'over';
+  reason: 'none' | 'headroom' | 'spread';
+  figure_bytes: number;
+  capacity_bytes: number;
+  /** share of the capacity kept free (the planner's default) */
+  headroom: number;
+  /** the run's validation group's 90th-percentile |error| (0 when unknown) */
+  spread: number;
+  /** capacity · (1 − headroom): "fits" is at most this */
+  limit_bytes: number;
+  /** figure · (1 + spread) */
+  upper_bytes: number;
+}
+
 export interface TraceEntry {
   name: string;
   value: number | null;
@@ -230,7 +247,12 @@ export interface EstimateResult {
   /** every pipeline stage, first to last: trainmem profile always, megatron-bridge with pipeline_model_parallel_size > 1, else empty */
   stages: Stage[];
   assumptions: string[];
-  /** What to change when the run does not fit gpu_memory_bytes: up to five single changes, least disruptive first */
+  /**
+   * With gpu_memory_bytes: each figure's verdict against it (core fit_verdict), keyed as the
+   * figures are: allocated, reserved, device (trainmem) or total (reference profiles)
+   */
+  verdicts?: Record<string, FitVerdict>;
+  /** What to change when the run is above the headroom line of gpu_memory_bytes: up to five single changes, least disruptive first */
   suggestions: Suggestion[];
   /** the training log's line: "Theoretical memory footprints: weight and optimizer=… MB, …" */
   report: string | null;
@@ -332,6 +354,11 @@ export interface ImportResult {
   assumed: string[];
   /** keys that matter for memory but have no field, with the reason */
   ignored: string[];
+  /**
+   * what `config` still lacks to estimate (core resolve()'s problems), each on its field, with the
+   * source's reason where it left the field open; empty when `config` estimates
+   */
+  unresolved: Array<{ field: string; message: string }>;
   /** the source describes the whole model: the base's other model fields were cleared */
   whole_model: boolean;
 }

@@ -50,6 +50,19 @@ TEST_CASE("full_estimate holds the stages and the log line the separate calls gi
   CHECK(full.reference_line.rfind("Theoretical memory footprints: weight and optimizer=", 0) == 0);
 }
 
+TEST_CASE("the training log's line is shown only for runs Megatron-LM would launch", "[result]") {
+  // Issue 32 item 6: a torchtune LoRA run was shown "compare with your run's log: 1,211,157 MB".
+  const std::string model = R"({"num_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
+      "vocab_size": 32000, "seq_length": 1024, "micro_batch_size": 1)";
+  CHECK_FALSE(full_estimate(config_from(model + "}")).reference_line.empty());  // trainmem, Megatron
+  CHECK(full_estimate(config_from(model + R"(, "framework": "fsdp2", "data_parallel_size": 2})")).reference_line.empty());
+  CHECK(full_estimate(config_from(model + R"(, "framework": "deepspeed", "zero_stage": 3, "data_parallel_size": 2})"))
+            .reference_line.empty());
+  CHECK(full_estimate(config_from(model + R"(, "framework": "ddp", "peft": "lora", "lora_rank": 8})")).reference_line.empty());
+  // The reference profiles are the log's formula: always.
+  CHECK_FALSE(full_estimate(config_from(model + R"(, "profile": "megatron-lm"})")).reference_line.empty());
+}
+
 TEST_CASE("the overhead lines add allocated up to reserved and reserved up to device", "[result]") {
   const std::string layout = GENERATE(as<std::string>{},
       R"("tensor_model_parallel_size": 2, "sequence_parallel": true, "data_parallel_size": 4,

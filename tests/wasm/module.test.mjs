@@ -69,12 +69,16 @@ test('the profile travels in the config and is validated by the core', () => {
   assert.equal(engine.estimate(unset).profile, 'trainmem', 'the default profile');
 });
 
-test('a reference profile rejects trainmem-only fields by name', () => {
+test('a reference profile rejects trainmem-only fields by name; the capacity it judges its total against', () => {
   const r = engine.estimate({ ...WORKED_EXAMPLE, optimizer: 'adam', gpu_memory_bytes: 80 * 2 ** 30 });
   assert.equal(r.ok, false);
-  assert.deepEqual(r.issues.map((i) => i.field).sort(), ['gpu_memory_bytes', 'optimizer']);
+  assert.deepEqual(r.issues.map((i) => i.field).sort(), ['optimizer']);
   const trainmemOnly = engine.fieldSpecs.filter((s) => s.trainmem_only).map((s) => s.name);
-  assert.ok(trainmemOnly.includes('gpu_memory_bytes') && trainmemOnly.includes('recompute_modules'));
+  assert.ok(!trainmemOnly.includes('gpu_memory_bytes') && trainmemOnly.includes('recompute_modules'));
+  // Every profile's figure gets a verdict against the GPU (core fit_verdict): Bridge's total.
+  const judged = engine.estimate({ ...WORKED_EXAMPLE, gpu_memory_bytes: 80 * 2 ** 30 });
+  assert.deepEqual(Object.keys(judged.verdicts), ['total']);
+  assert.equal(judged.verdicts.total.figure_bytes, judged.total_bytes);
 });
 
 test('the trainmem profile reports allocated <= reserved <= device and every stage', () => {

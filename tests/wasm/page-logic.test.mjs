@@ -80,11 +80,42 @@ test("the element's chrome colours are app.css's, light and dark", () => {
   }
 });
 
-test('verdict: one wording for every view; none without a capacity', () => {
-  assert.deepEqual(verdictOf(60 * 2 ** 30, 80 * 2 ** 30, 'GiB'), { fits: true, used: 0.75, text: 'Fits · 20.00 GiB headroom (75% used)' });
-  assert.equal(verdictOf(100e9, 80e9, 'GB').text, 'Does not fit · 20.00 GB over (125% of capacity)');
-  assert.equal(verdictOf(1, null, 'GiB'), null);
-  assert.equal(verdictOf(Number.NaN, 1, 'GiB'), null);
+test("verdict: the core's fit for the figure on screen, in one wording for every view; none without a capacity", () => {
+  // A hand-built verdict (core fit_verdict's fields) for each state, so the words are checked
+  // apart from the core's thresholds (tested natively in tests/core/verdict.test.cpp).
+  const GiB = 2 ** 30;
+  const result = (fit, reason, figure, spread = 0.2) => ({
+    ok: true, verdicts: { device: { fit, reason, figure_bytes: figure * GiB, capacity_bytes: 80 * GiB, headroom: 0.1, spread,
+      limit_bytes: 72 * GiB, upper_bytes: figure * (1 + spread) * GiB } },
+  });
+  const device = { key: 'device' };
+  assert.deepEqual(verdictOf(result('fits', 'none', 60), device, 'GiB'),
+    { fit: 'fits', used: 0.75, text: 'Fits · 20.00 GiB headroom (75 % used)', short: 'fits' });
+  assert.equal(verdictOf(result('tight', 'headroom', 79.06), device, 'GiB').text,
+    'Tight · 99 % used: within the 10 % kept free for the caching allocator, longer samples and checkpoint saves');
+  // 70 GiB · 1.35 = 94.5 GiB: below the headroom line, but the spread crosses 80 GiB.
+  assert.equal(verdictOf(result('tight', 'spread', 70, 0.35), device, 'GiB').text,
+    'Tight · 88 % used, but runs like this landed within ±35 %: up to 94.50 GiB, over the capacity');
+  assert.equal(verdictOf(result('over', 'none', 100), device, 'GiB').text, 'Does not fit · 20.00 GiB over (125 % of capacity)');
+  assert.equal(verdictOf(result('fits', 'none', 60), { key: 'reserved' }, 'GiB'), null, 'no verdict for a figure the core did not judge');
+  assert.equal(verdictOf({ ok: true }, device, 'GiB'), null, 'no capacity: no verdict');
+  assert.equal(verdictOf(null, device, 'GiB'), null);
+});
+
+test('verdict: the core judges every figure against the capacity, and the page words the one on screen', () => {
+  const GiB = 2 ** 30;
+  const config = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, ...SINGLE_GPU, seq_length: 4096, micro_batch_size: 1 };
+  const r = engine.estimate({ ...config, gpu_memory_bytes: 80 * GiB });
+  assert.deepEqual(Object.keys(r.verdicts), ['allocated', 'reserved', 'device']);
+  for (const key of Object.keys(r.verdicts)) {
+    const v = r.verdicts[key];
+    assert.equal(v.figure_bytes, r[`${key}_bytes`], key);
+    // Independent of the core: the three states from the figure, the 10 % headroom and the spread.
+    const expected = v.figure_bytes > 80 * GiB ? 'over'
+      : v.figure_bytes > 72 * GiB || v.figure_bytes * (1 + r.confidence.p90_abs_error) > 80 * GiB ? 'tight' : 'fits';
+    assert.equal(v.fit, expected, key);
+  }
+  assert.equal(engine.estimate(config).verdicts, undefined, 'no capacity, no verdicts');
 });
 
 // ---- the headline and the overhead rows (issue 15, items 1 and 3) ----

@@ -615,12 +615,14 @@ await check('what to change: a run that does not fit lists the core\'s suggestio
   expect(/Does not fit/.test(await page.textContent('#verdict')), `verdict: ${await page.textContent('#verdict')}`);
   const chips = await page.$$eval('#suggestions .chip', (bs) => bs.map((b) => b.textContent));
   expect(chips.length >= 1 && chips.length <= 5, `chips: ${chips}`);
-  // The first is the least disruptive: recompute, before a smaller micro batch.
-  expect(/recompute/.test(chips[0]), `first chip: ${chips[0]}`);
+  // Each aims below the headroom line (issue 32 item 3: a chip led to 79.06 of 80 GiB, "Fits (99 %)"):
+  // 90 % of the H100's 80 GiB. Full recompute alone no longer gets there at micro batch 8.
+  for (const chip of chips) expect(Number.parseFloat(chip.split(' · ').at(-1)) <= 72, `a chip above the headroom line: ${chip}`);
   const promised = chips[0].split(' · ').at(-1);
   await page.click('#suggestions .chip');
   await settled(page);
-  expect(/^Fits/.test(await page.textContent('#verdict')), `after the chip: ${await page.textContent('#verdict')}`);
+  // Below the line it fits, or is tight only because runs like this landed within a spread that crosses the capacity.
+  expect(/^Fits|^Tight .*runs like this landed within/.test(await page.textContent('#verdict')), `after the chip: ${await page.textContent('#verdict')}`);
   expect(await total(page) === promised, `the chip promised ${promised}, the page shows ${await total(page)}`);
   expect(!(await page.isVisible('#suggestions')), 'chips stay when it fits');
   await page.screenshot({ path: join(SHOTS, 'suggestions-1280x900.png') });
@@ -779,6 +781,48 @@ await check('a torchtitan job TOML imports in the page as the CLI reads it: a ba
   await settled(page);
   expect(await page.inputValue('#f-framework') === 'fsdp2' && await page.inputValue('#f-data_parallel_size') === '8', `framework ${await page.inputValue('#f-framework')}, DP ${await page.inputValue('#f-data_parallel_size')}`);
   expect(await page.inputValue('#f-recompute_granularity') === 'selective_op', 'recompute not imported');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// Issue 32, task 1: an import starts from the framework's defaults, never from the screen. The
+// torchtune QLoRA recipe (tokenizer.max_seq_len: null) after the 4090 setup: the page used to
+// show 10.02 GiB made from the setup's sequence length, while the CLI refused the file.
+await check('an import fills nothing from the screen: what the recipe leaves open is asked for in the form, then the figure is the CLI\'s', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+  const fixture = fileURLToPath(new URL('../import/fixtures/torchtune/llama3_1-8B_qlora_single_device.yaml', import.meta.url));
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', await readFile(fixture, 'utf8'));
+  await page.fill('#import-gpus', '1');
+  await page.click('#import-run');
+  await page.waitForFunction(() => /torchtune recipe/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const report = await page.textContent('#import-report');
+  expect(/Still needed \(marked in the form\) \(1\)/.test(report) && /seq_length: is required \(a positive integer\): the recipe's tokenizer\.max_seq_len is null/.test(report), `report: ${report}`);
+  // The field is empty, marked with the reason, and no figure is shown for values nobody gave.
+  expect(await page.inputValue('#f-seq_length') === '', `seq_length shows ${await page.inputValue('#f-seq_length')}`);
+  const fieldError = await page.textContent('#e-seq_length');
+  expect(/max_seq_len is null/.test(fieldError), `seq_length's message: ${fieldError}`);
+  expect(!/GiB$/.test(await total(page)), `a figure is shown without a sequence length: ${await total(page)}`);
+  // The CLI asks the same question: exit 2, the same message.
+  const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+  let refused = '';
+  try {
+    execFileSync(cli, ['import', 'torchtune', fixture, '--gpus', '1'], { stdio: 'pipe' });
+  } catch (error) {
+    refused = `${error.status} ${error.stderr}`;
+  }
+  expect(/^2 /.test(refused) && /seq_length: is required \(a positive integer\): the recipe's tokenizer\.max_seq_len is null/.test(refused), `CLI: ${refused}`);
+  // Given, the page's figure is the CLI's for the same file and length.
+  await typeInto(page, '#f-seq_length', '2048');
+  const imported = execFileSync(cli, ['import', 'torchtune', fixture, '--gpus', '1', '--base', '-'], { input: '{"seq_length": 2048}', stdio: 'pipe' });
+  const config = JSON.parse(imported.toString());
+  const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...config, gpu_memory_bytes: 24 * 2 ** 30 }) }).toString());
+  const bytes = await page.getAttribute('#total', 'data-bytes');
+  expect(bytes === String(Math.round(expected.device_bytes)), `page ${bytes} B, CLI ${expected.device_bytes} B`);
+  await page.screenshot({ path: join(SHOTS, 'import-asks-1280.png') });
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
@@ -1599,6 +1643,32 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     expect(deferredServed >= 4 && live.deferred === 0 && live.parts.length === 0,
       `the first document's deferred parts (${deferredServed} templates) are not all in place on the live page: ${JSON.stringify(live)}`);
     expect(!live.prerendered && !live.inert && live.fields > 0, `the live page is still marked prerendered, or has no form: ${JSON.stringify(live)}`);
+    // Issue 32 item 4: prerendered content is replaced, never added to: every id and every card
+    // heading once, on the fresh page and after a link, a setup and an import.
+    const once = async (when) => {
+      const doubles = await fresh.evaluate(() => {
+        const seen = (list) => list.filter((x, i) => x && list.indexOf(x) !== i);
+        return [...seen([...document.querySelectorAll('[id]')].map((e) => `#${e.id}`)),
+          ...seen([...document.querySelectorAll('main .card > h2, main .card > h3')].map((h) => h.textContent.trim())),
+          ...seen([...document.querySelectorAll('.sticky-sentinel, .setup-pointer')].map((e) => e.className))];
+      });
+      expect(doubles.length === 0, `${when}: shown twice: ${doubles.join(', ')}`);
+    };
+    await once('fresh page');
+    await fresh.evaluate(() => { location.hash = '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=a100-40gb'; });
+    await fresh.waitForFunction(() => document.title.startsWith('Llama 3.1 70B'));
+    await settled(fresh);
+    await once('after a link');
+    const gpuRows = await fresh.$$eval('#gpu-fit-card tbody tr', (rows) => rows.length);
+    expect(gpuRows > 1, `the GPU table has ${gpuRows} rows`);
+    await select(fresh, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    await once('after a setup');
+    await fresh.click('#import-panel > summary');
+    await fresh.fill('#import-text', HF_CONFIG);
+    await fresh.click('#import-run');
+    await fresh.waitForFunction(() => /qwen2 config\.json/.test(document.querySelector('#import-report').textContent));
+    await settled(fresh);
+    await once('after an import');
     const linked = keep(await context.newPage());
     await linked.route(/\.wasm$/, () => {}); // never answers: the page as it is before the module
     await linked.goto(`${sub.url}#v=1&m=llama-3.1-70b&tp=8`);

@@ -16,7 +16,7 @@ const COLUMNS = 2;
  * @param {string} spec.subtitle e.g. "TP 2 · PP 1 · CP 1 · DP 4 = 8 GPUs · NVIDIA H100 80GB"
  * @param {string} spec.figureName e.g. "Most-loaded GPU · device (what nvidia-smi shows)"
  * @param {string} spec.headline e.g. "60.81 GiB of 79.65 GiB"
- * @param {{text: string, fits: boolean} | null} spec.verdict
+ * @param {{text: string, fit: 'fits'|'tight'|'over'} | null} spec.verdict
  * @param {{label: string, bytes: number, color: string, text: string}[]} spec.segments non-empty parts, stacking order; `text` is the formatted size
  * @param {number} spec.total the bar's total in bytes (the figure shown)
  * @param {number | null} spec.capacity bytes, or null
@@ -56,7 +56,10 @@ export function resultPng(spec, scale = 2) {
   y += 30;
   text(spec.headline, PAD, y, { size: 26, weight: 700 });
   y += 26;
-  if (spec.verdict) text(spec.verdict.text, PAD, y, { size: 15, weight: 650, color: spec.verdict.fits ? colors.ok : colors.bad });
+  if (spec.verdict) {
+    const color = { fits: colors.ok, tight: colors.warn ?? colors.text, over: colors.bad }[spec.verdict.fit];
+    text(spec.verdict.text, PAD, y, { size: 15, weight: 650, color });
+  }
   y += 20;
 
   // The bar: the parts stacked on a scale that holds both the figure and the capacity.

@@ -389,6 +389,8 @@ export class Form {
    * it (a problem may sit on a field scrolled far away, or in a closed "More" list).
    */
   showProblems(issues) {
+    // A prerendered page (dist/) may hold the box already: take it rather than add a second.
+    this.problems ??= document.getElementById('form-problems');
     if (!this.problems) {
       this.problems = el('div', { class: 'notice error-box form-problems', id: 'form-problems', role: 'alert', hidden: true });
       this.root.before(this.problems);

@@ -4,7 +4,6 @@
 // are the core's, one estimate per GPU (a capacity can change the answer: paged optimizer states
 // stay on the GPU only while they fit); this module lays them out.
 import { formatBytes, formatSize } from './format.js';
-import { verdictOf } from './verdict.js';
 
 export class GpuFitTable {
   /**
@@ -24,12 +23,17 @@ export class GpuFitTable {
     head.innerHTML = '<tr><th scope="col">GPU</th><th scope="col">Capacity</th><th scope="col">Needs</th><th scope="col">Used</th><th scope="col"><span class="sr-only">Fits</span></th></tr>';
     this.table.append(head, this.body);
     this.card.append(title, this.table);
-    after.after(this.card);
+    // dist/'s prerendered page already has this card (web/scripts/prerender.mjs): the live one
+    // takes its place, never a second one beside it.
+    const prerendered = document.getElementById(this.card.id);
+    if (prerendered) prerendered.replaceWith(this.card);
+    else after.after(this.card);
     this.onPick = onPick;
   }
 
   /**
-   * @param {{id: string, name: string, capacity: number, bytes: number | null, chosen: boolean}[]} rows
+   * @param {{id: string, name: string, capacity: number, bytes: number | null, verdict: object | null, chosen: boolean}[]} rows
+   *   verdict: verdictOf the row's result (verdict.js)
    * @param {string} unit
    * @param {string} figureLabel e.g. "device"
    */
@@ -39,10 +43,10 @@ export class GpuFitTable {
     this.body.replaceChildren(...rows.map((row) => {
       const tr = document.createElement('tr');
       if (row.chosen) tr.className = 'chosen';
-      const verdict = verdictOf(row.bytes ?? NaN, row.capacity, unit);
+      const { verdict } = row;
       const cells = [
         row.name, formatSize(row.capacity, unit), row.bytes === null ? '—' : formatBytes(row.bytes, unit),
-        verdict ? `${(verdict.used * 100).toFixed(0)}%` : '—', verdict ? (verdict.fits ? 'fits' : 'over') : '',
+        verdict ? `${(verdict.used * 100).toFixed(0)}%` : '—', verdict ? verdict.fit : '',
       ];
       cells.forEach((text, i) => {
         const cell = document.createElement(i === 0 ? 'th' : 'td');
@@ -53,7 +57,10 @@ export class GpuFitTable {
           button.addEventListener('click', () => this.onPick(row.id));
           cell.append(button);
         } else cell.textContent = text;
-        if (i === 4 && verdict) cell.className = verdict.fits ? 'fits' : 'over';
+        if (i === 4 && verdict) {
+          cell.className = verdict.fit;
+          cell.title = verdict.text;
+        }
         tr.append(cell);
       });
       return tr;

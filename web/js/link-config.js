@@ -86,12 +86,11 @@ export function gpuLabel(engine, gpu) {
 }
 
 /**
- * The config with the GPU's capacity, which the trainmem profile reads (minimum devices); the
- * reference profiles do not read it and would reject it.
+ * The config with the GPU's capacity, which every profile's verdict reads (and the trainmem
+ * profile's minimum devices and paged optimizer states).
  */
-export function withCapacity(specs, config, capacity) {
-  const profile = config.profile ?? specs.get('profile')?.default;
-  return profile === 'trainmem' && Number.isFinite(capacity) ? { ...config, gpu_memory_bytes: capacity } : config;
+export function withCapacity(_specs, config, capacity) {
+  return Number.isFinite(capacity) ? { ...config, gpu_memory_bytes: capacity } : config;
 }
 
 /**

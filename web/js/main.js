@@ -49,6 +49,10 @@ let setupPicker;
 let compare;
 let share;
 let importedLabel = null; // the source of an imported model, for the title
+// What the last import left for the user to give (core `unresolved`): field → the message with
+// the source's reason ("the recipe's tokenizer.max_seq_len is null ..."), shown on the field in
+// place of the bare rule until the field is given or another state is loaded.
+let importQuestions = new Map();
 let lastOk = null; // { result, names, config }: the last valid result stays on screen
 let lastStale = false;
 
@@ -113,7 +117,8 @@ function settle() {
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
   } else {
-    form.showIssues(result.issues, lastEdited);
+    form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
+      ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
   }
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
@@ -228,7 +233,9 @@ function renderGpuFit() {
   if (state.gpu === CUSTOM_GPU && Number.isFinite(custom)) rows.push({ id: CUSTOM_GPU, name: 'Custom capacity', capacity: custom, chosen: true });
   for (const row of rows) {
     const r = engine.estimate(withCapacity(form.specs, config, row.capacity));
-    row.bytes = r.ok ? headlineOf(r, state.figure).bytes : null;
+    const headline = headlineOf(r, state.figure);
+    row.bytes = headline?.bytes ?? null;
+    row.verdict = verdictOf(r, headline, state.unit);
   }
   const figureLabel = result.profile === 'trainmem' ? FIGURES[headlineOf(result, state.figure).key].label : 'total';
   gpuFit.render(rows, state.unit, figureLabel);
@@ -254,14 +261,14 @@ function picture() {
     subtitle: `${setup} · trainmem ${engine.version}, ${result.profile} profile`,
     figureName: `Most-loaded GPU${stage} · ${figureName}`,
     headline: `${formatBytes(headline.bytes, unit)}${Number.isFinite(capacity) ? ` of ${formatSize(capacity, unit)}` : ''}`,
-    verdict: verdictOf(headline.bytes, capacity, unit),
+    verdict: verdictOf(result, headline, unit),
     segments: segmentsOf(result, formulaLookup(result), figure).filter((s) => s.bytes > 0)
       .map((s) => ({ label: s.label, bytes: s.bytes, color: s.color, text: formatBytes(s.bytes, unit) })),
     total: headline.bytes, capacity: Number.isFinite(capacity) ? capacity : null,
     capacityText: Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '',
     colors: {
       background: color('--surface'), text: color('--text'), muted: color('--muted'), grid: color('--grid'),
-      ok: color('--ok'), bad: color('--bad'), capacity: color('--capacity'),
+      ok: color('--ok'), bad: color('--bad'), warn: color('--warn'), capacity: color('--capacity'),
     },
   };
 }
@@ -443,7 +450,7 @@ function applySetup(setup) {
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
 function pointToSetups() {
   const legend = document.querySelector('#section-finetuning > legend');
-  if (!legend || !engine.setups.length) return;
+  if (!legend || !engine.setups.length || legend.parentElement.querySelector('.setup-pointer')) return;
   const link = Object.assign(document.createElement('a'), { href: '#setup', textContent: 'Start from a fine-tuning setup' });
   const p = Object.assign(document.createElement('p'), { className: 'hint setup-pointer' });
   p.append(link, ': a published torchtune, axolotl or PEFT + DeepSpeed run with its model and GPU.');
@@ -451,7 +458,8 @@ function pointToSetups() {
 }
 
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
-function loadFields(fields, preset, label, setup = null) {
+function loadFields(fields, preset, label, setup = null, questions = []) {
+  importQuestions = new Map(questions.map((q) => [q.field, q.message]));
   state.fields = fields;
   state.preset = preset;
   state.setup = setup;
@@ -534,9 +542,11 @@ function bindPanels() {
   new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
     kind: $('import-kind'), report: $('import-report'),
-  }, engine, () => configFor(state.fields).config, (config, label) => {
+  }, engine, () => configFor(state.fields).config, (config, label, unresolved) => {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
-    loadFields(fields, null, label);
+    loadFields(fields, null, label, null, unresolved);
+    // The first field the import left open takes the focus: the figure waits for it.
+    if (unresolved.length) form.fields.get(unresolved[0].field)?.input.focus({ preventScroll: false });
   });
 }
 
@@ -546,9 +556,13 @@ function bindPanels() {
  * switches on three lines.
  */
 function watchSticky(summary) {
-  const sentinel = Object.assign(document.createElement('div'), { className: 'sticky-sentinel' });
-  sentinel.setAttribute('aria-hidden', 'true');
-  summary.before(sentinel);
+  // dist/'s prerendered page keeps the sentinel it was snapshot with: reuse it.
+  let sentinel = summary.previousElementSibling;
+  if (!sentinel?.classList.contains('sticky-sentinel')) {
+    sentinel = Object.assign(document.createElement('div'), { className: 'sticky-sentinel' });
+    sentinel.setAttribute('aria-hidden', 'true');
+    summary.before(sentinel);
+  }
   new IntersectionObserver(([entry]) => summary.classList.toggle('stuck', !entry.isIntersecting)).observe(sentinel);
 }
 

@@ -244,15 +244,15 @@ export class ResultsView {
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);
     ui.stale.hidden = !stale;
-    const verdict = verdictOf(headline?.bytes, capacity, unit);
+    const verdict = verdictOf(result, headline, unit);
     if (!verdict) {
       ui.verdict.className = 'verdict';
       setText(ui.verdict, headline ? 'Enter a capacity to compare' : '');
       ui.meterFill.style.width = '0%';
       return;
     }
-    const { fits, used, text } = verdict;
-    ui.verdict.className = `verdict ${fits ? 'fits' : 'over'}`;
+    const { fit, used, text } = verdict;
+    ui.verdict.className = `verdict ${fit}`;
     setText(ui.verdict, text);
     ui.meterFill.style.width = `${Math.min(100, used * 100).toFixed(1)}%`;
     ui.meter.setAttribute('aria-valuenow', (used * 100).toFixed(0));

@@ -225,6 +225,14 @@ export class SlotCodec {
     out.layers = { total: r.whole(), dense: r.whole(), moe: r.whole() };
     out.stages = r.list((stage) => decodeStage(r, stage, trainmem));
     out.assumptions = r.list(() => r.named('assumption'));
+    const verdicts = r.list(() => ({
+      fit: r.named('fit'), reason: r.named('fit_reason'), figure_bytes: r.figure(), capacity_bytes: r.figure(),
+      headroom: r.figure(), spread: r.figure(), limit_bytes: r.figure(), upper_bytes: r.figure(),
+    }));
+    if (verdicts.length) {
+      const keys = trainmem ? this.tables.figure : ['total'];
+      out.verdicts = Object.fromEntries(verdicts.map((v, i) => [keys[i], v]));
+    }
     out.suggestions = r.list(() => {
       const rank = r.whole();
       const figure = r.figure();

@@ -40,6 +40,7 @@ const CHROME_LIGHT = `
   --ok-bg: #e3f4e9;
   --bad: #b3261e;
   --bad-bg: #fce8e6;
+  --warn: #8a5300;
   --capacity: #b3261e;`;
 const CHROME_DARK = `
   --bg: #0f1216;
@@ -54,6 +55,7 @@ const CHROME_DARK = `
   --ok-bg: #143322;
   --bad: #ff8a80;
   --bad-bg: #3a1716;
+  --warn: #f0b35a;
   --capacity: #ff8a80;`;
 
 const STYLE = `
@@ -69,7 +71,7 @@ const STYLE = `
 .of { color: var(--muted); font-size: 0.9rem; }
 .confidence { color: var(--muted); font-size: 0.8rem; cursor: help; text-decoration: underline dotted; text-underline-offset: 3px; }
 .verdict { margin: 2px 0 6px; font-weight: 650; }
-.fits { color: var(--ok); } .over { color: var(--bad); }
+.fits { color: var(--ok); } .over { color: var(--bad); } .tight { color: var(--warn); }
 .bar { position: relative; display: flex; height: 22px; border-radius: 4px; background: var(--grid); overflow: visible; }
 .seg { height: 100%; min-width: 0; }
 .cap { position: absolute; top: -4px; bottom: -4px; width: 0; border-left: 2px dashed var(--capacity); }
@@ -166,8 +168,8 @@ export class TrainmemCalculator extends HTMLElement {
         headlineBox.append(note);
       }
       parts.push(headlineBox);
-      const verdict = verdictOf(headline.bytes, capacity, unit);
-      if (verdict) parts.push(h('p', `verdict ${verdict.fits ? 'fits' : 'over'}`, verdict.text));
+      const verdict = verdictOf(result, headline, unit);
+      if (verdict) parts.push(h('p', `verdict ${verdict.fit}`, verdict.text));
       // Rows adding up to the figure: each tensor class, activations, temporaries, then the
       // core's lines up to the figure.
       const shown = figureRows(result, headline.key).filter((r) => r.bytes > 0).map((r) => ({ ...r, color: color(r.color) }));

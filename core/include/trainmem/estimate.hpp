@@ -258,6 +258,38 @@ Confidence confidence_for(const Config& config, std::span<const ConfidenceGroup>
 // any recompute"; "all validation points".
 std::string confidence_group_name(const ConfidenceKey& key);
 
+struct Estimate;
+
+// Whether a figure fits its GPU: the one verdict the page, the embed and the element show, the
+// line the suggestions aim below and the planner's limit (with its default headroom).
+//   over   the figure is above the capacity;
+//   tight  it is within the capacity but above capacity · (1 − headroom) (reason headroom: the
+//          caching allocator, a longer sample or a checkpoint save can take the rest), or its
+//          validation spread crosses the capacity: figure · (1 + spread) > capacity (reason
+//          spread: runs like this landed within ±spread of their measurement, Confidence);
+//   fits   otherwise.
+// The headroom is the planner's default share kept free (planner.hpp PlanOptions::headroom).
+inline constexpr double k_default_headroom = 0.10;
+enum class Fit : uint8_t { fits, tight, over, count };
+std::string_view fit_name(Fit fit);  // "fits", "tight", "over"
+enum class FitReason : uint8_t { none, headroom, spread, count };
+std::string_view fit_reason_name(FitReason reason);  // "none", "headroom", "spread"
+struct FitVerdict {
+  Fit fit = Fit::fits;
+  FitReason reason = FitReason::none;
+  double figure_bytes = 0, capacity_bytes = 0;
+  double headroom = k_default_headroom;  // share of the capacity kept free
+  double spread = 0;                     // the figure's validation spread (p90 |error|), 0 if unknown
+  double limit_bytes = 0;                // capacity · (1 − headroom): "fits" is at most this
+  double upper_bytes = 0;                // figure · (1 + spread)
+};
+// Pure; capacity > 0, figure >= 0, 0 <= headroom < 1, spread >= 0.
+FitVerdict fit_verdict(double figure_bytes, double capacity_bytes, double spread,
+                       double headroom = k_default_headroom);
+// The figure a config's verdict, suggestions and planner compare: device bytes in the trainmem
+// profile (what nvidia-smi shows), the total in the reference ones.
+double compared_figure(const Config& config, const Estimate& estimate);
+
 // A change that makes a run fit: `fields` written over the config (resolve()d and estimated again)
 // give `figure_bytes` (device bytes in the trainmem profile, the total in the reference ones), at
 // most its gpu_memory_bytes. `rank` is its kind, least disruptive first: 0 recompute, 1 micro
@@ -269,9 +301,10 @@ struct Suggestion {
   std::string what;  // e.g. "full recompute (activation checkpointing of every layer)"
 };
 
-// When `config` has a capacity (gpu_memory_bytes) and does not fit it: up to `max_count` single
-// changes that fit, least disruptive first and the least change of each kind, none touching a
-// field of `held`. Empty when it fits or has no capacity. Each is verified by a full estimate.
+// When `config` has a capacity (gpu_memory_bytes) and its compared figure is above the headroom
+// line (FitVerdict limit_bytes): up to `max_count` single changes that bring it below that line,
+// least disruptive first and the least change of each kind, none touching a field of `held`.
+// Empty when it is below the line or has no capacity. Each is verified by a full estimate.
 std::vector<Suggestion> suggest_changes(const Config& config, std::span<const std::string> held = {},
                                         size_t max_count = 5);
 
@@ -311,6 +344,11 @@ struct Estimate {
   std::vector<Suggestion> suggestions;  // what to change when it does not fit its capacity
   std::string reference_line;       // the training log's line (see report_theoretical_memory)
   Confidence confidence;            // trainmem profile: the closest validation group (confidence_for)
+  // With a capacity: each figure's verdict against it (fit_verdict with the confidence's spread),
+  // in k_figure_names order for the trainmem profile (allocated, reserved, device), the total
+  // alone for the reference profiles.
+  std::array<FitVerdict, 3> verdicts{};
+  int n_verdicts = 0;
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
   std::vector<std::string_view> assumption_texts() const;

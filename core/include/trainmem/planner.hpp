@@ -91,7 +91,7 @@ struct PlanStats {
 struct PlanOptions {
   int64_t gpus = 0;               // GPUs of the run; 0: the base config's TP·PP·CP·DP
   double gpu_memory_bytes = 0;    // bytes of one GPU; 0: the base config's gpu_memory_bytes
-  double headroom = 0.10;         // share of the GPU kept free, 0 ≤ headroom < 1
+  double headroom = k_default_headroom;  // share of the GPU kept free, 0 ≤ headroom < 1 (estimate.hpp)
   int64_t gpus_per_node = 0;      // bounds TP and ETP, the node size of min-gpus; 0: the config's (8)
   PlanMetric metric = PlanMetric::automatic;
   int64_t max_results = 20;       // layouts returned, best first: 1 … 100,000

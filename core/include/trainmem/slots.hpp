@@ -44,6 +44,9 @@
 //               device_bytes, overhead_bytes: reserved, device
 //     else:     activation_bytes (NaN: null; the reference formulas know the first stage only)
 //   count of assumptions, each: its index (table assumption)
+//   count of verdicts (0 without a capacity; trainmem: allocated, reserved, device; else total),
+//     each: fit (table fit), reason (table fit_reason), figure_bytes, capacity_bytes, headroom,
+//     spread, limit_bytes, upper_bytes
 //   count of suggestions, each: rank, figure (device_bytes in the trainmem profile, else
 //     total_bytes), count of fields, each: field index, the value as that field's config slot
 //     [text: what]

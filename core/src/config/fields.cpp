@@ -450,9 +450,11 @@ const std::vector<Field>& fields() {
       trainmem_only(bool_field<&C::gradient_as_bucket_view, &Config::gradient_as_bucket_view>(
           "gradient_as_bucket_view", G::training, from_config(),
           "ddp: gradients are views into the all-reduce buckets (no second gradient copy).")),
-      trainmem_only(number_field<&C::gpu_memory_bytes, &Config::gpu_memory_bytes>(
+      // Read by every profile: the verdict (fit_verdict) judges any profile's figure against it.
+      number_field<&C::gpu_memory_bytes, &Config::gpu_memory_bytes>(
           "gpu_memory_bytes", G::training, 0, 1e15, "bytes", none_means(""),
-          "Capacity of one GPU; gives whether it fits and the minimum number of devices.")),
+          "Capacity of one GPU: whether the figure fits (every profile); the trainmem profile also "
+          "gives the minimum number of devices and what of paged optimizer states stays on it."),
       // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
       trainmem_only(number_field<&C::allocator_fragmentation, &Config::allocator_fragmentation>(
           "allocator_fragmentation", G::training, 0, 10, "", from_config(),

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 
 #include "config/messages.hpp"
@@ -301,10 +302,49 @@ Estimate full_estimate(const Config& c, Trace* trace) {
     est = reference_estimate(c, c.num_microbatches, true, trace);
     est.stages = reference_stages(c);
   }
-  est.reference_line = report_theoretical_memory(c, c.num_microbatches);
+  // The training log's line is Megatron's (its theoretical_memory_usage at startup): shown beside
+  // the trainmem profile only for a run Megatron-LM itself would launch and log, a Megatron run
+  // without PEFT adapters; a torchtune LoRA run's log has no such line to compare with.
+  if (c.profile != Profile::trainmem || (c.framework == Framework::megatron && c.peft == Peft::none))
+    est.reference_line = report_theoretical_memory(c, c.num_microbatches);
   est.confidence = confidence_for(c);  // trainmem profile only; unknown for the references
-  est.suggestions = suggest_changes(c, est);  // empty unless it has a capacity and does not fit it
+  if (c.gpu_memory_bytes > 0) {
+    const double spread = est.confidence.known ? est.confidence.group.p90_abs_error : 0;
+    const double trainmem_figures[] = {est.total_bytes, est.reserved_bytes, est.device_bytes};
+    const std::span<const double> figures = c.profile == Profile::trainmem ? std::span<const double>(trainmem_figures)
+                                                                           : std::span<const double>(&est.total_bytes, 1);
+    for (double figure : figures) est.verdicts[size_t(est.n_verdicts++)] = fit_verdict(figure, c.gpu_memory_bytes, spread);
+  }
+  est.suggestions = suggest_changes(c, est);  // empty unless it has a capacity and is above the headroom line
   return est;
+}
+
+double compared_figure(const Config& config, const Estimate& e) {
+  return config.profile == Profile::trainmem ? e.device_bytes : e.total_bytes;
+}
+
+FitVerdict fit_verdict(double figure_bytes, double capacity_bytes, double spread, double headroom) {
+  FitVerdict v;
+  v.figure_bytes = figure_bytes;
+  v.capacity_bytes = capacity_bytes;
+  v.headroom = headroom;
+  v.spread = spread;
+  v.limit_bytes = capacity_bytes * (1 - headroom);
+  v.upper_bytes = figure_bytes * (1 + spread);
+  if (figure_bytes > capacity_bytes) v.fit = Fit::over;
+  else if (figure_bytes > v.limit_bytes) v.fit = Fit::tight, v.reason = FitReason::headroom;
+  else if (v.upper_bytes > capacity_bytes) v.fit = Fit::tight, v.reason = FitReason::spread;
+  return v;
+}
+
+std::string_view fit_name(Fit fit) {
+  static constexpr std::string_view names[] = {"fits", "tight", "over"};
+  return names[size_t(fit)];
+}
+
+std::string_view fit_reason_name(FitReason reason) {
+  static constexpr std::string_view names[] = {"none", "headroom", "spread"};
+  return names[size_t(reason)];
 }
 
 double compute_weight_and_optimizer_memory(const Config& config, Trace* verbose) {

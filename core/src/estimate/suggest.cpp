@@ -11,12 +11,6 @@
 namespace trainmem {
 namespace {
 
-// The figure the capacity is compared with: device bytes in the trainmem profile (what
-// nvidia-smi shows), the reference profiles' total otherwise (they model no runtime overheads).
-double figure_of(const Config& config, const Estimate& e) {
-  return config.profile == Profile::trainmem ? e.device_bytes : e.total_bytes;
-}
-
 struct Candidate {
   int rank;                   // disruption class: recompute, micro batch, sharding, layout, offload
   std::vector<std::pair<std::string, FieldValue>> fields;
@@ -95,7 +89,10 @@ std::vector<Suggestion> suggest_changes(const Config& config, const Estimate& no
                                         std::span<const std::string> held, size_t max_count) {
   std::vector<Suggestion> out;
   if (!(config.gpu_memory_bytes > 0) || max_count == 0) return out;
-  if (figure_of(config, now) <= config.gpu_memory_bytes) return out;  // it fits: nothing to suggest
+  // Below the headroom line (fit_verdict): nothing to suggest. A figure within the capacity but
+  // in the headroom band gets suggestions too, and each must bring it below the line.
+  const double limit = fit_verdict(0, config.gpu_memory_bytes, 0).limit_bytes;
+  if (compared_figure(config, now) <= limit) return out;
   const ConfigInput base = to_input(config);
   std::vector<std::string> kinds;  // the kinds of change already suggested
   // The figure of `c` with some fields written over it; nothing when a rule rejects the change.
@@ -105,9 +102,9 @@ std::vector<Suggestion> suggest_changes(const Config& config, const Estimate& no
       if (set_field(input, field, value)) return std::nullopt;
     const Resolved resolved = resolve(input);
     if (!resolved.ok()) return std::nullopt;  // the change breaks a rule (heads not divisible by TP, ...)
-    return figure_of(resolved.config, estimate_training_memory(resolved.config, resolved.config.num_microbatches));
+    return compared_figure(resolved.config, estimate_training_memory(resolved.config, resolved.config.num_microbatches));
   };
-  const auto fits = [&](const std::optional<double>& figure) { return figure && *figure <= config.gpu_memory_bytes; };
+  const auto fits = [&](const std::optional<double>& figure) { return figure && *figure <= limit; };
   for (Candidate candidate : candidates(config)) {
     if (std::any_of(candidate.fields.begin(), candidate.fields.end(),
                     [&](const auto& f) { return holds(held, f.first); }))

@@ -206,6 +206,19 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
                                     {"cpu_bytes", num(est.deepspeed_cpu_bytes)}};
     out["confidence"] = confidence_json(est.confidence);
   }
+  if (est.n_verdicts > 0) {
+    // One verdict per figure, keyed as the figures are ("total" for the reference profiles).
+    ordered verdicts = ordered::object();
+    for (int i = 0; i < est.n_verdicts; ++i) {
+      const FitVerdict& v = est.verdicts[size_t(i)];
+      const std::string_view key = est.profile == Profile::trainmem ? k_figure_names[size_t(i)] : "total";
+      verdicts[std::string(key)] = {{"fit", fit_name(v.fit)}, {"reason", fit_reason_name(v.reason)},
+                                    {"figure_bytes", num(v.figure_bytes)}, {"capacity_bytes", num(v.capacity_bytes)},
+                                    {"headroom", v.headroom}, {"spread", v.spread},
+                                    {"limit_bytes", num(v.limit_bytes)}, {"upper_bytes", num(v.upper_bytes)}};
+    }
+    out["verdicts"] = std::move(verdicts);
+  }
   ordered params = ordered::object();
   put_figures(params, est.params, detail::k_param_rows);
   out["params"] = std::move(params);

@@ -188,6 +188,16 @@ void write_trainmem_figures(SlotWriter& w, const Config& config, const Estimate&
   w.line(confidence_group_name(conf.run));
 }
 
+// Each figure's verdict against the capacity (estimate.hpp FitVerdict), in the JSON's order.
+void write_verdicts(SlotWriter& w, const Estimate& est) {
+  w.whole(double(est.n_verdicts));
+  for (int i = 0; i < est.n_verdicts; ++i) {
+    const FitVerdict& v = est.verdicts[size_t(i)];
+    w.wholes({double(v.fit), double(v.reason)});
+    w.figures({v.figure_bytes, v.capacity_bytes, v.headroom, v.spread, v.limit_bytes, v.upper_bytes});
+  }
+}
+
 // What to change when the run does not fit: each change's fields as their config slots.
 void write_suggestions(SlotWriter& w, const std::vector<Suggestion>& suggestions) {
   const std::span<const FieldSpec> specs = field_specs();
@@ -314,6 +324,7 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   w.whole(double(std::popcount(est.assumptions)));
   for (size_t i = 0; i < size_t(Assumption::count); ++i)
     if (est.has(Assumption(i))) w.whole(double(i));
+  write_verdicts(w, est);
   write_suggestions(w, est.suggestions);
   // The config after resolution (to_input: Megatron's None stays unset).
   const ConfigInput resolved = to_input(config);
@@ -359,6 +370,8 @@ std::string slot_tables() {
   for (std::string_view key : k_overhead_keys) entry("overhead", key);
   for (std::string_view figure : k_figure_names) entry("figure", figure);
   for (size_t i = 0; i < size_t(ConfidenceMatch::count); ++i) entry("confidence_match", confidence_match_name(ConfidenceMatch(i)));
+  for (size_t i = 0; i < size_t(Fit::count); ++i) entry("fit", fit_name(Fit(i)));
+  for (size_t i = 0; i < size_t(FitReason::count); ++i) entry("fit_reason", fit_reason_name(FitReason(i)));
   for (const auto& row : detail::k_param_rows) entry("param", row.key);
   entry("confidence_source", k_confidence_source);
   return out;

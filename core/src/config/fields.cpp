@@ -458,10 +458,11 @@ const std::vector<Field>& fields() {
       // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
       trainmem_only(number_field<&C::allocator_fragmentation, &Config::allocator_fragmentation>(
           "allocator_fragmentation", G::training, 0, 10, "", from_config(),
-          "PyTorch's caching allocator: reserved = allocated × (1 + this). It rounds blocks of "
-          "1 MiB and more up to 2 MiB multiples and keeps freed blocks cached (PyTorch CUDA "
-          "semantics, memory management); 5 % is a planning default, set it from "
-          "torch.cuda.memory_stats of a run.")),
+          "PyTorch's caching allocator: reserved = allocated × (1 + this); 5 % is a planning "
+          "default, set it from torch.cuda.memory_stats of a run. 0: reserved from a model of "
+          "the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small and large "
+          "pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept cached) "
+          "run over two steps' allocations, never below the allocated peak.")),
       trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
           "cuda_context_bytes", G::training, 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "

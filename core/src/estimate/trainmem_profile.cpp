@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "estimate/caching_allocator.hpp"
 #include "layout.hpp"
 #include "profiles.hpp"
 #include "trainmem/activations.hpp"
@@ -1172,6 +1173,203 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
   return m;
 }
 
+// ---- Reserved memory by mechanism: the step's allocations through the caching allocator ----
+//
+// The allocation sequence of two training steps on one GPU of stage r, built from what the
+// estimator already knows, in the order a step runs it; simulate_caching_allocator (the model of
+// PyTorch's allocator, caching_allocator.hpp) turns it into the peak reserved bytes. Two steps,
+// because the second step's reuse of the blocks the first one cached (activations, gradients
+// freed by zero_grad, temporaries) is what decides reserved.
+//
+// Granularity, chosen to be as fine as the estimator's own figures and no finer:
+//  - Model state: one allocation per parameter tensor and tensor class (weights, master weights,
+//    frozen weights, adapters, gradients, optimizer states), its bytes the class's bytes of its
+//    part (dense, embedding, expert) shared over that part's tensors by their elements: torch
+//    keeps one storage per parameter, its .grad and each optimizer state (ddp, fsdp2's sharded
+//    DTensors). Megatron's and DeepSpeed's flat buffers are coarser than this; not modelled.
+//    What the rows hold beyond that (DDP buckets, the library workspaces) is one allocation each.
+//  - Saved activations: one allocation per saved tensor of each layer (activations.cpp's
+//    SavedTensors of a dense layer, standing for every layer of the stage, MoE ones included,
+//    scaled to the stage's per-microbatch figure), microbatch after microbatch for
+//    the microbatches in flight (rounded up), freed by backward in reverse layer order.
+//  - The estimator's lumped figures stay lumped: the forward-to-backward buffers
+//    (forward_backward_only: FSDP's gathered layers, autocast's weight copies), backward's
+//    working set (recomputation, temporaries, MoE dispatch), the loss's transient logits and the
+//    optimizer's temporaries are one allocation each, at the moment evaluate_stage counts them.
+// Gradients freed between steps (gradients_start_each_step_empty) are made layer by layer in
+// backward and freed after the optimizer step; the others exist from the first backward on.
+// Optimizer states are created by the first step. The event count is bounded (k_max_events):
+// beyond it, layers are taken together in groups, each group's tensors of one name one allocation.
+struct StageSequenceInputs {
+  const Config* c;
+  const PipelineLayout* layout;
+  int64_t r;
+  const StageState* state;
+  const StageActivation* act;
+  double loss_transient, backward_working, moe_forward;
+};
+
+constexpr size_t k_max_events = 16384;
+
+double simulated_reserved_bytes(const StageSequenceInputs& in) {
+  const Config& c = *in.c;
+  const StageState& st = *in.state;
+  const StageActivation& act = *in.act;
+  const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
+                  double(c.expert_tensor_parallel_size)};
+  const Inventory inv = stage_inventory(c, gpu, *in.layout, in.r);
+  const StateBreakdown& b = st.gpu;
+  const bool freed = st.gradients_freed_between_steps > 0;
+  const double layers = std::max<double>(1, double(in.layout->count(in.r)));
+
+  // Elements of each part, the model's own tensors and the adapters apart.
+  double own[3] = {0, 0, 0}, adapter[3] = {0, 0, 0};
+  for (int i = 0; i < inv.n; ++i) {
+    const Tensors& t = inv.items[size_t(i)];
+    (t.adapter ? adapter : own)[int(t.part)] += t.params();
+  }
+  const auto part_of = [](const PartBytes& row, Part p) {
+    return p == Part::dense ? row.dense : p == Part::embedding ? row.embedding : row.expert;
+  };
+
+  std::vector<AllocatorEvent> events;
+  events.reserve(4096);
+  int32_t next_id = 0;
+  const auto alloc = [&](double bytes) {
+    const int32_t id = next_id++;
+    if (bytes >= 1) events.push_back(AllocatorEvent::allocate(id, uint64_t(std::ceil(bytes))));
+    return id;
+  };
+  const auto release = [&](int32_t id) { events.push_back(AllocatorEvent::free(id)); };
+
+  // Layer groups: how many of the stage's layers one round of allocations covers.
+  double tensors_per_layer = 0;
+  for (int i = 0; i < inv.n; ++i) tensors_per_layer += inv.items[size_t(i)].count / layers;
+  SavedTensors dense_layer, moe_layer, embedding, loss;
+  const bool full = c.recompute_granularity == RecomputeGranularity::full;
+  if (!full) {
+    layer_activation_bytes(c, false, LayerRecompute::policy, &dense_layer);
+    if (c.is_moe()) layer_activation_bytes(c, true, LayerRecompute::policy, &moe_layer);
+  } else {
+    layer_activation_bytes(c, false, LayerRecompute::checkpointed, &dense_layer);
+    moe_layer = dense_layer;
+  }
+  if (in.r == 0) embedding_activation_bytes(c, &embedding);
+  if (in.r == in.layout->p - 1) output_activation_bytes(c, &loss);
+  const double microbatches = std::max(1.0, std::ceil(act.in_flight - 1e-9));
+  const double saved_per_layer = double(std::max(dense_layer.size(), moe_layer.size()));
+  const double estimate = 8 * tensors_per_layer * layers + 4 * microbatches * saved_per_layer * layers;
+  const double group = std::max(1.0, std::ceil(estimate / double(k_max_events)));
+  const int64_t rounds = int64_t(std::ceil(layers / group));
+
+  // One round's share of a tensor class: each item's tensors of that round (count / rounds of
+  // them, group times larger when layers are grouped), or for items of fewer tensors than rounds
+  // (embedding, output layer) all of them in the round their position falls in.
+  // The rows' bytes that forward_backward_only also counts (FSDP2's gathered weights at
+  // zero_stage 2 sit in the weights row, unsharded gradients under pipelining in the gradients
+  // row) are allocated once, as that lump: the per-tensor rows are scaled down to what remains.
+  const double state_budget = b.total() - b.optimizer_states.total() - b.adapter_optimizer_states.total() -
+                              st.forward_backward_only;
+  const double per_tensor_rows = b.weights.total() + b.master_weights.total() + b.frozen_weights.total() +
+                                 b.adapter_weights.total() + b.adapter_master_weights.total() +
+                                 b.gradients.total() + b.adapter_gradients.total();
+  const double row_scale = per_tensor_rows > state_budget && per_tensor_rows > 0
+                               ? std::max(0.0, state_budget) / per_tensor_rows : 1.0;
+  const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids) {
+    for (int i = 0; i < inv.n; ++i) {
+      const Tensors& t = inv.items[size_t(i)];
+      if (t.adapter != adapters) continue;
+      const double part_elements = (adapters ? adapter : own)[int(t.part)];
+      if (!(part_elements > 0)) continue;
+      const bool optimizer_row = &row == &b.optimizer_states || &row == &b.adapter_optimizer_states;
+      const double per_tensor = part_of(row, t.part) * t.elements() / part_elements * (optimizer_row ? 1.0 : row_scale);
+      if (!(per_tensor > 0)) continue;
+      const double per_round = t.count / double(rounds);
+      double n = 0, size = per_tensor;
+      if (per_round >= 1) {
+        n = std::floor(t.count * double(round + 1) / double(rounds)) - std::floor(t.count * double(round) / double(rounds));
+      } else if (round == 0) {
+        n = t.count;
+      }
+      if (per_round >= 1 && group > 1) { size *= n; n = n > 0 ? 1 : 0; }
+      for (double k = 0; k < n; ++k) {
+        const int32_t id = alloc(size);
+        if (ids) ids->push_back(id);
+      }
+    }
+  };
+  const auto whole_class = [&](const PartBytes& row, bool adapters, std::vector<int32_t>* ids) {
+    for (int64_t k = 0; k < rounds; ++k) class_round(row, adapters, k, ids);
+  };
+
+  // Setup: the model state that lives through the run, and the library workspaces.
+  for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights}) whole_class(*row, false, nullptr);
+  for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights}) whole_class(*row, true, nullptr);
+  alloc(state_budget - row_scale * per_tensor_rows);  // buffers and whatever else lives through the run
+  alloc(c.workspace_bytes);
+  std::vector<int32_t> gradients, saved, loss_ids;
+  bool have_gradients = false, have_states = false;
+  const double saved_scale = [&] {
+    double sum = 0;
+    for (const SavedTensor& t : embedding) sum += t.bytes;
+    for (const SavedTensor& t : dense_layer) sum += t.bytes * layers;  // the scale covers MoE layers too
+    return sum > 0 ? (act.per_microbatch - act.loss_chunk) / sum : 0.0;
+  }();
+  const double loss_scale = [&] {
+    double sum = 0;
+    for (const SavedTensor& t : loss) sum += t.bytes;
+    return sum > 0 ? act.loss_chunk / sum : 0.0;
+  }();
+
+  for (int step = 0; step < 2; ++step) {
+    const int32_t gathered = alloc(st.forward_backward_only);
+    const int32_t pipeline = alloc(act.pipeline_step);
+    // Forward: every microbatch in flight saves its layers' tensors.
+    saved.clear();
+    for (double m = 0; m < microbatches; ++m) {
+      for (const SavedTensor& t : embedding) saved.push_back(alloc(t.bytes * saved_scale));
+      for (int64_t k = 0; k < rounds; ++k) {
+        const double in_round = std::min(group, layers - double(k) * group);
+        for (const SavedTensor& t : dense_layer) saved.push_back(alloc(t.bytes * saved_scale * in_round));
+      }
+    }
+    loss_ids.clear();
+    for (const SavedTensor& t : loss) loss_ids.push_back(alloc(t.bytes * loss_scale));
+    release(alloc(std::max(in.loss_transient, in.moe_forward)));
+    // Backward: the loss chunk's first, then the layers' in reverse, making their gradients.
+    for (int32_t id : loss_ids) release(id);
+    const int32_t working = alloc(in.backward_working);
+    const bool make_gradients = freed || !have_gradients;
+    if (make_gradients) gradients.clear();
+    const size_t per_microbatch = saved.size() / size_t(microbatches);
+    for (int64_t k = rounds - 1; k >= 0; --k) {
+      if (make_gradients) {
+        class_round(b.gradients, false, k, &gradients);
+        class_round(b.adapter_gradients, true, k, &gradients);
+      }
+      // The first microbatch's saved tensors of round k (the others are freed after it).
+      const size_t from = size_t(embedding.size()) + size_t(k) * dense_layer.size();
+      for (size_t j = 0; j < dense_layer.size() && from + j < per_microbatch; ++j) release(saved[from + j]);
+    }
+    for (size_t j = 0; j < embedding.size() && j < per_microbatch; ++j) release(saved[j]);
+    for (size_t j = per_microbatch; j < saved.size(); ++j) release(saved[j]);
+    have_gradients = true;
+    release(working);
+    release(gathered);
+    // Optimizer step: the states at the first one, the temporaries, then zero_grad.
+    if (!have_states) {
+      whole_class(b.optimizer_states, false, nullptr);
+      whole_class(b.adapter_optimizer_states, true, nullptr);
+      have_states = true;
+    }
+    release(alloc(st.optimizer_temporary));
+    if (freed)
+      for (int32_t id : gradients) release(id);
+    release(pipeline);
+  }
+  return double(simulate_caching_allocator(events).reserved);
+}
+
 StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, const LayerSize& largest_layer,
                            bool include_activation, Trace* trace, StageKind* middle = nullptr) {
   StageResult out;
@@ -1288,7 +1486,19 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double held = std::max({forward.bytes + forward.absent_gradients,
                                 last_layer.bytes + last_layer.absent_gradients, first_layer.bytes,
                                 optimizer_step.bytes + optimizer_step.absent_gradients});
-  s.reserved_bytes = std::max(s.total_bytes, held) * (1 + c.allocator_fragmentation);
+  if (c.allocator_fragmentation > 0) {
+    // The override: reserved as a fraction over the allocated peak (allocator_fragmentation).
+    s.reserved_bytes = std::max(s.total_bytes, held) * (1 + c.allocator_fragmentation);
+  } else {
+    // 0: the caching allocator simulated over two steps' allocations (simulated_reserved_bytes),
+    // never below the moments with every gradient held, which the sequence's coarse parts
+    // (lumped buffers and temporaries) could otherwise undercut.
+    const double simulated = simulated_reserved_bytes(
+        {&c, &layout, r, &out.state, &out.activation, loss_transient, backward_working, moe.forward});
+    s.reserved_bytes = std::max({simulated, s.total_bytes, held});
+    note(trace, "trainmem.simulated_reserved_bytes", simulated,
+         "peak reserved of PyTorch's caching allocator over two steps' allocations");
+  }
   return out;
 }
 

@@ -1,0 +1,131 @@
+// A model of PyTorch's CUDA caching allocator (internal to the estimate room): a sequence of
+// allocations and frees in, the peak reserved and allocated bytes and the segment count out.
+// Pure and deterministic: no I/O, no clock, no device.
+//
+// The rules, from pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @
+// 001074d25084fdb87a799823e395a50f5ec044d3 (named by the function or constant that holds each,
+// so that they can be found at any commit; the file has kept these names since PyTorch 2.1):
+//  - kMinBlockSize 512, kSmallSize 1 MiB, kSmallBuffer 2 MiB, kLargeBuffer 20 MiB,
+//    kMinLargeAlloc 10 MiB, kRoundLarge 2 MiB (the constants at the top of the file).
+//  - round_size: a request under 512 B takes 512 B, any other is rounded up to a multiple of
+//    512 B (roundup_power2_divisions, off by default in CUDAAllocatorConfig, is not modelled).
+//  - get_pool: a rounded size of at most kSmallSize goes to the small pool, larger to the large.
+//  - get_allocation_size: a new segment (cudaMalloc) is kSmallBuffer for a small request,
+//    kLargeBuffer for a request under kMinLargeAlloc, else the request rounded up to kRoundLarge.
+//  - get_free_block: best fit, the smallest cached block of the pool at least as large as the
+//    request (BlockComparatorSize orders by size, then address). With max_split_size set, a
+//    request under it never takes a block of max_split_size or more, and a request of
+//    max_split_size or more takes a block only if it is smaller than the request + kLargeBuffer;
+//    only the first candidate is examined. max_split_size is unlimited by default
+//    (CUDAAllocatorConfig), which turns both rules off.
+//  - malloc: with no fitting cached block, alloc_block cudaMallocs a new segment of
+//    get_allocation_size (the retries that release cached blocks run only when cudaMalloc fails:
+//    this model has no capacity, so its figures are those of a GPU under no memory pressure).
+//  - should_split: a block found for a request is split when the remainder is at least
+//    kMinBlockSize in the small pool (or with expandable segments), and in the large pool when the
+//    request is under max_split_size and the remainder exceeds kSmallSize. alloc_found_block
+//    hands out the front and keeps the remainder cached; an unsplit block is allocated whole and
+//    counts whole in allocated_bytes (stats.allocated_bytes += block->size).
+//  - free / free_block: a freed block merges with its free neighbours in the same segment
+//    (try_merge_blocks: prev and next) and is cached in its pool; segments are returned to CUDA
+//    only by emptyCache or the OOM retry (release_cached_blocks), so reserved never falls here.
+//  - expandable_segments (Note [Expandable Segments]; find_expandable_block, map_block,
+//    try_allocate_expandable_block): one segment per pool and stream whose address space is
+//    reserved once; it grows by mapping pages of kSmallBuffer (small pool) or kLargeBuffer (large
+//    pool) at its end, merged with the free block before them, instead of a new cudaMalloc. Best
+//    fit then prefers, to the free block at the mapped end, the next larger cached block
+//    (get_free_block's expandable_size walk).
+// One stream is modelled (every block of a training step's default stream); events recorded on
+// other streams (recordStream) are not.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <tuple>
+#include <vector>
+
+namespace trainmem::detail {
+
+namespace caching_allocator {
+inline constexpr uint64_t k_min_block_size = 512;           // kMinBlockSize
+inline constexpr uint64_t k_small_size = 1048576;           // kSmallSize, 1 MiB
+inline constexpr uint64_t k_small_buffer = 2097152;         // kSmallBuffer, 2 MiB
+inline constexpr uint64_t k_large_buffer = 20971520;        // kLargeBuffer, 20 MiB
+inline constexpr uint64_t k_min_large_alloc = 10485760;     // kMinLargeAlloc, 10 MiB
+inline constexpr uint64_t k_round_large = 2097152;          // kRoundLarge, 2 MiB
+inline constexpr uint64_t k_unlimited = ~uint64_t(0);       // max_split_size's default
+
+uint64_t round_size(uint64_t bytes);
+uint64_t allocation_size(uint64_t rounded);  // get_allocation_size
+}  // namespace caching_allocator
+
+struct AllocatorOptions {
+  bool expandable_segments = false;
+  uint64_t max_split_size = caching_allocator::k_unlimited;
+};
+
+struct AllocatorPeaks {
+  uint64_t reserved = 0;   // max_memory_reserved: segments cudaMalloc'ed or pages mapped
+  uint64_t allocated = 0;  // max_memory_allocated: the blocks handed out (rounded sizes)
+  int64_t segments = 0;    // segments created (expandable: one per pool used)
+};
+
+// One event of a sequence: allocate `bytes` under the caller's `id`, or free the allocation made
+// under `id` (ids are small non-negative integers, each allocated at most once at a time).
+struct AllocatorEvent {
+  enum class Kind : uint8_t { allocate, free } kind;
+  int32_t id;
+  uint64_t bytes;  // allocate only
+  static AllocatorEvent allocate(int32_t id, uint64_t bytes) { return {Kind::allocate, id, bytes}; }
+  static AllocatorEvent free(int32_t id) { return {Kind::free, id, 0}; }
+};
+
+// The allocator's state, driven one call at a time.
+class CachingAllocatorModel {
+ public:
+  explicit CachingAllocatorModel(AllocatorOptions options = {}) : options_(options) {}
+  void allocate(int32_t id, uint64_t bytes);
+  void free(int32_t id);  // an id not currently allocated is ignored
+  const AllocatorPeaks& peaks() const { return peaks_; }
+  uint64_t reserved() const { return reserved_; }
+  uint64_t allocated() const { return allocated_; }
+
+ private:
+  struct Block {
+    uint64_t offset, size;
+    int32_t segment, prev, next;
+    bool allocated, small;
+  };
+  struct Segment {
+    bool small;
+    uint64_t mapped;  // expandable segments: bytes mapped so far; a cudaMalloc'ed one: its size
+    int32_t last;     // the block at its end
+  };
+  // A cached block in its pool, ordered as BlockComparatorSize orders them: by size, then by
+  // address (here the segment's creation order, then the offset in it).
+  using Key = std::tuple<uint64_t, int32_t, uint64_t, int32_t>;  // size, segment, offset, block
+  Key key(int32_t b) const { return {blocks_[size_t(b)].size, blocks_[size_t(b)].segment, blocks_[size_t(b)].offset, b}; }
+  std::set<Key>& pool(bool small) { return small ? small_pool_ : large_pool_; }
+  int32_t new_block(Block b);
+  int32_t find_free(uint64_t size, bool small);
+  int32_t new_segment(uint64_t size, bool small);
+  int32_t grow_expandable(uint64_t size, bool small);
+  bool should_split(const Block& b, uint64_t size) const;
+  void cache(int32_t b);
+
+  AllocatorOptions options_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> spare_;     // indices of merged-away blocks, reused
+  std::vector<Segment> segments_;
+  std::set<Key> small_pool_, large_pool_;
+  std::vector<int32_t> block_of_;  // caller's id -> block index, -1 when not allocated
+  int32_t expandable_[2] = {-1, -1};  // [small] -> its expandable segment
+  uint64_t reserved_ = 0, allocated_ = 0;
+  AllocatorPeaks peaks_;
+};
+
+// Runs a whole sequence from an empty allocator.
+AllocatorPeaks simulate_caching_allocator(std::span<const AllocatorEvent> events, AllocatorOptions options = {});
+
+}  // namespace trainmem::detail

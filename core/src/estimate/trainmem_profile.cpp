@@ -410,13 +410,15 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
 }
 
 // The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
-// (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps the output layer, and
-// every embedding, norm and bias, in the compute dtype; torchtune quantises its LoRALinear bases);
-// LoRA keeps the model's weights as they are.
+// (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps every embedding, norm and
+// bias, and the output layer unless quantize_lm_head, in the compute dtype; torchtune quantises
+// its LoRALinear bases); LoRA keeps the model's weights as they are. The output layer is the
+// only linear of Part::embedding (the input embedding is a lookup, not a GEMM weight).
 Dtype frozen_dtype(const Config& c, const Tensors& t) {
   const Dtype stored = t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
   if (stored != Dtype::nf4) return stored;
-  return t.linear && t.part != Part::embedding ? Dtype::nf4 : c.compute_dtype;
+  if (!t.linear) return c.compute_dtype;
+  return t.part != Part::embedding || c.quantize_lm_head ? Dtype::nf4 : c.compute_dtype;
 }
 
 // A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the
@@ -429,7 +431,8 @@ Dtype trainable_dtype(const Config& c, const Tensors& t) {
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
 // frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
 double stored_bytes(const Config& c, const Tensors& t) {
-  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements());
+  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements(),
+                               c.nf4_double_quant);
 }
 
 // The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
@@ -446,7 +449,22 @@ double stored_bytes(const Config& c, const Tensors& t) {
 double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
   if (t.adapter || frozen_dtype(c, t) != Dtype::nf4) return 0;
   if (c.model_implementation == ModelImplementation::torchtune) return 0;
-  return t.count * nf4_quant_state_bytes(t.elements());
+  return t.count * nf4_quant_state_bytes(t.elements(), c.nf4_double_quant);
+}
+
+// The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
+// weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
+// autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):
+// F.dequantize_4bit(B, quant_state).to(A.dtype) in forward, .to(grad_output.dtype) in backward;
+// torchtune linear_nf4 likewise). The dequantised tensor has quant_state.dtype, the weight's
+// dtype when it was quantised, which is the compute dtype here (unquantized_dtype), so .to()
+// makes no second copy. With double quantisation dequantize_4bit first restores the absmax as a
+// new fp32 tensor, one per block of 64 (functional.py @ 0.48.0: dequantize_blockwise(absmax,
+// state2), then `absmax += offset`); without it the stored fp32 absmax is read as it is.
+double nf4_dequant_bytes(const Config& c, double elements) {
+  if (elements <= 0) return 0;
+  const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
+  return elements * bytes_per_element(c.compute_dtype) + absmax;
 }
 
 // What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
@@ -712,10 +730,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   }
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
-  // QLoRA dequantises one NF4 weight at a time to the compute dtype, in forward and again in
-  // backward (bitsandbytes autograd/_functions.py MatMul4Bit, 012c6606: F.dequantize_4bit(B,
-  // quant_state).to(A.dtype), saving only the packed B; torchtune linear_nf4 likewise).
-  out.backward_temporary += largest_quantized * bytes_per_element(c.compute_dtype);
+  out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).
@@ -762,7 +777,8 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     for (int i = 0; i < inv.n; ++i) {
       const Tensors& t = inv.items[size_t(i)];
       if (t.part != Part::embedding) continue;
-      const double bytes = peft ? stored_bytes(c, t) : w16 * t.params();
+      // bitsandbytes' QuantState of a quantised output layer is not gathered (every rank has it).
+      const double bytes = peft ? stored_bytes(c, t) - replicated_quant_state_bytes(c, t) : w16 * t.params();
       root += bytes;
       largest_unit = std::max(largest_unit, bytes / t.count);
       largest_unit_params = std::max(largest_unit_params, t.elements());
@@ -813,8 +829,9 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   if (peft) {
     note(trace, "trainmem.adapter_params_on_gpu", out.adapter_local,
          "Σ LoRA A (in × r) and B (r × out) of the stage's targets, after the TP split");
-    note(trace, "trainmem.nf4_dequant_bytes", largest_quantized * bytes_per_element(c.compute_dtype),
-         "largest NF4 linear's elements × compute dtype (dequantised one at a time)");
+    note(trace, "trainmem.nf4_dequant_bytes", nf4_dequant_bytes(c, largest_quantized),
+         "largest NF4 linear's elements × compute dtype (dequantised one at a time), with double "
+         "quantisation + its fp32 absmax (4 B per block of 64)");
   }
   if (c.paged_optimizer)
     note(trace, "trainmem.paged_optimizer_bytes", out.paged,

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "support.hpp"
+#include "trainmem/import.hpp"
 #include "trainmem/tables.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
+using trainmem::test::has_line;
 
 namespace {
 
@@ -161,3 +163,58 @@ TEST_CASE("QLoRA quantisation fields: named errors", "[qlora]") {
             "adapter (the output is a LoRALinear with quantize_base)"));
 }
 
+TEST_CASE("importers read double quantisation and a quantised lm_head where the frameworks name them", "[qlora][import]") {
+  // PEFT's examples/sft: --use_nested_quant (default False) is bnb_4bit_use_double_quant.
+  ImportOptions o;
+  const std::string script = "accelerate launch train.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True "
+                             "--use_peft_lora True --use_4bit_quantization True";
+  const auto launch = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start < text.size();) {
+      const size_t space = std::min(text.find(' ', start), text.size());
+      out.push_back(text.substr(start, space - start));
+      start = space + 1;
+    }
+    return out;
+  };
+  o.overrides = launch(script + " --use_nested_quant True");
+  ImportResult r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+  CHECK(has_line(r.read, "nf4_double_quant ← --use_nested_quant = true"));
+  o.overrides = launch(script);
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == false);
+  CHECK(has_line(r.assumed, "nf4_double_quant ← false (no --use_nested_quant: BitsAndBytesConfig's "
+                            "bnb_4bit_use_double_quant defaults to False)"));
+  // TRL's ModelConfig names it use_bnb_nested_quant.
+  o.overrides = launch("accelerate launch sft.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True --use_peft "
+                       "--load_in_4bit --use_bnb_nested_quant");
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+
+  // axolotl: adapter qlora builds BitsAndBytesConfig with bnb_4bit_use_double_quant True;
+  // bnb_config_kwargs overrides it, and an llm_int8_skip_modules without lm_head quantises it.
+  const std::string axolotl = R"({"base_model": "meta-llama/Llama-2-70b-hf", "adapter": "qlora", "load_in_4bit": true,
+      "lora_target_linear": true, "sequence_len": 2048, "micro_batch_size": 1, "bf16": true)";
+  r = import_axolotl(axolotl + "}", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+  CHECK_FALSE(r.input.quantize_lm_head.has_value());  // transformers keeps lm_head: resolve()'s false
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"bnb_4bit_use_double_quant": false,
+      "llm_int8_skip_modules": ["mamba"]}})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == false);
+  CHECK(r.input.quantize_lm_head == true);
+  CHECK(has_line(r.ignored, "bnb_config_kwargs.llm_int8_skip_modules: \"mamba\": names no module trainmem counts in NF4"));
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"llm_int8_skip_modules": ["lm_head"]}})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.quantize_lm_head == false);
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"llm_int8_skip_modules": ["lm_head", "self_attn"]}})", {});
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "bnb_config_kwargs.llm_int8_skip_modules");
+  CHECK(r.issues[0].message == "bnb_config_kwargs.llm_int8_skip_modules: \"self_attn\" keeps decoder linears out of the 4-bit conversion, which is not "
+                               "modelled (trainmem counts every decoder linear in NF4); only \"lm_head\" is read");
+}

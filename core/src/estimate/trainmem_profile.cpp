@@ -352,6 +352,9 @@ struct StageState {
   CpuBytes cpu;                    // offloaded to host memory, for this GPU (activations: 0 here)
   double optimizer_temporary = 0;  // allocated during the optimizer step only
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
+  // A quantised output layer (quantize_lm_head): its weight dequantised whole in the compute
+  // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
+  double output_dequant = 0, output_rows = 0;
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
   // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
   // them the output layer's, the model's own and its adapter's (both in the embedding part),
@@ -544,7 +547,14 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       const double frozen = stored_bytes(c, t);
       const double whole = replicated_quant_state_bytes(c, t), sharded = frozen - whole;
       largest_frozen_bytes = std::max(largest_frozen_bytes, sharded / t.count);
-      if (fd == Dtype::nf4) largest_quantized = std::max(largest_quantized, t.elements());
+      // The output layer (the only linear of Part::embedding) is dequantised beside the logits,
+      // not beside a decoder layer's recomputation: it has its own moment (stage_moments).
+      if (fd == Dtype::nf4 && t.part == Part::embedding) {
+        out.output_dequant = nf4_dequant_bytes(c, t.elements());
+        out.output_rows = t.rows;
+      } else if (fd == Dtype::nf4) {
+        largest_quantized = std::max(largest_quantized, t.elements());
+      }
       switch (fw) {
         case Framework::megatron: part_add(st.frozen_weights, part, frozen); break;
         case Framework::deepspeed:
@@ -830,8 +840,12 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     note(trace, "trainmem.adapter_params_on_gpu", out.adapter_local,
          "Σ LoRA A (in × r) and B (r × out) of the stage's targets, after the TP split");
     note(trace, "trainmem.nf4_dequant_bytes", nf4_dequant_bytes(c, largest_quantized),
-         "largest NF4 linear's elements × compute dtype (dequantised one at a time), with double "
-         "quantisation + its fp32 absmax (4 B per block of 64)");
+         "largest NF4 decoder linear's elements × compute dtype (dequantised one at a time), with "
+         "double quantisation + its fp32 absmax (4 B per block of 64)");
+  if (out.output_dequant > 0)
+    note(trace, "trainmem.nf4_output_dequant_bytes", out.output_dequant,
+         "quantize_lm_head: the output layer dequantised whole (elements × compute dtype, + fp32 "
+         "absmax with double quantisation)");
   }
   if (c.paged_optimizer)
     note(trace, "trainmem.paged_optimizer_bytes", out.paged,
@@ -1238,6 +1252,27 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
          "MoE layers · (e + 1)·E·T_sp (self.probs, self.routing_map)");
   }
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
+  // A quantised output layer (quantize_lm_head): MatMul4Bit dequantises its weight whole while
+  // the matmul writes the logits in forward, and again in backward while the logits' gradient
+  // (the compute dtype) and the input's gradient (tokens × h) are made, after the loss's backward
+  // has freed what the loss saved (nf4_dequant_bytes' sources). The logits are counted whole
+  // (torchtune's chunked output dequantises once per chunk beside one chunk's logits: high).
+  const double output_tokens = double(c.micro_batch_size) * double(c.seq_length) /
+                               double(c.context_parallel_size);
+  const double output_transient =
+      include_activation && last && out.state.output_dequant > 0
+          ? out.state.output_dequant + bytes_per_element(c.compute_dtype) * output_tokens *
+                                           (out.state.output_rows + double(c.hidden_size))
+          : 0;
+  // What the loss saves comes after the output layer's forward and is freed before its backward;
+  // the final norm's and the output layer's own saved tensors are there throughout.
+  double loss_saved = 0;
+  if (output_transient > 0) {
+    SavedTensors detail;
+    output_activation_bytes(c, &detail);
+    for (const SavedTensor& t : detail)
+      if (t.module == "loss") loss_saved += t.bytes;
+  }
   // Gradients freed between steps (gradients_start_each_step_empty) are absent from the forward;
   // backward creates them as it goes down the layers and frees each layer's saved tensors.
   // Each moment: its bytes, the gradients not yet made, and the saved activations it holds.
@@ -1249,8 +1284,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const StageActivation& act = out.activation;
   const double freed = state.gradients_freed_between_steps;
   const double A = s.activation_bytes;
-  const Candidate forward{model_state - freed + A + std::max(loss_transient, moe.forward) + moe.state, freed, A,
-                          Moment::forward};
+  const Candidate forward{model_state - freed + moe.state +
+                              std::max(A + std::max(loss_transient, moe.forward),
+                                       A - loss_saved + output_transient),
+                          freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).
   // Saved tensors fall and gradients rise layer by layer, so the backward's peak is at one of its

@@ -40,6 +40,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "compute_dtype", "pipeline_schedule", "expert_tensor_parallel_size",
       "model_implementation",   // implementations.test.cpp checks its rule
       "overlap_comm",           // trainmem_state.test.cpp checks its rule
+      "nf4_double_quant", "quantize_lm_head",  // qlora.test.cpp checks their rules
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, full, selective and per-op recompute, SGD, torch pipelining.

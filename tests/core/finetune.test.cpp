@@ -95,8 +95,9 @@ TEST_CASE("QLoRA: NF4 bytes per parameter from bitsandbytes' block arithmetic", 
 }
 
 TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[finetune][qlora]") {
-  // ddp, peft qlora: params_dtype resolves to nf4 and compute_dtype to bf16.
-  const Config c = config_from(small(R"("framework": "ddp", "peft": "qlora")"));
+  // ddp, peft qlora: params_dtype resolves to nf4 and compute_dtype to bf16; double quantisation
+  // as QLoRA's paper runs it (transformers' default is off: tests/core/qlora.test.cpp).
+  const Config c = config_from(small(R"("framework": "ddp", "peft": "qlora", "nf4_double_quant": true)"));
   CHECK(c.params_dtype == Dtype::nf4);
   CHECK(c.compute_dtype == Dtype::bf16);
   Trace trace;
@@ -110,8 +111,9 @@ TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[fine
   CHECK(est.state.adapters() == 65536.0 * 16);
   // The base is the PyTorch model's, whose gate_proj and up_proj are two Linear4bit (not
   // Megatron's fused fc1): the largest NF4 linears are gate, up and down, 1024 × 4096 =
-  // 4,194,304 elements each, dequantised one at a time in bf16 in backward: 8,388,608 B.
-  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 4194304.0 * 2);
+  // 4,194,304 elements each, dequantised one at a time in bf16 in backward: 8,388,608 B, and
+  // the absmax dequantised to fp32 beside it, 4 · 65,536 = 262,144 B: 8,650,752 B.
+  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 4194304.0 * 2 + 4 * 65536);
 }
 
 TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that size", "[finetune][qlora]") {
@@ -120,10 +122,10 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
   //   n = 16,384: 8,192 + 256 + 4 · 1 = 8,452 (the table's rate exactly)
   //   n = 1: 1 + 1 + 4 = 6
   //   n = 1023² = 1,046,529: 523,265 + 16,353 (16,352 blocks and a partial one) + 4 · 64 = 539,874
-  CHECK(tensor_bytes(Dtype::nf4, 16384) == 8452);
-  CHECK(tensor_bytes(Dtype::nf4, 1) == 6);
-  CHECK(tensor_bytes(Dtype::nf4, 1023.0 * 1023) == 539874);
-  CHECK(tensor_bytes(Dtype::bf16, 3) == 6);
+  CHECK(tensor_bytes(Dtype::nf4, 16384, true) == 8452);
+  CHECK(tensor_bytes(Dtype::nf4, 1, true) == 6);
+  CHECK(tensor_bytes(Dtype::nf4, 1023.0 * 1023, true) == 539874);
+  CHECK(tensor_bytes(Dtype::bf16, 3, true) == 6);
   // One layer, h = 100, 4 heads of 25 (MHA), SwiGLU f = 300, RMSNorm, vocabulary 1,000 (tied,
   // unpadded):
   //   q, k, v, o: 100 × 100 = 10,000 each: 5,000 + 157 + 4 = 5,161 B, four of them 20,644
@@ -136,11 +138,12 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
       config_from(R"({"num_layers": 1, "hidden_size": 100, "num_attention_heads": 4,
           "ffn_hidden_size": 300, "vocab_size": 1000, "make_vocab_size_divisible_by": 1,
           "swiglu": true, "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 64,
-          "micro_batch_size": 1, "framework": "ddp", "peft": "qlora"})"),
+          "micro_batch_size": 1, "framework": "ddp", "peft": "qlora", "nf4_double_quant": true})"),
       &trace);
   CHECK(est.state.frozen_weights.total() == 267675);
-  // The largest NF4 linear, 30,000 elements, dequantised in bf16: 60,000 B.
-  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 60000);
+  // The largest NF4 linear, 30,000 elements, dequantised in bf16: 60,000 B, with its absmax in
+  // fp32, 4 · 469 = 1,876 B: 61,876 B.
+  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 61876);
 }
 
 TEST_CASE("LoRA on ddp's fp32 weights: autocast casts of the frozen linears and of the adapters", "[finetune][peft]") {
@@ -183,7 +186,8 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   // over DP 4 and keeps the state whole: 532,480 + (16,777,216 + 65,546,240) / 4 = 21,113,344.
   // torchao's NF4Tensor (torchtune) shards its scalers too: (17,309,696 + 65,546,240) / 4 =
   // 20,713,984.
-  const std::string fsdp = R"("framework": "fsdp2", "data_parallel_size": 4, "peft": "qlora")";
+  const std::string fsdp = R"("framework": "fsdp2", "data_parallel_size": 4, "peft": "qlora",
+      "nf4_double_quant": true)";
   const Estimate bnb = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers")")));
   const Estimate ao = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "torchtune")")));
   CHECK(bnb.state.frozen_weights.total() == 21113344);
@@ -205,7 +209,7 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   }
   SECTION("ZeRO-3 likewise; its largest gathered tensor is the embedding") {
     const Estimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 3,
-        "data_parallel_size": 4, "peft": "qlora")")));
+        "data_parallel_size": 4, "peft": "qlora", "nf4_double_quant": true)")));
     CHECK(zero3.state.frozen_weights.total() == 21113344);
     // Gathered: the bf16 embedding, 65,536,000 (a layer's largest packed NF4 is 2,097,152), the
     // largest adapter matrix with its gradient, 2 · 2 · 8,192 = 32,768, and the bf16 reduce
@@ -216,7 +220,8 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
     // Beside the shards (21,113,344) the whole sharded part, 16,777,216 + 65,546,240 = 82,323,456:
     // 103,436,800.
     const Estimate z2 = full_estimate(config_from(small(R"("framework": "fsdp2", "zero_stage": 2,
-        "data_parallel_size": 4, "peft": "qlora", "model_implementation": "hf-transformers")")));
+        "data_parallel_size": 4, "peft": "qlora", "model_implementation": "hf-transformers",
+        "nf4_double_quant": true)")));
     CHECK(z2.state.frozen_weights.total() == 103436800);
   }
 }

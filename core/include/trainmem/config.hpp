@@ -147,6 +147,7 @@ struct ConfigInput {
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
+  std::optional<bool> nf4_double_quant, quantize_lm_head;
   std::optional<ModelImplementation> model_implementation;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
@@ -272,6 +273,13 @@ struct Config {
   bool paged_optimizer = false;        // bitsandbytes paged optimizer states
   int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
   bool fused_linear_cross_entropy = false;  // Liger's LigerFusedLinearCrossEntropy: no logits kept
+  // QLoRA (params_dtype nf4): the block absmax quantised again to uint8 (bitsandbytes
+  // compress_statistics, transformers bnb_4bit_use_double_quant); resolve() derives it (torchtune:
+  // true, torchao always does; otherwise false, transformers' BitsAndBytesConfig default).
+  bool nf4_double_quant = false;
+  // QLoRA: the output layer (lm_head) is an NF4 linear too (transformers: llm_int8_skip_modules
+  // given without "lm_head"; torchtune: LoRA on the output with quantize_base); resolve() derives it.
+  bool quantize_lm_head = false;
   // The model's own code (trainmem profile). resolve() derives it from the framework: megatron
   // runs Megatron Core, fsdp2 torchtitan, ddp and deepspeed Hugging Face transformers.
   ModelImplementation model_implementation = ModelImplementation::megatron_core;

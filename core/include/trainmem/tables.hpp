@@ -22,11 +22,13 @@ std::span<const DtypeInfo> dtype_table();
 double bytes_per_element(Dtype dtype);
 // Bytes of one tensor of `elements` elements: elements × bytes_per_element, except nf4, whose
 // packing and block scales are counted as bitsandbytes allocates them for that size (a partial
-// block takes a whole scale; the table's rate is the limit for a multiple of 16,384 elements).
-double tensor_bytes(Dtype dtype, double elements);
-// The part of an nf4 tensor's bytes that is its quantisation state (the uint8 absmax per block of
-// 64 and the fp32 absmax per 256 of them), not its packed 4-bit values.
-double nf4_quant_state_bytes(double elements);
+// block takes a whole scale): with `nf4_double_quant` the table's rate is the limit for a
+// multiple of 16,384 elements, without it each block of 64 keeps an fp32 absmax.
+double tensor_bytes(Dtype dtype, double elements, bool nf4_double_quant);
+// The part of an nf4 tensor's bytes that is its quantisation state, not its packed 4-bit values:
+// with double quantisation a uint8 absmax per block of 64 and an fp32 absmax per 256 of them,
+// without it an fp32 absmax per block of 64.
+double nf4_quant_state_bytes(double elements, bool double_quant);
 
 // The dtype of the model's tensors that are not NF4: params_dtype, or compute_dtype when the base is
 // nf4 (QLoRA keeps embeddings, the output layer, norms and biases unquantised, in the compute dtype).

@@ -181,6 +181,7 @@ bool per_op_recompute(const Config& c) {
 }
 bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
 bool peft_on(const Config& c) { return c.peft_on(); }
+bool qlora_on(const Config& c) { return c.peft == Peft::qlora; }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
 ConfigLink moe_layer_freq_link() {
@@ -605,6 +606,24 @@ const std::vector<Field>& fields() {
           "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
           "every adapter saves its own dropped input and a mask.")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only"),
+      applies_when(trainmem_only(bool_field<&C::nf4_double_quant, &Config::nf4_double_quant>(
+          "nf4_double_quant", G::finetuning,
+          derived("true with model_implementation torchtune (torchao NF4 always), else false "
+                  "(transformers BitsAndBytesConfig)"),
+          "QLoRA's double quantisation (bitsandbytes compress_statistics; transformers "
+          "bnb_4bit_use_double_quant, TRL use_bnb_nested_quant, PEFT's examples use_nested_quant): "
+          "each NF4 block of 64 keeps its absmax as one uint8 plus an fp32 per 256 blocks "
+          "(0.516 B per parameter) instead of one fp32 (0.5625 B).")), qlora_on,
+          "applies to peft \"qlora\" only"),
+      applies_when(trainmem_only(bool_field<&C::quantize_lm_head, &Config::quantize_lm_head>(
+          "quantize_lm_head", G::finetuning,
+          derived("true with model_implementation torchtune when lm_head is among "
+                  "lora_target_modules, else false"),
+          "QLoRA: the output layer is an NF4 linear too, dequantised whole in its forward and "
+          "backward (transformers: llm_int8_skip_modules given without \"lm_head\"; torchtune: "
+          "an adapter on the output with quantize_base). Otherwise it stays in the compute dtype "
+          "(transformers keeps lm_head out of the 4-bit conversion by default).")), qlora_on,
+          "applies to peft \"qlora\" only"),
       trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
           "optimizer_in_backward", G::finetuning, from_config(),
           "Step each parameter as soon as its gradient is accumulated and free the gradient "
@@ -683,6 +702,8 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
+    {"nf4_double_quant", "true with model_implementation torchtune (torchao always double-quantises)"},
+    {"quantize_lm_head", "an untied output layer; with model_implementation torchtune exactly when lm_head is among lora_target_modules; not with fused_linear_cross_entropy"},
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
     {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
     {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},

@@ -107,6 +107,43 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                             n(double(c.lora_rank)));
   }
 
+  // QLoRA's quantisation options (docs/trainmem-profile.md §7, "PEFT: LoRA and QLoRA").
+  if (c.peft == Peft::qlora) {
+    const bool torchtune = c.model_implementation == ModelImplementation::torchtune;
+    // Double quantisation: torchao's NF4Tensor always quantises its scalers again
+    // (torchao/dtypes/nf4tensor.py @ 0598012907d6f6e88734088a65f788c38d294a65,
+    // double_quantize_scalers); transformers' BitsAndBytesConfig defaults
+    // bnb_4bit_use_double_quant to False (src/transformers/utils/quantization_config.py @
+    // 000e2231167497a632d7661a78f13e27b5d67a5d) and passes it as Linear4bit's compress_statistics.
+    c.nf4_double_quant = in.nf4_double_quant.value_or(torchtune);
+    if (torchtune && !c.nf4_double_quant)
+      fail("nf4_double_quant", "must be true with model_implementation \"torchtune\" (torchao's "
+                               "NF4Tensor always double-quantises its block scales)");
+    // The output layer: transformers leaves lm_head out of the 4-bit conversion unless
+    // llm_int8_skip_modules is given without it (quantizers/quantizer_bnb_4bit.py @
+    // 009ba7ca964c0049263bb4ad5d9eceb3674aaa0f, get_keys_to_not_convert); torchtune's output is a
+    // LoRALinear(quantize_base=True) exactly when it gets an adapter (apply_lora_to_output).
+    const bool output_adapter = c.lora_targets(LoraTarget::lm_head);
+    c.quantize_lm_head = in.quantize_lm_head.value_or(torchtune && output_adapter);
+    if (c.quantize_lm_head) {
+      if (c.vocab_size == 0)
+        fail("quantize_lm_head", "needs an output layer (vocab_size is 0)");
+      else if (c.share_embeddings_and_output_weights)
+        fail("quantize_lm_head", "is not modelled with share_embeddings_and_output_weights (a "
+                                 "quantised lm_head no longer shares the embedding's weight; "
+                                 "transformers keeps tied weights unconverted by default)");
+      if (c.fused_linear_cross_entropy)
+        fail("quantize_lm_head", "is not modelled with fused_linear_cross_entropy (Liger multiplies "
+                                 "by lm_head.weight itself, not by a 4-bit linear)");
+    }
+    if (torchtune && c.quantize_lm_head != output_adapter)
+      fail("quantize_lm_head", output_adapter
+                                   ? "must be true with model_implementation \"torchtune\" and an "
+                                     "lm_head adapter (the output is a LoRALinear with quantize_base)"
+                                   : "needs lm_head among lora_target_modules with model_implementation "
+                                     "\"torchtune\" (only a LoRALinear base is quantised)");
+  }
+
   // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and
   // full_finetune_distributed.py with FSDP2) steps in post-accumulate-grad hooks; it refuses
   // gradient accumulation. Megatron and DeepSpeed step after backward.

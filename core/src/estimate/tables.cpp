@@ -79,16 +79,19 @@ const Fp8RecipeInfo& fp8_recipe_info(Fp8Recipe recipe) { return k_fp8_recipes[si
 
 std::span<const DtypeInfo> dtype_table() { return k_dtypes; }
 double bytes_per_element(Dtype dtype) { return k_dtypes[size_t(dtype)].bytes_per_element(); }
-double tensor_bytes(Dtype dtype, double elements) {
+double tensor_bytes(Dtype dtype, double elements, bool nf4_double_quant) {
   if (dtype != Dtype::nf4) return elements * bytes_per_element(dtype);
-  // bitsandbytes functional.py @ 01327aa0119fa503ea16322dd72f69f202e4502e: quantize_4bit makes
-  // `out` of (n + 1) // 2 uint8 and an fp32 absmax per ceil(n / 64) blocks; compress_statistics
-  // quantises that absmax with quantize_blockwise(absmax, blocksize=256): one uint8 per block
-  // (zeros_like(A, dtype=torch.uint8)) and an fp32 absmax per ceil(blocks / 256).
-  return std::ceil(elements / 2) + nf4_quant_state_bytes(elements);
+  // bitsandbytes functional.py @ 01327aa0119fa503ea16322dd72f69f202e4502e (the same at release
+  // 0.48.0, 406fb6aa): quantize_4bit makes `out` of (n + 1) // 2 uint8 and its absmax.
+  return std::ceil(elements / 2) + nf4_quant_state_bytes(elements, nf4_double_quant);
 }
-double nf4_quant_state_bytes(double elements) {
+double nf4_quant_state_bytes(double elements, bool double_quant) {
+  // quantize_4bit's absmax: one fp32 per ceil(n / 64) blocks. With compress_statistics it is
+  // quantised by quantize_blockwise(absmax - offset, blocksize=256): one uint8 per block
+  // (zeros_like(A, dtype=torch.uint8)) and an fp32 absmax per ceil(blocks / 256); without it
+  // the fp32 absmax stays (bitsandbytes 0.48.0 406fb6aa, functional.quantize_4bit).
   const double blocks = std::ceil(elements / 64);
+  if (!double_quant) return 4 * blocks;
   return blocks + 4 * std::ceil(blocks / 256);
 }
 Dtype lora_adapter_dtype(const Config& c) {

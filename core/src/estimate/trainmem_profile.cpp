@@ -353,6 +353,9 @@ struct StageState {
   CpuBytes cpu;                    // offloaded to host memory, for this GPU (activations: 0 here)
   double optimizer_temporary = 0;  // allocated during the optimizer step only
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
+  // A quantised output layer (quantize_lm_head): its weight dequantised whole in the compute
+  // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
+  double output_dequant = 0, output_rows = 0;
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
   // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
   // them the output layer's, the model's own and its adapter's (both in the embedding part),
@@ -411,13 +414,15 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
 }
 
 // The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
-// (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps the output layer, and
-// every embedding, norm and bias, in the compute dtype; torchtune quantises its LoRALinear bases);
-// LoRA keeps the model's weights as they are.
+// (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps every embedding, norm and
+// bias, and the output layer unless quantize_lm_head, in the compute dtype; torchtune quantises
+// its LoRALinear bases); LoRA keeps the model's weights as they are. The output layer is the
+// only linear of Part::embedding (the input embedding is a lookup, not a GEMM weight).
 Dtype frozen_dtype(const Config& c, const Tensors& t) {
   const Dtype stored = t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
   if (stored != Dtype::nf4) return stored;
-  return t.linear && t.part != Part::embedding ? Dtype::nf4 : c.compute_dtype;
+  if (!t.linear) return c.compute_dtype;
+  return t.part != Part::embedding || c.quantize_lm_head ? Dtype::nf4 : c.compute_dtype;
 }
 
 // A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the
@@ -430,7 +435,8 @@ Dtype trainable_dtype(const Config& c, const Tensors& t) {
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
 // frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
 double stored_bytes(const Config& c, const Tensors& t) {
-  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements());
+  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements(),
+                               c.nf4_double_quant);
 }
 
 // The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
@@ -447,7 +453,22 @@ double stored_bytes(const Config& c, const Tensors& t) {
 double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
   if (t.adapter || frozen_dtype(c, t) != Dtype::nf4) return 0;
   if (c.model_implementation == ModelImplementation::torchtune) return 0;
-  return t.count * nf4_quant_state_bytes(t.elements());
+  return t.count * nf4_quant_state_bytes(t.elements(), c.nf4_double_quant);
+}
+
+// The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
+// weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
+// autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):
+// F.dequantize_4bit(B, quant_state).to(A.dtype) in forward, .to(grad_output.dtype) in backward;
+// torchtune linear_nf4 likewise). The dequantised tensor has quant_state.dtype, the weight's
+// dtype when it was quantised, which is the compute dtype here (unquantized_dtype), so .to()
+// makes no second copy. With double quantisation dequantize_4bit first restores the absmax as a
+// new fp32 tensor, one per block of 64 (functional.py @ 0.48.0: dequantize_blockwise(absmax,
+// state2), then `absmax += offset`); without it the stored fp32 absmax is read as it is.
+double nf4_dequant_bytes(const Config& c, double elements) {
+  if (elements <= 0) return 0;
+  const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
+  return elements * bytes_per_element(c.compute_dtype) + absmax;
 }
 
 // What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
@@ -527,7 +548,14 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       const double frozen = stored_bytes(c, t);
       const double whole = replicated_quant_state_bytes(c, t), sharded = frozen - whole;
       largest_frozen_bytes = std::max(largest_frozen_bytes, sharded / t.count);
-      if (fd == Dtype::nf4) largest_quantized = std::max(largest_quantized, t.elements());
+      // The output layer (the only linear of Part::embedding) is dequantised beside the logits,
+      // not beside a decoder layer's recomputation: it has its own moment (stage_moments).
+      if (fd == Dtype::nf4 && t.part == Part::embedding) {
+        out.output_dequant = nf4_dequant_bytes(c, t.elements());
+        out.output_rows = t.rows;
+      } else if (fd == Dtype::nf4) {
+        largest_quantized = std::max(largest_quantized, t.elements());
+      }
       switch (fw) {
         case Framework::megatron: part_add(st.frozen_weights, part, frozen); break;
         case Framework::deepspeed:
@@ -713,10 +741,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   }
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
-  // QLoRA dequantises one NF4 weight at a time to the compute dtype, in forward and again in
-  // backward (bitsandbytes autograd/_functions.py MatMul4Bit, 012c6606: F.dequantize_4bit(B,
-  // quant_state).to(A.dtype), saving only the packed B; torchtune linear_nf4 likewise).
-  out.backward_temporary += largest_quantized * bytes_per_element(c.compute_dtype);
+  out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).
@@ -763,7 +788,8 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     for (int i = 0; i < inv.n; ++i) {
       const Tensors& t = inv.items[size_t(i)];
       if (t.part != Part::embedding) continue;
-      const double bytes = peft ? stored_bytes(c, t) : w16 * t.params();
+      // bitsandbytes' QuantState of a quantised output layer is not gathered (every rank has it).
+      const double bytes = peft ? stored_bytes(c, t) - replicated_quant_state_bytes(c, t) : w16 * t.params();
       root += bytes;
       largest_unit = std::max(largest_unit, bytes / t.count);
       largest_unit_params = std::max(largest_unit_params, t.elements());
@@ -814,8 +840,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   if (peft) {
     note(trace, "trainmem.adapter_params_on_gpu", out.adapter_local,
          "Σ LoRA A (in × r) and B (r × out) of the stage's targets, after the TP split");
-    note(trace, "trainmem.nf4_dequant_bytes", largest_quantized * bytes_per_element(c.compute_dtype),
-         "largest NF4 linear's elements × compute dtype (dequantised one at a time)");
+    note(trace, "trainmem.nf4_dequant_bytes", nf4_dequant_bytes(c, largest_quantized),
+         "largest NF4 decoder linear's elements × compute dtype (dequantised one at a time), with "
+         "double quantisation + its fp32 absmax (4 B per block of 64)");
+  if (out.output_dequant > 0)
+    note(trace, "trainmem.nf4_output_dequant_bytes", out.output_dequant,
+         "quantize_lm_head: the output layer dequantised whole (elements × compute dtype, + fp32 "
+         "absmax with double quantisation)");
   }
   if (c.paged_optimizer)
     note(trace, "trainmem.paged_optimizer_bytes", out.paged,
@@ -1419,6 +1450,27 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
          "MoE layers · (e + 1)·E·T_sp (self.probs, self.routing_map)");
   }
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
+  // A quantised output layer (quantize_lm_head): MatMul4Bit dequantises its weight whole while
+  // the matmul writes the logits in forward, and again in backward while the logits' gradient
+  // (the compute dtype) and the input's gradient (tokens × h) are made, after the loss's backward
+  // has freed what the loss saved (nf4_dequant_bytes' sources). The logits are counted whole
+  // (torchtune's chunked output dequantises once per chunk beside one chunk's logits: high).
+  const double output_tokens = double(c.micro_batch_size) * double(c.seq_length) /
+                               double(c.context_parallel_size);
+  const double output_transient =
+      include_activation && last && out.state.output_dequant > 0
+          ? out.state.output_dequant + bytes_per_element(c.compute_dtype) * output_tokens *
+                                           (out.state.output_rows + double(c.hidden_size))
+          : 0;
+  // What the loss saves comes after the output layer's forward and is freed before its backward;
+  // the final norm's and the output layer's own saved tensors are there throughout.
+  double loss_saved = 0;
+  if (output_transient > 0) {
+    SavedTensors detail;
+    output_activation_bytes(c, &detail);
+    for (const SavedTensor& t : detail)
+      if (t.module == "loss") loss_saved += t.bytes;
+  }
   // Gradients freed between steps (gradients_start_each_step_empty) are absent from the forward;
   // backward creates them as it goes down the layers and frees each layer's saved tensors.
   // Each moment: its bytes, the gradients not yet made, and the saved activations it holds.
@@ -1430,8 +1482,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const StageActivation& act = out.activation;
   const double freed = state.gradients_freed_between_steps;
   const double A = s.activation_bytes;
-  const Candidate forward{model_state - freed + A + std::max(loss_transient, moe.forward) + moe.state, freed, A,
-                          Moment::forward};
+  const Candidate forward{model_state - freed + moe.state +
+                              std::max(A + std::max(loss_transient, moe.forward),
+                                       A - loss_saved + output_transient),
+                          freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).
   // Saved tensors fall and gradients rise layer by layer, so the backward's peak is at one of its

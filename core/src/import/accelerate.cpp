@@ -96,7 +96,7 @@ const std::vector<std::string_view> k_script_no_memory = {
     "hub_private_repo", "hub_strategy", "hub_model_id", "learning_rate", "lr_scheduler_type", "weight_decay",
     "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "per_device_eval_batch_size", "report_to",
     "run_name", "logging_dir", "save_total_limit", "lora_alpha", "use_reentrant", "bnb_4bit_compute_dtype",
-    "bnb_4bit_quant_type", "use_nested_quant", "use_bnb_nested_quant", "model_revision", "trust_remote_code",
+    "bnb_4bit_quant_type", "model_revision", "trust_remote_code",
     "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
     "dataloader_num_workers", "dataset_num_proc", "adam_beta1", "adam_beta2", "adam_epsilon", "ddp_timeout",
     "resume_from_checkpoint", "gradient_checkpointing_kwargs", "eval_accumulation_steps", "include_tokens_per_second",
@@ -443,7 +443,21 @@ void AccelerateReader::read_adapter() {
     m_.assume("params_dtype", std::string("nf4"), std::string("--") + in4_flag + ": bitsandbytes Linear4bit base", in4_flag);
     if (const json* type = trainer().given("bnb_4bit_quant_type"); type && *type != "nf4")
       out_.ignored.push_back("--bnb_4bit_quant_type = " + show(*type) + ": counted as NF4 (the same 4 bits and block constants)");
+    // Double quantisation: [sft] use_nested_quant and [trl] use_bnb_nested_quant become
+    // BitsAndBytesConfig(bnb_4bit_use_double_quant=...); both default to False, as transformers'
+    // BitsAndBytesConfig does (examples/sft/train.py @ 5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40;
+    // trl/trainer/model_config.py and utils.py get_quantization_config @
+    // f2cd57710ae345ea6428ae95363267fcf38a3dc8). Neither script can quantise lm_head (no
+    // llm_int8_skip_modules argument): transformers keeps it out of the 4-bit conversion.
+    const char* nested = sft_script ? "use_nested_quant" : "use_bnb_nested_quant";
+    if (const std::optional<bool> double_quant = flag(nested))
+      m_.read("nf4_double_quant", *double_quant, std::string("--") + nested, *double_quant ? "true" : "false");
+    else if (out_.ok())
+      m_.assume("nf4_double_quant", false, std::string("no --") + nested + ": BitsAndBytesConfig's bnb_4bit_use_double_quant defaults to False", nested);
   } else {
+    for (const char* nested : {"use_nested_quant", "use_bnb_nested_quant"})
+      if (trainer().given(nested))
+        out_.ignored.push_back(std::string("--") + nested + ": double quantisation of a 4-bit base; the base is not 4-bit");
     m_.read("peft", std::string("lora"), std::string("--") + peft_flag, "true");
     if (in8) m_.ignore_value(std::string("--") + in8_flag, "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
   }
@@ -763,7 +777,7 @@ void AccelerateReader::run() {
   static const std::vector<std::string_view> read_here = {
       "model_name_or_path", "chat_template_format", "use_peft_lora", "use_peft", "use_4bit_quantization", "load_in_4bit",
       "use_8bit_quantization", "load_in_8bit", "lora_r", "lora_dropout", "lora_target_modules", "lora_modules_to_save",
-      "use_dora", "bnb_4bit_quant_storage_dtype", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
+      "use_dora", "bnb_4bit_quant_storage_dtype", "use_nested_quant", "use_bnb_nested_quant", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
       "packing", "optim", "deepspeed", "fsdp", "fsdp_config"};

@@ -84,6 +84,7 @@ class AxolotlReader : mapping::Reader {
   void read_precision();
   void read_model();
   void read_adapter();
+  void read_quantization(bool axolotl_bnb_config);
   void read_layout();
   void read_training();
 };
@@ -122,6 +123,55 @@ void AxolotlReader::read_model() {
   m_.model_from_hub_name(*base, "base_model");
 }
 
+// The 4-bit base's options [load]: for adapter qlora axolotl builds BitsAndBytesConfig itself,
+// with bnb_4bit_use_double_quant True, updated by bnb_config_kwargs (src/axolotl/loaders/model.py
+// @ 067b021c8b87a9e5e380b9173c704cf7340e30f5, _set_quantization_config); transformers then keeps
+// lm_head out of the conversion unless llm_int8_skip_modules is given, which replaces that list
+// (transformers quantizers/quantizer_bnb_4bit.py @ 009ba7ca964c0049263bb4ad5d9eceb3674aaa0f;
+// integrations/bitsandbytes.py @ 01ae98ae2414210efd0d9ac1ffe78ff21588f1f7 skips a module whose
+// name is in the list). adapter lora with load_in_4bit gets no such config: transformers'
+// defaults (double quantisation off) are resolve()'s.
+void AxolotlReader::read_quantization(bool axolotl_bnb_config) {
+  constexpr std::string_view double_key = "bnb_config_kwargs.bnb_4bit_use_double_quant";
+  if (const std::optional<bool> dq = m_.boolean(double_key))
+    m_.read("nf4_double_quant", *dq, double_key, *dq ? "true" : "false");
+  else if (axolotl_bnb_config && !m_.has(double_key))
+    m_.assume("nf4_double_quant", true, "adapter qlora: axolotl's BitsAndBytesConfig sets bnb_4bit_use_double_quant True", "adapter");
+  constexpr std::string_view skip_key = "bnb_config_kwargs.llm_int8_skip_modules";
+  const json* skip = m_.get(skip_key);
+  if (!skip) return;
+  if (!skip->is_array()) return m_.fail(skip_key, "must be a list of module names, got " + show(*skip));
+  // transformers skips a module when an entry is its name, its full dotted name, or a prefix of
+  // it ending at a dot: an entry naming a decoder linear or a module around them keeps those in
+  // 16 bits, which trainmem does not model (it counts every decoder linear in NF4).
+  static const std::vector<std::string_view> k_quantized_paths = {
+      "model", "layers", "self_attn", "mlp", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  bool keeps_lm_head = false;
+  for (const json& item : *skip) {
+    if (!item.is_string()) return m_.fail(skip_key, "must be a list of module names, got " + show(*skip));
+    const std::string name = item.get<std::string>();
+    if (name == "lm_head") {
+      keeps_lm_head = true;
+      continue;
+    }
+    bool decoder = false;
+    for (size_t start = 0; start <= name.size();) {
+      const size_t dot = std::min(name.find('.', start), name.size());
+      const std::string_view part = std::string_view(name).substr(start, dot - start);
+      decoder = decoder || std::find(k_quantized_paths.begin(), k_quantized_paths.end(), part) != k_quantized_paths.end() ||
+                (!part.empty() && std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; }));
+      start = dot + 1;
+    }
+    if (decoder)
+      return m_.fail(skip_key, show(item) + " keeps decoder linears out of the 4-bit conversion, which is not "
+                               "modelled (trainmem counts every decoder linear in NF4); only \"lm_head\" is read");
+    out_.ignored.push_back(std::string(skip_key) + ": " + show(item) + ": names no module trainmem counts in NF4");
+  }
+  m_.read("quantize_lm_head", !keeps_lm_head, skip_key,
+          show(*skip) + (keeps_lm_head ? " (lm_head kept out of the 4-bit conversion)"
+                                       : " (replaces transformers' list, which keeps lm_head: lm_head is quantised)"));
+}
+
 void AxolotlReader::read_adapter() {
   const std::optional<std::string> adapter = m_.string("adapter");
   const bool in4 = m_.boolean("load_in_4bit").value_or(false);
@@ -147,6 +197,7 @@ void AxolotlReader::read_adapter() {
   } else {
     return m_.fail("adapter", "must be \"lora\" or \"qlora\" (or absent for full fine-tuning), got " + trainmem::quoted(*adapter));
   }
+  if (*adapter == "qlora" || in4) read_quantization(*adapter == "qlora");
   // Targets: lora_target_linear = every linear layer but lm_head [lora]; lora_target_modules by
   // PEFT names (fused Phi-3 names split into theirs).
   std::vector<std::string> targets;
@@ -359,7 +410,7 @@ void AxolotlReader::run() {
   if (!out_.ok()) return;
   read_adapter();
   read_training();
-  if (out_.ok()) m_.account(k_no_memory);
+  if (out_.ok()) m_.account(k_no_memory, {"bnb_config_kwargs"});
 }
 
 }  // namespace

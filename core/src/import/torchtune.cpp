@@ -347,6 +347,9 @@ void TorchtuneReader::read_model() {
     out_.ignored.push_back(
         "model._component_: torchtune quantizes only the linears LoRA is applied to; trainmem's nf4 "
         "counts every frozen decoder linear in NF4");
+    // torchao's NF4Tensor double-quantises its scalers always (torchao/dtypes/nf4tensor.py @
+    // 0598012907d6f6e88734088a65f788c38d294a65, double_quantize_scalers).
+    m_.assume("nf4_double_quant", true, "torchao's NF4Tensor always quantises its block scales again", "model._component_");
   } else {
     m_.read("peft", std::string("lora"), "model._component_", "a lora_ builder");
   }
@@ -374,10 +377,19 @@ void TorchtuneReader::read_model() {
     for (const char* t : {"gate_proj", "up_proj", "down_proj"}) targets.push_back(t);
     how += ", apply_lora_to_mlp = true (w1, w3, w2)";
   }
-  if (m_.boolean("model.apply_lora_to_output").value_or(false)) {
+  const bool output_adapter = m_.boolean("model.apply_lora_to_output").value_or(false);
+  if (output_adapter) {
     targets.push_back("lm_head");
     how += ", apply_lora_to_output = true";
   }
+  // The output projection is a LoRALinear(quantize_base=quantize_base) only with
+  // apply_lora_to_output, else a plain nn.Linear in the model's dtype
+  // (torchtune/models/llama3/_component_builders.py @ d1c6963e9070adbbf0602c7632c4a40de82a03d2, lora_llama3).
+  if (qlora)
+    m_.assume("quantize_lm_head", output_adapter,
+              output_adapter ? "apply_lora_to_output with quantize_base: the output's base is NF4"
+                             : "no apply_lora_to_output: the output is an nn.Linear, not quantised",
+              "model.apply_lora_to_output");
   if (m_.put("lora_target_modules", targets, "model.lora_attn_modules"))
     out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
   if (auto r = m_.integer("model.lora_rank")) m_.read("lora_rank", double(*r), "model.lora_rank");

@@ -1,0 +1,236 @@
+// QLoRA as bitsandbytes, transformers and torchao run it (issue 29 item 4 and item 6's fields):
+// double quantisation (nf4_double_quant) and a quantised output layer (quantize_lm_head). Every
+// expected figure is worked out by hand in the comments from the rules of
+// docs/trainmem-profile.md §7 ("PEFT: LoRA and QLoRA"), not read back from the implementation.
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "trainmem/import.hpp"
+#include "trainmem/tables.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+using trainmem::test::has_line;
+
+namespace {
+
+// The small Llama-style model of finetune.test.cpp: 2 layers, h = 1024, 8 heads of 128 (MHA),
+// SwiGLU f = 4096, vocabulary 32,000 (a multiple of 128: no padding), RMSNorm, no biases; one
+// sequence of 1,024 tokens. Per layer the PyTorch model's separate linears: q, k, v, o of
+// 1024 × 1024 = 1,048,576 elements; gate, up, down of 1024 × 4096 = 4,194,304.
+const std::string k_small = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
+    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+    "micro_batch_size": 1, "gpus_per_node": 1)";
+
+std::string small(const std::string& more) { return "{" + k_small + ", " + more + "}"; }
+
+double trace_value(const Trace& trace, const std::string& name) {
+  for (const TraceEntry& e : trace)
+    if (e.name == name) return e.value;
+  FAIL("no trace entry " << name);
+  return 0;
+}
+
+std::vector<std::string> one(const std::string& message) { return {message}; }
+
+}  // namespace
+
+TEST_CASE("NF4 without double quantisation: an fp32 absmax per block of 64", "[qlora]") {
+  // quantize_4bit without compress_statistics: (n + 1) // 2 packed bytes and one fp32 absmax per
+  // ceil(n / 64) blocks.
+  //   n = 16,384: 8,192 + 4 · 256 = 9,216 B (0.5625 B per element)
+  //   n = 1: 1 + 4 = 5 B
+  //   n = 1023² = 1,046,529: 523,265 + 4 · 16,353 = 588,677 B
+  CHECK(tensor_bytes(Dtype::nf4, 16384, false) == 9216);
+  CHECK(tensor_bytes(Dtype::nf4, 1, false) == 5);
+  CHECK(tensor_bytes(Dtype::nf4, 1023.0 * 1023, false) == 588677);
+  CHECK(nf4_quant_state_bytes(16384, false) == 1024);
+  // With it: 256 uint8 and one fp32 per 256 blocks (the table's 8,452 B per 16,384).
+  CHECK(nf4_quant_state_bytes(16384, true) == 260);
+}
+
+TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig, on for torchao", "[qlora]") {
+  // hf-transformers (ddp's default implementation): bnb_4bit_use_double_quant defaults to False.
+  const Config hf = config_from(small(R"("framework": "ddp", "peft": "qlora")"));
+  CHECK_FALSE(hf.nf4_double_quant);
+  // torchtune: torchao's NF4Tensor always double-quantises its scalers.
+  const Config tt = config_from(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune")"));
+  CHECK(tt.nf4_double_quant);
+  // The frozen base on one GPU without double quantisation, per layer:
+  //   q, k, v, o: 524,288 packed + 4 · 16,384 = 589,824 B each, 2,359,296
+  //   gate, up, down: 2,097,152 + 4 · 65,536 = 2,359,296 B each, 7,077,888
+  //   per layer 9,437,184 (= 16,777,216 × 0.5625), 2 layers 18,874,368
+  // and the bf16 rest (tied embedding 32,768,000, norms 5,120): 32,773,120 × 2 = 65,546,240.
+  //   18,874,368 + 65,546,240 = 84,420,608 B (with double quantisation 17,309,696 + 65,546,240 =
+  //   82,855,936: 1,564,672 B less).
+  Trace trace;
+  const Estimate off = full_estimate(hf, &trace);
+  CHECK(off.state.frozen_weights.total() == 84420608);
+  const Estimate on = full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora",
+      "nf4_double_quant": true)")));
+  CHECK(on.state.frozen_weights.total() == 82855936);
+  // The dequantised gate (4,194,304 elements in bf16) reads the stored fp32 absmax as it is:
+  // 8,388,608 B, no absmax copy.
+  CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 8388608);
+}
+
+TEST_CASE("nf4_double_quant off under FSDP2: the larger state stays whole on every rank", "[qlora]") {
+  // bitsandbytes keeps the QuantState whole on each rank. Without double quantisation it is the
+  // fp32 absmax: per layer 4 · 4 · 16,384 + 3 · 4 · 65,536 = 262,144 + 786,432 = 1,048,576 B,
+  // 2 layers 2,097,152 B. The packed data (16,777,216) and the bf16 rest (65,546,240) are
+  // sharded over DP 4: 20,580,864. Frozen weights: 2,097,152 + 20,580,864 = 22,678,016 B.
+  const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+      "peft": "qlora", "model_implementation": "hf-transformers")")));
+  CHECK(fsdp.state.frozen_weights.total() == 22678016);
+}
+
+TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantised weight", "[qlora]") {
+  // The small model untied: the output layer is its own 32,000 × 1,024 = 32,768,000-element
+  // linear. Frozen weights, no double quantisation (transformers' default):
+  //   NF4 decoder linears 18,874,368; bf16 embedding 65,536,000; bf16 norms 5,120 × 2 = 10,240
+  //   output layer bf16: 65,536,000 → 149,956,608 B
+  //   output layer NF4: 16,384,000 packed + 4 · 512,000 absmax = 18,432,000 → 102,852,608 B
+  const std::string untied = R"("framework": "ddp", "peft": "qlora", "share_embeddings_and_output_weights": false)";
+  Trace kept_trace, quantized_trace;
+  const Estimate kept = full_estimate(config_from(small(untied)), &kept_trace);
+  const Estimate quantized = full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true)")), &quantized_trace);
+  CHECK(kept.state.frozen_weights.total() == 149956608);
+  CHECK(quantized.state.frozen_weights.total() == 102852608);
+  // MatMul4Bit dequantises the output layer whole in its forward and backward, 32,768,000 × 2 =
+  // 65,536,000 B, beside the logits rather than a decoder layer's recomputation; the decoder's
+  // largest dequantised weight stays the gate's, 8,388,608 B.
+  CHECK(trace_value(kept_trace, "trainmem.nf4_dequant_bytes") == 8388608);
+  CHECK(trace_value(quantized_trace, "trainmem.nf4_dequant_bytes") == 8388608);
+  CHECK(trace_value(quantized_trace, "trainmem.nf4_output_dequant_bytes") == 65536000);
+  SECTION("with double quantisation its absmax is restored to fp32 beside it") {
+    // 65,536,000 + 4 · 512,000 = 67,584,000 B.
+    Trace trace;
+    full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true, "nf4_double_quant": true)")), &trace);
+    CHECK(trace_value(trace, "trainmem.nf4_output_dequant_bytes") == 67584000);
+  }
+  SECTION("on short sequences the dequantised output layer is the forward's largest transient") {
+    // seq 64, one sequence (T = 64 tokens). Beside the output layer's matmul: its dequantised
+    // weight 65,536,000, the logits it writes 2 · 64 · 32,000 = 4,096,000 (in backward, their
+    // gradient, and the input's gradient 2 · 64 · 1,024 = 131,072): 69,763,072 B. What the loss
+    // saves is not there yet (Hugging Face's loss: fp32 log-softmax 4 · 64 · 32,000 = 8,192,000
+    // and the int64 labels, 65 for one sequence, 520: 8,192,520 B), while the unquantised loss's
+    // backward transient is 2 fp32 logits, 16,384,000 B, below it. The forward's temporaries:
+    // the library workspaces (96 MiB, 100,663,296 B) + 69,763,072 − 8,192,520 = 162,233,848 B.
+    std::string json = small(untied + R"(, "quantize_lm_head": true)");
+    json.replace(json.find("\"seq_length\": 1024"), 18, "\"seq_length\": 64");
+    const Estimate est = full_estimate(config_from(json));
+    CHECK(est.moments.peak_moment == Moment::forward);
+    CHECK(est.moments.peak_temporary_bytes == 162233848);
+  }
+  SECTION("FSDP2 gathers the packed output layer; its state stays whole on every rank") {
+    // DP 4, double quantisation off. The output layer's state, 2,048,000 B, stays whole; its
+    // packed 16,384,000 B are sharded with the rest. Frozen: the decoder's state 2,097,152 +
+    // the output's 2,048,000 + (16,777,216 + 16,384,000 + 65,536,000 + 10,240) / 4 =
+    // 4,145,152 + 24,676,864 = 28,822,016 B.
+    // The root unit gathers the embedding (65,536,000) and the packed output layer (16,384,000):
+    // 81,920,000 B.
+    const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+        "peft": "qlora", "model_implementation": "hf-transformers", "share_embeddings_and_output_weights": false,
+        "quantize_lm_head": true)")));
+    CHECK(fsdp.state.frozen_weights.total() == 28822016);
+    CHECK(fsdp.state.buffers.embedding == 81920000);
+  }
+}
+
+TEST_CASE("quantize_lm_head follows torchtune's LoRA on the output", "[qlora]") {
+  // torchtune builds the output as LoRALinear(quantize_base=True) only with apply_lora_to_output.
+  const Config with_adapter = config_from(small(R"("framework": "ddp", "peft": "qlora",
+      "model_implementation": "torchtune", "share_embeddings_and_output_weights": false,
+      "lora_target_modules": ["q_proj", "v_proj", "lm_head"])"));
+  CHECK(with_adapter.quantize_lm_head);
+  const Config without = config_from(small(R"("framework": "ddp", "peft": "qlora",
+      "model_implementation": "torchtune", "share_embeddings_and_output_weights": false)"));
+  CHECK_FALSE(without.quantize_lm_head);
+}
+
+TEST_CASE("QLoRA quantisation fields: named errors", "[qlora]") {
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "nf4_double_quant": true)")) ==
+        one("nf4_double_quant: applies to peft \"qlora\" only"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "quantize_lm_head": true)")) ==
+        one("quantize_lm_head: applies to peft \"qlora\" only"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune",
+      "nf4_double_quant": false)")) ==
+        one("nf4_double_quant: must be true with model_implementation \"torchtune\" (torchao's "
+            "NF4Tensor always double-quantises its block scales)"));
+  // k_small ties the embeddings (share_embeddings_and_output_weights defaults to true).
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "quantize_lm_head": true)")) ==
+        one("quantize_lm_head: is not modelled with share_embeddings_and_output_weights (a "
+            "quantised lm_head no longer shares the embedding's weight; transformers keeps tied "
+            "weights unconverted by default)"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "quantize_lm_head": true,
+      "share_embeddings_and_output_weights": false, "fused_linear_cross_entropy": true)")) ==
+        one("quantize_lm_head: is not modelled with fused_linear_cross_entropy (Liger multiplies by "
+            "lm_head.weight itself, not by a 4-bit linear)"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune",
+      "share_embeddings_and_output_weights": false, "quantize_lm_head": true)")) ==
+        one("quantize_lm_head: needs lm_head among lora_target_modules with model_implementation "
+            "\"torchtune\" (only a LoRALinear base is quantised)"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune",
+      "share_embeddings_and_output_weights": false, "lora_target_modules": ["q_proj", "lm_head"],
+      "quantize_lm_head": false)")) ==
+        one("quantize_lm_head: must be true with model_implementation \"torchtune\" and an lm_head "
+            "adapter (the output is a LoRALinear with quantize_base)"));
+}
+
+TEST_CASE("importers read double quantisation and a quantised lm_head where the frameworks name them", "[qlora][import]") {
+  // PEFT's examples/sft: --use_nested_quant (default False) is bnb_4bit_use_double_quant.
+  ImportOptions o;
+  const std::string script = "accelerate launch train.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True "
+                             "--use_peft_lora True --use_4bit_quantization True";
+  const auto launch = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start < text.size();) {
+      const size_t space = std::min(text.find(' ', start), text.size());
+      out.push_back(text.substr(start, space - start));
+      start = space + 1;
+    }
+    return out;
+  };
+  o.overrides = launch(script + " --use_nested_quant True");
+  ImportResult r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+  CHECK(has_line(r.read, "nf4_double_quant ← --use_nested_quant = true"));
+  o.overrides = launch(script);
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == false);
+  CHECK(has_line(r.assumed, "nf4_double_quant ← false (no --use_nested_quant: BitsAndBytesConfig's "
+                            "bnb_4bit_use_double_quant defaults to False)"));
+  // TRL's ModelConfig names it use_bnb_nested_quant.
+  o.overrides = launch("accelerate launch sft.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True --use_peft "
+                       "--load_in_4bit --use_bnb_nested_quant");
+  r = import_accelerate(R"({"distributed_type": "NO"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+
+  // axolotl: adapter qlora builds BitsAndBytesConfig with bnb_4bit_use_double_quant True;
+  // bnb_config_kwargs overrides it, and an llm_int8_skip_modules without lm_head quantises it.
+  const std::string axolotl = R"({"base_model": "meta-llama/Llama-2-70b-hf", "adapter": "qlora", "load_in_4bit": true,
+      "lora_target_linear": true, "sequence_len": 2048, "micro_batch_size": 1, "bf16": true)";
+  r = import_axolotl(axolotl + "}", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == true);
+  CHECK_FALSE(r.input.quantize_lm_head.has_value());  // transformers keeps lm_head: resolve()'s false
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"bnb_4bit_use_double_quant": false,
+      "llm_int8_skip_modules": ["mamba"]}})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.nf4_double_quant == false);
+  CHECK(r.input.quantize_lm_head == true);
+  CHECK(has_line(r.ignored, "bnb_config_kwargs.llm_int8_skip_modules: \"mamba\": names no module trainmem counts in NF4"));
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"llm_int8_skip_modules": ["lm_head"]}})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.quantize_lm_head == false);
+  r = import_axolotl(axolotl + R"(, "bnb_config_kwargs": {"llm_int8_skip_modules": ["lm_head", "self_attn"]}})", {});
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "bnb_config_kwargs.llm_int8_skip_modules");
+  CHECK(r.issues[0].message == "bnb_config_kwargs.llm_int8_skip_modules: \"self_attn\" keeps decoder linears out of the 4-bit conversion, which is not "
+                               "modelled (trainmem counts every decoder linear in NF4); only \"lm_head\" is read");
+}

@@ -107,6 +107,10 @@ export interface Confidence {
   median_abs_error: number;
   /** 90th percentile of it (nearest rank): at least 90 % of the points landed within ±this */
   p90_abs_error: number;
+  /** median (estimate - measured) / measured over the group: below 0, runs like this were under-read */
+  median_signed_error: number;
+  /** the median signed error is below -3 %: the group's runs were more often under-estimated; allow for more */
+  leans_low: boolean;
   /** where the figures come from: "npm run validate" */
   source: string;
 }

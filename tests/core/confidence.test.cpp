@@ -4,6 +4,7 @@
 // (confidence_table.inc, checked against `npm run validate` by tests/validation/
 // confidence.test.mjs) is tested for its shape and for being the one full_estimate uses.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,8 @@ TEST_CASE("confidence: the generated table is well formed and is the one results
     CHECK(g.points >= 1);
     CHECK(g.median_abs_error >= 0);
     CHECK(g.median_abs_error <= g.p90_abs_error);
+    // A median of signed errors lies within the spread of their absolute values.
+    CHECK(std::abs(g.median_signed_error) <= g.p90_abs_error);
     if (g.key == ConfidenceKey{"any", "any", "any"}) all_points = g.points;
   }
   // Every point is in the widest group, so no group is larger.
@@ -153,4 +156,21 @@ TEST_CASE("confidence: the generated table is well formed and is the one results
   REQUIRE(est.confidence.known);
   CHECK(est.confidence.group.key == confidence_for(c).group.key);
   CHECK(est.confidence.group.points >= k_confidence_min_points);
+}
+
+TEST_CASE("confidence: a group whose median signed error is below -3 % leans low, and the result says so") {
+  // Hand-written: the threshold is issue 29's (-3 %), exclusive.
+  CHECK(leans_low(ConfidenceGroup{{"any", "any", "any"}, 10, 0.05, 0.10, -0.031}));
+  CHECK_FALSE(leans_low(ConfidenceGroup{{"any", "any", "any"}, 10, 0.05, 0.10, -0.03}));
+  CHECK_FALSE(leans_low(ConfidenceGroup{{"any", "any", "any"}, 10, 0.05, 0.10, 0.02}));
+  const std::vector<ConfidenceGroup> table = {
+      {{"ddp", "peft", "full"}, 5, 0.12, 0.20, -0.11},
+      {{"any", "any", "any"}, 40, 0.035, 0.13, 0.01},
+  };
+  const Confidence low = confidence_for(run(R"("framework": "ddp", "peft": "lora", "lora_rank": 8,
+      "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1)"), table);
+  require_group(low, {"ddp", "peft", "full"}, ConfidenceMatch::exact, 5);
+  CHECK(low.group.median_signed_error == -0.11);
+  CHECK(leans_low(low.group));
+  CHECK_FALSE(leans_low(confidence_for(run(""), table).group));
 }

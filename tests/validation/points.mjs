@@ -89,11 +89,17 @@ function pick(result, compare) {
 // (core/src/estimate/confidence.cpp): torchtitan's selective_op is selective.
 const RECOMPUTE_CLASS = { none: 'none', selective: 'selective', selective_op: 'selective', full: 'full' };
 
-/** The validation group a resolved config (a result's "config") falls in: framework, PEFT, recompute. */
+/**
+ * The validation group a resolved config (a result's "config") falls in: framework, PEFT, recompute
+ * (the core's confidence groups), and the training method (full, lora, qlora) and whether the model
+ * is a mixture of experts (the groups validate.mjs prints signed errors for).
+ */
 export function group_key(config) {
   const recompute = RECOMPUTE_CLASS[config.recompute_granularity];
   if (!recompute) throw new Error(`unknown recompute_granularity ${config.recompute_granularity}`);
-  return { framework: config.framework, peft: config.peft !== 'none' && config.peft != null, recompute };
+  const method = config.peft == null ? 'none' : config.peft;
+  return { framework: config.framework, peft: method !== 'none', recompute,
+           method, moe: (config.num_moe_experts ?? 0) > 0 };
 }
 
 // A rejected config: the fields the CLI does not know ("not expressible yet"), or, when it knows
@@ -189,3 +195,35 @@ export function summarize(rows, band = 0.15) {
 }
 
 export const gib = (bytes) => bytes / GiB;
+
+// The groups issue 29 holds to "no median signed error below -3 %": the training method (full
+// parameters, LoRA, QLoRA), mixture-of-experts models, and each framework. A point counts in its
+// method's group, in the MoE group when its model has experts, and in its framework's group.
+export const LEANS_LOW = -0.03;
+const METHOD_GROUPS = [['full', 'full-parameter'], ['lora', 'LoRA'], ['qlora', 'QLoRA']];
+
+/**
+ * Per group, over the rows that ran (trainmem profile): {group, points, median_abs, median_signed,
+ * within (share within `band`), leans_low (median signed error below LEANS_LOW)}. Groups with no
+ * point are listed with points 0 and NaN figures, so a missing group shows.
+ */
+export function signed_groups(rows, band = 0.15) {
+  const ran = expressible(rows);
+  const frameworks = [...new Set(ran.map((r) => r.key.framework))].sort();
+  const groups = [
+    ...METHOD_GROUPS.map(([method, label]) => [label, (r) => r.key.method === (method === 'full' ? 'none' : method)]),
+    ['MoE', (r) => r.key.moe],
+    ...frameworks.map((f) => [`framework ${f}`, (r) => r.key.framework === f]),
+  ];
+  return groups.map(([group, member]) => {
+    const errors = ran.filter(member).map((r) => r.error.trainmem);
+    const median_signed = median(errors);
+    return {
+      group, points: errors.length,
+      median_abs: median(errors.map(Math.abs)),
+      median_signed,
+      within: errors.length ? errors.filter((e) => Math.abs(e) <= band).length / errors.length : NaN,
+      leans_low: median_signed < LEANS_LOW,
+    };
+  });
+}

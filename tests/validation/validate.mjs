@@ -4,7 +4,7 @@
 // Prints figures, exits 0.
 //   npm run validate -- --write-confidence   also writes the groups into the core
 //                                            (core/src/estimate/confidence_table.inc)
-import { TABLES, by_configuration, evaluate, expressible, gib, load_points, summarize } from './points.mjs';
+import { LEANS_LOW, TABLES, by_configuration, evaluate, expressible, gib, load_points, signed_groups, summarize } from './points.mjs';
 import { CONFIDENCE_FILE, WRITE_COMMAND, confidence_groups, write_confidence } from './confidence.mjs';
 
 const write = process.argv.includes('--write-confidence');
@@ -90,13 +90,28 @@ for (const [key, t] of Object.entries(TABLES)) {
   console.log(`  ${t.title.padEnd(58)} median ${abs_pct(s.median)}, within 15 %: ${share(s.within)} (${counted}): target ${status}`);
 }
 
+// Issue 29: no group (full, LoRA, QLoRA, MoE, each framework) may lean low: a median signed error
+// below -3 % means the estimate under-reads that kind of run more often than not.
+function print_signed_groups(label, list) {
+  console.log(`\nsigned error by group, ${label} (trainmem; a group whose median signed error is below ${pct(LEANS_LOW)} LEANS LOW)`);
+  console.log('| group | points | median abs. error | median signed error | within 15 % | |');
+  console.log('|---|--:|--:|--:|--:|---|');
+  for (const g of signed_groups(list)) {
+    if (g.points === 0) { console.log(`| ${g.group} | 0 | n/a | n/a | n/a | no point |`); continue; }
+    console.log(`| ${g.group} | ${g.points} | ${abs_pct(g.median_abs)} | ${pct(g.median_signed)} | ${share(g.within)} | ${g.leans_low ? 'LEANS LOW' : ''} |`);
+  }
+}
+print_signed_groups('fine-tuning table', fine);
+print_signed_groups('both tables', [...rows, ...fine]);
+
 // The groups trainmem's results name ("runs like this landed within ±N %").
 const all = [...rows, ...fine];
 console.log(`\nvalidation groups (confidence in trainmem's results; both tables, the points that run)`);
-console.log('| framework | training | recompute | points | median abs. error | 90th percentile abs. error |');
-console.log('|---|---|---|--:|--:|--:|');
+console.log('| framework | training | recompute | points | median abs. error | 90th percentile abs. error | median signed error |');
+console.log('|---|---|---|--:|--:|--:|--:|');
 for (const g of confidence_groups(all))
-  console.log(`| ${g.framework} | ${g.training} | ${g.recompute} | ${g.points} | ${abs_pct(g.median)} | ${abs_pct(g.p90)} |`);
+  console.log(`| ${g.framework} | ${g.training} | ${g.recompute} | ${g.points} | ${abs_pct(g.median)} | ${abs_pct(g.p90)} | ` +
+              `${pct(g.median_signed)}${g.median_signed < LEANS_LOW ? ' (leans low)' : ''} |`);
 if (write) {
   write_confidence(all);
   console.log(`written to ${CONFIDENCE_FILE.pathname} (rebuild the CLI and the wasm module to use it)`);

@@ -175,6 +175,9 @@ test('the closest validation group (confidence) travels on the numeric path as t
     const c = fast.confidence;
     assert.ok(c && c.points >= 3 && c.median_abs_error <= c.p90_abs_error && c.source === 'npm run validate', JSON.stringify(c));
     assert.equal(c.match === 'exact', c.group === c.run_group, JSON.stringify(c));
+    // Issue 29, item 8: the signed bias travels too, and leans_low is its -3 % threshold.
+    assert.ok(Number.isFinite(c.median_signed_error), JSON.stringify(c));
+    assert.equal(c.leans_low, c.median_signed_error < -0.03, JSON.stringify(c));
     matches.add(c.match);
     // With the trace after it, the text lines still line up.
     assert.deepEqual(engine.estimate(config, { verbose: true }), engine.estimateJson(config, { verbose: true }));

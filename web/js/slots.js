@@ -307,7 +307,8 @@ function decodeTrainmem(r, totalBytes) {
   if (r.flag()) out.deepspeed_estimator = { gpu_bytes: r.figure(), cpu_bytes: r.figure() };
   out.confidence = !r.flag() ? null : {
     group: r.text(), run_group: r.text(), match: r.named('confidence_match'), points: r.whole(),
-    median_abs_error: r.figure(), p90_abs_error: r.figure(), source: r.tables.confidence_source[0],
+    median_abs_error: r.figure(), p90_abs_error: r.figure(), median_signed_error: r.figure(),
+    leans_low: r.flag(), source: r.tables.confidence_source[0],
   };
   return out;
 }

@@ -234,7 +234,13 @@ struct ConfidenceGroup {
   int points = 0;                 // validation points in the group
   double median_abs_error = 0;    // median |estimate - measured| / measured
   double p90_abs_error = 0;       // 90th percentile of it (nearest rank: at least 90 % within)
+  double median_signed_error = 0; // median (estimate - measured) / measured: below 0, under-read
 };
+// A group whose median signed error is below this leans low: more than half of its runs were
+// under-estimated by more than 3 % (issue 29: "no group with a median signed error below -3 %";
+// the same threshold as tests/validation/points.mjs LEANS_LOW).
+inline constexpr double k_confidence_leans_low = -0.03;
+inline bool leans_low(const ConfidenceGroup& group) { return group.median_signed_error < k_confidence_leans_low; }
 // What the group shares with the run, narrowest first: the order the core falls back in when a
 // group has fewer than k_confidence_min_points points.
 enum class ConfidenceMatch : uint8_t { exact, framework_and_training, training, framework, all, count };

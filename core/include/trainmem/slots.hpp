@@ -36,7 +36,8 @@
 //     minimum_devices                         NaN: null
 //     has_deepspeed_estimator, and when 1: gpu_bytes, cpu_bytes
 //     has_confidence, and when 1: match (table confidence_match), points, median_abs_error,
-//                                 p90_abs_error [text: group] [text: run_group]
+//                                 p90_abs_error, median_signed_error, leans_low
+//                                 [text: group] [text: run_group]
 //   params: per row of table param, the figure
 //   layers: total, dense, moe
 //   count of stages, each: num_layers, dense_params, routed_params, weight_and_optimizer_bytes,

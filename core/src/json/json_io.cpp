@@ -44,6 +44,8 @@ ordered confidence_json(const Confidence& confidence) {
                  {"points", g.points},
                  {"median_abs_error", num(g.median_abs_error)},
                  {"p90_abs_error", num(g.p90_abs_error)},
+                 {"median_signed_error", num(g.median_signed_error)},
+                 {"leans_low", leans_low(g)},
                  {"source", k_confidence_source}};
 }
 

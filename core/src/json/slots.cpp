@@ -183,7 +183,8 @@ void write_trainmem_figures(SlotWriter& w, const Config& config, const Estimate&
   w.flag(conf.known);
   if (!conf.known) return;
   w.wholes({double(conf.match), double(conf.group.points)});
-  w.figures({conf.group.median_abs_error, conf.group.p90_abs_error});
+  w.figures({conf.group.median_abs_error, conf.group.p90_abs_error, conf.group.median_signed_error});
+  w.flag(leans_low(conf.group));
   w.line(confidence_group_name(conf.group.key));
   w.line(confidence_group_name(conf.run));
 }

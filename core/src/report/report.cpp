@@ -98,6 +98,9 @@ void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
   }
   if (adding_to == "reserved") total("reserved", est.reserved_bytes, "torch.cuda.max_memory_reserved");
   total("device", est.device_bytes, "nvidia-smi");
+  // Issue 29, item 8: a run whose validation group leans low says so beside the figures.
+  if (est.confidence.known && leans_low(est.confidence.group))
+    line("  (runs like this leaned low in validation: see Validation below)");
   if (est.cpu_bytes > 0) {
     line("  CPU memory per node (offloaded state): " + bytes_line(std::round(est.cpu_bytes)));
     // The core's split (Estimate::cpu), one line per class that holds bytes.
@@ -188,7 +191,11 @@ std::string text_report(const Config& c, const Estimate& est, const Trace* trace
       line("Validation (" + std::string(k_confidence_source) + ")");
       line("  runs like this landed within ±" + percent(conf.group.p90_abs_error) +
            " of their measurements (90th percentile of |error|; median " +
-           percent(conf.group.median_abs_error) + ")");
+           percent(conf.group.median_abs_error) + "; median signed error " +
+           (conf.group.median_signed_error >= 0 ? "+" : "") + percent(conf.group.median_signed_error) + ")");
+      if (leans_low(conf.group))
+        line("  LEANS LOW: most runs like this needed more memory than estimated (median signed error below " +
+             percent(k_confidence_leans_low) + "); allow for more than the figure above");
       line("  group: " + confidence_group_name(conf.group.key) + ", " + std::to_string(conf.group.points) +
            " points");
       if (conf.match != ConfidenceMatch::exact)

@@ -361,20 +361,31 @@ def measure(cfg):
     # (adam.py: torch.tensor(0.0, dtype=_get_scalar_dtype()) unless capturable or fused).
     cur = moments(cur_events, cur_at, before - base["step_counters"])
     cur["batch"] = batch_unsaved(cur_events, cur_at, cur, saved_ptrs)
+    # _single_tensor_adam (torch/optim/adam.py @ dc80ccded5385cca3e777472d64cfe3d874fad89, and
+    # 1.13's adamw.py alike): `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)` in
+    # `for i, param in enumerate(params)`: the sqrt and the quotient of tensor i exist together,
+    # and the previous iteration's denom is still bound to `denom` until the quotient is assigned.
+    # So the step's temporaries peak at max_i (2·s_i + s_(i-1)), s in the optimizer's order.
+    sizes = [opt.state[p]["exp_avg_sq"].numel() * opt.state[p]["exp_avg_sq"].element_size() for p in trainable]
+    cur["forloop_rule"] = max(2 * s + (sizes[i - 1] if i else 0) for i, s in enumerate(sizes))
+    cur["foreach_rule"] = sum(sizes)  # _foreach_sqrt of the whole group, then in place
     return {"base": base, "torch113": raw, "current": cur,
             "events": len(events), "gradients": unique_bytes([p.grad for p in trainable if p.grad is not None])}
 
 
 def batch_unsaved(events, at, m, saved_ptrs):
     """Per moment, the bytes of the batch copies (the allocations between the 'step' and
-    'forward' marks) live then that no autograd node saved: what the loop holds beyond the saved
-    token ids, which trainmem counts with the activations."""
+    'forward' marks) live then that no autograd node holds: what the loop holds beyond the saved
+    token ids, which trainmem counts with the activations (until backward has run; in the
+    optimizer step torchtune's batch dict still holds the tokens)."""
     free_of = pair_lifetimes(events)
     batch = [(i, events[i]) for i in range(at["step"], at["forward"]) if events[i]["size"] > 0]
 
     def at_index(idx):
+        # after backward autograd holds nothing: a saved batch tensor still live is the loop's
+        saved = saved_ptrs if idx < at["backward_end"] else set()
         return sum(e["size"] for i, e in batch
-                   if i < idx and free_of.get(i, len(events)) >= idx and e["ptr"] not in saved_ptrs)
+                   if i < idx and free_of.get(i, len(events)) >= idx and e["ptr"] not in saved)
     out = {"end_of_forward": at_index(at["forward_end"])}
     for k in ("forward", "backward", "optimizer_step", "optimizer_step_foreach", "peak"):
         out[k] = at_index(m[k]["index"])

@@ -242,3 +242,71 @@ TEST_CASE("torchtitan's per-op checkpointing is unchanged by the eager layer", "
   CHECK(layer(none) == 50372608);
   CHECK(layer_recompute_working_bytes(c, false) == 50372608 - layer(c));
 }
+
+namespace {
+
+// A one-layer eager Llama small enough to count by hand: h 64, 2 heads of 32 (no GQA), f 128,
+// V 512, one sequence of 8 tokens (T = 8), fp32, AdamW, one microbatch per step (the gradients
+// freed by zero_grad between steps), no library workspace: as the timeline oracle runs it
+// (tests/oracle/timeline.py).
+std::string tiny(const std::string& more) {
+  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "hf-transformers", "num_layers": 1, "hidden_size": 64,
+      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
+      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
+      "attention_backend": "unfused", "workspace_bytes": 0)" +
+         (more.empty() ? "" : ", " + more) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("for-loop AdamW: the previous tensor's denom beside the current one's two temporaries",
+          "[implementations][moments][optimizer]") {
+  // torch/optim/adam.py @ dc80ccde, _single_tensor_adam: `denom = (exp_avg_sq.sqrt() / c).add_(eps)`
+  // in the loop over the parameters: tensor i's sqrt and quotient beside tensor i−1's denom.
+  // The parameters in model.parameters() order (elements): embed_tokens 512·64 = 32,768;
+  // q, k, v, o 64·64 = 4,096 each; gate, up, down 64·128 = 8,192 each; input and post-attention
+  // norms 64 each; the final norm 64; lm_head 32,768. Total 65,536 + 16,384 + 24,576 + 192
+  // = 106,688.
+  //   max_i (2·s_i + s_(i−1)): embed 65,536; q 8,192 + 32,768 = 40,960; gate 16,384 + 4,096;
+  //   up and down 16,384 + 8,192 = 24,576; lm_head 65,536 + 64 = 65,600 (the largest).
+  // for-loop: 65,600 · 4 = 262,400 B; foreach (one sqrt list of the whole group):
+  // 106,688 · 4 = 426,752 B. The old rule, 2 × the largest tensor, gave 262,144: 256 B short.
+  const Estimate loop = estimate_of(tiny(R"("optimizer_implementation": "for-loop")"));
+  const Estimate each = estimate_of(tiny(R"("optimizer_implementation": "foreach")"));
+  CHECK(each.moments.optimizer_step - loop.moments.optimizer_step == 426752 - 262400);
+  // The whole moment: weights, gradients and the two moments, 4 · 4 · 106,688 = 1,707,008 B,
+  // plus the temporaries.
+  CHECK(loop.moments.optimizer_step == 1707008 + 262400);
+  // torchtune's FeedForward registers w1 (gate), w2 (down), w3 (up): the same sizes here, the
+  // same peak; with a vocabulary of 4 the MLP decides: down after gate or up after down,
+  // 2 · 8,192 + 8,192 = 24,576 elements, 98,304 B, in both orders.
+  const Estimate tt = estimate_of(tiny(R"("optimizer_implementation": "for-loop", "vocab_size": 4,
+      "model_implementation": "torchtune")"));
+  // Parameters: 4·64 · 2 = 512 + 16,384 + 24,576 + 192 = 41,664; 16 B each (weight, grad, two
+  // moments) = 666,624 B.
+  CHECK(tt.moments.optimizer_step == 666624 + 98304);
+}
+
+TEST_CASE("the output layer's backward: logits', input's and weight's gradients together",
+          "[implementations][moments][loss]") {
+  // The tiny model (T = 8, V = 512, h = 64, fp32). Model state before the step: 106,688
+  // parameters (the for-loop test above), weights and AdamW's two moments, 12 · 106,688
+  // = 1,280,256 B. The loss saved 4·T·V = 16,384 (log-probabilities) and the labels ForCausalLMLoss
+  // padded, 8 · 9 = 72 (b = 1).
+  //  - LogSoftmaxBackward0: A − 72 (NllLossBackward0 has freed the target) + 2 · 16,384:
+  //    1,280,256 + A + 32,696.
+  //  - MmBackward0 of lm_head: the loss's tensors freed (A − 16,456); the logits' gradient
+  //    16,384, the input's gradient 4·T·h = 2,048 and lm_head's weight gradient 4·V·h = 131,072:
+  //    1,280,256 + A + 133,048, the larger: the forward moment.
+  const Estimate est = estimate_of(tiny(R"("optimizer_implementation": "foreach")"));
+  CHECK(est.moments.forward == est.activation_bytes + 1280256 + 133048);
+  // With 256 tokens the loss's backward is the larger (2·T·V > T·h + V·h): the target is
+  // 8 · 257 = 2,056; LogSoftmaxBackward0: A − 2,056 + 2 · 4·256·512 = A + 1,046,520; MmBackward0:
+  // A − 2,056 + 4·256·64 + 131,072 = A + 194,552.
+  const Estimate longer = estimate_of(tiny(R"("optimizer_implementation": "foreach", "seq_length": 256)"));
+  CHECK(longer.moments.forward == longer.activation_bytes + 1280256 + 1046520);
+}

@@ -80,4 +80,19 @@ double model_output_bytes(const Config& config);
 // its gradient are computed for one microbatch (e.g. fp32 logits, softmax, grad of logits).
 double loss_transient_bytes(const Config& config);
 
+// The loss's and the output layer's backward on the eager Hugging Face and torchtune models
+// (F.cross_entropy over the whole logits: not chunked, compiled, fused or tensor parallel), as
+// autograd runs them (activations.cpp output_backward_bytes). `modelled` false: none of this is
+// known for the config, and every field is 0.
+struct OutputBackward {
+  bool modelled = false;
+  double target = 0;      // the loss's saved target, freed when NllLossBackward0 has run
+  double loss_saved = 0;  // every tensor the loss saved (log-probabilities, target)
+  // At the output layer's MmBackward0, beside the saved activations less the loss's and the
+  // output layer's weight gradient (a gradient, counted with the state): the logits' gradient
+  // and the input's.
+  double output_layer = 0;
+};
+OutputBackward output_backward_bytes(const Config& config);
+
 }  // namespace trainmem

@@ -1721,4 +1721,59 @@ double loss_transient_bytes(const Config& config) {
   return x.e * logits;
 }
 
+// The loss's and the output layer's backward, node by node as the autograd engine runs them
+// (torch/csrc/autograd/engine.cpp @ dc80ccded5385cca3e777472d64cfe3d874fad89, evaluate_function:
+// a node's saved tensors are released once call_function has returned, unless retain_graph; the
+// gradient it was given is its InputBuffer, moved into the call and freed with it; the gradients it
+// returns go to the next nodes' buffers). The loss is F.cross_entropy = log_softmax + nll_loss
+// (transformers' ForCausalLMLoss in loss/loss_utils.py; torchtune's recipe _loss_step), over
+// logits the output layer made as one matmul (F.linear of a [b, s, h] input folds into
+// reshape + mm: MmBackward0).
+//  1. NllLossBackward0: a dense fp32 gradient of the log-probabilities; then the target it saved
+//     (the labels as the loss shifted them, a tensor of its own: F.pad + contiguous in
+//     transformers, hstack in torchtune) is freed.
+//  2. LogSoftmaxBackward0: its fp32 result beside its input gradient and the saved
+//     log-probabilities (loss_transient_bytes: 2 · 4 · T · V beside the saved tensors, of which
+//     the target is gone); then the log-probabilities are freed.
+//  3. ToCopyBackward0 (16-bit logits only, the .float() of the loss): the logits' gradient in the
+//     compute dtype, below step 2.
+//  4. MmBackward0 of the output layer (tools/autograd/derivatives.yaml mm: self
+//     mm_mat1_backward, mat2 mm_mat2_backward): the input's gradient e · T · h, then the weight's
+//     V · h (transposed back by TBackward0 into a contiguous tensor that AccumulateGrad keeps as
+//     .grad), with the logits' gradient e · T · V still its input. Every tensor the loss saved is
+//     gone. When the norm's output needs no gradient (peft with nothing trainable below), only the
+//     weight's; when the weight is frozen too, no MmBackward0 runs.
+// Under autocast (ddp with compute_dtype below params_dtype) the weight's gradient is made in the
+// compute dtype and cast to the parameter's by the next node: both are counted at step 4, an upper
+// bound of the two nodes. Not modelled (modelled false): torchtitan (its loop passes the batch's
+// labels, which it holds itself, so freeing the saved target frees nothing), the chunked,
+// compiled and fused losses, tensor or context parallelism, LoRA on the output layer.
+OutputBackward output_backward_bytes(const Config& config) {
+  OutputBackward out;
+  if (config.vocab_size <= 0 || !config.eager_model()) return out;
+  if (eager_kind(config) == Eager::torchtitan) return out;
+  if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
+      config.fused_linear_cross_entropy || compiled_loss(config) ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)
+    return out;
+  if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) return out;
+  SavedTensors saved;
+  output_activation_bytes(config, &saved);
+  bool logits_rg = false;
+  for (const SavedTensor& t : saved) {
+    if (t.module != "loss") continue;
+    out.loss_saved += t.bytes;
+    if (t.name == "loss.target") out.target += t.bytes;
+    if (t.name == "loss.log_softmax") logits_rg = true;
+  }
+  if (!logits_rg) return OutputBackward{};
+  out.modelled = true;
+  const Shape x = shape_of(config);
+  const bool input_rg = !config.peft_on() || layers_need_gradients(config);
+  const bool weight_trains = !config.peft_on() || config.saves(SavedModule::lm_head);
+  out.output_layer = x.e * x.logits + (input_rg ? x.e * x.h * x.tokens : 0);
+  if (weight_trains && x.autocast) out.output_layer += x.e * x.h * padded_vocab(config);
+  return out;
+}
+
 }  // namespace trainmem

@@ -47,6 +47,15 @@ PyTorch does differently, each edit named and sized:
     (torch/optim/adam.py @ dc80ccded5385cca3e777472d64cfe3d874fad89, _multi_tensor_adam:
     `torch._foreach_add_(exp_avg_sq_sqrt, eps)`): the allocations of aten::_foreach_add (not
     the in-place aten::_foreach_add_) in the optimizer step are taken out.
+  * cpu_rng_state: torch.utils.checkpoint (preserve_rng_state, the default) keeps
+    `torch.get_rng_state()` per checkpointed layer from its forward to its backward, and its
+    recomputation takes another while it runs (torch/utils/checkpoint.py @
+    dc80ccded5385cca3e777472d64cfe3d874fad89: fwd_cpu_state = torch.get_rng_state(); the
+    recompute forks the RNG with torch.random.fork_rng). That is the CPU generator's state, a
+    5,056-byte CPU ByteTensor, in host memory on a CUDA run as well (the CUDA generator's state,
+    torch.cuda.get_rng_state(), is a CPU ByteTensor too): with checkpointing, allocations of
+    exactly that size made outside any aten op (get_rng_state copies the generator's state in
+    C++ without dispatching one; every model tensor is made under an aten op) are taken out.
   * scalars: allocations of 8 bytes or fewer (Python numbers wrapped as 0-dim CPU tensors, which
     stay on the CPU in a CUDA run; the loss and nll_loss's total_weight, 4 B each) are taken out
     and their largest live sum reported.
@@ -170,16 +179,19 @@ def pair_lifetimes(events):
     return free_of
 
 
-def current_pytorch(events, at):
-    """The 1.13 events edited to what current PyTorch allocates (see the module doc). Returns
-    (events, edits: {name: bytes of the largest live amount the edit removes, for information})."""
+def current_pytorch(events, at, rng_state_bytes=0):
+    """The 1.13 events edited to what current PyTorch allocates on the device (see the module
+    doc). `rng_state_bytes`: the size of torch.get_rng_state() when the model checkpoints its
+    layers (those CPU tensors are taken out), else 0."""
     free_of = pair_lifetimes(events)
     opt_lo, opt_hi = at["optimizer_end"], at["foreach_end"]  # the foreach step
     drop, move = set(), {}
     for i, e in enumerate(events):
         if e["size"] <= 0:
             continue
-        if e["size"] <= SCALAR_MAX:
+        rng_copy = rng_state_bytes and e["size"] == rng_state_bytes and \
+            not (e["chain"] and e["chain"][0].startswith("aten::"))
+        if e["size"] <= SCALAR_MAX or rng_copy:
             drop.add(i)
             if i in free_of:
                 drop.add(free_of[i])
@@ -356,7 +368,8 @@ def measure(cfg):
     # What was allocated before the step: weights, buffers, AdamW states and step counters.
     before = base["weights"] + base["buffers"] + base["optimizer_states"] + base["step_counters"]
     raw = moments(events, at, before)
-    cur_events, cur_at = current_pytorch(events, at)
+    rng = torch.get_rng_state().numel() if cfg["checkpoint"] else 0
+    cur_events, cur_at = current_pytorch(events, at, rng)
     # The current-PyTorch timeline on the device: step counters stay on the CPU in PyTorch 2.x
     # (adam.py: torch.tensor(0.0, dtype=_get_scalar_dtype()) unless capturable or fused).
     cur = moments(cur_events, cur_at, before - base["step_counters"])

@@ -257,7 +257,8 @@ std::string tiny(const std::string& more) {
       "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
       "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
       "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
-      "attention_backend": "unfused", "workspace_bytes": 0)" +
+      "attention_backend": "unfused", "attention_dropout": 0, "hidden_dropout": 0,
+      "workspace_bytes": 0)" +
          (more.empty() ? "" : ", " + more) + "}";
 }
 
@@ -309,4 +310,26 @@ TEST_CASE("the output layer's backward: logits', input's and weight's gradients 
   // A − 2,056 + 4·256·64 + 131,072 = A + 194,552.
   const Estimate longer = estimate_of(tiny(R"("optimizer_implementation": "foreach", "seq_length": 256)"));
   CHECK(longer.moments.forward == longer.activation_bytes + 1280256 + 1046520);
+}
+
+TEST_CASE("the decoder layers' backward: SwiGLU's gradients and the embedding's backward",
+          "[implementations][moments][backward]") {
+  // The tiny model (one layer, fp32, foreach, gradients freed between steps): weights and AdamW's
+  // moments 12 · 106,688 = 1,280,256 B; all gradients 4 · 106,688 = 426,752 B.
+  // In the layer's backward, at the SwiGLU product's MulBackward0, made: lm_head's 131,072, the
+  // final norm's 4 · 64 and down_proj's 4 · 128 · 64 = 32,768 (164,096; 262,656 still absent);
+  // live beyond the saved tensors (less the product, 4·T·f): the residual gradient 4·T·h and
+  // three 4·T·f gradients.
+  //  - T = 256: 4·T·f = 131,072, 4·T·h = 65,536: 1,280,256 + 426,752 − 262,656 − 131,072 +
+  //    65,536 + 3 · 131,072 = 1,772,032 B beyond the saved tensors less the final norm's, the
+  //    output layer's and the loss's. EmbeddingBackward0: every gradient (1,707,008) + the token
+  //    ids 8 · 256 + the incoming 65,536 = 1,774,592, below once the layer keeps more than 2,560 B.
+  const Config longer = config_from(tiny(R"("optimizer_implementation": "foreach", "seq_length": 256)"));
+  const Estimate est = estimate_training_memory(longer, longer.num_microbatches);
+  const double decoder_saved = est.activation_bytes - output_activation_bytes(longer);
+  CHECK(est.moments.backward == 1772032 + decoder_saved);
+  //  - T = 8: the embedding's backward is the larger: 1,707,008 + 8 · 8 + 4 · 8 · 64 = 1,709,120
+  //    (the layer's point: 1,280,256 + 164,096 + (A less the output's) − 4,096 + 2,048 + 12,288,
+  //    about 1,494,000).
+  CHECK(estimate_of(tiny(R"("optimizer_implementation": "foreach")")).moments.backward == 1709120);
 }

@@ -95,4 +95,19 @@ struct OutputBackward {
 };
 OutputBackward output_backward_bytes(const Config& config);
 
+// The decoder layers' backward on the eager Hugging Face and torchtune dense Llama layers (no
+// peft, recompute, MoE, parallelism; SwiGLU, RMSNorm), beside the saved activations and the
+// gradients made so far (activations.cpp decoder_backward_bytes). `modelled` false: not known.
+struct DecoderBackward {
+  bool modelled = false;
+  double incoming = 0;      // the residual stream's gradient, e · T · h, through every layer
+  double swiglu = 0;        // at the SwiGLU product's MulBackward0, beyond `incoming`
+  double product = 0;       // the product silu(gate) · up, saved by down_proj, freed by then
+  double layer_params = 0;  // one layer's parameters (its gradients, in the gradients' dtype)
+  double down_params = 0;   // down_proj's, the layer's first gradient made
+  double norm_params = 0;   // the final norm's, made before the last layer's backward
+  double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
+};
+DecoderBackward decoder_backward_bytes(const Config& config);
+
 }  // namespace trainmem

@@ -1776,4 +1776,47 @@ OutputBackward output_backward_bytes(const Config& config) {
   return out;
 }
 
+// The decoder layers' backward, node by node as the engine runs them (engine.cpp evaluate_function,
+// as output_backward_bytes), for the dense SwiGLU layer both models write as
+// down(silu(gate(x)) · up(x)) (transformers LlamaMLP.forward; torchtune FeedForward.forward:
+// w2(silu(w1(x)) · w3(x))), on a residual stream whose gradient G (e · T · h) AddBackward0
+// passes on unchanged and which lives through the whole layer (the residual branch's buffer).
+// In the layer's backward, after G:
+//  1. MmBackward0 of down_proj: the product's gradient e · T · f and down_proj's weight gradient
+//     (the layer's first); then the product, which it saved, is freed.
+//  2. MulBackward0 of silu(gate) · up (derivatives.yaml mul.Tensor: self grad * other, other
+//     grad * self): two e · T · f gradients beside its input gradient: the layer's largest point
+//     of the MLP, G + 3 · e · T · f, the saved tensors less the product.
+// Gradients rise and saved tensors fall by a layer's worth per layer, so over the layers this
+// point is largest in the last layer or the first (evaluate_stage takes both). Below the first
+// layer, EmbeddingBackward0 (embedding_dense_backward) writes the embedding's gradient, which
+// AccumulateGrad keeps as .grad, beside the embedding's incoming gradient G and the token ids
+// it saved: every gradient made, nothing else saved. Not modelled with optimizer_in_backward,
+// which frees each gradient as it is made.
+DecoderBackward decoder_backward_bytes(const Config& config) {
+  DecoderBackward out;
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.peft_on() || config.is_moe() || config.num_layers <= 0 || config.vocab_size <= 0 ||
+      config.recompute_granularity != RecomputeGranularity::none || !config.gated_linear_unit ||
+      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
+      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
+      config.framework != Framework::ddp || config.optimizer_in_backward)
+    return out;
+  const Shape x = shape_of(config);
+  if (x.autocast) return out;
+  out.modelled = true;
+  out.incoming = x.e * x.h * x.tokens;
+  out.product = x.e * x.f * x.tokens;
+  out.swiglu = 3 * x.e * x.f * x.tokens;
+  const double q = x.a * x.k, kv = x.g * x.k;
+  out.layer_params = x.h * (q + 2 * kv) + q * x.h + 3 * x.h * x.f + 2 * x.h;
+  out.down_params = x.f * x.h;
+  out.norm_params = x.h;
+  out.token_ids = 8 * x.tokens;
+  return out;
+}
+
 }  // namespace trainmem

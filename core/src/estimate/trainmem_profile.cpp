@@ -1347,7 +1347,34 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{model_state + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
-  const Candidate& backward = freed > 0 && first_layer.bytes > last_layer.bytes ? first_layer : last_layer;
+  // The eager dense layers' backward walked node by node (activations.cpp decoder_backward_bytes):
+  // the SwiGLU product's MulBackward0 in the last layer and in the first, and the embedding's
+  // backward, replace the two ends above, whose first-layer end counts that layer's saved tensors
+  // beside every gradient (no such moment exists). Gradients made so far: the output layer's and
+  // the final norm's, down_proj's of the layer, and every layer's above it.
+  const DecoderBackward dec = include_activation && first && last ? decoder_backward_bytes(c) : DecoderBackward{};
+  const double grad_per_param = freed > 0 && state.params_local > 0 ? freed / state.params_local : 0;
+  const auto absent_with = [&](double made) { return freed > 0 ? std::max(0.0, freed - made) : 0.0; };
+  const double layers_here = double(layout.count(r));
+  const double layer_saved = dec.modelled ? layer_activation_bytes(c, false, LayerRecompute::policy) : 0;
+  const double top_made = state.output_gradients + grad_per_param * (dec.norm_params + dec.down_params);
+  const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
+  const double swiglu_saved = A - act.loss_chunk - dec.product;
+  const Candidate last_swiglu{model_state - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
+                                  backward_working,
+                              absent_with(top_made), swiglu_saved, Moment::backward};
+  const Candidate first_swiglu{model_state - absent_with(bottom_made) + swiglu_saved -
+                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
+                               absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
+                               Moment::backward};
+  const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
+  const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
+  if (dec.modelled) {
+    backward_at = &last_layer;
+    for (const Candidate* at : {&last_swiglu, &first_swiglu, &embedding_backward})
+      if (at->bytes > backward_at->bytes) backward_at = at;
+  }
+  const Candidate& backward = *backward_at;
   // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the
   // loss's nodes have freed what they saved), part of the forward moment as the loss's backward
   // is: the state as at the last layer's backward (the output layer's weight gradient made), the

@@ -333,3 +333,17 @@ TEST_CASE("the decoder layers' backward: SwiGLU's gradients and the embedding's 
   //    about 1,494,000).
   CHECK(estimate_of(tiny(R"("optimizer_implementation": "foreach")")).moments.backward == 1709120);
 }
+
+TEST_CASE("the final RMSNorm's backward: PowBackward0 beside the norm's input", "[implementations][moments][loss]") {
+  // The tiny model with a vocabulary of 4 (41,664 parameters: weights and AdamW's moments
+  // 12 · 41,664 = 499,968 B), fp32, T = 8, h = 64. Made before the final norm's PowBackward0:
+  // lm_head's gradient 4 · 4 · 64 = 1,024 and the norm's 4 · 64 = 256. Live beyond the decoder's
+  // saved tensors: the norm's input 4·T·h = 2,048 (pow saved it) and five 4·T·h = 10,240 (x's
+  // gradient from x · rsqrt, mean's backward, x.pow(1), 2 · x.pow(1), grad · that):
+  // 499,968 + 1,024 + 256 + 2,048 + 10,240 = 513,536 B. The output layer's backward is below:
+  // 499,968 + 1,024 + the output side's saved less the loss's (2,048 input, 32 stats, 2,048
+  // normed, 2,048 lm_head input) + 4·T·V 128 + 4·T·h 2,048 = 509,344.
+  const Config c = config_from(tiny(R"("optimizer_implementation": "foreach", "vocab_size": 4)"));
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 513536 + est.activation_bytes - output_activation_bytes(c));
+}

@@ -198,7 +198,14 @@ const FINAL_NORM_BACKWARD = new Set(['MulBackward0', 'PowBackward0', 'RsqrtBackw
   'AddBackward0', 'ToCopyBackward0', 'SliceBackward0']);
 function openItem(r, line, rows) {
   const c = line.config;
-  if (r.moment === 'backward') return 'the decoder layers\' backward: activation gradients (incoming T·h, softmax and SwiGLU temporaries, EmbeddingBackward0\'s dense gradient) not counted, the first layer\'s own gradients counted as made before its backward';
+  if (r.moment === 'backward') {
+    // trainmem walks the dense SwiGLU layer's backward (activations.cpp decoder_backward_bytes):
+    // the product's MulBackward0 and EmbeddingBackward0. Not walked yet:
+    if (c.peft === 'lora') return `LoRA: the adapters' backward is not walked (oracle at ${r.oracle.node})`;
+    if (c.experts) return `MoE: the expert loop's backward is not walked (oracle at ${r.oracle.node})`;
+    if (c.checkpoint) return `checkpointing: the recomputed layer's backward is not walked (oracle at ${r.oracle.node})`;
+    return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
+  }
   if (r.moment === 'forward') {
     if (c.ce_chunks > 1) return 'chunked loss: the chunks\' output-layer backward (TBackward0 accumulating the weight gradient chunk by chunk) has no rule';
     if (FINAL_NORM_BACKWARD.has(r.oracle.node)) return 'the final norm\'s backward (RMSNorm\'s autograd temporaries beside the output layer\'s weight gradient) has no rule';

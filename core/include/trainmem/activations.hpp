@@ -92,6 +92,10 @@ struct OutputBackward {
   // output layer's weight gradient (a gradient, counted with the state): the logits' gradient
   // and the input's.
   double output_layer = 0;
+  // At the final RMSNorm's PowBackward0 (fp32, no peft; 0 otherwise), beside the saved
+  // activations less the output side's and the gradients of the output layer and the norm: the
+  // norm's input, still saved by pow, and five fp32 T·h tensors.
+  double final_norm = 0;
 };
 OutputBackward output_backward_bytes(const Config& config);
 

@@ -1368,6 +1368,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
                                Moment::backward};
   const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
+  // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
+  // output layer's backward is: the output layer's and the norm's gradients made.
+  const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
+  const Candidate final_norm{model_state - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
+                             absent_with(norm_made), A - act.loss_chunk, Moment::forward};
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
     backward_at = &last_layer;
@@ -1384,6 +1389,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
       absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
   const Candidate& forward_moment =
       output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
+  const Candidate& forward_at =
+      output_bw.final_norm > 0 && final_norm.bytes > forward_moment.bytes ? final_norm
+                                                                                         : forward_moment;
   // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
   // Stepped in backward, every gradient is gone by then.
@@ -1394,11 +1402,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
           moe.state_after_backward,
       stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
-  m.forward = forward_moment.bytes;
+  m.forward = forward_at.bytes;
   m.backward = backward.bytes;
   m.optimizer_step = optimizer_step.bytes;
   s.total_bytes = m.peak();
-  const Candidate& peak = s.total_bytes == m.forward    ? forward_moment
+  const Candidate& peak = s.total_bytes == m.forward    ? forward_at
                           : s.total_bytes == m.backward ? backward
                                                         : optimizer_step;
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet

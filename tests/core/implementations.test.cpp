@@ -347,3 +347,19 @@ TEST_CASE("the final RMSNorm's backward: PowBackward0 beside the norm's input", 
   const Estimate est = estimate_training_memory(c, c.num_microbatches);
   CHECK(est.moments.forward == 513536 + est.activation_bytes - output_activation_bytes(c));
 }
+
+TEST_CASE("torchtune's chunked output: every chunk's loss backward first, then the output layer's, summed in TBackward0's buffer",
+          "[implementations][moments][loss]") {
+  // The tiny model as torchtune's (the same 106,688 parameters: 1,280,256 B of weights and
+  // moments), 2 chunks of 4 tokens (b = 1: each chunk's output-layer input is a view of the whole,
+  // 4·T·h = 2,048). Both chunks' loss backward runs first, leaving each chunk's logits' gradient
+  // 4·4·512 = 8,192 waiting; then chunk 2's MmBackward0 (input gradient 4·4·64 = 1,024, weight
+  // gradient 4·512·64 = 131,072), then chunk 1's: 2 · 131,072 + 8,192 + 1,024 + 1,024 + 2,048
+  // = 274,432; then the add in TBackward0's buffer: 3 · 131,072 + 2 · 1,024 = 395,264, the
+  // largest. Beside them the final norm's saved fp32 input 2,048, rsqrt 4·8 = 32 and normalised
+  // output 2,048: 399,392 B beyond the weights, moments and the decoder's saved tensors.
+  const Config c = config_from(tiny(R"("optimizer_implementation": "foreach", "model_implementation": "torchtune",
+      "cross_entropy_chunks": 2)"));
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 1280256 + 399392 + est.activation_bytes - output_activation_bytes(c));
+}

@@ -96,6 +96,11 @@ struct OutputBackward {
   // activations less the output side's and the gradients of the output layer and the norm: the
   // norm's input, still saved by pow, and five fp32 T·h tensors.
   double final_norm = 0;
+  // torchtune's chunked output (cross_entropy_chunks > 1, no peft): when the last chunk's weight
+  // gradient is added to the others' in TBackward0's input buffer, beside the saved activations
+  // less the output side's: the final norm's saved tensors, three V·h and the chunks' input
+  // gradients e · T · h. 0: not modelled.
+  double chunked_weight_sum = 0;
 };
 OutputBackward output_backward_bytes(const Config& config);
 

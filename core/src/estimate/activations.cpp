@@ -22,6 +22,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <iterator>
+#include <vector>
 
 #include "trainmem/tables.hpp"
 
@@ -1752,6 +1753,65 @@ OutputBackward output_backward_bytes(const Config& config) {
   OutputBackward out;
   if (config.vocab_size <= 0 || !config.eager_model()) return out;
   if (eager_kind(config) == Eager::torchtitan) return out;
+  // torchtune's chunked output (k_src_tt_chunks): the model runs the output layer on each of the
+  // n chunks of the final norm's output, and the loss sums the chunks' cross entropies. The
+  // engine runs the ready node of the highest sequence number first (engine.cpp ReadyQueue,
+  // CompareNodeTaskTime), and every loss node was made after every output-layer node, so all n
+  // chunks' loss backward runs first (chunk n down to 1), each leaving its logits' gradient
+  // (e · t · V) in its MmBackward0's buffer; then the chunks' MmBackward0 from chunk n down. Each
+  // makes its input's gradient (e · t · h, kept until the chunks' SplitBackward0) and frees the
+  // input it saved (its own copy when b > 1, else a view of the whole input, freed with the last
+  // view's MmBackward0), and its weight gradient goes to the weight's one TBackward0, whose
+  // InputBuffer adds it to the others' (torch/csrc/autograd/input_buffer.cpp accumulate: in place
+  // only for a contiguous buffer it alone holds; mm_mat2_backward of the transposed weight returns
+  // a transposed result, so old + new is a new tensor: three V · h at each add). Every point of
+  // that phase is counted, beside the final norm's saved tensors (its backward comes after).
+  if (config.cross_entropy_chunks > 1 && eager_kind(config) == Eager::torchtune && loss_chunks(config).count() > 1 &&
+      !config.cross_entropy_loss_fusion && !config.fused_linear_cross_entropy && !compiled_loss(config) &&
+      !config.peft_on() && config.tensor_model_parallel_size == 1 && config.context_parallel_size == 1) {
+    SavedTensors saved;
+    output_activation_bytes(config, &saved);
+    const Shape x = shape_of(config);
+    double norm_saved = 0;
+    for (const SavedTensor& t : saved)
+      if (t.name.substr(0, 17) == "output.final_norm") norm_saved += t.bytes;
+    const LossChunks chunks = loss_chunks(config);
+    std::vector<double> rows;  // tokens of each chunk, in order
+    std::vector<bool> view;    // whether the chunk's output-layer input is a view of the whole
+    for (int64_t i = 0; i < chunks.count(); ++i) {
+      const int64_t length = i < chunks.whole ? chunks.size : chunks.rest;
+      rows.push_back(x.b * double(length));
+      view.push_back(x.b == 1 || length == 1);
+    }
+    const double V = padded_vocab(config), wh = x.e * x.h * V;
+    const auto logits_grad = [&](size_t i) { return x.e * rows[i] * V; };
+    const auto input_grad = [&](size_t i) { return x.e * rows[i] * x.h; };
+    // Saved inputs of chunks 0..last (inclusive): their copies, and the whole input if any is a view.
+    const auto inputs_saved = [&](size_t count) {
+      double bytes = 0;
+      bool any_view = false;
+      for (size_t i = 0; i < count; ++i) {
+        if (view[i]) any_view = true;
+        else bytes += input_grad(i);
+      }
+      return bytes + (any_view ? x.e * x.h * x.tokens : 0);
+    };
+    double peak = 0, done_inputs = 0;
+    for (size_t j = rows.size(); j-- > 0;) {
+      double waiting = 0;  // logits' gradients of the chunks below j
+      for (size_t i = 0; i < j; ++i) waiting += logits_grad(i);
+      const bool first_done = j + 1 == rows.size();
+      // In chunk j's MmBackward0: its logits' gradient, its input's and weight's, the sum so far.
+      const double in_mm = (first_done ? 1 : 2) * wh + logits_grad(j) + input_grad(j) + done_inputs + waiting +
+                           inputs_saved(j + 1);
+      done_inputs += input_grad(j);
+      // Then the add in TBackward0's buffer (none after the first chunk).
+      const double at_add = first_done ? 0 : 3 * wh + done_inputs + waiting + inputs_saved(j);
+      peak = std::max({peak, in_mm, at_add});
+    }
+    out.chunked_weight_sum = norm_saved + peak;
+    return out;
+  }
   if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
       config.fused_linear_cross_entropy || compiled_loss(config) ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)

@@ -1389,9 +1389,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
       absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
   const Candidate& forward_moment =
       output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
-  const Candidate& forward_at =
-      output_bw.final_norm > 0 && final_norm.bytes > forward_moment.bytes ? final_norm
-                                                                                         : forward_moment;
+  const Candidate chunked_output{model_state - freed + A - act.loss_chunk + output_bw.chunked_weight_sum, freed,
+                                 A - act.loss_chunk, Moment::forward};
+  const Candidate& forward_end_or_output =
+      output_bw.final_norm > 0 && final_norm.bytes > forward_moment.bytes ? final_norm : forward_moment;
+  const Candidate& forward_at = output_bw.chunked_weight_sum > 0 && chunked_output.bytes > forward_end_or_output.bytes
+                                    ? chunked_output
+                                    : forward_end_or_output;
   // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
   // Stepped in backward, every gradient is gone by then.

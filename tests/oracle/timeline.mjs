@@ -207,8 +207,9 @@ function openItem(r, line, rows) {
     return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
   }
   if (r.moment === 'forward') {
-    if (c.ce_chunks > 1) return 'chunked loss: the chunks\' output-layer backward (TBackward0 accumulating the weight gradient chunk by chunk) has no rule';
-    if (FINAL_NORM_BACKWARD.has(r.oracle.node)) return 'the final norm\'s backward (RMSNorm\'s autograd temporaries beside the output layer\'s weight gradient) has no rule';
+    if (c.ce_chunks > 1 && (c.peft === 'lora' || c.dtype !== 'fp32')) return 'chunked loss under LoRA or in 16 bits: not walked';
+    if (FINAL_NORM_BACKWARD.has(r.oracle.node) && (c.peft === 'lora' || c.dtype !== 'fp32'))
+      return 'the final norm\'s backward under LoRA or in 16 bits (upcast, cast back) is not walked';
     if (!r.oracle.node && c.dtype === 'bf16') return 'bf16: tensors the model\'s forward holds until it returns (the last layer\'s 16-bit output before the final norm\'s fp32 upcast, ...) have no rule';
     return null;
   }

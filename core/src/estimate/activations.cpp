@@ -1723,7 +1723,7 @@ double loss_transient_bytes(const Config& config) {
 }
 
 // The loss's and the output layer's backward, node by node as the autograd engine runs them
-// (torch/csrc/autograd/engine.cpp @ dc80ccded5385cca3e777472d64cfe3d874fad89, evaluate_function:
+// (pytorch/pytorch torch/csrc/autograd/engine.cpp, evaluate_function:
 // a node's saved tensors are released once call_function has returned, unless retain_graph; the
 // gradient it was given is its InputBuffer, moved into the call and freed with it; the gradients it
 // returns go to the next nodes' buffers). The loss is F.cross_entropy = log_softmax + nll_loss
@@ -1755,7 +1755,7 @@ OutputBackward output_backward_bytes(const Config& config) {
   if (eager_kind(config) == Eager::torchtitan) return out;
   // torchtune's chunked output (k_src_tt_chunks): the model runs the output layer on each of the
   // n chunks of the final norm's output, and the loss sums the chunks' cross entropies. The
-  // engine runs the ready node of the highest sequence number first (engine.cpp ReadyQueue,
+  // engine runs the ready node of the highest sequence number first (engine.h ReadyQueue,
   // CompareNodeTaskTime), and every loss node was made after every output-layer node, so all n
   // chunks' loss backward runs first (chunk n down to 1), each leaving its logits' gradient
   // (e · t · V) in its MmBackward0's buffer; then the chunks' MmBackward0 from chunk n down. Each

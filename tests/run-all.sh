@@ -21,6 +21,7 @@ echo "== CLI tests"
 node --test tests/cli/
 node --test tests/validation/
 node tests/oracle/compare.mjs --strict   # trace oracle (/usr/bin/python3, python3-torch): activations within 1 %
+node tests/oracle/timeline.mjs --strict  # allocation timeline oracle: the step's moments byte for byte
 
 echo "== wasm build (core, module, Catch2 tests under Node)"
 bash web/scripts/build-wasm.sh all

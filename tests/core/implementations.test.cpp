@@ -242,3 +242,124 @@ TEST_CASE("torchtitan's per-op checkpointing is unchanged by the eager layer", "
   CHECK(layer(none) == 50372608);
   CHECK(layer_recompute_working_bytes(c, false) == 50372608 - layer(c));
 }
+
+namespace {
+
+// A one-layer eager Llama small enough to count by hand: h 64, 2 heads of 32 (no GQA), f 128,
+// V 512, one sequence of 8 tokens (T = 8), fp32, AdamW, one microbatch per step (the gradients
+// freed by zero_grad between steps), no library workspace: as the timeline oracle runs it
+// (tests/oracle/timeline.py).
+std::string tiny(const std::string& more) {
+  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "hf-transformers", "num_layers": 1, "hidden_size": 64,
+      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
+      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
+      "attention_backend": "unfused", "attention_dropout": 0, "hidden_dropout": 0,
+      "workspace_bytes": 0)" +
+         (more.empty() ? "" : ", " + more) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("for-loop AdamW: the previous tensor's denom beside the current one's two temporaries",
+          "[implementations][moments][optimizer]") {
+  // torch/optim/adam.py @ dc80ccde, _single_tensor_adam: `denom = (exp_avg_sq.sqrt() / c).add_(eps)`
+  // in the loop over the parameters: tensor i's sqrt and quotient beside tensor i−1's denom.
+  // The parameters in model.parameters() order (elements): embed_tokens 512·64 = 32,768;
+  // q, k, v, o 64·64 = 4,096 each; gate, up, down 64·128 = 8,192 each; input and post-attention
+  // norms 64 each; the final norm 64; lm_head 32,768. Total 65,536 + 16,384 + 24,576 + 192
+  // = 106,688.
+  //   max_i (2·s_i + s_(i−1)): embed 65,536; q 8,192 + 32,768 = 40,960; gate 16,384 + 4,096;
+  //   up and down 16,384 + 8,192 = 24,576; lm_head 65,536 + 64 = 65,600 (the largest).
+  // for-loop: 65,600 · 4 = 262,400 B; foreach (one sqrt list of the whole group):
+  // 106,688 · 4 = 426,752 B. The old rule, 2 × the largest tensor, gave 262,144: 256 B short.
+  const Estimate loop = estimate_of(tiny(R"("optimizer_implementation": "for-loop")"));
+  const Estimate each = estimate_of(tiny(R"("optimizer_implementation": "foreach")"));
+  CHECK(each.moments.optimizer_step - loop.moments.optimizer_step == 426752 - 262400);
+  // The whole moment: weights, gradients and the two moments, 4 · 4 · 106,688 = 1,707,008 B,
+  // plus the temporaries.
+  CHECK(loop.moments.optimizer_step == 1707008 + 262400);
+  // torchtune's FeedForward registers w1 (gate), w2 (down), w3 (up): the same sizes here, the
+  // same peak; with a vocabulary of 4 the MLP decides: down after gate or up after down,
+  // 2 · 8,192 + 8,192 = 24,576 elements, 98,304 B, in both orders.
+  const Estimate tt = estimate_of(tiny(R"("optimizer_implementation": "for-loop", "vocab_size": 4,
+      "model_implementation": "torchtune")"));
+  // Parameters: 4·64 · 2 = 512 + 16,384 + 24,576 + 192 = 41,664; 16 B each (weight, grad, two
+  // moments) = 666,624 B.
+  CHECK(tt.moments.optimizer_step == 666624 + 98304);
+}
+
+TEST_CASE("the output layer's backward: logits', input's and weight's gradients together",
+          "[implementations][moments][loss]") {
+  // The tiny model (T = 8, V = 512, h = 64, fp32). Model state before the step: 106,688
+  // parameters (the for-loop test above), weights and AdamW's two moments, 12 · 106,688
+  // = 1,280,256 B. The loss saved 4·T·V = 16,384 (log-probabilities) and the labels ForCausalLMLoss
+  // padded, 8 · 9 = 72 (b = 1).
+  //  - LogSoftmaxBackward0: A − 72 (NllLossBackward0 has freed the target) + 2 · 16,384:
+  //    1,280,256 + A + 32,696.
+  //  - MmBackward0 of lm_head: the loss's tensors freed (A − 16,456); the logits' gradient
+  //    16,384, the input's gradient 4·T·h = 2,048 and lm_head's weight gradient 4·V·h = 131,072:
+  //    1,280,256 + A + 133,048, the larger: the forward moment.
+  const Estimate est = estimate_of(tiny(R"("optimizer_implementation": "foreach")"));
+  CHECK(est.moments.forward == est.activation_bytes + 1280256 + 133048);
+  // With 256 tokens the loss's backward is the larger (2·T·V > T·h + V·h): the target is
+  // 8 · 257 = 2,056; LogSoftmaxBackward0: A − 2,056 + 2 · 4·256·512 = A + 1,046,520; MmBackward0:
+  // A − 2,056 + 4·256·64 + 131,072 = A + 194,552.
+  const Estimate longer = estimate_of(tiny(R"("optimizer_implementation": "foreach", "seq_length": 256)"));
+  CHECK(longer.moments.forward == longer.activation_bytes + 1280256 + 1046520);
+}
+
+TEST_CASE("the decoder layers' backward: SwiGLU's gradients and the embedding's backward",
+          "[implementations][moments][backward]") {
+  // The tiny model (one layer, fp32, foreach, gradients freed between steps): weights and AdamW's
+  // moments 12 · 106,688 = 1,280,256 B; all gradients 4 · 106,688 = 426,752 B.
+  // In the layer's backward, at the SwiGLU product's MulBackward0, made: lm_head's 131,072, the
+  // final norm's 4 · 64 and down_proj's 4 · 128 · 64 = 32,768 (164,096; 262,656 still absent);
+  // live beyond the saved tensors (less the product, 4·T·f): the residual gradient 4·T·h and
+  // three 4·T·f gradients.
+  //  - T = 256: 4·T·f = 131,072, 4·T·h = 65,536: 1,280,256 + 426,752 − 262,656 − 131,072 +
+  //    65,536 + 3 · 131,072 = 1,772,032 B beyond the saved tensors less the final norm's, the
+  //    output layer's and the loss's. EmbeddingBackward0: every gradient (1,707,008) + the token
+  //    ids 8 · 256 + the incoming 65,536 = 1,774,592, below once the layer keeps more than 2,560 B.
+  const Config longer = config_from(tiny(R"("optimizer_implementation": "foreach", "seq_length": 256)"));
+  const Estimate est = estimate_training_memory(longer, longer.num_microbatches);
+  const double decoder_saved = est.activation_bytes - output_activation_bytes(longer);
+  CHECK(est.moments.backward == 1772032 + decoder_saved);
+  //  - T = 8: the embedding's backward is the larger: 1,707,008 + 8 · 8 + 4 · 8 · 64 = 1,709,120
+  //    (the layer's point: 1,280,256 + 164,096 + (A less the output's) − 4,096 + 2,048 + 12,288,
+  //    about 1,494,000).
+  CHECK(estimate_of(tiny(R"("optimizer_implementation": "foreach")")).moments.backward == 1709120);
+}
+
+TEST_CASE("the final RMSNorm's backward: PowBackward0 beside the norm's input", "[implementations][moments][loss]") {
+  // The tiny model with a vocabulary of 4 (41,664 parameters: weights and AdamW's moments
+  // 12 · 41,664 = 499,968 B), fp32, T = 8, h = 64. Made before the final norm's PowBackward0:
+  // lm_head's gradient 4 · 4 · 64 = 1,024 and the norm's 4 · 64 = 256. Live beyond the decoder's
+  // saved tensors: the norm's input 4·T·h = 2,048 (pow saved it) and five 4·T·h = 10,240 (x's
+  // gradient from x · rsqrt, mean's backward, x.pow(1), 2 · x.pow(1), grad · that):
+  // 499,968 + 1,024 + 256 + 2,048 + 10,240 = 513,536 B. The output layer's backward is below:
+  // 499,968 + 1,024 + the output side's saved less the loss's (2,048 input, 32 stats, 2,048
+  // normed, 2,048 lm_head input) + 4·T·V 128 + 4·T·h 2,048 = 509,344.
+  const Config c = config_from(tiny(R"("optimizer_implementation": "foreach", "vocab_size": 4)"));
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 513536 + est.activation_bytes - output_activation_bytes(c));
+}
+
+TEST_CASE("torchtune's chunked output: every chunk's loss backward first, then the output layer's, summed in TBackward0's buffer",
+          "[implementations][moments][loss]") {
+  // The tiny model as torchtune's (the same 106,688 parameters: 1,280,256 B of weights and
+  // moments), 2 chunks of 4 tokens (b = 1: each chunk's output-layer input is a view of the whole,
+  // 4·T·h = 2,048). Both chunks' loss backward runs first, leaving each chunk's logits' gradient
+  // 4·4·512 = 8,192 waiting; then chunk 2's MmBackward0 (input gradient 4·4·64 = 1,024, weight
+  // gradient 4·512·64 = 131,072), then chunk 1's: 2 · 131,072 + 8,192 + 1,024 + 1,024 + 2,048
+  // = 274,432; then the add in TBackward0's buffer: 3 · 131,072 + 2 · 1,024 = 395,264, the
+  // largest. Beside them the final norm's saved fp32 input 2,048, rsqrt 4·8 = 32 and normalised
+  // output 2,048: 399,392 B beyond the weights, moments and the decoder's saved tensors.
+  const Config c = config_from(tiny(R"("optimizer_implementation": "foreach", "model_implementation": "torchtune",
+      "cross_entropy_chunks": 2)"));
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 1280256 + 399392 + est.activation_bytes - output_activation_bytes(c));
+}

@@ -80,4 +80,43 @@ double model_output_bytes(const Config& config);
 // its gradient are computed for one microbatch (e.g. fp32 logits, softmax, grad of logits).
 double loss_transient_bytes(const Config& config);
 
+// The loss's and the output layer's backward on the eager Hugging Face and torchtune models
+// (F.cross_entropy over the whole logits: not chunked, compiled, fused or tensor parallel), as
+// autograd runs them (activations.cpp output_backward_bytes). `modelled` false: none of this is
+// known for the config, and every field is 0.
+struct OutputBackward {
+  bool modelled = false;
+  double target = 0;      // the loss's saved target, freed when NllLossBackward0 has run
+  double loss_saved = 0;  // every tensor the loss saved (log-probabilities, target)
+  // At the output layer's MmBackward0, beside the saved activations less the loss's and the
+  // output layer's weight gradient (a gradient, counted with the state): the logits' gradient
+  // and the input's.
+  double output_layer = 0;
+  // At the final RMSNorm's PowBackward0 (fp32, no peft; 0 otherwise), beside the saved
+  // activations less the output side's and the gradients of the output layer and the norm: the
+  // norm's input, still saved by pow, and five fp32 T·h tensors.
+  double final_norm = 0;
+  // torchtune's chunked output (cross_entropy_chunks > 1, no peft): when the last chunk's weight
+  // gradient is added to the others' in TBackward0's input buffer, beside the saved activations
+  // less the output side's: the final norm's saved tensors, three V·h and the chunks' input
+  // gradients e · T · h. 0: not modelled.
+  double chunked_weight_sum = 0;
+};
+OutputBackward output_backward_bytes(const Config& config);
+
+// The decoder layers' backward on the eager Hugging Face and torchtune dense Llama layers (no
+// peft, recompute, MoE, parallelism; SwiGLU, RMSNorm), beside the saved activations and the
+// gradients made so far (activations.cpp decoder_backward_bytes). `modelled` false: not known.
+struct DecoderBackward {
+  bool modelled = false;
+  double incoming = 0;      // the residual stream's gradient, e · T · h, through every layer
+  double swiglu = 0;        // at the SwiGLU product's MulBackward0, beyond `incoming`
+  double product = 0;       // the product silu(gate) · up, saved by down_proj, freed by then
+  double layer_params = 0;  // one layer's parameters (its gradients, in the gradients' dtype)
+  double down_params = 0;   // down_proj's, the layer's first gradient made
+  double norm_params = 0;   // the final norm's, made before the last layer's backward
+  double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
+};
+DecoderBackward decoder_backward_bytes(const Config& config);
+
 }  // namespace trainmem

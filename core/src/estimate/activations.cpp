@@ -22,6 +22,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <iterator>
+#include <vector>
 
 #include "trainmem/tables.hpp"
 
@@ -1719,6 +1720,175 @@ double loss_transient_bytes(const Config& config) {
   // nothing extra.
   if (x.e == 4) return 0;
   return x.e * logits;
+}
+
+// The loss's and the output layer's backward, node by node as the autograd engine runs them
+// (pytorch/pytorch torch/csrc/autograd/engine.cpp, evaluate_function:
+// a node's saved tensors are released once call_function has returned, unless retain_graph; the
+// gradient it was given is its InputBuffer, moved into the call and freed with it; the gradients it
+// returns go to the next nodes' buffers). The loss is F.cross_entropy = log_softmax + nll_loss
+// (transformers' ForCausalLMLoss in loss/loss_utils.py; torchtune's recipe _loss_step), over
+// logits the output layer made as one matmul (F.linear of a [b, s, h] input folds into
+// reshape + mm: MmBackward0).
+//  1. NllLossBackward0: a dense fp32 gradient of the log-probabilities; then the target it saved
+//     (the labels as the loss shifted them, a tensor of its own: F.pad + contiguous in
+//     transformers, hstack in torchtune) is freed.
+//  2. LogSoftmaxBackward0: its fp32 result beside its input gradient and the saved
+//     log-probabilities (loss_transient_bytes: 2 · 4 · T · V beside the saved tensors, of which
+//     the target is gone); then the log-probabilities are freed.
+//  3. ToCopyBackward0 (16-bit logits only, the .float() of the loss): the logits' gradient in the
+//     compute dtype, below step 2.
+//  4. MmBackward0 of the output layer (tools/autograd/derivatives.yaml mm: self
+//     mm_mat1_backward, mat2 mm_mat2_backward): the input's gradient e · T · h, then the weight's
+//     V · h (transposed back by TBackward0 into a contiguous tensor that AccumulateGrad keeps as
+//     .grad), with the logits' gradient e · T · V still its input. Every tensor the loss saved is
+//     gone. When the norm's output needs no gradient (peft with nothing trainable below), only the
+//     weight's; when the weight is frozen too, no MmBackward0 runs.
+// Under autocast (ddp with compute_dtype below params_dtype) the weight's gradient is made in the
+// compute dtype and cast to the parameter's by the next node: both are counted at step 4, an upper
+// bound of the two nodes. Not modelled (modelled false): torchtitan (its loop passes the batch's
+// labels, which it holds itself, so freeing the saved target frees nothing), the chunked,
+// compiled and fused losses, tensor or context parallelism, LoRA on the output layer.
+OutputBackward output_backward_bytes(const Config& config) {
+  OutputBackward out;
+  if (config.vocab_size <= 0 || !config.eager_model()) return out;
+  if (eager_kind(config) == Eager::torchtitan) return out;
+  // torchtune's chunked output (k_src_tt_chunks): the model runs the output layer on each of the
+  // n chunks of the final norm's output, and the loss sums the chunks' cross entropies. The
+  // engine runs the ready node of the highest sequence number first (engine.h ReadyQueue,
+  // CompareNodeTaskTime), and every loss node was made after every output-layer node, so all n
+  // chunks' loss backward runs first (chunk n down to 1), each leaving its logits' gradient
+  // (e · t · V) in its MmBackward0's buffer; then the chunks' MmBackward0 from chunk n down. Each
+  // makes its input's gradient (e · t · h, kept until the chunks' SplitBackward0) and frees the
+  // input it saved (its own copy when b > 1, else a view of the whole input, freed with the last
+  // view's MmBackward0), and its weight gradient goes to the weight's one TBackward0, whose
+  // InputBuffer adds it to the others' (torch/csrc/autograd/input_buffer.cpp accumulate: in place
+  // only for a contiguous buffer it alone holds; mm_mat2_backward of the transposed weight returns
+  // a transposed result, so old + new is a new tensor: three V · h at each add). Every point of
+  // that phase is counted, beside the final norm's saved tensors (its backward comes after).
+  if (config.cross_entropy_chunks > 1 && eager_kind(config) == Eager::torchtune && loss_chunks(config).count() > 1 &&
+      !config.cross_entropy_loss_fusion && !config.fused_linear_cross_entropy && !compiled_loss(config) &&
+      !config.peft_on() && config.tensor_model_parallel_size == 1 && config.context_parallel_size == 1) {
+    SavedTensors saved;
+    output_activation_bytes(config, &saved);
+    const Shape x = shape_of(config);
+    double norm_saved = 0;
+    for (const SavedTensor& t : saved)
+      if (t.name.substr(0, 17) == "output.final_norm") norm_saved += t.bytes;
+    const LossChunks chunks = loss_chunks(config);
+    std::vector<double> rows;  // tokens of each chunk, in order
+    std::vector<bool> view;    // whether the chunk's output-layer input is a view of the whole
+    for (int64_t i = 0; i < chunks.count(); ++i) {
+      const int64_t length = i < chunks.whole ? chunks.size : chunks.rest;
+      rows.push_back(x.b * double(length));
+      view.push_back(x.b == 1 || length == 1);
+    }
+    const double V = padded_vocab(config), wh = x.e * x.h * V;
+    const auto logits_grad = [&](size_t i) { return x.e * rows[i] * V; };
+    const auto input_grad = [&](size_t i) { return x.e * rows[i] * x.h; };
+    // Saved inputs of chunks 0..last (inclusive): their copies, and the whole input if any is a view.
+    const auto inputs_saved = [&](size_t count) {
+      double bytes = 0;
+      bool any_view = false;
+      for (size_t i = 0; i < count; ++i) {
+        if (view[i]) any_view = true;
+        else bytes += input_grad(i);
+      }
+      return bytes + (any_view ? x.e * x.h * x.tokens : 0);
+    };
+    double peak = 0, done_inputs = 0;
+    for (size_t j = rows.size(); j-- > 0;) {
+      double waiting = 0;  // logits' gradients of the chunks below j
+      for (size_t i = 0; i < j; ++i) waiting += logits_grad(i);
+      const bool first_done = j + 1 == rows.size();
+      // In chunk j's MmBackward0: its logits' gradient, its input's and weight's, the sum so far.
+      const double in_mm = (first_done ? 1 : 2) * wh + logits_grad(j) + input_grad(j) + done_inputs + waiting +
+                           inputs_saved(j + 1);
+      done_inputs += input_grad(j);
+      // Then the add in TBackward0's buffer (none after the first chunk).
+      const double at_add = first_done ? 0 : 3 * wh + done_inputs + waiting + inputs_saved(j);
+      peak = std::max({peak, in_mm, at_add});
+    }
+    out.chunked_weight_sum = norm_saved + peak;
+    return out;
+  }
+  if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
+      config.fused_linear_cross_entropy || compiled_loss(config) ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)
+    return out;
+  if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) return out;
+  SavedTensors saved;
+  output_activation_bytes(config, &saved);
+  bool logits_rg = false;
+  for (const SavedTensor& t : saved) {
+    if (t.module != "loss") continue;
+    out.loss_saved += t.bytes;
+    if (t.name == "loss.target") out.target += t.bytes;
+    if (t.name == "loss.log_softmax") logits_rg = true;
+  }
+  if (!logits_rg) return OutputBackward{};
+  out.modelled = true;
+  const Shape x = shape_of(config);
+  const bool input_rg = !config.peft_on() || layers_need_gradients(config);
+  const bool weight_trains = !config.peft_on() || config.saves(SavedModule::lm_head);
+  out.output_layer = x.e * x.logits + (input_rg ? x.e * x.h * x.tokens : 0);
+  if (weight_trains && x.autocast) out.output_layer += x.e * x.h * padded_vocab(config);
+  // 5. The final RMSNorm's backward, as both models write it (transformers LlamaRMSNorm:
+  //    weight · (x · rsqrt(mean(x²) + eps)); torchtune RMSNorm: (x · rsqrt(mean(x²) + eps)) ·
+  //    scale), here in fp32 with a trainable weight (no peft; in 16 bits the upcast and cast back
+  //    add nodes not walked here). After the weight's MulBackward0 (its gradient summed to h, the
+  //    incoming gradient freed) and the x · rsqrt MulBackward0 (x's gradient, 4·T·h, waiting to be
+  //    added to the pow path's), RsqrtBackward0 and MeanBackward1 (mean_backward: the gradient
+  //    expanded and divided, a new 4·T·h), PowBackward0 (derivatives.yaml pow.Tensor_Scalar:
+  //    pow_backward, `grad * (exp * self.pow(exp - 1))`: self.pow(1), the product by 2 and the
+  //    product by grad, three 4·T·h) with x, which pow saved, still alive: five 4·T·h beside x.
+  if (x.e == 4 && !config.peft_on() && config.normalization == Normalization::rms_norm)
+    for (const SavedTensor& t : saved)
+      if (t.name == "output.final_norm_input") out.final_norm = t.bytes + 5 * 4 * x.h * x.tokens;
+  return out;
+}
+
+// The decoder layers' backward, node by node as the engine runs them (engine.cpp evaluate_function,
+// as output_backward_bytes), for the dense SwiGLU layer both models write as
+// down(silu(gate(x)) · up(x)) (transformers LlamaMLP.forward; torchtune FeedForward.forward:
+// w2(silu(w1(x)) · w3(x))), on a residual stream whose gradient G (e · T · h) AddBackward0
+// passes on unchanged and which lives through the whole layer (the residual branch's buffer).
+// In the layer's backward, after G:
+//  1. MmBackward0 of down_proj: the product's gradient e · T · f and down_proj's weight gradient
+//     (the layer's first); then the product, which it saved, is freed.
+//  2. MulBackward0 of silu(gate) · up (derivatives.yaml mul.Tensor: self grad * other, other
+//     grad * self): two e · T · f gradients beside its input gradient: the layer's largest point
+//     of the MLP, G + 3 · e · T · f, the saved tensors less the product.
+// Gradients rise and saved tensors fall by a layer's worth per layer, so over the layers this
+// point is largest in the last layer or the first (evaluate_stage takes both). Below the first
+// layer, EmbeddingBackward0 (embedding_dense_backward) writes the embedding's gradient, which
+// AccumulateGrad keeps as .grad, beside the embedding's incoming gradient G and the token ids
+// it saved: every gradient made, nothing else saved. Not modelled with optimizer_in_backward,
+// which frees each gradient as it is made.
+DecoderBackward decoder_backward_bytes(const Config& config) {
+  DecoderBackward out;
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.peft_on() || config.is_moe() || config.num_layers <= 0 || config.vocab_size <= 0 ||
+      config.recompute_granularity != RecomputeGranularity::none || !config.gated_linear_unit ||
+      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
+      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
+      config.framework != Framework::ddp || config.optimizer_in_backward)
+    return out;
+  const Shape x = shape_of(config);
+  if (x.autocast) return out;
+  out.modelled = true;
+  out.incoming = x.e * x.h * x.tokens;
+  out.product = x.e * x.f * x.tokens;
+  out.swiglu = 3 * x.e * x.f * x.tokens;
+  const double q = x.a * x.k, kv = x.g * x.k;
+  out.layer_params = x.h * (q + 2 * kv) + q * x.h + 3 * x.h * x.f + 2 * x.h;
+  out.down_params = x.f * x.h;
+  out.norm_params = x.h;
+  out.token_ids = 8 * x.tokens;
+  return out;
 }
 
 }  // namespace trainmem

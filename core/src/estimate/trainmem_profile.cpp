@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "estimate/caching_allocator.hpp"
 #include "layout.hpp"
@@ -389,18 +390,26 @@ Groups data_parallel_groups(const Config& c) {
 }
 
 // The temporaries of one torch.optim Adam/AdamW step over `elements` parameters whose largest
-// tensor has `largest` (torch/optim/adam.py and the torch.optim docs on foreach: "uses more peak
-// memory since the intermediates are a tensorlist vs just one tensor"):
+// tensor has `largest` (torch/optim/adam.py @ dc80ccded5385cca3e777472d64cfe3d874fad89 and the
+// torch.optim docs on foreach: "uses more peak memory since the intermediates are a tensorlist vs
+// just one tensor"):
 //   foreach   _multi_tensor_adam: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), divided and
 //             offset in place: one exp_avg_sq-sized copy of the whole group.
-//   for-loop  _single_tensor_adam: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
-//             the sqrt and the quotient of one tensor exist together, the largest tensor's two.
+//   for-loop  _single_tensor_adam: `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)`
+//             inside `for i, param in enumerate(params)`: tensor i's sqrt and quotient exist
+//             together while the previous iteration's quotient is still bound to `denom` (it is
+//             rebound only once the new quotient exists), so the temporaries peak at
+//             max_i (2·s_i + s_(i−1)) over the tensors in the optimizer's order (`forloop_peak`,
+//             elements, when the order is known: eager_step_order). Without the order, an upper
+//             bound: the previous tensor is at most the largest, 3·largest. The allocation
+//             timeline oracle (tests/oracle/timeline.py) shows the rule to the byte.
 //             (transformers' AdamW, the Trainer's adamw_hf, keeps one: sqrt().add_(eps).)
 //   fused     _fused_adamw_ updates in one kernel per group: no temporaries.
 // A paged optimizer is bitsandbytes', which updates in its own kernel: no temporaries either.
 struct TorchStep {
-  double elements = 0;  // parameters this GPU steps
-  double largest = 0;   // elements of its largest tensor (shard)
+  double elements = 0;      // parameters this GPU steps
+  double largest = 0;       // elements of its largest tensor (shard)
+  double forloop_peak = 0;  // max_i (2·s_i + s_(i−1)) in the optimizer's order; 0: order unknown
 };
 double torch_adam_temporary(const Config& c, const TorchStep& step) {
   if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return 0;
@@ -408,9 +417,90 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
   const double bytes = bytes_per_element(c.exp_avg_sq_dtype);
   switch (c.optimizer_implementation) {
     case OptimizerImplementation::foreach: return step.elements * bytes;
-    case OptimizerImplementation::for_loop: return 2 * step.largest * bytes;
+    case OptimizerImplementation::for_loop:
+      return (step.forloop_peak > 0 ? step.forloop_peak : 3 * step.largest) * bytes;
     default: return 0;
   }
+}
+
+// The trainable tensors of an eager model (elements each) in the order torch.optim steps them:
+// model.parameters(), the order the modules registered their parameters, which the training
+// loops hand to the optimizer whole (transformers' Trainer.create_optimizer splits decay and
+// no-decay groups by name, which keeps the for-loop's order within each group; torchtune's
+// recipes pass model.parameters()). transformers (models/llama/modeling_llama.py):
+// LlamaForCausalLM = model (embed_tokens, layers, norm) then lm_head; LlamaDecoderLayer = self_attn
+// (q_proj, k_proj, v_proj, o_proj), mlp (gate_proj, up_proj, down_proj) or Mixtral's
+// block_sparse_moe (gate, then each expert's w1, w2, w3; models/mixtral/modeling_mixtral.py), then
+// input_layernorm, post_attention_layernorm. torchtune (modules/transformer.py, TransformerDecoder:
+// tok_embeddings, layers, norm, output; TransformerSelfAttentionLayer: attn, mlp, sa_norm,
+// mlp_norm; modules/attention.py: q_proj, k_proj, v_proj, output_proj; modules/feed_forward.py:
+// w1 (gate), w2 (down), w3 (up)). With peft only the adapters train, each in its linear's place:
+// PEFT's lora_A then lora_B (tuners/lora/layer.py LoraLayer.__init__), torchtune's lora_a then
+// lora_b (modules/peft/lora.py), and a modules_to_save copy in its module's place.
+// Empty when the layout is not one of these (biases, MLA, qk norms, tied or pipelined
+// embeddings, tensor parallelism, torchtune MoE, MoE under peft): the upper bound applies then.
+std::vector<double> eager_step_order(const Config& c) {
+  std::vector<double> out;
+  const bool hf = c.model_implementation == ModelImplementation::hf_transformers;
+  const bool tt = c.model_implementation == ModelImplementation::torchtune;
+  if (!(hf || tt) || c.multi_latent_attention || c.qk_layernorm || c.add_bias_linear || c.add_qkv_bias ||
+      !c.gated_linear_unit || c.normalization != Normalization::rms_norm ||
+      c.share_embeddings_and_output_weights || c.num_attention_heads <= 0 ||
+      c.pipeline_model_parallel_size > 1 || c.tensor_model_parallel_size > 1 || c.mtp_num_layers > 0 ||
+      (c.is_moe() && (tt || c.peft_on() || c.moe_shared_expert_intermediate_size > 0)))
+    return {};
+  const double h = double(c.hidden_size), V = double(c.vocab_size);
+  const double q = double(c.num_attention_heads * c.kv_channels), kv = double(c.num_query_groups * c.kv_channels);
+  const double f = double(c.ffn_hidden_size), fe = double(c.moe_ffn_hidden_size);
+  const double r = double(c.lora_rank);
+  const bool peft = c.peft_on();
+  // A linear of `in` → `out`: its weight, or its adapters.
+  const auto linear = [&](double in, double width, LoraTarget t) {
+    if (!peft) {
+      out.push_back(in * width);
+    } else if (c.lora_targets(t)) {
+      out.push_back(r * in);     // lora_A / lora_a
+      out.push_back(width * r);  // lora_B / lora_b
+    }
+  };
+  if (!peft || c.saves(SavedModule::embed_tokens)) out.push_back(V * h);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    linear(h, q, LoraTarget::q_proj);
+    linear(h, kv, LoraTarget::k_proj);
+    linear(h, kv, LoraTarget::v_proj);
+    linear(q, h, LoraTarget::o_proj);
+    if (c.is_moe_layer(i)) {
+      out.push_back(double(c.num_moe_experts) * h);  // the router
+      for (int64_t e = 0; e < c.num_moe_experts; ++e) {
+        out.push_back(fe * h);
+        out.push_back(h * fe);
+        out.push_back(fe * h);
+      }
+    } else if (hf) {
+      linear(h, f, LoraTarget::gate_proj);
+      linear(h, f, LoraTarget::up_proj);
+      linear(f, h, LoraTarget::down_proj);
+    } else {
+      linear(h, f, LoraTarget::gate_proj);
+      linear(f, h, LoraTarget::down_proj);
+      linear(h, f, LoraTarget::up_proj);
+    }
+    if (!peft) out.insert(out.end(), {h, h});  // the two norms' weights
+  }
+  if (!peft) out.push_back(h);  // the final norm
+  if (!peft || c.saves(SavedModule::lm_head)) out.push_back(V * h);
+  else linear(h, V, LoraTarget::lm_head);
+  return out;
+}
+
+// max_i (2·s_i + s_(i−1)) over tensors in step order (torch_adam_temporary, for-loop).
+double forloop_peak(const std::vector<double>& order) {
+  double peak = 0, previous = 0;
+  for (double s : order) {
+    peak = std::max(peak, 2 * s + previous);
+    previous = s;
+  }
+  return peak;
 }
 
 // The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
@@ -735,8 +825,12 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     // its post-accumulate-grad hook, so a gradient is freed as soon as it is complete: at most the
     // largest parameter's exists, and the step's temporaries are one tensor's, during backward.
     if (in_backward_grad.row) part_add(*in_backward_grad.row, in_backward_grad.part, in_backward_grad.bytes);
-    out.backward_temporary += torch_adam_temporary(c, TorchStep{step.largest, step.largest});
+    // One parameter per optimizer: its step's `denom` dies with the call, no previous one.
+    out.backward_temporary += torch_adam_temporary(c, TorchStep{step.largest, step.largest, 2 * step.largest});
   } else {
+    // A whole unsharded copy of the model steps on each rank (ddp): its eager order is known.
+    if (c.framework == Framework::ddp && !(c.optimizer_offload_fraction > 0))
+      step.forloop_peak = forloop_peak(eager_step_order(c));
     out.optimizer_temporary += torch_adam_temporary(c, step);
   }
   if (gradients_start_each_step_empty(c))
@@ -1482,8 +1576,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const StageActivation& act = out.activation;
   const double freed = state.gradients_freed_between_steps;
   const double A = s.activation_bytes;
+  // The loss's backward temporaries come after NllLossBackward0 has freed the target it saved
+  // (output_backward_bytes; 0 where that is not modelled). A quantised output layer's dequantised
+  // weight sits beside the logits, after the loss's own saved tensors (output_transient).
+  const OutputBackward output_bw = include_activation && last ? output_backward_bytes(c) : OutputBackward{};
   const Candidate forward{model_state - freed + moe.state +
-                              std::max(A + std::max(loss_transient, moe.forward),
+                              std::max(A + std::max(loss_transient - output_bw.target, moe.forward),
                                        A - loss_saved + output_transient),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
@@ -1501,7 +1599,55 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{model_state + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
-  const Candidate& backward = freed > 0 && first_layer.bytes > last_layer.bytes ? first_layer : last_layer;
+  // The eager dense layers' backward walked node by node (activations.cpp decoder_backward_bytes):
+  // the SwiGLU product's MulBackward0 in the last layer and in the first, and the embedding's
+  // backward, replace the two ends above, whose first-layer end counts that layer's saved tensors
+  // beside every gradient (no such moment exists). Gradients made so far: the output layer's and
+  // the final norm's, down_proj's of the layer, and every layer's above it.
+  const DecoderBackward dec = include_activation && first && last ? decoder_backward_bytes(c) : DecoderBackward{};
+  const double grad_per_param = freed > 0 && state.params_local > 0 ? freed / state.params_local : 0;
+  const auto absent_with = [&](double made) { return freed > 0 ? std::max(0.0, freed - made) : 0.0; };
+  const double layers_here = double(layout.count(r));
+  const double layer_saved = dec.modelled ? layer_activation_bytes(c, false, LayerRecompute::policy) : 0;
+  const double top_made = state.output_gradients + grad_per_param * (dec.norm_params + dec.down_params);
+  const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
+  const double swiglu_saved = A - act.loss_chunk - dec.product;
+  const Candidate last_swiglu{model_state - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
+                                  backward_working,
+                              absent_with(top_made), swiglu_saved, Moment::backward};
+  const Candidate first_swiglu{model_state - absent_with(bottom_made) + swiglu_saved -
+                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
+                               absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
+                               Moment::backward};
+  const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
+  // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
+  // output layer's backward is: the output layer's and the norm's gradients made.
+  const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
+  const Candidate final_norm{model_state - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
+                             absent_with(norm_made), A - act.loss_chunk, Moment::forward};
+  const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
+  if (dec.modelled) {
+    backward_at = &last_layer;
+    for (const Candidate* at : {&last_swiglu, &first_swiglu, &embedding_backward})
+      if (at->bytes > backward_at->bytes) backward_at = at;
+  }
+  const Candidate& backward = *backward_at;
+  // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the
+  // loss's nodes have freed what they saved), part of the forward moment as the loss's backward
+  // is: the state as at the last layer's backward (the output layer's weight gradient made), the
+  // saved activations less the loss's, the logits' and the input's gradients.
+  const Candidate output_layer{
+      model_state - absent_at_last_layer + A - output_bw.loss_saved + output_bw.output_layer + moe.state,
+      absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
+  const Candidate& forward_moment =
+      output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
+  const Candidate chunked_output{model_state - freed + A - act.loss_chunk + output_bw.chunked_weight_sum, freed,
+                                 A - act.loss_chunk, Moment::forward};
+  const Candidate& forward_end_or_output =
+      output_bw.final_norm > 0 && final_norm.bytes > forward_moment.bytes ? final_norm : forward_moment;
+  const Candidate& forward_at = output_bw.chunked_weight_sum > 0 && chunked_output.bytes > forward_end_or_output.bytes
+                                    ? chunked_output
+                                    : forward_end_or_output;
   // The optimizer step runs after the pipeline's end-of-step tensors (torch_pipeline_bytes): the
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
   // Stepped in backward, every gradient is gone by then.
@@ -1512,11 +1658,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
           moe.state_after_backward,
       stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
-  m.forward = forward.bytes;
+  m.forward = forward_at.bytes;
   m.backward = backward.bytes;
   m.optimizer_step = optimizer_step.bytes;
   s.total_bytes = m.peak();
-  const Candidate& peak = s.total_bytes == m.forward    ? forward
+  const Candidate& peak = s.total_bytes == m.forward    ? forward_at
                           : s.total_bytes == m.backward ? backward
                                                         : optimizer_step;
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
@@ -1538,6 +1684,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // apart, what the sharded state with its gradients accounts for, 14.7 GiB, and not without
   // them, 11.0 GiB). So the reserved figure is taken over the moments with every gradient held.
   const double held = std::max({forward.bytes + forward.absent_gradients,
+                                output_layer.bytes + output_layer.absent_gradients,
                                 last_layer.bytes + last_layer.absent_gradients, first_layer.bytes,
                                 optimizer_step.bytes + optimizer_step.absent_gradients});
   if (c.allocator_fragmentation > 0) {

@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+// Runs the allocation timeline oracle (tests/oracle/timeline.py, Debian's python3-torch 1.13 on
+// the CPU) and the trainmem CLI on the same configs, and compares the moments of a training step
+// byte for byte: the end of the forward pass (with the loss's backward), the backward pass, the
+// optimizer step, and the peak, for AdamW for-loop and foreach.
+//
+//   node tests/oracle/timeline.mjs [--n 8] [--seed 13] [--strict] [--json FILE] [--cli PATH]
+//
+// trainmem's side (core/src/json/json_io.cpp estimate_to_json, "moments"; the rules in
+// core/src/estimate/trainmem_profile.cpp evaluate_stage): moments.forward, moments.backward,
+// moments.optimizer_step and allocated_bytes (their largest), for the oracle's trainmem_config
+// (oracle.py) with
+//   optimizer_implementation  for-loop or foreach (their temporaries differ)
+//   workspace_bytes 0         CUDA only: cuBLAS / cuBLASLt workspaces (none on the CPU)
+//   global_batch_size         = micro_batch_size: one microbatch per step, as the oracle runs,
+//                               so that the gradients start each step freed (zero_grad)
+//   attention_backend unfused (already so): fused attention kernels are CUDA only
+//
+// The oracle's side: timeline.py's "current" moments (1.13's own extras already edited out and
+// shown: RMSNorm x² kept by 1.13's mean backward, 1.13 foreach's second denom list, 0-dim
+// scalars), less what trainmem does not model, each named and printed:
+//   buffers  module buffers (rope inv_freq, torchtune's rope caches), at every moment
+//   batch    input tensors the training loop holds that no autograd node saved
+// The difference left is trainmem − oracle; --strict exits 1 when any moment's is not 0 and it
+// is neither explained by a named rule below nor one of the open items (openItem: moments
+// trainmem has no rule for yet, each named, printed and counted, listed in the README).
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const IMPLS = ['for-loop', 'foreach'];
+const MOMENTS = ['forward', 'backward', 'optimizer_step', 'peak'];
+
+function parseArgs(argv) {
+  const opts = { n: 8, seed: 13, strict: false, json: null, cli: resolve(root, 'build/core/cli/trainmem') };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--n') opts.n = Number(argv[++i]);
+    else if (a === '--seed') opts.seed = Number(argv[++i]);
+    else if (a === '--strict') opts.strict = true;
+    else if (a === '--json') opts.json = argv[++i];
+    else if (a === '--cli') opts.cli = resolve(argv[++i]);
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: node tests/oracle/timeline.mjs [--n 8] [--seed 13] [--strict] [--json FILE] [--cli PATH]');
+      process.exit(0);
+    } else {
+      console.error(`timeline: unknown argument ${a}`);
+      process.exit(2);
+    }
+  }
+  return opts;
+}
+
+function runOracle(opts) {
+  return new Promise((ok, fail) => {
+    const args = [resolve(here, 'timeline.py'), '--n', String(opts.n), '--seed', String(opts.seed)];
+    const p = spawn('/usr/bin/python3', args, { cwd: root, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('error', fail);
+    p.on('close', (code) => {
+      if (code !== 0) return fail(new Error(`timeline.py exited ${code}:\n${err}`));
+      ok({ lines: out.split('\n').filter(Boolean).map((l) => JSON.parse(l)), log: err.trim() });
+    });
+  });
+}
+
+function estimate(cli, config) {
+  const r = spawnSync(cli, ['estimate', '-', '--format', 'json'], { input: JSON.stringify(config), encoding: 'utf8' });
+  if (r.error) return { ok: false, message: `cannot run ${cli}: ${r.error.message}` };
+  if (r.status !== 0) return { ok: false, message: (r.stderr || r.stdout || `exit status ${r.status}`).trim().replace(/\n/g, '; ') };
+  return { ok: true, out: JSON.parse(r.stdout) };
+}
+
+export function trainmemConfig(line, impl) {
+  const t = line.trainmem_config;
+  return { ...t, optimizer_implementation: impl, workspace_bytes: 0, global_batch_size: t.micro_batch_size };
+}
+
+// The oracle's bytes for a moment, and what is subtracted from them (named). One profiled step
+// holds both optimizer steps (timeline.py): for-loop's is optimizer_step, foreach's
+// optimizer_step_foreach; an implementation's peak is the largest of its three moments.
+function oracleMoment(m, key, impl) {
+  const cur = m.current;
+  const opt = impl === 'foreach' ? 'optimizer_step_foreach' : 'optimizer_step';
+  const pick = (k) => (k === 'optimizer_step' ? opt : k);
+  const comparableOf = (k) => cur[pick(k)].bytes - m.base.buffers - cur.batch[pick(k)];
+  if (key === 'peak') {
+    const best = ['forward', 'backward', 'optimizer_step'].reduce((a, k) => (comparableOf(k) > comparableOf(a) ? k : a));
+    const o = oracleMoment(m, best, impl);
+    return { ...o, moment: best };
+  }
+  const k = pick(key);
+  const named = { buffers: m.base.buffers, batch: cur.batch[k] };
+  const bytes = cur[k].bytes;
+  return { bytes, raw: m.torch113[k].bytes, named, comparable: bytes - named.buffers - named.batch,
+           op: cur[k].op, node: cur[k].node };
+}
+
+function compareOne(line, opts) {
+  const rows = [];
+  const m = line.timeline;
+  for (const impl of IMPLS) {
+    const r = estimate(opts.cli, trainmemConfig(line, impl));
+    for (const key of MOMENTS) {
+      const o = oracleMoment(m, key, impl);
+      const row = { id: line.id, kind: line.kind, impl, moment: key, oracle: o };
+      if (!r.ok) row.rejected = r.message;
+      else {
+        const t = key === 'peak' ? r.out.allocated_bytes : r.out.moments[key];
+        row.trainmem = t;
+        row.diff = t - o.comparable;
+        row.trainmemPeakMoment = r.out.moments.peak;
+      }
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
+const pad = (s, n) => String(s).padStart(n);
+const padEnd = (s, n) => String(s).padEnd(n);
+const sign = (d) => (d > 0 ? `+${d}` : `${d}`);
+
+function describe(line) {
+  const c = line.config;
+  const parts = [`L${c.layers} h${c.hidden} a${c.heads}/g${c.kv_heads} s${c.seq} b${c.batch} V${c.vocab} f${c.ffn}`];
+  if (c.experts) parts.push(`E${c.experts}k${c.top_k}`);
+  if (c.peft === 'lora') parts.push(`r${c.lora_rank}:${c.lora_targets.map((t) => t.replace('_proj', '')).join(',')}`);
+  if (c.checkpoint) parts.push('ckpt');
+  if (c.ce_chunks > 1) parts.push(`ce/${c.ce_chunks}`);
+  if (c.attention_dropout) parts.push(`drop${c.attention_dropout}`);
+  return parts.join(' ');
+}
+
+function print(rows, lines, log, opts, seconds) {
+  console.log(`allocation timeline oracle vs trainmem moments: ${lines.length} configs (seed ${opts.seed}); python3-torch 1.13 on CPU`);
+  console.log(log);
+  console.log('');
+  for (const l of lines) console.log(`  ${l.id} ${padEnd(l.kind, 15)} ${padEnd(l.config.impl, 15)} ${l.config.dtype}  ${describe(l)}`);
+  for (const key of MOMENTS) {
+    console.log('');
+    console.log(`${key}  (oracle = current-PyTorch timeline − buffers − batch; 1.13 = as measured; diff = trainmem − oracle)`);
+    console.log(`  ${padEnd('id', 4)} ${padEnd('optimizer', 9)} ${pad('1.13 B', 10)} ${pad('current B', 10)} ${pad('buffers', 8)} ${pad('batch', 6)} ${pad('oracle B', 10)} ${pad('trainmem B', 10)} ${pad('diff', 9)}  op at the oracle's moment`);
+    for (const r of rows.filter((x) => x.moment === key)) {
+      const o = r.oracle;
+      const tm = r.rejected ? 'rejected' : r.trainmem;
+      const d = r.rejected ? '' : sign(r.diff);
+      const at = `${o.moment ? `${o.moment}: ` : ''}${o.op || '-'}${o.node ? ` (${o.node})` : ''}`;
+      console.log(`  ${padEnd(r.id, 4)} ${padEnd(r.impl, 9)} ${pad(o.raw, 10)} ${pad(o.bytes, 10)} ${pad(o.named.buffers, 8)} ${pad(o.named.batch, 6)} ${pad(o.comparable, 10)} ${pad(tm, 10)} ${pad(d, 9)}  ${at}`);
+    }
+  }
+  console.log('');
+  console.log('summary:');
+  for (const key of MOMENTS) {
+    const rs = rows.filter((r) => r.moment === key && !r.rejected);
+    const exact = rs.filter((r) => r.diff === 0).length;
+    const ds = rs.map((r) => r.diff / r.oracle.comparable * 100);
+    const under = rs.filter((r) => r.diff < 0).length;
+    console.log(`  ${padEnd(key, 15)} exact ${exact}/${rs.length}; under ${under}; range ${Math.min(...ds).toFixed(2)} % … ${Math.max(...ds).toFixed(2)} %`);
+  }
+  console.log(`  ${seconds.toFixed(1)} s`);
+}
+
+// The rows --strict fails on: any moment off that is neither explained (a named, sourced cause
+// the oracle confirms) nor open (a named moment trainmem has no rule for yet, listed in
+// tests/oracle/README.md with the run that would settle it). Open rows are printed and counted,
+// never passed silently.
+function failures(rows, lines) {
+  const byId = Object.fromEntries(lines.map((l) => [l.id, l]));
+  const out = [], open = [];
+  for (const r of rows) {
+    if (r.rejected) { out.push(`${r.id} ${r.impl}: not expressible: ${r.rejected}`); continue; }
+    if (r.diff === 0) continue;
+    const why = explained(r, byId[r.id]);
+    const gap = why ? null : openItem(r, byId[r.id], rows);
+    if (why) console.log(`  ${r.id} ${r.impl} ${r.moment}: ${sign(r.diff)} B explained: ${why}`);
+    else if (gap) open.push(`${r.id} ${r.kind} ${r.impl} ${r.moment}: ${sign(r.diff)} B (${(r.diff / r.oracle.comparable * 100).toFixed(2)} %) OPEN: ${gap}`);
+    else out.push(`${r.id} ${r.kind} ${r.impl} ${r.moment}: trainmem ${r.trainmem} B, oracle ${r.oracle.comparable} B (${sign(r.diff)} B) UNEXPLAINED`);
+  }
+  return { failed: out, open };
+}
+
+// Differences with a sourced cause that the oracle confirms to the byte: none left (the for-loop
+// AdamW step's previous denom, once here, is trainmem's rule now: trainmem_profile.cpp
+// torch_adam_temporary).
+function explained() {
+  return null;
+}
+
+// The moments trainmem has no rule for yet (tests/oracle/README.md, "Open"). Each is named by
+// where the oracle puts the moment, not by the size of the difference.
+const FINAL_NORM_BACKWARD = new Set(['MulBackward0', 'PowBackward0', 'RsqrtBackward0', 'MeanBackward1',
+  'AddBackward0', 'ToCopyBackward0', 'SliceBackward0']);
+function openItem(r, line, rows) {
+  const c = line.config;
+  if (r.moment === 'backward') {
+    // trainmem walks the dense SwiGLU layer's backward (activations.cpp decoder_backward_bytes):
+    // the product's MulBackward0 and EmbeddingBackward0. Not walked yet:
+    if (c.peft === 'lora') return `LoRA: the adapters' backward is not walked (oracle at ${r.oracle.node})`;
+    if (c.experts) return `MoE: the expert loop's backward is not walked (oracle at ${r.oracle.node})`;
+    if (c.checkpoint) return `checkpointing: the recomputed layer's backward is not walked (oracle at ${r.oracle.node})`;
+    return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
+  }
+  if (r.moment === 'forward') {
+    if (c.ce_chunks > 1 && (c.peft === 'lora' || c.dtype !== 'fp32')) return 'chunked loss under LoRA or in 16 bits: not walked';
+    if (FINAL_NORM_BACKWARD.has(r.oracle.node) && (c.peft === 'lora' || c.dtype !== 'fp32'))
+      return 'the final norm\'s backward under LoRA or in 16 bits (upcast, cast back) is not walked';
+    if (!r.oracle.node && c.dtype === 'bf16') return 'bf16: tensors the model\'s forward holds until it returns (the last layer\'s 16-bit output before the final norm\'s fp32 upcast, ...) have no rule';
+    return null;
+  }
+  if (r.moment === 'peak') {
+    const off = rows.filter((x) => x.id === r.id && x.impl === r.impl && x.moment !== 'peak' && x.diff !== 0 &&
+      openItem(x, line, rows));
+    if (off.length) return `the largest of the moments, of which ${off.map((x) => x.moment).join(' and ')} open above`;
+  }
+  return null;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const t0 = Date.now();
+  const { lines, log } = await runOracle(opts);
+  const rows = lines.flatMap((line) => compareOne(line, opts));
+  print(rows, lines, log, opts, (Date.now() - t0) / 1000);
+  if (opts.json) writeFileSync(opts.json, JSON.stringify({ rows, configs: lines }, null, 1));
+  console.log('');
+  const { failed, open } = failures(rows, lines);
+  if (open.length) {
+    console.log('');
+    console.log(`${open.length} moment${open.length === 1 ? '' : 's'} off where trainmem has no rule yet (open, tests/oracle/README.md):`);
+    for (const f of open) console.log(`  ${f}`);
+  }
+  if (failed.length) {
+    console.log('');
+    console.log(`${failed.length} moment${failed.length === 1 ? '' : 's'} off:`);
+    for (const f of failed) console.log(`  ${f}`);
+    if (opts.strict) process.exit(1);
+  } else console.log(`every moment exact or explained, ${open.length} open`);
+}
+
+main().catch((e) => {
+  console.error(`timeline: ${e.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,493 @@
+#!/usr/bin/python3
+"""The allocation timeline oracle: every allocation and free of a whole training step, for the
+trace oracle's reference models (models.py) and random configs (oracle.py's draws), on the CPU
+with Debian's python3-torch 1.13.
+
+Run:  /usr/bin/python3 tests/oracle/timeline.py [--n 24] [--seed 13] [--out FILE] [--check-hand]
+
+How it records. One step (the batch copied in, forward + loss, backward, AdamW step,
+zero_grad(set_to_none=True)) runs under torch.profiler with profile_memory=True. 1.13's
+profiler records the CPU allocator's every allocation and free as a "[memory]" node of
+kineto_results.experimental_event_tree(), with its pointer, its exact size (alloc_size, negative
+on free) and the profiler's running total, nested under the op that made it (so the op at the
+peak is exact, not guessed from timestamps). The running total checks the order: the sum of the
+sizes up to an event equals its total_allocated (asserted). Before the profiled step one step
+runs unprofiled so that the AdamW states exist; the gradients are freed by zero_grad as the
+2.x default set_to_none does (torch/optim/optimizer.py; 1.13's default is still False, so it is
+passed explicitly). Live bytes at any event = what was allocated before the step (the module's
+parameters and buffers and the AdamW states, counted by storage) + the running sum.
+
+Phase marks: a uint8 allocation of a size no model tensor has (MARK + k bytes), freed at once,
+taken out of the list again; one of them is made in a gradient hook on the final norm's input, so
+that it falls where the last decoder layer's backward starts (after the loss's and the output
+layer's backward, the loss chunk's saved tensors freed).
+
+Moments (what trainmem's Moments compare with, core/src/estimate/trainmem_profile.cpp
+evaluate_stage):
+  forward         the most live from the start of the step to the last decoder layer's backward:
+                  the forward, the loss, and the loss's and output layer's backward
+                  (trainmem: model state without gradients + saved activations + the loss's
+                  transients)
+  backward        the most live during the decoder layers' backward (trainmem: the larger of the
+                  last layer's and, gradients freed between steps, the first layer's candidate)
+  optimizer_step  the most live during optimizer.step() (trainmem: model state + torch.optim
+                  temporaries), for-loop and foreach AdamW each in its own step
+plus end_of_forward (live when the model returns the loss), the peak and the op at each.
+
+Two timelines: "torch113" as measured, and "current": the same events edited for what current
+PyTorch does differently, each edit named and sized:
+  * rmsnorm_x2: 1.13's mean.dim backward keeps its input (derivatives.yaml of 1.13), so x² of each
+    RMSNorm lives until that norm's backward; current PyTorch's mean_backward keeps sizes only
+    (pytorch/pytorch@d327a787782618826890c323f8d7e51f3d28ec13 tools/autograd/derivatives.yaml,
+    as measure.py's TORCH113_ONLY), so the temporary is freed when `mean` returns: each
+    forward (and recomputed) aten::pow allocation's free is moved to just after the next
+    aten::mean's output.
+  * foreach_denom: 1.13's _multi_tensor_adamw writes `denom = torch._foreach_add(exp_avg_sq_sqrt,
+    eps)`, a second list the size of the whole group; current PyTorch adds eps in place
+    (torch/optim/adam.py @ dc80ccded5385cca3e777472d64cfe3d874fad89, _multi_tensor_adam:
+    `torch._foreach_add_(exp_avg_sq_sqrt, eps)`): the allocations of aten::_foreach_add (not
+    the in-place aten::_foreach_add_) in the optimizer step are taken out.
+  * cpu_rng_state: torch.utils.checkpoint (preserve_rng_state, the default) keeps
+    `torch.get_rng_state()` per checkpointed layer from its forward to its backward, and its
+    recomputation takes another while it runs (torch/utils/checkpoint.py @
+    dc80ccded5385cca3e777472d64cfe3d874fad89: fwd_cpu_state = torch.get_rng_state(); the
+    recompute forks the RNG with torch.random.fork_rng). That is the CPU generator's state, a
+    5,056-byte CPU ByteTensor, in host memory on a CUDA run as well (the CUDA generator's state,
+    torch.cuda.get_rng_state(), is a CPU ByteTensor too): with checkpointing, allocations of
+    exactly that size made outside any aten op (get_rng_state copies the generator's state in
+    C++ without dispatching one; every model tensor is made under an aten op) are taken out.
+  * scalars: allocations of 8 bytes or fewer (Python numbers wrapped as 0-dim CPU tensors, which
+    stay on the CPU in a CUDA run; the loss and nll_loss's total_weight, 4 B each) are taken out
+    and their largest live sum reported.
+
+Named, not edited (reported per moment for the comparison to subtract): batch (the input tensors
+the loop holds that no autograd node keeps: HF's Trainer holds input_ids, attention_mask and
+labels until compute_loss returns and `del inputs` before backward; torchtune's recipe pops the
+labels and holds the batch dict, so the tokens, through backward) and buffers (rope caches,
+inv_freq: module buffers, in every moment).
+"""
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+import models  # noqa: E402
+import oracle  # noqa: E402
+
+MARK = 7_777_701  # phase marks: MARK + k bytes (no model tensor has this size: odd, > every draw's)
+PHASES = ["step", "forward", "forward_end", "last_layer_backward", "backward_end", "optimizer_end", "step_end",
+          "foreach_end"]
+SCALAR_MAX = 8
+
+
+def storage_key(t):
+    st = t.storage()
+    return (st.data_ptr(), st.nbytes())
+
+
+def unique_bytes(tensors):
+    seen = {}
+    for t in tensors:
+        k = storage_key(t)
+        seen[k] = k[1]
+    return sum(seen.values())
+
+
+def mark(k):
+    t = torch.empty(MARK + k, dtype=torch.uint8)
+    del t
+
+
+# ------------------------------------------------------------------------------ the recording ----
+
+def op_chain(node):
+    """Names of the ops enclosing an allocation node, innermost first."""
+    out = []
+    n = node.parent
+    while n is not None:
+        out.append(n.name)
+        n = n.parent
+    return out
+
+
+def allocation_events(prof):
+    """Every allocation and free in time order: dicts {size, ptr, total, chain}."""
+    nodes = []
+
+    def walk(n):
+        if type(n.extra_fields).__name__ == "_ExtraFields_Allocation":
+            nodes.append(n)
+        for c in n.children:
+            walk(c)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    nodes.sort(key=lambda n: n.start_time_ns)
+    events = []
+    running = 0
+    for n in nodes:
+        ef = n.extra_fields
+        if str(ef.device) != "cpu":
+            continue
+        running += ef.alloc_size
+        events.append({"size": ef.alloc_size, "ptr": ef.ptr, "total": ef.total_allocated,
+                       "chain": op_chain(n)})
+    # The order is right when the running sum follows the profiler's own running total.
+    offset = events[0]["total"] - events[0]["size"] if events else 0
+    run = offset
+    for e in events:
+        run += e["size"]
+        assert run == e["total"], "allocation events out of order"
+    return events
+
+
+def split_marks(events):
+    """Takes the phase marks out; returns (events, {phase: index of the first event after it})."""
+    out, at = [], {}
+    i = 0
+    while i < len(events):
+        e = events[i]
+        k = e["size"] - MARK
+        if 0 <= k < len(PHASES) and i + 1 < len(events) and events[i + 1]["size"] == -e["size"] \
+                and events[i + 1]["ptr"] == e["ptr"]:
+            at[PHASES[k]] = len(out)
+            i += 2
+            continue
+        out.append(e)
+        i += 1
+    return out, at
+
+
+def pair_lifetimes(events):
+    """For each allocation event index, the index of its free (None when it outlives the list)."""
+    open_at, free_of = {}, {}
+    for i, e in enumerate(events):
+        if e["size"] > 0:
+            open_at[e["ptr"]] = i
+        else:
+            j = open_at.pop(e["ptr"], None)
+            if j is not None:
+                free_of[j] = i
+    return free_of
+
+
+def current_pytorch(events, at, rng_state_bytes=0):
+    """The 1.13 events edited to what current PyTorch allocates on the device (see the module
+    doc). `rng_state_bytes`: the size of torch.get_rng_state() when the model checkpoints its
+    layers (those CPU tensors are taken out), else 0."""
+    free_of = pair_lifetimes(events)
+    opt_lo, opt_hi = at["optimizer_end"], at["foreach_end"]  # the foreach step
+    drop, move = set(), {}
+    for i, e in enumerate(events):
+        if e["size"] <= 0:
+            continue
+        rng_copy = rng_state_bytes and e["size"] == rng_state_bytes and \
+            not (e["chain"] and e["chain"][0].startswith("aten::"))
+        if e["size"] <= SCALAR_MAX or rng_copy:
+            drop.add(i)
+            if i in free_of:
+                drop.add(free_of[i])
+            continue
+        head = e["chain"][0] if e["chain"] else ""
+        if head == "aten::pow" and not any("PowBackward" in c for c in e["chain"]) and i in free_of:
+            # x² of an RMSNorm: freed right after the next aten::mean's output
+            for j in range(i + 1, len(events)):
+                if events[j]["size"] > 0 and events[j]["chain"] and events[j]["chain"][0] == "aten::mean":
+                    move[free_of[i]] = j
+                    break
+        # the CPU foreach kernels run one aten op per tensor under the _foreach_ op
+        if "aten::_foreach_add" in e["chain"] and opt_lo <= i < opt_hi:
+            drop.add(i)
+            if i in free_of:
+                drop.add(free_of[i])
+    out = []
+    moved_after = {}
+    for src, dst in move.items():
+        moved_after.setdefault(dst, []).append(events[src])
+    new_at = {}
+    for i, e in enumerate(events):
+        for p, idx in at.items():
+            if idx == i:
+                new_at[p] = len(out)
+        if i not in drop and i not in move:
+            out.append(e)
+        out.extend(moved_after.get(i, []))
+    for p, idx in at.items():
+        if idx >= len(events):
+            new_at[p] = len(out)
+    return out, new_at
+
+
+def live_curve(events, base):
+    live, out = base, []
+    for e in events:
+        live += e["size"]
+        out.append(live)
+    return out
+
+
+def segment_peak(events, curve, lo, hi, base_before):
+    """The largest live amount in events [lo, hi) and the op that reached it (live before lo if no
+    event there raises it)."""
+    best, where = base_before, None
+    for i in range(lo, hi):
+        if curve[i] > best:
+            best, where = curve[i], i
+    if where is None:
+        return {"bytes": best, "op": None, "index": lo}
+    ch = events[where]["chain"]
+    node = next((c.split(": ", 1)[1] for c in ch if c.startswith("autograd::engine::evaluate_function: ")), None)
+    return {"bytes": best, "op": ch[0] if ch else "(python)", "node": node,
+            "allocation": events[where]["size"], "index": where + 1}
+
+
+def live_at(curve, idx, base):
+    return curve[idx - 1] if idx > 0 else base
+
+
+def moments(events, at, base):
+    curve = live_curve(events, base)
+    n = len(events)
+    last = at.get("last_layer_backward", at["backward_end"])
+    m = {
+        "end_of_forward": live_at(curve, at["forward_end"], base),
+        "forward": segment_peak(events, curve, at["step"], last, live_at(curve, at["step"], base)),
+        "backward": segment_peak(events, curve, last, at["backward_end"], live_at(curve, last, base)),
+        "optimizer_step": segment_peak(events, curve, at["backward_end"], at["optimizer_end"],
+                                       live_at(curve, at["backward_end"], base)),
+        "optimizer_step_foreach": segment_peak(events, curve, at["optimizer_end"], at["foreach_end"],
+                                               live_at(curve, at["optimizer_end"], base)),
+        "peak": segment_peak(events, curve, 0, n, base),  # the whole step, both optimizer steps
+        "after_backward": live_at(curve, at["backward_end"], base),
+        "step_end": live_at(curve, at["step_end"], base),
+    }
+    m["last_layer_backward_start"] = live_at(curve, last, base)
+    return m
+
+
+# ---------------------------------------------------------------------------------- the step ----
+
+def final_norm(model):
+    return model.norm
+
+
+def one_step(model, cfg, opt, inputs_src, marks, holder):
+    """One training step as the loops run it. `holder` keeps the tensors the loop would."""
+    if marks:
+        mark(0)
+    inputs = tuple(t.clone() for t in inputs_src)  # the batch, copied to the device
+    if marks:
+        mark(1)
+    loss = model(*inputs)
+    if marks:
+        mark(2)
+    if cfg["impl"] == "hf-transformers":
+        # Trainer.training_step: compute_loss returns, `del inputs`, then backward.
+        del inputs
+        kept = ()
+    else:
+        # torchtune recipe: labels popped from the batch; the batch dict (tokens) stays alive in
+        # the loop through backward.
+        kept = inputs[:1]
+        del inputs
+    loss.backward()
+    if marks:
+        mark(4)
+    opt.step()
+    if marks:
+        mark(5)
+        # The same step with foreach AdamW, on the same gradients and states (the bytes do not
+        # depend on the values): one profiled step gives both implementations' optimizer moment.
+        for group in opt.param_groups:
+            group["foreach"] = True
+        opt.step()
+        for group in opt.param_groups:
+            group["foreach"] = False
+        mark(7)
+    opt.zero_grad(set_to_none=True)
+    del loss, kept
+    if marks:
+        mark(6)
+
+
+def measure(cfg):
+    torch.manual_seed(cfg["seed"])
+    model = models.build(cfg)
+    model.checkpoint_fn = lambda fn, *args: torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)
+    inputs_src = models.make_inputs(cfg)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=1e-3, foreach=False)
+    one_step(model, cfg, opt, inputs_src, False, None)  # makes the AdamW states
+
+    armed = {"on": False}
+
+    def pre(mod, inp):
+        x = inp[0]
+        if armed["on"] and x.requires_grad:
+            def hook(g):
+                mark(3)
+            x.register_hook(hook)
+    h = final_norm(model).register_forward_pre_hook(pre)
+
+    params = list(model.parameters())
+    buffers = list(model.buffers())
+    states, steps = [], []
+    for st in opt.state.values():
+        for k, v in st.items():
+            if isinstance(v, torch.Tensor):
+                (steps if k == "step" else states).append(v)
+    base = {"weights": unique_bytes(params), "buffers": unique_bytes(buffers),
+            "optimizer_states": unique_bytes(states), "step_counters": unique_bytes(steps)}
+    batch_keys = set()
+
+    saved_ptrs = set()
+
+    def pack(t):
+        saved_ptrs.add(t.storage().data_ptr())
+        return t
+
+    armed["on"] = True
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            one_step(model, cfg, opt, inputs_src, True, None)
+    armed["on"] = False
+    h.remove()
+    events, at = split_marks(allocation_events(prof))
+    missing = [p for p in PHASES if p != "last_layer_backward" and p not in at]
+    assert not missing, f"phase marks not found: {missing}"
+    at.setdefault("last_layer_backward", at["backward_end"])
+    del batch_keys
+    # What was allocated before the step: weights, buffers, AdamW states and step counters.
+    before = base["weights"] + base["buffers"] + base["optimizer_states"] + base["step_counters"]
+    raw = moments(events, at, before)
+    rng = torch.get_rng_state().numel() if cfg["checkpoint"] else 0
+    cur_events, cur_at = current_pytorch(events, at, rng)
+    # The current-PyTorch timeline on the device: step counters stay on the CPU in PyTorch 2.x
+    # (adam.py: torch.tensor(0.0, dtype=_get_scalar_dtype()) unless capturable or fused).
+    cur = moments(cur_events, cur_at, before - base["step_counters"])
+    cur["batch"] = batch_unsaved(cur_events, cur_at, cur, saved_ptrs)
+    # _single_tensor_adam (torch/optim/adam.py @ dc80ccded5385cca3e777472d64cfe3d874fad89, and
+    # 1.13's adamw.py alike): `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)` in
+    # `for i, param in enumerate(params)`: the sqrt and the quotient of tensor i exist together,
+    # and the previous iteration's denom is still bound to `denom` until the quotient is assigned.
+    # So the step's temporaries peak at max_i (2·s_i + s_(i-1)), s in the optimizer's order.
+    sizes = [opt.state[p]["exp_avg_sq"].numel() * opt.state[p]["exp_avg_sq"].element_size() for p in trainable]
+    cur["forloop_rule"] = max(2 * s + (sizes[i - 1] if i else 0) for i, s in enumerate(sizes))
+    cur["foreach_rule"] = sum(sizes)  # _foreach_sqrt of the whole group, then in place
+    return {"base": base, "torch113": raw, "current": cur,
+            "events": len(events), "gradients": unique_bytes([p.grad for p in trainable if p.grad is not None])}
+
+
+def batch_unsaved(events, at, m, saved_ptrs):
+    """Per moment, the bytes of the batch copies (the allocations between the 'step' and
+    'forward' marks) live then that no autograd node holds: what the loop holds beyond the saved
+    token ids, which trainmem counts with the activations (until backward has run; in the
+    optimizer step torchtune's batch dict still holds the tokens)."""
+    free_of = pair_lifetimes(events)
+    batch = [(i, events[i]) for i in range(at["step"], at["forward"]) if events[i]["size"] > 0]
+
+    def at_index(idx):
+        # after backward autograd holds nothing: a saved batch tensor still live is the loop's
+        saved = saved_ptrs if idx < at["backward_end"] else set()
+        return sum(e["size"] for i, e in batch
+                   if i < idx and free_of.get(i, len(events)) >= idx and e["ptr"] not in saved)
+    out = {"end_of_forward": at_index(at["forward_end"])}
+    for k in ("forward", "backward", "optimizer_step", "optimizer_step_foreach", "peak"):
+        out[k] = at_index(m[k]["index"])
+    return out
+
+
+# ------------------------------------------------------------------------------- hand check ----
+
+def hand_check():
+    """nn.Linear(256, 512, bias=False) on x [64, 256] fp32, MSE-like loss y.pow(2).mean(), AdamW
+    for-loop. By hand, W = 512·256·4 = 524,288 B, exp_avg and exp_avg_sq the same each:
+    before the step 3·524,288 = 1,572,864 B (+ the 4-byte step counter).
+      batch copy x: 64·256·4 = 65,536; y = x Wᵀ: 64·512·4 = 131,072; y² (pow): 131,072
+      (1.13 keeps it for mean's backward; current frees it after mean); mean: 4 B (a scalar).
+    End of forward (current): 1,572,864 + 65,536 (x, kept by mm) + 131,072 (y, kept by pow)
+      = 1,769,472 B (+ the scalar loss).
+    Backward: mean's backward gives grad_y² (131,072), pow's gives grad_y (131,072, with a
+      131,072 temporary 2·y in 1.13's pow_backward: grad * 2 * y.pow(1)), mm's the weight
+      gradient (524,288). The most live at W's gradient: model state + x + grad_y + grad_W.
+    Optimizer step (for-loop): + exp_avg_sq.sqrt() and its quotient: 2·524,288.
+      1,572,864 + 524,288 (grad) + 1,048,576 = 3,145,728 B.
+    The loss's backward (no decoder layer here, so the "forward" moment runs to the end of
+    backward) peaks in pow's backward, 1.13's grad * (2 * y.pow(1)): model state + x + y (kept
+    by pow) + grad_y² + y.pow(1) + 2·y + the product, 1,572,864 + 65,536 + 5·131,072
+    = 2,293,760 B."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, 512, bias=False)
+    x_src = torch.randn(64, 256)
+    opt = torch.optim.AdamW(lin.parameters(), lr=1e-3, foreach=False)
+
+    def step(marks):
+        if marks:
+            mark(0)
+        x = x_src.clone()
+        if marks:
+            mark(1)
+        loss = lin(x).pow(2).mean()
+        if marks:
+            mark(2)
+        del x
+        loss.backward()
+        if marks:
+            mark(4)
+        opt.step()
+        if marks:
+            mark(5)
+        opt.zero_grad(set_to_none=True)
+        del loss
+        if marks:
+            mark(6)
+    step(False)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(True)
+    events, at = split_marks(allocation_events(prof))
+    at.setdefault("last_layer_backward", at["backward_end"])
+    at.setdefault("foreach_end", at["optimizer_end"])
+    before = 3 * 524_288 + 4
+    cur_events, cur_at = current_pytorch(events, at)
+    cur = moments(cur_events, cur_at, before - 4)
+    expect = {"end_of_forward": 1_769_472, "forward": 2_293_760, "optimizer_step": 3_145_728}
+    got = {"end_of_forward": cur["end_of_forward"], "forward": cur["forward"]["bytes"],
+           "optimizer_step": cur["optimizer_step"]["bytes"]}
+    return expect, got, cur
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=24)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--out", default="-")
+    ap.add_argument("--check-hand", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.check_hand:
+        expect, got, cur = hand_check()
+        print(json.dumps({"expect": expect, "got": got, "moments": cur}, indent=1))
+        return 0 if expect == got else 1
+    rng = random.Random(args.seed)
+    out = sys.stdout if args.out == "-" else open(args.out, "w")
+    t0 = time.time()
+    for i in range(args.n):
+        kind, cfg = oracle.draw(rng, i, args.seed)
+        line = {"id": f"c{i:02d}", "kind": kind, "config": cfg, "trainmem_config": oracle.trainmem_config(cfg)}
+        line["timeline"] = measure(cfg)
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+    print(f"timeline: {args.n} configs in {time.time() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

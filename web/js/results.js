@@ -138,11 +138,16 @@ export function confidenceOf(result) {
   const pct = (share) => `${(100 * share).toFixed(1)} %`;
   const wider = c.match === 'exact' ? ''
     : ` This run's own group (${c.run_group}) has too few points, so these are a wider group's.`;
+  // A group whose median signed error is below the core's threshold reads low: said beside the
+  // headline, since an under-estimate is the error that costs a run (issue 29 item 8).
+  const low = c.leans_low ? Math.max(1, Math.round(-100 * c.median_signed_error)) : 0;
   return {
     within,
-    text: `runs like this landed within ±${within} %`,
+    low,
+    text: `runs like this landed within ±${within} %${low ? ` and read ${low} % low: allow for more` : ''}`,
     title: `${c.group}: ${c.points} validation point${c.points === 1 ? '' : 's'} (published measurements). ` +
-      `At least 90 % of them landed within ±${pct(c.p90_abs_error)} of what was measured; median |error| ${pct(c.median_abs_error)}.` +
+      `At least 90 % of them landed within ±${pct(c.p90_abs_error)} of what was measured; median |error| ${pct(c.median_abs_error)}, ` +
+      `median signed error ${c.median_signed_error >= 0 ? '+' : ''}${pct(c.median_signed_error)}.` +
       `${wider} Source: ${c.source}.`,
   };
 }
@@ -155,6 +160,7 @@ export function renderConfidence(node, result) {
   setText(node, conf.text);
   if (node.title !== conf.title) node.title = conf.title;
   node.dataset.within = String(conf.within);
+  node.classList.toggle('leans-low', conf.low > 0);
 }
 
 /**

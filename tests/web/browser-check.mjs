@@ -1139,7 +1139,9 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
     expect(answer && Number(answer[1]) > 0, `${solve}: ${await page.textContent('#plan-status')}`);
     expect((await page.$$('#plan-body tr')).length === 1, `${solve}: not one layout row`);
     await page.click('#plan-body tr button.load');
-    expect((await page.textContent('#verdict')).startsWith('Fits'), `${solve}: the loaded layout does not fit`);
+    // The planner's line is the verdict's headroom line: a layout it returns fits, or is tight only
+    // because runs like this landed within a spread that crosses the capacity.
+    expect(/^Fits|^Tight .*runs like this landed within/.test(await page.textContent('#verdict')), `${solve}: the loaded layout does not fit: ${await page.textContent('#verdict')}`);
     if (solve === 'min-gpus') {
       const gpus = ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size', 'context_parallel_size'];
       const product = (await Promise.all(gpus.map(async (f) => Number(await page.inputValue(`#f-${f}`) || await page.getAttribute(`#f-${f}`, 'placeholder').then((p) => p.replace(/\D/g, '')))))).reduce((a, b) => a * b, 1);

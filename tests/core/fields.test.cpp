@@ -41,6 +41,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "model_implementation",   // implementations.test.cpp checks its rule
       "overlap_comm",           // trainmem_state.test.cpp checks its rule
       "nf4_double_quant", "quantize_lm_head",  // qlora.test.cpp checks their rules
+      "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, full, selective and per-op recompute, SGD, torch pipelining.

@@ -97,7 +97,9 @@ TEST_CASE("QLoRA: NF4 bytes per parameter from bitsandbytes' block arithmetic", 
 TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[finetune][qlora]") {
   // ddp, peft qlora: params_dtype resolves to nf4 and compute_dtype to bf16; double quantisation
   // as QLoRA's paper runs it (transformers' default is off: tests/core/qlora.test.cpp).
-  const Config c = config_from(small(R"("framework": "ddp", "peft": "qlora", "nf4_double_quant": true)"));
+  // kbit_upcast "none": the rest as loaded (PEFT's fp32 upcast: tests/core/kbit_upcast.test.cpp).
+  const Config c = config_from(small(R"("framework": "ddp", "peft": "qlora", "nf4_double_quant": true,
+      "kbit_upcast": "none")"));
   CHECK(c.params_dtype == Dtype::nf4);
   CHECK(c.compute_dtype == Dtype::bf16);
   Trace trace;
@@ -138,7 +140,8 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
       config_from(R"({"num_layers": 1, "hidden_size": 100, "num_attention_heads": 4,
           "ffn_hidden_size": 300, "vocab_size": 1000, "make_vocab_size_divisible_by": 1,
           "swiglu": true, "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 64,
-          "micro_batch_size": 1, "framework": "ddp", "peft": "qlora", "nf4_double_quant": true})"),
+          "micro_batch_size": 1, "framework": "ddp", "peft": "qlora", "nf4_double_quant": true,
+          "kbit_upcast": "none"})"),
       &trace);
   CHECK(est.state.frozen_weights.total() == 267675);
   // The largest NF4 linear, 30,000 elements, dequantised in bf16: 60,000 B, with its absmax in

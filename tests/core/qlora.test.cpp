@@ -53,7 +53,8 @@ TEST_CASE("NF4 without double quantisation: an fp32 absmax per block of 64", "[q
 
 TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig, on for torchao", "[qlora]") {
   // hf-transformers (ddp's default implementation): bnb_4bit_use_double_quant defaults to False.
-  const Config hf = config_from(small(R"("framework": "ddp", "peft": "qlora")"));
+  // kbit_upcast "none": the unquantised rest as loaded, in bf16 (kbit_upcast.test.cpp has the rest).
+  const Config hf = config_from(small(R"("framework": "ddp", "peft": "qlora", "kbit_upcast": "none")"));
   CHECK_FALSE(hf.nf4_double_quant);
   // torchtune: torchao's NF4Tensor always double-quantises its scalers.
   const Config tt = config_from(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune")"));
@@ -69,7 +70,7 @@ TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig,
   const Estimate off = full_estimate(hf, &trace);
   CHECK(off.state.frozen_weights.total() == 84420608);
   const Estimate on = full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora",
-      "nf4_double_quant": true)")));
+      "nf4_double_quant": true, "kbit_upcast": "none")")));
   CHECK(on.state.frozen_weights.total() == 82855936);
   // The dequantised gate (4,194,304 elements in bf16) reads the stored fp32 absmax as it is:
   // 8,388,608 B, no absmax copy.
@@ -92,7 +93,8 @@ TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantise
   //   NF4 decoder linears 18,874,368; bf16 embedding 65,536,000; bf16 norms 5,120 × 2 = 10,240
   //   output layer bf16: 65,536,000 → 149,956,608 B
   //   output layer NF4: 16,384,000 packed + 4 · 512,000 absmax = 18,432,000 → 102,852,608 B
-  const std::string untied = R"("framework": "ddp", "peft": "qlora", "share_embeddings_and_output_weights": false)";
+  const std::string untied = R"("framework": "ddp", "peft": "qlora", "share_embeddings_and_output_weights": false,
+      "kbit_upcast": "none")";
   Trace kept_trace, quantized_trace;
   const Estimate kept = full_estimate(config_from(small(untied)), &kept_trace);
   const Estimate quantized = full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true)")), &quantized_trace);

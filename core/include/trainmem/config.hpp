@@ -68,6 +68,11 @@ enum class SavedModule : uint8_t { embed_tokens, lm_head, count };
 // hf-transformers: Hugging Face transformers' modeling code (the Llama family's eager ops);
 // torchtune: torchtune's modules (llama3 builders); torchtitan: torchtitan's models.
 enum class ModelImplementation : uint8_t { megatron_core, hf_transformers, torchtune, torchtitan, count };
+// How QLoRA keeps the parameters bitsandbytes does not quantise (embeddings, lm_head, norms, biases):
+// as loaded (none); all upcast to fp32 by PEFT's prepare_model_for_kbit_training (peft); that, then
+// TRL's peft_module_casting_to_bf16 (trl: norms fp32, embeddings and lm_head back to bf16); axolotl's
+// patched call and its cast back (axolotl: embeddings, lm_head and norms in the training dtype).
+enum class KbitUpcast : uint8_t { none, peft, trl, axolotl, count };
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list, integer_list };
 // The types whose values (or list entries) have a numeric range (FieldSpec::min, max).
 constexpr bool has_range(FieldType t) {
@@ -148,6 +153,8 @@ struct ConfigInput {
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
   std::optional<bool> nf4_double_quant, quantize_lm_head;
+  std::optional<bool> bnb_keeps_matmul_input;
+  std::optional<KbitUpcast> kbit_upcast;
   std::optional<ModelImplementation> model_implementation;
   // Parallelism.
   std::optional<int64_t> tensor_model_parallel_size, pipeline_model_parallel_size,
@@ -280,6 +287,12 @@ struct Config {
   // QLoRA: the output layer (lm_head) is an NF4 linear too (transformers: llm_int8_skip_modules
   // given without "lm_head"; torchtune: LoRA on the output with quantize_base); resolve() derives it.
   bool quantize_lm_head = false;
+  // QLoRA (bitsandbytes): MatMul4Bit keeps each Linear4bit's input on ctx for backward, as
+  // bitsandbytes 0.41.0 … 0.43.1 did (fixed in 0.43.2, PR #1270).
+  bool bnb_keeps_matmul_input = false;
+  // QLoRA: what prepare_model_for_kbit_training (and the trainer after it) left of the unquantised
+  // parameters' dtype; resolve() derives it.
+  KbitUpcast kbit_upcast = KbitUpcast::none;
   // The model's own code (trainmem profile). resolve() derives it from the framework: megatron
   // runs Megatron Core, fsdp2 torchtitan, ddp and deepspeed Hugging Face transformers.
   ModelImplementation model_implementation = ModelImplementation::megatron_core;

@@ -624,6 +624,24 @@ const std::vector<Field>& fields() {
           "an adapter on the output with quantize_base). Otherwise it stays in the compute dtype "
           "(transformers keeps lm_head out of the 4-bit conversion by default).")), qlora_on,
           "applies to peft \"qlora\" only"),
+      applies_when(trainmem_only(bool_field<&C::bnb_keeps_matmul_input, &Config::bnb_keeps_matmul_input>(
+          "bnb_keeps_matmul_input", G::finetuning, from_config(),
+          "QLoRA on bitsandbytes 0.41.0 to 0.43.1: MatMul4Bit keeps every Linear4bit's input "
+          "(ctx.tensors, beside autograd's saved tensors) until backward, even for a linear "
+          "without an adapter; fixed in 0.43.2 (PR #1270, 2024-07), which the default follows. "
+          "Under reentrant gradient checkpointing only the recomputed layer's inputs stay.")),
+          qlora_on, "applies to peft \"qlora\" only"),
+      applies_when(trainmem_only(choice_field<&C::kbit_upcast, &Config::kbit_upcast>(
+          "kbit_upcast", G::finetuning,
+          derived("\"none\" with model_implementation torchtune, framework fsdp2 or deepspeed "
+                  "zero_stage 3 (sharded QLoRA: TRL and axolotl skip the call); else \"peft\""),
+          "QLoRA: PEFT's prepare_model_for_kbit_training upcasts every unquantised fp16/bf16 "
+          "parameter to fp32 (\"peft\": embeddings, lm_head, norms, biases); TRL's SFTTrainer "
+          "(v0.8 to v0.21) with --bf16 casts embeddings and lm_head back (\"trl\": norms and "
+          "biases fp32); axolotl leaves embeddings and lm_head and casts norms back (\"axolotl\": "
+          "biases fp32); \"none\": not called. fp32 norm weights make the residual stream, the "
+          "checkpointed layer inputs and the MLP's intermediates fp32.")),
+          qlora_on, "applies to peft \"qlora\" only"),
       trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
           "optimizer_in_backward", G::finetuning, from_config(),
           "Step each parameter as soon as its gradient is accumulated and free the gradient "
@@ -704,6 +722,8 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
     {"nf4_double_quant", "true with model_implementation torchtune (torchao always double-quantises)"},
     {"quantize_lm_head", "an untied output layer; with model_implementation torchtune exactly when lm_head is among lora_target_modules; not with fused_linear_cross_entropy"},
+    {"bnb_keeps_matmul_input", "not with model_implementation torchtune (torchao's NF4, not bitsandbytes' MatMul4Bit)"},
+    {"kbit_upcast", "\"none\" with model_implementation torchtune; not \"trl\" or \"axolotl\" with framework fsdp2 or deepspeed zero_stage 3 (both skip the call for sharded QLoRA)"},
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
     {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
     {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},

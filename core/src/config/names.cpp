@@ -39,6 +39,8 @@ constexpr std::array<std::string_view, 8> k_lora_targets = {
 constexpr std::array<std::string_view, 2> k_saved_modules = {"embed_tokens", "lm_head"};
 constexpr std::array<std::string_view, 4> k_model_implementations = {
     "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
+// What prepare_model_for_kbit_training left (KbitUpcast): none, PEFT's call alone, TRL's, axolotl's.
+constexpr std::array<std::string_view, 4> k_kbit_upcast = {"none", "peft", "trl", "axolotl"};
 constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
                                                            "integer_or_list", "number", "choice_list", "integer_list"};
 constexpr std::array<std::string_view, 7> k_field_groups = {
@@ -61,6 +63,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
               complete<LoraTarget>(k_lora_targets) && complete<SavedModule>(k_saved_modules) &&
               complete<ModelImplementation>(k_model_implementations) &&
+              complete<KbitUpcast>(k_kbit_upcast) &&
               k_field_types.size() == 7 && k_field_groups.size() == 7,
               "one name per enumerator");
 
@@ -88,6 +91,7 @@ template <> std::span<const std::string_view> enum_names<SavedModule>() { return
 template <> std::span<const std::string_view> enum_names<ModelImplementation>() {
   return k_model_implementations;
 }
+template <> std::span<const std::string_view> enum_names<KbitUpcast>() { return k_kbit_upcast; }
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 

@@ -142,6 +142,31 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                                      "lm_head adapter (the output is a LoRALinear with quantize_base)"
                                    : "needs lm_head among lora_target_modules with model_implementation "
                                      "\"torchtune\" (only a LoRALinear base is quantised)");
+
+    // bitsandbytes MatMul4Bit (autograd/_functions.py): 0.41.0 … 0.43.1 (tags a06a0f6a, 48763245)
+    // keep `ctx.tensors = (A, B)`, the input of every Linear4bit; 0.43.2 (ce53caf3) keeps
+    // (None, B) (PR #1270, commit 9e753741). torchtune runs torchao's linear_nf4 instead.
+    c.bnb_keeps_matmul_input = in.bnb_keeps_matmul_input.value_or(false);
+    if (torchtune && c.bnb_keeps_matmul_input)
+      fail("bnb_keeps_matmul_input", "must be false with model_implementation \"torchtune\" (torchao's "
+                                     "NF4Tensor and linear_nf4, not bitsandbytes' MatMul4Bit)");
+    // PEFT's prepare_model_for_kbit_training (src/peft/utils/other.py @ 5d602fdb) upcasts every
+    // fp16/bf16 parameter that is not a Params4bit to fp32. TRL's SFTTrainer (v0.8.0 … v0.21.0,
+    // trl/trainer/sft_trainer.py @ v0.12.0 80cf468a) and axolotl (src/axolotl/loaders/model.py @
+    // 067b021c, _prepare_model_for_quantization) skip it for sharded QLoRA (FSDP, ZeRO-3): the
+    // default there is "none"; elsewhere the call with nothing undone ("peft"), the most bytes of
+    // the four (erring high when the trainer is not known).
+    const bool sharded = c.framework == Framework::fsdp2 ||
+                         (c.framework == Framework::deepspeed && c.zero_stage == 3);
+    c.kbit_upcast = in.kbit_upcast.value_or(torchtune || sharded ? KbitUpcast::none : KbitUpcast::peft);
+    if (torchtune && c.kbit_upcast != KbitUpcast::none)
+      fail("kbit_upcast", "must be \"none\" with model_implementation \"torchtune\" (torchtune "
+                          "does not call PEFT's prepare_model_for_kbit_training)");
+    else if (sharded && (c.kbit_upcast == KbitUpcast::trl || c.kbit_upcast == KbitUpcast::axolotl))
+      fail("kbit_upcast", std::string("\"") + std::string(name_of(c.kbit_upcast)) +
+                              "\" does not exist with framework fsdp2 or deepspeed zero_stage 3 "
+                              "(TRL and axolotl skip prepare_model_for_kbit_training for sharded "
+                              "QLoRA): use \"none\", or \"peft\" for a script that calls it itself");
   }
 
   // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and

@@ -157,6 +157,29 @@ constexpr std::string_view k_src_sac =
     "torchtitan op-level SAC (_apply_op_sac): MUST_SAVE the outputs of aten.mm except every "
     "second one, SDPA, reduce_scatter and all_to_all; everything else is recomputed";
 
+constexpr std::string_view k_src_kbit_fp32_residual =
+    "PEFT prepare_model_for_kbit_training (src/peft/utils/other.py @ 5d602fdb) leaves the norm "
+    "weights fp32 (TRL's peft_module_casting_to_bf16, trl/trainer/utils.py @ v0.12.0, keeps them "
+    "so): LlamaRMSNorm returns weight * hidden.to(input_dtype), fp32; bitsandbytes Linear4bit."
+    "forward (nn/modules.py @ 0.48.0 406fb6aa) returns its output .to(inp_dtype), fp32 for an "
+    "fp32 input; the residual adds, the checkpointed layer inputs and the MLP's gate, up and "
+    "activation outputs are fp32";
+constexpr std::string_view k_src_kbit_adapter_cast =
+    "an adapter on a linear whose input is the fp32 norm output: under the trainer's bf16 "
+    "autocast lora_A's linear casts its input (autocast_mode.cpp cached_cast caches only leaf "
+    "tensors that require grad, so every adapter makes its own copy) and keeps that copy";
+constexpr std::string_view k_src_bnb_matmul_input =
+    "bitsandbytes autograd/_functions.py MatMul4Bit 0.41.0 (a06a0f6a) to 0.43.1: ctx.tensors = "
+    "(A, B) when the input needs a gradient, a plain attribute (no saved_tensors_hooks) that "
+    "stays until backward; A = Linear4bit.forward's x.to(compute_dtype), a copy for an fp32 "
+    "input, else the input itself. 0.43.2 (ce53caf3, PR #1270, commit 9e753741) keeps (None, B)";
+
+constexpr std::string_view k_src_kbit_lm_head_cast =
+    "PEFT prepare_model_for_kbit_training (other.py @ 5d602fdb) leaves lm_head fp32; under bf16 "
+    "autocast F.linear casts the frozen weight (autocast_mode.cpp cached_cast: no cache for a "
+    "tensor that does not require grad) and mm keeps that bf16 copy while its input needs a "
+    "gradient";
+
 // ---- Precision helpers ----
 
 // Bytes of one element of the tensors between the GEMMs. FP8-class compute types still run the
@@ -225,6 +248,15 @@ struct Shape {
   bool lora_dropout = false;
   // The adapters see a copy of their input: fp32 PEFT adapters under autocast (ddp).
   bool adapter_copy = false;
+  // QLoRA with fp32 norm weights (kbit_upcast peft or trl): the norms' outputs, the Linear4bit
+  // outputs after them and the residual stream are fp32 (k_src_kbit_fp32_residual); `ffn_e` is
+  // the bytes of the MLP's gate, up and activation outputs (4 then, e otherwise).
+  bool kbit_fp32 = false;
+  double ffn_e = 2;
+  std::string_view ffn_dtype;
+  // QLoRA on bitsandbytes 0.41.0 … 0.43.1 (bnb_keeps_matmul_input): MatMul4Bit keeps each
+  // Linear4bit's input A (k_src_bnb_matmul_input).
+  bool bnb_input = false;
   bool targeted(LoraTarget t) const { return peft && ((lora_targets >> unsigned(t)) & 1u); }
   // Whether a linear's saved input stays: always for trainable weights (no peft). A frozen
   // linear's matmul saves its input only for the weight gradient, which is not computed
@@ -284,6 +316,18 @@ Shape shape_of(const Config& c) {
   x.lora_dropout = c.lora_dropout > 0;
   x.adapter_copy = x.peft && c.framework == Framework::ddp &&
                    (x.autocast || bytes_per_element(lora_adapter_dtype(c)) != x.e);
+  const bool qlora_hf = c.peft == Peft::qlora && c.model_implementation == ModelImplementation::hf_transformers;
+  x.kbit_fp32 = qlora_hf && x.has_norm &&
+                (c.kbit_upcast == KbitUpcast::peft || c.kbit_upcast == KbitUpcast::trl);
+  x.ffn_e = x.kbit_fp32 ? 4 : x.e;
+  x.ffn_dtype = x.kbit_fp32 ? "fp32" : x.act_dtype;
+  if (x.kbit_fp32) {
+    x.norm_e = 4;
+    x.norm_dtype = "fp32";
+    // Each adapter reads the fp32 norm output through its own cast (k_src_kbit_adapter_cast).
+    x.adapter_copy = true;
+  }
+  x.bnb_input = qlora_hf && c.bnb_keeps_matmul_input;
   return x;
 }
 
@@ -1122,15 +1166,26 @@ struct EagerWalk {
 
   // The linears in `targets` read one input: it is kept once when a weight trains or an adapter
   // reads it as it is (`kept_already`: another node keeps that storage); then the adapters.
+  // `fp32_in`: the input is an fp32 norm output or MLP product (Shape::kbit_fp32), which each
+  // Linear4bit copies to the compute dtype; `quantized`: the linears are Linear4bit.
   void linear_inputs(std::initializer_list<LoraTarget> targets, bool in_rg, double in_width,
                      double tokens, std::string_view name, std::string_view module,
-                     bool kept_already, bool adapters = true) const {
+                     bool kept_already, bool adapters = true, bool fp32_in = false,
+                     bool quantized = true) const {
     bool keep = full;
     if (adapters && !x.lora_dropout && !x.adapter_copy)
       for (LoraTarget t : targets) keep = keep || targeted(t);
     if (keep && !kept_already)
       out.add(name, module, x.lin * in_width * tokens, x.lin_dtype,
               x.fp8 ? k_src_fp8_input : full ? k_src_eager_linear : k_src_lora);
+    // bitsandbytes < 0.43.2: every Linear4bit whose input needs a gradient keeps A on ctx. A is
+    // the input itself (one storage for the linears reading it, nothing more when an adapter or
+    // another node keeps it already) or, for an fp32 input, each linear's own compute-dtype copy.
+    if (x.bnb_input && quantized && in_rg) {
+      const double copies = fp32_in ? double(targets.size()) : (keep || kept_already ? 0.0 : 1.0);
+      out.add("bnb.matmul_input", module, copies * x.e * in_width * tokens, x.act_dtype,
+              k_src_bnb_matmul_input);
+    }
     if (adapters)
       for (LoraTarget t : targets) adapter_entries(x, t, in_width, tokens, in_rg, out);
   }
@@ -1144,7 +1199,7 @@ struct EagerWalk {
     const double T = x.tokens, a_l = x.a / x.t, g_l = x.g / x.t, k = x.k;
     const double q_width = a_l * k;
     linear_inputs({LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}, n_rg, x.h,
-                  x.tokens_linear_in, "attention.qkv_input", "attention", false);
+                  x.tokens_linear_in, "attention.qkv_input", "attention", false, true, x.kbit_fp32);
     bool q_rg = linear_out(n_rg, LoraTarget::q_proj);
     bool k_rg = linear_out(n_rg, LoraTarget::k_proj);
     const bool v_rg = linear_out(n_rg, LoraTarget::v_proj);
@@ -1225,14 +1280,19 @@ struct EagerWalk {
   bool ffn(const ActivationNames& n, std::string_view input_name, std::string_view up_name,
            bool in_rg, double f, double tokens, double in_tokens, bool adapters) const {
     const bool gated = c.gated_linear_unit;
+    // Linear4bit experts only when the experts' base is NF4 (expert_params_dtype).
+    const bool quantized = adapters || c.expert_params_dtype == Dtype::nf4;
     if (gated)
       linear_inputs({LoraTarget::gate_proj, LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name,
-                    n.module, false, adapters);
+                    n.module, false, adapters, x.kbit_fp32, quantized);
     else
-      linear_inputs({LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name, n.module, false, adapters);
+      linear_inputs({LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name, n.module, false, adapters,
+                    x.kbit_fp32, quantized);
     const bool gate_rg = linear_out(in_rg, gated ? LoraTarget::gate_proj : LoraTarget::up_proj, adapters);
     const bool up_rg = linear_out(in_rg, LoraTarget::up_proj, adapters);
-    const double one = x.e * f * tokens;
+    // The gate, up and activation outputs: fp32 after an fp32 norm under QLoRA (Shape::ffn_e).
+    const double one = x.ffn_e * f * tokens;
+    const std::string_view one_dtype = x.ffn_dtype;
     const ActivationFunc act = c.activation_func;
     const bool relu = act == ActivationFunc::relu, squared = act == ActivationFunc::squared_relu,
                identity = act == ActivationFunc::identity;
@@ -1242,29 +1302,29 @@ struct EagerWalk {
       // act(gate) is recomputed from the gate: the gate for either gradient (the identity's
       // output is the gate itself, needed for up's only), up for the gate's.
       const bool gate_kept = identity ? up_rg : gate_rg || up_rg;
-      if (gate_kept) out.add(n.fc1_output, n.module, one, x.act_dtype, k_src_compiled_glu);
-      if (gate_rg) out.add(up_name, n.module, one, x.act_dtype, k_src_compiled_glu);
+      if (gate_kept) out.add(n.fc1_output, n.module, one, one_dtype, k_src_compiled_glu);
+      if (gate_rg) out.add(up_name, n.module, one, one_dtype, k_src_compiled_glu);
       product_rg = gate_rg || up_rg;
     } else if (gated) {
       if (relu) {
-        if (gate_rg || up_rg) out.add(n.relu_output, n.module, one, x.act_dtype, src);
+        if (gate_rg || up_rg) out.add(n.relu_output, n.module, one, one_dtype, src);
       } else {
-        if (gate_rg && squared) out.add(n.relu_output, n.module, one, x.act_dtype, k_src_sq_relu);
-        if (gate_rg && !squared && !identity) out.add(n.fc1_output, n.module, one, x.act_dtype, src);
-        if (up_rg) out.add(n.act_output, n.module, one, x.act_dtype, src);
+        if (gate_rg && squared) out.add(n.relu_output, n.module, one, one_dtype, k_src_sq_relu);
+        if (gate_rg && !squared && !identity) out.add(n.fc1_output, n.module, one, one_dtype, src);
+        if (up_rg) out.add(n.act_output, n.module, one, one_dtype, src);
       }
-      if (gate_rg) out.add(up_name, n.module, one, x.act_dtype, src);
+      if (gate_rg) out.add(up_name, n.module, one, one_dtype, src);
       product_rg = gate_rg || up_rg;
     } else {
       if (up_rg) {
-        if (relu || squared) out.add(n.relu_output, n.module, one, x.act_dtype, relu ? k_src_relu : k_src_sq_relu);
-        else if (!identity) out.add(n.fc1_output, n.module, one, x.act_dtype, src);
+        if (relu || squared) out.add(n.relu_output, n.module, one, one_dtype, relu ? k_src_relu : k_src_sq_relu);
+        else if (!identity) out.add(n.fc1_output, n.module, one, one_dtype, src);
       }
       product_rg = up_rg;
       product_kept = relu && up_rg && !x.fp8;  // fc2's input is relu's result
     }
     linear_inputs({LoraTarget::down_proj}, product_rg, f, tokens, n.fc2_input, n.module, product_kept,
-                  adapters);
+                  adapters, x.kbit_fp32, quantized);
     return linear_out(product_rg, LoraTarget::down_proj, adapters);
   }
 
@@ -1545,7 +1605,15 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
     if (copy_keeps)
       out.add("output.output_layer_input", "output", x.lin * x.h * input_tokens, x.lin_dtype, k_src_eager_linear);
     walk.linear_inputs({LoraTarget::lm_head}, n_rg, x.h, input_tokens, "output.output_layer_input",
-                       "output", copy_keeps);
+                       "output", copy_keeps, true, x.kbit_fp32, c.quantize_lm_head);
+    // kbit_upcast "peft" leaves an unquantised lm_head fp32: the trainer's bf16 autocast casts
+    // the frozen weight for every call (cached_cast caches only leaf tensors that require grad)
+    // and the matmul keeps that copy for its input's gradient (derivatives.yaml mm: self's
+    // formula uses mat2).
+    if (c.kbit_upcast == KbitUpcast::peft && c.peft == Peft::qlora && !c.quantize_lm_head &&
+        walk.kind == Eager::hf && n_rg && !output_trains)
+      out.add("output.output_layer_weight_cast", "output", x.e * x.h * padded_vocab(c), x.act_dtype,
+              k_src_kbit_lm_head_cast);
     if (!logits_rg) return out.total();
     if (c.cross_entropy_loss_fusion) {
       out.add("loss.logits", "loss", x.e * x.logits, x.act_dtype, k_src_te_ce);

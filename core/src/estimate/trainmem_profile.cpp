@@ -40,6 +40,7 @@ struct Tensors {
   bool hidden;   // a hidden-layer matrix (Muon's momentum; everything else gets AdamW)
   bool adapter;  // trainable under peft (a LoRA matrix or a saved copy); every other tensor is then frozen
   bool saved_copy;  // PEFT modules_to_save: a trainable whole copy of a module, in the base's dtype
+  bool bias = false;  // a linear layer's bias (not a norm's vector): QLoRA's kbit_upcast tells them apart
   double elements() const { return rows * cols; }
   double params() const { return count * rows * cols; }
 };
@@ -62,6 +63,10 @@ struct Inventory {
     return n++;
   }
   void add_vectors(Part part, double count, double length) { add(part, count, length, 1, false, false); }
+  void add_biases(Part part, double count, double length) {
+    const int i = add(part, count, length, 1, false, false);
+    if (i >= 0) items[size_t(i)].bias = true;
+  }
   // The model's own parameters of one part (adapters are not the model's).
   double params(Part part) const {
     double sum = 0;
@@ -168,7 +173,7 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
     inv.add_vectors(Part::dense, n * layers, rkv);
     inv.add(Part::dense, layers, rkv, a * (dqk + dv) / s.t, true, true);
     inv.add(Part::dense, layers, a * dv / s.t, h, true, true);
-    if (bias) inv.add_vectors(Part::dense, layers, h);
+    if (bias) inv.add_biases(Part::dense, layers, h);
   } else {
     if (separate) {
       inv.add(Part::dense, layers, h, a * k / s.t, true, true);      // q_proj
@@ -177,8 +182,8 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
       inv.add(Part::dense, layers, h, (a + 2 * g) * k / s.t, true, true);  // fused QKV
     }
     inv.add(Part::dense, layers, a * k / s.t, h, true, true);            // output projection
-    if (bias || c.add_qkv_bias) inv.add_vectors(Part::dense, layers, (a + 2 * g) * k / s.t);
-    if (bias) inv.add_vectors(Part::dense, layers, h);
+    if (bias || c.add_qkv_bias) inv.add_biases(Part::dense, layers, (a + 2 * g) * k / s.t);
+    if (bias) inv.add_biases(Part::dense, layers, h);
   }
   if (attention && c.qk_layernorm) {
     const double head = c.multi_latent_attention ? double(c.qk_head_dim + c.qk_pos_emb_head_dim) : k;
@@ -189,7 +194,7 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
     const double f = double(c.ffn_hidden_size);
     inv.add(Part::dense, layers * fc1_linears, h, glu / fc1_linears * f / s.t, true, true);
     inv.add(Part::dense, layers, f / s.t, h, true, true);
-    if (bias) inv.add_vectors(Part::dense, layers, glu * f / s.t), inv.add_vectors(Part::dense, layers, h);
+    if (bias) inv.add_biases(Part::dense, layers, glu * f / s.t), inv.add_biases(Part::dense, layers, h);
     return;
   }
   // MoE layer (Megatron Core MoELayer): a replicated router, E/EP local experts split by ETP,
@@ -197,13 +202,13 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
   const double E = double(c.num_moe_experts), fe = double(c.moe_ffn_hidden_size);
   const double hr = c.moe_latent_size > 0 ? double(c.moe_latent_size) : h;
   inv.add(Part::dense, layers, h, E, false, false);  // router (kept on AdamW by Muon recipes)
-  if (bias) inv.add_vectors(Part::dense, layers, E);
+  if (bias) inv.add_biases(Part::dense, layers, E);
   const double local_experts = E / s.e;
   inv.add(Part::expert, layers * local_experts * fc1_linears, hr, glu / fc1_linears * fe / s.te, true, true);
   inv.add(Part::expert, layers * local_experts, fe / s.te, hr, true, true);
   if (bias) {
-    inv.add_vectors(Part::expert, layers * local_experts, glu * fe / s.te);
-    inv.add_vectors(Part::expert, layers * local_experts, hr);
+    inv.add_biases(Part::expert, layers * local_experts, glu * fe / s.te);
+    inv.add_biases(Part::expert, layers * local_experts, hr);
   }
   if (c.moe_latent_size > 0) {
     inv.add(Part::dense, layers, h, hr, true, true);
@@ -508,11 +513,37 @@ double forloop_peak(const std::vector<double>& order) {
 // bias, and the output layer unless quantize_lm_head, in the compute dtype; torchtune quantises
 // its LoRALinear bases); LoRA keeps the model's weights as they are. The output layer is the
 // only linear of Part::embedding (the input embedding is a lookup, not a GEMM weight).
+//
+// QLoRA's unquantised tensors then take the dtype kbit_upcast says (kbit_upcast_dtype).
+Dtype kbit_upcast_dtype(const Config& c, const Tensors& t);
 Dtype frozen_dtype(const Config& c, const Tensors& t) {
   const Dtype stored = t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
   if (stored != Dtype::nf4) return stored;
-  if (!t.linear) return c.compute_dtype;
-  return t.part != Part::embedding || c.quantize_lm_head ? Dtype::nf4 : c.compute_dtype;
+  if (t.linear && (t.part != Part::embedding || c.quantize_lm_head)) return Dtype::nf4;
+  return kbit_upcast_dtype(c, t);
+}
+
+// An unquantised tensor of a QLoRA model (embedding, an unquantised lm_head, a norm's vector, a
+// bias, a router): loaded in the compute dtype (unquantized_dtype), then
+// - peft: PEFT's prepare_model_for_kbit_training casts every fp16/bf16 parameter that is not a
+//   Params4bit to fp32 (huggingface/peft src/peft/utils/other.py @ 5d602fdb: `param.data =
+//   param.data.to(torch.float32)`; the Params4bit exclusion since 6008f272, PR #1550);
+// - trl: then TRL's peft_module_casting_to_bf16 (trl/trainer/utils.py @ v0.12.0 80cf468a, called
+//   by SFTTrainer with --bf16 for a non-sharded 4-bit model) casts modules named *norm* to fp32
+//   and lm_head / embed_tokens back to bf16: the embedding part in the compute dtype, norms and
+//   biases fp32;
+// - axolotl: its patched prepare_model_for_kbit_training (src/axolotl/monkeypatch/peft/utils.py @
+//   067b021c) leaves embed_tokens and lm_head alone and _convert_embedding_modules_dtype
+//   (loaders/model.py) casts modules named *norm* and the embeddings to the training dtype: only
+//   the biases stay fp32;
+// - none: as loaded.
+Dtype kbit_upcast_dtype(const Config& c, const Tensors& t) {
+  switch (c.kbit_upcast) {
+    case KbitUpcast::peft: return Dtype::fp32;
+    case KbitUpcast::trl: return t.part == Part::embedding ? c.compute_dtype : Dtype::fp32;
+    case KbitUpcast::axolotl: return t.bias ? Dtype::fp32 : c.compute_dtype;
+    default: return c.compute_dtype;
+  }
 }
 
 // A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the

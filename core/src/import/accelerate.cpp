@@ -139,6 +139,8 @@ class AccelerateReader : mapping::Reader {
   void read_deepspeed();
   void read_fsdp();
   void read_training();
+  void read_kbit_upcast();
+  bool zero3_ = false;  // deepspeed_config.zero_stage 3
 };
 
 // The launch command (mapping::read_launch_command): `accelerate launch`'s flags set the tree as
@@ -594,6 +596,7 @@ void AccelerateReader::read_deepspeed() {
   if (!stage) return;
   if (*stage > 3) return m_.fail("deepspeed_config.zero_stage", "must be 0, 1, 2 or 3, got " + number_text(double(*stage)));
   if (!m_.has("deepspeed_config.zero_stage")) out_.assumed.push_back("deepspeed_config.zero_stage ← 2 (DeepSpeedPlugin's default)");
+  zero3_ = *stage == 3;
   json ds = {{"train_batch_size", "auto"}, {"train_micro_batch_size_per_gpu", "auto"},
              {"zero_optimization", {{"stage", *stage}}}};
   for (const char* part : {"optimizer", "param"}) {
@@ -691,6 +694,38 @@ void AccelerateReader::read_fsdp() {
     if (m_.has(k)) m_.ignore_value(k, "prefetching gathers one more unit early: trainmem's fsdp2 model keeps one unit in flight");
 }
 
+// QLoRA's unquantised parameters [sft] [trl]: both scripts train with TRL's SFTTrainer, which
+// (v0.8.0 … v0.21.0; trl/trainer/sft_trainer.py @ v0.12.0 80cf468ab0d164e904ce7917b502fd7181c0b76d)
+// calls PEFT's prepare_model_for_kbit_training for a 4-bit model unless it is "sharded QLoRA"
+// (its first Params4bit on cpu or meta: FSDP's cpu_ram_efficient_loading, ZeRO-3 init), then
+// with --bf16 peft_module_casting_to_bf16 (norms fp32, lm_head and embed_tokens back to bf16).
+// Later TRL (HEAD f2cd5771) calls neither and keeps bf16: the version is not on the command line,
+// so the older, larger behaviour is assumed (never under-estimate).
+void AccelerateReader::read_kbit_upcast() {
+  if (!out_.input.peft || *out_.input.peft != Peft::qlora) return;
+  const std::optional<Framework> fw = out_.input.framework;
+  const bool zero3 = fw && *fw == Framework::deepspeed &&
+                     (zero3_ || (out_.input.zero_stage && *out_.input.zero_stage == 3));
+  if ((fw && *fw == Framework::fsdp2) || zero3) {
+    m_.assume("kbit_upcast", std::string("none"),
+              std::string(zero3 ? "ZeRO-3" : "FSDP") + " QLoRA is TRL's \"sharded QLoRA\": SFTTrainer calls neither "
+              "prepare_model_for_kbit_training nor peft_module_casting_to_bf16",
+              "distributed_type");
+    return;
+  }
+  const bool bf16 = trainer().flag(m_, "bf16").value_or(false);
+  if (bf16)
+    m_.assume("kbit_upcast", std::string("trl"),
+              "TRL SFTTrainer (v0.8 to v0.21) with --bf16: prepare_model_for_kbit_training, then "
+              "peft_module_casting_to_bf16 (norms fp32, embeddings and lm_head bf16); later TRL "
+              "keeps everything bf16 (\"none\")", "bf16");
+  else
+    m_.assume("kbit_upcast", std::string("peft"),
+              "TRL SFTTrainer (v0.8 to v0.21) without --bf16: prepare_model_for_kbit_training "
+              "leaves every unquantised parameter fp32; later TRL keeps them as loaded (\"none\")",
+              "bf16");
+}
+
 void AccelerateReader::read_training() {
   const mapping::TrainerArguments a = trainer();
   const bool deepspeed = distributed_ == "DEEPSPEED";
@@ -767,6 +802,8 @@ void AccelerateReader::run() {
   if (distributed_ == "FSDP") read_fsdp();
   if (!out_.ok()) return;
   read_training();
+  if (!out_.ok()) return;
+  read_kbit_upcast();
   if (!out_.ok()) return;
   if (!out_.input.seq_length)
     out_.open_fields.push_back(issue("seq_length", "the launch command does not say it: give it, or --max_length (--max_seq_length)"));

@@ -198,6 +198,22 @@ void AxolotlReader::read_adapter() {
     return m_.fail("adapter", "must be \"lora\" or \"qlora\" (or absent for full fine-tuning), got " + trainmem::quoted(*adapter));
   }
   if (*adapter == "qlora" || in4) read_quantization(*adapter == "qlora");
+  // prepare_model_for_kbit_training [load]: axolotl calls it for lora/qlora over a 4- or 8-bit
+  // base unless FSDP-QLoRA, FSDP with cpu_ram_efficient_loading or ZeRO-3
+  // (src/axolotl/loaders/model.py @ 067b021c8b87a9e5e380b9173c704cf7340e30f5,
+  // _prepare_model_for_quantization), patched to leave embed_tokens and lm_head alone
+  // (monkeypatch/peft/utils.py), then casts modules named *norm* and the embeddings to the
+  // training dtype (_convert_embedding_modules_dtype): "axolotl", only biases stay fp32.
+  if (*adapter == "qlora" || in4) {
+    const bool sharded = fsdp_ || (out_.input.zero_stage && *out_.input.zero_stage == 3 && deepspeed_);
+    if (sharded)
+      m_.assume("kbit_upcast", std::string("none"),
+                std::string(fsdp_ ? "fsdp" : "ZeRO-3") + ": axolotl skips prepare_model_for_kbit_training", fsdp_ ? "fsdp" : "deepspeed");
+    else
+      m_.assume("kbit_upcast", std::string("axolotl"),
+                "axolotl's patched prepare_model_for_kbit_training, norms and embeddings cast back to "
+                "the training dtype (biases stay fp32)", "adapter");
+  }
   // Targets: lora_target_linear = every linear layer but lm_head [lora]; lora_target_modules by
   // PEFT names (fused Phi-3 names split into theirs).
   std::vector<std::string> targets;

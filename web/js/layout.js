@@ -54,6 +54,9 @@ const APPLIES = {
   lora_rank: (v) => v.peft === 'lora' || v.peft === 'qlora',
   lora_target_modules: (v) => v.peft === 'lora' || v.peft === 'qlora',
   lora_dropout: (v) => v.peft === 'lora' || v.peft === 'qlora',
+  // QLoRA's quantisation (core: fields.cpp qlora_on).
+  nf4_double_quant: (v) => v.peft === 'qlora',
+  quantize_lm_head: (v) => v.peft === 'qlora',
   // Hugging Face PEFT's modules_to_save (the core names any other model_implementation).
   lora_modules_to_save: (v) => (v.peft === 'lora' || v.peft === 'qlora') && v.framework !== 'megatron' &&
     [undefined, null, 'hf-transformers'].includes(v.model_implementation),
@@ -138,7 +141,7 @@ const SECTIONS = [
     groups: ['finetuning'],
     fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
       'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy'],
-    more: ['lora_modules_to_save', 'lora_dropout'],
+    more: ['lora_modules_to_save', 'lora_dropout', 'nf4_double_quant', 'quantize_lm_head'],
   },
   {
     id: 'runtime',
@@ -199,6 +202,8 @@ export const LABELS = {
   lora_target_modules: 'LoRA target modules',
   lora_dropout: 'LoRA dropout',
   lora_modules_to_save: 'Modules trained whole (PEFT modules_to_save)',
+  nf4_double_quant: 'Double quantisation (bnb_4bit_use_double_quant)',
+  quantize_lm_head: 'Output layer in 4 bits too (lm_head quantised)',
   optimizer_in_backward: 'Optimizer step in backward',
   activation_offload: 'Offload activations to CPU',
   paged_optimizer: 'Paged optimizer (bitsandbytes)',

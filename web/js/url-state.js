@@ -124,6 +124,9 @@ export const FIELD_KEYS = Object.freeze({
   moe_routing_imbalance: 'mri',
   fsdp_embedding_units: 'feu',
   op_sac_saves_cudnn_attention: 'sacc',
+  // bitsandbytes QLoRA (issue 29)
+  nf4_double_quant: 'dq',
+  quantize_lm_head: 'qlmh',
 });
 
 // Page state that is not a core field.

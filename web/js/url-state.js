@@ -127,6 +127,8 @@ export const FIELD_KEYS = Object.freeze({
   // bitsandbytes QLoRA (issue 29)
   nf4_double_quant: 'dq',
   quantize_lm_head: 'qlmh',
+  kbit_upcast: 'kbu',
+  bnb_keeps_matmul_input: 'bkmi',
 });
 
 // Page state that is not a core field.

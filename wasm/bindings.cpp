@@ -94,17 +94,37 @@ trainmem::OtherValue other_value(const emscripten::val& entry) {
 }
 
 // The input holds n_slots fields' slots, then n_order numbers (the config's order of keys), then
-// the list channel (slots.hpp); `others` the values no slot carries. Returns how many result numbers.
+// the list channel (slots.hpp); `others` the values no slot carries. Calls f(slots, lists, others,
+// order) with them.
+template <class F>
+void with_slot_input(size_t n_slots, size_t n_order, const emscripten::val& others, F&& f) {
+  const std::span<const double> input(g_input);
+  const size_t slots_end = std::min(n_slots, input.size());
+  const size_t order_end = std::min(slots_end + n_order, input.size());
+  std::vector<trainmem::OtherValue> other_values;
+  const size_t n_others = others["length"].as<size_t>();
+  for (size_t i = 0; i < n_others; ++i) other_values.push_back(other_value(others[i]));
+  f(input.first(slots_end), input.subspan(order_end), std::span<const trainmem::OtherValue>(other_values),
+    input.subspan(slots_end, order_end - slots_end));
+}
+
+// The whole estimate of the input (slots.hpp estimate_slots). Returns how many result numbers.
 size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& others, bool verbose) {
   return guarded([&] {
-    const std::span<const double> input(g_input);
-    const size_t slots_end = std::min(n_slots, input.size());
-    const size_t order_end = std::min(slots_end + n_order, input.size());
-    std::vector<trainmem::OtherValue> other_values;
-    const size_t n_others = others["length"].as<size_t>();
-    for (size_t i = 0; i < n_others; ++i) other_values.push_back(other_value(others[i]));
-    trainmem::estimate_slots(input.first(slots_end), input.subspan(order_end), other_values,
-                             input.subspan(slots_end, order_end - slots_end), verbose, g_result);
+    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
+      trainmem::estimate_slots(slots, lists, other_values, order, verbose, g_result);
+    });
+    return g_result.numbers.size();
+  });
+}
+
+// The same input: which fields mean something for it (slots.hpp fields_in_effect_slots), one 0/1
+// per field in resultNumbers.
+size_t fields_in_effect_slots(size_t n_slots, size_t n_order, const emscripten::val& others) {
+  return guarded([&] {
+    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
+      trainmem::fields_in_effect_slots(slots, lists, other_values, order, g_result);
+    });
     return g_result.numbers.size();
   });
 }
@@ -253,6 +273,7 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("version", &version);
   emscripten::function("slotInput", &slot_input);
   emscripten::function("estimateSlots", &estimate_slots);
+  emscripten::function("fieldsInEffectSlots", &fields_in_effect_slots);
   emscripten::function("resultNumbers", &result_numbers);
   emscripten::function("resultText", &result_text);
   emscripten::function("slotTables", &slot_tables);

@@ -124,3 +124,66 @@ TEST_CASE("a long string in a message is cut at a character boundary", "[fields]
   REQUIRE(problem);
   CHECK(problem->message == "seq_length: must be an integer, got the string \"" + std::string(39, 'a') + "…\"");
 }
+
+namespace {
+
+// The names fields_in_effect flags for a config given as JSON (resolved whatever its problems).
+std::set<std::string> in_effect(const std::string& json) {
+  const ParsedConfig parsed = parse_config_json(json);
+  const std::vector<bool> flags = fields_in_effect(parsed.input);
+  const std::span<const FieldSpec> specs = field_specs();
+  REQUIRE(flags.size() == specs.size());
+  std::set<std::string> out;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (flags[i]) out.insert(std::string(specs[i].name));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("which fields mean something is the field rows' answer, for partial and broken configs too",
+          "[fields][in_effect]") {
+  // Megatron (the default framework) on a dense model without a pipeline: no MoE, pipeline,
+  // DeepSpeed, FSDP or torch-only field means anything; the distributed optimizer does.
+  const std::string dense = R"({"num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 1)";
+  const std::set<std::string> megatron = in_effect(dense + "}");
+  for (const char* name : {"num_layers", "use_distributed_optimizer", "framework", "gpu_memory_bytes"})
+    CHECK(megatron.count(name) == 1);
+  for (const char* name : {"expert_model_parallel_size", "virtual_pipeline_model_parallel_size", "zero_stage",
+                           "reduce_bucket_size", "gradient_as_bucket_view", "torch_compile", "paged_optimizer",
+                           "lora_rank", "momentum", "fp8_param_gather", "fsdp_embedding_units"})
+    CHECK(megatron.count(name) == 0);
+  // DeepSpeed: its knobs; the bucket size only with contiguous gradients (DeepSpeed ignores it otherwise).
+  const std::set<std::string> ds = in_effect(dense + R"(, "framework": "deepspeed", "zero_stage": 3})");
+  for (const char* name : {"zero_stage", "zero_init", "contiguous_gradients", "reduce_bucket_size", "overlap_comm",
+                           "paged_optimizer", "torch_compile"})
+    CHECK(ds.count(name) == 1);
+  CHECK(ds.count("use_distributed_optimizer") == 0);
+  CHECK(in_effect(dense + R"(, "framework": "deepspeed", "contiguous_gradients": false})").count("reduce_bucket_size") == 0);
+  // FSDP2 resolves its model code to torchtitan: torch.compile means something, Liger and torchtune's
+  // chunked loss do not; full sharding gives the embedding units a meaning.
+  const std::set<std::string> fsdp = in_effect(dense + R"(, "framework": "fsdp2", "data_parallel_size": 2})");
+  CHECK(fsdp.count("torch_compile") == 1);
+  CHECK(fsdp.count("fused_linear_cross_entropy") == 0);
+  CHECK(fsdp.count("cross_entropy_chunks") == 0);
+  CHECK(fsdp.count("fsdp_embedding_units") == 1);
+  CHECK(in_effect(dense + R"(, "framework": "fsdp2", "zero_stage": 2})").count("fsdp_embedding_units") == 0);
+  // MoE, a pipeline, MLA, LoRA, SGD, FP8 each bring their fields.
+  const std::set<std::string> moe = in_effect(dense + R"(, "num_moe_experts": 8, "pipeline_model_parallel_size": 2,
+      "optimizer": "sgd", "fp8_recipe": "delayed"})");
+  for (const char* name : {"expert_model_parallel_size", "moe_router_topk", "expert_params_dtype", "pipeline_schedule",
+                           "pipeline_stage_layers", "virtual_pipeline_model_parallel_size", "momentum", "fp8_param_gather"})
+    CHECK(moe.count(name) == 1);
+  const std::set<std::string> qlora = in_effect(dense + R"(, "framework": "ddp", "peft": "qlora"})");
+  for (const char* name : {"lora_rank", "lora_target_modules", "nf4_double_quant", "quantize_lm_head", "gradient_as_bucket_view"})
+    CHECK(qlora.count(name) == 1);
+  // The reference profiles read no trainmem-only field.
+  const std::set<std::string> bridge = in_effect(dense + R"(, "profile": "megatron-bridge"})");
+  CHECK(bridge.count("framework") == 0);
+  CHECK(bridge.count("use_distributed_optimizer") == 1);
+  // A broken or partial config still has an answer: the MoE fields of an MoE model without a shape.
+  const std::set<std::string> partial = in_effect(R"({"num_moe_experts": 4, "tensor_model_parallel_size": 3})");
+  CHECK(partial.count("expert_model_parallel_size") == 1);
+  CHECK(partial.count("num_layers") == 1);
+}

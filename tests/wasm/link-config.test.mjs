@@ -133,9 +133,9 @@ test('what applies follows the change at once: FSDP2 makes the model code torcht
   const start = editableState(restoreLink('', engine));
   const megatron = estimateView(engine, { ...start, fields: { ...start.fields, recompute_granularity: 'full' } });
   assert.ok(megatron.result.ok && !megatron.names.includes('torch_compile'));
-  // The page passes the last result's config (megatron-core) as what unset fields resolve to.
+  // The core answers for the fields as they are now: fsdp2 resolves the model code to torchtitan.
   const fields = { ...start.fields, recompute_granularity: 'full', framework: 'fsdp2', torch_compile: true };
-  const fsdp = estimateView(engine, { ...start, fields }, { resolved: megatron.result.config });
+  const fsdp = estimateView(engine, { ...start, fields });
   assert.equal(fsdp.result.config.model_implementation, 'torchtitan');
   assert.ok(fsdp.names.includes('torch_compile') && !fsdp.names.includes('cross_entropy_chunks'), fsdp.names.join());
   assert.equal(fsdp.config.torch_compile, true, 'the set torch_compile reaches the core');

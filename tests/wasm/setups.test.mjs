@@ -39,7 +39,7 @@ test('a link "#su=<id>" is the setup: its fields, its model and its GPU, in ever
     const { gpu_memory_bytes: capacity, ...config } = link.config;
     assert.equal(capacity, capacityOf(s.gpu));
     // What applies of the setup's fields reaches the core, nothing else.
-    assert.deepEqual(config, coreConfig(specs, s.config, null).config, s.id);
+    assert.deepEqual(config, coreConfig(engine, s.config, null).config, s.id);
     // The page's editable state keeps the setup by id; the embed and element read the same link.
     assert.equal(editableState(link).setup, s.id);
     assert.equal(configFromLink(`su=${s.id}`, engine).setup.id, s.id);

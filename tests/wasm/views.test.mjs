@@ -4,7 +4,7 @@
 // element's attributes) to the bytes and the figure its headline shows (data-bytes, data-figure):
 //   page     applyLink: editableState(restoreLink(splitViewOptions(location.hash).state)), the
 //            last result cleared;
-//            recompute: estimateView(state, {resolved: none, verbose})
+//            recompute: estimateView(state, {verbose})
 //   embed    restoreLink(splitViewOptions(location.hash).state), estimateView(link, {verbose})
 //   element  restoreLink(linkOfAttributes(attributes)), estimateView(link)
 // and the page again as opened by the embed's and the element's "Open in trainmem" links.

@@ -63,15 +63,36 @@ export class Engine {
    * @param {{ verbose?: boolean }} [options] verbose adds "trace" (every quantity and its formula)
    */
   estimate(config, { verbose = false } = {}) {
+    const others = this.writeInput(config);
+    this.module.estimateSlots(this.inputLengths.slots, this.inputLengths.order, others, verbose);
+    // The text first: returning it may grow the module's memory, which detaches earlier views.
+    const text = this.module.resultText();
+    return this.codec.decode(this.module.resultNumbers(), text, verbose);
+  }
+
+  /**
+   * The fields that mean something for `config` once the core resolves it, whatever its problems
+   * (core fields_in_effect): a Set of names. The page shows and sends only these.
+   * @param {Record<string, unknown>} config
+   */
+  fieldsInEffect(config) {
+    const others = this.writeInput(config);
+    this.module.fieldsInEffectSlots(this.inputLengths.slots, this.inputLengths.order, others);
+    const flags = this.module.resultNumbers();
+    const names = new Set();
+    this.fieldSpecs.forEach((spec, i) => { if (flags[i]) names.add(spec.name); });
+    return names;
+  }
+
+  /** Writes a config into the module's input slots; returns the values no slot carries. */
+  writeInput(config) {
     const { slots, order, lists, others } = this.codec.encode(config);
     const input = this.module.slotInput(slots.length + order.length + lists.length);
     input.set(slots);
     input.set(order, slots.length);
     input.set(lists, slots.length + order.length);
-    this.module.estimateSlots(slots.length, order.length, others, verbose);
-    // The text first: returning it may grow the module's memory, which detaches earlier views.
-    const text = this.module.resultText();
-    return this.codec.decode(this.module.resultNumbers(), text, verbose);
+    this.inputLengths = { slots: slots.length, order: order.length };
+    return others;
   }
 
   /** The same result as the JSON document the CLI writes (the tools module: await loadTools()). */

@@ -337,7 +337,7 @@ export class Form {
     }
   }
 
-  /** Shows the fields that apply (layout.js's applicableFields), hides the others. */
+  /** Shows the fields in effect (the core's, in page order: link-config.js coreConfig), hides the others. */
   showApplicable(names) {
     const applicable = new Set(names);
     for (const [name, f] of this.fields) f.wrap.hidden = !applicable.has(name);

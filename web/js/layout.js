@@ -1,73 +1,7 @@
-// How the form is laid out: sections, labels and when a field applies. Types, ranges, units,
-// defaults and help text come from the core's field specs (engine.fieldSpecs); nothing here
-// duplicates them. A field the core adds later and this table does not list still appears, in
-// its group's "More" list.
-
-const isMoe = (v) => Number(v.num_moe_experts) > 0;
-const isPipelined = (v) => Number(v.pipeline_model_parallel_size) > 1;
-const isMla = (v) => v.multi_latent_attention === true;
-const isFramework = (...names) => (v) => names.includes(v.framework);
-const isGranularity = (name) => (v) => v.recompute_granularity === name;
-
-/**
- * When a field applies; fields not listed always do. `v` holds the values in effect. Fields the
- * core marks trainmem_only apply only to the trainmem profile (form.js checks that).
- */
-const APPLIES = {
-  moe_layer_freq: isMoe,
-  moe_ffn_hidden_size: isMoe,
-  moe_router_topk: isMoe,
-  moe_shared_expert_intermediate_size: isMoe,
-  moe_latent_size: isMoe,
-  moe_shared_expert_gate: isMoe,
-  expert_model_parallel_size: isMoe,
-  expert_tensor_parallel_size: isMoe,
-  q_lora_rank: isMla,
-  kv_lora_rank: isMla,
-  qk_head_dim: isMla,
-  qk_pos_emb_head_dim: isMla,
-  v_head_dim: isMla,
-  virtual_pipeline_model_parallel_size: isPipelined,
-  num_layers_in_first_pipeline_stage: isPipelined,
-  num_layers_in_last_pipeline_stage: isPipelined,
-  pipeline_stage_layers: isPipelined,
-  moe_expert_capacity_factor: isMoe,
-  pipeline_schedule: isPipelined,
-  pipeline_outputs: (v) => isPipelined(v) && isFramework('ddp', 'fsdp2')(v),
-  zero_stage: isFramework('deepspeed', 'fsdp2'),
-  data_parallel_shard_size: isFramework('fsdp2'),
-  zero_init: isFramework('deepspeed'),
-  reduce_bucket_size: (v) => isFramework('deepspeed')(v) && v.contiguous_gradients !== false,
-  contiguous_gradients: isFramework('deepspeed'),
-  overlap_comm: isFramework('deepspeed'),
-  additional_buffer_factor: isFramework('deepspeed'),
-  gradient_as_bucket_view: isFramework('ddp'),
-  use_distributed_optimizer: (v) => v.profile !== 'trainmem' || v.framework === 'megatron',
-  expert_params_dtype: isMoe,
-  momentum: (v) => v.optimizer === 'sgd',
-  optimizer_implementation: (v) => isFramework('ddp', 'fsdp2')(v) && ['adam', 'adamw'].includes(v.optimizer),
-  fp8_param_gather: (v) => v.fp8_recipe !== undefined && v.fp8_recipe !== null && v.fp8_recipe !== 'none',
-  recompute_method: isGranularity('full'),
-  recompute_num_layers: isGranularity('full'),
-  recompute_modules: isGranularity('selective'),
-  op_sac_saves_cudnn_attention: isGranularity('selective_op'),
-  lora_rank: (v) => v.peft === 'lora' || v.peft === 'qlora',
-  lora_target_modules: (v) => v.peft === 'lora' || v.peft === 'qlora',
-  lora_dropout: (v) => v.peft === 'lora' || v.peft === 'qlora',
-  // Hugging Face PEFT's modules_to_save (the core names any other model_implementation).
-  lora_modules_to_save: (v) => (v.peft === 'lora' || v.peft === 'qlora') && v.framework !== 'megatron' &&
-    [undefined, null, 'hf-transformers'].includes(v.model_implementation),
-  optimizer_in_backward: isFramework('ddp', 'fsdp2'),
-  paged_optimizer: (v) => v.framework !== 'megatron' && ['adam', 'adamw', 'adam8bit', 'lion'].includes(v.optimizer),
-  // torchtune's CEWithChunkedOutputLoss (or Megatron Core's layer under a PyTorch framework).
-  cross_entropy_chunks: (v) => v.framework !== 'megatron' && ['torchtune', 'megatron-core'].includes(v.model_implementation),
-  // torch.compile runs the PyTorch implementations' modules (core: resolve.cpp torch_compile).
-  torch_compile: (v) => v.framework !== 'megatron' && v.model_implementation !== 'megatron-core',
-  // Liger patches Hugging Face transformers' models (core: resolve.cpp fused_linear_cross_entropy):
-  // shown unless another implementation is chosen; with fsdp2's default (torchtitan) the core names it.
-  fused_linear_cross_entropy: (v) => v.framework !== 'megatron' && [undefined, null, 'hf-transformers'].includes(v.model_implementation),
-  fsdp_embedding_units: (v) => v.framework === 'fsdp2' && (v.zero_stage === undefined || v.zero_stage === null || v.zero_stage === 3),
-};
+// How the form is laid out: sections and labels. Types, ranges, units, defaults and help text
+// come from the core's field specs (engine.fieldSpecs), and which fields mean something for a
+// config from the core's field rows (engine.fieldsInEffect); nothing here duplicates them. A field
+// the core adds later and this table does not list still appears, in its group's "More" list.
 
 /**
  * Page sections in order. `fields` are shown; `more` go under a collapsed "More" disclosure.
@@ -138,7 +72,7 @@ const SECTIONS = [
     groups: ['finetuning'],
     fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
       'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy'],
-    more: ['lora_modules_to_save', 'lora_dropout'],
+    more: ['lora_modules_to_save', 'lora_dropout', 'nf4_double_quant', 'quantize_lm_head', 'kbit_upcast', 'bnb_keeps_matmul_input'],
   },
   {
     id: 'runtime',
@@ -199,6 +133,10 @@ export const LABELS = {
   lora_target_modules: 'LoRA target modules',
   lora_dropout: 'LoRA dropout',
   lora_modules_to_save: 'Modules trained whole (PEFT modules_to_save)',
+  nf4_double_quant: 'Double quantisation (bnb_4bit_use_double_quant)',
+  quantize_lm_head: 'Output layer in 4 bits too (lm_head quantised)',
+  kbit_upcast: 'Unquantised weights after prepare_model_for_kbit_training',
+  bnb_keeps_matmul_input: 'bitsandbytes before 0.43.2 (keeps each 4-bit linear\'s input)',
   optimizer_in_backward: 'Optimizer step in backward',
   activation_offload: 'Offload activations to CPU',
   paged_optimizer: 'Paged optimizer (bitsandbytes)',
@@ -297,41 +235,19 @@ export function sectionFields(specs) {
 }
 
 const pageOrders = new WeakMap();
-const choiceDefaults = new WeakMap();
-// Both are asked on every keystroke and for every link read: built once per specs.
-/** Every field the form shows, in page order. */
+/** Every field the form shows, in page order (built once per specs: asked on every keystroke). */
 function pageOrder(specs) {
   if (!pageOrders.has(specs)) pageOrders.set(specs, sectionFields(specs).flatMap((s) => [...s.fields, ...s.more]));
   return pageOrders.get(specs);
 }
 
 /**
- * What each unset choice is: the core's default, which its field spec names (the profile, the
- * framework, the optimizer, ...), so the APPLIES rules need no defaults of their own.
- */
-function choiceDefaultsOf(specs) {
-  if (!choiceDefaults.has(specs)) {
-    const defaults = {};
-    for (const [name, spec] of specs) {
-      if (spec.type === 'choice' && spec.choices?.includes(spec.default)) defaults[name] = spec.default;
-    }
-    choiceDefaults.set(specs, defaults);
-  }
-  return choiceDefaults.get(specs);
-}
-
-/**
- * The fields that apply to the values in effect, in page order: what the form shows and what a
- * view sends to the core.
+ * The fields in effect, in page order: what the form shows and what a view sends to the core.
+ * Which fields mean something is the core's answer (engine.fieldsInEffect, core fields_in_effect:
+ * each field row's condition), not a rule of the page's.
  * @param {Map<string, object>} specs the core's field specs by name
- * @param {Record<string, unknown>} given the values in effect (unset fields absent)
+ * @param {Set<string>} inEffect the names the core says mean something
  */
-export function applicableFields(specs, given) {
-  const defaults = choiceDefaultsOf(specs);
-  const values = { ...defaults, ...given };
-  for (const name of Object.keys(defaults)) values[name] ??= defaults[name];
-  return pageOrder(specs).filter((name) => {
-    const spec = specs.get(name);
-    return (!spec.trainmem_only || values.profile === 'trainmem') && (APPLIES[name] ? APPLIES[name](values) : true);
-  });
+export function fieldsInPageOrder(specs, inEffect) {
+  return pageOrder(specs).filter((name) => inEffect.has(name));
 }

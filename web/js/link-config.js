@@ -14,7 +14,7 @@
 import { FIELD_KEYS, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
-import { MODEL_GROUPS, applicableFields } from './layout.js';
+import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
 
 export const THEMES = ['light', 'dark', 'auto'];
 export const CUSTOM_GPU = 'custom';
@@ -94,12 +94,15 @@ export function withCapacity(_specs, config, capacity) {
 }
 
 /**
- * The fields that apply to the model (page order), and the config the core gets: those of them
- * that are set, and the capacity. `resolved`, a result's config, says what unset fields resolve
- * to where that decides whether a field applies.
+ * The fields in effect (page order) and the config the core gets: those of them that are set, and
+ * the capacity. Which fields mean something is the core's answer for these very fields (a change
+ * of framework shows its fields at once), so a field set earlier that no longer applies is kept
+ * in `fields` (the form remembers it) but not sent.
+ * @param {import('./engine.js').Engine} engine
  */
-export function coreConfig(specs, fields, capacity, resolved = null) {
-  const names = applicableFields(specs, resolved ? { ...resolved, ...fields } : fields);
+export function coreConfig(engine, fields, capacity) {
+  const specs = fieldSpecs(engine);
+  const names = fieldsInPageOrder(specs, engine.fieldsInEffect(withCapacity(specs, fields, capacity)));
   const config = {};
   for (const name of names) {
     if (fields[name] !== undefined) config[name] = fields[name];
@@ -109,28 +112,16 @@ export function coreConfig(specs, fields, capacity, resolved = null) {
 
 /**
  * The one path from a view's state to what it shows, which the page (on every input), the embed
- * view and the element all take: the config the core gets, the core's result and the headline
- * figure. `resolved` is the page's last result's config (null for a state read from a link).
+ * view and the element all take: the fields in effect, the config the core gets, the core's
+ * result and the headline figure.
  * @param {import('./engine.js').Engine} engine
  * @param {{fields: Record<string, unknown>, gpu: string, capacityText: string, unit: string, figure: string}} state
- * @param {{resolved?: object|null, verbose?: boolean}} [options]
+ * @param {{verbose?: boolean}} [options]
  */
-export function estimateView(engine, { fields, gpu, capacityText, unit, figure }, { resolved = null, verbose = false } = {}) {
+export function estimateView(engine, { fields, gpu, capacityText, unit, figure }, { verbose = false } = {}) {
   const capacity = gpuCapacity(engine, gpu, capacityText, unit);
-  const specs = fieldSpecs(engine);
-  let { names, config } = coreConfig(specs, fields, capacity, resolved);
-  let result = engine.estimate(config, { verbose });
-  // What applies can follow from what this very change resolves (framework fsdp2 makes the model
-  // code torchtitan, under which torch_compile applies): once more with this result's config when
-  // it makes other fields apply, so the form does not show the last state's fields until the next edit.
-  if (resolved && result.ok) {
-    const again = coreConfig(specs, fields, capacity, result.config);
-    if (again.names.join() !== names.join()) {
-      const sameConfig = Object.keys(again.config).join() === Object.keys(config).join();
-      ({ names, config } = again);
-      if (!sameConfig) result = engine.estimate(config, { verbose });
-    }
-  }
+  const { names, config } = coreConfig(engine, fields, capacity);
+  const result = engine.estimate(config, { verbose });
   return { capacity, names, config, result, headline: headlineOf(result, figure) };
 }
 
@@ -220,7 +211,7 @@ export function configFromLink(fragment, engine) {
 export function restoreLink(fragment, engine) {
   const { state, link, fallback } = readLink(fragment, engine);
   const specs = fieldSpecs(engine);
-  if (!link) return { ...state, ...coreConfig(specs, state.fields, state.capacity) }; // START is valid as it is
+  if (!link) return { ...state, ...coreConfig(engine, state.fields, state.capacity) }; // START is valid as it is
   const rejected = [...state.rejected];
   const pin = link.pin ? pinnedFromLink(engine, specs, link.pin, rejected) : null;
   const fields = { ...state.fields };
@@ -228,7 +219,7 @@ export function restoreLink(fragment, engine) {
   dropWhatDoesNotApply({ engine, specs, link, fields, capacity: state.capacity, rejected });
   const notes = [...state.notes];
   if (kept.length) notes.push(`Defaults changed since this link was made; the link's values were kept for: ${kept.join(', ')}.`);
-  return { ...state, ...coreConfig(specs, fields, state.capacity), fields, pin, rejected, notes };
+  return { ...state, ...coreConfig(engine, fields, state.capacity), fields, pin, rejected, notes };
 }
 
 /** configFromLink's state, with the decoded link and the fallbacks for restoreLink (link: null for START). */
@@ -319,7 +310,7 @@ function keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacit
   const pinned = [];
   let pinningDone = false;
   for (let round = 0; round < fromLink.size + 2; round += 1) {
-    const result = engine.estimate(coreConfig(specs, fields, capacity).config);
+    const result = engine.estimate(coreConfig(engine, fields, capacity).config);
     if (!result.ok) {
       const culprit = mostInvolved(result.issues, fromLink);
       if (!culprit) break;
@@ -350,7 +341,7 @@ function keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacit
  * and `rejected`.
  */
 function dropWhatDoesNotApply({ engine, specs, link, fields, capacity, rejected }) {
-  const { names, config } = coreConfig(specs, fields, capacity);
+  const { names, config } = coreConfig(engine, fields, capacity);
   const dropped = new Set(rejected.map((r) => r.key));
   const outside = Object.keys(link.fields).filter((name) => !names.includes(name) && !dropped.has(name) && name in fields);
   if (!outside.length) return;

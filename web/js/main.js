@@ -78,7 +78,7 @@ function modelLabel() {
 
 /** The fields that apply to the model in view (the form shows only those), and the config sent to the core. */
 function configFor(fields) {
-  const applicable = coreConfig(form.specs, fields, capacityBytes(), lastOk?.result.config);
+  const applicable = coreConfig(engine, fields, capacityBytes());
   form.showApplicable(applicable.names);
   return applicable;
 }
@@ -88,7 +88,7 @@ function configFor(fields) {
 function recompute() {
   const t0 = performance.now();
   // The path the embed view and the element take too (link-config.js), from the page's state.
-  const { names, config, result } = estimateView(engine, state, { resolved: lastOk?.result.config });
+  const { names, config, result } = estimateView(engine, state);
   if (result.ok) lastOk = { result, names, config };
   lastStale = !result.ok;
   // The headline answers the keystroke; the rest of the page follows in the next frame, once
@@ -281,7 +281,7 @@ function linkState() {
   // The fields that apply to the fields on screen (after a bad edit, fields set since the last
   // valid result may not be among its names); one the form hides is no part of the figure, and a
   // link carrying it would name it as not used.
-  const { names } = coreConfig(form.specs, state.fields, null, lastOk.result.config);
+  const { names } = coreConfig(engine, state.fields, null);
   return {
     fields: state.fields, names, resolved: lastOk.result.config, preset: presetById(engine, state.preset), setup: state.setup,
     gpu: state.gpu, capacity: state.gpu === CUSTOM_GPU ? state.capacityText.replace(/\s+/g, '') : '', unit: state.unit,

@@ -124,6 +124,11 @@ export const FIELD_KEYS = Object.freeze({
   moe_routing_imbalance: 'mri',
   fsdp_embedding_units: 'feu',
   op_sac_saves_cudnn_attention: 'sacc',
+  // bitsandbytes QLoRA (issue 29)
+  nf4_double_quant: 'dq',
+  quantize_lm_head: 'qlmh',
+  kbit_upcast: 'kbu',
+  bnb_keeps_matmul_input: 'bkmi',
 });
 
 // Page state that is not a core field.

@@ -398,6 +398,15 @@ Resolved resolve(const ConfigInput& input);
 // field rejected while reading is not reported again (as missing, say).
 Resolved resolve_read(const ConfigInput& input, std::vector<Issue> read_issues);
 
+// Which fields mean something for a config, one flag per field in field_specs() order: the
+// profile reads the field (trainmem_only ones only the trainmem profile), and its row's condition
+// holds: where it applies (set elsewhere, resolve() rejects it), or, for a field accepted anywhere,
+// where it has an effect (set elsewhere it changes nothing). Views show and send only these: the
+// page asks the core instead of keeping rules of its own. The input form resolves `input` first,
+// whatever its problems (resolve() goes on past them), so a partial or broken input has an answer.
+std::vector<bool> fields_in_effect(const Config& config);
+std::vector<bool> fields_in_effect(const ConfigInput& input);
+
 // The resolved configuration written back as input, every field set except those that are
 // Megatron's None (no VPP, even split, ...). resolve(to_input(c)).config == c.
 ConfigInput to_input(const Config& config);

@@ -341,6 +341,7 @@ struct Estimate {
   double paged_optimizer_bytes = 0; // paged_optimizer: states in unified memory, all of them
   double paged_gpu_bytes = 0;       // of them resident on the GPU (in device_bytes)
   double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
+                                    // (full_estimate only: it takes a second estimate)
   // framework deepspeed, ZeRO-2/3: what DeepSpeed's own estimator prints for this model and
   // cluster (deepspeed.hpp), for comparison; 0 otherwise.
   double deepspeed_gpu_bytes = 0, deepspeed_cpu_bytes = 0;

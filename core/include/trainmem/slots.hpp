@@ -100,6 +100,12 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
                     std::span<const OtherValue> others, std::span<const double> order, bool verbose,
                     SlotResult& out);
 
+// Which fields mean something for the config in the slots (config.hpp fields_in_effect, whatever
+// its problems): one number per field in field_specs() order, 1 or 0, in `out.numbers`.
+void fields_in_effect_slots(std::span<const double> slots, std::span<const double> lists,
+                            std::span<const OtherValue> others, std::span<const double> order,
+                            SlotResult& out);
+
 // A resolved config and its full estimate as result slots, with the trace when given. Throws
 // std::logic_error for a value the core itself made that the layout cannot carry (a choice that is
 // not among its field's choices, an index a table lacks): never a wrong number.

@@ -99,6 +99,9 @@ struct Field {
   // and resolve() rejects it set otherwise with `applies_rule` (when there is one).
   bool (*applies)(const Config&) = nullptr;
   std::string_view applies_rule = {};
+  // For a field the core accepts anywhere: when it has an effect (a view shows it only then; set
+  // elsewhere it is no error, it changes nothing). See fields_in_effect.
+  bool (*in_effect)(const Config&) = nullptr;
 };
 
 constexpr std::span<const std::string_view> no_choices{};
@@ -163,6 +166,12 @@ Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rul
   return f;
 }
 
+// Marks when a field the core accepts anywhere has an effect (see Field::in_effect).
+Field in_effect_when(Field f, bool (*in_effect)(const Config&)) {
+  f.in_effect = in_effect;
+  return f;
+}
+
 // The conditions under which fields apply.
 bool moe_model(const Config& c) { return c.is_moe(); }
 bool latent_attention(const Config& c) { return c.multi_latent_attention; }
@@ -182,6 +191,35 @@ bool per_op_recompute(const Config& c) {
 bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
 bool peft_on(const Config& c) { return c.peft_on(); }
 bool qlora_on(const Config& c) { return c.peft == Peft::qlora; }
+// When fields the core accepts anywhere have an effect (the page showed them by rules of its
+// own, web/js/layout.js APPLIES, until these rows carried them).
+bool pipelined(const Config& c) { return c.pipeline_model_parallel_size > 1; }
+bool deepspeed(const Config& c) { return c.framework == Framework::deepspeed; }
+bool deepspeed_contiguous(const Config& c) { return deepspeed(c) && c.contiguous_gradients; }
+bool ddp(const Config& c) { return c.framework == Framework::ddp; }
+// Megatron's distributed optimizer: what the reference profiles read, and the trainmem profile
+// under Megatron (the PyTorch frameworks shard by their own rules).
+bool megatron_optimizer(const Config& c) {
+  return c.profile != Profile::trainmem || c.framework == Framework::megatron;
+}
+bool fp8_on(const Config& c) { return c.fp8_recipe != Fp8Recipe::none; }
+bool ddp_or_fsdp2(const Config& c) { return ddp(c) || c.framework == Framework::fsdp2; }
+bool pytorch_framework(const Config& c) { return c.framework != Framework::megatron; }
+bool pageable_optimizer(const Config& c) {
+  return pytorch_framework(c) && (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw ||
+                                  c.optimizer == Optimizer::adam8bit || c.optimizer == Optimizer::lion);
+}
+bool chunkable_loss(const Config& c) {
+  return pytorch_framework(c) && (c.model_implementation == ModelImplementation::torchtune ||
+                                  c.model_implementation == ModelImplementation::megatron_core);
+}
+bool compilable(const Config& c) {
+  return pytorch_framework(c) && c.model_implementation != ModelImplementation::megatron_core;
+}
+bool liger_patchable(const Config& c) {
+  return pytorch_framework(c) && c.model_implementation == ModelImplementation::hf_transformers;
+}
+bool fsdp2_full_shard(const Config& c) { return c.framework == Framework::fsdp2 && c.zero_stage == 3; }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
 ConfigLink moe_layer_freq_link() {
@@ -332,10 +370,10 @@ const std::vector<Field>& fields() {
       int_field<&C::num_microbatches, &Config::num_microbatches>(
           "num_microbatches", G::training, 1, k_max_count, "microbatches", none_means(""),
           "Microbatches per step per pipeline (limits the in-flight ones when PP > 1)."),
-      bool_field<&C::use_distributed_optimizer, &Config::use_distributed_optimizer>(
+      in_effect_when(bool_field<&C::use_distributed_optimizer, &Config::use_distributed_optimizer>(
           "use_distributed_optimizer", G::training, from_config(),
           "Megatron's distributed optimizer (ZeRO-1): master weights and Adam states "
-          "sharded over data-parallel ranks."),
+          "sharded over data-parallel ranks."), megatron_optimizer),
       bool_field<&C::sequence_parallel, &Config::sequence_parallel>(
           "sequence_parallel", G::training, from_config(),
           "Megatron sequence parallelism (only with TP > 1)."),
@@ -375,9 +413,9 @@ const std::vector<Field>& fields() {
       trainmem_only(choice_field<&C::params_dtype, &Config::params_dtype>(
           "params_dtype", G::training, derived("bf16 (ddp: fp32; peft qlora: nf4)"),
           "Storage type of the model weights (nf4: the frozen base linears of peft qlora).")),
-      trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
+      in_effect_when(trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
           "expert_params_dtype", G::training, derived("params_dtype"),
-          "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")),
+          "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")), moe_model),
       trainmem_only(choice_field<&C::compute_dtype, &Config::compute_dtype>(
           "compute_dtype", G::training, derived("params_dtype (ddp or nf4 weights: bf16)"),
           "Type the matmuls run in; below params_dtype it "
@@ -400,9 +438,9 @@ const std::vector<Field>& fields() {
       trainmem_only(choice_field<&C::fp8_recipe, &Config::fp8_recipe>(
           "fp8_recipe", G::training, from_config(),
           "FP8 training recipe (Transformer Engine): extra FP8 weight copies and transposes.")),
-      trainmem_only(bool_field<&C::fp8_param_gather, &Config::fp8_param_gather>(
+      in_effect_when(trainmem_only(bool_field<&C::fp8_param_gather, &Config::fp8_param_gather>(
           "fp8_param_gather", G::training, from_config(),
-          "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")),
+          "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")), fp8_on),
       trainmem_only(choice_field<&C::optimizer, &Config::optimizer>(
           "optimizer", G::training, from_config(),
           "Optimizer; its states per parameter come from the optimizer table.")),
@@ -423,34 +461,34 @@ const std::vector<Field>& fields() {
       trainmem_only(bool_field<&C::offload_params, &Config::offload_params>(
           "offload_params", G::training, from_config(),
           "Keep sharded weights in CPU memory (ZeRO-3 offload_param, FSDP2 CPUOffloadPolicy).")),
-      trainmem_only(bool_field<&C::fsdp_embedding_units, &Config::fsdp_embedding_units>(
+      in_effect_when(trainmem_only(bool_field<&C::fsdp_embedding_units, &Config::fsdp_embedding_units>(
           "fsdp_embedding_units", G::training, from_config(),
           "fsdp2: the embedding and the output layer are FSDP units of their own, gathered for "
           "their forward and backward and resharded after each (torchtune custom_sharded_layers "
           "['tok_embeddings', 'output']), instead of staying unsharded in the root unit from the "
-          "forward to the end of backward.")),
-      trainmem_only(bool_field<&C::zero_init, &Config::zero_init>(
+          "forward to the end of backward.")), fsdp2_full_shard),
+      in_effect_when(trainmem_only(bool_field<&C::zero_init, &Config::zero_init>(
           "zero_init", G::training, from_config(),
-          "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.")),
-      trainmem_only(number_field<&C::reduce_bucket_size, &Config::reduce_bucket_size>(
+          "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.")), deepspeed),
+      in_effect_when(trainmem_only(number_field<&C::reduce_bucket_size, &Config::reduce_bucket_size>(
           "reduce_bucket_size", G::training, 0, 1e13, "elements", from_config(),
           "deepspeed: zero_optimization.reduce_bucket_size (default 5e8). With contiguous_gradients "
           "ZeRO-3 keeps a bucket of this many elements in the gradients' type for the whole run "
           "(stage3.py __ipg_bucket_flat_buffer); ZeRO-1/2 allocate one, two with overlap_comm, "
-          "for each backward pass (stage_1_and_2.py ipg_buffer).")),
-      trainmem_only(bool_field<&C::contiguous_gradients, &Config::contiguous_gradients>(
+          "for each backward pass (stage_1_and_2.py ipg_buffer).")), deepspeed_contiguous),
+      in_effect_when(trainmem_only(bool_field<&C::contiguous_gradients, &Config::contiguous_gradients>(
           "contiguous_gradients", G::training, from_config(),
           "deepspeed: zero_optimization.contiguous_gradients (default true): gradients are copied "
-          "into the reduce bucket (reduce_bucket_size); false keeps no bucket.")),
-      trainmem_only(bool_field<&C::overlap_comm, &Config::overlap_comm>(
+          "into the reduce bucket (reduce_bucket_size); false keeps no bucket.")), deepspeed),
+      in_effect_when(trainmem_only(bool_field<&C::overlap_comm, &Config::overlap_comm>(
           "overlap_comm", G::training, derived("true at zero_stage 3, else false (DeepSpeed's default)"),
-          "deepspeed: zero_optimization.overlap_comm: ZeRO-1/2 double the backward's reduce bucket.")),
-      trainmem_only(number_field<&C::additional_buffer_factor, &Config::additional_buffer_factor>(
+          "deepspeed: zero_optimization.overlap_comm: ZeRO-1/2 double the backward's reduce bucket.")), deepspeed),
+      in_effect_when(trainmem_only(number_field<&C::additional_buffer_factor, &Config::additional_buffer_factor>(
           "additional_buffer_factor", G::training, 1, 100, "", from_config(),
-          "deepspeed: CPU buffer factor of DeepSpeed's estimator.")),
-      trainmem_only(bool_field<&C::gradient_as_bucket_view, &Config::gradient_as_bucket_view>(
+          "deepspeed: CPU buffer factor of DeepSpeed's estimator.")), deepspeed),
+      in_effect_when(trainmem_only(bool_field<&C::gradient_as_bucket_view, &Config::gradient_as_bucket_view>(
           "gradient_as_bucket_view", G::training, from_config(),
-          "ddp: gradients are views into the all-reduce buckets (no second gradient copy).")),
+          "ddp: gradients are views into the all-reduce buckets (no second gradient copy).")), ddp),
       // Read by every profile: the verdict (fit_verdict) judges any profile's figure against it.
       number_field<&C::gpu_memory_bytes, &Config::gpu_memory_bytes>(
           "gpu_memory_bytes", G::training, 0, 1e15, "bytes", none_means(""),
@@ -507,9 +545,9 @@ const std::vector<Field>& fields() {
       trainmem_only(number_field<&C::hidden_dropout, &Config::hidden_dropout>(
           "hidden_dropout", G::training, 0, 1, "", from_config(),
           "Hidden dropout probability (a mask is saved when above 0).")),
-      trainmem_only(number_field<&C::moe_expert_capacity_factor, &Config::moe_expert_capacity_factor>(
+      in_effect_when(trainmem_only(number_field<&C::moe_expert_capacity_factor, &Config::moe_expert_capacity_factor>(
           "moe_expert_capacity_factor", G::moe, 0, 1e6, "", none_means("dropless"),
-          "Expert capacity factor: tokens per expert are padded to this multiple of the average.")),
+          "Expert capacity factor: tokens per expert are padded to this multiple of the average.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
           "recompute_method", G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "
@@ -523,10 +561,10 @@ const std::vector<Field>& fields() {
           "recompute_modules", G::training, from_config(),
           "With selective recompute: the submodules recomputed.")), selective_recompute,
           "applies to recompute_granularity \"selective\" only"),
-      trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
+      in_effect_when(trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
           "pipeline_schedule", G::parallelism, derived("interleaved with VPP, else 1f1b"),
           "Pipeline schedule: how many microbatches each "
-          "stage keeps in flight.")),
+          "stage keeps in flight.")), pipelined),
       applies_when(trainmem_only(choice_field<&C::pipeline_outputs, &Config::pipeline_outputs>(
           "pipeline_outputs", G::parallelism, from_config(),
           "Frameworks ddp and fsdp2 with PP (torch.distributed.pipelining): the last stage keeps "
@@ -546,31 +584,31 @@ const std::vector<Field>& fields() {
       int_field<&C::pipeline_model_parallel_size, &Config::pipeline_model_parallel_size>(
           "pipeline_model_parallel_size", G::parallelism, 1, k_max_parallel, "stages", from_config(),
           "Pipeline parallel size PP."),
-      int_field<&C::virtual_pipeline_model_parallel_size, &Config::virtual_pipeline_model_parallel_size>(
+      in_effect_when(int_field<&C::virtual_pipeline_model_parallel_size, &Config::virtual_pipeline_model_parallel_size>(
           "virtual_pipeline_model_parallel_size", G::parallelism, 1, k_max_layers, "chunks", none_means("no interleaving"),
-          "Virtual pipeline stages per rank (interleaved schedule)."),
-      int_field<&C::num_layers_in_first_pipeline_stage, &Config::num_layers_in_first_pipeline_stage>(
+          "Virtual pipeline stages per rank (interleaved schedule)."), pipelined),
+      in_effect_when(int_field<&C::num_layers_in_first_pipeline_stage, &Config::num_layers_in_first_pipeline_stage>(
           "num_layers_in_first_pipeline_stage", G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
-          "Layers on the first pipeline stage (uneven split)."),
-      int_field<&C::num_layers_in_last_pipeline_stage, &Config::num_layers_in_last_pipeline_stage>(
+          "Layers on the first pipeline stage (uneven split)."), pipelined),
+      in_effect_when(int_field<&C::num_layers_in_last_pipeline_stage, &Config::num_layers_in_last_pipeline_stage>(
           "num_layers_in_last_pipeline_stage", G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
-          "Layers on the last pipeline stage (uneven split)."),
-      trainmem_only(int_list_field<&C::pipeline_stage_layers, &Config::pipeline_stage_layers>(
+          "Layers on the last pipeline stage (uneven split)."), pipelined),
+      in_effect_when(trainmem_only(int_list_field<&C::pipeline_stage_layers, &Config::pipeline_stage_layers>(
           "pipeline_stage_layers", G::parallelism, 0, k_max_layers, "layers", none_means("the split the fields above give"),
           "Decoder layers in each virtual pipeline stage, for any split: one entry per stage, "
           "pipeline_model_parallel_size × virtual_pipeline_model_parallel_size of them, stage s "
           "on rank s mod PP as its chunk s / PP (the order of Megatron's "
           "--pipeline-model-parallel-layout and torchtitan's looped stages). An entry may be 0. "
-          "The embedding is on stage 0; MTP, the output layer and the loss on the last.")),
+          "The embedding is on stage 0; MTP, the output layer and the loss on the last.")), pipelined),
       int_field<&C::context_parallel_size, &Config::context_parallel_size>(
           "context_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
           "Context parallel size CP."),
-      int_field<&C::expert_model_parallel_size, &Config::expert_model_parallel_size>(
+      in_effect_when(int_field<&C::expert_model_parallel_size, &Config::expert_model_parallel_size>(
           "expert_model_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
-          "Expert parallel size EP."),
-      int_field<&C::expert_tensor_parallel_size, &Config::expert_tensor_parallel_size>(
+          "Expert parallel size EP."), moe_model),
+      in_effect_when(int_field<&C::expert_tensor_parallel_size, &Config::expert_tensor_parallel_size>(
           "expert_tensor_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", derived("tensor_model_parallel_size"),
-          "Tensor parallel size inside experts ETP."),
+          "Tensor parallel size inside experts ETP."), moe_model),
       int_field<&C::data_parallel_size, &Config::data_parallel_size>(
           "data_parallel_size", G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
           "Data parallel size DP."),
@@ -642,38 +680,38 @@ const std::vector<Field>& fields() {
           "biases fp32); \"none\": not called. fp32 norm weights make the residual stream, the "
           "checkpointed layer inputs and the MLP's intermediates fp32.")),
           qlora_on, "applies to peft \"qlora\" only"),
-      trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
+      in_effect_when(trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
           "optimizer_in_backward", G::finetuning, from_config(),
           "Step each parameter as soon as its gradient is accumulated and free the gradient "
           "(torchtune optimizer_in_bwd, register_post_accumulate_grad_hook): the gradients never "
-          "hold more than the largest parameter's.")),
+          "hold more than the largest parameter's.")), ddp_or_fsdp2),
       trainmem_only(bool_field<&C::activation_offload, &Config::activation_offload>(
           "activation_offload", G::finetuning, from_config(),
           "Move the layers' saved activations to CPU memory as the forward pass produces them and "
           "bring them back for backward (torchtune OffloadActivations, Megatron CPU offloading, "
           "DeepSpeed cpu_checkpointing); the GPU keeps one layer's in flight.")),
-      trainmem_only(bool_field<&C::paged_optimizer, &Config::paged_optimizer>(
+      in_effect_when(trainmem_only(bool_field<&C::paged_optimizer, &Config::paged_optimizer>(
           "paged_optimizer", G::finetuning, from_config(),
           "bitsandbytes paged optimizer (PagedAdamW, PagedAdamW8bit, PagedLion): the states of "
           "tensors of 100,000 elements or more live in CUDA unified memory, outside PyTorch's "
-          "allocator, and are evicted to CPU memory when the GPU is full.")),
-      trainmem_only(bool_field<&C::torch_compile, &Config::torch_compile>(
+          "allocator, and are evicted to CPU memory when the GPU is full.")), pageable_optimizer),
+      in_effect_when(trainmem_only(bool_field<&C::torch_compile, &Config::torch_compile>(
           "torch_compile", G::finetuning, from_config(),
           "Run the decoder layers through torch.compile (torchtune compile=True, torchtitan "
           "training.compile, Hugging Face TrainingArguments torch_compile): what backward keeps "
           "follows the min-cut partitioner, which recomputes cheap pointwise results (norms, "
           "activation functions) instead of saving them. torchtune and Hugging Face also compile "
-          "the loss.")),
-      trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
+          "the loss.")), compilable),
+      in_effect_when(trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
           "cross_entropy_chunks", G::finetuning, 1, 1'000'000, "chunks", from_config(),
           "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
-          "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")),
-      trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
+          "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")), chunkable_loss),
+      in_effect_when(trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
           "fused_linear_cross_entropy", G::finetuning, from_config(),
           "Liger Kernel's fused linear cross entropy (transformers use_liger_kernel, axolotl "
           "liger_fused_linear_cross_entropy): the output layer and the loss run chunk by chunk "
           "of tokens in the forward pass, which computes their gradients there; no logits are "
-          "kept, only the gradients of the output layer's input and weight.")),
+          "kept, only the gradients of the output layer's input and weight.")), liger_patchable),
   };
   return table;
 }
@@ -1066,6 +1104,18 @@ void copy_set_fields(const ConfigInput& in, Config& c) {
   for (const Field& f : fields())
     if (f.config.copy_in) f.config.copy_in(in, c);
 }
+
+std::vector<bool> fields_in_effect(const Config& c) {
+  std::vector<bool> out;
+  out.reserve(fields().size());
+  for (const Field& f : fields()) {
+    const bool read = !f.spec.trainmem_only || c.profile == Profile::trainmem;
+    out.push_back(read && (!f.applies || f.applies(c)) && (!f.in_effect || f.in_effect(c)));
+  }
+  return out;
+}
+
+std::vector<bool> fields_in_effect(const ConfigInput& input) { return fields_in_effect(resolve(input).config); }
 
 void check_fields_apply(const ConfigInput& in, const Config& c, std::vector<Issue>& issues) {
   for (const Field& f : fields()) {

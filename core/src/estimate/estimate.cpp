@@ -298,6 +298,7 @@ Estimate full_estimate(const Config& c, Trace* trace) {
     std::vector<StageParams> stages;  // the same pass that finds the most-loaded stage
     est = trainmem_profile_estimate(c, true, trace, &stages);
     est.stages = std::move(stages);
+    est.minimum_devices = detail::minimum_devices(c, trace);
   } else {
     est = reference_estimate(c, c.num_microbatches, true, trace);
     est.stages = reference_stages(c);

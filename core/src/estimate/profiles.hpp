@@ -46,6 +46,10 @@ double lm_activation(const Config& config, int64_t num_microbatches, Trace* trac
 Estimate trainmem_estimate(const Config& config, bool include_activation, Trace* trace,
                            std::vector<StageParams>* stages);
 
+// trainmem, with gpu_memory_bytes: the fewest GPUs that could hold one replica's model state and
+// one microbatch's activations (a second estimate: full_estimate computes it, once); else 0.
+double minimum_devices(const Config& config, Trace* trace);
+
 // trainmem: whether the step's forward runs without gradients (they are freed after each step).
 bool gradients_start_each_step_empty(const Config& config);
 

@@ -1878,26 +1878,6 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
     adapters.memory_bytes = adapter_bytes;
   }
 
-  // Minimum devices: the fewest GPUs of this capacity that could hold one replica's model
-  // state and one microbatch's activations if both were spread perfectly (no parallel split,
-  // no offload): a lower bound on any layout.
-  if (c.gpu_memory_bytes > 0) {
-    Config whole = c;
-    whole.tensor_model_parallel_size = whole.pipeline_model_parallel_size = 1;
-    whole.context_parallel_size = whole.expert_model_parallel_size = whole.expert_tensor_parallel_size = 1;
-    whole.data_parallel_size = whole.data_parallel_shard_size = 1;
-    whole.virtual_pipeline_model_parallel_size = 0;
-    whole.num_layers_in_first_pipeline_stage = whole.num_layers_in_last_pipeline_stage = 0;
-    whole.pipeline_schedule = PipelineSchedule::one_f_one_b;
-    whole.sequence_parallel = false;
-    whole.optimizer_offload_fraction = 0;
-    whole.offload_params = false;
-    whole.gpu_memory_bytes = 0;
-    const double needed = trainmem_estimate(whole, include_activation, nullptr, nullptr).total_bytes;
-    est.minimum_devices = std::ceil(needed / c.gpu_memory_bytes);
-    note(trace, "trainmem.minimum_devices", est.minimum_devices,
-         "ceil((one replica's model state + one microbatch's activations) / gpu_memory_bytes)");
-  }
   if (c.framework == Framework::deepspeed && c.zero_stage >= 2) {
     // DeepSpeed's estimator takes the model's parameter count, its largest module and the
     // cluster shape (nodes × GPUs per node).
@@ -1922,6 +1902,31 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   }
   note(trace, "trainmem.most_loaded_stage", double(heaviest), "stage with the largest peak");
   return est;
+}
+
+// Minimum devices: the fewest GPUs of this capacity that could hold one replica's model state and
+// one microbatch's activations if both were spread perfectly (no parallel split, no offload): a
+// lower bound on any layout. A second estimate of the whole model on one GPU, so it is computed
+// once per answer (full_estimate), not by every estimate a search or a suggestion makes.
+double minimum_devices(const Config& c, Trace* trace) {
+  if (!(c.gpu_memory_bytes > 0)) return 0;
+  Config whole = c;
+  whole.tensor_model_parallel_size = whole.pipeline_model_parallel_size = 1;
+  whole.context_parallel_size = whole.expert_model_parallel_size = whole.expert_tensor_parallel_size = 1;
+  whole.data_parallel_size = whole.data_parallel_shard_size = 1;
+  whole.virtual_pipeline_model_parallel_size = 0;
+  whole.num_layers_in_first_pipeline_stage = whole.num_layers_in_last_pipeline_stage = 0;
+  whole.pipeline_stage_layers.clear();
+  whole.pipeline_schedule = PipelineSchedule::one_f_one_b;
+  whole.sequence_parallel = false;
+  whole.optimizer_offload_fraction = 0;
+  whole.offload_params = false;
+  whole.gpu_memory_bytes = 0;
+  const double needed = trainmem_estimate(whole, true, nullptr, nullptr).total_bytes;
+  const double devices = std::ceil(needed / c.gpu_memory_bytes);
+  note(trace, "trainmem.minimum_devices", devices,
+       "ceil((one replica's model state + one microbatch's activations) / gpu_memory_bytes)");
+  return devices;
 }
 
 }  // namespace trainmem::detail

@@ -284,6 +284,16 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
   write_result_slots(resolved.config, estimate, out, verbose ? &trace : nullptr);
 }
 
+void fields_in_effect_slots(std::span<const double> slots, std::span<const double> lists,
+                            std::span<const OtherValue> others, std::span<const double> order,
+                            SlotResult& out) {
+  ConfigInput input;
+  read_slots(slots, lists, others, order, input);  // a value a field rejects stays unset here
+  const std::vector<bool> flags = fields_in_effect(input);
+  out.numbers.assign(flags.begin(), flags.end());
+  out.text.clear();
+}
+
 // In slots.hpp's order, which web/js/slots.js reads; estimate_to_json (json_io.cpp) writes the
 // same quantities as JSON.
 void write_result_slots(const Config& config, const Estimate& est, SlotResult& out, const Trace* trace) {

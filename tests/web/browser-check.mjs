@@ -72,6 +72,54 @@ function expect(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+/** A CSV text as rows of cells (RFC 4180: quoted cells may hold commas, quotes and newlines). */
+function parseCsv(text) {
+  const rows = [];
+  let row = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
+  }
+  if (cell || row.length) { row.push(cell); rows.push(row); }
+  return rows;
+}
+
+/** A PNG's iTXt and tEXt chunks as {keyword: text}; a chunk whose CRC is wrong is an error. */
+function pngText(png) {
+  const out = {};
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (bytes) => { let c = 0xffffffff; for (const b of bytes) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
+  for (let at = 8; at < png.length;) {
+    const length = png.readUInt32BE(at);
+    const type = png.subarray(at + 4, at + 8).toString('latin1');
+    const data = png.subarray(at + 8, at + 8 + length);
+    expect(crc(png.subarray(at + 4, at + 8 + length)) === png.readUInt32BE(at + 8 + length), `PNG chunk ${type}: bad CRC`);
+    if (type === 'tEXt' || type === 'iTXt') {
+      const zero = data.indexOf(0);
+      const keyword = data.subarray(0, zero).toString('latin1');
+      if (type === 'tEXt') out[keyword] = data.subarray(zero + 1).toString('latin1');
+      else {
+        let p = zero + 3; // null, compression flag, compression method
+        p = data.indexOf(0, p) + 1; // language tag
+        p = data.indexOf(0, p) + 1; // translated keyword
+        out[keyword] = data.subarray(p).toString('utf8');
+      }
+    }
+    at += 12 + length;
+  }
+  return out;
+}
+
 const total = (page) => page.textContent('#total');
 const hashNow = (page) => page.evaluate(() => location.hash);
 /** Non-transparent pixels of a canvas: a drawn chart has thousands. */
@@ -1036,7 +1084,7 @@ await check('compare: pin, change inputs, both side by side with the difference;
   return page;
 });
 
-await check('export: JSON and CSV carry the inputs, every category and every stage, CSV with a summary first; a PNG with title, legend and verdict', async (keep) => {
+await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
   const { page, problems } = await open();
   keep(page);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
@@ -1051,37 +1099,49 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
   expect(doc.inputs.pipeline_model_parallel_size === 2 && doc.resolved.num_layers === 32, 'JSON lacks the inputs');
   expect(doc.result.stages.length === 2 && doc.result.state.buffers && doc.result.device_bytes > 0, 'JSON lacks stages or categories');
   const csv = (await save('#export-csv')).body.toString();
-  for (const line of ['input,num_layers,,32', 'bytes,weights,dense,', 'bytes,optimizer_states,expert,', 'bytes,buffers,embedding,',
-    'bytes,activations,,', 'bytes,cuda_context,,', 'figure,device_bytes,,', 'stage,0,total_bytes,', 'stage,1,moments.backward,']) {
-    expect(csv.includes(`\n${line}`), `CSV lacks "${line}"`);
+  // Parsed back as a CSV reader does (quoted cells, doubled quotes): one table, every row as wide as the header.
+  const table = parseCsv(csv);
+  const [header, ...rows] = table;
+  expect(header.join(',') === 'section,name,part,value,unit,GiB', `CSV header: ${header}`);
+  const ragged = rows.filter((r) => r.length !== header.length);
+  expect(ragged.length === 0 && !/\n\n/.test(csv), `not one table: ${ragged.length} ragged rows ${JSON.stringify(ragged.slice(0, 2))}`);
+  const cell = (section, name, part = '') => rows.find((r) => r[0] === section && r[1] === name && (part === null || r[2] === part));
+  for (const [section, name, part] of [['input', 'num_layers'], ['bytes', 'weights', 'dense'], ['bytes', 'optimizer_states', 'expert'], ['bytes', 'buffers', 'embedding'],
+    ['bytes', 'activations'], ['bytes', 'cuda_context'], ['figure', 'device_bytes'], ['stage', '0', 'total_bytes'], ['stage', '1', 'moments.backward']]) {
+    expect(cell(section, name, part), `CSV lacks ${section},${name},${part}`);
   }
-  // The summary block comes first: each class's bytes as an integer and in GiB, then the figures.
-  const [summaryBlock] = csv.split('\n\n');
-  const summary = summaryBlock.split('\n');
-  expect(summary[0] === 'class,bytes,GiB' && summary[1].startsWith('weights,'), `CSV summary: ${summary.slice(0, 2)}`);
-  const deviceRow = summary.find((l) => l.startsWith('device,'))?.split(',');
-  expect(deviceRow && Number(deviceRow[1]) === doc.result.device_bytes && deviceRow[2] === (doc.result.device_bytes / 2 ** 30).toFixed(2), `CSV device row: ${deviceRow}`);
-  const weights = summary[1].split(',');
+  expect(cell('input', 'num_layers')[3] === '32', 'CSV num_layers');
+  // Every byte count is a whole number of bytes (no fractions, no exponent), its GiB beside it.
+  const byteRows = rows.filter((r) => r[4] === 'B');
+  const bad = byteRows.filter((r) => !/^\d+$/.test(r[3]) || r[5] !== (Number(r[3]) / 2 ** 30).toFixed(2));
+  expect(byteRows.length > 50 && bad.length === 0, `byte cells: ${byteRows.length}, not whole: ${JSON.stringify(bad.slice(0, 3))}`);
+  expect(Number(cell('figure', 'reserved_bytes')[3]) === Math.round(doc.result.reserved_bytes), 'reserved bytes not the core figure rounded');
+  // The header block comes first and names the run as the page shows it.
+  const head = rows.slice(0, rows.findIndex((r) => r[0] !== 'run'));
+  const run = Object.fromEntries(head.map((r) => [r[1], r[3]]));
+  for (const key of ['model', 'method', 'layout', 'gpu', 'verdict', 'confidence', 'link']) expect(run[key], `CSV header block lacks ${key}: ${JSON.stringify(run)}`);
+  expect(run.model === 'Llama 3.1 8B' && /full-parameter training · Megatron/.test(run.method), `model/method: ${run.model} / ${run.method}`);
+  expect(run.layout === await page.evaluate(() => document.getElementById('run-line').textContent.split(' · ')[1]), `layout ${run.layout}`);
+  expect(run.gpu === await page.textContent('#gpu-name') && run.verdict === await page.textContent('#verdict'), `gpu/verdict: ${run.gpu} / ${run.verdict}`);
+  expect(run.confidence === await page.textContent('#confidence') && /^runs like this landed within ±\d+ %/.test(run.confidence), `confidence: ${run.confidence}`);
+  expect(run.link === await page.evaluate(() => location.href) && run.link.includes('#'), `link: ${run.link}`);
+  expect(Number(head.find((r) => r[1] === 'figure_bytes')[3]) === Number(await page.getAttribute('#total', 'data-bytes')), 'header figure is not the headline');
+  // The breakdown: each class's bytes (its parts summed), then the figures.
   const parts = doc.result.state.weights;
-  expect(Number(weights[1]) === parts.dense + parts.embedding + parts.expert, `CSV weights: ${weights}`);
-  // The PNG: opaque, 2x, with a title and legend (a picture a reader can use, not the bare canvas).
+  expect(Number(cell('breakdown', 'weights_bytes', null)[3]) === parts.dense + parts.embedding + parts.expert, 'CSV weights');
+  expect(Number(cell('breakdown', 'device_bytes')[3]) === Math.round(doc.result.device_bytes), 'CSV device');
+  // The PNG: opaque, 2x, with a title and legend (a picture a reader can use, not the bare canvas),
+  // its words also in iTXt chunks: the method, the GPU count, the sequence, ±N % and the link.
   const png = (await save('#export-png')).body;
   expect(png.subarray(1, 4).toString() === 'PNG' && png.length > 2000, 'not a PNG');
   const size = { width: png.readUInt32BE(16), height: png.readUInt32BE(20), colorType: png[25] };
   expect(size.width === 1800 && size.height > 500, `PNG is ${size.width}x${size.height}`);
-  const look = await page.evaluate(async (base64) => {
-    const img = new Image();
-    img.src = `data:image/png;base64,${base64}`; // the page's CSP allows data: images
-    await img.decode();
-    const c = Object.assign(document.createElement('canvas'), { width: img.width, height: img.height });
-    const ctx = c.getContext('2d');
-    ctx.drawImage(img, 0, 0);
-    const data = ctx.getImageData(0, 0, c.width, c.height).data;
-    let transparent = 0;
-    for (let i = 3; i < data.length; i += 4) if (data[i] < 255) transparent += 1;
-    return { transparent };
-  }, png.toString('base64'));
-  expect(look.transparent === 0, `${look.transparent} transparent pixels in the PNG`);
+  const words = pngText(png);
+  expect(words.Title === `Llama 3.1 8B on ${run.gpu}`, `PNG title: ${words.Title}`);
+  for (const want of [run.method, `${doc.resolved.world_size} GPUs = TP 2 × PP 2`, `sequence ${doc.resolved.seq_length.toLocaleString('en-US')} tokens`, run.confidence, await page.textContent('#verdict')]) {
+    expect(words.Description?.includes(want), `PNG description lacks "${want}": ${words.Description}`);
+  }
+  expect(words.Source === run.link, `PNG link: ${words.Source}`);
   await writeFile(join(SHOTS, 'export.png'), png);
   await page.click('#export-args');
   await page.waitForFunction(() => document.querySelector('#args-text').value.length > 0);
@@ -1500,27 +1560,51 @@ await check('a state with no figure: the page, the embed and the element show it
   return page;
 });
 
-await check('confidence: beside the headline, "runs like this landed within ±N %" with the group and its points in the title, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
+await check('confidence: beside the headline, "runs like this landed within ±N %", a button that opens the group and its points by click, tap or Enter, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
   const page = keep(await context.newPage());
   const readConfidence = (target, host) => target.evaluate(({ host: h }) => {
     const root = h ? document.querySelector(h).shadowRoot : document;
     const node = root.querySelector('.confidence');
     const shown = node && !node.hidden && getComputedStyle(node).display !== 'none';
-    const headline = root.querySelector(h ? '.headline' : '.headline');
-    return shown ? { text: node.textContent, title: node.title, within: node.dataset.within, inHeadline: headline.contains(node) } : null;
+    const headline = root.querySelector('.headline');
+    const detail = root.querySelector('.confidence-detail');
+    const open = detail && !detail.hidden && getComputedStyle(detail).display !== 'none';
+    return shown ? { text: node.textContent, within: node.dataset.within, inHeadline: headline.contains(node), button: node.localName === 'button',
+      expanded: node.getAttribute('aria-expanded'), controls: root.getElementById(node.getAttribute('aria-controls')) === detail,
+      title: open ? detail.textContent : null } : null;
   }, { host });
+  // Opens the line (Enter on the page, a click in the embed and the element) and reads it.
+  const openAndRead = async (how, host) => {
+    const before = await readConfidence(page, host);
+    if (!before) return null;
+    expect(before.button && before.expanded === 'false' && before.title === null && before.controls, `closed at first: ${JSON.stringify(before)}`);
+    const selector = host ? `${host} .confidence` : '#confidence';
+    if (how === 'enter') {
+      await page.focus(selector);
+      await page.keyboard.press('Enter');
+    } else await page.click(selector);
+    const after = await readConfidence(page, host);
+    expect(after.expanded === 'true' && after.title, `${how} did not open the line: ${JSON.stringify(after)}`);
+    return after;
+  };
   const views = async (fragment) => {
     const out = [];
-    for (const file of ['index.html', 'embed.html']) {
+    for (const [file, how] of [['index.html', 'enter'], ['embed.html', 'click']]) {
       await page.goto(`${url}${file}#${fragment}`);
       await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
-      out.push({ where: file, conf: await readConfidence(page) });
+      out.push({ where: file, conf: await openAndRead(how) });
+      if (file === 'index.html' && out.at(-1).conf) {
+        await page.keyboard.press('Escape');
+        const closed = await readConfidence(page);
+        expect(closed.expanded === 'false' && closed.title === null && await page.evaluate(() => document.activeElement.id) === 'confidence',
+          `Escape leaves the line open or loses focus: ${JSON.stringify(closed)}`);
+      }
     }
     await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: hostPage(
       `<script type="module" src="js/trainmem-element.js"></script><trainmem-calculator ${attributesOfFragment(fragment).map(([k, v]) => `${k}="${v}"`).join(' ')}></trainmem-calculator>`) }));
     await page.goto(`${url}element-host.html`);
     await page.waitForFunction(() => document.querySelector('trainmem-calculator')?.dataset.ready === '1', null, { timeout: 20000 });
-    out.push({ where: 'element', conf: await readConfidence(page, 'trainmem-calculator') });
+    out.push({ where: 'element', conf: await openAndRead('click', 'trainmem-calculator') });
     await page.unrouteAll();
     return out;
   };

@@ -152,15 +152,63 @@ export function confidenceOf(result) {
   };
 }
 
-/** Shows confidenceOf(result) in `node` (hidden when there is none); cheap when nothing changed. */
-export function renderConfidence(node, result) {
-  const conf = confidenceOf(result);
-  node.hidden = !conf;
-  if (!conf) return;
-  setText(node, conf.text);
-  if (node.title !== conf.title) node.title = conf.title;
-  node.dataset.within = String(conf.within);
-  node.classList.toggle('leans-low', conf.low > 0);
+/**
+ * Fills the confidence opener (a button beside the headline: "runs like this landed within ±N %
+ * [and read N % low: allow for more]") and the line it opens (the group, its points and its
+ * statistics). The button's text is conf.text; its parts are spans so the stuck phone headline can
+ * keep just "±N %" (and "N % low"). Hidden, and closed, when there is no confidence.
+ */
+export function fillConfidence(button, detail, conf) {
+  button.hidden = !conf;
+  if (!conf) {
+    closeConfidence(button, detail);
+    return;
+  }
+  const key = `${conf.text}\n${conf.title}`;
+  if (button.dataset.key !== key) {
+    button.dataset.key = key;
+    const part = (cls, text) => Object.assign(document.createElement('span'), { className: cls, textContent: text });
+    const lead = 'runs like this landed within ';
+    const low = conf.text.slice(lead.length + `±${conf.within} %`.length);
+    button.replaceChildren(part('conf-lead', lead), part('conf-within', `±${conf.within} %`), ...(low ? [part('conf-low', low)] : []));
+    button.dataset.lowShort = conf.low ? ` · ${conf.low} % low` : '';
+    detail.textContent = conf.title;
+  }
+  button.dataset.within = String(conf.within);
+  button.classList.toggle('leans-low', conf.low > 0);
+}
+
+function closeConfidence(button, detail) {
+  button.setAttribute('aria-expanded', 'false');
+  detail.hidden = true;
+}
+
+/**
+ * Makes the confidence button open and close its line: by click, tap, Enter or Space (a button's
+ * own keys), and Escape closes it from either. The line is a disclosure below the headline, not a
+ * hover title: a phone and a keyboard reach it too.
+ */
+export function bindConfidence(button, detail) {
+  button.type = 'button';
+  button.setAttribute('aria-controls', detail.id);
+  closeConfidence(button, detail);
+  button.addEventListener('click', () => {
+    const open = button.getAttribute('aria-expanded') !== 'true';
+    button.setAttribute('aria-expanded', String(open));
+    detail.hidden = !open;
+  });
+  for (const node of [button, detail]) {
+    node.addEventListener('keydown', (event) => {
+      if (event.key !== 'Escape' || detail.hidden) return;
+      closeConfidence(button, detail);
+      button.focus();
+    });
+  }
+}
+
+/** Shows confidenceOf(result) in the view's opener and its line (hidden when there is none). */
+export function renderConfidence(button, detail, result) {
+  fillConfidence(button, detail, confidenceOf(result));
 }
 
 /**
@@ -224,12 +272,13 @@ const VIEW_IDS = {
   gpuName: 'gpu-name', meter: 'meter', meterFill: 'meter-fill', verdict: 'verdict', stale: 'stale',
   tableHead: 'breakdown-head', tableBody: 'breakdown-body', peakCard: 'peak-card', peak: 'peak', params: 'params',
   assumptions: 'assumptions', report: 'report', summaryText: 'summary-text', profile: 'profile', traceBody: 'trace-body',
-  confidence: 'confidence',
+  confidence: 'confidence', confidenceDetail: 'confidence-detail',
 };
 
 export class ResultsView {
   constructor() {
     this.ui = elementsById(VIEW_IDS);
+    bindConfidence(this.ui.confidence, this.ui.confidenceDetail);
   }
 
   /** Headline: the figure (headlineOf), the capacity and whether it fits. */
@@ -245,7 +294,7 @@ export class ResultsView {
     setText(ui.total, formatBytes(headline?.bytes, unit));
     ui.total.title = formatExactBytes(headline?.bytes);
     markHeadline(ui.total, headline);
-    renderConfidence(ui.confidence, headline ? result : null);
+    renderConfidence(ui.confidence, ui.confidenceDetail, headline ? result : null);
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);

@@ -343,6 +343,14 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   const stuck = await page.$eval('#summary', (e) => ({ stuck: e.classList.contains('stuck'), height: e.getBoundingClientRect().height }));
   expect(stuck.stuck && stuck.height <= 110, `the sticky summary: ${JSON.stringify(stuck)}`);
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-editing.png') });
+  // A jump to the planner: its heading lands in view below the sticky headline, the focus with it.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.click('a.jump');
+  await settled(page);
+  const jump = await page.evaluate(() => ({ title: document.getElementById('plan-title').getBoundingClientRect().toJSON(),
+    summary: document.getElementById('summary').getBoundingClientRect().toJSON(), focus: document.activeElement.id, hash: location.hash }));
+  expect(jump.focus === 'plan-panel' && jump.title.top >= jump.summary.bottom && jump.title.bottom <= PHONE.height && !jump.hash.startsWith('#plan'),
+    `the jump to the planner: ${JSON.stringify(jump)}`);
   // The planner's layouts are cards: no sideways scroll, each value named.
   await typeInto(page, '#f-data_parallel_size', '4');
   await typeInto(page, '#f-global_batch_size', '64');
@@ -1153,6 +1161,12 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
 await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
   const { page, problems } = await open();
   keep(page);
+  // The planner's GPU count starts at the calculator's (the run line's "N GPUs = ...") and follows it until one is typed there.
+  const world = () => page.evaluate(() => /^.* · (\d+) GPUs? = /.exec(document.getElementById('run-line').textContent)?.[1]);
+  expect(await world() === '8' && await page.inputValue('#plan-gpus') === '8', `planner GPUs ${await page.inputValue('#plan-gpus')}, the run's ${await world()}`);
+  await typeInto(page, '#f-data_parallel_size', '8');
+  expect(await world() === '16' && await page.inputValue('#plan-gpus') === '16', `after DP 8: planner GPUs ${await page.inputValue('#plan-gpus')}, the run's ${await world()}`);
+  await typeInto(page, '#f-data_parallel_size', '4');
   await typeInto(page, '#f-global_batch_size', '64');
   // The panel starts its worker when the GPU field gets focus (before the first click), so the
   // worker is looked for once the search has answered rather than raced against the click.
@@ -1199,7 +1213,7 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
     expect(answer && Number(answer[1]) > 0, `${solve}: ${await page.textContent('#plan-status')}`);
     expect((await page.$$('#plan-body tr')).length === 1, `${solve}: not one layout row`);
     await page.click('#plan-body tr button.load');
-    expect((await page.textContent('#verdict')).startsWith('Fits'), `${solve}: the loaded layout does not fit`);
+    expect((await page.textContent('#verdict')).startsWith('Fits'), `${solve}: the loaded layout does not fit: ${await page.textContent('#verdict')}`);
     if (solve === 'min-gpus') {
       const gpus = ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size', 'context_parallel_size'];
       const product = (await Promise.all(gpus.map(async (f) => Number(await page.inputValue(`#f-${f}`) || await page.getAttribute(`#f-${f}`, 'placeholder').then((p) => p.replace(/\D/g, '')))))).reduce((a, b) => a * b, 1);
@@ -1212,6 +1226,26 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
   await typeInto(page, '#plan-gpus', 'many');
   await page.click('#plan-run');
   expect((await page.textContent('#plan-status')).includes('whole number'), 'no message for a bad GPU count');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('Find layouts at 1280 px: every column in view, Headroom the last; a GPU count typed in the planner stays the user\'s', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).forEach((b) => b.click()));
+  await page.click('#plan-run');
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 3, null, { timeout: 90000 });
+  const fit = await page.$eval('#plan-table', (t) => ({ table: t.getBoundingClientRect().right, box: t.parentElement.getBoundingClientRect().right,
+    scroll: t.parentElement.scrollWidth - t.parentElement.clientWidth, last: t.querySelector('#plan-head th:last-child').textContent.replace(/\u00ad/g, '') }));
+  expect(fit.scroll <= 0 && fit.table <= fit.box + 0.5 && /^Headroom/.test(fit.last), `the planner is cut off at 1280 px: ${JSON.stringify(fit)}`);
+  await page.$eval('#plan-panel', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'plan-columns-1280x900.png') });
+  // A count typed in the planner is the user's: the calculator's no longer replaces it.
+  await typeInto(page, '#f-data_parallel_size', '2');
+  expect(await page.inputValue('#plan-gpus') === '16', `the typed planner count was replaced: ${await page.inputValue('#plan-gpus')}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -48,6 +48,7 @@ let picker;
 let setupPicker;
 let compare;
 let share;
+let plan;
 let importedLabel = null; // the source of an imported model, for the title
 // What the last import left for the user to give (core `unresolved`): field → the message with
 // the source's reason ("the recipe's tokenizer.max_seq_len is null ..."), shown on the field in
@@ -116,6 +117,7 @@ function settle() {
   if (result.ok) {
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
+    plan.follow(result.config.world_size);
   } else {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
       ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
@@ -554,7 +556,7 @@ function bindPanels() {
     fileStem: () => fileStem(presetById(engine, state.preset)?.name ?? importedLabel ?? 'custom', lastOk?.result.config),
     picture, about,
   });
-  new PlanPanel({
+  plan = new PlanPanel({
     solve: $('plan-solve'), gpus: $('plan-gpus'), headroom: $('plan-headroom'), run: $('plan-run'), cancel: $('plan-cancel'),
     progress: $('plan-progress'), status: $('plan-status'), table: $('plan-table'), head: $('plan-head'), body: $('plan-body'),
   }, () => ({

@@ -374,7 +374,8 @@ await check('keyboard only: every control is reachable with Tab, focus is visibl
   keep(page);
   const reached = new Set();
   let outline = '';
-  for (let i = 0; i < 80; i += 1) {
+  // Each field is two stops (its input, then its name, which opens the line explaining it).
+  for (let i = 0; i < 200 && !reached.has('copy-link'); i += 1) {
     await page.keyboard.press('Tab');
     const info = await page.evaluate(() => {
       const e = document.activeElement;
@@ -780,8 +781,66 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   expect(!(await page.isVisible('#section-framework')), 'trainmem-only section shown for a reference profile');
   expect(!(await page.isVisible('#peak-card')), 'moments shown for a reference profile');
   expect((await page.$$('.field.invalid')).length === 0, 'a reference profile got a trainmem-only field');
-  const refRows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.textContent));
+  const refRows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.querySelector('button.term')?.textContent ?? t.textContent));
   expect(refRows.at(-1) === 'Total' && !refRows.includes('Buffers'), `reference rows: ${refRows.join(' | ')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('every term has its line: each breakdown row and part, held / free and each field (Estimator profile) open a one-line explanation by click or keyboard, in the page and the embed', async (keep) => {
+  const { page, problems } = await open('#v=1&m=llama-3.1-8b&fw=fsdp2&dp=8&peft=lora&lr=16&s=4096&b=1&gpu=h100-80gb');
+  keep(page);
+  const terms = (selector) => page.$$eval(selector, (cells) => cells.map((cell) => {
+    const button = cell.querySelector('button.term');
+    const line = button && document.getElementById(button.getAttribute('aria-controls'));
+    return { text: cell.textContent, label: button?.textContent ?? null, line: line?.textContent ?? '', hidden: line?.hidden ?? null };
+  }));
+  const rows = await terms('#breakdown-body th[scope="row"]');
+  const heads = (await terms('#breakdown-head th')).slice(1, -1); // the parts' columns
+  const unexplained = [...rows, ...heads].filter((t) => !t.label || t.line.length < 20 || t.hidden !== true);
+  expect(rows.length >= 15 && heads.length >= 1 && unexplained.length === 0, `terms without a line (or open at first): ${JSON.stringify(unexplained)}`);
+  for (const name of ['Buffers', 'Weight copies', 'Frozen weights', 'Adapter gradients', 'Allocator caching and fragmentation', 'Device']) {
+    expect(rows.some((t) => t.label === name), `no "${name}" term: ${rows.map((t) => t.label).join(' | ')}`);
+  }
+  // Click opens; the line stays open across the re-render an edit makes; Escape closes it.
+  const lineOf = (label) => page.evaluate((l) => {
+    const button = [...document.querySelectorAll('#breakdown-body button.term')].find((b) => b.textContent === l);
+    const line = document.getElementById(button.getAttribute('aria-controls'));
+    return { expanded: button.getAttribute('aria-expanded'), shown: !line.hidden && line.getBoundingClientRect().height > 0, text: line.textContent };
+  }, label);
+  await page.click('#breakdown-body button.term:text-is("Buffers")');
+  const buffers = await lineOf('Buffers');
+  expect(buffers.expanded === 'true' && buffers.shown && /ZeRO-3|FSDP/.test(buffers.text), `Buffers: ${JSON.stringify(buffers)}`);
+  await typeInto(page, '#f-micro_batch_size', '2');
+  expect((await lineOf('Buffers')).shown, 'the Buffers line closed when the table re-rendered');
+  await page.focus('#breakdown-body button.term:text-is("Buffers")');
+  await page.keyboard.press('Escape');
+  expect(!(await lineOf('Buffers')).shown, 'Escape does not close the line');
+  // Keyboard: Tab to a term, Enter opens it.
+  await page.focus('#breakdown-body button.term:text-is("Weight copies")');
+  await page.keyboard.press('Enter');
+  const copies = await lineOf('Weight copies');
+  expect(copies.shown && /FP8|autocast/.test(copies.text), `Weight copies by Enter: ${JSON.stringify(copies)}`);
+  // held / free, next to the form; each hold toggle is described by it.
+  await page.click('button.term[aria-controls="hold-note"]');
+  expect(await page.isVisible('#hold-note') && /Held:.*Free:/.test(await page.textContent('#hold-note')), 'no held / free line');
+  const described = await page.$$eval('button.hold', (bs) => bs.every((b) => b.getAttribute('aria-describedby') === 'hold-note'));
+  expect(described, 'a hold toggle is not described by the held / free line');
+  // A field's line: the Estimator profile says what the profiles are.
+  await page.focus('button.term[aria-controls="d-profile"]');
+  await page.keyboard.press('Enter');
+  const profile = await page.$eval('#d-profile', (e) => ({ shown: !e.hidden, text: e.textContent }));
+  expect(profile.shown && /trainmem/.test(profile.text) && /megatron/i.test(profile.text), `Estimator profile: ${JSON.stringify(profile)}`);
+  expect((await page.getAttribute('#f-profile', 'aria-describedby')).split(' ').includes('d-profile'), 'the profile field is not described by its line');
+  const fieldsWithout = await page.$$eval('.field:not([hidden])', (fs) => fs.filter((f) => f.title && !f.querySelector('button.term')).map((f) => f.dataset.field));
+  expect(fieldsWithout.length === 0, `fields with a description but no line: ${fieldsWithout}`);
+  await page.screenshot({ path: join(SHOTS, 'terms-1280x900.png') });
+  // The embed's breakdown has the same terms.
+  await page.goto(`${url}embed.html#v=1&m=llama-3.1-8b&s=4096&b=1&gpu=h100-80gb`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('.embed-table > summary');
+  await page.click('#breakdown-body button.term:text-is("Buffers")');
+  expect(await page.isVisible('#term-buffers'), 'the embed\'s Buffers line does not open');
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

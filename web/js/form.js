@@ -4,6 +4,7 @@
 import { CHOICE_LABELS, LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
+import { termElements } from './dom.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -168,22 +169,20 @@ export class Form {
       });
     }
     const range = rangeText(spec);
-    const hint = el('p', { class: 'hint', id: hintId },
-      el('code', { text: name }),
-      range ? ` · ${range}` : '',
-      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
+    const [hint, about] = this.hintOf(spec, hintId, range);
+    if (about) input.setAttribute('aria-describedby', `${hintId} ${about.id} ${errorId}`);
     const error = el('p', { class: 'error', id: errorId, hidden: true });
     let wrap;
     if (spec.type === 'boolean') {
       wrap = el('div', { class: 'field check', 'data-field': name, title: spec.description },
         el('div', { class: 'check-row' }, input, el('label', { for: id, text: label }),
-          ...(HOLDABLE.has(name) ? [this.holdToggle(name, label)] : [])), hint, error);
+          ...(HOLDABLE.has(name) ? [this.holdToggle(name, label)] : [])), hint, ...(about ? [about] : []), error);
     } else {
       const row = el('div', { class: 'input-row' }, input);
       if (spec.unit) row.append(el('span', { class: 'unit', text: spec.unit }));
       if (HOLDABLE.has(name)) row.append(this.holdToggle(name, label));
       wrap = el('div', { class: 'field', 'data-field': name, title: spec.description },
-        el('label', { for: id, text: label }), row, hint, error);
+        el('label', { for: id, text: label }), row, hint, ...(about ? [about] : []), error);
     }
     if (spec.type === 'boolean' || spec.type === 'choice') {
       input.addEventListener('change', () => {
@@ -214,6 +213,19 @@ export class Form {
   }
 
   /**
+   * A field's hint: its name (what config files and the link call it) and range; with a
+   * description, the name is a term whose line explains the field (click, tap or keyboard; the
+   * wrap's title says it on hover). [hint, the line or null]
+   */
+  hintOf(spec, hintId, range = '') {
+    const code = el('code', { text: spec.name });
+    if (!spec.description) return [el('p', { class: 'hint', id: hintId }, code, range ? ` · ${range}` : ''), null];
+    const [button, line] = termElements(`d-${spec.name}`, code, spec.description);
+    line.classList.add('field-about');
+    return [el('p', { class: 'hint', id: hintId }, button, range ? ` · ${range}` : ''), line];
+  }
+
+  /**
    * The planner's hold toggle of a field: pressed, the planner keeps the field's value in every
    * layout it lists ("Find layouts that fit" varies only what is released). Until pressed, a field
    * is held when it is set (what the user typed).
@@ -222,6 +234,7 @@ export class Form {
     const button = el('button', { type: 'button', class: 'hold', 'data-hold': name, 'aria-pressed': 'false',
       title: `Held: the planner keeps ${label}. Press to let it vary.`, text: 'hold' });
     button.setAttribute('aria-label', `Hold ${label} in the planner`);
+    button.setAttribute('aria-describedby', 'hold-note'); // index.html: what held and free mean
     button.addEventListener('click', () => {
       this.holdChoices.set(name, button.getAttribute('aria-pressed') !== 'true');
       this.showHolds(this.lastValues ?? {});
@@ -269,12 +282,11 @@ export class Form {
       });
       return { input: box, row: el('div', { class: 'check-row' }, box, el('label', { for: id, text: choice })) };
     });
-    const hint = el('p', { class: 'hint', id: hintId }, el('code', { text: name }),
-      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
+    const [hint, about] = this.hintOf(spec, hintId);
     const error = el('p', { class: 'error', id: errorId, hidden: true });
-    const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${errorId}` },
+    const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${about ? `${about.id} ` : ''}${errorId}` },
       el('legend', { text: label }), ...boxes.map((b) => b.row));
-    const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, error);
+    const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, ...(about ? [about] : []), error);
     grid.append(wrap);
     // `input` is the first box: focus and aria-invalid go there.
     this.fields.set(name, { wrap, input: boxes[0]?.input ?? group, boxes, error, spec });

@@ -3,7 +3,7 @@
 import { cssColor } from './theme.js';
 import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
-import { elementsById, escapeHtml } from './dom.js';
+import { bindTerms, elementsById, escapeHtml, termHtml } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -117,6 +117,41 @@ export function overheadLines(result, figure) {
   return (result.overheads?.lines ?? []).filter((line) => FIGURE_ORDER.indexOf(line.adds_to) > 0)
     .map((line) => ({ ...line, label: line.key, ...OTHER_LINE, ...LINE_LOOKS[line.key], included: rank >= FIGURE_ORDER.indexOf(line.adds_to) }));
 }
+/**
+ * What each term of the breakdown means, in one line a reader opens beside it (docs/trainmem-profile.md
+ * §3 and §5 say where each comes from). Keys: the tensor classes, the parts, the rows after them,
+ * the core's overhead lines and the figures.
+ */
+export const TERMS = {
+  weights: "The model's parameters as this GPU holds them for training, in params_dtype, after the TP, PP and EP splits and any sharding.",
+  weight_copies: "Further copies of the weights in another dtype: Transformer Engine's FP8 weight caches, autocast's compute-dtype casts of the linear weights.",
+  gradients: 'One gradient per trained parameter in the gradient dtype (Megatron\'s main-grad buffer, .grad), sharded at ZeRO-2/3 and by FSDP.',
+  master_weights: 'The fp32 copy of the weights the optimizer updates when the weights themselves are kept in 16 bits (mixed precision).',
+  optimizer_states: "The optimizer's state per parameter (Adam: m and v), sharded by Megatron's distributed optimizer, ZeRO-1 and up, or FSDP.",
+  buffers: "Working memory the framework keeps beside the state: ZeRO-3 and FSDP layers gathered whole for compute, DDP's gradient buckets, DeepSpeed's reduce bucket.",
+  frozen_weights: "The base model's weights under LoRA or QLoRA: not trained, so no gradients, master weights or optimizer states (QLoRA: 4-bit NF4 with block scales).",
+  adapter_weights: 'The LoRA adapters, A (in × r) and B (r × out) on each target module: the weights that are trained.',
+  adapter_gradients: "The adapters' gradients.",
+  adapter_master_weights: "The adapters' fp32 copies, when the adapters themselves are kept in 16 bits.",
+  adapter_optimizer_states: "The optimizer's state for the adapters (Adam: m and v).",
+  dense: 'Parameters of the transformer layers other than routed experts: attention, dense MLPs, shared experts, norms, routers.',
+  embedding: 'The input embedding and the output layer: the vocabulary-sized matrices, on the first and last pipeline stage.',
+  expert: "The routed MoE experts' parameters, split over expert parallelism (EP, ETP).",
+  activation: 'The tensors the forward pass saves for the backward pass, for every microbatch in flight on this stage, after recompute.',
+  temporary: "What exists only around the step's peak: the logits and loss, a recomputed layer, the optimizer's scratch, the cuBLAS and Transformer Engine workspaces.",
+  caching_allocator: "What PyTorch's caching allocator holds beyond the allocated tensors: rounding and fragmentation (max_memory_reserved − max_memory_allocated).",
+  cuda_context: 'The CUDA context each process creates on its GPU (driver state, loaded kernels), outside PyTorch\'s allocator.',
+  nccl: "NCCL's communication buffers, for each communicator (process group) of more than one GPU that the run uses.",
+  paged_optimizer: "bitsandbytes' paged optimizer states, in unified memory outside PyTorch's allocator.",
+  allocated: 'The peak of memory held by tensors: what torch.cuda.max_memory_allocated reports.',
+  reserved: "Allocated plus what PyTorch's caching allocator keeps cached: torch.cuda.max_memory_reserved.",
+  device: 'Reserved plus the CUDA context and NCCL buffers: what nvidia-smi shows for the process.',
+  total: "The reference estimator's figure: model state plus first-stage activations, as Megatron's theoretical memory prints it.",
+};
+
+/** A breakdown term as markup: the label, a button opening its line (TERMS), when there is one. */
+const term = (key, label) => (TERMS[key] ? termHtml(`term-${key}`, label, TERMS[key]) : label);
+
 export const PARTS = [
   { key: 'dense', label: 'dense' },
   { key: 'embedding', label: 'embedding' },
@@ -279,6 +314,7 @@ export class ResultsView {
   constructor() {
     this.ui = elementsById(VIEW_IDS);
     bindConfidence(this.ui.confidence, this.ui.confidenceDetail);
+    bindTerms(document);
   }
 
   /** Headline: the figure (headlineOf), the capacity and whether it fits. */
@@ -322,16 +358,16 @@ export class ResultsView {
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
     const swatch = (key) => `<span class="swatch" data-c="${key}"></span>`;
-    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${p.label[0].toUpperCase()}${p.label.slice(1)}</th>`).join('')}<th scope="col">Total</th></tr>`;
+    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${term(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>`;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
-      return `<tr><th scope="row">${swatch(c.key)}${c.label}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>`;
+      return `<tr><th scope="row">${swatch(c.key)}${term(c.key, c.label)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>`;
     });
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
     const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
-    // A row header with an optional second line explaining it.
-    const th = (key, label, note = '') => `<th scope="row">${key ? swatch(key) : ''}${label}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    // A row header: its swatch, its term (the button opening its line) and an optional second line.
+    const th = (key, label, note = '', termKey = key) => `<th scope="row">${key ? swatch(key) : ''}${term(termKey, label)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
     const peak = peakParts(result);
     rows.push(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`);
     const fig = figureOf(result, figure).key;
@@ -348,13 +384,13 @@ export class ResultsView {
       const lines = overheadLines(result, fig);
       for (const key of FIGURE_ORDER) {
         for (const o of lines.filter((line) => line.adds_to === key)) {
-          rows.push(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '')}${span}${cell(o.bytes)}</tr>`);
+          rows.push(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`);
         }
         const bytes = result[`${key}_bytes`];
-        rows.push(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note)}${span}${cell(bytes)}</tr>`);
+        rows.push(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note, key)}${span}${cell(bytes)}</tr>`);
       }
     } else {
-      rows.push(`<tr class="total-row compared">${th('', 'Total')}${span}${cell(result.total_bytes)}</tr>`);
+      rows.push(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`);
     }
     this.ui.tableHead.innerHTML = head;
     this.ui.tableBody.innerHTML = rows.join('');

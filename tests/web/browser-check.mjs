@@ -709,6 +709,26 @@ await check('issue 16 at 390 px: hold toggles, chips, the preset notice, the pro
   await typeInto(page, '#f-tensor_model_parallel_size', '3');
   expect(await page.isVisible('#form-problems') && await page.isVisible('#e-tensor_model_parallel_size'), 'problems not shown on the phone');
   await wide('problems');
+  // Errors collapse to one line per field, the rule on demand.
+  const lines = await page.$$eval('.error.one-line:not([hidden]), #form-problems li', (ls) => ls.filter((l) => l.offsetParent).map((l) => ({
+    id: l.id, field: l.querySelector('.link-button')?.textContent ?? null, height: l.getBoundingClientRect().height,
+    lineHeight: Number.parseFloat(getComputedStyle(l.querySelector('.one-line-text')).lineHeight) || 20 })));
+  const fieldsListed = lines.filter((l) => l.field).map((l) => l.field);
+  expect(lines.length >= 4 && lines.every((l) => l.height <= Math.max(44, 1.5 * l.lineHeight) + 1), `not one line each: ${JSON.stringify(lines)}`);
+  expect(new Set(fieldsListed).size === fieldsListed.length && fieldsListed.length >= 2, `a field listed twice: ${fieldsListed}`);
+  const tpLine = () => page.$eval('#e-tensor_model_parallel_size', (e) => {
+    const text = e.querySelector('.one-line-text');
+    const more = e.querySelector('.one-line-more');
+    return { cut: text.scrollWidth > text.clientWidth + 1, height: e.getBoundingClientRect().height, more: !more.hidden, expanded: more.getAttribute('aria-expanded'), text: text.textContent };
+  });
+  const collapsed = await tpLine();
+  expect(collapsed.cut && collapsed.more && collapsed.expanded === 'false' && /num_attention_heads/.test(collapsed.text), `TP's line: ${JSON.stringify(collapsed)}`);
+  await page.click('#e-tensor_model_parallel_size .one-line-more');
+  const opened = await tpLine();
+  expect(!opened.cut && opened.expanded === 'true' && opened.height > 2 * collapsed.height, `TP's rule did not open: ${JSON.stringify(opened)}`);
+  await page.$eval('#e-tensor_model_parallel_size', (e) => e.scrollIntoView({ block: 'center' }));
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-error-open.png') });
+  await wide('an open rule');
   await page.$eval('#form-problems', (e) => e.scrollIntoView());
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-problems.png') });
   await typeInto(page, '#f-tensor_model_parallel_size', '2');

@@ -171,7 +171,7 @@ export class Form {
     const range = rangeText(spec);
     const [hint, about] = this.hintOf(spec, hintId, range);
     if (about) input.setAttribute('aria-describedby', `${hintId} ${about.id} ${errorId}`);
-    const error = el('p', { class: 'error', id: errorId, hidden: true });
+    const error = el('p', { class: 'error one-line', id: errorId, hidden: true });
     let wrap;
     if (spec.type === 'boolean') {
       wrap = el('div', { class: 'field check', 'data-field': name, title: spec.description },
@@ -283,7 +283,7 @@ export class Form {
       return { input: box, row: el('div', { class: 'check-row' }, box, el('label', { for: id, text: choice })) };
     });
     const [hint, about] = this.hintOf(spec, hintId);
-    const error = el('p', { class: 'error', id: errorId, hidden: true });
+    const error = el('p', { class: 'error one-line', id: errorId, hidden: true });
     const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${about ? `${about.id} ` : ''}${errorId}` },
       el('legend', { text: label }), ...boxes.map((b) => b.row));
     const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, ...(about ? [about] : []), error);
@@ -381,7 +381,11 @@ export class Form {
     for (const [name, f] of this.fields) {
       const messages = byField.get(name);
       const text = messages ? messages.join(' ') : '';
-      if (f.error.textContent !== text) f.error.textContent = text;
+      if (f.errorText !== text) {
+        f.errorText = text;
+        f.error.replaceChildren(...(messages ? oneLine(text, `Show the whole rule for ${name}`) : []));
+        f.error.classList.remove('open');
+      }
       f.error.hidden = !messages;
       f.wrap.classList.toggle('invalid', Boolean(messages));
       if (messages) f.input.setAttribute('aria-invalid', 'true');
@@ -393,6 +397,8 @@ export class Form {
       if (details) details.open = true;
     }
     this.showProblems(issues);
+    // A "more" button only where the one line cuts the rule (a phone's width; the desktop wraps).
+    for (const line of this.root.parentElement.querySelectorAll('.one-line')) fitOneLine(line);
     return unplaced;
   }
 
@@ -409,17 +415,50 @@ export class Form {
     }
     this.problems.hidden = issues.length === 0;
     if (!issues.length) { this.problems.replaceChildren(); return; }
-    const items = issues.map((issue) => {
+    // One line per field (a field the core names twice, once), its rules after its name.
+    const lines = new Map();
+    for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      const li = document.createElement('li');
-      if (f && !f.wrap.hidden) {
-        const go = el('button', { type: 'button', class: 'link-button', text: issue.field });
+      const key = f && !f.wrap.hidden ? issue.field : `\u0000${issue.message}`;
+      const rule = issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message;
+      if (!lines.has(key)) lines.set(key, { f: f && !f.wrap.hidden ? f : null, field: issue.field, rules: [] });
+      if (!lines.get(key).rules.includes(rule)) lines.get(key).rules.push(rule);
+    }
+    const items = [...lines.values()].map(({ f, field, rules }) => {
+      const li = el('li', { class: 'one-line' });
+      if (f) {
+        const go = el('button', { type: 'button', class: 'link-button', text: field });
         go.addEventListener('click', () => f.input.focus());
-        const rule = issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message;
-        li.append(go, `: ${rule}`);
-      } else li.textContent = issue.message;
+        li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
+      } else li.append(...oneLine(rules.join(' '), 'Show the whole problem'));
       return li;
     });
     this.problems.replaceChildren(el('p', { text: issues.length === 1 ? 'One problem:' : `${issues.length} problems:` }), el('ul', {}, ...items));
   }
+}
+
+/**
+ * A problem's words as one line (a phone cuts it with an ellipsis) and the button that shows the
+ * whole rule on demand; the button is shown only when the line is cut (fitOneLine).
+ * @returns {Node[]} the text span and the button; their parent gets class "one-line"
+ */
+function oneLine(text, label) {
+  const span = el('span', { class: 'one-line-text', text });
+  const more = el('button', { type: 'button', class: 'one-line-more', 'aria-expanded': 'false', 'aria-label': label, hidden: true, text: 'more' });
+  more.addEventListener('click', () => {
+    const line = more.parentElement;
+    const open = !line.classList.contains('open');
+    line.classList.toggle('open', open);
+    more.setAttribute('aria-expanded', String(open));
+    more.textContent = open ? 'less' : 'more';
+  });
+  return [span, more];
+}
+
+/** Shows a line's "more" button when its text is cut (or the line is open). */
+function fitOneLine(line) {
+  const text = line.querySelector(':scope > .one-line-text');
+  const more = line.querySelector(':scope > .one-line-more');
+  if (!text || !more || line.hidden) return;
+  more.hidden = !line.classList.contains('open') && text.scrollWidth <= text.clientWidth + 1;
 }

@@ -342,6 +342,20 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   // Stuck to the top, the summary keeps to at most 110 px (issue 16): headline, verdict, switches.
   const stuck = await page.$eval('#summary', (e) => ({ stuck: e.classList.contains('stuck'), height: e.getBoundingClientRect().height }));
   expect(stuck.stuck && stuck.height <= 110, `the sticky summary: ${JSON.stringify(stuck)}`);
+  // The confidence stays in the stuck headline, as "±N %", on the figure's line, and opens there.
+  const conf = await page.evaluate(() => {
+    const button = document.getElementById('confidence');
+    const r = button.getBoundingClientRect();
+    const total = document.getElementById('total').getBoundingClientRect();
+    const within = button.querySelector('.conf-within');
+    return { shown: r.width > 0 && getComputedStyle(within).display !== 'none', top: r.top, bottom: r.bottom, totalTop: total.top, totalBottom: total.bottom,
+      summaryBottom: document.getElementById('summary').getBoundingClientRect().bottom, visible: button.innerText.trim() };
+  });
+  expect(conf.shown && /^±\d+ %( · \d+ % low)?$/.test(conf.visible) && conf.top < conf.totalBottom && conf.bottom > conf.totalTop && conf.bottom <= conf.summaryBottom,
+    `the stuck headline's confidence: ${JSON.stringify(conf)}`);
+  await page.click('#confidence');
+  expect(await page.isVisible('#confidence-detail') && /validation points?/.test(await page.textContent('#confidence-detail')), 'the confidence does not open in the stuck headline');
+  await page.click('#confidence');
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-editing.png') });
   // A jump to the planner: its heading lands in view below the sticky headline, the focus with it.
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -365,6 +379,77 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   expect(plan.labels.includes('DP') && plan.labels.includes('Memory'), `card labels: ${plan.labels}`);
   await page.$eval('#plan-body', (e) => e.scrollIntoView());
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-plan.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+/**
+ * Controls smaller than a 44 × 44 px tap target on screen now (hidden ones, closed <details>
+ * contents and the off-screen skip link aside). A checkbox or radio is tapped through its label,
+ * which must meet its box (no dead gap) and be 44 px; the box itself at least 24 px (WCAG 2.5.8).
+ * Links inside a sentence are exempt (WCAG 2.5.5's inline exception).
+ */
+const smallTargets = (page) => page.evaluate(() => {
+  const shown = (e) => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden' && !e.closest('[hidden]');
+  };
+  const inSentence = (a) => a.localName === 'a' && /^(P|LI|SPAN|DD|TD)$/.test(a.parentElement?.tagName) && a.parentElement.textContent.trim() !== a.textContent.trim();
+  const small = [];
+  for (const e of document.querySelectorAll('a[href], button, input, select, textarea, summary')) {
+    if (!shown(e) || e.classList.contains('skip') || inSentence(e)) continue;
+    let box = e.getBoundingClientRect();
+    const name = `${e.localName}${e.id ? `#${e.id}` : ''}${e.className ? `.${String(e.className).split(' ')[0]}` : ''} "${(e.textContent || e.value || e.getAttribute('aria-label') || '').trim().slice(0, 24)}"`;
+    if (e.type === 'checkbox' || e.type === 'radio') {
+      const label = e.id && document.querySelector(`label[for="${e.id}"]`);
+      if (!label) { small.push(`${name}: no label`); continue; }
+      const l = label.getBoundingClientRect();
+      const meets = Math.abs(l.left - box.right) <= 1 || e.type === 'radio'; // a switch's radio is hidden under its label
+      if (!meets || (e.type === 'checkbox' && (box.width < 24 || box.height < 24))) small.push(`${name}: box ${Math.round(box.width)}×${Math.round(box.height)}, label ${Math.round(l.left - box.right)} px away`);
+      box = l;
+    }
+    if (box.width < 44 - 0.5 || box.height < 44 - 0.5) small.push(`${name}: ${Math.round(box.width)}×${Math.round(box.height)}`);
+  }
+  return small;
+});
+
+await check('phone tap targets: every control is at least 44 × 44 px at 390 × 844, in the form, its open lists and problems, the headline, the breakdown, the planner\'s cards, the notices and the Embed dialog', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const found = [];
+  const measure = async (state) => { for (const t of await smallTargets(page)) found.push(`${state}: ${t}`); };
+  await measure('fresh page');
+  // Every "More" list, the import panel and the trace open; a field's line and the confidence's too.
+  await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
+  await page.click('button.term[aria-controls="d-profile"]');
+  await page.click('#confidence');
+  await page.click('#breakdown-body button.term');
+  await measure('lists open');
+  // Chips, the problems list with its one-line rules, the preset notice.
+  await typeInto(page, '#f-micro_batch_size', '8');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await settled(page);
+  await measure('suggestions');
+  await typeInto(page, '#f-tensor_model_parallel_size', '3');
+  await measure('problems');
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
+  await typeInto(page, '#f-micro_batch_size', '1');
+  await select(page, '#preset', 'llama-3.1-70b');
+  await measure('preset notice');
+  await select(page, '#preset', 'llama-3.1-8b');
+  // The planner's cards.
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  await page.click('#plan-run');
+  await page.waitForSelector('#plan-table:not([hidden]) #plan-body tr', { timeout: 90000 });
+  await measure('planner');
+  await page.$eval('#plan-panel', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-taps-plan.png') });
+  // The Embed dialog.
+  await page.click('#embed-open');
+  await measure('embed dialog');
+  await page.click('#embed-close');
+  expect(found.length === 0, `targets under 44 px:\n     ${found.join('\n     ')}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -17,9 +17,15 @@ const openTerms = new Set();
  * explaining it, a span right after it. Enter and Space are the button's own; Escape closes.
  */
 export function termHtml(id, label, note) {
-  const open = openTerms.has(id);
-  return `<button type="button" class="term" aria-expanded="${open}" aria-controls="${id}">${label}</button>` +
-    `<span class="term-note" id="${id}"${open ? '' : ' hidden'}>${escapeHtml(note)}</span>`;
+  return termButtonHtml(id, label) + termNoteHtml(id, note);
+}
+
+/** termHtml's two halves, for a line that sits apart from its term (a table row of its own). */
+export function termButtonHtml(id, label) {
+  return `<button type="button" class="term" aria-expanded="${openTerms.has(id)}" aria-controls="${id}">${label}</button>`;
+}
+export function termNoteHtml(id, note) {
+  return `<span class="term-note" id="${id}"${openTerms.has(id) ? '' : ' hidden'}>${escapeHtml(note)}</span>`;
 }
 
 /** The same as elements: [button, note]; `label` is a node or text. */

@@ -3,7 +3,7 @@
 import { cssColor } from './theme.js';
 import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
-import { bindTerms, elementsById, escapeHtml, termHtml } from './dom.js';
+import { bindTerms, elementsById, escapeHtml, termButtonHtml, termHtml, termNoteHtml } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -151,6 +151,9 @@ export const TERMS = {
 
 /** A breakdown term as markup: the label, a button opening its line (TERMS), when there is one. */
 const term = (key, label) => (TERMS[key] ? termHtml(`term-${key}`, label, TERMS[key]) : label);
+/** A row's term: the button in its header; its line in a row of its own below, the table's width. */
+const rowTerm = (key, label) => (TERMS[key] ? termButtonHtml(`term-${key}`, label) : label);
+const termRow = (key, columns) => (TERMS[key] ? `<tr class="term-row"><td colspan="${columns}">${termNoteHtml(`term-${key}`, TERMS[key])}</td></tr>` : '');
 
 export const PARTS = [
   { key: 'dense', label: 'dense' },
@@ -359,24 +362,27 @@ export class ResultsView {
     // A class, not a style attribute: the CSP allows no inline styles.
     const swatch = (key) => `<span class="swatch" data-c="${key}"></span>`;
     const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${term(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>`;
+    const columns = parts.length + 2;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
-      return `<tr><th scope="row">${swatch(c.key)}${term(c.key, c.label)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>`;
+      return `<tr><th scope="row">${swatch(c.key)}${rowTerm(c.key, c.label)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
     });
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
     const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
     // A row header: its swatch, its term (the button opening its line) and an optional second line.
-    const th = (key, label, note = '', termKey = key) => `<th scope="row">${key ? swatch(key) : ''}${term(termKey, label)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    const th = (key, label, note = '', termKey = key) => `<th scope="row">${key ? swatch(key) : ''}${rowTerm(termKey, label)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    // Each row's term line follows it (the rows below are built as `<tr>…</tr>`, then their line).
+    const withLine = (html, termKey) => `${html}${termRow(termKey, columns)}`;
     const peak = peakParts(result);
-    rows.push(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`);
+    rows.push(withLine(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`, 'activation'));
     const fig = figureOf(result, figure).key;
     if (trainmem) {
       const workspaces = result.overheads?.workspace_bytes ?? 0;
       const libraries = 'library workspaces (cuBLAS, Transformer Engine)';
       const workspaceNote = workspaces > 0 && workspaces < peak.temporary ? `${formatBytes(workspaces, unit)} of it ${libraries}`
         : workspaces > 0 && workspaces === peak.temporary ? `the ${libraries}` : '';
-      rows.push(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`);
+      rows.push(withLine(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`, 'temporary'));
       // The NCCL line names its communicators and their sizes (group name × GPUs).
       const groups = (result.overheads?.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
       const ncclNote = `${result.overheads?.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;
@@ -384,13 +390,13 @@ export class ResultsView {
       const lines = overheadLines(result, fig);
       for (const key of FIGURE_ORDER) {
         for (const o of lines.filter((line) => line.adds_to === key)) {
-          rows.push(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`);
+          rows.push(withLine(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`, o.key));
         }
         const bytes = result[`${key}_bytes`];
-        rows.push(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note, key)}${span}${cell(bytes)}</tr>`);
+        rows.push(withLine(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note, key)}${span}${cell(bytes)}</tr>`, key));
       }
     } else {
-      rows.push(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`);
+      rows.push(withLine(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`, 'total'));
     }
     this.ui.tableHead.innerHTML = head;
     this.ui.tableBody.innerHTML = rows.join('');

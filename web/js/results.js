@@ -365,13 +365,14 @@ export class ResultsView {
     const columns = parts.length + 2;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
-      return `<tr><th scope="row">${swatch(c.key)}${rowTerm(c.key, c.label)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
+      return `<tr><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
     });
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
     const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
     // A row header: its swatch, its term (the button opening its line) and an optional second line.
-    const th = (key, label, note = '', termKey = key) => `<th scope="row">${key ? swatch(key) : ''}${rowTerm(termKey, label)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    // The swatch sits in the button, so a long label wraps beside it rather than under it.
+    const th = (key, label, note = '', termKey = key) => `<th scope="row">${rowTerm(termKey, `${key ? swatch(key) : ''}${label}`)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
     // Each row's term line follows it (the rows below are built as `<tr>…</tr>`, then their line).
     const withLine = (html, termKey) => `${html}${termRow(termKey, columns)}`;
     const peak = peakParts(result);

@@ -7,7 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { filterPresets, sizeText } from '../../web/js/preset-picker.js';
 import { detectKind } from '../../web/js/import-panel.js';
 import { PALETTE, paletteDeclarations } from '../../web/js/palette.js';
-import { classBytes, comparePairs, figureRows, headlineOf, markHeadline, overheadLines, segmentsOf, stageSeries } from '../../web/js/results.js';
+import { CATEGORIES, FIGURES, PARTS, TERMS, classBytes, comparePairs, confidenceOf, figureRows, headlineOf, markHeadline, overheadLines, segmentsOf, stageSeries } from '../../web/js/results.js';
+import { methodText, resultCsv } from '../../web/js/share.js';
 import { verdictOf } from '../../web/js/verdict.js';
 import { SINGLE_GPU, loadEngine } from './load.mjs';
 
@@ -197,4 +198,68 @@ test('compare: a full fine-tune pinned beside a LoRA run pairs each row with its
     }
     assert.deepEqual(rows.slice(0, 6).map((row) => row.key), ['weights', 'weight_copies', 'gradients', 'master_weights', 'optimizer_states', 'buffers']);
   }
+});
+
+// ---- what a fine-tuner reads: the breakdown's terms, the method, the CSV (issue 32) ----
+
+test('every term the breakdown can show has its one-line explanation', () => {
+  const lines = [...(trainmemResult.overheads?.lines ?? []).map((o) => o.key), 'caching_allocator', 'cuda_context', 'nccl', 'paged_optimizer'];
+  const keys = [...CATEGORIES.map((c) => c.key), ...PARTS.map((p) => p.key), 'activation', 'temporary', ...lines, ...Object.keys(FIGURES), 'total'];
+  for (const key of keys) {
+    assert.ok(typeof TERMS[key] === 'string' && TERMS[key].length >= 20 && !TERMS[key].includes('\n'), `no line for ${key}`);
+  }
+});
+
+test('method: full-parameter or LoRA/QLoRA with its rank, the framework with its sharding, the recompute', () => {
+  const base = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, ...SINGLE_GPU };
+  const method = (extra) => methodText(engine.estimate({ ...base, ...extra }));
+  assert.equal(method({}), 'full-parameter training · Megatron · no recompute');
+  assert.equal(method({ framework: 'fsdp2', data_parallel_size: 8, peft: 'lora', lora_rank: 16, recompute_granularity: 'full' }), 'LoRA rank 16 · FSDP2 (stage 3) · full recompute');
+  assert.equal(method({ framework: 'fsdp2', peft: 'qlora', params_dtype: 'nf4', lora_rank: 8 }), 'QLoRA rank 8 (4-bit NF4 base) · FSDP2 (stage 3) · no recompute');
+  assert.equal(method({ framework: 'deepspeed', zero_stage: 2, data_parallel_size: 4 }), 'full-parameter training · DeepSpeed ZeRO-2 · no recompute');
+  assert.equal(method({ profile: 'megatron-lm' }), 'full-parameter training (megatron-lm estimator)');
+});
+
+test('CSV: one table, whole bytes with their GiB, the run named first', () => {
+  const r = trainmemResult;
+  const conf = confidenceOf(r);
+  const about = { model: 'Llama 3.1 8B', method: methodText(r), layout: '8 GPUs = TP 2 × PP 1 × CP 1 × DP 4', gpu: 'H100, "SXM"', capacity: 80 * 2 ** 30,
+    figure: { ...headlineOf(r, 'reserved'), label: 'reserved' }, verdict: 'Fits', confidence: conf.text, confidenceGroup: conf.title, link: 'https://example.org/#v=1&tp=2', version: 'trainmem test' };
+  const text = resultCsv(r, about);
+  assert.ok(text.endsWith('\n') && !text.includes('\n\n'), 'a blank line splits the table');
+  // Split as a CSV reader does: quoted cells hold commas and doubled quotes.
+  const rows = [];
+  let row = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
+  }
+  assert.deepEqual(rows[0], ['section', 'name', 'part', 'value', 'unit', 'GiB']);
+  for (const r6 of rows) assert.equal(r6.length, 6, r6.join('|'));
+  const run = Object.fromEntries(rows.filter((x) => x[0] === 'run').map((x) => [x[1], x[3]]));
+  assert.deepEqual(Object.keys(run).slice(0, 4), ['model', 'method', 'layout', 'gpu']);
+  assert.equal(run.gpu, 'H100, "SXM"');
+  assert.equal(run.confidence, conf.text);
+  assert.equal(run.link, about.link);
+  assert.equal(run.figure_bytes, String(Math.round(r.reserved_bytes)));
+  assert.ok(rows.slice(1).findIndex((x) => x[0] !== 'run') >= 10 && rows.slice(1, 11).every((x) => x[0] === 'run'), 'the run comes first');
+  const bytes = rows.filter((x) => x[4] === 'B');
+  assert.ok(bytes.length > 40);
+  for (const x of bytes) {
+    assert.match(x[3], /^\d+$/, x.join('|'));
+    assert.equal(x[5], (Number(x[3]) / 2 ** 30).toFixed(2), x.join('|'));
+  }
+  // The breakdown's class row is the class's parts summed (the core's PartBytes::total()).
+  const weights = rows.find((x) => x[0] === 'breakdown' && x[1] === 'weights_bytes');
+  const parts = r.state.weights;
+  assert.equal(Number(weights[3]), parts.dense + parts.embedding + parts.expert);
+  // A fractional figure is rounded to whole bytes, as the headline rounds it.
+  assert.ok(!Number.isInteger(r.reserved_bytes));
+  assert.equal(rows.find((x) => x[0] === 'figure' && x[1] === 'reserved_bytes')[3], String(Math.round(r.reserved_bytes)));
 });

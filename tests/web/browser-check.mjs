@@ -72,6 +72,54 @@ function expect(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+/** A CSV text as rows of cells (RFC 4180: quoted cells may hold commas, quotes and newlines). */
+function parseCsv(text) {
+  const rows = [];
+  let row = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
+  }
+  if (cell || row.length) { row.push(cell); rows.push(row); }
+  return rows;
+}
+
+/** A PNG's iTXt and tEXt chunks as {keyword: text}; a chunk whose CRC is wrong is an error. */
+function pngText(png) {
+  const out = {};
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (bytes) => { let c = 0xffffffff; for (const b of bytes) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
+  for (let at = 8; at < png.length;) {
+    const length = png.readUInt32BE(at);
+    const type = png.subarray(at + 4, at + 8).toString('latin1');
+    const data = png.subarray(at + 8, at + 8 + length);
+    expect(crc(png.subarray(at + 4, at + 8 + length)) === png.readUInt32BE(at + 8 + length), `PNG chunk ${type}: bad CRC`);
+    if (type === 'tEXt' || type === 'iTXt') {
+      const zero = data.indexOf(0);
+      const keyword = data.subarray(0, zero).toString('latin1');
+      if (type === 'tEXt') out[keyword] = data.subarray(zero + 1).toString('latin1');
+      else {
+        let p = zero + 3; // null, compression flag, compression method
+        p = data.indexOf(0, p) + 1; // language tag
+        p = data.indexOf(0, p) + 1; // translated keyword
+        out[keyword] = data.subarray(p).toString('utf8');
+      }
+    }
+    at += 12 + length;
+  }
+  return out;
+}
+
 const total = (page) => page.textContent('#total');
 const hashNow = (page) => page.evaluate(() => location.hash);
 /** Non-transparent pixels of a canvas: a drawn chart has thousands. */
@@ -294,7 +342,29 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   // Stuck to the top, the summary keeps to at most 110 px (issue 16): headline, verdict, switches.
   const stuck = await page.$eval('#summary', (e) => ({ stuck: e.classList.contains('stuck'), height: e.getBoundingClientRect().height }));
   expect(stuck.stuck && stuck.height <= 110, `the sticky summary: ${JSON.stringify(stuck)}`);
+  // The confidence stays in the stuck headline, as "±N %", on the figure's line, and opens there.
+  const conf = await page.evaluate(() => {
+    const button = document.getElementById('confidence');
+    const r = button.getBoundingClientRect();
+    const total = document.getElementById('total').getBoundingClientRect();
+    const within = button.querySelector('.conf-within');
+    return { shown: r.width > 0 && getComputedStyle(within).display !== 'none', top: r.top, bottom: r.bottom, totalTop: total.top, totalBottom: total.bottom,
+      summaryBottom: document.getElementById('summary').getBoundingClientRect().bottom, visible: button.innerText.trim() };
+  });
+  expect(conf.shown && /^±\d+ %( · \d+ % low)?$/.test(conf.visible) && conf.top < conf.totalBottom && conf.bottom > conf.totalTop && conf.bottom <= conf.summaryBottom,
+    `the stuck headline's confidence: ${JSON.stringify(conf)}`);
+  await page.click('#confidence');
+  expect(await page.isVisible('#confidence-detail') && /validation points?/.test(await page.textContent('#confidence-detail')), 'the confidence does not open in the stuck headline');
+  await page.click('#confidence');
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-editing.png') });
+  // A jump to the planner: its heading lands in view below the sticky headline, the focus with it.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.click('a.jump');
+  await settled(page);
+  const jump = await page.evaluate(() => ({ title: document.getElementById('plan-title').getBoundingClientRect().toJSON(),
+    summary: document.getElementById('summary').getBoundingClientRect().toJSON(), focus: document.activeElement.id, hash: location.hash }));
+  expect(jump.focus === 'plan-panel' && jump.title.top >= jump.summary.bottom && jump.title.bottom <= PHONE.height && !jump.hash.startsWith('#plan'),
+    `the jump to the planner: ${JSON.stringify(jump)}`);
   // The planner's layouts are cards: no sideways scroll, each value named.
   await typeInto(page, '#f-data_parallel_size', '4');
   await typeInto(page, '#f-global_batch_size', '64');
@@ -313,12 +383,84 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   return page;
 });
 
+/**
+ * Controls smaller than a 44 × 44 px tap target on screen now (hidden ones, closed <details>
+ * contents and the off-screen skip link aside). A checkbox or radio is tapped through its label,
+ * which must meet its box (no dead gap) and be 44 px; the box itself at least 24 px (WCAG 2.5.8).
+ * Links inside a sentence are exempt (WCAG 2.5.5's inline exception).
+ */
+const smallTargets = (page) => page.evaluate(() => {
+  const shown = (e) => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden' && !e.closest('[hidden]');
+  };
+  const inSentence = (a) => a.localName === 'a' && /^(P|LI|SPAN|DD|TD)$/.test(a.parentElement?.tagName) && a.parentElement.textContent.trim() !== a.textContent.trim();
+  const small = [];
+  for (const e of document.querySelectorAll('a[href], button, input, select, textarea, summary')) {
+    if (!shown(e) || e.classList.contains('skip') || inSentence(e)) continue;
+    let box = e.getBoundingClientRect();
+    const name = `${e.localName}${e.id ? `#${e.id}` : ''}${e.className ? `.${String(e.className).split(' ')[0]}` : ''} "${(e.textContent || e.value || e.getAttribute('aria-label') || '').trim().slice(0, 24)}"`;
+    if (e.type === 'checkbox' || e.type === 'radio') {
+      const label = e.id && document.querySelector(`label[for="${e.id}"]`);
+      if (!label) { small.push(`${name}: no label`); continue; }
+      const l = label.getBoundingClientRect();
+      const meets = Math.abs(l.left - box.right) <= 1 || e.type === 'radio'; // a switch's radio is hidden under its label
+      if (!meets || (e.type === 'checkbox' && (box.width < 24 || box.height < 24))) small.push(`${name}: box ${Math.round(box.width)}×${Math.round(box.height)}, label ${Math.round(l.left - box.right)} px away`);
+      box = l;
+    }
+    if (box.width < 44 - 0.5 || box.height < 44 - 0.5) small.push(`${name}: ${Math.round(box.width)}×${Math.round(box.height)}`);
+  }
+  return small;
+});
+
+await check('phone tap targets: every control is at least 44 × 44 px at 390 × 844, in the form, its open lists and problems, the headline, the breakdown, the planner\'s cards, the notices and the Embed dialog', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const found = [];
+  const measure = async (state) => { for (const t of await smallTargets(page)) found.push(`${state}: ${t}`); };
+  await measure('fresh page');
+  // Every "More" list, the import panel and the trace open; a field's line and the confidence's too.
+  await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
+  await page.click('button.term[aria-controls="d-profile"]');
+  await page.click('#confidence');
+  await page.click('#breakdown-body button.term');
+  await measure('lists open');
+  // Chips, the problems list with its one-line rules, the preset notice.
+  await typeInto(page, '#f-micro_batch_size', '8');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await settled(page);
+  await measure('suggestions');
+  await typeInto(page, '#f-tensor_model_parallel_size', '3');
+  await measure('problems');
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
+  await typeInto(page, '#f-micro_batch_size', '1');
+  await select(page, '#preset', 'llama-3.1-70b');
+  await measure('preset notice');
+  await select(page, '#preset', 'llama-3.1-8b');
+  // The planner's cards.
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  await page.click('#plan-run');
+  await page.waitForSelector('#plan-table:not([hidden]) #plan-body tr', { timeout: 90000 });
+  await measure('planner');
+  await page.$eval('#plan-panel', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-taps-plan.png') });
+  // The Embed dialog.
+  await page.click('#embed-open');
+  await measure('embed dialog');
+  await page.click('#embed-close');
+  expect(found.length === 0, `targets under 44 px:\n     ${found.join('\n     ')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('keyboard only: every control is reachable with Tab, focus is visible, keys edit', async (keep) => {
   const { page } = await open();
   keep(page);
   const reached = new Set();
   let outline = '';
-  for (let i = 0; i < 80; i += 1) {
+  // Each field is two stops (its input, then its name, which opens the line explaining it).
+  for (let i = 0; i < 200 && !reached.has('copy-link'); i += 1) {
     await page.keyboard.press('Tab');
     const info = await page.evaluate(() => {
       const e = document.activeElement;
@@ -652,6 +794,26 @@ await check('issue 16 at 390 px: hold toggles, chips, the preset notice, the pro
   await typeInto(page, '#f-tensor_model_parallel_size', '3');
   expect(await page.isVisible('#form-problems') && await page.isVisible('#e-tensor_model_parallel_size'), 'problems not shown on the phone');
   await wide('problems');
+  // Errors collapse to one line per field, the rule on demand.
+  const lines = await page.$$eval('.error.one-line:not([hidden]), #form-problems li', (ls) => ls.filter((l) => l.offsetParent).map((l) => ({
+    id: l.id, field: l.querySelector('.link-button')?.textContent ?? null, height: l.getBoundingClientRect().height,
+    lineHeight: Number.parseFloat(getComputedStyle(l.querySelector('.one-line-text')).lineHeight) || 20 })));
+  const fieldsListed = lines.filter((l) => l.field).map((l) => l.field);
+  expect(lines.length >= 4 && lines.every((l) => l.height <= Math.max(44, 1.5 * l.lineHeight) + 1), `not one line each: ${JSON.stringify(lines)}`);
+  expect(new Set(fieldsListed).size === fieldsListed.length && fieldsListed.length >= 2, `a field listed twice: ${fieldsListed}`);
+  const tpLine = () => page.$eval('#e-tensor_model_parallel_size', (e) => {
+    const text = e.querySelector('.one-line-text');
+    const more = e.querySelector('.one-line-more');
+    return { cut: text.scrollWidth > text.clientWidth + 1, height: e.getBoundingClientRect().height, more: !more.hidden, expanded: more.getAttribute('aria-expanded'), text: text.textContent };
+  });
+  const collapsed = await tpLine();
+  expect(collapsed.cut && collapsed.more && collapsed.expanded === 'false' && /num_attention_heads/.test(collapsed.text), `TP's line: ${JSON.stringify(collapsed)}`);
+  await page.click('#e-tensor_model_parallel_size .one-line-more');
+  const opened = await tpLine();
+  expect(!opened.cut && opened.expanded === 'true' && opened.height > 2 * collapsed.height, `TP's rule did not open: ${JSON.stringify(opened)}`);
+  await page.$eval('#e-tensor_model_parallel_size', (e) => e.scrollIntoView({ block: 'center' }));
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-error-open.png') });
+  await wide('an open rule');
   await page.$eval('#form-problems', (e) => e.scrollIntoView());
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-problems.png') });
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
@@ -724,8 +886,66 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   expect(!(await page.isVisible('#section-framework')), 'trainmem-only section shown for a reference profile');
   expect(!(await page.isVisible('#peak-card')), 'moments shown for a reference profile');
   expect((await page.$$('.field.invalid')).length === 0, 'a reference profile got a trainmem-only field');
-  const refRows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.textContent));
+  const refRows = await page.$$eval('#breakdown-body th[scope="row"]', (ths) => ths.map((t) => t.querySelector('button.term')?.textContent ?? t.textContent));
   expect(refRows.at(-1) === 'Total' && !refRows.includes('Buffers'), `reference rows: ${refRows.join(' | ')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('every term has its line: each breakdown row and part, held / free and each field (Estimator profile) open a one-line explanation by click or keyboard, in the page and the embed', async (keep) => {
+  const { page, problems } = await open('#v=1&m=llama-3.1-8b&fw=fsdp2&dp=8&peft=lora&lr=16&s=4096&b=1&gpu=h100-80gb');
+  keep(page);
+  const terms = (selector) => page.$$eval(selector, (cells) => cells.map((cell) => {
+    const button = cell.querySelector('button.term');
+    const line = button && document.getElementById(button.getAttribute('aria-controls'));
+    return { text: cell.textContent, label: button?.textContent ?? null, line: line?.textContent ?? '', hidden: line?.hidden ?? null };
+  }));
+  const rows = await terms('#breakdown-body th[scope="row"]');
+  const heads = (await terms('#breakdown-head th')).slice(1, -1); // the parts' columns
+  const unexplained = [...rows, ...heads].filter((t) => !t.label || t.line.length < 20 || t.hidden !== true);
+  expect(rows.length >= 15 && heads.length >= 1 && unexplained.length === 0, `terms without a line (or open at first): ${JSON.stringify(unexplained)}`);
+  for (const name of ['Buffers', 'Weight copies', 'Frozen weights', 'Adapter gradients', 'Allocator caching and fragmentation', 'Device']) {
+    expect(rows.some((t) => t.label === name), `no "${name}" term: ${rows.map((t) => t.label).join(' | ')}`);
+  }
+  // Click opens; the line stays open across the re-render an edit makes; Escape closes it.
+  const lineOf = (label) => page.evaluate((l) => {
+    const button = [...document.querySelectorAll('#breakdown-body button.term')].find((b) => b.textContent === l);
+    const line = document.getElementById(button.getAttribute('aria-controls'));
+    return { expanded: button.getAttribute('aria-expanded'), shown: !line.hidden && line.getBoundingClientRect().height > 0, text: line.textContent };
+  }, label);
+  await page.click('#breakdown-body button.term:text-is("Buffers")');
+  const buffers = await lineOf('Buffers');
+  expect(buffers.expanded === 'true' && buffers.shown && /ZeRO-3|FSDP/.test(buffers.text), `Buffers: ${JSON.stringify(buffers)}`);
+  await typeInto(page, '#f-micro_batch_size', '2');
+  expect((await lineOf('Buffers')).shown, 'the Buffers line closed when the table re-rendered');
+  await page.focus('#breakdown-body button.term:text-is("Buffers")');
+  await page.keyboard.press('Escape');
+  expect(!(await lineOf('Buffers')).shown, 'Escape does not close the line');
+  // Keyboard: Tab to a term, Enter opens it.
+  await page.focus('#breakdown-body button.term:text-is("Weight copies")');
+  await page.keyboard.press('Enter');
+  const copies = await lineOf('Weight copies');
+  expect(copies.shown && /FP8|autocast/.test(copies.text), `Weight copies by Enter: ${JSON.stringify(copies)}`);
+  // held / free, next to the form; each hold toggle is described by it.
+  await page.click('button.term[aria-controls="hold-note"]');
+  expect(await page.isVisible('#hold-note') && /Held:.*Free:/.test(await page.textContent('#hold-note')), 'no held / free line');
+  const described = await page.$$eval('button.hold', (bs) => bs.every((b) => b.getAttribute('aria-describedby') === 'hold-note'));
+  expect(described, 'a hold toggle is not described by the held / free line');
+  // A field's line: the Estimator profile says what the profiles are.
+  await page.focus('button.term[aria-controls="d-profile"]');
+  await page.keyboard.press('Enter');
+  const profile = await page.$eval('#d-profile', (e) => ({ shown: !e.hidden, text: e.textContent }));
+  expect(profile.shown && /trainmem/.test(profile.text) && /megatron/i.test(profile.text), `Estimator profile: ${JSON.stringify(profile)}`);
+  expect((await page.getAttribute('#f-profile', 'aria-describedby')).split(' ').includes('d-profile'), 'the profile field is not described by its line');
+  const fieldsWithout = await page.$$eval('.field:not([hidden])', (fs) => fs.filter((f) => f.title && !f.querySelector('button.term')).map((f) => f.dataset.field));
+  expect(fieldsWithout.length === 0, `fields with a description but no line: ${fieldsWithout}`);
+  await page.screenshot({ path: join(SHOTS, 'terms-1280x900.png') });
+  // The embed's breakdown has the same terms.
+  await page.goto(`${url}embed.html#v=1&m=llama-3.1-8b&s=4096&b=1&gpu=h100-80gb`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await page.click('.embed-table > summary');
+  await page.click('#breakdown-body button.term:text-is("Buffers")');
+  expect(await page.isVisible('#term-buffers'), 'the embed\'s Buffers line does not open');
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
@@ -1036,7 +1256,7 @@ await check('compare: pin, change inputs, both side by side with the difference;
   return page;
 });
 
-await check('export: JSON and CSV carry the inputs, every category and every stage, CSV with a summary first; a PNG with title, legend and verdict', async (keep) => {
+await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
   const { page, problems } = await open();
   keep(page);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
@@ -1051,37 +1271,49 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
   expect(doc.inputs.pipeline_model_parallel_size === 2 && doc.resolved.num_layers === 32, 'JSON lacks the inputs');
   expect(doc.result.stages.length === 2 && doc.result.state.buffers && doc.result.device_bytes > 0, 'JSON lacks stages or categories');
   const csv = (await save('#export-csv')).body.toString();
-  for (const line of ['input,num_layers,,32', 'bytes,weights,dense,', 'bytes,optimizer_states,expert,', 'bytes,buffers,embedding,',
-    'bytes,activations,,', 'bytes,cuda_context,,', 'figure,device_bytes,,', 'stage,0,total_bytes,', 'stage,1,moments.backward,']) {
-    expect(csv.includes(`\n${line}`), `CSV lacks "${line}"`);
+  // Parsed back as a CSV reader does (quoted cells, doubled quotes): one table, every row as wide as the header.
+  const table = parseCsv(csv);
+  const [header, ...rows] = table;
+  expect(header.join(',') === 'section,name,part,value,unit,GiB', `CSV header: ${header}`);
+  const ragged = rows.filter((r) => r.length !== header.length);
+  expect(ragged.length === 0 && !/\n\n/.test(csv), `not one table: ${ragged.length} ragged rows ${JSON.stringify(ragged.slice(0, 2))}`);
+  const cell = (section, name, part = '') => rows.find((r) => r[0] === section && r[1] === name && (part === null || r[2] === part));
+  for (const [section, name, part] of [['input', 'num_layers'], ['bytes', 'weights', 'dense'], ['bytes', 'optimizer_states', 'expert'], ['bytes', 'buffers', 'embedding'],
+    ['bytes', 'activations'], ['bytes', 'cuda_context'], ['figure', 'device_bytes'], ['stage', '0', 'total_bytes'], ['stage', '1', 'moments.backward']]) {
+    expect(cell(section, name, part), `CSV lacks ${section},${name},${part}`);
   }
-  // The summary block comes first: each class's bytes as an integer and in GiB, then the figures.
-  const [summaryBlock] = csv.split('\n\n');
-  const summary = summaryBlock.split('\n');
-  expect(summary[0] === 'class,bytes,GiB' && summary[1].startsWith('weights,'), `CSV summary: ${summary.slice(0, 2)}`);
-  const deviceRow = summary.find((l) => l.startsWith('device,'))?.split(',');
-  expect(deviceRow && Number(deviceRow[1]) === doc.result.device_bytes && deviceRow[2] === (doc.result.device_bytes / 2 ** 30).toFixed(2), `CSV device row: ${deviceRow}`);
-  const weights = summary[1].split(',');
+  expect(cell('input', 'num_layers')[3] === '32', 'CSV num_layers');
+  // Every byte count is a whole number of bytes (no fractions, no exponent), its GiB beside it.
+  const byteRows = rows.filter((r) => r[4] === 'B');
+  const bad = byteRows.filter((r) => !/^\d+$/.test(r[3]) || r[5] !== (Number(r[3]) / 2 ** 30).toFixed(2));
+  expect(byteRows.length > 50 && bad.length === 0, `byte cells: ${byteRows.length}, not whole: ${JSON.stringify(bad.slice(0, 3))}`);
+  expect(Number(cell('figure', 'reserved_bytes')[3]) === Math.round(doc.result.reserved_bytes), 'reserved bytes not the core figure rounded');
+  // The header block comes first and names the run as the page shows it.
+  const head = rows.slice(0, rows.findIndex((r) => r[0] !== 'run'));
+  const run = Object.fromEntries(head.map((r) => [r[1], r[3]]));
+  for (const key of ['model', 'method', 'layout', 'gpu', 'verdict', 'confidence', 'link']) expect(run[key], `CSV header block lacks ${key}: ${JSON.stringify(run)}`);
+  expect(run.model === 'Llama 3.1 8B' && /full-parameter training · Megatron/.test(run.method), `model/method: ${run.model} / ${run.method}`);
+  expect(run.layout === await page.evaluate(() => document.getElementById('run-line').textContent.split(' · ')[1]), `layout ${run.layout}`);
+  expect(run.gpu === await page.textContent('#gpu-name') && run.verdict === await page.textContent('#verdict'), `gpu/verdict: ${run.gpu} / ${run.verdict}`);
+  expect(run.confidence === await page.textContent('#confidence') && /^runs like this landed within ±\d+ %/.test(run.confidence), `confidence: ${run.confidence}`);
+  expect(run.link === await page.evaluate(() => location.href) && run.link.includes('#'), `link: ${run.link}`);
+  expect(Number(head.find((r) => r[1] === 'figure_bytes')[3]) === Number(await page.getAttribute('#total', 'data-bytes')), 'header figure is not the headline');
+  // The breakdown: each class's bytes (its parts summed), then the figures.
   const parts = doc.result.state.weights;
-  expect(Number(weights[1]) === parts.dense + parts.embedding + parts.expert, `CSV weights: ${weights}`);
-  // The PNG: opaque, 2x, with a title and legend (a picture a reader can use, not the bare canvas).
+  expect(Number(cell('breakdown', 'weights_bytes', null)[3]) === parts.dense + parts.embedding + parts.expert, 'CSV weights');
+  expect(Number(cell('breakdown', 'device_bytes')[3]) === Math.round(doc.result.device_bytes), 'CSV device');
+  // The PNG: opaque, 2x, with a title and legend (a picture a reader can use, not the bare canvas),
+  // its words also in iTXt chunks: the method, the GPU count, the sequence, ±N % and the link.
   const png = (await save('#export-png')).body;
   expect(png.subarray(1, 4).toString() === 'PNG' && png.length > 2000, 'not a PNG');
   const size = { width: png.readUInt32BE(16), height: png.readUInt32BE(20), colorType: png[25] };
   expect(size.width === 1800 && size.height > 500, `PNG is ${size.width}x${size.height}`);
-  const look = await page.evaluate(async (base64) => {
-    const img = new Image();
-    img.src = `data:image/png;base64,${base64}`; // the page's CSP allows data: images
-    await img.decode();
-    const c = Object.assign(document.createElement('canvas'), { width: img.width, height: img.height });
-    const ctx = c.getContext('2d');
-    ctx.drawImage(img, 0, 0);
-    const data = ctx.getImageData(0, 0, c.width, c.height).data;
-    let transparent = 0;
-    for (let i = 3; i < data.length; i += 4) if (data[i] < 255) transparent += 1;
-    return { transparent };
-  }, png.toString('base64'));
-  expect(look.transparent === 0, `${look.transparent} transparent pixels in the PNG`);
+  const words = pngText(png);
+  expect(words.Title === `Llama 3.1 8B on ${run.gpu}`, `PNG title: ${words.Title}`);
+  for (const want of [run.method, `${doc.resolved.world_size} GPUs = TP 2 × PP 2`, `sequence ${doc.resolved.seq_length.toLocaleString('en-US')} tokens`, run.confidence, await page.textContent('#verdict')]) {
+    expect(words.Description?.includes(want), `PNG description lacks "${want}": ${words.Description}`);
+  }
+  expect(words.Source === run.link, `PNG link: ${words.Source}`);
   await writeFile(join(SHOTS, 'export.png'), png);
   await page.click('#export-args');
   await page.waitForFunction(() => document.querySelector('#args-text').value.length > 0);
@@ -1093,6 +1325,12 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
 await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
   const { page, problems } = await open();
   keep(page);
+  // The planner's GPU count starts at the calculator's (the run line's "N GPUs = ...") and follows it until one is typed there.
+  const world = () => page.evaluate(() => /^.* · (\d+) GPUs? = /.exec(document.getElementById('run-line').textContent)?.[1]);
+  expect(await world() === '8' && await page.inputValue('#plan-gpus') === '8', `planner GPUs ${await page.inputValue('#plan-gpus')}, the run's ${await world()}`);
+  await typeInto(page, '#f-data_parallel_size', '8');
+  expect(await world() === '16' && await page.inputValue('#plan-gpus') === '16', `after DP 8: planner GPUs ${await page.inputValue('#plan-gpus')}, the run's ${await world()}`);
+  await typeInto(page, '#f-data_parallel_size', '4');
   await typeInto(page, '#f-global_batch_size', '64');
   // The panel starts its worker when the GPU field gets focus (before the first click), so the
   // worker is looked for once the search has answered rather than raced against the click.
@@ -1154,6 +1392,26 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
   await typeInto(page, '#plan-gpus', 'many');
   await page.click('#plan-run');
   expect((await page.textContent('#plan-status')).includes('whole number'), 'no message for a bad GPU count');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+await check('Find layouts at 1280 px: every column in view, Headroom the last; a GPU count typed in the planner stays the user\'s', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#f-global_batch_size', '64');
+  await typeInto(page, '#plan-gpus', '16');
+  await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).forEach((b) => b.click()));
+  await page.click('#plan-run');
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 3, null, { timeout: 90000 });
+  const fit = await page.$eval('#plan-table', (t) => ({ table: t.getBoundingClientRect().right, box: t.parentElement.getBoundingClientRect().right,
+    scroll: t.parentElement.scrollWidth - t.parentElement.clientWidth, last: t.querySelector('#plan-head th:last-child').textContent.replace(/\u00ad/g, '') }));
+  expect(fit.scroll <= 0 && fit.table <= fit.box + 0.5 && /^Headroom/.test(fit.last), `the planner is cut off at 1280 px: ${JSON.stringify(fit)}`);
+  await page.$eval('#plan-panel', (e) => e.scrollIntoView());
+  await page.screenshot({ path: join(SHOTS, 'plan-columns-1280x900.png') });
+  // A count typed in the planner is the user's: the calculator's no longer replaces it.
+  await typeInto(page, '#f-data_parallel_size', '2');
+  expect(await page.inputValue('#plan-gpus') === '16', `the typed planner count was replaced: ${await page.inputValue('#plan-gpus')}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
@@ -1502,27 +1760,51 @@ await check('a state with no figure: the page, the embed and the element show it
   return page;
 });
 
-await check('confidence: beside the headline, "runs like this landed within ±N %" with the group and its points in the title, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
+await check('confidence: beside the headline, "runs like this landed within ±N %", a button that opens the group and its points by click, tap or Enter, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
   const page = keep(await context.newPage());
   const readConfidence = (target, host) => target.evaluate(({ host: h }) => {
     const root = h ? document.querySelector(h).shadowRoot : document;
     const node = root.querySelector('.confidence');
     const shown = node && !node.hidden && getComputedStyle(node).display !== 'none';
-    const headline = root.querySelector(h ? '.headline' : '.headline');
-    return shown ? { text: node.textContent, title: node.title, within: node.dataset.within, inHeadline: headline.contains(node) } : null;
+    const headline = root.querySelector('.headline');
+    const detail = root.querySelector('.confidence-detail');
+    const open = detail && !detail.hidden && getComputedStyle(detail).display !== 'none';
+    return shown ? { text: node.textContent, within: node.dataset.within, inHeadline: headline.contains(node), button: node.localName === 'button',
+      expanded: node.getAttribute('aria-expanded'), controls: root.getElementById(node.getAttribute('aria-controls')) === detail,
+      title: open ? detail.textContent : null } : null;
   }, { host });
+  // Opens the line (Enter on the page, a click in the embed and the element) and reads it.
+  const openAndRead = async (how, host) => {
+    const before = await readConfidence(page, host);
+    if (!before) return null;
+    expect(before.button && before.expanded === 'false' && before.title === null && before.controls, `closed at first: ${JSON.stringify(before)}`);
+    const selector = host ? `${host} .confidence` : '#confidence';
+    if (how === 'enter') {
+      await page.focus(selector);
+      await page.keyboard.press('Enter');
+    } else await page.click(selector);
+    const after = await readConfidence(page, host);
+    expect(after.expanded === 'true' && after.title, `${how} did not open the line: ${JSON.stringify(after)}`);
+    return after;
+  };
   const views = async (fragment) => {
     const out = [];
-    for (const file of ['index.html', 'embed.html']) {
+    for (const [file, how] of [['index.html', 'enter'], ['embed.html', 'click']]) {
       await page.goto(`${url}${file}#${fragment}`);
       await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
-      out.push({ where: file, conf: await readConfidence(page) });
+      out.push({ where: file, conf: await openAndRead(how) });
+      if (file === 'index.html' && out.at(-1).conf) {
+        await page.keyboard.press('Escape');
+        const closed = await readConfidence(page);
+        expect(closed.expanded === 'false' && closed.title === null && await page.evaluate(() => document.activeElement.id) === 'confidence',
+          `Escape leaves the line open or loses focus: ${JSON.stringify(closed)}`);
+      }
     }
     await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: hostPage(
       `<script type="module" src="js/trainmem-element.js"></script><trainmem-calculator ${attributesOfFragment(fragment).map(([k, v]) => `${k}="${v}"`).join(' ')}></trainmem-calculator>`) }));
     await page.goto(`${url}element-host.html`);
     await page.waitForFunction(() => document.querySelector('trainmem-calculator')?.dataset.ready === '1', null, { timeout: 20000 });
-    out.push({ where: 'element', conf: await readConfidence(page, 'trainmem-calculator') });
+    out.push({ where: 'element', conf: await openAndRead('click', 'trainmem-calculator') });
     await page.unrouteAll();
     return out;
   };

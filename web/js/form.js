@@ -4,6 +4,7 @@
 import { CHOICE_LABELS, LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
+import { termElements } from './dom.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -168,22 +169,20 @@ export class Form {
       });
     }
     const range = rangeText(spec);
-    const hint = el('p', { class: 'hint', id: hintId },
-      el('code', { text: name }),
-      range ? ` · ${range}` : '',
-      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
-    const error = el('p', { class: 'error', id: errorId, hidden: true });
+    const [hint, about] = this.hintOf(spec, hintId, range);
+    if (about) input.setAttribute('aria-describedby', `${hintId} ${about.id} ${errorId}`);
+    const error = el('p', { class: 'error one-line', id: errorId, hidden: true });
     let wrap;
     if (spec.type === 'boolean') {
       wrap = el('div', { class: 'field check', 'data-field': name, title: spec.description },
         el('div', { class: 'check-row' }, input, el('label', { for: id, text: label }),
-          ...(HOLDABLE.has(name) ? [this.holdToggle(name, label)] : [])), hint, error);
+          ...(HOLDABLE.has(name) ? [this.holdToggle(name, label)] : [])), hint, ...(about ? [about] : []), error);
     } else {
       const row = el('div', { class: 'input-row' }, input);
       if (spec.unit) row.append(el('span', { class: 'unit', text: spec.unit }));
       if (HOLDABLE.has(name)) row.append(this.holdToggle(name, label));
       wrap = el('div', { class: 'field', 'data-field': name, title: spec.description },
-        el('label', { for: id, text: label }), row, hint, error);
+        el('label', { for: id, text: label }), row, hint, ...(about ? [about] : []), error);
     }
     if (spec.type === 'boolean' || spec.type === 'choice') {
       input.addEventListener('change', () => {
@@ -214,6 +213,19 @@ export class Form {
   }
 
   /**
+   * A field's hint: its name (what config files and the link call it) and range; with a
+   * description, the name is a term whose line explains the field (click, tap or keyboard; the
+   * wrap's title says it on hover). [hint, the line or null]
+   */
+  hintOf(spec, hintId, range = '') {
+    const code = el('code', { text: spec.name });
+    if (!spec.description) return [el('p', { class: 'hint', id: hintId }, code, range ? ` · ${range}` : ''), null];
+    const [button, line] = termElements(`d-${spec.name}`, code, spec.description);
+    line.classList.add('field-about');
+    return [el('p', { class: 'hint', id: hintId }, button, range ? ` · ${range}` : ''), line];
+  }
+
+  /**
    * The planner's hold toggle of a field: pressed, the planner keeps the field's value in every
    * layout it lists ("Find layouts that fit" varies only what is released). Until pressed, a field
    * is held when it is set (what the user typed).
@@ -222,6 +234,7 @@ export class Form {
     const button = el('button', { type: 'button', class: 'hold', 'data-hold': name, 'aria-pressed': 'false',
       title: `Held: the planner keeps ${label}. Press to let it vary.`, text: 'hold' });
     button.setAttribute('aria-label', `Hold ${label} in the planner`);
+    button.setAttribute('aria-describedby', 'hold-note'); // index.html: what held and free mean
     button.addEventListener('click', () => {
       this.holdChoices.set(name, button.getAttribute('aria-pressed') !== 'true');
       this.showHolds(this.lastValues ?? {});
@@ -269,12 +282,11 @@ export class Form {
       });
       return { input: box, row: el('div', { class: 'check-row' }, box, el('label', { for: id, text: choice })) };
     });
-    const hint = el('p', { class: 'hint', id: hintId }, el('code', { text: name }),
-      el('span', { class: 'sr-only', text: spec.description ? `. ${spec.description}` : '' }));
-    const error = el('p', { class: 'error', id: errorId, hidden: true });
-    const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${errorId}` },
+    const [hint, about] = this.hintOf(spec, hintId);
+    const error = el('p', { class: 'error one-line', id: errorId, hidden: true });
+    const group = el('fieldset', { class: 'choice-list', 'aria-describedby': `${hintId} ${about ? `${about.id} ` : ''}${errorId}` },
       el('legend', { text: label }), ...boxes.map((b) => b.row));
-    const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, error);
+    const wrap = el('div', { class: 'field wide', 'data-field': name, title: spec.description }, group, hint, ...(about ? [about] : []), error);
     grid.append(wrap);
     // `input` is the first box: focus and aria-invalid go there.
     this.fields.set(name, { wrap, input: boxes[0]?.input ?? group, boxes, error, spec });
@@ -369,7 +381,11 @@ export class Form {
     for (const [name, f] of this.fields) {
       const messages = byField.get(name);
       const text = messages ? messages.join(' ') : '';
-      if (f.error.textContent !== text) f.error.textContent = text;
+      if (f.errorText !== text) {
+        f.errorText = text;
+        f.error.replaceChildren(...(messages ? oneLine(text, `Show the whole rule for ${name}`) : []));
+        f.error.classList.remove('open');
+      }
       f.error.hidden = !messages;
       f.wrap.classList.toggle('invalid', Boolean(messages));
       if (messages) f.input.setAttribute('aria-invalid', 'true');
@@ -381,6 +397,8 @@ export class Form {
       if (details) details.open = true;
     }
     this.showProblems(issues);
+    // A "more" button only where the one line cuts the rule (a phone's width; the desktop wraps).
+    for (const line of this.root.parentElement.querySelectorAll('.one-line')) fitOneLine(line);
     return unplaced;
   }
 
@@ -397,17 +415,50 @@ export class Form {
     }
     this.problems.hidden = issues.length === 0;
     if (!issues.length) { this.problems.replaceChildren(); return; }
-    const items = issues.map((issue) => {
+    // One line per field (a field the core names twice, once), its rules after its name.
+    const lines = new Map();
+    for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      const li = document.createElement('li');
-      if (f && !f.wrap.hidden) {
-        const go = el('button', { type: 'button', class: 'link-button', text: issue.field });
+      const key = f && !f.wrap.hidden ? issue.field : `\u0000${issue.message}`;
+      const rule = issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message;
+      if (!lines.has(key)) lines.set(key, { f: f && !f.wrap.hidden ? f : null, field: issue.field, rules: [] });
+      if (!lines.get(key).rules.includes(rule)) lines.get(key).rules.push(rule);
+    }
+    const items = [...lines.values()].map(({ f, field, rules }) => {
+      const li = el('li', { class: 'one-line' });
+      if (f) {
+        const go = el('button', { type: 'button', class: 'link-button', text: field });
         go.addEventListener('click', () => f.input.focus());
-        const rule = issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message;
-        li.append(go, `: ${rule}`);
-      } else li.textContent = issue.message;
+        li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
+      } else li.append(...oneLine(rules.join(' '), 'Show the whole problem'));
       return li;
     });
     this.problems.replaceChildren(el('p', { text: issues.length === 1 ? 'One problem:' : `${issues.length} problems:` }), el('ul', {}, ...items));
   }
+}
+
+/**
+ * A problem's words as one line (a phone cuts it with an ellipsis) and the button that shows the
+ * whole rule on demand; the button is shown only when the line is cut (fitOneLine).
+ * @returns {Node[]} the text span and the button; their parent gets class "one-line"
+ */
+function oneLine(text, label) {
+  const span = el('span', { class: 'one-line-text', text });
+  const more = el('button', { type: 'button', class: 'one-line-more', 'aria-expanded': 'false', 'aria-label': label, hidden: true, text: 'more' });
+  more.addEventListener('click', () => {
+    const line = more.parentElement;
+    const open = !line.classList.contains('open');
+    line.classList.toggle('open', open);
+    more.setAttribute('aria-expanded', String(open));
+    more.textContent = open ? 'less' : 'more';
+  });
+  return [span, more];
+}
+
+/** Shows a line's "more" button when its text is cut (or the line is open). */
+function fitOneLine(line) {
+  const text = line.querySelector(':scope > .one-line-text');
+  const more = line.querySelector(':scope > .one-line-more');
+  if (!text || !more || line.hidden) return;
+  more.hidden = !line.classList.contains('open') && text.scrollWidth <= text.clientWidth + 1;
 }

@@ -6,10 +6,10 @@
 import { createEngine } from './engine.js';
 import { Form } from './form.js';
 import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
-import { DEFAULT_FIGURE, FIGURES, ResultsView, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
+import { DEFAULT_FIGURE, FIGURES, ResultsView, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
 import { verdictOf } from './verdict.js';
 import { adoptPalette, cssColor } from './theme.js';
-import { formatBytes, formatSize } from './format.js';
+import { formatBytes, formatInteger, formatSize } from './format.js';
 import { LABELS, MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
 import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
@@ -20,7 +20,7 @@ import { ImportPanel } from './import-panel.js';
 import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
-import { fileStem } from './share.js';
+import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
 
 const $ = (id) => document.getElementById(id);
@@ -48,6 +48,7 @@ let picker;
 let setupPicker;
 let compare;
 let share;
+let plan;
 let importedLabel = null; // the source of an imported model, for the title
 // What the last import left for the user to give (core `unresolved`): field → the message with
 // the source's reason ("the recipe's tokenizer.max_seq_len is null ..."), shown on the field in
@@ -116,6 +117,7 @@ function settle() {
   if (result.ok) {
     form.showIssues([]);
     form.showResolved(state.fields, result.config);
+    plan.follow(result.config.world_size);
   } else {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
       ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
@@ -242,7 +244,26 @@ function renderGpuFit() {
 }
 
 
-// ---- the PNG export ----
+// ---- the exports: the run in words, the PNG ----
+
+/**
+ * The run on screen in words, as the CSV's header block and the PNG's lines give it: the model,
+ * the method, the layout, the GPU, the figure compared, the verdict, the confidence and the link
+ * (the address bar's: the share panel writes it first).
+ */
+function about() {
+  const result = lastOk?.result;
+  const capacity = capacityBytes();
+  const headline = headlineOf(result, state.figure);
+  const conf = confidenceOf(result);
+  return {
+    model: modelLabel(), method: methodText(result), layout: result ? layoutText(result.config) : '',
+    gpu: currentGpuLabel(), capacity: Number.isFinite(capacity) ? capacity : null,
+    figure: headline ? { ...headline, label: result.profile === 'trainmem' ? FIGURES[headline.key].long : 'total' } : null,
+    verdict: verdictOf(result, headline, state.unit)?.text ?? '', confidence: conf?.text ?? '', confidenceGroup: conf?.title ?? '',
+    link: location.href, version: `trainmem ${engine.version}, ${result?.profile} profile`,
+  };
+}
 
 /** What the PNG shows (export-png.js): the view on screen, with its title, legend and verdict. */
 function picture() {
@@ -252,23 +273,27 @@ function picture() {
   const c = result.config;
   const capacity = capacityBytes();
   const headline = headlineOf(result, figure);
-  const figureName = result.profile === 'trainmem' ? FIGURES[headline.key].long : 'total';
-  const setup = [layoutText(c), c.framework, `sequence ${c.seq_length} · micro batch ${c.micro_batch_size}`].filter(Boolean).join(' · ');
+  const run = about();
+  const sequence = `sequence ${formatInteger(c.seq_length)} tokens · micro batch ${c.micro_batch_size}`;
   const stage = result.stages?.length > 1 ? ` (pipeline stage ${result.most_loaded_stage})` : '';
   const color = cssColor;
   return {
-    title: `${modelLabel()} on ${currentGpuLabel()}`,
-    subtitle: `${setup} · trainmem ${engine.version}, ${result.profile} profile`,
-    figureName: `Most-loaded GPU${stage} · ${figureName}`,
+    title: `${run.model} on ${run.gpu}`,
+    method: run.method,
+    subtitle: `${run.layout} · ${sequence}`,
+    figureName: `Most-loaded GPU${stage} · ${run.figure.label}`,
     headline: `${formatBytes(headline.bytes, unit)}${Number.isFinite(capacity) ? ` of ${formatSize(capacity, unit)}` : ''}`,
+    confidence: run.confidence,
     verdict: verdictOf(result, headline, unit),
     segments: segmentsOf(result, formulaLookup(result), figure).filter((s) => s.bytes > 0)
       .map((s) => ({ label: s.label, bytes: s.bytes, color: s.color, text: formatBytes(s.bytes, unit) })),
     total: headline.bytes, capacity: Number.isFinite(capacity) ? capacity : null,
-    capacityText: Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '',
+    capacityText: Number.isFinite(capacity) ? `${run.gpu} ${formatSize(capacity, unit)}` : '',
+    link: run.link,
+    footer: `${run.version} · ${run.confidenceGroup}`,
     colors: {
       background: color('--surface'), text: color('--text'), muted: color('--muted'), grid: color('--grid'),
-      ok: color('--ok'), bad: color('--bad'), warn: color('--warn'), capacity: color('--capacity'),
+      ok: color('--ok'), bad: color('--bad'), warn: color('--warn'), capacity: color('--capacity'), accent: color('--accent'),
     },
   };
 }
@@ -529,9 +554,9 @@ function bindPanels() {
     result: () => lastOk?.result ?? null,
     inputs: () => configFor(state.fields).config,
     fileStem: () => fileStem(presetById(engine, state.preset)?.name ?? importedLabel ?? 'custom', lastOk?.result.config),
-    picture,
+    picture, about,
   });
-  new PlanPanel({
+  plan = new PlanPanel({
     solve: $('plan-solve'), gpus: $('plan-gpus'), headroom: $('plan-headroom'), run: $('plan-run'), cancel: $('plan-cancel'),
     progress: $('plan-progress'), status: $('plan-status'), table: $('plan-table'), head: $('plan-head'), body: $('plan-body'),
   }, () => ({

@@ -9,6 +9,7 @@ const SOLVED = {
   'min-gpus': (v) => `The fewest GPUs on which a layout fits: ${formatInteger(v)}`,
 };
 
+// Long names carry soft hyphens: twelve columns fit the form's column at 1280 px.
 const COLUMNS = [
   { key: 'rank', label: 'Rank', value: (l) => l.rank },
   { key: 'tp', label: 'TP', value: (l) => l.fields.tensor_model_parallel_size },
@@ -17,16 +18,16 @@ const COLUMNS = [
   { key: 'cp', label: 'CP', value: (l) => l.fields.context_parallel_size },
   { key: 'ep', label: 'EP', value: (l) => l.fields.expert_model_parallel_size ?? 1 },
   { key: 'dp', label: 'DP', value: (l) => l.data_parallel_size },
-  { key: 'sharding', label: 'Sharding', value: (l) => sharding(l.fields) },
-  { key: 'recompute', label: 'Recompute', value: (l) => l.fields.recompute_granularity ?? 'none' },
+  { key: 'sharding', label: 'Shard\u00ading', value: (l) => sharding(l.fields) },
+  { key: 'recompute', label: 'Re\u00adcompute', value: (l) => l.fields.recompute_granularity ?? 'none' },
   { key: 'mbs', label: 'Micro batch', value: (l) => l.fields.micro_batch_size },
   { key: 'memory', label: 'Memory', value: (l) => l.metric_bytes, bytes: true },
-  { key: 'headroom', label: 'Headroom', value: (l) => l.headroom },
+  { key: 'headroom', label: 'Head\u00adroom', value: (l) => l.headroom },
 ];
 
 function sharding(fields) {
   if (fields.zero_stage !== undefined && fields.zero_stage !== null) return `ZeRO-${fields.zero_stage}`;
-  if (fields.use_distributed_optimizer === true) return 'dist. optimizer';
+  if (fields.use_distributed_optimizer === true) return 'dist. opt.'; // Megatron's distributed optimizer (the cell's title says so)
   if (fields.use_distributed_optimizer === false) return 'none';
   return '—';
 }
@@ -47,9 +48,21 @@ export class PlanPanel {
     // Start the worker (and its module) as soon as the panel is used, before the first search.
     for (const input of [els.gpus, els.headroom]) input.addEventListener('focus', () => this.worker(), { once: true });
     els.cancel.addEventListener('click', () => this.cancel());
+    // The GPU count follows the calculator's (follow()) until the user types one; cleared, it follows again.
+    els.gpus.addEventListener('input', () => { this.typed = els.gpus.value.trim() !== ''; });
     for (const input of [els.gpus, els.headroom]) {
       input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); this.run(); } });
     }
+  }
+
+  /**
+   * The calculator's GPU count (the resolved world size): the planner's count starts at it and
+   * follows it, so "Find layouts" first answers for the GPUs the run has, until the user types another.
+   */
+  follow(worldSize) {
+    if (this.typed || !Number.isInteger(worldSize) || worldSize < 1) return;
+    const text = String(worldSize);
+    if (this.els.gpus.value !== text) this.els.gpus.value = text;
   }
 
   worker() {
@@ -197,6 +210,9 @@ export class PlanPanel {
         } else if (c.bytes) {
           td.textContent = formatBytes(v, this.unit);
           td.title = formatExactBytes(v);
+        } else if (c.key === 'sharding' && v === 'dist. opt.') {
+          td.textContent = v;
+          td.title = "Megatron's distributed optimizer (optimizer states sharded over data-parallel ranks)";
         } else if (c.key === 'headroom') {
           td.textContent = `${(v * 100).toFixed(0)}%`;
         } else td.textContent = String(v);

@@ -3,7 +3,7 @@
 import { cssColor } from './theme.js';
 import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
-import { elementsById, escapeHtml } from './dom.js';
+import { bindTerms, elementsById, escapeHtml, termButtonHtml, termHtml, termNoteHtml } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -117,6 +117,44 @@ export function overheadLines(result, figure) {
   return (result.overheads?.lines ?? []).filter((line) => FIGURE_ORDER.indexOf(line.adds_to) > 0)
     .map((line) => ({ ...line, label: line.key, ...OTHER_LINE, ...LINE_LOOKS[line.key], included: rank >= FIGURE_ORDER.indexOf(line.adds_to) }));
 }
+/**
+ * What each term of the breakdown means, in one line a reader opens beside it (docs/trainmem-profile.md
+ * §3 and §5 say where each comes from). Keys: the tensor classes, the parts, the rows after them,
+ * the core's overhead lines and the figures.
+ */
+export const TERMS = {
+  weights: "The model's parameters as this GPU holds them for training, in params_dtype, after the TP, PP and EP splits and any sharding.",
+  weight_copies: "Further copies of the weights in another dtype: Transformer Engine's FP8 weight caches, autocast's compute-dtype casts of the linear weights.",
+  gradients: 'One gradient per trained parameter in the gradient dtype (Megatron\'s main-grad buffer, .grad), sharded at ZeRO-2/3 and by FSDP.',
+  master_weights: 'The fp32 copy of the weights the optimizer updates when the weights themselves are kept in 16 bits (mixed precision).',
+  optimizer_states: "The optimizer's state per parameter (Adam: m and v), sharded by Megatron's distributed optimizer, ZeRO-1 and up, or FSDP.",
+  buffers: "Working memory the framework keeps beside the state: ZeRO-3 and FSDP layers gathered whole for compute, DDP's gradient buckets, DeepSpeed's reduce bucket.",
+  frozen_weights: "The base model's weights under LoRA or QLoRA: not trained, so no gradients, master weights or optimizer states (QLoRA: 4-bit NF4 with block scales).",
+  adapter_weights: 'The LoRA adapters, A (in × r) and B (r × out) on each target module: the weights that are trained.',
+  adapter_gradients: "The adapters' gradients.",
+  adapter_master_weights: "The adapters' fp32 copies, when the adapters themselves are kept in 16 bits.",
+  adapter_optimizer_states: "The optimizer's state for the adapters (Adam: m and v).",
+  dense: 'Parameters of the transformer layers other than routed experts: attention, dense MLPs, shared experts, norms, routers.',
+  embedding: 'The input embedding and the output layer: the vocabulary-sized matrices, on the first and last pipeline stage.',
+  expert: "The routed MoE experts' parameters, split over expert parallelism (EP, ETP).",
+  activation: 'The tensors the forward pass saves for the backward pass, for every microbatch in flight on this stage, after recompute.',
+  temporary: "What exists only around the step's peak: the logits and loss, a recomputed layer, the optimizer's scratch, the cuBLAS and Transformer Engine workspaces.",
+  caching_allocator: "What PyTorch's caching allocator holds beyond the allocated tensors: rounding and fragmentation (max_memory_reserved − max_memory_allocated).",
+  cuda_context: 'The CUDA context each process creates on its GPU (driver state, loaded kernels), outside PyTorch\'s allocator.',
+  nccl: "NCCL's communication buffers, for each communicator (process group) of more than one GPU that the run uses.",
+  paged_optimizer: "bitsandbytes' paged optimizer states, in unified memory outside PyTorch's allocator.",
+  allocated: 'The peak of memory held by tensors: what torch.cuda.max_memory_allocated reports.',
+  reserved: "Allocated plus what PyTorch's caching allocator keeps cached: torch.cuda.max_memory_reserved.",
+  device: 'Reserved plus the CUDA context and NCCL buffers: what nvidia-smi shows for the process.',
+  total: "The reference estimator's figure: model state plus first-stage activations, as Megatron's theoretical memory prints it.",
+};
+
+/** A breakdown term as markup: the label, a button opening its line (TERMS), when there is one. */
+const term = (key, label) => (TERMS[key] ? termHtml(`term-${key}`, label, TERMS[key]) : label);
+/** A row's term: the button in its header; its line in a row of its own below, the table's width. */
+const rowTerm = (key, label) => (TERMS[key] ? termButtonHtml(`term-${key}`, label) : label);
+const termRow = (key, columns) => (TERMS[key] ? `<tr class="term-row"><td colspan="${columns}">${termNoteHtml(`term-${key}`, TERMS[key])}</td></tr>` : '');
+
 export const PARTS = [
   { key: 'dense', label: 'dense' },
   { key: 'embedding', label: 'embedding' },
@@ -152,15 +190,63 @@ export function confidenceOf(result) {
   };
 }
 
-/** Shows confidenceOf(result) in `node` (hidden when there is none); cheap when nothing changed. */
-export function renderConfidence(node, result) {
-  const conf = confidenceOf(result);
-  node.hidden = !conf;
-  if (!conf) return;
-  setText(node, conf.text);
-  if (node.title !== conf.title) node.title = conf.title;
-  node.dataset.within = String(conf.within);
-  node.classList.toggle('leans-low', conf.low > 0);
+/**
+ * Fills the confidence opener (a button beside the headline: "runs like this landed within ±N %
+ * [and read N % low: allow for more]") and the line it opens (the group, its points and its
+ * statistics). The button's text is conf.text; its parts are spans so the stuck phone headline can
+ * keep just "±N %" (and "N % low"). Hidden, and closed, when there is no confidence.
+ */
+export function fillConfidence(button, detail, conf) {
+  button.hidden = !conf;
+  if (!conf) {
+    closeConfidence(button, detail);
+    return;
+  }
+  const key = `${conf.text}\n${conf.title}`;
+  if (button.dataset.key !== key) {
+    button.dataset.key = key;
+    const part = (cls, text) => Object.assign(document.createElement('span'), { className: cls, textContent: text });
+    const lead = 'runs like this landed within ';
+    const low = conf.text.slice(lead.length + `±${conf.within} %`.length);
+    button.replaceChildren(part('conf-lead', lead), part('conf-within', `±${conf.within} %`), ...(low ? [part('conf-low', low)] : []));
+    button.dataset.lowShort = conf.low ? ` · ${conf.low} % low` : '';
+    detail.textContent = conf.title;
+  }
+  button.dataset.within = String(conf.within);
+  button.classList.toggle('leans-low', conf.low > 0);
+}
+
+function closeConfidence(button, detail) {
+  button.setAttribute('aria-expanded', 'false');
+  detail.hidden = true;
+}
+
+/**
+ * Makes the confidence button open and close its line: by click, tap, Enter or Space (a button's
+ * own keys), and Escape closes it from either. The line is a disclosure below the headline, not a
+ * hover title: a phone and a keyboard reach it too.
+ */
+export function bindConfidence(button, detail) {
+  button.type = 'button';
+  button.setAttribute('aria-controls', detail.id);
+  closeConfidence(button, detail);
+  button.addEventListener('click', () => {
+    const open = button.getAttribute('aria-expanded') !== 'true';
+    button.setAttribute('aria-expanded', String(open));
+    detail.hidden = !open;
+  });
+  for (const node of [button, detail]) {
+    node.addEventListener('keydown', (event) => {
+      if (event.key !== 'Escape' || detail.hidden) return;
+      closeConfidence(button, detail);
+      button.focus();
+    });
+  }
+}
+
+/** Shows confidenceOf(result) in the view's opener and its line (hidden when there is none). */
+export function renderConfidence(button, detail, result) {
+  fillConfidence(button, detail, confidenceOf(result));
 }
 
 /**
@@ -224,12 +310,14 @@ const VIEW_IDS = {
   gpuName: 'gpu-name', meter: 'meter', meterFill: 'meter-fill', verdict: 'verdict', stale: 'stale',
   tableHead: 'breakdown-head', tableBody: 'breakdown-body', peakCard: 'peak-card', peak: 'peak', params: 'params',
   assumptions: 'assumptions', report: 'report', summaryText: 'summary-text', profile: 'profile', traceBody: 'trace-body',
-  confidence: 'confidence',
+  confidence: 'confidence', confidenceDetail: 'confidence-detail',
 };
 
 export class ResultsView {
   constructor() {
     this.ui = elementsById(VIEW_IDS);
+    bindConfidence(this.ui.confidence, this.ui.confidenceDetail);
+    bindTerms(document);
   }
 
   /** Headline: the figure (headlineOf), the capacity and whether it fits. */
@@ -245,7 +333,7 @@ export class ResultsView {
     setText(ui.total, formatBytes(headline?.bytes, unit));
     ui.total.title = formatExactBytes(headline?.bytes);
     markHeadline(ui.total, headline);
-    renderConfidence(ui.confidence, headline ? result : null);
+    renderConfidence(ui.confidence, ui.confidenceDetail, headline ? result : null);
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);
@@ -273,25 +361,29 @@ export class ResultsView {
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
     const swatch = (key) => `<span class="swatch" data-c="${key}"></span>`;
-    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${p.label[0].toUpperCase()}${p.label.slice(1)}</th>`).join('')}<th scope="col">Total</th></tr>`;
+    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${term(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>`;
+    const columns = parts.length + 2;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
-      return `<tr><th scope="row">${swatch(c.key)}${c.label}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>`;
+      return `<tr><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
     });
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
     const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
-    // A row header with an optional second line explaining it.
-    const th = (key, label, note = '') => `<th scope="row">${key ? swatch(key) : ''}${label}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    // A row header: its swatch, its term (the button opening its line) and an optional second line.
+    // The swatch sits in the button, so a long label wraps beside it rather than under it.
+    const th = (key, label, note = '', termKey = key) => `<th scope="row">${rowTerm(termKey, `${key ? swatch(key) : ''}${label}`)}${note ? `<span class="row-note">${note}</span>` : ''}</th>`;
+    // Each row's term line follows it (the rows below are built as `<tr>…</tr>`, then their line).
+    const withLine = (html, termKey) => `${html}${termRow(termKey, columns)}`;
     const peak = peakParts(result);
-    rows.push(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`);
+    rows.push(withLine(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`, 'activation'));
     const fig = figureOf(result, figure).key;
     if (trainmem) {
       const workspaces = result.overheads?.workspace_bytes ?? 0;
       const libraries = 'library workspaces (cuBLAS, Transformer Engine)';
       const workspaceNote = workspaces > 0 && workspaces < peak.temporary ? `${formatBytes(workspaces, unit)} of it ${libraries}`
         : workspaces > 0 && workspaces === peak.temporary ? `the ${libraries}` : '';
-      rows.push(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`);
+      rows.push(withLine(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`, 'temporary'));
       // The NCCL line names its communicators and their sizes (group name × GPUs).
       const groups = (result.overheads?.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
       const ncclNote = `${result.overheads?.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;
@@ -299,13 +391,13 @@ export class ResultsView {
       const lines = overheadLines(result, fig);
       for (const key of FIGURE_ORDER) {
         for (const o of lines.filter((line) => line.adds_to === key)) {
-          rows.push(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '')}${span}${cell(o.bytes)}</tr>`);
+          rows.push(withLine(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`, o.key));
         }
         const bytes = result[`${key}_bytes`];
-        rows.push(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note)}${span}${cell(bytes)}</tr>`);
+        rows.push(withLine(`<tr class="total-row${key === fig ? ' compared' : ''}" data-figure="${key}" data-bytes="${bytes}">${th('', FIGURES[key].row, FIGURES[key].note, key)}${span}${cell(bytes)}</tr>`, key));
       }
     } else {
-      rows.push(`<tr class="total-row compared">${th('', 'Total')}${span}${cell(result.total_bytes)}</tr>`);
+      rows.push(withLine(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`, 'total'));
     }
     this.ui.tableHead.innerHTML = head;
     this.ui.tableBody.innerHTML = rows.join('');

@@ -47,6 +47,7 @@ export class SharePanel {
    * @param {() => object} page.inputs the config sent to the core
    * @param {() => string} page.fileStem the downloads' name without extension
    * @param {() => object | null} page.picture what the PNG shows (export-png.js resultPng's spec), null without a result
+   * @param {() => object} page.about the run in words for the CSV's header block (share.js resultCsv)
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -148,9 +149,12 @@ export class SharePanel {
     });
     ui.exportCsv.addEventListener('click', () => {
       const result = page.result();
-      if (result) save('csv', new Blob([resultCsv(result)], { type: 'text/csv' }));
+      if (!result) return;
+      this.writeLink(); // the CSV names the link on screen
+      save('csv', new Blob([resultCsv(result, page.about())], { type: 'text/csv' }));
     });
     ui.exportPng.addEventListener('click', async () => {
+      this.writeLink(); // the PNG names the link on screen
       const picture = page.picture();
       if (picture) save('png', await resultPng(picture));
     });

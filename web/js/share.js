@@ -60,44 +60,92 @@ const csvCell = (v) => {
 
 const GIB = 2 ** 30;
 
+/** Whole bytes as digits (the core's figure rounded as the headline rounds it; no "1e+21"). */
+const wholeBytes = (bytes) => (Number.isFinite(bytes) ? BigInt(Math.round(bytes)).toString() : '');
+
+// A row's value is bytes when its name (or a part of a dotted name) says so: *_bytes, or one of
+// the moments of a step (result.moments / a stage's moments: forward, backward, optimizer_step).
+const BYTE_NAMES = /(^|_)bytes$|^(forward|backward|optimizer_step)$/;
+const isBytes = (...names) => names.some((name) => String(name).split('.').some((n) => BYTE_NAMES.test(n)));
+
 /**
- * The result as CSV. First a summary a reader takes in at a glance, "class,bytes,GiB": each tensor
- * class (its parts summed), activations, the peak's temporaries, the runtime overheads and the
- * figures, bytes as exact integers; then, after a blank line, the detail rows
- * "section,name,part,value": the inputs (every resolved field), every tensor class and part,
- * activations, the peak's temporaries, the runtime overheads, the figures, the moments, and every
- * pipeline stage. Bytes are exact (B).
+ * How the run trains, in a reader's words: full-parameter or LoRA/QLoRA with its rank, the
+ * framework with its sharding, the recompute. From the resolved config (result.config).
  */
-export function resultCsv(result) {
-  const summary = [['class', 'bytes', 'GiB']];
-  const line = (name, bytes) => summary.push([name, bytes, Number.isFinite(bytes) ? (bytes / GIB).toFixed(2) : '']);
-  for (const row of figureRows(result, 'device')) line(row.key, row.bytes);
+export function methodText(result) {
+  const c = result?.config ?? {};
+  if (result?.profile !== 'trainmem') return `full-parameter training (${result?.profile ?? 'reference'} estimator)`;
+  const training = c.peft === 'lora' ? `LoRA rank ${c.lora_rank}` : c.peft === 'qlora' ? `QLoRA rank ${c.lora_rank} (4-bit NF4 base)` : 'full-parameter training';
+  const framework = {
+    megatron: `Megatron${c.use_distributed_optimizer ? ' with the distributed optimizer' : ''}`,
+    deepspeed: `DeepSpeed ZeRO-${c.zero_stage ?? 0}`,
+    fsdp2: `FSDP2${Number.isFinite(c.zero_stage) ? ` (stage ${c.zero_stage})` : ''}`,
+    ddp: 'DDP',
+  }[c.framework] ?? c.framework ?? '';
+  const recompute = c.recompute_granularity && c.recompute_granularity !== 'none' ? `${c.recompute_granularity} recompute` : 'no recompute';
+  return [training, framework, recompute].filter(Boolean).join(' · ');
+}
+
+/**
+ * The result as one CSV table, "section,name,part,value,unit,GiB" on every row, so a spreadsheet
+ * or a CSV reader takes it whole. First the run in words (section "run": model, method, layout,
+ * GPU, the figure compared, verdict, confidence, link, version): the file says what it is on its
+ * own. Then the breakdown a reader takes in at a glance (section "breakdown": each tensor class
+ * with its parts summed, activations, the peak's temporaries, each runtime overhead the device
+ * figure includes, and the figures). Then the detail: every resolved input, every tensor class and
+ * part, the moments of the step, every pipeline stage, the parameter counts. Bytes are whole
+ * bytes (unit B) with their GiB beside them; nothing here computes a figure.
+ * @param {object} result the core's result
+ * @param {{model: string, method: string, layout: string, gpu: string, capacity: number|null,
+ *   figure: {key: string, label: string, bytes: number}|null, verdict: string, confidence: string,
+ *   confidenceGroup: string, link: string, version: string}} [about] the run in words (the page's)
+ */
+export function resultCsv(result, about = {}) {
+  const rows = [['section', 'name', 'part', 'value', 'unit', 'GiB']];
+  const add = (section, name, part, value) => {
+    const bytes = typeof value === 'number' && isBytes(name, part);
+    rows.push(bytes
+      ? [section, name, part, wholeBytes(value), 'B', Number.isFinite(value) ? (value / GIB).toFixed(2) : '']
+      : [section, name, part, value, '', '']);
+  };
+  const run = (name, value) => rows.push(['run', name, '', value ?? '', '', '']);
+  run('model', about.model);
+  run('method', about.method ?? methodText(result));
+  run('layout', about.layout);
+  run('gpu', about.gpu);
+  if (Number.isFinite(about.capacity)) add('run', 'gpu_memory_bytes', '', about.capacity);
+  if (about.figure) add('run', 'figure_bytes', about.figure.label, about.figure.bytes);
+  run('verdict', about.verdict);
+  run('confidence', about.confidence);
+  run('confidence_group', about.confidenceGroup);
+  run('link', about.link);
+  run('version', about.version);
+  for (const row of figureRows(result, 'device')) add('breakdown', `${row.key}_bytes`, row.label, row.bytes);
   const figures = result.profile === 'trainmem' ? ['allocated_bytes', 'reserved_bytes', 'device_bytes'] : ['total_bytes'];
-  for (const key of figures) line(key.replace(/_bytes$/, ''), result[key]);
-  const rows = [['section', 'name', 'part', 'value']];
-  for (const [k, v] of Object.entries(result.config ?? {})) rows.push(['input', k, '', v]);
+  for (const key of figures) add('breakdown', key, '', result[key]);
+  for (const [k, v] of Object.entries(result.config ?? {})) add('input', k, '', v);
   for (const c of CATEGORIES) {
-    for (const p of PARTS) rows.push(['bytes', c.key, p.key, result.state?.[c.key]?.[p.key] ?? 0]);
+    for (const p of PARTS) add('bytes', c.key, p.key, result.state?.[c.key]?.[p.key] ?? 0);
   }
   const peak = peakParts(result);
-  rows.push(['bytes', 'activations', '', result.activation_bytes]);
-  if (result.profile === 'trainmem') rows.push(['bytes', 'temporaries_at_peak', '', peak.temporary]);
-  for (const o of overheadLines(result, 'device')) rows.push(['bytes', o.key, '', o.bytes]);
+  add('bytes', 'activations', '', result.activation_bytes);
+  if (result.profile === 'trainmem') add('bytes', 'temporaries_at_peak', '', peak.temporary);
+  for (const o of overheadLines(result, 'device')) add('bytes', o.key, '', o.bytes);
   for (const key of ['weight_and_optimizer_bytes', 'total_bytes', 'allocated_bytes', 'reserved_bytes', 'device_bytes', 'cpu_bytes']) {
-    if (result[key] !== undefined) rows.push(['figure', key, '', result[key]]);
+    if (result[key] !== undefined) add('figure', key, '', result[key]);
   }
-  if (result.minimum_devices !== undefined) rows.push(['figure', 'minimum_devices', '', result.minimum_devices]);
-  for (const [k, v] of Object.entries(result.moments ?? {})) rows.push(['moment', k, '', v]);
+  for (const [k, v] of Object.entries(result.cpu ?? {})) add('cpu', k, '', v);
+  if (result.minimum_devices !== undefined) add('figure', 'minimum_devices', '', result.minimum_devices);
+  for (const [k, v] of Object.entries(result.moments ?? {})) add('moment', k, '', v);
   for (const s of result.stages ?? []) {
     for (const [k, v] of Object.entries(s)) {
       if (k === 'stage') continue;
-      if (v && typeof v === 'object') for (const [mk, mv] of Object.entries(v)) rows.push(['stage', String(s.stage), `${k}.${mk}`, mv]);
-      else rows.push(['stage', String(s.stage), k, v]);
+      if (v && typeof v === 'object') for (const [mk, mv] of Object.entries(v)) add('stage', String(s.stage), `${k}.${mk}`, mv);
+      else add('stage', String(s.stage), k, v);
     }
   }
-  for (const [k, v] of Object.entries(result.params ?? {})) rows.push(['params', k, '', v]);
-  const text = (list) => list.map((r) => r.map(csvCell).join(',')).join('\n');
-  return `${text(summary)}\n\n${text(rows)}\n`;
+  for (const [k, v] of Object.entries(result.params ?? {})) add('params', k, '', v);
+  return `${rows.map((r) => r.map(csvCell).join(',')).join('\n')}\n`;
 }
 
 /** The result as JSON: the inputs sent, the resolved config and the result (trace left out). */

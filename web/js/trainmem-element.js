@@ -19,7 +19,7 @@
 // neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
 import { ELEMENT_ATTRIBUTES, estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
-import { confidenceOf, figureRows, FIGURES, markHeadline } from './results.js';
+import { bindConfidence, confidenceOf, figureRows, FIGURES, fillConfidence, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
 import { verdictOf } from './verdict.js';
@@ -69,7 +69,12 @@ const STYLE = `
 .headline { margin: 0; display: flex; flex-wrap: wrap; align-items: baseline; gap: 2px 8px; }
 .total { font-size: 1.8rem; font-weight: 750; font-variant-numeric: tabular-nums; }
 .of { color: var(--muted); font-size: 0.9rem; }
-.confidence { color: var(--muted); font-size: 0.8rem; cursor: help; text-decoration: underline dotted; text-underline-offset: 3px; }
+button.confidence { font: inherit; color: var(--muted); font-size: 0.8rem; background: none; border: none; padding: 2px 0;
+  cursor: pointer; text-align: left; text-decoration: underline dotted; text-underline-offset: 3px; }
+button.confidence:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.confidence.leans-low { color: var(--warn); }
+.confidence-detail { margin: 4px 0 2px; padding: 6px 10px; font-size: 0.8rem; background: var(--bg); border: 1px solid var(--border); border-radius: 6px; }
+.confidence-detail[hidden] { display: none; }
 .verdict { margin: 2px 0 6px; font-weight: 650; }
 .fits { color: var(--ok); } .over { color: var(--bad); } .tight { color: var(--warn); }
 .bar { position: relative; display: flex; height: 22px; border-radius: 4px; background: var(--grid); overflow: visible; }
@@ -160,14 +165,18 @@ export class TrainmemCalculator extends HTMLElement {
       markHeadline(total, headline);
       headlineBox.append(total, h('span', 'of', Number.isFinite(capacity) ? `of ${formatSize(capacity, unit)} · ${link.gpuLabel}` : ''));
       // How sure: the closest validation group's 90th-percentile error (trainmem profile).
+      // A button that opens the group's line (click, tap, Enter), as in the page and the embed.
       const conf = confidenceOf(result);
-      if (conf) {
-        const note = h('span', 'confidence', conf.text);
-        note.title = conf.title;
-        note.dataset.within = String(conf.within);
-        headlineBox.append(note);
-      }
       parts.push(headlineBox);
+      if (conf) {
+        const note = h('button', 'confidence');
+        const detail = h('p', 'confidence-detail');
+        detail.id = 'confidence-detail';
+        bindConfidence(note, detail);
+        fillConfidence(note, detail, conf);
+        headlineBox.append(note);
+        parts.push(detail);
+      }
       const verdict = verdictOf(result, headline, unit);
       if (verdict) parts.push(h('p', `verdict ${verdict.fit}`, verdict.text));
       // Rows adding up to the figure: each tensor class, activations, temporaries, then the

@@ -593,7 +593,8 @@ const std::vector<Field>& fields() {
       applies_when(trainmem_only(choice_list_field<LoraTarget, &C::lora_target_modules, &Config::lora_target_modules>(
           "lora_target_modules", G::finetuning, from_config(),
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
-          "PEFT's default for Llama); lm_head is the output layer.")), peft_on,
+          "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
+          "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2).")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only"),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
           "lora_modules_to_save", G::finetuning, from_config(),
@@ -697,7 +698,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"peft", "qlora needs params_dtype nf4 and framework ddp, fsdp2 or deepspeed; no fp8_recipe, multi_latent_attention or recompute_granularity \"selective_op\""},
     {"world_size", "divisible by tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size; equal to that × data_parallel_size when both are given; the product at most 1,000,000,000"},
     {"lora_rank", "at most the smaller dimension (in or out) of every target"},
-    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; no MLP targets in an MoE model; attention targets need attention heads, lm_head a vocabulary"},
+    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; MLP targets in an MoE model only with model_implementation hf-transformers and no shared or latent experts; attention targets need attention heads, lm_head a vocabulary"},
     {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); a vocabulary; lm_head not also among lora_target_modules"},
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},

@@ -51,11 +51,25 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
       fail("lora_target_modules", "must name at least one module with peft " + peft());
     if (has(LoraTarget::gate_proj) && !c.gated_linear_unit)
       fail("lora_target_modules", "\"gate_proj\" needs gated_linear_unit (the MLP has no gate)");
+    // Adapters on experts: in an MoE model the MLP targets are the routed experts' linears, as
+    // PEFT's suffix match finds them in transformers' per-expert loop (Mixtral's
+    // block_sparse_moe.experts.N.w1/w3/w2, Qwen3-MoE's mlp.experts.N.gate_proj/up_proj/down_proj:
+    // one lora.Linear per expert; tuners/lora/model.py _create_and_replace). Only that block's
+    // saved tensors are walked (activations.cpp mixtral_moe); the grouped experts of torchtune,
+    // torchtitan and Megatron Core and the shared or latent experts stand on Megatron Core's
+    // rules, which know no adapter.
     if (c.is_moe() &&
-        (has(LoraTarget::gate_proj) || has(LoraTarget::up_proj) || has(LoraTarget::down_proj)))
-      fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" are not modelled "
-                                  "for an MoE model (adapters on experts); target the attention or "
-                                  "lm_head");
+        (has(LoraTarget::gate_proj) || has(LoraTarget::up_proj) || has(LoraTarget::down_proj))) {
+      if (c.model_implementation != ModelImplementation::hf_transformers)
+        fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of "
+                                    "an MoE model are modelled for model_implementation "
+                                    "\"hf-transformers\" only (PEFT on each expert's linears), got " +
+                                        quoted(name_of(c.model_implementation)));
+      else if (c.moe_shared_expert_intermediate_size > 0 || c.moe_latent_size > 0)
+        fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" on an MoE model "
+                                    "with shared or latent experts are not modelled (adapters on the "
+                                    "routed experts only, Mixtral and Qwen3-MoE style)");
+    }
     if (c.num_attention_heads == 0 && (has(LoraTarget::q_proj) || has(LoraTarget::k_proj) ||
                                        has(LoraTarget::v_proj) || has(LoraTarget::o_proj)))
       fail("lora_target_modules", "q_proj, k_proj, v_proj and o_proj need attention "
@@ -83,10 +97,11 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
       LoraTarget target;
       double in, out;  // doubles: products of sizes up to 10^12 each
     };
-    // Sides of 0 are targets the rules above reject (no attention, no gate, experts).
+    // Sides of 0 are targets the rules above reject (no attention, no gate); in an MoE model the
+    // MLP targets are the experts'.
     const double h = double(c.hidden_size), q = double(c.num_attention_heads) * double(c.kv_channels),
                  kv = double(c.num_query_groups) * double(c.kv_channels),
-                 f = c.is_moe() ? 0 : double(c.ffn_hidden_size);
+                 f = c.is_moe() ? double(c.moe_ffn_hidden_size) : double(c.ffn_hidden_size);
     const Side sides[] = {{LoraTarget::q_proj, h, q},
                           {LoraTarget::k_proj, h, kv},
                           {LoraTarget::v_proj, h, kv},

@@ -1221,7 +1221,7 @@ struct EagerWalk {
   }
 
   // An MLP of width `f` over `tokens` rows (its input `in_tokens` rows wide as the linears keep
-  // it); `adapters`: its linears are LoRA targets (the dense MLP, not experts).
+  // it); `adapters`: its linears are LoRA targets (the dense MLP, or transformers' experts).
   bool ffn(const ActivationNames& n, std::string_view input_name, std::string_view up_name,
            bool in_rg, double f, double tokens, double in_tokens, bool adapters) const {
     const bool gated = c.gated_linear_unit;
@@ -1281,8 +1281,12 @@ struct EagerWalk {
     }
     const double N = expert_tokens(c, x);
     const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+    // Adapters on the experts (lora_target_modules gate_proj, up_proj, down_proj in an MoE model):
+    // each expert's lora.Linear runs on that expert's tokens only (current_state, a copy of its
+    // rows), so the adapters of all local experts together see the N routed rows, as the
+    // experts' own linears do.
     const bool expert_out_rg = ffn(k_expert_names, "moe.expert_input", "moe.expert_up_output", n_rg,
-                                   f_e, N, N, false);
+                                   f_e, N, N, true);
     if (n_rg || logits_rg || expert_out_rg)
       out.add("moe.expert_indices", "moe", 16 * N, "int64", k_src_hf_moe_experts);
     if (expert_out_rg)

@@ -488,6 +488,13 @@ void AccelerateReader::read_adapter() {
   for (const json& item : items)
     if (!mapping::add_lora_targets(targets, item.is_string() ? item.get<std::string>() : ""))
       out_.ignored.push_back("--lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
+  // TRL ModelConfig.lora_target_parameters, handed to LoraConfig.target_parameters.
+  if (const json* params = trainer().given("lora_target_parameters"); params && !params->is_null() &&
+                                                                     !(params->is_array() && params->empty()))
+    return m_.fail("--lora_target_parameters", "PEFT's target_parameters (lora.ParamWrapper, for fused MoE experts) are not modelled: each "
+                      "forward makes the adapters' delta B·A as a tensor the size of every expert's weight "
+                      "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
+                      "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("--lora_target_modules", "names no module trainmem has adapters for");
   if (m_.put("lora_target_modules", targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
   const double default_rank = sft_script ? 64 : 16, default_dropout = sft_script ? 0.1 : 0.05;

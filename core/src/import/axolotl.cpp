@@ -215,6 +215,12 @@ void AxolotlReader::read_adapter() {
     }
     how += std::string(how.empty() ? "" : ", ") + "lora_target_modules = " + show(*list);
   }
+  if (const json* params = m_.get("lora_target_parameters"); params && !params->is_null() &&
+                                                              !(params->is_array() && params->empty()))
+    return m_.fail("lora_target_parameters", "PEFT's target_parameters (lora.ParamWrapper, for fused MoE experts) are not modelled: each "
+                      "forward makes the adapters' delta B·A as a tensor the size of every expert's weight "
+                      "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
+                      "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("lora_target_modules", "names no module (give lora_target_modules or lora_target_linear: true)");
   if (m_.put("lora_target_modules", targets, "lora_target_modules"))
     out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));

@@ -1,0 +1,111 @@
+// Fields a fine-tuning user was refused (issue 29 item 6): LoRA on MoE experts, Cut Cross
+// Entropy, the chunked loss of the Hugging Face models. Every expected figure is worked out by
+// hand in the comments from the rules of docs/trainmem-profile.md §7-8, not read back from the
+// implementation.
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+#include "trainmem/activations.hpp"
+#include "trainmem/import.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// A small Mixtral-style model under Hugging Face PEFT (framework ddp: model_implementation
+// hf-transformers): 2 layers, h = 1024, 8 heads of 128, every layer MoE with E = 4 experts of
+// f_e = 4096 (SwiGLU), top-2, vocabulary 32,000, RMSNorm, no biases, no dropout; one sequence of
+// 1,024 tokens, bf16 everywhere.
+const std::string k_moe = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
+    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+    "micro_batch_size": 1, "gpus_per_node": 1, "num_moe_experts": 4, "moe_router_topk": 2,
+    "framework": "ddp", "params_dtype": "bf16", "peft": "lora")";
+
+std::vector<std::string> one(const std::string& message) { return {message}; }
+
+std::string moe(const std::string& more) { return "{" + k_moe + ", " + more + "}"; }
+
+double named(const SavedTensors& saved, const std::string& name) {
+  double bytes = 0;
+  for (const SavedTensor& t : saved)
+    if (t.name == name) bytes += t.bytes;
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("LoRA on MoE experts: one adapter per expert linear", "[refused][experts]") {
+  // r = 8 on gate_proj, up_proj, down_proj of every expert (PEFT lora.Linear per expert):
+  //   gate: A 1024·8 = 8,192, B 8·4096 = 32,768 → 40,960; up the same 40,960;
+  //   down: A 4096·8 = 32,768, B 8·1024 = 8,192 → 40,960. Per expert 122,880;
+  //   × 4 experts = 491,520 per layer; × 2 layers = 983,040.
+  const Estimate est = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"])")));
+  CHECK(est.params.adapter == 983040);
+  // With expert parallelism 2 (data_parallel_size 2) each GPU holds 2 experts and their
+  // adapters: 491,520.
+  const Estimate ep = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"],
+      "data_parallel_size": 2, "expert_model_parallel_size": 2)")));
+  CHECK(ep.params.adapter == 983040);
+  CHECK(ep.params.adapter_per_gpu == 491520);
+  // The rank bound reads the experts' sides: min(1024, 4096) = 1024.
+  CHECK(messages_for(moe(R"("lora_target_modules": ["down_proj"], "lora_rank": 2048)")) ==
+        one("lora_rank: must be at most the smaller dimension of every target (rank(B·A) ≤ min(in, "
+            "out)); down_proj is 4096 → 1024, got 2048"));
+}
+
+TEST_CASE("LoRA on MoE experts: what the experts keep for backward", "[refused][experts]") {
+  // The MoE layer with adapters on q_proj, v_proj only (frozen experts) against one with the
+  // experts' gate, up and down too. N = T · K = 1,024 · 2 = 2,048 routed rows; bf16 (e = 2);
+  // fp32 PEFT adapters under ddp with bf16 weights make lora_A read its own fp32-cast copy
+  // (adapter_copy), so the expert's input is not the base's: each adapter keeps
+  //   its input copy e · in · N and its r-wide intermediate e · 8 · N.
+  //   gate: 2·1024·2048 = 4,194,304 + 2·8·2048 = 32,768
+  //   up:   4,194,304 + 32,768
+  //   down: 2·4096·2048 = 16,777,216 + 32,768
+  //   sum 25,165,824 + 98,304 = 25,264,128 B more per MoE layer.
+  const Config frozen = config_from(moe(R"("lora_target_modules": ["q_proj", "v_proj"])"));
+  const Config experts = config_from(moe(R"("lora_target_modules": ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"])"));
+  SavedTensors a, b;
+  const double without = layer_activation_bytes(frozen, true, LayerRecompute::policy, &a);
+  const double with = layer_activation_bytes(experts, true, LayerRecompute::policy, &b);
+  CHECK(with - without == 25264128);
+  CHECK(named(b, "lora.down_proj_input") == 16777216);
+  CHECK(named(b, "lora.gate_proj_intermediate") == 32768);
+}
+
+TEST_CASE("LoRA on MoE experts: named errors", "[refused][experts]") {
+  CHECK(messages_for(moe(R"("model_implementation": "torchtune", "lora_target_modules": ["up_proj"])")) ==
+        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of an "
+            "MoE model are modelled for model_implementation \"hf-transformers\" only (PEFT on each "
+            "expert's linears), got \"torchtune\""));
+  CHECK(messages_for(moe(R"("moe_shared_expert_intermediate_size": 1024, "lora_target_modules": ["gate_proj"])")) ==
+        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on an MoE model with "
+            "shared or latent experts are not modelled (adapters on the routed experts only, Mixtral "
+            "and Qwen3-MoE style)"));
+}
+
+TEST_CASE("LoRA on MoE experts: the importers", "[refused][experts][import]") {
+  // axolotl on Mixtral: PEFT names its experts' linears w1 (gate), w2 (down), w3 (up)
+  // (transformers MixtralBlockSparseTop2MLP: w2(act(w1(x)) * w3(x))).
+  const std::string mixtral = R"({"base_model": "mistralai/Mixtral-8x7B-v0.1", "adapter": "lora",
+      "lora_r": 8, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";
+  const ImportResult experts = import_axolotl(mixtral + R"("lora_target_modules": ["q_proj", "w1", "w2", "w3"]})", {});
+  REQUIRE(experts.ok());
+  CHECK(get_field(experts.input, "lora_target_modules") ==
+        FieldValue(std::vector<std::string>{"q_proj", "gate_proj", "up_proj", "down_proj"}));
+  // Mixtral 8x7B, r = 8: per layer q_proj 4096·8 + 8·4096 = 65,536 and per expert
+  // gate 4096·8 + 8·14336 = 147,456, up 147,456, down 14336·8 + 8·4096 = 147,456: 442,368;
+  // × 8 experts = 3,538,944; per layer 3,604,480; × 32 layers = 115,343,360.
+  const Resolved resolved = resolve(experts.input);
+  REQUIRE(resolved.issues.empty());
+  const Estimate est = full_estimate(resolved.config);
+  CHECK(est.params.adapter == 115343360);
+  // PEFT's target_parameters (fused 3-D experts) is a named error in axolotl and TRL.
+  const ImportResult params = import_axolotl(mixtral + R"("lora_target_modules": ["q_proj"],
+      "lora_target_parameters": ["mlp.experts.gate_up_proj"]})", {});
+  REQUIRE(params.issues.size() == 1);
+  CHECK(params.issues[0].message.rfind("lora_target_parameters: PEFT's target_parameters (lora.ParamWrapper", 0) == 0);
+}

@@ -7,10 +7,12 @@
 
 #include "support.hpp"
 #include "trainmem/activations.hpp"
+#include "trainmem/activations.hpp"
 #include "trainmem/import.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
+using trainmem::test::has_line;
 
 namespace {
 
@@ -108,4 +110,94 @@ TEST_CASE("LoRA on MoE experts: the importers", "[refused][experts][import]") {
       "lora_target_parameters": ["mlp.experts.gate_up_proj"]})", {});
   REQUIRE(params.issues.size() == 1);
   CHECK(params.issues[0].message.rfind("lora_target_parameters: PEFT's target_parameters (lora.ParamWrapper", 0) == 0);
+}
+
+namespace {
+
+// The dense Llama-style model of finetune.test.cpp (2 layers, h = 1024, 8 heads, SwiGLU f = 4096,
+// vocabulary 32,000, one sequence of 1,024 tokens) under the transformers Trainer (ddp,
+// hf-transformers), pure bf16.
+const std::string k_dense = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
+    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+    "micro_batch_size": 1, "gpus_per_node": 1, "framework": "ddp", "params_dtype": "bf16",
+    "compute_dtype": "bf16")";
+
+std::string dense(const std::string& more) { return "{" + k_dense + (more.empty() ? "" : ", " + more) + "}"; }
+
+double module_bytes(const SavedTensors& saved, const std::string& module) {
+  double bytes = 0;
+  for (const SavedTensor& t : saved)
+    if (t.module == module) bytes += t.bytes;
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("cut_cross_entropy: what the fused function keeps and makes", "[refused][loss]") {
+  // Full fine-tuning, T = 1,024 tokens, h = 1,024, V = 32,000, bf16 (e = 2).
+  // Unfused (transformers ForCausalLMLoss): the fp32 log-probabilities 4·1024·32000 =
+  //   131,072,000 and the padded labels' view 8·1025 = 8,200: 131,080,200 B in the loss.
+  // Cut Cross Entropy (LinearCrossEntropyFunction.forward's save_for_backward): lse 4·1024 =
+  //   4,096, the labels 8·1024 = 8,192, valids 4·1024 = 4,096, logit_avg 4·32000 = 128,000:
+  //   144,384 B in the loss; the output layer's input (the final norm's output) 2·1024·1024 =
+  //   2,097,152 either way (a trainable output layer keeps it too).
+  SavedTensors unfused, cce;
+  output_activation_bytes(config_from(dense("")), &unfused);
+  output_activation_bytes(config_from(dense(R"("cut_cross_entropy": true)")), &cce);
+  CHECK(module_bytes(unfused, "loss") == 131080200);
+  CHECK(module_bytes(cce, "loss") == 144384);
+  CHECK(named(cce, "output.output_layer_input") == 2097152);
+  CHECK(module_bytes(cce, "output") == module_bytes(unfused, "output"));
+  // Backward's transients beside them: de = zeros_like(e) 2·1024·1024 = 2,097,152; the
+  // vocabulary order 12·32,000 = 384,000; locks 4 · ⌈1024/64⌉ · (⌈1024/128⌉ + ⌈32000/128⌉) =
+  //   4·16·(8 + 250) = 16,512: 2,497,664 B (unfused: two fp32 logits 2·4·1024·32000 = 262,144,000).
+  CHECK(loss_transient_bytes(config_from(dense(R"("cut_cross_entropy": true)"))) == 2497664);
+  CHECK(loss_transient_bytes(config_from(dense(""))) == 262144000);
+  // LoRA on q_proj, v_proj: the output layer is frozen, so the unfused model keeps no input for
+  // it, but the fused function still saves e: 2,097,152 B.
+  SavedTensors lora;
+  output_activation_bytes(config_from(dense(R"("peft": "lora", "cut_cross_entropy": true)")), &lora);
+  CHECK(named(lora, "output.output_layer_input") == 2097152);
+  CHECK(module_bytes(lora, "loss") == 144384);
+}
+
+TEST_CASE("cut_cross_entropy: named errors", "[refused][loss]") {
+  CHECK(messages_for(dense(R"("model_implementation": "torchtune", "cut_cross_entropy": true)")) ==
+        one("cut_cross_entropy: patches Hugging Face transformers' models (cce_patch): needs "
+            "model_implementation \"hf-transformers\", got \"torchtune\""));
+  CHECK(messages_for(dense(R"("params_dtype": "fp32", "cut_cross_entropy": true)")) ==
+        one("cut_cross_entropy: needs the output layer's weight and the compute dtype in bf16 or fp16 "
+            "(its backward kernel asserts 16-bit inputs), got params_dtype \"fp32\" and compute_dtype "
+            "\"bf16\""));
+  CHECK(messages_for(dense(R"("fused_linear_cross_entropy": true, "cut_cross_entropy": true)")) ==
+        one("cut_cross_entropy: is a loss of its own: not with cross_entropy_loss_fusion, "
+            "fused_linear_cross_entropy or cross_entropy_chunks"));
+  CHECK(messages_for(dense(R"("peft": "lora", "lora_target_modules": ["q_proj", "lm_head"],
+      "cut_cross_entropy": true)")) ==
+        one("cut_cross_entropy: with an lm_head adapter is not modelled (newer releases fold the "
+            "adapter into a wider classifier); drop lm_head from lora_target_modules"));
+}
+
+TEST_CASE("cut_cross_entropy: axolotl's CutCrossEntropyPlugin", "[refused][loss][import]") {
+  const std::string base = R"({"base_model": "NousResearch/Meta-Llama-3-8B", "adapter": "lora",
+      "lora_target_linear": true, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";
+  const ImportResult with = import_axolotl(base + R"("plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"],
+      "cut_cross_entropy": true})", {});
+  REQUIRE(with.ok());
+  CHECK(with.input.cut_cross_entropy == true);
+  CHECK(has_line(with.read, "cut_cross_entropy ← cut_cross_entropy"));
+  // The plugin alone: its cut_cross_entropy defaults to true.
+  const ImportResult plugin = import_axolotl(base + R"("plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]})", {});
+  REQUIRE(plugin.ok());
+  CHECK(plugin.input.cut_cross_entropy == true);
+  // Without the plugin the key does nothing.
+  const ImportResult without = import_axolotl(base + R"("cut_cross_entropy": true})", {});
+  REQUIRE(without.ok());
+  CHECK_FALSE(without.input.cut_cross_entropy.has_value());
+  CHECK(has_line(without.ignored, "CutCrossEntropyPlugin"));
+  const ImportResult fp32 = import_axolotl(base + R"("plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"],
+      "cut_cross_entropy_accum_c_fp32": true})", {});
+  REQUIRE(fp32.issues.size() == 1);
+  CHECK(fp32.issues[0].message.rfind("cut_cross_entropy_accum_c_fp32: an fp32 accumulator", 0) == 0);
 }

@@ -657,6 +657,13 @@ const std::vector<Field>& fields() {
           "liger_fused_linear_cross_entropy): the output layer and the loss run chunk by chunk "
           "of tokens in the forward pass, which computes their gradients there; no logits are "
           "kept, only the gradients of the output layer's input and weight.")),
+      trainmem_only(bool_field<&C::cut_cross_entropy, &Config::cut_cross_entropy>(
+          "cut_cross_entropy", G::finetuning, from_config(),
+          "Apple's Cut Cross Entropy (the cut-cross-entropy package's cce_patch; axolotl "
+          "CutCrossEntropyPlugin with cut_cross_entropy: true): the output layer and the loss "
+          "run as one kernel that never materialises the logits; forward keeps the output "
+          "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
+          "block by block.")),
   };
   return table;
 }
@@ -707,6 +714,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"quantize_lm_head", "an untied output layer; with model_implementation torchtune exactly when lm_head is among lora_target_modules; not with fused_linear_cross_entropy"},
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
     {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
+    {"cut_cross_entropy", "model_implementation hf-transformers, tensor_model_parallel_size 1, a 16-bit output layer and compute dtype; not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cross_entropy_chunks, quantize_lm_head or an lm_head adapter"},
     {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},
     {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
 };

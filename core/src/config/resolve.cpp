@@ -225,6 +225,40 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                                          "would not take part: drop lm_head from lora_target_modules");
   }
 
+  // Apple's Cut Cross Entropy replaces the output layer and the loss of the transformers models
+  // its cce_patch patches (cut_cross_entropy/transformers/*.py: apply_lce(hidden_states,
+  // lm_head.weight, labels)); axolotl's CutCrossEntropyPlugin applies it. Its backward asserts
+  // 16-bit embeddings and classifier (apple/ml-cross-entropy cut_cross_entropy/cce_backward.py @
+  // 18e76ada05706ad9bc672804a35a940a07a21a13, cce_backward_kernel: "Backwards requires embeddings
+  // to be bf16 or fp16"), and axolotl refuses it without bf16 or fp16 (integrations/
+  // cut_cross_entropy/args.py @ 1188fdc1185e0c5c2c1b6082cb9e40021fcd1f47, check_dtype_is_half).
+  if (c.cut_cross_entropy) {
+    const auto half = [](Dtype d) { return d == Dtype::bf16 || d == Dtype::fp16; };
+    const Dtype weight = c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
+    if (c.model_implementation != ModelImplementation::hf_transformers)
+      fail("cut_cross_entropy", "patches Hugging Face transformers' models (cce_patch): needs "
+                                "model_implementation \"hf-transformers\", got " +
+                                    quoted(name_of(c.model_implementation)));
+    if (c.tensor_model_parallel_size > 1)
+      fail("cut_cross_entropy", "is modelled on the whole output layer on each GPU: needs "
+                                "tensor_model_parallel_size 1, got " + n(c.tensor_model_parallel_size));
+    if (!half(weight) || !half(c.compute_dtype))
+      fail("cut_cross_entropy", "needs the output layer's weight and the compute dtype in bf16 or fp16 "
+                                "(its backward kernel asserts 16-bit inputs), got params_dtype " +
+                                    quoted(name_of(c.params_dtype)) + " and compute_dtype " +
+                                    quoted(name_of(c.compute_dtype)));
+    if (c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy || c.cross_entropy_chunks > 1)
+      fail("cut_cross_entropy", "is a loss of its own: not with cross_entropy_loss_fusion, "
+                                "fused_linear_cross_entropy or cross_entropy_chunks");
+    if (c.peft_on() && c.lora_targets(LoraTarget::lm_head))
+      fail("cut_cross_entropy", "with an lm_head adapter is not modelled (newer releases fold the "
+                                "adapter into a wider classifier); drop lm_head from "
+                                "lora_target_modules");
+    if (c.quantize_lm_head)
+      fail("cut_cross_entropy", "is not modelled with quantize_lm_head (the kernel reads a 16-bit "
+                                "lm_head.weight)");
+  }
+
   // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
   if (c.paged_optimizer) {
     const Optimizer o = c.optimizer;

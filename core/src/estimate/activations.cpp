@@ -1007,6 +1007,15 @@ constexpr std::string_view k_src_liger_flce =
     "grad_weight = zeros_like(weight), fills them chunk by chunk of tokens, and saves only them "
     "for backward (save_for_backward(grad_input, grad_weight, grad_bias)); the input, the logits "
     "and the targets are not kept";
+constexpr std::string_view k_src_cce =
+    "Cut Cross Entropy (apple/ml-cross-entropy cut_cross_entropy/cce.py @ "
+    "3a79837891bdd018c959784bd85327b987abd179, LinearCrossEntropyFunction.forward: "
+    "save_for_backward(e, c, bias, lse, targets, valids, logit_avg)): e is the final norm's output "
+    "itself ([T, h], contiguous: flatten is a view), c the output layer's weight (a parameter), lse "
+    "one fp32 log-sum-exp per valid token (cce_lse_forward.py @ 2709dd3a), targets the batch's int64 "
+    "labels (shift=True in the transformers patch: no shifted copy), valids one int32 index per "
+    "token (utils.py @ ad428fdd, _build_flat_valids: always made when shifting), logit_avg one fp32 "
+    "per vocabulary entry (filter_eps \"auto\", the default); no logits";
 constexpr std::string_view k_src_compiled_loss =
     "compiled cross entropy (torchtune compile_loss @ 0078c31b; transformers Trainer "
     "torch_compile with the loss in the model's forward): log_softmax decomposes into a row max "
@@ -1509,6 +1518,7 @@ double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
 // (which version compiles it is the importer's to say), as is any fused loss.
 bool compiled_loss(const Config& c) {
   return c.torch_compile && !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy &&
+         !c.cut_cross_entropy &&
          (c.model_implementation == ModelImplementation::torchtune ||
           c.model_implementation == ModelImplementation::hf_transformers);
 }
@@ -1530,6 +1540,18 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
   const bool logits_rg = n_rg || output_trains || x.targeted(LoraTarget::lm_head);
   const bool chunked = c.cross_entropy_chunks > 1 && walk.kind == Eager::torchtune &&
                        !c.cross_entropy_loss_fusion;
+  if (c.cut_cross_entropy) {
+    // Nothing is recorded when neither the norm's output nor the weight needs a gradient.
+    if (!logits_rg) return out.total();
+    // The final norm's output, kept by the function whether or not the output layer trains (a
+    // frozen unfused output layer keeps no input).
+    out.add("output.output_layer_input", "output", x.norm_e * x.h * x.tokens, x.norm_dtype, k_src_cce);
+    out.add("loss.lse", "loss", 4 * x.tokens, "fp32", k_src_cce);
+    out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_cce);
+    out.add("loss.valids", "loss", 4 * x.tokens, "int32", k_src_cce);
+    out.add("loss.logit_avg", "loss", 4 * padded_vocab(c), "fp32", k_src_cce);
+    return out.total();
+  }
   if (c.fused_linear_cross_entropy) {
     // The final norm's output goes to the fused function, which keeps the gradient of that input
     // (the norm's output dtype: the residual's) and, when the output layer trains, of its weight
@@ -1688,6 +1710,24 @@ double loss_transient_bytes(const Config& config) {
     while (chunk < wanted) chunk *= 2;
     return x.e * std::min(tokens, chunk) * vocab + 4 * tokens;
   }
+  // Cut Cross Entropy's backward (apple/ml-cross-entropy cut_cross_entropy/cce_backward.py @
+  // 18e76ada05706ad9bc672804a35a940a07a21a13, cce_backward_kernel), beside every tensor the
+  // forward saved: de = zeros_like(e) (the norm's output's gradient, in its dtype: accum_e_fp32
+  // is off in the default "cce" preset) when the layers below need a gradient; dc =
+  // zeros_like(c), the output layer's weight gradient, which becomes its .grad (a gradient,
+  // counted with the state); the vocabulary order argsort(logit_avg).to(int32) (cce.py
+  // sort_logit_avg: int64 then int32, 12 B per entry); and int32 locks, one per 128 rows (of
+  // tokens for de, of the vocabulary for dc) per 64 columns of h. The logits are recomputed
+  // block by block inside the kernel and never exist whole. In the forward, the valid-token
+  // indices pass through nonzero()'s int64 [n, 2] and its int32 copy (24 B per token), below
+  // the backward's e · h per token.
+  if (config.cut_cross_entropy) {
+    const double tokens = x.tokens, vocab = padded_vocab(config);
+    const bool input_rg = !config.peft_on() || layers_need_gradients(config);
+    const double column_blocks = std::ceil(x.h / 64);
+    const double locks = 4 * column_blocks * ((input_rg ? std::ceil(tokens / 128) : 0) + std::ceil(vocab / 128));
+    return (input_rg ? x.norm_e * x.h * tokens : 0) + 12 * vocab + locks;
+  }
   // PyTorch F.cross_entropy: in backward, nll_loss_backward materialises a dense fp32 gradient of
   // the log-probabilities and log_softmax_backward_data allocates its own fp32 result while the
   // saved log-probabilities are still alive: two fp32 logits-sized tensors beyond the saved one
@@ -1817,7 +1857,7 @@ OutputBackward output_backward_bytes(const Config& config) {
     return out;
   }
   if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
-      config.fused_linear_cross_entropy || compiled_loss(config) ||
+      config.fused_linear_cross_entropy || config.cut_cross_entropy || compiled_loss(config) ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)
     return out;
   if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) return out;

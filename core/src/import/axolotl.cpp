@@ -398,12 +398,29 @@ void AxolotlReader::read_training() {
     else if (liger_plugin) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
     else m_.ignore_value("liger_fused_linear_cross_entropy", "takes effect only with axolotl.integrations.liger.LigerPlugin in plugins");
   }
-  if (m_.boolean("cut_cross_entropy").value_or(false))
-    m_.ignore_value("cut_cross_entropy", "Cut Cross Entropy (no logits materialised): " + std::string(mapping::k_no_field));
+  // Cut Cross Entropy takes effect through axolotl's CutCrossEntropyPlugin
+  // (src/axolotl/integrations/cut_cross_entropy/__init__.py @
+  // 0138ca7c1677979c706a19a5eb070ea476c830b0: pre_model_load calls cce_patch when
+  // cfg.cut_cross_entropy; args.py @ 1188fdc1185e0c5c2c1b6082cb9e40021fcd1f47: cut_cross_entropy
+  // defaults to True once the plugin is listed, cut_cross_entropy_accum_c_fp32 to False).
+  const bool cce_plugin = plugins && std::any_of(plugins->begin(), plugins->end(), [](const json& p) {
+    return p.is_string() && p.get<std::string>().find("CutCrossEntropyPlugin") != std::string::npos;
+  });
+  const std::optional<bool> cce = m_.boolean("cut_cross_entropy");
+  if (cce_plugin) {
+    if (cce) m_.read("cut_cross_entropy", *cce, "cut_cross_entropy", *cce ? "true (CutCrossEntropyPlugin)" : "false");
+    else m_.assume("cut_cross_entropy", true, "CutCrossEntropyPlugin in plugins: its cut_cross_entropy defaults to true", "plugins");
+    if (cce.value_or(true) && m_.boolean("cut_cross_entropy_accum_c_fp32").value_or(false))
+      return m_.fail("cut_cross_entropy_accum_c_fp32", "an fp32 accumulator for the output layer's weight gradient "
+                                                       "(zeros_like(c, dtype=float32), cce_backward.py) is not modelled; "
+                                                       "leave it false");
+  } else if (cce.value_or(false)) {
+    m_.ignore_value("cut_cross_entropy", "takes effect only with axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin in plugins");
+  }
   for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm"})
     if (m_.has(k)) m_.ignore_value(k, "Liger kernels save fewer activations: " + std::string(mapping::k_no_field));
   if (m_.has("plugins"))
-    m_.ignore_value("plugins", "read only for LigerPlugin's liger_fused_linear_cross_entropy");
+    m_.ignore_value("plugins", "read only for LigerPlugin's liger_fused_linear_cross_entropy and CutCrossEntropyPlugin");
 }
 
 void AxolotlReader::run() {

@@ -201,3 +201,44 @@ TEST_CASE("cut_cross_entropy: axolotl's CutCrossEntropyPlugin", "[refused][loss]
   REQUIRE(fp32.issues.size() == 1);
   CHECK(fp32.issues[0].message.rfind("cut_cross_entropy_accum_c_fp32: an fp32 accumulator", 0) == 0);
 }
+
+TEST_CASE("cross_entropy_chunks on transformers' models: axolotl's chunked loss", "[refused][loss]") {
+  // Full fine-tuning, b = 1, T = 1,024, V = 32,000, bf16, 8 chunks. axolotl's compiled
+  // compute_cross_entropy keeps each chunk's 16-bit logits (views of the whole when b = 1):
+  //   2·1024·32000 = 65,536,000; one fp32 log-sum-exp per token 4·1024 = 4,096; the padded
+  //   labels' view 8·1025 = 8,200: 65,548,296 B in the loss (unfused: 131,080,200).
+  SavedTensors chunked;
+  output_activation_bytes(config_from(dense(R"("cross_entropy_chunks": 8)")), &chunked);
+  CHECK(module_bytes(chunked, "loss") == 65548296);
+  // Backward: the chunks' 16-bit gradients, joined into the whole logits' gradient:
+  //   2·1024·32000 = 65,536,000 beyond the saved tensors (unfused: 262,144,000).
+  CHECK(loss_transient_bytes(config_from(dense(R"("cross_entropy_chunks": 8)"))) == 65536000);
+  // b = 2 (T = 2,048): chunk copies 2·2048·32000 = 131,072,000, log-sum-exp 8,192, label chunks
+  //   8·2048 = 16,384: 131,096,576.
+  SavedTensors two;
+  output_activation_bytes(config_from(dense(R"("cross_entropy_chunks": 8, "micro_batch_size": 2)")), &two);
+  CHECK(module_bytes(two, "loss") == 131096576);
+  CHECK(messages_for(dense(R"("framework": "fsdp2", "cross_entropy_chunks": 8)")) ==
+        one("cross_entropy_chunks: is torchtune's CEWithChunkedOutputLoss (or axolotl's copy of it "
+            "for transformers' models): needs model_implementation \"torchtune\", \"hf-transformers\" "
+            "(or \"megatron-core\"), got \"torchtitan\""));
+  CHECK(messages_for(dense(R"("fused_linear_cross_entropy": true, "cross_entropy_chunks": 8)")) ==
+        one("cross_entropy_chunks: chunks the logits of transformers' loss; fused_linear_cross_entropy "
+            "makes none"));
+}
+
+TEST_CASE("cross_entropy_chunks: axolotl's chunked_cross_entropy", "[refused][loss][import]") {
+  const std::string base = R"({"base_model": "NousResearch/Meta-Llama-3-8B", "adapter": "lora",
+      "lora_target_linear": true, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";
+  const ImportResult fallback = import_axolotl(base + R"("chunked_cross_entropy": true})", {});
+  REQUIRE(fallback.ok());
+  CHECK(get_field(fallback.input, "cross_entropy_chunks") == FieldValue(8.0));
+  CHECK(has_line(fallback.assumed, "patch_chunked_ce_loss_fn's default 8"));
+  const ImportResult four = import_axolotl(base + R"("chunked_cross_entropy": true, "chunked_cross_entropy_num_chunks": 4})", {});
+  REQUIRE(four.ok());
+  CHECK(get_field(four.input, "cross_entropy_chunks") == FieldValue(4.0));
+  const ImportResult off = import_axolotl(base + R"("chunked_cross_entropy_num_chunks": 4})", {});
+  REQUIRE(off.ok());
+  CHECK_FALSE(off.input.cross_entropy_chunks.has_value());
+  CHECK(has_line(off.ignored, "chunked_cross_entropy_num_chunks"));
+}

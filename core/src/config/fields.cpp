@@ -650,7 +650,8 @@ const std::vector<Field>& fields() {
       trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
           "cross_entropy_chunks", G::finetuning, 1, 1'000'000, "chunks", from_config(),
           "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
-          "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")),
+          "8 there; axolotl chunked_cross_entropy_num_chunks for transformers' models, 8 by "
+          "default): the fp32 upcast and the loss's gradient exist one chunk at a time.")),
       trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
           "fused_linear_cross_entropy", G::finetuning, from_config(),
           "Liger Kernel's fused linear cross entropy (transformers use_liger_kernel, axolotl "
@@ -715,7 +716,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
     {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
     {"cut_cross_entropy", "model_implementation hf-transformers, tensor_model_parallel_size 1, a 16-bit output layer and compute dtype; not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cross_entropy_chunks, quantize_lm_head or an lm_head adapter"},
-    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},
+    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune, hf-transformers (tensor_model_parallel_size 1, not with fused_linear_cross_entropy) or megatron-core, and without cross_entropy_loss_fusion"},
     {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
 };
 

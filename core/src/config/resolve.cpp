@@ -284,10 +284,23 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
     else if (c.cross_entropy_loss_fusion)
       fail("cross_entropy_chunks", "chunks the fp32 copy of the unfused loss; "
                                    "cross_entropy_loss_fusion keeps none");
-    else if (c.model_implementation == ModelImplementation::hf_transformers ||
-             c.model_implementation == ModelImplementation::torchtitan)
-      fail("cross_entropy_chunks", "is torchtune's CEWithChunkedOutputLoss: needs model_implementation "
-                                   "\"torchtune\" (or \"megatron-core\"), got " + quoted(name_of(c.model_implementation)));
+    else if (c.model_implementation == ModelImplementation::torchtitan)
+      fail("cross_entropy_chunks", "is torchtune's CEWithChunkedOutputLoss (or axolotl's copy of it "
+                                   "for transformers' models): needs model_implementation \"torchtune\", "
+                                   "\"hf-transformers\" (or \"megatron-core\"), got \"torchtitan\"");
+    // axolotl's chunked_cross_entropy (src/axolotl/monkeypatch/loss/chunked.py @
+    // 01b75c129d7b3014c2524cd270075b5653fe6735) replaces transformers' ForCausalLMLoss: it chunks
+    // the model's whole logits, on one GPU's whole vocabulary.
+    else if (c.model_implementation == ModelImplementation::hf_transformers) {
+      if (c.fused_linear_cross_entropy)
+        fail("cross_entropy_chunks", "chunks the logits of transformers' loss; fused_linear_cross_entropy "
+                                     "makes none");
+      if (c.tensor_model_parallel_size > 1)
+        fail("cross_entropy_chunks", "with model_implementation \"hf-transformers\" (axolotl's "
+                                     "chunked_cross_entropy) is modelled on one GPU's whole vocabulary: "
+                                     "needs tensor_model_parallel_size 1, got " +
+                                         n(c.tensor_model_parallel_size));
+    }
   }
 }
 

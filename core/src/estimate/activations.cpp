@@ -1007,6 +1007,13 @@ constexpr std::string_view k_src_liger_flce =
     "grad_weight = zeros_like(weight), fills them chunk by chunk of tokens, and saves only them "
     "for backward (save_for_backward(grad_input, grad_weight, grad_bias)); the input, the logits "
     "and the targets are not kept";
+constexpr std::string_view k_src_axolotl_chunks =
+    "axolotl chunked_cross_entropy (src/axolotl/monkeypatch/loss/chunked.py @ "
+    "01b75c129d7b3014c2524cd270075b5653fe6735, a copy of torchtune's CEWithChunkedOutputLoss "
+    "patched in as transformers' ForCausalLMLoss): the model's whole 16-bit logits are cut by "
+    "source.chunk(n, dim=1), each chunk reshaped (a view when b = 1, a copy otherwise) and handed "
+    "to compute_cross_entropy under torch.compile, which keeps the chunk's logits and an fp32 "
+    "log-sum-exp per row; the labels are F.pad(labels, (0, 1))[..., 1:], chunked alike";
 constexpr std::string_view k_src_cce =
     "Cut Cross Entropy (apple/ml-cross-entropy cut_cross_entropy/cce.py @ "
     "3a79837891bdd018c959784bd85327b987abd179, LinearCrossEntropyFunction.forward: "
@@ -1513,10 +1520,20 @@ double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
   return out.total();
 }
 
-// Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss and the
-// Hugging Face model compiled with its loss; torchtitan's compiled loss is cross_entropy_loss_fusion
-// (which version compiles it is the importer's to say), as is any fused loss.
+// axolotl's chunked_cross_entropy over a transformers model (k_src_axolotl_chunks): the
+// model's whole logits, cut into cross_entropy_chunks pieces by a compiled loss.
+bool hf_chunked_loss(const Config& c) {
+  return c.cross_entropy_chunks > 1 && c.model_implementation == ModelImplementation::hf_transformers &&
+         !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy && !c.cut_cross_entropy;
+}
+
+// Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss, the Hugging
+// Face model compiled with its loss, and axolotl's chunked loss, which compiles its per-chunk
+// cross entropy whatever torch_compile says; torchtitan's compiled loss is
+// cross_entropy_loss_fusion (which version compiles it is the importer's to say), as is any fused
+// loss.
 bool compiled_loss(const Config& c) {
+  if (hf_chunked_loss(c)) return true;
   return c.torch_compile && !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy &&
          !c.cut_cross_entropy &&
          (c.model_implementation == ModelImplementation::torchtune ||
@@ -1582,11 +1599,13 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
     const bool hf = walk.kind == Eager::hf;
     if (compiled) {
       // torchtune's model hands the loss output(h).float(); transformers' loss upcasts inside
-      // the compiled graph, which then keeps the logits as the output layer made them.
+      // the compiled graph, which then keeps the logits as the output layer made them. axolotl's
+      // chunked loss keeps the same bytes, chunk by chunk: the chunks of the logits (views of
+      // the whole when b = 1, copies summing to it otherwise) and one log-sum-exp per row.
       const bool fp32_in = walk.kind == Eager::torchtune;
-      out.add("loss.logits", "loss", (fp32_in ? 4 : x.e) * x.logits, fp32_in ? "fp32" : x.act_dtype,
-              k_src_compiled_loss);
-      out.add("loss.logsumexp", "loss", 4 * x.tokens, "fp32", k_src_compiled_loss);
+      const std::string_view src = hf_chunked_loss(c) ? k_src_axolotl_chunks : k_src_compiled_loss;
+      out.add("loss.logits", "loss", (fp32_in ? 4 : x.e) * x.logits, fp32_in ? "fp32" : x.act_dtype, src);
+      out.add("loss.logsumexp", "loss", 4 * x.tokens, "fp32", src);
     } else {
       out.add("loss.log_softmax", "loss", 4 * x.logits, "fp32", hf ? k_src_hf_labels : k_src_torch_ce);
     }
@@ -1751,6 +1770,14 @@ double loss_transient_bytes(const Config& config) {
     // graph's input: the chunk's logits in the compute dtype, or torchtune's fp32 output(h).float()
     // unchunked (whose eager cast back to the compute dtype runs after the compiled backward has
     // freed the saved fp32 logits, so it adds nothing beyond them).
+    // axolotl's chunked loss (k_src_axolotl_chunks) cuts the model's whole logits: each
+    // chunk's compiled backward writes its gradient, and the chunks' gradients wait in the input
+    // buffer of the chunk's SplitBackward0 until the last has run (when b = 1 the saved chunks
+    // are views, whose whole storage lives until then), then are joined into one gradient of
+    // the whole logits after every saved chunk is freed: e · T · V beyond the saved tensors at
+    // either point (with b > 1 the forward's whole logits beside their chunk copies are the same
+    // e · T · V).
+    if (hf_chunked_loss(config)) return x.e * logits;
     if (compiled_loss(config)) {
       const bool fp32_in = config.model_implementation == ModelImplementation::torchtune &&
                            config.cross_entropy_chunks <= 1;

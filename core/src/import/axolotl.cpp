@@ -417,6 +417,24 @@ void AxolotlReader::read_training() {
   } else if (cce.value_or(false)) {
     m_.ignore_value("cut_cross_entropy", "takes effect only with axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin in plugins");
   }
+  // axolotl's chunked cross entropy (src/axolotl/loaders/patch_manager.py
+  // _apply_chunked_cross_entropy_patch; src/axolotl/monkeypatch/loss/chunked.py @
+  // 01b75c129d7b3014c2524cd270075b5653fe6735: patch_chunked_ce_loss_fn(num_output_chunks=8)
+  // unless chunked_cross_entropy_num_chunks is given).
+  if (const std::optional<bool> chunked = m_.boolean("chunked_cross_entropy")) {
+    if (!*chunked) {
+      if (m_.has("chunked_cross_entropy_num_chunks"))
+        m_.ignore_value("chunked_cross_entropy_num_chunks", "chunked_cross_entropy is false");
+    } else if (m_.has("chunked_cross_entropy_num_chunks")) {
+      if (auto n = m_.integer("chunked_cross_entropy_num_chunks"))
+        m_.read("cross_entropy_chunks", double(*n), "chunked_cross_entropy_num_chunks");
+    } else {
+      m_.assume("cross_entropy_chunks", 8.0, "chunked_cross_entropy = true without "
+                "chunked_cross_entropy_num_chunks: patch_chunked_ce_loss_fn's default 8", "chunked_cross_entropy");
+    }
+  } else if (m_.has("chunked_cross_entropy_num_chunks")) {
+    m_.ignore_value("chunked_cross_entropy_num_chunks", "takes effect only with chunked_cross_entropy: true");
+  }
   for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm"})
     if (m_.has(k)) m_.ignore_value(k, "Liger kernels save fewer activations: " + std::string(mapping::k_no_field));
   if (m_.has("plugins"))

@@ -242,3 +242,21 @@ TEST_CASE("cross_entropy_chunks: axolotl's chunked_cross_entropy", "[refused][lo
   CHECK_FALSE(off.input.cross_entropy_chunks.has_value());
   CHECK(has_line(off.ignored, "chunked_cross_entropy_num_chunks"));
 }
+
+TEST_CASE("FSDP1 NO_SHARD: DDP's memory without the bucket copy", "[refused][import]") {
+  // FSDP1 NO_SHARD all-reduces each unit's flat gradient in place (_reduce_grad_no_shard): the
+  // importers read it as ddp with gradient_as_bucket_view (no second gradient copy).
+  ImportOptions o;
+  o.gpus = 8;
+  const ImportResult axolotl = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1,
+      "fsdp": ["full_shard", "auto_wrap"], "fsdp_config": {"fsdp_sharding_strategy": "NO_SHARD"}})", o);
+  REQUIRE(axolotl.ok());
+  CHECK(axolotl.input.framework == Framework::ddp);
+  CHECK(axolotl.input.gradient_as_bucket_view == true);
+  CHECK(has_line(axolotl.assumed, "_reduce_grad_no_shard"));
+  // A sharded strategy says nothing about buckets.
+  const ImportResult full = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1,
+      "fsdp": ["full_shard", "auto_wrap"], "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}})", o);
+  REQUIRE(full.ok());
+  CHECK_FALSE(full.input.gradient_as_bucket_view.has_value());
+}

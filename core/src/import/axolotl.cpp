@@ -296,7 +296,15 @@ void AxolotlReader::read_layout() {
     const std::string strategy = m_.string("fsdp_config.fsdp_sharding_strategy").value_or(has("shard_grad_op") ? "SHARD_GRAD_OP" : "FULL_SHARD");
     const std::string named = mapping::lowercase(strategy.rfind('_', 0) == 0 ? strategy.substr(1) : strategy);
     if (named == "no_shard") {
+      // FSDP1's NO_SHARD (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+      // 3ade90a6aaa939cd6238e314c321b9f920db1471, _reduce_grad_no_shard): every rank keeps the
+      // whole flat parameter and its .grad, and the gradient is all-reduced in place in
+      // flat_param.grad: no second copy, as DDP's buckets are without gradient_as_bucket_view. That
+      // is DDP with gradient_as_bucket_view, except that FSDP frees the gradients between steps
+      // (zero_grad) where the bucket views persist: counted with them, high by one gradient copy in
+      // the forward only.
       m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+      m_.assume("gradient_as_bucket_view", true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
       m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
       return;
     }

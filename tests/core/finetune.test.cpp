@@ -547,8 +547,9 @@ TEST_CASE("fine-tuning rules name the field and the rule", "[finetune][validatio
   CHECK(messages_for(small(R"("peft": "lora", "swiglu": false, "lora_target_modules": ["gate_proj"])")) ==
         one("lora_target_modules: \"gate_proj\" needs gated_linear_unit (the MLP has no gate)"));
   CHECK(messages_for(small(R"("peft": "lora", "num_moe_experts": 4, "lora_target_modules": ["up_proj"])")) ==
-        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" are not modelled for "
-            "an MoE model (adapters on experts); target the attention or lm_head"));
+        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of an "
+            "MoE model are modelled for model_implementation \"hf-transformers\" only (PEFT on each "
+            "expert's linears), got \"megatron-core\""));
   CHECK(messages_for(small(R"("peft": "lora", "fp8_recipe": "delayed")")) ==
         one("fp8_recipe: must be \"none\" with peft \"lora\" (FP8 copies of frozen weights are not "
             "modelled), got \"delayed\""));

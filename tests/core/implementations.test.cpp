@@ -58,9 +58,13 @@ TEST_CASE("model_implementation follows the framework unless set", "[implementat
   CHECK(messages(R"("framework": "ddp", "recompute_granularity": "selective_op")") ==
         V{"recompute_granularity: \"selective_op\" is torchtitan's per-op checkpointing: needs "
           "model_implementation \"torchtitan\", got \"hf-transformers\""});
-  CHECK(messages(R"("framework": "ddp", "cross_entropy_chunks": 8)") ==
-        V{"cross_entropy_chunks: is torchtune's CEWithChunkedOutputLoss: needs model_implementation "
-          "\"torchtune\" (or \"megatron-core\"), got \"hf-transformers\""});
+  // transformers' models take the field as axolotl's chunked_cross_entropy
+  // (refused_fields.test.cpp); torchtitan's do not.
+  CHECK(messages(R"("framework": "ddp", "cross_entropy_chunks": 8)").empty());
+  CHECK(messages(R"("framework": "fsdp2", "cross_entropy_chunks": 8)") ==
+        V{"cross_entropy_chunks: is torchtune's CEWithChunkedOutputLoss (or axolotl's copy of it for "
+          "transformers' models): needs model_implementation \"torchtune\", \"hf-transformers\" "
+          "(or \"megatron-core\"), got \"torchtitan\""});
   CHECK(messages(R"("model_implementation": "fused")") ==
         V{"model_implementation: must be one of \"megatron-core\", \"hf-transformers\", "
           "\"torchtune\", \"torchtitan\", got the string \"fused\""});

@@ -210,12 +210,12 @@ bool pageable_optimizer(const Config& c) {
                                   c.optimizer == Optimizer::adam8bit || c.optimizer == Optimizer::lion);
 }
 bool chunkable_loss(const Config& c) {
-  return pytorch_framework(c) && (c.model_implementation == ModelImplementation::torchtune ||
-                                  c.model_implementation == ModelImplementation::megatron_core);
+  return pytorch_framework(c) && c.model_implementation != ModelImplementation::torchtitan;
 }
 bool compilable(const Config& c) {
   return pytorch_framework(c) && c.model_implementation != ModelImplementation::megatron_core;
 }
+// Liger and Cut Cross Entropy patch Hugging Face transformers' models.
 bool liger_patchable(const Config& c) {
   return pytorch_framework(c) && c.model_implementation == ModelImplementation::hf_transformers;
 }
@@ -631,7 +631,8 @@ const std::vector<Field>& fields() {
       applies_when(trainmem_only(choice_list_field<LoraTarget, &C::lora_target_modules, &Config::lora_target_modules>(
           "lora_target_modules", G::finetuning, from_config(),
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
-          "PEFT's default for Llama); lm_head is the output layer.")), peft_on,
+          "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
+          "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2).")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only"),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
           "lora_modules_to_save", G::finetuning, from_config(),
@@ -705,13 +706,21 @@ const std::vector<Field>& fields() {
       in_effect_when(trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
           "cross_entropy_chunks", G::finetuning, 1, 1'000'000, "chunks", from_config(),
           "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
-          "8 there): the fp32 upcast and the loss's gradient exist one chunk at a time.")), chunkable_loss),
+          "8 there; axolotl chunked_cross_entropy_num_chunks for transformers' models, 8 by "
+          "default): the fp32 upcast and the loss's gradient exist one chunk at a time.")), chunkable_loss),
       in_effect_when(trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
           "fused_linear_cross_entropy", G::finetuning, from_config(),
           "Liger Kernel's fused linear cross entropy (transformers use_liger_kernel, axolotl "
           "liger_fused_linear_cross_entropy): the output layer and the loss run chunk by chunk "
           "of tokens in the forward pass, which computes their gradients there; no logits are "
           "kept, only the gradients of the output layer's input and weight.")), liger_patchable),
+      in_effect_when(trainmem_only(bool_field<&C::cut_cross_entropy, &Config::cut_cross_entropy>(
+          "cut_cross_entropy", G::finetuning, from_config(),
+          "Apple's Cut Cross Entropy (the cut-cross-entropy package's cce_patch; axolotl "
+          "CutCrossEntropyPlugin with cut_cross_entropy: true): the output layer and the loss "
+          "run as one kernel that never materialises the logits; forward keeps the output "
+          "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
+          "block by block.")), liger_patchable),
   };
   return table;
 }
@@ -753,7 +762,7 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"peft", "qlora needs params_dtype nf4 and framework ddp, fsdp2 or deepspeed; no fp8_recipe, multi_latent_attention or recompute_granularity \"selective_op\""},
     {"world_size", "divisible by tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size; equal to that × data_parallel_size when both are given; the product at most 1,000,000,000"},
     {"lora_rank", "at most the smaller dimension (in or out) of every target"},
-    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; no MLP targets in an MoE model; attention targets need attention heads, lm_head a vocabulary"},
+    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; MLP targets in an MoE model only with model_implementation hf-transformers and no shared or latent experts; attention targets need attention heads, lm_head a vocabulary"},
     {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); a vocabulary; lm_head not also among lora_target_modules"},
     {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
     {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
@@ -764,7 +773,8 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"kbit_upcast", "\"none\" with model_implementation torchtune; not \"trl\" or \"axolotl\" with framework fsdp2 or deepspeed zero_stage 3 (both skip the call for sharded QLoRA)"},
     {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
     {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
-    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune or megatron-core, and without cross_entropy_loss_fusion"},
+    {"cut_cross_entropy", "model_implementation hf-transformers, tensor_model_parallel_size 1, a 16-bit output layer and compute dtype; not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cross_entropy_chunks, quantize_lm_head or an lm_head adapter"},
+    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune, hf-transformers (tensor_model_parallel_size 1, not with fused_linear_cross_entropy) or megatron-core, and without cross_entropy_loss_fusion"},
     {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
 };
 

@@ -51,11 +51,25 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
       fail("lora_target_modules", "must name at least one module with peft " + peft());
     if (has(LoraTarget::gate_proj) && !c.gated_linear_unit)
       fail("lora_target_modules", "\"gate_proj\" needs gated_linear_unit (the MLP has no gate)");
+    // Adapters on experts: in an MoE model the MLP targets are the routed experts' linears, as
+    // PEFT's suffix match finds them in transformers' per-expert loop (Mixtral's
+    // block_sparse_moe.experts.N.w1/w3/w2, Qwen3-MoE's mlp.experts.N.gate_proj/up_proj/down_proj:
+    // one lora.Linear per expert; tuners/lora/model.py _create_and_replace). Only that block's
+    // saved tensors are walked (activations.cpp mixtral_moe); the grouped experts of torchtune,
+    // torchtitan and Megatron Core and the shared or latent experts stand on Megatron Core's
+    // rules, which know no adapter.
     if (c.is_moe() &&
-        (has(LoraTarget::gate_proj) || has(LoraTarget::up_proj) || has(LoraTarget::down_proj)))
-      fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" are not modelled "
-                                  "for an MoE model (adapters on experts); target the attention or "
-                                  "lm_head");
+        (has(LoraTarget::gate_proj) || has(LoraTarget::up_proj) || has(LoraTarget::down_proj))) {
+      if (c.model_implementation != ModelImplementation::hf_transformers)
+        fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of "
+                                    "an MoE model are modelled for model_implementation "
+                                    "\"hf-transformers\" only (PEFT on each expert's linears), got " +
+                                        quoted(name_of(c.model_implementation)));
+      else if (c.moe_shared_expert_intermediate_size > 0 || c.moe_latent_size > 0)
+        fail("lora_target_modules", "\"gate_proj\", \"up_proj\" and \"down_proj\" on an MoE model "
+                                    "with shared or latent experts are not modelled (adapters on the "
+                                    "routed experts only, Mixtral and Qwen3-MoE style)");
+    }
     if (c.num_attention_heads == 0 && (has(LoraTarget::q_proj) || has(LoraTarget::k_proj) ||
                                        has(LoraTarget::v_proj) || has(LoraTarget::o_proj)))
       fail("lora_target_modules", "q_proj, k_proj, v_proj and o_proj need attention "
@@ -83,10 +97,11 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
       LoraTarget target;
       double in, out;  // doubles: products of sizes up to 10^12 each
     };
-    // Sides of 0 are targets the rules above reject (no attention, no gate, experts).
+    // Sides of 0 are targets the rules above reject (no attention, no gate); in an MoE model the
+    // MLP targets are the experts'.
     const double h = double(c.hidden_size), q = double(c.num_attention_heads) * double(c.kv_channels),
                  kv = double(c.num_query_groups) * double(c.kv_channels),
-                 f = c.is_moe() ? 0 : double(c.ffn_hidden_size);
+                 f = c.is_moe() ? double(c.moe_ffn_hidden_size) : double(c.ffn_hidden_size);
     const Side sides[] = {{LoraTarget::q_proj, h, q},
                           {LoraTarget::k_proj, h, kv},
                           {LoraTarget::v_proj, h, kv},
@@ -235,6 +250,40 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
                                          "would not take part: drop lm_head from lora_target_modules");
   }
 
+  // Apple's Cut Cross Entropy replaces the output layer and the loss of the transformers models
+  // its cce_patch patches (cut_cross_entropy/transformers/*.py: apply_lce(hidden_states,
+  // lm_head.weight, labels)); axolotl's CutCrossEntropyPlugin applies it. Its backward asserts
+  // 16-bit embeddings and classifier (apple/ml-cross-entropy cut_cross_entropy/cce_backward.py @
+  // 18e76ada05706ad9bc672804a35a940a07a21a13, cce_backward_kernel: "Backwards requires embeddings
+  // to be bf16 or fp16"), and axolotl refuses it without bf16 or fp16 (integrations/
+  // cut_cross_entropy/args.py @ 1188fdc1185e0c5c2c1b6082cb9e40021fcd1f47, check_dtype_is_half).
+  if (c.cut_cross_entropy) {
+    const auto half = [](Dtype d) { return d == Dtype::bf16 || d == Dtype::fp16; };
+    const Dtype weight = c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
+    if (c.model_implementation != ModelImplementation::hf_transformers)
+      fail("cut_cross_entropy", "patches Hugging Face transformers' models (cce_patch): needs "
+                                "model_implementation \"hf-transformers\", got " +
+                                    quoted(name_of(c.model_implementation)));
+    if (c.tensor_model_parallel_size > 1)
+      fail("cut_cross_entropy", "is modelled on the whole output layer on each GPU: needs "
+                                "tensor_model_parallel_size 1, got " + n(c.tensor_model_parallel_size));
+    if (!half(weight) || !half(c.compute_dtype))
+      fail("cut_cross_entropy", "needs the output layer's weight and the compute dtype in bf16 or fp16 "
+                                "(its backward kernel asserts 16-bit inputs), got params_dtype " +
+                                    quoted(name_of(c.params_dtype)) + " and compute_dtype " +
+                                    quoted(name_of(c.compute_dtype)));
+    if (c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy || c.cross_entropy_chunks > 1)
+      fail("cut_cross_entropy", "is a loss of its own: not with cross_entropy_loss_fusion, "
+                                "fused_linear_cross_entropy or cross_entropy_chunks");
+    if (c.peft_on() && c.lora_targets(LoraTarget::lm_head))
+      fail("cut_cross_entropy", "with an lm_head adapter is not modelled (newer releases fold the "
+                                "adapter into a wider classifier); drop lm_head from "
+                                "lora_target_modules");
+    if (c.quantize_lm_head)
+      fail("cut_cross_entropy", "is not modelled with quantize_lm_head (the kernel reads a 16-bit "
+                                "lm_head.weight)");
+  }
+
   // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
   if (c.paged_optimizer) {
     const Optimizer o = c.optimizer;
@@ -260,10 +309,23 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
     else if (c.cross_entropy_loss_fusion)
       fail("cross_entropy_chunks", "chunks the fp32 copy of the unfused loss; "
                                    "cross_entropy_loss_fusion keeps none");
-    else if (c.model_implementation == ModelImplementation::hf_transformers ||
-             c.model_implementation == ModelImplementation::torchtitan)
-      fail("cross_entropy_chunks", "is torchtune's CEWithChunkedOutputLoss: needs model_implementation "
-                                   "\"torchtune\" (or \"megatron-core\"), got " + quoted(name_of(c.model_implementation)));
+    else if (c.model_implementation == ModelImplementation::torchtitan)
+      fail("cross_entropy_chunks", "is torchtune's CEWithChunkedOutputLoss (or axolotl's copy of it "
+                                   "for transformers' models): needs model_implementation \"torchtune\", "
+                                   "\"hf-transformers\" (or \"megatron-core\"), got \"torchtitan\"");
+    // axolotl's chunked_cross_entropy (src/axolotl/monkeypatch/loss/chunked.py @
+    // 01b75c129d7b3014c2524cd270075b5653fe6735) replaces transformers' ForCausalLMLoss: it chunks
+    // the model's whole logits, on one GPU's whole vocabulary.
+    else if (c.model_implementation == ModelImplementation::hf_transformers) {
+      if (c.fused_linear_cross_entropy)
+        fail("cross_entropy_chunks", "chunks the logits of transformers' loss; fused_linear_cross_entropy "
+                                     "makes none");
+      if (c.tensor_model_parallel_size > 1)
+        fail("cross_entropy_chunks", "with model_implementation \"hf-transformers\" (axolotl's "
+                                     "chunked_cross_entropy) is modelled on one GPU's whole vocabulary: "
+                                     "needs tensor_model_parallel_size 1, got " +
+                                         n(c.tensor_model_parallel_size));
+    }
   }
 }
 

@@ -1051,6 +1051,22 @@ constexpr std::string_view k_src_liger_flce =
     "grad_weight = zeros_like(weight), fills them chunk by chunk of tokens, and saves only them "
     "for backward (save_for_backward(grad_input, grad_weight, grad_bias)); the input, the logits "
     "and the targets are not kept";
+constexpr std::string_view k_src_axolotl_chunks =
+    "axolotl chunked_cross_entropy (src/axolotl/monkeypatch/loss/chunked.py @ "
+    "01b75c129d7b3014c2524cd270075b5653fe6735, a copy of torchtune's CEWithChunkedOutputLoss "
+    "patched in as transformers' ForCausalLMLoss): the model's whole 16-bit logits are cut by "
+    "source.chunk(n, dim=1), each chunk reshaped (a view when b = 1, a copy otherwise) and handed "
+    "to compute_cross_entropy under torch.compile, which keeps the chunk's logits and an fp32 "
+    "log-sum-exp per row; the labels are F.pad(labels, (0, 1))[..., 1:], chunked alike";
+constexpr std::string_view k_src_cce =
+    "Cut Cross Entropy (apple/ml-cross-entropy cut_cross_entropy/cce.py @ "
+    "3a79837891bdd018c959784bd85327b987abd179, LinearCrossEntropyFunction.forward: "
+    "save_for_backward(e, c, bias, lse, targets, valids, logit_avg)): e is the final norm's output "
+    "itself ([T, h], contiguous: flatten is a view), c the output layer's weight (a parameter), lse "
+    "one fp32 log-sum-exp per valid token (cce_lse_forward.py @ 2709dd3a), targets the batch's int64 "
+    "labels (shift=True in the transformers patch: no shifted copy), valids one int32 index per "
+    "token (utils.py @ ad428fdd, _build_flat_valids: always made when shifting), logit_avg one fp32 "
+    "per vocabulary entry (filter_eps \"auto\", the default); no logits";
 constexpr std::string_view k_src_compiled_loss =
     "compiled cross entropy (torchtune compile_loss @ 0078c31b; transformers Trainer "
     "torch_compile with the loss in the model's forward): log_softmax decomposes into a row max "
@@ -1276,7 +1292,7 @@ struct EagerWalk {
   }
 
   // An MLP of width `f` over `tokens` rows (its input `in_tokens` rows wide as the linears keep
-  // it); `adapters`: its linears are LoRA targets (the dense MLP, not experts).
+  // it); `adapters`: its linears are LoRA targets (the dense MLP, or transformers' experts).
   bool ffn(const ActivationNames& n, std::string_view input_name, std::string_view up_name,
            bool in_rg, double f, double tokens, double in_tokens, bool adapters) const {
     const bool gated = c.gated_linear_unit;
@@ -1341,8 +1357,12 @@ struct EagerWalk {
     }
     const double N = expert_tokens(c, x);
     const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+    // Adapters on the experts (lora_target_modules gate_proj, up_proj, down_proj in an MoE model):
+    // each expert's lora.Linear runs on that expert's tokens only (current_state, a copy of its
+    // rows), so the adapters of all local experts together see the N routed rows, as the
+    // experts' own linears do.
     const bool expert_out_rg = ffn(k_expert_names, "moe.expert_input", "moe.expert_up_output", n_rg,
-                                   f_e, N, N, false);
+                                   f_e, N, N, true);
     if (n_rg || logits_rg || expert_out_rg)
       out.add("moe.expert_indices", "moe", 16 * N, "int64", k_src_hf_moe_experts);
     if (expert_out_rg)
@@ -1560,11 +1580,22 @@ double eager_embedding(const Config& c, const Shape& x, Ledger& out) {
   return out.total();
 }
 
-// Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss and the
-// Hugging Face model compiled with its loss; torchtitan's compiled loss is cross_entropy_loss_fusion
-// (which version compiles it is the importer's to say), as is any fused loss.
+// axolotl's chunked_cross_entropy over a transformers model (k_src_axolotl_chunks): the
+// model's whole logits, cut into cross_entropy_chunks pieces by a compiled loss.
+bool hf_chunked_loss(const Config& c) {
+  return c.cross_entropy_chunks > 1 && c.model_implementation == ModelImplementation::hf_transformers &&
+         !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy && !c.cut_cross_entropy;
+}
+
+// Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss, the Hugging
+// Face model compiled with its loss, and axolotl's chunked loss, which compiles its per-chunk
+// cross entropy whatever torch_compile says; torchtitan's compiled loss is
+// cross_entropy_loss_fusion (which version compiles it is the importer's to say), as is any fused
+// loss.
 bool compiled_loss(const Config& c) {
+  if (hf_chunked_loss(c)) return true;
   return c.torch_compile && !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy &&
+         !c.cut_cross_entropy &&
          (c.model_implementation == ModelImplementation::torchtune ||
           c.model_implementation == ModelImplementation::hf_transformers);
 }
@@ -1586,6 +1617,18 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
   const bool logits_rg = n_rg || output_trains || x.targeted(LoraTarget::lm_head);
   const bool chunked = c.cross_entropy_chunks > 1 && walk.kind == Eager::torchtune &&
                        !c.cross_entropy_loss_fusion;
+  if (c.cut_cross_entropy) {
+    // Nothing is recorded when neither the norm's output nor the weight needs a gradient.
+    if (!logits_rg) return out.total();
+    // The final norm's output, kept by the function whether or not the output layer trains (a
+    // frozen unfused output layer keeps no input).
+    out.add("output.output_layer_input", "output", x.norm_e * x.h * x.tokens, x.norm_dtype, k_src_cce);
+    out.add("loss.lse", "loss", 4 * x.tokens, "fp32", k_src_cce);
+    out.add("loss.target", "loss", 8 * x.tokens, "int64", k_src_cce);
+    out.add("loss.valids", "loss", 4 * x.tokens, "int32", k_src_cce);
+    out.add("loss.logit_avg", "loss", 4 * padded_vocab(c), "fp32", k_src_cce);
+    return out.total();
+  }
   if (c.fused_linear_cross_entropy) {
     // The final norm's output goes to the fused function, which keeps the gradient of that input
     // (the norm's output dtype: the residual's) and, when the output layer trains, of its weight
@@ -1624,11 +1667,13 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
     const bool hf = walk.kind == Eager::hf;
     if (compiled) {
       // torchtune's model hands the loss output(h).float(); transformers' loss upcasts inside
-      // the compiled graph, which then keeps the logits as the output layer made them.
+      // the compiled graph, which then keeps the logits as the output layer made them. axolotl's
+      // chunked loss keeps the same bytes, chunk by chunk: the chunks of the logits (views of
+      // the whole when b = 1, copies summing to it otherwise) and one log-sum-exp per row.
       const bool fp32_in = walk.kind == Eager::torchtune;
-      out.add("loss.logits", "loss", (fp32_in ? 4 : x.e) * x.logits, fp32_in ? "fp32" : x.act_dtype,
-              k_src_compiled_loss);
-      out.add("loss.logsumexp", "loss", 4 * x.tokens, "fp32", k_src_compiled_loss);
+      const std::string_view src = hf_chunked_loss(c) ? k_src_axolotl_chunks : k_src_compiled_loss;
+      out.add("loss.logits", "loss", (fp32_in ? 4 : x.e) * x.logits, fp32_in ? "fp32" : x.act_dtype, src);
+      out.add("loss.logsumexp", "loss", 4 * x.tokens, "fp32", src);
     } else {
       out.add("loss.log_softmax", "loss", 4 * x.logits, "fp32", hf ? k_src_hf_labels : k_src_torch_ce);
     }
@@ -1752,6 +1797,24 @@ double loss_transient_bytes(const Config& config) {
     while (chunk < wanted) chunk *= 2;
     return x.e * std::min(tokens, chunk) * vocab + 4 * tokens;
   }
+  // Cut Cross Entropy's backward (apple/ml-cross-entropy cut_cross_entropy/cce_backward.py @
+  // 18e76ada05706ad9bc672804a35a940a07a21a13, cce_backward_kernel), beside every tensor the
+  // forward saved: de = zeros_like(e) (the norm's output's gradient, in its dtype: accum_e_fp32
+  // is off in the default "cce" preset) when the layers below need a gradient; dc =
+  // zeros_like(c), the output layer's weight gradient, which becomes its .grad (a gradient,
+  // counted with the state); the vocabulary order argsort(logit_avg).to(int32) (cce.py
+  // sort_logit_avg: int64 then int32, 12 B per entry); and int32 locks, one per 128 rows (of
+  // tokens for de, of the vocabulary for dc) per 64 columns of h. The logits are recomputed
+  // block by block inside the kernel and never exist whole. In the forward, the valid-token
+  // indices pass through nonzero()'s int64 [n, 2] and its int32 copy (24 B per token), below
+  // the backward's e · h per token.
+  if (config.cut_cross_entropy) {
+    const double tokens = x.tokens, vocab = padded_vocab(config);
+    const bool input_rg = !config.peft_on() || layers_need_gradients(config);
+    const double column_blocks = std::ceil(x.h / 64);
+    const double locks = 4 * column_blocks * ((input_rg ? std::ceil(tokens / 128) : 0) + std::ceil(vocab / 128));
+    return (input_rg ? x.norm_e * x.h * tokens : 0) + 12 * vocab + locks;
+  }
   // PyTorch F.cross_entropy: in backward, nll_loss_backward materialises a dense fp32 gradient of
   // the log-probabilities and log_softmax_backward_data allocates its own fp32 result while the
   // saved log-probabilities are still alive: two fp32 logits-sized tensors beyond the saved one
@@ -1775,6 +1838,14 @@ double loss_transient_bytes(const Config& config) {
     // graph's input: the chunk's logits in the compute dtype, or torchtune's fp32 output(h).float()
     // unchunked (whose eager cast back to the compute dtype runs after the compiled backward has
     // freed the saved fp32 logits, so it adds nothing beyond them).
+    // axolotl's chunked loss (k_src_axolotl_chunks) cuts the model's whole logits: each
+    // chunk's compiled backward writes its gradient, and the chunks' gradients wait in the input
+    // buffer of the chunk's SplitBackward0 until the last has run (when b = 1 the saved chunks
+    // are views, whose whole storage lives until then), then are joined into one gradient of
+    // the whole logits after every saved chunk is freed: e · T · V beyond the saved tensors at
+    // either point (with b > 1 the forward's whole logits beside their chunk copies are the same
+    // e · T · V).
+    if (hf_chunked_loss(config)) return x.e * logits;
     if (compiled_loss(config)) {
       const bool fp32_in = config.model_implementation == ModelImplementation::torchtune &&
                            config.cross_entropy_chunks <= 1;
@@ -1881,7 +1952,7 @@ OutputBackward output_backward_bytes(const Config& config) {
     return out;
   }
   if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
-      config.fused_linear_cross_entropy || compiled_loss(config) ||
+      config.fused_linear_cross_entropy || config.cut_cross_entropy || compiled_loss(config) ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)
     return out;
   if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) return out;

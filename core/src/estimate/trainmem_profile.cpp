@@ -126,12 +126,28 @@ void add_adapters(Inventory& inv, const Config& c, const Shard& s, bool moe, dou
     column(LoraTarget::v_proj, h, kv_out);
     row(LoraTarget::o_proj, q_out, h);
   }
-  if (!moe) {  // resolve() rejects MLP targets in an MoE model
+  if (!moe) {
     const double f = double(c.ffn_hidden_size);
     if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
     column(LoraTarget::up_proj, h, f);
     row(LoraTarget::down_proj, f, h);
+    return;
   }
+  // In an MoE layer the MLP targets are the routed experts' linears (resolve(): transformers'
+  // per-expert loop, no shared or latent experts): PEFT wraps each expert's gate/up (h → f_e)
+  // and down (f_e → h) in its own lora.Linear (huggingface/peft src/peft/tuners/lora/model.py
+  // _create_and_replace, layer.py update_layer @ b28a09c44695163806dc2d560ec2faa1ce2949c5), so
+  // every expert gets its A and B, held where the expert is: E/EP experts per GPU, split by ETP
+  // as the expert's own weight.
+  const double local_experts = double(c.num_moe_experts) / s.e, fe = double(c.moe_ffn_hidden_size);
+  const auto expert = [&](LoraTarget t, double in, double out) {
+    if (!c.lora_targets(t)) return;
+    inv.add(Part::expert, layers * local_experts, in, r, true, true, true);
+    inv.add(Part::expert, layers * local_experts, r, out, true, true, true);
+  };
+  if (c.gated_linear_unit) expert(LoraTarget::gate_proj, h, fe / s.te);
+  expert(LoraTarget::up_proj, h, fe / s.te);
+  expert(LoraTarget::down_proj, fe / s.te, h);
 }
 
 // Attention, MLP / MoE and norms of one decoder layer, `layers` times (Megatron Core

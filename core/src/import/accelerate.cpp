@@ -490,6 +490,13 @@ void AccelerateReader::read_adapter() {
   for (const json& item : items)
     if (!mapping::add_lora_targets(targets, item.is_string() ? item.get<std::string>() : ""))
       out_.ignored.push_back("--lora_target_modules: " + show(item) + ": not a module trainmem has adapters for");
+  // TRL ModelConfig.lora_target_parameters, handed to LoraConfig.target_parameters.
+  if (const json* params = trainer().given("lora_target_parameters"); params && !params->is_null() &&
+                                                                     !(params->is_array() && params->empty()))
+    return m_.fail("--lora_target_parameters", "PEFT's target_parameters (lora.ParamWrapper, for fused MoE experts) are not modelled: each "
+                      "forward makes the adapters' delta B·A as a tensor the size of every expert's weight "
+                      "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
+                      "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("--lora_target_modules", "names no module trainmem has adapters for");
   if (m_.put("lora_target_modules", targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
   const double default_rank = sft_script ? 64 : 16, default_dropout = sft_script ? 0.1 : 0.05;
@@ -665,7 +672,15 @@ void AccelerateReader::read_fsdp() {
     m_.ignore_value("fsdp_config.fsdp_reshard_after_forward", "read with fsdp_version 2 only (FSDP1 follows fsdp_sharding_strategy)");
   }
   if (strategy == "NO_SHARD") {
+    // FSDP1's NO_SHARD (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+    // 3ade90a6aaa939cd6238e314c321b9f920db1471, _reduce_grad_no_shard): every rank keeps the
+    // whole flat parameter and its .grad, and the gradient is all-reduced in place in
+    // flat_param.grad: no second copy, as DDP's buckets are without gradient_as_bucket_view. That
+    // is DDP with gradient_as_bucket_view, except that FSDP frees the gradients between steps
+    // (zero_grad) where the bucket views persist: counted with them, high by one gradient copy in
+    // the forward only.
     m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+    m_.assume("gradient_as_bucket_view", true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
   } else {
     m_.read("framework", std::string("fsdp2"), "distributed_type",
             "FSDP" + std::string(version == 1 ? " (FSDP1's flat parameters shard as FSDP2's do)" : " (fsdp_version 2)"));

@@ -231,6 +231,12 @@ void AxolotlReader::read_adapter() {
     }
     how += std::string(how.empty() ? "" : ", ") + "lora_target_modules = " + show(*list);
   }
+  if (const json* params = m_.get("lora_target_parameters"); params && !params->is_null() &&
+                                                              !(params->is_array() && params->empty()))
+    return m_.fail("lora_target_parameters", "PEFT's target_parameters (lora.ParamWrapper, for fused MoE experts) are not modelled: each "
+                      "forward makes the adapters' delta B·A as a tensor the size of every expert's weight "
+                      "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
+                      "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("lora_target_modules", "names no module (give lora_target_modules or lora_target_linear: true)");
   if (m_.put("lora_target_modules", targets, "lora_target_modules"))
     out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
@@ -306,7 +312,15 @@ void AxolotlReader::read_layout() {
     const std::string strategy = m_.string("fsdp_config.fsdp_sharding_strategy").value_or(has("shard_grad_op") ? "SHARD_GRAD_OP" : "FULL_SHARD");
     const std::string named = mapping::lowercase(strategy.rfind('_', 0) == 0 ? strategy.substr(1) : strategy);
     if (named == "no_shard") {
+      // FSDP1's NO_SHARD (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+      // 3ade90a6aaa939cd6238e314c321b9f920db1471, _reduce_grad_no_shard): every rank keeps the
+      // whole flat parameter and its .grad, and the gradient is all-reduced in place in
+      // flat_param.grad: no second copy, as DDP's buckets are without gradient_as_bucket_view. That
+      // is DDP with gradient_as_bucket_view, except that FSDP frees the gradients between steps
+      // (zero_grad) where the bucket views persist: counted with them, high by one gradient copy in
+      // the forward only.
       m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+      m_.assume("gradient_as_bucket_view", true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
       m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
       return;
     }
@@ -408,12 +422,47 @@ void AxolotlReader::read_training() {
     else if (liger_plugin) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
     else m_.ignore_value("liger_fused_linear_cross_entropy", "takes effect only with axolotl.integrations.liger.LigerPlugin in plugins");
   }
-  if (m_.boolean("cut_cross_entropy").value_or(false))
-    m_.ignore_value("cut_cross_entropy", "Cut Cross Entropy (no logits materialised): " + std::string(mapping::k_no_field));
+  // Cut Cross Entropy takes effect through axolotl's CutCrossEntropyPlugin
+  // (src/axolotl/integrations/cut_cross_entropy/__init__.py @
+  // 0138ca7c1677979c706a19a5eb070ea476c830b0: pre_model_load calls cce_patch when
+  // cfg.cut_cross_entropy; args.py @ 1188fdc1185e0c5c2c1b6082cb9e40021fcd1f47: cut_cross_entropy
+  // defaults to True once the plugin is listed, cut_cross_entropy_accum_c_fp32 to False).
+  const bool cce_plugin = plugins && std::any_of(plugins->begin(), plugins->end(), [](const json& p) {
+    return p.is_string() && p.get<std::string>().find("CutCrossEntropyPlugin") != std::string::npos;
+  });
+  const std::optional<bool> cce = m_.boolean("cut_cross_entropy");
+  if (cce_plugin) {
+    if (cce) m_.read("cut_cross_entropy", *cce, "cut_cross_entropy", *cce ? "true (CutCrossEntropyPlugin)" : "false");
+    else m_.assume("cut_cross_entropy", true, "CutCrossEntropyPlugin in plugins: its cut_cross_entropy defaults to true", "plugins");
+    if (cce.value_or(true) && m_.boolean("cut_cross_entropy_accum_c_fp32").value_or(false))
+      return m_.fail("cut_cross_entropy_accum_c_fp32", "an fp32 accumulator for the output layer's weight gradient "
+                                                       "(zeros_like(c, dtype=float32), cce_backward.py) is not modelled; "
+                                                       "leave it false");
+  } else if (cce.value_or(false)) {
+    m_.ignore_value("cut_cross_entropy", "takes effect only with axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin in plugins");
+  }
+  // axolotl's chunked cross entropy (src/axolotl/loaders/patch_manager.py
+  // _apply_chunked_cross_entropy_patch; src/axolotl/monkeypatch/loss/chunked.py @
+  // 01b75c129d7b3014c2524cd270075b5653fe6735: patch_chunked_ce_loss_fn(num_output_chunks=8)
+  // unless chunked_cross_entropy_num_chunks is given).
+  if (const std::optional<bool> chunked = m_.boolean("chunked_cross_entropy")) {
+    if (!*chunked) {
+      if (m_.has("chunked_cross_entropy_num_chunks"))
+        m_.ignore_value("chunked_cross_entropy_num_chunks", "chunked_cross_entropy is false");
+    } else if (m_.has("chunked_cross_entropy_num_chunks")) {
+      if (auto n = m_.integer("chunked_cross_entropy_num_chunks"))
+        m_.read("cross_entropy_chunks", double(*n), "chunked_cross_entropy_num_chunks");
+    } else {
+      m_.assume("cross_entropy_chunks", 8.0, "chunked_cross_entropy = true without "
+                "chunked_cross_entropy_num_chunks: patch_chunked_ce_loss_fn's default 8", "chunked_cross_entropy");
+    }
+  } else if (m_.has("chunked_cross_entropy_num_chunks")) {
+    m_.ignore_value("chunked_cross_entropy_num_chunks", "takes effect only with chunked_cross_entropy: true");
+  }
   for (const char* k : {"liger_rms_norm", "liger_glu_activation", "liger_rope", "liger_layer_norm"})
     if (m_.has(k)) m_.ignore_value(k, "Liger kernels save fewer activations: " + std::string(mapping::k_no_field));
   if (m_.has("plugins"))
-    m_.ignore_value("plugins", "read only for LigerPlugin's liger_fused_linear_cross_entropy");
+    m_.ignore_value("plugins", "read only for LigerPlugin's liger_fused_linear_cross_entropy and CutCrossEntropyPlugin");
 }
 
 void AxolotlReader::run() {

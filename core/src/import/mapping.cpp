@@ -723,6 +723,11 @@ bool add_lora_targets(std::vector<std::string>& targets, std::string_view name) 
   if (name == "all-linear") parts.assign(modules.begin(), modules.end() - 1);
   else if (name == "qkv_proj") parts = {"q_proj", "k_proj", "v_proj"};
   else if (name == "gate_up_proj") parts = {"gate_proj", "up_proj"};
+  // Mixtral's experts (transformers MixtralBlockSparseTop2MLP: w2(act(w1(x)) * w3(x))) and the
+  // dense MLPs written the same way name gate w1, down w2 and up w3.
+  else if (name == "w1") parts = {"gate_proj"};
+  else if (name == "w2") parts = {"down_proj"};
+  else if (name == "w3") parts = {"up_proj"};
   else if (std::find(modules.begin(), modules.end(), name) != modules.end()) parts = {name};
   else return false;
   for (std::string_view part : parts)

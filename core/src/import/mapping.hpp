@@ -219,7 +219,8 @@ ImportResult import_tree(std::string_view tree_json, std::string_view document, 
 // Adds the adapters one PEFT target-module name stands for to `targets` (each once): a module
 // name trainmem has adapters for, "all-linear" (PEFT: every linear layer but the output; axolotl's
 // lora_target_linear alike), or a fused name split into its parts (Phi-3's qkv_proj,
-// gate_up_proj). False for a name trainmem has no adapter for.
+// gate_up_proj), or Mixtral's expert names (w1 gate, w2 down, w3 up). False for a name trainmem
+// has no adapter for.
 bool add_lora_targets(std::vector<std::string>& targets, std::string_view name);
 
 // Adds the module one PEFT modules_to_save name stands for to `saved` (each once): PEFT wraps

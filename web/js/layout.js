@@ -71,7 +71,8 @@ const SECTIONS = [
     title: 'Fine-tuning',
     groups: ['finetuning'],
     fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
-      'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy'],
+      'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy',
+      'cut_cross_entropy'],
     more: ['lora_modules_to_save', 'lora_dropout', 'nf4_double_quant', 'quantize_lm_head', 'kbit_upcast', 'bnb_keeps_matmul_input'],
   },
   {
@@ -143,6 +144,7 @@ export const LABELS = {
   cross_entropy_chunks: 'Loss chunks (chunked cross entropy)',
   torch_compile: 'torch.compile',
   fused_linear_cross_entropy: 'Fused linear cross entropy (Liger)',
+  cut_cross_entropy: 'Cut Cross Entropy (no logits kept)',
   moe_routing_imbalance: 'Routing imbalance (most-loaded GPU / mean)',
   fsdp_embedding_units: 'FSDP: embedding and output layer as their own units',
   model_implementation: 'Model code (what autograd keeps)',

@@ -129,6 +129,7 @@ export const FIELD_KEYS = Object.freeze({
   quantize_lm_head: 'qlmh',
   kbit_upcast: 'kbu',
   bnb_keeps_matmul_input: 'bkmi',
+  cut_cross_entropy: 'cce',
 });
 
 // Page state that is not a core field.

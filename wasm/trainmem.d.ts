@@ -468,6 +468,8 @@ export interface TrainmemModule {
    * numbers there are.
    */
   estimateSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, verbose: boolean): number;
+  /** The same input as estimateSlots: which fields mean something (core fields_in_effect), one 0/1 per field in resultNumbers; returns the count. */
+  fieldsInEffectSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>): number;
   /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
   resultNumbers(): Float64Array;
   /** The result's text lines in slots.hpp's layout (the summary, the training log's line, names, ...), or "field\tmessage" per issue; escaped. */

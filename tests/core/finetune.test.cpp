@@ -22,19 +22,8 @@ namespace {
 //   2 layers: 33,554,432 linear weights; norms 2 × 2 × 1024 + final 1024 = 5,120;
 //   embedding 32,000 × 1024 = 32,768,000 (tied: the output layer is the same matrix).
 //   total 33,554,432 + 5,120 + 32,768,000 = 66,327,552 parameters.
-const std::string k_small = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
-    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
-    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
-    "micro_batch_size": 1, "gpus_per_node": 1)";
+std::string small(const std::string& more) { return small_llama(more); }
 
-std::string small(const std::string& more) { return "{" + k_small + ", " + more + "}"; }
-
-double trace_value(const Trace& trace, const std::string& name) {
-  for (const TraceEntry& e : trace)
-    if (e.name == name) return e.value;
-  FAIL("no trace entry " << name);
-  return 0;
-}
 
 }  // namespace
 
@@ -207,7 +196,7 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
     const Estimate off = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers",
         "offload_params": true)")));
     CHECK(off.state.frozen_weights.total() == 532480);
-    // One GPU per node (k_small): the CPU holds this GPU's shards, (16,777,216 + 65,546,240) / 4.
+    // One GPU per node (k_small_llama): the CPU holds this GPU's shards, (16,777,216 + 65,546,240) / 4.
     CHECK(off.cpu.weights == 20580864);
   }
   SECTION("ZeRO-3 likewise; its largest gathered tensor is the embedding") {

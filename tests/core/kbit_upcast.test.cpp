@@ -19,13 +19,10 @@ namespace {
 // The small Llama-style model of qlora.test.cpp: 2 layers, h = 1024, 8 heads of 128 (MHA), SwiGLU
 // f = 4096, vocabulary 32,000, RMSNorm, no biases, tied embeddings; one sequence of 1,024 tokens
 // (T = 1,024). flash attention (SDPA's fused kernel keeps o_proj's input as its output).
-const std::string k_small = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
-    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
-    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
-    "micro_batch_size": 1, "gpus_per_node": 1, "attention_backend": "flash",
-    "framework": "ddp", "peft": "qlora", "lora_target_modules": ["q_proj", "v_proj"])";
-
-std::string small(const std::string& more) { return "{" + k_small + (more.empty() ? "" : ", " + more) + "}"; }
+std::string small(const std::string& more) {
+  return small_llama(R"("attention_backend": "flash", "framework": "ddp", "peft": "qlora",
+      "lora_target_modules": ["q_proj", "v_proj"])" + (more.empty() ? "" : ", " + more));
+}
 
 // Llama 3 8B (the notes' §7): h 4096, 32 layers, 32 heads / 8 KV heads of 128, SwiGLU 14336,
 // vocabulary 128,256, untied; seq 2048, batch 1; every linear of the decoder a LoRA target.

@@ -19,19 +19,8 @@ namespace {
 // SwiGLU f = 4096, vocabulary 32,000 (a multiple of 128: no padding), RMSNorm, no biases; one
 // sequence of 1,024 tokens. Per layer the PyTorch model's separate linears: q, k, v, o of
 // 1024 × 1024 = 1,048,576 elements; gate, up, down of 1024 × 4096 = 4,194,304.
-const std::string k_small = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
-    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
-    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
-    "micro_batch_size": 1, "gpus_per_node": 1)";
+std::string small(const std::string& more) { return small_llama(more); }
 
-std::string small(const std::string& more) { return "{" + k_small + ", " + more + "}"; }
-
-double trace_value(const Trace& trace, const std::string& name) {
-  for (const TraceEntry& e : trace)
-    if (e.name == name) return e.value;
-  FAIL("no trace entry " << name);
-  return 0;
-}
 
 std::vector<std::string> one(const std::string& message) { return {message}; }
 
@@ -161,7 +150,7 @@ TEST_CASE("QLoRA quantisation fields: named errors", "[qlora]") {
       "nf4_double_quant": false)")) ==
         one("nf4_double_quant: must be true with model_implementation \"torchtune\" (torchao's "
             "NF4Tensor always double-quantises its block scales)"));
-  // k_small ties the embeddings (share_embeddings_and_output_weights defaults to true).
+  // k_small_llama ties the embeddings (share_embeddings_and_output_weights defaults to true).
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "quantize_lm_head": true)")) ==
         one("quantize_lm_head: is not modelled with share_embeddings_and_output_weights (a "
             "quantised lm_head no longer shares the embedding's weight; transformers keeps tied "

@@ -40,6 +40,26 @@ inline std::vector<StageParams> stages_of(const std::string& json) {
   return pipeline_stages(config_from(json));
 }
 
+// The small Llama-style model the fine-tuning tests count by hand (finetune, qlora, kbit_upcast):
+// 2 layers, h = 1024, 8 heads of 128 (MHA), SwiGLU f = 4096, vocabulary 32,000 (a multiple of
+// 128: no padding; tied embeddings unless `more` says otherwise), RMSNorm, no biases, no dropout;
+// one sequence of 1,024 tokens on a one-GPU node. `more`: fields added to it ("" for none).
+inline const std::string k_small_llama = R"("num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+    "ffn_hidden_size": 4096, "vocab_size": 32000, "normalization": "RMSNorm", "swiglu": true,
+    "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+    "micro_batch_size": 1, "gpus_per_node": 1)";
+inline std::string small_llama(const std::string& more) {
+  return "{" + k_small_llama + (more.empty() ? "" : ", " + more) + "}";
+}
+
+// The value of a trace entry (fails the test when there is none).
+inline double trace_value(const Trace& trace, const std::string& name) {
+  for (const TraceEntry& e : trace)
+    if (e.name == name) return e.value;
+  FAIL("no trace entry " << name);
+  return 0;
+}
+
 // Whether any of an import's notes (read:, assumed:, ignored:) contains `part`.
 inline bool has_line(const std::vector<std::string>& notes, std::string_view part) {
   for (const std::string& n : notes)

@@ -26,29 +26,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from './args.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..', '..');
 
-function parseArgs(argv) {
-  const opts = { n: 24, seed: 13, strict: false, json: null, cli: resolve(root, 'build/core/cli/trainmem') };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--n') opts.n = Number(argv[++i]);
-    else if (a === '--seed') opts.seed = Number(argv[++i]);
-    else if (a === '--strict') opts.strict = true;
-    else if (a === '--json') opts.json = argv[++i];
-    else if (a === '--cli') opts.cli = resolve(argv[++i]);
-    else if (a === '--help' || a === '-h') {
-      console.log('usage: node tests/oracle/compare.mjs [--n 24] [--seed 13] [--strict] [--json FILE] [--cli PATH]');
-      process.exit(0);
-    } else {
-      console.error(`compare: unknown argument ${a}`);
-      process.exit(2);
-    }
-  }
-  return opts;
-}
 
 function runOracle(opts) {
   return new Promise((ok, fail) => {
@@ -213,7 +195,7 @@ function failures(rows) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs(process.argv.slice(2), 'compare', 24);
   const t0 = Date.now();
   const oracle = await runOracle(opts);
   const rows = oracle.lines.map((line) => compareOne(line, opts));

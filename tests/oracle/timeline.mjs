@@ -28,31 +28,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from './args.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..', '..');
 const IMPLS = ['for-loop', 'foreach'];
 const MOMENTS = ['forward', 'backward', 'optimizer_step', 'peak'];
 
-function parseArgs(argv) {
-  const opts = { n: 8, seed: 13, strict: false, json: null, cli: resolve(root, 'build/core/cli/trainmem') };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--n') opts.n = Number(argv[++i]);
-    else if (a === '--seed') opts.seed = Number(argv[++i]);
-    else if (a === '--strict') opts.strict = true;
-    else if (a === '--json') opts.json = argv[++i];
-    else if (a === '--cli') opts.cli = resolve(argv[++i]);
-    else if (a === '--help' || a === '-h') {
-      console.log('usage: node tests/oracle/timeline.mjs [--n 8] [--seed 13] [--strict] [--json FILE] [--cli PATH]');
-      process.exit(0);
-    } else {
-      console.error(`timeline: unknown argument ${a}`);
-      process.exit(2);
-    }
-  }
-  return opts;
-}
 
 function runOracle(opts) {
   return new Promise((ok, fail) => {
@@ -222,7 +204,7 @@ function openItem(r, line, rows) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs(process.argv.slice(2), 'timeline', 8);
   const t0 = Date.now();
   const { lines, log } = await runOracle(opts);
   const rows = lines.flatMap((line) => compareOne(line, opts));

@@ -916,7 +916,13 @@ await check('every term has its line: each breakdown row and part, held / free a
   await page.click('#breakdown-body button.term:text-is("Buffers")');
   const buffers = await lineOf('Buffers');
   expect(buffers.expanded === 'true' && buffers.shown && /ZeRO-3|FSDP/.test(buffers.text), `Buffers: ${JSON.stringify(buffers)}`);
+  // The edit re-renders the table twice: at once, and when its trace arrives (main.js
+  // scheduleTrace, 120 ms later). Both re-renders keep the line open; the keys go to the table
+  // the second one leaves, not to a button it replaces.
+  const traces = await page.evaluate(() => Number(document.body.dataset.trace ?? 0));
   await typeInto(page, '#f-micro_batch_size', '2');
+  await page.waitForFunction((n) => Number(document.body.dataset.trace ?? 0) > n, traces);
+  await settled(page);
   expect((await lineOf('Buffers')).shown, 'the Buffers line closed when the table re-rendered');
   await page.focus('#breakdown-body button.term:text-is("Buffers")');
   await page.keyboard.press('Escape');

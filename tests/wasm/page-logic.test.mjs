@@ -11,6 +11,7 @@ import { CATEGORIES, FIGURES, PARTS, TERMS, classBytes, comparePairs, confidence
 import { methodText, resultCsv } from '../../web/js/share.js';
 import { verdictOf } from '../../web/js/verdict.js';
 import { SINGLE_GPU, loadEngine } from './load.mjs';
+import { parseCsv } from '../web/csv.mjs';
 
 const engine = await loadEngine();
 const ids = (q) => filterPresets(engine.presets, q).map((p) => p.id);
@@ -228,18 +229,7 @@ test('CSV: one table, whole bytes with their GiB, the run named first', () => {
   const text = resultCsv(r, about);
   assert.ok(text.endsWith('\n') && !text.includes('\n\n'), 'a blank line splits the table');
   // Split as a CSV reader does: quoted cells hold commas and doubled quotes.
-  const rows = [];
-  let row = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
-  }
+  const rows = parseCsv(text);
   assert.deepEqual(rows[0], ['section', 'name', 'part', 'value', 'unit', 'GiB']);
   for (const r6 of rows) assert.equal(r6.length, 6, r6.join('|'));
   const run = Object.fromEntries(rows.filter((x) => x[0] === 'run').map((x) => [x[1], x[3]]));

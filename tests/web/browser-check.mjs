@@ -12,6 +12,7 @@ import { chromium } from 'playwright-core';
 import { serve } from '../../web/scripts/serve.mjs';
 import { FIELD_KEYS } from '../../web/js/url-state.js';
 import { attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
+import { parseCsv } from './csv.mjs';
 
 const SHOTS = fileURLToPath(new URL('../../build-wasm/screenshots/', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -70,24 +71,6 @@ async function check(name, fn) {
 
 function expect(condition, message) {
   if (!condition) throw new Error(message);
-}
-
-/** A CSV text as rows of cells (RFC 4180: quoted cells may hold commas, quotes and newlines). */
-function parseCsv(text) {
-  const rows = [];
-  let row = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
-  }
-  if (cell || row.length) { row.push(cell); rows.push(row); }
-  return rows;
 }
 
 /** A PNG's iTXt and tEXt chunks as {keyword: text}; a chunk whose CRC is wrong is an error. */

@@ -209,30 +209,21 @@ TEST_CASE("Llama 3 8B QLoRA: the qlora notes' §7 rows 4-6 by hand", "[qlora][kb
 }
 
 TEST_CASE("importers say who ran prepare_model_for_kbit_training", "[qlora][kbit][import]") {
-  const auto words = [](const std::string& text) {
-    std::vector<std::string> out;
-    for (size_t start = 0; start < text.size();) {
-      const size_t space = std::min(text.find(' ', start), text.size());
-      out.push_back(text.substr(start, space - start));
-      start = space + 1;
-    }
-    return out;
-  };
   const std::string trl = "accelerate launch trl/scripts/sft.py --model_name_or_path meta-llama/Llama-2-7b-hf "
                           "--use_peft --load_in_4bit";
   ImportOptions o;
   // TRL's SFTTrainer (v0.8 … v0.21) with --bf16: norms fp32, embeddings and lm_head back to bf16.
-  o.overrides = words(trl + " --bf16 True");
+  o.overrides = split_words(trl + " --bf16 True");
   ImportResult r = import_accelerate(R"({"distributed_type": "NO"})", o);
   REQUIRE(r.ok());
   CHECK(r.input.kbit_upcast == KbitUpcast::trl);
   // Without --bf16 nothing is cast back.
-  o.overrides = words(trl);
+  o.overrides = split_words(trl);
   r = import_accelerate(R"({"distributed_type": "NO"})", o);
   REQUIRE(r.ok());
   CHECK(r.input.kbit_upcast == KbitUpcast::peft);
   // FSDP QLoRA is TRL's sharded QLoRA: neither call.
-  o.overrides = words(trl + " --bf16 True");
+  o.overrides = split_words(trl + " --bf16 True");
   r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 2,
       "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}})", o);
   REQUIRE(r.ok());

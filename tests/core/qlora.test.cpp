@@ -175,28 +175,19 @@ TEST_CASE("importers read double quantisation and a quantised lm_head where the 
   ImportOptions o;
   const std::string script = "accelerate launch train.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True "
                              "--use_peft_lora True --use_4bit_quantization True";
-  const auto launch = [](const std::string& text) {
-    std::vector<std::string> out;
-    for (size_t start = 0; start < text.size();) {
-      const size_t space = std::min(text.find(' ', start), text.size());
-      out.push_back(text.substr(start, space - start));
-      start = space + 1;
-    }
-    return out;
-  };
-  o.overrides = launch(script + " --use_nested_quant True");
+  o.overrides = split_words(script + " --use_nested_quant True");
   ImportResult r = import_accelerate(R"({"distributed_type": "NO"})", o);
   REQUIRE(r.ok());
   CHECK(r.input.nf4_double_quant == true);
   CHECK(has_line(r.read, "nf4_double_quant ← --use_nested_quant = true"));
-  o.overrides = launch(script);
+  o.overrides = split_words(script);
   r = import_accelerate(R"({"distributed_type": "NO"})", o);
   REQUIRE(r.ok());
   CHECK(r.input.nf4_double_quant == false);
   CHECK(has_line(r.assumed, "nf4_double_quant ← false (no --use_nested_quant: BitsAndBytesConfig's "
                             "bnb_4bit_use_double_quant defaults to False)"));
   // TRL's ModelConfig names it use_bnb_nested_quant.
-  o.overrides = launch("accelerate launch sft.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True --use_peft "
+  o.overrides = split_words("accelerate launch sft.py --model_name_or_path meta-llama/Llama-2-70b-hf --bf16 True --use_peft "
                        "--load_in_4bit --use_bnb_nested_quant");
   r = import_accelerate(R"({"distributed_type": "NO"})", o);
   REQUIRE(r.ok());

@@ -1,8 +1,10 @@
 // Shared helpers for the Catch2 tests of the core.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "trainmem/json_io.hpp"
 
@@ -58,6 +60,17 @@ inline double trace_value(const Trace& trace, const std::string& name) {
     if (e.name == name) return e.value;
   FAIL("no trace entry " << name);
   return 0;
+}
+
+// A command line split at single spaces, as the importers' tests give one (no quotes in them).
+inline std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < text.size();) {
+    const size_t space = std::min(text.find(' ', start), text.size());
+    out.push_back(text.substr(start, space - start));
+    start = space + 1;
+  }
+  return out;
 }
 
 // Whether any of an import's notes (read:, assumed:, ignored:) contains `part`.

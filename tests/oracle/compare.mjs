@@ -22,41 +22,12 @@
 // Target (--strict exits 1 when a config misses it): saved activations within 1 %, weights,
 // gradients and optimizer states exact, every config expressible, and formulas.py reproducing
 // every measurement. Without --strict the table is printed and the exit status is 0.
-import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from './args.mjs';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '..', '..');
+import { estimate, parseArgs, runPython } from './common.mjs';
 
 
-function runOracle(opts) {
-  return new Promise((ok, fail) => {
-    const args = [resolve(here, 'oracle.py'), '--n', String(opts.n), '--seed', String(opts.seed), '--no-tensors'];
-    const p = spawn('/usr/bin/python3', args, { cwd: root, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('error', fail);
-    p.on('close', (code) => {
-      if (code !== 0 && code !== 1) return fail(new Error(`oracle.py exited ${code}:\n${err}`));
-      const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-      ok({ lines, log: err.trim(), formulasOk: code === 0 });
-    });
-  });
-}
 
-function estimate(cli, config) {
-  const r = spawnSync(cli, ['estimate', '-', '--format', 'json'], { input: JSON.stringify(config), encoding: 'utf8' });
-  if (r.error) return { ok: false, messages: [`cannot run ${cli}: ${r.error.message}`] };
-  if (r.status !== 0) {
-    const messages = (r.stderr || r.stdout || '').split('\n').map((s) => s.trim()).filter(Boolean);
-    return { ok: false, messages: messages.length ? messages : [`exit status ${r.status}`] };
-  }
-  return { ok: true, out: JSON.parse(r.stdout) };
-}
+
 
 const sum = (part) => (part ? (part.dense || 0) + (part.embedding || 0) + (part.expert || 0) : 0);
 
@@ -197,7 +168,8 @@ function failures(rows) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2), 'compare', 24);
   const t0 = Date.now();
-  const oracle = await runOracle(opts);
+  const run = await runPython('oracle.py', ['--n', String(opts.n), '--seed', String(opts.seed), '--no-tensors'], [0, 1]);
+  const oracle = { ...run, formulasOk: run.code === 0 };  // exit 1: formulas.py missed a measurement
   const rows = oracle.lines.map((line) => compareOne(line, opts));
   print(rows, oracle.lines, oracle, opts, (Date.now() - t0) / 1000);
   if (opts.json) writeFileSync(opts.json, JSON.stringify({ rows, configs: oracle.lines }, null, 1));

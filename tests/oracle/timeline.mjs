@@ -24,39 +24,14 @@
 // The difference left is trainmem − oracle; --strict exits 1 when any moment's is not 0 and it
 // is neither explained by a named rule below nor one of the open items (openItem: moments
 // trainmem has no rule for yet, each named, printed and counted, listed in the README).
-import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from './args.mjs';
+import { estimate, parseArgs, runPython } from './common.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '..', '..');
 const IMPLS = ['for-loop', 'foreach'];
 const MOMENTS = ['forward', 'backward', 'optimizer_step', 'peak'];
 
 
-function runOracle(opts) {
-  return new Promise((ok, fail) => {
-    const args = [resolve(here, 'timeline.py'), '--n', String(opts.n), '--seed', String(opts.seed)];
-    const p = spawn('/usr/bin/python3', args, { cwd: root, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('error', fail);
-    p.on('close', (code) => {
-      if (code !== 0) return fail(new Error(`timeline.py exited ${code}:\n${err}`));
-      ok({ lines: out.split('\n').filter(Boolean).map((l) => JSON.parse(l)), log: err.trim() });
-    });
-  });
-}
 
-function estimate(cli, config) {
-  const r = spawnSync(cli, ['estimate', '-', '--format', 'json'], { input: JSON.stringify(config), encoding: 'utf8' });
-  if (r.error) return { ok: false, message: `cannot run ${cli}: ${r.error.message}` };
-  if (r.status !== 0) return { ok: false, message: (r.stderr || r.stdout || `exit status ${r.status}`).trim().replace(/\n/g, '; ') };
-  return { ok: true, out: JSON.parse(r.stdout) };
-}
 
 export function trainmemConfig(line, impl) {
   const t = line.trainmem_config;
@@ -91,7 +66,7 @@ function compareOne(line, opts) {
     for (const key of MOMENTS) {
       const o = oracleMoment(m, key, impl);
       const row = { id: line.id, kind: line.kind, impl, moment: key, oracle: o };
-      if (!r.ok) row.rejected = r.message;
+      if (!r.ok) row.rejected = r.messages.join('; ');
       else {
         const t = key === 'peak' ? r.out.allocated_bytes : r.out.moments[key];
         row.trainmem = t;
@@ -206,7 +181,7 @@ function openItem(r, line, rows) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2), 'timeline', 8);
   const t0 = Date.now();
-  const { lines, log } = await runOracle(opts);
+  const { lines, log } = await runPython('timeline.py', ['--n', String(opts.n), '--seed', String(opts.seed)]);
   const rows = lines.flatMap((line) => compareOne(line, opts));
   print(rows, lines, log, opts, (Date.now() - t0) / 1000);
   if (opts.json) writeFileSync(opts.json, JSON.stringify({ rows, configs: lines }, null, 1));

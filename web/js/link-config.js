@@ -89,7 +89,7 @@ export function gpuLabel(engine, gpu) {
  * The config with the GPU's capacity, which every profile's verdict reads (and the trainmem
  * profile's minimum devices and paged optimizer states).
  */
-export function withCapacity(_specs, config, capacity) {
+export function withCapacity(config, capacity) {
   return Number.isFinite(capacity) ? { ...config, gpu_memory_bytes: capacity } : config;
 }
 
@@ -102,12 +102,12 @@ export function withCapacity(_specs, config, capacity) {
  */
 export function coreConfig(engine, fields, capacity) {
   const specs = fieldSpecs(engine);
-  const names = fieldsInPageOrder(specs, engine.fieldsInEffect(withCapacity(specs, fields, capacity)));
+  const names = fieldsInPageOrder(specs, engine.fieldsInEffect(withCapacity(fields, capacity)));
   const config = {};
   for (const name of names) {
     if (fields[name] !== undefined) config[name] = fields[name];
   }
-  return { names, config: withCapacity(specs, config, capacity) };
+  return { names, config: withCapacity(config, capacity) };
 }
 
 /**

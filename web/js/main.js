@@ -234,7 +234,7 @@ function renderGpuFit() {
   const custom = capacityBytes();
   if (state.gpu === CUSTOM_GPU && Number.isFinite(custom)) rows.push({ id: CUSTOM_GPU, name: 'Custom capacity', capacity: custom, chosen: true });
   for (const row of rows) {
-    const r = engine.estimate(withCapacity(form.specs, config, row.capacity));
+    const r = engine.estimate(withCapacity(config, row.capacity));
     const headline = headlineOf(r, state.figure);
     row.bytes = headline?.bytes ?? null;
     row.verdict = verdictOf(r, headline, state.unit);
@@ -542,7 +542,7 @@ function bindPanels() {
       const { gpu_memory_bytes: _capacity, ...config } = configFor(state.fields).config; // the page's GPU applies
       return { config, preset: state.preset, label: modelLabel() };
     },
-    estimate: (config) => engine.estimate(withCapacity(form.specs, config, capacityBytes())),
+    estimate: (config) => engine.estimate(withCapacity(config, capacityBytes())),
     changed: () => {
       render(lastStale);
       share.scheduleLinkWrite();

@@ -1,5 +1,7 @@
 // The importers' one entry point: the name of each kind of source, which importer reads it, and
-// the import written over a base config, so that the CLI and the module do the same thing.
+// the import written over a base config (merge_import), so that the CLI and the module do the
+// same thing.
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +12,40 @@
 #include "trainmem/json_io.hpp"
 
 namespace trainmem {
+
+std::vector<std::string_view> import_fields_left_out(const ConfigInput& base, const ImportResult& imported) {
+  // The reference profiles reject the trainmem profile's fields (resolve: "applies to the trainmem
+  // profile only"); a source that says them (a Megatron line's precision, recompute grouping,
+  // attention kernel) still describes the same run, so over such a base they are left out.
+  std::vector<std::string_view> out;
+  if (!base.profile || *base.profile == Profile::trainmem) return out;
+  for (const FieldSpec& spec : field_specs())
+    if (spec.trainmem_only && !std::holds_alternative<std::monostate>(get_field(imported.input, spec.name)))
+      out.push_back(spec.name);
+  return out;
+}
+
+ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) {
+  ConfigInput out = base;
+  const std::vector<std::string_view> left_out = import_fields_left_out(base, imported);
+  for (const FieldSpec& spec : field_specs()) {
+    if (std::find(left_out.begin(), left_out.end(), spec.name) != left_out.end()) continue;
+    const FieldValue value = get_field(imported.input, spec.name);
+    const bool model_field = spec.group == FieldGroup::model || spec.group == FieldGroup::moe ||
+                             spec.group == FieldGroup::mla;
+    // The padding policy and the vocabulary a tokenizer gives are the run's, not the model file's.
+    const bool kept = spec.name == "make_vocab_size_divisible_by" ||
+                      spec.name == "should_pad_vocab" || spec.name == "vocab_size";
+    const bool layout_field = (spec.group == FieldGroup::parallelism && spec.name != "gpus_per_node") ||
+                              spec.name == "sequence_parallel";
+    if (!std::holds_alternative<std::monostate>(value))
+      set_field(out, spec.name, value);  // the value came out of a field: it fits
+    else if ((imported.whole_model && model_field && !kept) || (imported.whole_layout && layout_field))
+      set_field(out, spec.name, std::monostate{});
+  }
+  return out;
+}
+
 namespace {
 
 // What users type after `trainmem import`, in ImportKind's order.

@@ -118,6 +118,32 @@ size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& oth
   });
 }
 
+// The input checked without an estimate (slots.hpp check_slots). Returns how many numbers.
+size_t check_slots(size_t n_slots, size_t n_order, const emscripten::val& others) {
+  return guarded([&] {
+    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
+      trainmem::check_slots(slots, lists, other_values, order, g_result);
+    });
+    return g_result.numbers.size();
+  });
+}
+
+double estimator_passes() { return double(trainmem::estimator_passes()); }
+
+// What a view shows for the input, in one pass (slots.hpp view_slots): one 0/1 per field (in
+// effect or not), then the result of the config without the fields not in effect, with the run
+// at each of `capacities` (a JS array of bytes). Returns how many result numbers.
+size_t view_slots(size_t n_slots, size_t n_order, const emscripten::val& others,
+                  const emscripten::val& capacities, bool verbose) {
+  return guarded([&] {
+    const std::vector<double> compare = emscripten::vecFromJSArray<double>(capacities);
+    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
+      trainmem::view_slots(slots, lists, other_values, order, compare, verbose, g_result);
+    });
+    return g_result.numbers.size();
+  });
+}
+
 // The same input: which fields mean something for it (slots.hpp fields_in_effect_slots), one 0/1
 // per field in resultNumbers.
 size_t fields_in_effect_slots(size_t n_slots, size_t n_order, const emscripten::val& others) {
@@ -274,6 +300,9 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("slotInput", &slot_input);
   emscripten::function("estimateSlots", &estimate_slots);
   emscripten::function("fieldsInEffectSlots", &fields_in_effect_slots);
+  emscripten::function("viewSlots", &view_slots);
+  emscripten::function("checkSlots", &check_slots);
+  emscripten::function("estimatorPasses", &estimator_passes);
   emscripten::function("resultNumbers", &result_numbers);
   emscripten::function("resultText", &result_text);
   emscripten::function("slotTables", &slot_tables);

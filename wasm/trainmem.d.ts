@@ -214,6 +214,12 @@ export interface FitVerdict {
   upper_bytes: number;
 }
 
+/** The run at one GPU capacity (core estimate.hpp CapacityFit): each figure's verdict there */
+export interface CapacityFit {
+  capacity_bytes: number;
+  verdicts: Record<string, FitVerdict>;
+}
+
 export interface TraceEntry {
   name: string;
   value: number | null;
@@ -256,6 +262,8 @@ export interface EstimateResult {
    * figures are: allocated, reserved, device (trainmem) or total (reference profiles)
    */
   verdicts?: Record<string, FitVerdict>;
+  /** viewSlots with capacities to compare: the run at each (core fits_at_capacities), keyed as verdicts */
+  capacity_fits?: CapacityFit[];
   /** What to change when the run is above the headroom line of gpu_memory_bytes: up to five single changes, least disruptive first */
   suggestions: Suggestion[];
   /** the training log's line: "Theoretical memory footprints: weight and optimizer=… MB, …" */
@@ -281,6 +289,10 @@ export interface FieldSpec {
   description: string;
   /** read only by the trainmem profile; the reference profiles reject it */
   trainmem_only?: boolean;
+  /** the share link's short key (append-only; a link may also use the name) */
+  link_key: string;
+  /** what a form shows (the name beside it) */
+  label: string;
 }
 
 export interface Preset {
@@ -470,6 +482,16 @@ export interface TrainmemModule {
   estimateSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, verbose: boolean): number;
   /** The same input as estimateSlots: which fields mean something (core fields_in_effect), one 0/1 per field in resultNumbers; returns the count. */
   fieldsInEffectSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>): number;
+  /**
+   * What a view shows, in one pass (core slots.hpp view_slots): one 0/1 per field (in effect),
+   * then the result of the config without the fields not in effect, with the run at each of
+   * `capacities` (bytes); returns the count of result numbers.
+   */
+  /** The input checked without an estimate (core slots.hpp check_slots); returns the count of numbers. */
+  checkSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>): number;
+  /** Estimator passes run so far (core estimator_passes): the benchmark's count. */
+  estimatorPasses(): number;
+  viewSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, capacities: number[], verbose: boolean): number;
   /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
   resultNumbers(): Float64Array;
   /** The result's text lines in slots.hpp's layout (the summary, the training log's line, names, ...), or "field\tmessage" per issue; escaped. */

@@ -187,3 +187,61 @@ TEST_CASE("which fields mean something is the field rows' answer, for partial an
   CHECK(partial.count("expert_model_parallel_size") == 1);
   CHECK(partial.count("num_layers") == 1);
 }
+
+TEST_CASE("each field row names its link key and label: non-empty, and no key shared or another field's name",
+          "[fields][rows]") {
+  std::set<std::string_view> keys;
+  for (const FieldSpec& spec : field_specs()) {
+    INFO(spec.name);
+    CHECK(!spec.link_key.empty());
+    CHECK(!spec.label.empty());
+    CHECK(keys.insert(spec.link_key).second);
+    const FieldSpec* named = find_field(spec.link_key);
+    CHECK((named == nullptr || named == &spec));
+    CHECK(find_field_by_link_key(spec.link_key) == &spec);
+    CHECK(find_field_by_link_key(spec.name) == &spec);  // a hand-written link may spell the name
+  }
+  CHECK(find_field_by_link_key("tp")->name == "tensor_model_parallel_size");
+  CHECK(find_field_by_link_key("no_such_key") == nullptr);
+}
+
+TEST_CASE("without_fields_out_of_effect unsets what the form remembers but the config does not read",
+          "[fields][in_effect]") {
+  // momentum was set while the optimizer was SGD; with AdamW it does not apply (resolve() rejects
+  // it set), so a view estimates without it and says it is not in effect.
+  const ParsedConfig parsed = parse_config_json(small_llama(R"("framework": "ddp", "optimizer": "adamw", "momentum": 0.9)"));
+  REQUIRE(parsed.issues.empty());
+  CHECK_FALSE(resolve(parsed.input).ok());
+  std::vector<bool> flags;
+  const ConfigInput used = without_fields_out_of_effect(parsed.input, &flags);
+  CHECK_FALSE(used.momentum.has_value());
+  CHECK(used.optimizer == parsed.input.optimizer);
+  CHECK(resolve(used).ok());
+  const std::span<const FieldSpec> specs = field_specs();
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == "momentum") CHECK_FALSE(flags[i]);
+  // Nothing out of effect: the input comes back as it was.
+  const ParsedConfig plain = parse_config_json(small_llama(R"("framework": "ddp")"));
+  CHECK(resolve(without_fields_out_of_effect(plain.input)).config == resolve(plain.input).config);
+}
+
+TEST_CASE("fields_an_issue_names: the other fields a rule's message names, whole words only", "[fields][issues]") {
+  const Issue tp{"seq_length", "must be divisible by tensor_model_parallel_size (3) with sequence_parallel, got 8191"};
+  const std::vector<std::string> named = fields_an_issue_names(tp);
+  CHECK(named == std::vector<std::string>{"sequence_parallel", "tensor_model_parallel_size"});
+  // A field's name inside a longer word is not that field ("num_layers" in "num_layers_in_first_pipeline_stage").
+  const Issue stage{"pipeline_model_parallel_size", "num_layers_in_first_pipeline_stage leaves no layers"};
+  CHECK(fields_an_issue_names(stage) == std::vector<std::string>{"num_layers_in_first_pipeline_stage"});
+  // Every message resolve() gives for a run with TP 3 names the fields its rule involves.
+  const ParsedConfig bad = parse_config_json(R"({"num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 1, "tensor_model_parallel_size": 3})");
+  const Resolved resolved = resolve(bad.input);
+  REQUIRE_FALSE(resolved.ok());
+  for (const Issue& issue : resolved.issues) {
+    INFO(issue.field + ": " + issue.message);
+    const std::vector<std::string> related = fields_an_issue_names(issue);
+    const bool names_tp = issue.field == "tensor_model_parallel_size" ||
+                          std::find(related.begin(), related.end(), "tensor_model_parallel_size") != related.end();
+    CHECK(names_tp);
+  }
+}

@@ -94,3 +94,83 @@ TEST_CASE("the verdict, the suggestions and the planner draw the same line on th
     CHECK(plan_result.layouts.empty() == !below_line);
   }
 }
+
+TEST_CASE("fits_at_capacities: one result answers every GPU; only the paged states' share moves", "[verdict][one_pass]") {
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  // Without a paged optimizer no figure depends on the capacity: each capacity's verdict is
+  // fit_verdict of the same figures with the run's spread, and agrees with an estimate made at
+  // that capacity (the page's GPU table made one per GPU before).
+  const Config plain = config_from(small_llama(R"("framework": "ddp")"));
+  const Estimate once = full_estimate(plain);
+  const double capacities[] = {8 * GiB, 24 * GiB, 80 * GiB};
+  const std::vector<CapacityFit> fits = fits_at_capacities(plain, once, capacities);
+  REQUIRE(fits.size() == 3);
+  for (size_t i = 0; i < fits.size(); ++i) {
+    Config at = plain;
+    at.gpu_memory_bytes = capacities[i];
+    const Estimate there = full_estimate(at);
+    REQUIRE(fits[i].n_figures == 3);
+    CHECK(fits[i].capacity_bytes == capacities[i]);
+    CHECK(fits[i].figures[0] == there.total_bytes);
+    CHECK(fits[i].figures[1] == there.reserved_bytes);
+    CHECK(fits[i].figures[2] == there.device_bytes);
+    for (int f = 0; f < 3; ++f) {
+      CHECK(fits[i].verdicts[size_t(f)].fit == there.verdicts[size_t(f)].fit);
+      CHECK(fits[i].verdicts[size_t(f)].limit_bytes == there.verdicts[size_t(f)].limit_bytes);
+    }
+  }
+  // Paged AdamW8bit (finetune.test.cpp "paged optimizer states"): 132,644,864 B of states in
+  // unified memory. Estimated without a capacity, all of them count on the GPU; at a capacity
+  // 32 MiB above everything else 33,554,432 B stay, at one below everything else none do.
+  const Config paged = config_from(small_llama(R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
+      "optimizer": "adam8bit", "paged_optimizer": true)"));
+  const Estimate free = full_estimate(paged);
+  const double others = free.device_bytes - 132644864;
+  const double tight[] = {others + 33554432, others - 1024, others + 200e6};
+  const std::vector<CapacityFit> paged_fits = fits_at_capacities(paged, free, tight);
+  CHECK(paged_fits[0].figures[2] == Approx(others + 33554432).margin(1));
+  CHECK(paged_fits[1].figures[2] == Approx(others).margin(1));
+  CHECK(paged_fits[2].figures[2] == Approx(free.device_bytes).margin(1));
+  CHECK(paged_fits[0].figures[0] == free.total_bytes);  // allocated and reserved do not move
+  for (size_t i = 0; i < 3; ++i) {
+    Config at = paged;
+    at.gpu_memory_bytes = tight[i];
+    CHECK(paged_fits[i].figures[2] == Approx(full_estimate(at).device_bytes).margin(1));
+  }
+  // The reference profiles compare their total.
+  Config bridge = plain;
+  bridge.profile = Profile::megatron_bridge;
+  const std::vector<CapacityFit> total = fits_at_capacities(bridge, full_estimate(bridge), std::span(capacities, 1));
+  REQUIRE(total[0].n_figures == 1);
+}
+
+TEST_CASE("one answer is one trainmem pass when the run fits; minimum devices only when it does not", "[verdict][one_pass]") {
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  // TP 2 × DP 4 on 80 GiB: fits, so the minimum GPU count (a second estimate of one replica on
+  // one GPU) is not asked for.
+  const std::string layout = R"("framework": "megatron", "tensor_model_parallel_size": 2, "data_parallel_size": 4,
+      "gpu_memory_bytes": )" + std::to_string(int64_t(80 * GiB));
+  const Config spread_out = config_from(small_llama(layout));
+  const uint64_t before = estimator_passes();
+  const Estimate fits = full_estimate(spread_out);
+  CHECK(estimator_passes() - before == 1);
+  CHECK(fits.minimum_devices == 0);
+  // One replica on one GPU already: the minimum comes from the same pass (ceil(total / capacity) = 1).
+  const Config single = config_from(small_llama(R"("framework": "ddp", "gpu_memory_bytes": )" + std::to_string(int64_t(80 * GiB))));
+  const uint64_t before_single = estimator_passes();
+  const Estimate one = full_estimate(single);
+  CHECK(estimator_passes() - before_single == 1);
+  CHECK(one.minimum_devices == 1);
+  // 1 GiB does not hold TP 2 × DP 4: the minimum is asked for and takes its second pass;
+  // ceil(one replica's bytes / 1 GiB) by hand from that replica's own estimate.
+  Config small_gpu = spread_out;
+  small_gpu.gpu_memory_bytes = 1 * GiB;
+  const Estimate over = full_estimate(small_gpu);
+  Config replica = spread_out;
+  replica.tensor_model_parallel_size = replica.data_parallel_size = 1;
+  replica.world_size = 1;
+  replica.sequence_parallel = false;
+  replica.gpu_memory_bytes = 0;
+  const double replica_bytes = estimate_training_memory(replica, replica.num_microbatches).total_bytes;
+  CHECK(over.minimum_devices == std::ceil(replica_bytes / GiB));
+}

@@ -354,10 +354,16 @@ struct FieldSpec {
   std::string_view description;
   bool trainmem_only = false;  // the reference profiles reject it when set
   std::string_view rules = {}; // the cross-field rules it takes part in (checked by resolve())
+  // How views name it: the share link's short key (append-only: never reused or renamed; a link
+  // may also spell the field's name) and the form's label (the name is shown beside it).
+  std::string_view link_key = {};
+  std::string_view label = {};
 };
 
 std::span<const FieldSpec> field_specs();
 const FieldSpec* find_field(std::string_view name);
+// The field a share link's key names: its link key, or its name (a hand-written link may use either).
+const FieldSpec* find_field_by_link_key(std::string_view key);
 
 // A value as it arrives from JSON or JavaScript, before it is checked against the field table.
 using FieldValue = std::variant<std::monostate /* null */, bool, double, std::string,
@@ -408,6 +414,18 @@ Resolved resolve_read(const ConfigInput& input, std::vector<Issue> read_issues);
 // whatever its problems (resolve() goes on past them), so a partial or broken input has an answer.
 std::vector<bool> fields_in_effect(const Config& config);
 std::vector<bool> fields_in_effect(const ConfigInput& input);
+// `input` without the fields it sets that are not in effect (fields_in_effect(input), received in
+// `in_effect` when given): what a view estimates, so that a value the form remembers from an
+// earlier choice (momentum, set before the optimizer became adamw) neither shows nor stops the
+// estimate.
+// The fields an issue's rule involves besides its own: every other field its message names.
+// resolve()'s messages are written from the field table's names ("must be divisible by
+// tensor_model_parallel_size (3)"), so this reads them where they are made, once, for the views
+// that decide which of several fields to drop (a share link's restore), instead of each view
+// matching names in the text.
+std::vector<std::string> fields_an_issue_names(const Issue& issue);
+
+ConfigInput without_fields_out_of_effect(const ConfigInput& input, std::vector<bool>* in_effect = nullptr);
 
 // The resolved configuration written back as input, every field set except those that are
 // Megatron's None (no VPP, even split, ...). resolve(to_input(c)).config == c.

@@ -314,6 +314,16 @@ struct Suggestion {
 std::vector<Suggestion> suggest_changes(const Config& config, std::span<const std::string> held = {},
                                         size_t max_count = 5);
 
+// A run's figures at one GPU capacity and each one's verdict there: a row of "on every GPU".
+// Figures in the verdicts' order: allocated, reserved, device (trainmem), the total alone (the
+// reference profiles).
+struct CapacityFit {
+  double capacity_bytes = 0;
+  std::array<double, 3> figures{};
+  std::array<FitVerdict, 3> verdicts{};
+  int n_figures = 0;
+};
+
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
   std::array<ModelStateComponent, 3> components{};
@@ -341,7 +351,9 @@ struct Estimate {
   double paged_optimizer_bytes = 0; // paged_optimizer: states in unified memory, all of them
   double paged_gpu_bytes = 0;       // of them resident on the GPU (in device_bytes)
   double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
-                                    // (full_estimate only: it takes a second estimate)
+                                    // (full_estimate only; when the run is one replica on one
+                                    // GPU, or does not fit below the headroom line: else it would
+                                    // take a second estimate, and 0)
   // framework deepspeed, ZeRO-2/3: what DeepSpeed's own estimator prints for this model and
   // cluster (deepspeed.hpp), for comparison; 0 otherwise.
   double deepspeed_gpu_bytes = 0, deepspeed_cpu_bytes = 0;
@@ -356,6 +368,8 @@ struct Estimate {
   // alone for the reference profiles.
   std::array<FitVerdict, 3> verdicts{};
   int n_verdicts = 0;
+  // Asked for with capacities to compare (fits_at_capacities): the run at each of them.
+  std::vector<CapacityFit> capacity_fits;
 
   bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
   std::vector<std::string_view> assumption_texts() const;
@@ -399,6 +413,18 @@ std::vector<StageParams> pipeline_stages(const Config& config);
 // config.num_microbatches) with every pipeline stage (`stages`) and the training log's line
 // (`reference_line`) filled in. The JSON writer, the text report and the bindings only read it.
 Estimate full_estimate(const Config& config, Trace* verbose = nullptr);
+
+// The run of `estimate` (full_estimate(config)) at each of `capacities` (bytes, > 0), without
+// estimating again: only the paged optimizer states' resident share depends on the capacity (the
+// most-loaded stage is the one with the most allocated bytes, whatever the capacity), and the
+// verdict (fit_verdict with the run's validation spread). One result answers "on every GPU".
+std::vector<CapacityFit> fits_at_capacities(const Config& config, const Estimate& estimate,
+                                            std::span<const double> capacities);
+
+// How many trainmem-profile passes (one estimate of one config: the walk over its pipeline stages)
+// this process has run: what the benchmarks print per call and per keystroke. A count, not an
+// input to anything. (The reference formulas, such as the training log's line, are not counted.)
+uint64_t estimator_passes();
 
 std::ostream& operator<<(std::ostream& os, const Estimate& estimate);
 

@@ -48,6 +48,9 @@
 //   count of verdicts (0 without a capacity; trainmem: allocated, reserved, device; else total),
 //     each: fit (table fit), reason (table fit_reason), figure_bytes, capacity_bytes, headroom,
 //     spread, limit_bytes, upper_bytes
+//   count of capacity fits (view_slots' capacities; 0 otherwise), each: capacity_bytes, count of
+//     figures (as the verdicts), each figure's verdict as above (its figure_bytes: the figure at
+//     that capacity)
 //   count of suggestions, each: rank, figure (device_bytes in the trainmem profile, else
 //     total_bytes), count of fields, each: field index, the value as that field's config slot
 //     [text: what]
@@ -100,6 +103,24 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
                     std::span<const OtherValue> others, std::span<const double> order, bool verbose,
                     SlotResult& out);
 
+// A config checked without an estimate (resolve() alone): for a share link's restore, which drops
+// the link's values the core rejects. Numbers: 1 when the config as given resolves, else 0; then
+// 1 and the resolved config of the fields in effect (without_fields_out_of_effect; one slot per
+// field, then the list channel, as in a result) when that resolves, else 0. Text: one
+// "field TAB message TAB related" line per issue of the config as given, related being the other
+// fields its rule names, comma-separated (fields_an_issue_names).
+void check_slots(std::span<const double> slots, std::span<const double> lists,
+                 std::span<const OtherValue> others, std::span<const double> order, SlotResult& out);
+
+// What a view shows for the state on screen, in one pass: the fields in effect for the config in
+// the slots (fields_in_effect: one 1/0 number per field in field_specs() order), then, for the
+// config without the fields that are set but not in effect (without_fields_out_of_effect: a form
+// remembers them), the result as estimate_slots writes it, with the run at each of `capacities`
+// (bytes: "on every GPU"; fits_at_capacities).
+void view_slots(std::span<const double> slots, std::span<const double> lists,
+                std::span<const OtherValue> others, std::span<const double> order,
+                std::span<const double> capacities, bool verbose, SlotResult& out);
+
 // Which fields mean something for the config in the slots (config.hpp fields_in_effect, whatever
 // its problems): one number per field in field_specs() order, 1 or 0, in `out.numbers`.
 void fields_in_effect_slots(std::span<const double> slots, std::span<const double> lists,
@@ -114,7 +135,8 @@ void write_result_slots(const Config& config, const Estimate& estimate, SlotResu
 
 // The field table, once, one line per field: name, type, group, required (0/1), min, max (empty
 // unless numeric), choices (comma-separated), unit, default, description, trainmem_only (0/1),
-// separated by tabs, texts escaped: what field_specs_json says, without a JSON library.
+// link key, label, separated by tabs, texts escaped: what field_specs_json says, without a JSON
+// library.
 std::string field_specs_text();
 
 // The tables the result's indices name, once: one "<table>\t<entry>" line per entry (escaped), each

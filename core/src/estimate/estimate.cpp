@@ -292,13 +292,20 @@ std::string_view moment_name(Moment moment) {
 
 std::vector<StageParams> pipeline_stages(const Config& c) { return full_estimate(c).stages; }
 
+namespace {
+uint64_t g_estimator_passes = 0;  // single-threaded: the module, the CLI and each planner worker
+}  // namespace
+
+uint64_t estimator_passes() { return g_estimator_passes; }
+void detail::count_trainmem_pass() { ++g_estimator_passes; }
+
 Estimate full_estimate(const Config& c, Trace* trace) {
   Estimate est;
   if (c.profile == Profile::trainmem) {
     std::vector<StageParams> stages;  // the same pass that finds the most-loaded stage
     est = trainmem_profile_estimate(c, true, trace, &stages);
     est.stages = std::move(stages);
-    est.minimum_devices = detail::minimum_devices(c, trace);
+    est.minimum_devices = detail::minimum_devices(c, est, trace);
   } else {
     est = reference_estimate(c, c.num_microbatches, true, trace);
     est.stages = reference_stages(c);
@@ -318,6 +325,30 @@ Estimate full_estimate(const Config& c, Trace* trace) {
   }
   est.suggestions = suggest_changes(c, est);  // empty unless it has a capacity and is above the headroom line
   return est;
+}
+
+std::vector<CapacityFit> fits_at_capacities(const Config& c, const Estimate& est,
+                                            std::span<const double> capacities) {
+  std::vector<CapacityFit> out;
+  const double spread = est.confidence.known ? est.confidence.group.p90_abs_error : 0;
+  // Device bytes less the paged states the GPU holds at the config's own capacity (all of them
+  // without one): what the capacity does not change.
+  const double device_without_paged = est.device_bytes - est.paged_gpu_bytes;
+  for (double capacity : capacities) {
+    CapacityFit fit;
+    fit.capacity_bytes = capacity;
+    if (c.profile == Profile::trainmem) {
+      const double paged = detail::paged_resident_bytes(capacity, device_without_paged, est.paged_optimizer_bytes);
+      fit.figures = {est.total_bytes, est.reserved_bytes, device_without_paged + paged};
+      fit.n_figures = 3;
+    } else {
+      fit.figures[0] = est.total_bytes;
+      fit.n_figures = 1;
+    }
+    for (int i = 0; i < fit.n_figures; ++i) fit.verdicts[size_t(i)] = fit_verdict(fit.figures[size_t(i)], capacity, spread);
+    out.push_back(fit);
+  }
+  return out;
 }
 
 double compared_figure(const Config& config, const Estimate& e) {

@@ -2,6 +2,7 @@
 // the activation bytes; estimate.cpp assembles them into an Estimate. Not public API.
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -47,8 +48,23 @@ Estimate trainmem_estimate(const Config& config, bool include_activation, Trace*
                            std::vector<StageParams>* stages);
 
 // trainmem, with gpu_memory_bytes: the fewest GPUs that could hold one replica's model state and
-// one microbatch's activations (a second estimate: full_estimate computes it, once); else 0.
-double minimum_devices(const Config& config, Trace* trace);
+// one microbatch's activations, else 0. From `now` (the config's own estimate) when the config
+// already is one replica on one GPU; else it takes a second estimate, so it is computed only when
+// the run is above the headroom line (when the question is asked: it does not fit), else 0.
+double minimum_devices(const Config& config, const Estimate& now, Trace* trace);
+
+// Counts one trainmem-profile pass (estimator_passes).
+void count_trainmem_pass();
+
+// trainmem, paged optimizer: the part of the paged states (`paged` bytes, in unified memory) the
+// GPU holds when everything else on it takes `device_without_paged`: all of them without a
+// capacity (capacity <= 0), else what the capacity leaves; the driver pages the rest out to CPU
+// memory (trainmem_profile.cpp's paged states: bitsandbytes functional.py, 01327aa0, get_paged,
+// cudaMallocManaged). The only part of an estimate that depends on the GPU's capacity.
+inline double paged_resident_bytes(double capacity, double device_without_paged, double paged) {
+  if (!(capacity > 0)) return paged;
+  return std::clamp(capacity - device_without_paged, 0.0, paged);
+}
 
 // trainmem: whether the step's forward runs without gradients (they are freed after each step).
 bool gradients_start_each_step_empty(const Config& config);

@@ -1270,8 +1270,7 @@ double runtime_overhead(const Config& c, const NcclCommunicators& nccl) {
 // unpressured figure, said in the assumptions), else what gpu_memory_bytes leaves after
 // `device_without_paged`; the driver pages the rest out to CPU memory.
 double paged_resident_bytes(const Config& c, double device_without_paged, double paged) {
-  if (!(c.gpu_memory_bytes > 0)) return paged;
-  return std::clamp(c.gpu_memory_bytes - device_without_paged, 0.0, paged);
+  return detail::paged_resident_bytes(c.gpu_memory_bytes, device_without_paged, paged);
 }
 
 struct StageResult {
@@ -1803,6 +1802,7 @@ ModelState trainmem_param_counts(const Config& c) {
 
 Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trace,
                            std::vector<StageParams>* stages) {
+  count_trainmem_pass();
   const PipelineLayout layout(c);
   Estimate est;
   est.profile = Profile::trainmem;
@@ -1924,12 +1924,13 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
 // one microbatch's activations if both were spread perfectly (no parallel split, no offload): a
 // lower bound on any layout. A second estimate of the whole model on one GPU, so it is computed
 // once per answer (full_estimate), not by every estimate a search or a suggestion makes.
-double minimum_devices(const Config& c, Trace* trace) {
+double minimum_devices(const Config& c, const Estimate& now, Trace* trace) {
   if (!(c.gpu_memory_bytes > 0)) return 0;
   Config whole = c;
   whole.tensor_model_parallel_size = whole.pipeline_model_parallel_size = 1;
   whole.context_parallel_size = whole.expert_model_parallel_size = whole.expert_tensor_parallel_size = 1;
   whole.data_parallel_size = whole.data_parallel_shard_size = 1;
+  whole.world_size = 1;  // one replica on one GPU: no other rank to talk to
   whole.virtual_pipeline_model_parallel_size = 0;
   whole.num_layers_in_first_pipeline_stage = whole.num_layers_in_last_pipeline_stage = 0;
   whole.pipeline_stage_layers.clear();
@@ -1938,7 +1939,12 @@ double minimum_devices(const Config& c, Trace* trace) {
   whole.optimizer_offload_fraction = 0;
   whole.offload_params = false;
   whole.gpu_memory_bytes = 0;
-  const double needed = trainmem_estimate(whole, true, nullptr, nullptr).total_bytes;
+  Config as_given = c;
+  as_given.gpu_memory_bytes = 0;
+  const bool one_replica_already = whole == as_given;
+  const bool fits = compared_figure(c, now) <= fit_verdict(0, c.gpu_memory_bytes, 0).limit_bytes;
+  if (!one_replica_already && fits) return 0;
+  const double needed = one_replica_already ? now.total_bytes : trainmem_estimate(whole, true, nullptr, nullptr).total_bytes;
   const double devices = std::ceil(needed / c.gpu_memory_bytes);
   note(trace, "trainmem.minimum_devices", devices,
        "ceil((one replica's model state + one microbatch's activations) / gpu_memory_bytes)");

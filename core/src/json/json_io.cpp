@@ -208,18 +208,26 @@ std::string estimate_to_json(const Config& config, const Estimate& est, const Tr
                                     {"cpu_bytes", num(est.deepspeed_cpu_bytes)}};
     out["confidence"] = confidence_json(est.confidence);
   }
-  if (est.n_verdicts > 0) {
-    // One verdict per figure, keyed as the figures are ("total" for the reference profiles).
+  // One verdict per figure, keyed as the figures are ("total" for the reference profiles).
+  auto verdicts_json = [&](std::span<const FitVerdict> list) {
     ordered verdicts = ordered::object();
-    for (int i = 0; i < est.n_verdicts; ++i) {
-      const FitVerdict& v = est.verdicts[size_t(i)];
-      const std::string_view key = est.profile == Profile::trainmem ? k_figure_names[size_t(i)] : "total";
+    for (size_t i = 0; i < list.size(); ++i) {
+      const FitVerdict& v = list[i];
+      const std::string_view key = est.profile == Profile::trainmem ? k_figure_names[i] : "total";
       verdicts[std::string(key)] = {{"fit", fit_name(v.fit)}, {"reason", fit_reason_name(v.reason)},
                                     {"figure_bytes", num(v.figure_bytes)}, {"capacity_bytes", num(v.capacity_bytes)},
                                     {"headroom", v.headroom}, {"spread", v.spread},
                                     {"limit_bytes", num(v.limit_bytes)}, {"upper_bytes", num(v.upper_bytes)}};
     }
-    out["verdicts"] = std::move(verdicts);
+    return verdicts;
+  };
+  if (est.n_verdicts > 0) out["verdicts"] = verdicts_json(std::span(est.verdicts).first(size_t(est.n_verdicts)));
+  if (!est.capacity_fits.empty()) {
+    ordered fits = ordered::array();
+    for (const CapacityFit& fit : est.capacity_fits)
+      fits.push_back({{"capacity_bytes", num(fit.capacity_bytes)},
+                      {"verdicts", verdicts_json(std::span(fit.verdicts).first(size_t(fit.n_figures)))}});
+    out["capacity_fits"] = std::move(fits);
   }
   ordered params = ordered::object();
   put_figures(params, est.params, detail::k_param_rows);
@@ -318,6 +326,8 @@ std::string field_specs_json() {
     ordered choices = ordered::array();
     for (std::string_view c : spec.choices) choices.push_back(c);
     ordered entry = {{"name", spec.name},
+                     {"link_key", spec.link_key},
+                     {"label", spec.label},
                      {"type", name_of(spec.type)},
                      {"group", name_of(spec.group)},
                      {"required", spec.required}};

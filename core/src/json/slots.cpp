@@ -190,16 +190,36 @@ void write_trainmem_figures(SlotWriter& w, const Config& config, const Estimate&
 }
 
 // Each figure's verdict against the capacity (estimate.hpp FitVerdict), in the JSON's order.
+void write_verdict(SlotWriter& w, const FitVerdict& v) {
+  w.wholes({double(v.fit), double(v.reason)});
+  w.figures({v.figure_bytes, v.capacity_bytes, v.headroom, v.spread, v.limit_bytes, v.upper_bytes});
+}
 void write_verdicts(SlotWriter& w, const Estimate& est) {
   w.whole(double(est.n_verdicts));
-  for (int i = 0; i < est.n_verdicts; ++i) {
-    const FitVerdict& v = est.verdicts[size_t(i)];
-    w.wholes({double(v.fit), double(v.reason)});
-    w.figures({v.figure_bytes, v.capacity_bytes, v.headroom, v.spread, v.limit_bytes, v.upper_bytes});
+  for (int i = 0; i < est.n_verdicts; ++i) write_verdict(w, est.verdicts[size_t(i)]);
+}
+// The run at each capacity asked for (estimate.hpp fits_at_capacities): each figure's verdict
+// (figure_bytes is the figure at that capacity).
+void write_capacity_fits(SlotWriter& w, const Estimate& est) {
+  w.whole(double(est.capacity_fits.size()));
+  for (const CapacityFit& fit : est.capacity_fits) {
+    w.figure(fit.capacity_bytes);
+    w.whole(double(fit.n_figures));
+    for (int i = 0; i < fit.n_figures; ++i) write_verdict(w, fit.verdicts[size_t(i)]);
   }
 }
 
 // What to change when the run does not fit: each change's fields as their config slots.
+// A resolved config: one slot per field (to_input: Megatron's None stays unset), then the list
+// channel (each list's length and entries).
+void write_config_slots(SlotWriter& w, const Config& config) {
+  const ConfigInput resolved = to_input(config);
+  const std::span<const FieldSpec> specs = field_specs();
+  std::vector<double> lists;
+  for (size_t i = 0; i < specs.size(); ++i) w.figure(get_field_slot_at(resolved, i, lists));
+  for (double entry : lists) w.figure(entry);
+}
+
 void write_suggestions(SlotWriter& w, const std::vector<Suggestion>& suggestions) {
   const std::span<const FieldSpec> specs = field_specs();
   w.whole(double(suggestions.size()));
@@ -284,6 +304,47 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
   write_result_slots(resolved.config, estimate, out, verbose ? &trace : nullptr);
 }
 
+void check_slots(std::span<const double> slots, std::span<const double> lists,
+                 std::span<const OtherValue> others, std::span<const double> order, SlotResult& out) {
+  ConfigInput input;
+  std::vector<Issue> read_issues = read_slots(slots, lists, others, order, input);
+  const Resolved as_given = resolve_read(input, read_issues);
+  const Resolved in_effect = resolve_read(without_fields_out_of_effect(input), std::move(read_issues));
+  SlotWriter w(out);
+  w.whole(as_given.ok() ? 1 : 0);
+  w.flag(in_effect.ok());
+  if (in_effect.ok()) write_config_slots(w, in_effect.config);
+  for (const Issue& problem : as_given.issues) {
+    std::string related;
+    for (const std::string& name : fields_an_issue_names(problem)) related += (related.empty() ? "" : ",") + name;
+    out.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\t" + escaped(related) + "\n";
+  }
+}
+
+void view_slots(std::span<const double> slots, std::span<const double> lists,
+                std::span<const OtherValue> others, std::span<const double> order,
+                std::span<const double> capacities, bool verbose, SlotResult& out) {
+  ConfigInput input;
+  std::vector<Issue> read_issues = read_slots(slots, lists, others, order, input);
+  std::vector<bool> in_effect;
+  ConfigInput used = without_fields_out_of_effect(input, &in_effect);
+  Resolved resolved = resolve_read(used, std::move(read_issues));
+  SlotResult result;
+  if (!resolved.ok()) {
+    result.numbers.assign(1, 0);
+    for (const Issue& problem : resolved.issues)
+      result.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\n";
+  } else {
+    Trace trace;
+    Estimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
+    estimate.capacity_fits = fits_at_capacities(resolved.config, estimate, capacities);
+    write_result_slots(resolved.config, estimate, result, verbose ? &trace : nullptr);
+  }
+  out.numbers.assign(in_effect.begin(), in_effect.end());
+  out.numbers.insert(out.numbers.end(), result.numbers.begin(), result.numbers.end());
+  out.text = std::move(result.text);
+}
+
 void fields_in_effect_slots(std::span<const double> slots, std::span<const double> lists,
                             std::span<const OtherValue> others, std::span<const double> order,
                             SlotResult& out) {
@@ -336,13 +397,9 @@ void write_result_slots(const Config& config, const Estimate& est, SlotResult& o
   for (size_t i = 0; i < size_t(Assumption::count); ++i)
     if (est.has(Assumption(i))) w.whole(double(i));
   write_verdicts(w, est);
+  write_capacity_fits(w, est);
   write_suggestions(w, est.suggestions);
-  // The config after resolution (to_input: Megatron's None stays unset).
-  const ConfigInput resolved = to_input(config);
-  const std::span<const FieldSpec> specs = field_specs();
-  std::vector<double> lists;
-  for (size_t i = 0; i < specs.size(); ++i) w.figure(get_field_slot_at(resolved, i, lists));
-  for (double entry : lists) w.figure(entry);  // each list's length and entries (the channel)
+  write_config_slots(w, config);
   w.flag(trace != nullptr);
   if (!trace) return;
   w.whole(double(trace->size()));
@@ -361,7 +418,7 @@ std::string field_specs_text() {
     for (size_t i = 0; i < spec.choices.size(); ++i) choices += (i ? "," : "") + std::string(spec.choices[i]);
     const std::string_view columns[] = {spec.name, name_of(spec.type), name_of(spec.group), spec.required ? "1" : "0",
                                         min, max, choices, spec.unit, spec.default_text, spec.description,
-                                        spec.trainmem_only ? "1" : "0"};
+                                        spec.trainmem_only ? "1" : "0", spec.link_key, spec.label};
     for (size_t i = 0; i < std::size(columns); ++i) out += (i ? "\t" : "") + escaped(columns[i]);
     out += "\n";
   }

@@ -15,3 +15,5 @@ echo "== page"
 node web/scripts/vendor.mjs > /dev/null
 bash web/scripts/build-wasm.sh > /dev/null
 node tests/bench/page-bench.mjs "${PAGE_LOADS:-15}"
+echo "== module calls and estimator passes per keystroke"
+node tests/bench/calls-bench.mjs

@@ -1,7 +1,7 @@
 // Random share-link fragments for the property tests (url-fuzz.test.mjs: the decoder;
 // views.test.mjs: the three views' figures): a seeded generator, valid page states, and the
 // mutations that make partial and tampered links out of them. Seeded, so a failure reproduces.
-import { FIELD_KEYS, PAGE_KEYS, encodeState } from '../../web/js/url-state.js';
+import { PAGE_KEYS, encodeState, keyOf } from '../../web/js/url-state.js';
 
 /**
  * The seed of a property test: `env` when set; one fixed seed when CI is set, so that CI's
@@ -108,21 +108,21 @@ export function validState(r, engine, specs) {
   };
   if (r.chance(0.3)) state.capacity = r.chance(0.5) ? `${r.int(1, 500)}GB` : text();
   if (r.chance(0.3)) state.figure = r.pick(['allocated', 'reserved', 'device']);
-  if (r.chance(0.2)) state.pin = encodeState({ ...validState(r, engine, specs), pin: undefined });
+  if (r.chance(0.2)) state.pin = encodeState({ ...validState(r, engine, specs), pin: undefined }, specs);
   return state;
 }
 
 /** The pairs of a fragment, without the checksum. */
 export const pairsOf = (fragment) => fragment.replace(/&ck=[0-9a-z]*$/, '').split('&');
 
-/** Inserted, replaced, dropped and malformed pairs; `touched` names the keys involved. */
-export function mutatePairs(r, pairs) {
+/** Inserted, replaced, dropped and malformed pairs (`specs`: the core's, by name, for their link keys); `touched` names the keys involved. */
+export function mutatePairs(r, specs, pairs) {
   const out = [...pairs];
   const touched = new Set();
   const n = r.int(1, 4);
   for (let i = 0; i < n; i += 1) {
     const at = r.int(0, out.length);
-    const key = r.chance(0.7) ? r.pick([...Object.values(FIELD_KEYS), ...Object.values(PAGE_KEYS), 'v', 'ck'])
+    const key = r.chance(0.7) ? r.pick([...[...specs.keys()].map((name) => keyOf(specs, name)), ...Object.values(PAGE_KEYS), 'v', 'ck'])
       : r.pick(['zzz', '__proto__', 'constructor', 'theme', 'V2', 'num_layers', '', '%', randomText(r, 8)]);
     const value = r.chance(0.5) ? r.pick(HOSTILE_NUMBERS) : (r.chance(0.6) ? r.pick(HOSTILE_TEXT) : randomText(r));
     const raw = r.chance(0.5) ? `${key}=${value}` : `${encodeURIComponent(key)}=${encodeURIComponent(value)}`;

@@ -85,14 +85,14 @@ test("the Embed dialog's element attributes survive HTML's lowercase names and r
   // A custom model (no preset): every field is an attribute, L, V and E among them.
   const fields = { num_layers: 40, hidden_size: 5120, num_attention_heads: 40, ffn_hidden_size: 13824, vocab_size: 32000,
     num_moe_experts: 8, moe_router_topk: 2, seq_length: 4096, micro_batch_size: 1, tensor_model_parallel_size: 4 };
-  const attributes = elementAttributes({ fields, names: Object.keys(fields), preset: null, gpu: 'h100-80gb', unit: 'GB', figure: 'reserved' });
+  const attributes = elementAttributes({ fields, names: Object.keys(fields), preset: null, gpu: 'h100-80gb', unit: 'GB', figure: 'reserved' }, engine.fieldSpecsByName);
   for (const [name] of attributes) assert.equal(name, name.toLowerCase(), `${name} would reach the element as ${name.toLowerCase()}`);
-  const link = restoreLink(linkOfAttributes(attributes.map(([name, value]) => ({ name: name.toLowerCase(), value }))), engine);
+  const link = restoreLink(linkOfAttributes(attributes.map(([name, value]) => ({ name: name.toLowerCase(), value })), engine.fieldSpecsByName), engine);
   assert.deepEqual(link.rejected, []);
   assert.deepEqual(Object.fromEntries(Object.keys(fields).map((name) => [name, link.fields[name]])), fields);
   assert.deepEqual([link.gpu, link.unit, link.figure], ['h100-80gb', 'GB', 'reserved']);
   // Written by hand with the link's short keys, as HTML keeps them: l and e are L and E.
-  const byHand = restoreLink(linkOfAttributes([{ name: 'l', value: '40' }, { name: 'e', value: '8' }, { name: 'class', value: 'x' }]), engine);
+  const byHand = restoreLink(linkOfAttributes([{ name: 'l', value: '40' }, { name: 'e', value: '8' }, { name: 'class', value: 'x' }], engine.fieldSpecsByName), engine);
   assert.deepEqual([byHand.fields.num_layers, byHand.fields.num_moe_experts, byHand.rejected], [40, 8, []]);
 });
 

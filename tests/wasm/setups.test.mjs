@@ -76,14 +76,14 @@ test('an unknown setup id is named with the ids there are; the link\'s other val
 
 test('the page writes the setup it started from into the link, and reads it back', () => {
   const text = encodeState({ fields: qlora.config, names: Object.keys(qlora.config), preset: qlora.preset, setup: qlora.id,
-    gpu: qlora.gpu, unit: 'GiB' });
+    gpu: qlora.gpu, unit: 'GiB' }, specs);
   assert.match(text, /^v=1&m=llama-3\.1-8b&su=llama-3\.1-8b-qlora-torchtune-1x4090&/);
   const back = decodeState(text, specs);
   assert.equal(back.setup, qlora.id);
   assert.deepEqual(back.rejected, []);
   assert.equal(restoreLink(text, engine).setup.id, qlora.id);
   // No setup, no key: the links written before setups existed read as they did.
-  assert.doesNotMatch(encodeState({ fields: {}, names: [], preset: null, gpu: 'h100-80gb', unit: 'GiB' }), /su=/);
+  assert.doesNotMatch(encodeState({ fields: {}, names: [], preset: null, gpu: 'h100-80gb', unit: 'GiB' }, specs), /su=/);
 });
 
 test('what starting from a setup changes: the model, the GPU, each setting, and what goes back to its default', () => {

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  FIELD_KEYS, PAGE_KEYS, checksum, decodeState, encodeState, keyOf, textToList, textToValue,
+  PAGE_KEYS, checksum, decodeState, encodeState, fieldOfKey, keyOf, textToList, textToValue,
 } from '../../web/js/url-state.js';
 import { configFromLink, splitViewOptions } from '../../web/js/link-config.js';
 import { parseCapacity } from '../../web/js/format.js';
@@ -59,7 +59,7 @@ function assertEveryPairAccounted(fragment, out, context) {
       continue;
     }
     if (rejectedKeys.has(key)) continue;
-    const field = Object.entries(FIELD_KEYS).find(([, k]) => k === key)?.[0] ?? (SPECS.has(key) ? key : null);
+    const field = fieldOfKey(SPECS, key) ?? null;
     const pageUsed = key === 'v' ? out.version !== null
       : Object.entries(PAGE_KEYS).some(([prop, k]) => k === key && out[prop] !== null);
     assert.ok(pageUsed || (field && (field in out.fields || field in out.auto)), `${context}: pair "${pair}" neither used nor named`);
@@ -78,7 +78,7 @@ function checkFragment(fragment, context) {
   assertEveryPairAccounted(fragment, out, context);
   // The page writes the URL back from what it read: that must not throw either.
   const again = encodeState({ fields: out.fields, names: Object.keys({ ...out.auto, ...out.fields }), resolved: out.auto,
-    preset: out.preset, gpu: out.gpu ?? 'h100-80gb', capacity: out.capacity ?? '', unit: out.unit ?? 'GiB', figure: out.figure, pin: out.pin });
+    preset: out.preset, gpu: out.gpu ?? 'h100-80gb', capacity: out.capacity ?? '', unit: out.unit ?? 'GiB', figure: out.figure, pin: out.pin }, SPECS);
   const twice = decodeState(again, SPECS);
   assert.deepEqual(twice.fields, out.fields, `${context}: re-encoding what was read changes it`);
   assert.deepEqual(twice.rejected, [], `${context}: re-encoding what was read is rejected`);
@@ -103,7 +103,7 @@ test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(
   fuzz('roundtrip', 3000, (r, i) => {
     const s = validState(r);
     const context = `seed ${SEED} roundtrip case ${i}`;
-    const text = encodeState(s);
+    const text = encodeState(s, SPECS);
     const back = decodeState(`#${text}`, SPECS);
     assert.deepEqual(back.rejected, [], `${context}: ${text}`);
     assert.equal(back.integrity, 'ok', context);
@@ -116,7 +116,7 @@ test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(
       assert.equal(back[key], s[key] || null, `${context}: ${key} (${text})`);
     }
     const again = encodeState({ ...s, fields: back.fields, resolved: back.auto, preset: back.preset, gpu: back.gpu,
-      capacity: back.capacity, unit: back.unit, figure: back.figure, pin: back.pin });
+      capacity: back.capacity, unit: back.unit, figure: back.figure, pin: back.pin }, SPECS);
     assert.equal(again, text, context);
   });
 });
@@ -124,15 +124,15 @@ test('valid states round-trip: decode(encode(s)) is s, and encode(decode(encode(
 test('mutated links: never throw, no NaN or Infinity, every pair used or named, untouched fields kept', () => {
   fuzz('mutate', 1500, (r, i) => {
     const s = validState(r);
-    const { pairs, touched } = mutatePairs(r, pairsOf(encodeState(s)));
+    const { pairs, touched } = mutatePairs(r, SPECS, pairsOf(encodeState(s, SPECS)));
     const body = pairs.join('&');
     const fragment = r.chance(0.5) ? `${body}&ck=${checksum(body)}` : body;
     const context = `seed ${SEED} mutate case ${i}: ${fragment.slice(0, 300)}`;
     const out = checkFragment(fragment, context);
     // A field whose pair was not touched, and whose key appears once, keeps the value it was written with.
-    const clean = decodeState(encodeState(s), SPECS);
+    const clean = decodeState(encodeState(s, SPECS), SPECS);
     for (const [name, value] of Object.entries(clean.fields)) {
-      const key = keyOf(name);
+      const key = keyOf(SPECS, name);
       if (touched.has(key) || touched.has(name)) continue;
       assert.deepEqual(out.fields[name], value, `${context}: lost ${name}`);
     }
@@ -141,7 +141,7 @@ test('mutated links: never throw, no NaN or Infinity, every pair used or named, 
 
 test('damaged bytes and random fragments: never throw, no NaN or Infinity, every pair used or named', () => {
   fuzz('bytes', 3500, (r, i) => {
-    const fragment = r.chance(0.6) ? mutateText(r, `#${encodeState(validState(r))}`)
+    const fragment = r.chance(0.6) ? mutateText(r, `#${encodeState(validState(r), SPECS)}`)
       : Array.from({ length: r.int(0, 12) }, () => `${randomText(r, 6)}=${randomText(r, 10)}`).join('&');
     checkFragment(fragment, `seed ${SEED} bytes case ${i}: ${JSON.stringify(fragment.slice(0, 300))}`);
   });
@@ -188,14 +188,14 @@ test('regression: exponents with a sign and one-element layer lists survive the 
   assert.equal(textToValue('1e+21', 'number'), 1e21);
   assert.equal(textToValue('2.5e-7', 'number'), 2.5e-7);
   const s = { fields: { gpu_memory_bytes: 1e21, moe_layer_freq: [1] }, names: ['gpu_memory_bytes', 'moe_layer_freq'], gpu: 'h100-80gb', unit: 'GiB' };
-  assert.deepEqual(decodeState(encodeState(s), SPECS).fields, s.fields);
+  assert.deepEqual(decodeState(encodeState(s, SPECS), SPECS).fields, s.fields);
 });
 
 test('regression: half a surrogate pair (a cut emoji) is read and written back without throwing', () => {
   // Found (seed 4): a truncation inside "\u{1F600}" left a lone surrogate; re-encoding threw URIError.
   const out = checkFragment('v=1&m=a\uD83D&gpu=\uDE00b&act=x\uD83D', 'lone surrogate');
   assert.equal(out.preset, 'a\uFFFD');
-  assert.doesNotThrow(() => encodeState({ fields: {}, names: [], gpu: 'custom', capacity: '8\uD83D', unit: 'GiB' }));
+  assert.doesNotThrow(() => encodeState({ fields: {}, names: [], gpu: 'custom', capacity: '8\uD83D', unit: 'GiB' }, SPECS));
 });
 
 test('regression: an unknown key ending in half a surrogate pair is named, made well-formed', () => {

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  FIELD_KEYS, FORMAT_VERSION, checksum, decodeState, encodeState, listToText, textToList,
+  FORMAT_VERSION, PAGE_KEYS, checksum, decodeState, encodeState, fieldOfKey, listToText, textToList,
 } from '../../web/js/url-state.js';
 import { parseInput } from '../../web/js/form.js';
 import { loadEngine } from './load.mjs';
@@ -21,12 +21,12 @@ const STATE = {
 };
 
 test('the encoding of a fixed state is pinned (links made today must stay readable)', () => {
-  assert.equal(encodeState(STATE),
+  assert.equal(encodeState(STATE, specs),
     'v=1&m=llama-3.1-8b&L=32&h=4096&g=~32&glu=1&act=silu&freq=0*3,1*3&tp=2&gpu=h100-80gb&u=GiB&ck=17m85re');
 });
 
 test('decode(encode(state)) gives back the set fields, the resolved defaults and the page state', () => {
-  const back = decodeState(`#${encodeState(STATE)}`, specs);
+  const back = decodeState(`#${encodeState(STATE, specs)}`, specs);
   assert.deepEqual(back.fields, STATE.fields);
   assert.deepEqual(back.auto, { num_query_groups: 32 });
   assert.equal(back.preset, 'llama-3.1-8b');
@@ -39,15 +39,60 @@ test('decode(encode(state)) gives back the set fields, the resolved defaults and
 });
 
 test('a custom capacity survives the trip', () => {
-  const back = decodeState(encodeState({ ...STATE, gpu: 'custom', capacity: '95.5GiB' }), specs);
+  const back = decodeState(encodeState({ ...STATE, gpu: 'custom', capacity: '95.5GiB' }, specs), specs);
   assert.equal(back.gpu, 'custom');
   assert.equal(back.capacity, '95.5GiB');
 });
 
-test('every short key names a field the core knows, and no two fields share a key', () => {
-  for (const name of Object.keys(FIELD_KEYS)) assert.ok(specs.has(name), name);
-  const keys = Object.values(FIELD_KEYS);
-  assert.equal(new Set(keys).size, keys.length);
+// The link keys links were published with (web/js/url-state.js FIELD_KEYS until the core's field
+// rows carried them, and every key added since). Keys are append-only: a link someone shared must
+// keep its meaning, so a key here must name the same field for ever. A new field adds a line.
+const PUBLISHED_KEYS = Object.freeze({
+  profile: 'prof', num_layers: 'L', hidden_size: 'h', num_attention_heads: 'a', num_query_groups: 'g',
+  kv_channels: 'kv', ffn_hidden_size: 'ffn', vocab_size: 'V', make_vocab_size_divisible_by: 'Vdiv',
+  should_pad_vocab: 'Vpad', share_embeddings_and_output_weights: 'tied', gated_linear_unit: 'glu', swiglu: 'swiglu',
+  add_bias_linear: 'bias', activation_func: 'act', normalization: 'norm', num_moe_experts: 'E', moe_layer_freq: 'freq',
+  moe_ffn_hidden_size: 'fe', moe_router_topk: 'topk', moe_shared_expert_intermediate_size: 'fs', moe_latent_size: 'lat',
+  moe_shared_expert_gate: 'sgate', mtp_num_layers: 'mtp', multi_latent_attention: 'mla', q_lora_rank: 'qr',
+  kv_lora_rank: 'kvr', qk_head_dim: 'qkd', qk_pos_emb_head_dim: 'roped', v_head_dim: 'vd', seq_length: 's',
+  micro_batch_size: 'b', global_batch_size: 'gbs', num_microbatches: 'nmb', use_distributed_optimizer: 'dopt',
+  sequence_parallel: 'sp', recompute_granularity: 'rc', tensor_model_parallel_size: 'tp',
+  pipeline_model_parallel_size: 'pp', virtual_pipeline_model_parallel_size: 'vpp',
+  num_layers_in_first_pipeline_stage: 'ppf', num_layers_in_last_pipeline_stage: 'ppl', pipeline_stage_layers: 'ppsl',
+  context_parallel_size: 'cp', expert_model_parallel_size: 'ep', expert_tensor_parallel_size: 'etp',
+  data_parallel_size: 'dp', world_size: 'world', max_position_embeddings: 'maxpos', add_qkv_bias: 'qkvb',
+  qk_layernorm: 'qkln', framework: 'fw', zero_stage: 'zero', data_parallel_shard_size: 'dps', gpus_per_node: 'gpn',
+  params_dtype: 'dt', expert_params_dtype: 'edt', compute_dtype: 'cdt', master_weights: 'mw', main_params_dtype: 'mdt',
+  main_grads_dtype: 'gdt', exp_avg_dtype: 'm1dt', exp_avg_sq_dtype: 'm2dt', fp8_recipe: 'fp8', fp8_param_gather: 'fp8pg',
+  optimizer: 'opt', momentum: 'mom', optimizer_implementation: 'oimpl', optimizer_offload_fraction: 'ooff',
+  offload_params: 'poff', zero_init: 'zinit', additional_buffer_factor: 'abf', reduce_bucket_size: 'rbs',
+  contiguous_gradients: 'cgr', overlap_comm: 'ovc', gradient_as_bucket_view: 'gbv', allocator_fragmentation: 'frag',
+  cuda_context_bytes: 'ctx', nccl_bytes_per_communicator: 'nccl', nccl_nvls: 'nvls', workspace_bytes: 'ws',
+  attention_backend: 'attn', attention_dropout: 'adrop', hidden_dropout: 'hdrop', moe_expert_capacity_factor: 'cf',
+  recompute_method: 'rcm', recompute_num_layers: 'rcn', recompute_modules: 'rcmod', pipeline_schedule: 'sched',
+  pipeline_outputs: 'ppout', cross_entropy_loss_fusion: 'cef', peft: 'peft', lora_rank: 'lr', lora_target_modules: 'ltm',
+  lora_dropout: 'ldrop', lora_modules_to_save: 'lms', optimizer_in_backward: 'oib', activation_offload: 'aoff',
+  paged_optimizer: 'paged', cross_entropy_chunks: 'cec', model_implementation: 'mimpl', torch_compile: 'tc',
+  fused_linear_cross_entropy: 'flce', moe_routing_imbalance: 'mri', fsdp_embedding_units: 'feu',
+  op_sac_saves_cudnn_attention: 'sacc', nf4_double_quant: 'dq', quantize_lm_head: 'qlmh', kbit_upcast: 'kbu',
+  bnb_keeps_matmul_input: 'bkmi', cut_cross_entropy: 'cce',
+});
+
+test('every published link key still names its field, every field has a key and a label, and no two share a key', () => {
+  for (const [name, key] of Object.entries(PUBLISHED_KEYS)) {
+    assert.equal(specs.get(name)?.link_key, key, `${name}: a published link key must not change`);
+    assert.equal(fieldOfKey(specs, key), name);
+  }
+  const keys = [...specs.values()].map((s) => s.link_key);
+  for (const spec of specs.values()) {
+    assert.ok(spec.link_key, `${spec.name} has no link key`);
+    assert.ok(spec.label, `${spec.name} has no label`);
+  }
+  assert.equal(new Set(keys).size, keys.length, 'two fields share a link key');
+  // A key must not be another field's name (a link may spell either).
+  for (const spec of specs.values()) assert.ok(!specs.has(spec.link_key) || spec.link_key === spec.name, spec.name);
+  // Nor a page key ("m", "gpu", ...) or the format version.
+  for (const key of ['v', 'ck', ...Object.values(PAGE_KEYS)]) assert.ok(!keys.includes(key), key);
 });
 
 test('0/1 layer patterns are written as runs and read in three spellings', () => {
@@ -79,7 +124,7 @@ test('values of the wrong shape are kept as text, so the core names the problem'
 });
 
 test('a truncated or edited link is flagged, and what is left is still read', () => {
-  const full = encodeState(STATE);
+  const full = encodeState(STATE, specs);
   const cut = decodeState(full.slice(0, full.indexOf('&act=')), specs);
   assert.equal(cut.integrity, 'missing');
   assert.equal(cut.fields.num_layers, 32);
@@ -121,8 +166,8 @@ test('typed input: separators are allowed in integers, anything else goes to the
 
 test('the compared figure and a pinned configuration travel in the link and come back', () => {
   const pin = encodeState({ fields: { num_layers: 16, seq_length: 4096 }, names: ['num_layers', 'seq_length'],
-    preset: null, gpu: 'h100-80gb', unit: 'GiB' });
-  const text = encodeState({ ...STATE, figure: 'reserved', pin });
+    preset: null, gpu: 'h100-80gb', unit: 'GiB' }, specs);
+  const text = encodeState({ ...STATE, figure: 'reserved', pin }, specs);
   const back = decodeState(text, specs);
   assert.equal(back.figure, 'reserved');
   assert.equal(back.pin, pin);
@@ -138,7 +183,7 @@ test('trainmem-profile fields have short keys and round-trip, lists included', (
   const fields = { framework: 'deepspeed', zero_stage: 3, optimizer: 'adamw', recompute_modules: ['core_attn', 'mlp'],
     optimizer_offload_fraction: 0.5, cuda_context_bytes: 536870912 };
   const names = Object.keys(fields);
-  const text = encodeState({ fields, names, preset: null, gpu: 'h100-80gb', unit: 'GiB' });
+  const text = encodeState({ fields, names, preset: null, gpu: 'h100-80gb', unit: 'GiB' }, specs);
   assert.match(text, /&fw=deepspeed&zero=3&opt=adamw&rcmod=core_attn,mlp&ooff=0\.5&ctx=536870912&/);
   assert.deepEqual(decodeState(text, specs).fields, fields);
 });

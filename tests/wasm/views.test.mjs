@@ -6,7 +6,7 @@
 //            last result cleared;
 //            recompute: estimateView(state, {verbose})
 //   embed    restoreLink(splitViewOptions(location.hash).state), estimateView(link, {verbose})
-//   element  restoreLink(linkOfAttributes(attributes)), estimateView(link)
+//   element  restoreLink(linkOfAttributes(attributes, SPECS)), estimateView(link)
 // and the page again as opened by the embed's and the element's "Open in trainmem" links.
 // Fragments: the page's own links (valid), links cut short or reduced to a few pairs (partial),
 // and mutated, byte-damaged and random-valued ones (tampered). Seeded, so a failure reproduces:
@@ -48,11 +48,11 @@ function embed(fragment) {
 }
 /** The element with these attributes (trainmem-element.js: render), and the state its "Open in trainmem" link carries. */
 function element(attributes) {
-  const state = linkOfAttributes(attributes);
+  const state = linkOfAttributes(attributes, SPECS);
   return { view: estimateView(engine, restore(state)), open: `#${state}` };
 }
 
-const SHORT_KEYS = new Map([...SPECS.keys()].map((name) => [keyOf(name), name]));
+const SHORT_KEYS = new Map([...SPECS.keys()].map((name) => [keyOf(SPECS, name), name]));
 /** What a link key means: a field (by its short key or Megatron name), a page key, or undefined. */
 const meaningOf = (key) => SHORT_KEYS.get(key) ?? (SPECS.has(key) ? key : Object.values(PAGE_KEYS).includes(key) || key === 'v' ? `#${key}` : undefined);
 const asciiLower = (s) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
@@ -93,7 +93,7 @@ function attributesOf(fragment, r) {
     if (!ATTRIBUTE_NAME.test(key)) continue;
     const meaning = meaningOf(key);
     const field = SPECS.has(meaning) ? meaning : null;
-    let name = asciiLower(field && r.chance(0.5) ? (r.chance(0.5) ? attributeOf(field) : field) : key);
+    let name = asciiLower(field && r.chance(0.5) ? (r.chance(0.5) ? attributeOf(SPECS, field) : field) : key);
     if (name === 'm' && r.chance(0.5)) name = 'preset';
     const read = MEANINGS_OF_NAME.get(name) ?? new Set();
     if (meaning === undefined ? read.size > 0 : read.size !== 1 || !read.has(meaning)) return null;
@@ -105,7 +105,7 @@ function attributesOf(fragment, r) {
   // A state with nothing an attribute holds is no state at all for the element (START), while
   // the link, however empty of use, is read as a link.
   const empty = (state) => state === '';
-  return empty(linkOfAttributes(attributes)) === empty(splitViewOptions(fragment).state) ? attributes : null;
+  return empty(linkOfAttributes(attributes, SPECS)) === empty(splitViewOptions(fragment).state) ? attributes : null;
 }
 
 /**
@@ -175,7 +175,7 @@ function pageLink(r) {
     return encodeState({
       fields: state.fields, names, resolved: result.config ?? {}, preset: preset.id, gpu, capacity: state.capacityText, unit: state.unit,
       figure: result.profile === 'trainmem' && state.figure !== 'device' ? state.figure : undefined,
-    });
+    }, SPECS);
   }
 }
 
@@ -191,9 +191,9 @@ function partialLink(r) {
 /** A link mutated pair by pair, damaged byte by byte, or holding random values of each field's type. */
 function tamperedLink(r) {
   const kind = r.int(0, 2);
-  const link = kind === 2 ? encodeState(validState(r, engine, SPECS)) : pageLink(r);
+  const link = kind === 2 ? encodeState(validState(r, engine, SPECS), SPECS) : pageLink(r);
   if (kind === 1) return mutateText(r, link);
-  const body = mutatePairs(r, pairsOf(link)).pairs.join('&');
+  const body = mutatePairs(r, SPECS, pairsOf(link)).pairs.join('&');
   return r.chance(0.5) ? `${body}&ck=${checksum(body)}` : body;
 }
 
@@ -243,7 +243,7 @@ test('element attributes: HTML lowercases names; l is L, vocab_size is written b
   const fields = 'L=40&h=5120&a=40&V=32000&s=4096&b=1';
   const link = restoreLink(`v=1&${fields}`, engine);
   const attributes = [['l', '40'], ['h', '5120'], ['a', '40'], ['vocab_size', '32000'], ['s', '4096'], ['b', '1']].map(([name, value]) => ({ name, value }));
-  const fromAttributes = restoreLink(linkOfAttributes(attributes), engine);
+  const fromAttributes = restoreLink(linkOfAttributes(attributes, SPECS), engine);
   assert.deepEqual(fromAttributes.fields, link.fields);
   assert.deepEqual(fromAttributes.rejected, []);
   assert.deepEqual(shown(element(attributes).view), shown(page(`#v=1&${fields}`)));

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serve } from '../../web/scripts/serve.mjs';
-import { FIELD_KEYS } from '../../web/js/url-state.js';
+import { fieldOfKey } from '../../web/js/url-state.js';
+import { loadEngine } from '../wasm/load.mjs';
 import { attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
 import { parseCsv } from './csv.mjs';
 
@@ -847,8 +848,13 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   await settleUrl(page);
   expect((await hashNow(page)).includes('&fig=allocated'), 'the figure is not in the link');
   const moments = await page.textContent('#peak');
-  for (const m of ['End of forward', 'Backward', 'Optimizer step', '(peak)', 'Minimum GPUs']) expect(moments.includes(m), `moments card lacks "${m}": ${moments}`);
+  for (const m of ['End of forward', 'Backward', 'Optimizer step', '(peak)']) expect(moments.includes(m), `moments card lacks "${m}": ${moments}`);
   expect(!moments.includes('CPU memory per node'), 'CPU memory shown without offload');
+  // The fewest GPUs that could hold the run is asked for when it does not fit (a second estimate).
+  expect(!moments.includes('Minimum GPUs'), `a run that fits shows a minimum GPU count: ${moments}`);
+  await typeInto(page, '#f-micro_batch_size', '8');
+  expect((await page.textContent('#peak')).includes('Minimum GPUs'), 'no minimum GPU count for a run that does not fit');
+  await typeInto(page, '#f-micro_batch_size', '1');
   await typeInto(page, '#f-optimizer_offload_fraction', '0.5');
   expect((await page.textContent('#peak')).includes('CPU memory per node'), 'no CPU memory with offload');
   for (const id of ['section-framework', 'section-optimizer', 'section-activations', 'section-runtime']) {
@@ -1596,12 +1602,14 @@ const DOCS = ['README.md', 'docs/embedding.md'];
 const SITE = /https:\/\/example\.org\/trainmem\//g; // where the documentation's snippets load trainmem from
 
 /** The element's attributes for a link, as the Embed dialog writes them (m as preset, fields by attributeOf). */
+// The core's field specs by name (their link keys), as the page reads them from the module.
+const SPECS = (await loadEngine()).fieldSpecsByName;
+
 function attributesOfFragment(fragment) {
-  const fieldOfKey = new Map(Object.entries(FIELD_KEYS).map(([field, key]) => [key, field]));
   return fragment.split('&').filter((pair) => pair.includes('=')).map((pair) => {
     const [key, value] = pair.split(/=(.*)/s).map(decodeURIComponent);
-    const field = fieldOfKey.get(key);
-    return [key === 'm' ? 'preset' : field ? attributeOf(field) : key, value];
+    const field = key === 'v' ? undefined : fieldOfKey(SPECS, key);
+    return [key === 'm' ? 'preset' : field ? attributeOf(SPECS, field) : key, value];
   });
 }
 
@@ -1615,7 +1623,7 @@ async function documentedExamples() {
     }
     for (const m of text.matchAll(/(?:<script type="module" src="[^"]*trainmem-element\.js"><\/script>\s*)?<trainmem-calculator\b([^>]*)><\/trainmem-calculator>/g)) {
       const attributes = [...m[1].matchAll(/([\w:.-]+)="([^"]*)"/g)].map((a) => ({ name: a[1].toLowerCase(), value: a[2] }));
-      examples.push({ source: `${file}: element`, fragment: linkOfAttributes(attributes), element: m[0] });
+      examples.push({ source: `${file}: element`, fragment: linkOfAttributes(attributes, SPECS), element: m[0] });
     }
     for (const m of text.matchAll(/(?<![\w/.])#(v=\d[^\s`"'<>)]*)/g)) examples.push({ source: `${file}: link`, fragment: m[1] });
   }

@@ -49,6 +49,8 @@ export class Engine {
     this.toolsModule = null;
     // These never change for a given build: parse them once.
     this.fieldSpecs = parseFieldSpecs(module.fieldSpecsText());
+    /** the same specs by field name */
+    this.fieldSpecsByName = new Map(this.fieldSpecs.map((s) => [s.name, s]));
     this.presets = JSON.parse(module.presets()).presets;
     this.gpus = JSON.parse(module.gpus()).gpus;
     /** the fine-tuning setups (core/data/setups.json): complete runs to start from */
@@ -56,6 +58,8 @@ export class Engine {
     this.version = module.version();
     // The fast path (slots.js): numbers in, numbers out, no JSON per call.
     this.codec = new SlotCodec(this.fieldSpecs, module.slotTables());
+    /** module calls made so far, by kind (the page benchmark prints calls per keystroke) */
+    this.calls = { view: 0, estimate: 0, fieldsInEffect: 0, check: 0 };
   }
 
   /**
@@ -63,6 +67,7 @@ export class Engine {
    * @param {{ verbose?: boolean }} [options] verbose adds "trace" (every quantity and its formula)
    */
   estimate(config, { verbose = false } = {}) {
+    this.calls.estimate += 1;
     const others = this.writeInput(config);
     this.module.estimateSlots(this.inputLengths.slots, this.inputLengths.order, others, verbose);
     // The text first: returning it may grow the module's memory, which detaches earlier views.
@@ -76,12 +81,51 @@ export class Engine {
    * @param {Record<string, unknown>} config
    */
   fieldsInEffect(config) {
+    this.calls.fieldsInEffect += 1;
     const others = this.writeInput(config);
     this.module.fieldsInEffectSlots(this.inputLengths.slots, this.inputLengths.order, others);
     const flags = this.module.resultNumbers();
     const names = new Set();
     this.fieldSpecs.forEach((spec, i) => { if (flags[i]) names.add(spec.name); });
     return names;
+  }
+
+  /**
+   * What a view shows for the fields on screen, in one module call and one estimate (core
+   * view_slots): which fields are in effect, and the result of the config without the ones that
+   * are set but not in effect, with the run at each of `capacities` (result.capacity_fits).
+   * @param {object} config the fields on screen (and gpu_memory_bytes)
+   * @param {number[]} [capacities] bytes: the GPUs to compare with ("on every GPU")
+   * @returns {{inEffect: Set<string>, result: object}}
+   */
+  view(config, capacities = [], { verbose = false } = {}) {
+    const others = this.writeInput(config);
+    this.module.viewSlots(this.inputLengths.slots, this.inputLengths.order, others, capacities, verbose);
+    const text = this.module.resultText();
+    const numbers = this.module.resultNumbers();
+    const inEffect = new Set();
+    this.fieldSpecs.forEach((spec, i) => { if (numbers[i]) inEffect.add(spec.name); });
+    this.calls.view += 1;
+    return { inEffect, result: this.codec.decode(numbers.subarray(this.fieldSpecs.length), text, verbose) };
+  }
+
+  /**
+   * Checks a config without estimating it (core check_slots: resolve() alone): its issues, each
+   * with the other fields its rule names (`related`), and the resolved config of the fields in
+   * effect when that resolves.
+   * @returns {{ok: boolean, issues: {field: string, message: string, related: string[]}[], config: object|null}}
+   */
+  check(config) {
+    this.calls.check += 1;
+    const others = this.writeInput(config);
+    this.module.checkSlots(this.inputLengths.slots, this.inputLengths.order, others);
+    const text = this.module.resultText();
+    return this.codec.decodeCheck(this.module.resultNumbers(), text);
+  }
+
+  /** How many estimator passes (core estimator_passes) the module has run: the benchmark's count. */
+  passes() {
+    return this.module.estimatorPasses();
   }
 
   /** Writes a config into the module's input slots; returns the values no slot carries. */

@@ -1,7 +1,7 @@
 // The input form, built from the core's field specs and layout.js. It turns what people type into
 // field values without judging them (the core validates), shows each issue next to its field, and
 // shows what unset fields resolved to.
-import { CHOICE_LABELS, LABELS, sectionFields } from './layout.js';
+import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
@@ -150,7 +150,7 @@ export class Form {
     const id = `f-${name}`;
     const hintId = `h-${name}`;
     const errorId = `e-${name}`;
-    const label = LABELS[name] ?? name.replaceAll('_', ' ');
+    const label = spec.label || name.replaceAll('_', ' ');
     let input;
     if (spec.type === 'choice_list') {
       this.addChoiceList(grid, spec, label);

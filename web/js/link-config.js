@@ -11,7 +11,7 @@
 // required training fields from the preset, else from START. A link that names a fine-tuning
 // setup ("#su=<id>", core/data/setups.json) takes what it leaves out from the setup instead: the
 // setup's fields, model and GPU. A value the core rejects is dropped and falls back the same way.
-import { FIELD_KEYS, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
+import { PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
@@ -97,12 +97,13 @@ export function withCapacity(config, capacity) {
  * The fields in effect (page order) and the config the core gets: those of them that are set, and
  * the capacity. Which fields mean something is the core's answer for these very fields (a change
  * of framework shows its fields at once), so a field set earlier that no longer applies is kept
- * in `fields` (the form remembers it) but not sent.
+ * in `fields` (the form remembers it) but not sent. `inEffect`: the core's set when the caller
+ * has it (a view's result carries it), else one module call asks.
  * @param {import('./engine.js').Engine} engine
  */
-export function coreConfig(engine, fields, capacity) {
+export function coreConfig(engine, fields, capacity, inEffect = engine.fieldsInEffect(withCapacity(fields, capacity))) {
   const specs = fieldSpecs(engine);
-  const names = fieldsInPageOrder(specs, engine.fieldsInEffect(withCapacity(fields, capacity)));
+  const names = fieldsInPageOrder(specs, inEffect);
   const config = {};
   for (const name of names) {
     if (fields[name] !== undefined) config[name] = fields[name];
@@ -112,16 +113,16 @@ export function coreConfig(engine, fields, capacity) {
 
 /**
  * The one path from a view's state to what it shows, which the page (on every input), the embed
- * view and the element all take: the fields in effect, the config the core gets, the core's
- * result and the headline figure.
+ * view and the element all take: one module call (engine.view) gives the fields in effect and
+ * the core's result; `compare` capacities (bytes) add the run at each (result.capacity_fits).
  * @param {import('./engine.js').Engine} engine
  * @param {{fields: Record<string, unknown>, gpu: string, capacityText: string, unit: string, figure: string}} state
- * @param {{verbose?: boolean}} [options]
+ * @param {{verbose?: boolean, compare?: number[]}} [options]
  */
-export function estimateView(engine, { fields, gpu, capacityText, unit, figure }, { verbose = false } = {}) {
+export function estimateView(engine, { fields, gpu, capacityText, unit, figure }, { verbose = false, compare = [] } = {}) {
   const capacity = gpuCapacity(engine, gpu, capacityText, unit);
-  const { names, config } = coreConfig(engine, fields, capacity);
-  const result = engine.estimate(config, { verbose });
+  const { inEffect, result } = engine.view(withCapacity(fields, capacity), compare, { verbose });
+  const { names, config } = coreConfig(engine, fields, capacity, inEffect);
   return { capacity, names, config, result, headline: headlineOf(result, figure) };
 }
 
@@ -139,25 +140,32 @@ export function editableState(link) {
 const ELEMENT_OWN = new Set(['theme', 'class', 'id', 'style', 'hidden', 'lang', 'dir', 'title', 'slot']);
 // HTML lowercases attribute names ("L" arrives as "l"): a lowercase name finds its link key. "v"
 // stays the link format version, so vocab_size ("V") is written by its Megatron name.
-const KEY_OF_ATTRIBUTE = new Map([...Object.values(FIELD_KEYS), ...Object.values(PAGE_KEYS)]
-  .filter((key) => key.toLowerCase() !== 'v').map((key) => [key.toLowerCase(), key]));
-
-/** The attributes an element observes: every link key and field name HTML can spell. */
-export const ELEMENT_ATTRIBUTES = Object.freeze(['theme', 'preset', 'v', ...KEY_OF_ATTRIBUTE.keys(), ...Object.keys(FIELD_KEYS)]);
+const attributeKeys = new WeakMap();
+function keyOfAttribute(specs, name) {
+  if (!attributeKeys.has(specs)) {
+    const keys = [...[...specs.values()].map((s) => s.link_key || s.name), ...Object.values(PAGE_KEYS)];
+    attributeKeys.set(specs, new Map(keys.filter((key) => key.toLowerCase() !== 'v').map((key) => [key.toLowerCase(), key])));
+  }
+  return attributeKeys.get(specs).get(name);
+}
 
 /** The attribute a field is written as: its link key where HTML keeps its spelling, else its Megatron name. */
-export const attributeOf = (name) => (keyOf(name) === keyOf(name).toLowerCase() ? keyOf(name) : name);
+export function attributeOf(specs, name) {
+  const key = keyOf(specs, name);
+  return key === key.toLowerCase() ? key : name;
+}
 
 /**
  * An element's attributes ({name, value} in document order) as a link state, "m=llama-3.1-70b&tp=8&...":
  * `preset` is the link's `m`, the element's own attributes (theme, class, data-*, aria-*, ...) are left out.
  * @param {Iterable<{name: string, value: string}>} attributes
+ * @param {Map<string, object>} specs the core's field specs by name (their link keys)
  */
-export function linkOfAttributes(attributes) {
+export function linkOfAttributes(attributes, specs) {
   const pairs = [];
   for (const { name, value } of attributes) {
     if (ELEMENT_OWN.has(name) || name.startsWith('data-') || name.startsWith('aria-')) continue;
-    const key = name === 'preset' ? PAGE_KEYS.preset : KEY_OF_ATTRIBUTE.get(name) ?? name;
+    const key = name === 'preset' ? PAGE_KEYS.preset : keyOfAttribute(specs, name) ?? name;
     pairs.push(`${escapeText(key)}=${escapeText(value)}`);
   }
   return pairs.join('&');
@@ -215,8 +223,7 @@ export function restoreLink(fragment, engine) {
   const rejected = [...state.rejected];
   const pin = link.pin ? pinnedFromLink(engine, specs, link.pin, rejected) : null;
   const fields = { ...state.fields };
-  const kept = keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacity: state.capacity, rejected });
-  dropWhatDoesNotApply({ engine, specs, link, fields, capacity: state.capacity, rejected });
+  const kept = keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity: state.capacity, rejected });
   const notes = [...state.notes];
   if (kept.length) notes.push(`Defaults changed since this link was made; the link's values were kept for: ${kept.join(', ')}.`);
   return { ...state, ...coreConfig(engine, fields, state.capacity), fields, pin, rejected, notes };
@@ -254,15 +261,27 @@ function readLink(fragment, engine) {
 
   // What the link leaves out: a setup's fields (the whole run, as choosing it on the page sets
   // them; a preset the link names beside it keeps its model, as choosing a preset does), else
-  // the preset's and START's.
+  // the preset's. A link that describes its own model (model fields, and no preset named, known
+  // or not) keeps it as the CLI reads it: what it leaves out resolves by the core's rules (an FFN size of 4h, as many
+  // query groups as heads), never from another model. Only a link with no model at all gets
+  // START's, and says so; the training fields the core requires come from START, said too.
+  const ownModel = !link.preset && !setup && Object.keys({ ...link.fields, ...link.auto }).some((name) => MODEL_GROUPS.has(specs.get(name)?.group));
+  const startPreset = pickFirst(START.preset, engine.presets);
+  const modelless = !preset && !setup && !ownModel;
   const fallback = setup
     ? Object.assign(fallbackFields(specs, null), setup.config, named && modelFields(specs, named.config))
-    : fallbackFields(specs, preset ?? pickFirst(START.preset, engine.presets));
+    : fallbackFields(specs, ownModel ? null : preset ?? startPreset);
   const fields = {};
+  const filled = [];
   for (const [name, value] of Object.entries(fallback)) {
-    if (!(name in link.fields) && !(name in link.auto)) fields[name] = value;
+    if (!(name in link.fields) && !(name in link.auto)) {
+      fields[name] = value;
+      if (!setup && specs.get(name)?.required && !MODEL_GROUPS.has(specs.get(name)?.group)) filled.push(`${name} ${value}`);
+    }
   }
   Object.assign(fields, link.fields);
+  if (modelless && !link.preset) notes.push(`The link names no model: ${startPreset?.name ?? 'the start page\'s'} was used.`);
+  if (filled.length) notes.push(`The link does not give ${filled.map((f) => f.split(' ')[0]).join(', ')}: the start page's values were used (${filled.join(', ')}).`);
   const state = viewState(engine, {
     fields, preset, setup, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
     figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes,
@@ -299,77 +318,43 @@ function fallbackFields(specs, preset) {
 }
 
 /**
- * Drops what the core rejects, one field per round, then pins unset fields whose default changed
- * since the link was made (their `~value`). A rule between two fields is reported on one of them
- * and names the other ("seq_length: must be divisible by tensor_model_parallel_size (3)"), so the
- * link field involved in the most issues goes first: one bad tp=3 must not cost the heads and the
- * sequence. Changes `fields` and `rejected`; returns the names pinned.
+ * Drops the link's values the core rejects, from one check of the whole state (engine.check:
+ * resolve() alone, no estimate), then pins unset fields whose default changed since the link was
+ * made (their `~value`). A rule between fields is reported on one of them and names the others
+ * (each issue's `related` fields, from the core), so for each issue the link field that the most
+ * issues involve goes: one bad tp=3 must not cost the heads and the sequence. A link field that
+ * does not apply where the link lands ("#mom=0.9" with adamw) is rejected by the same check.
+ * Changes `fields` and `rejected`; returns the names pinned.
  */
-function keepWhatTheCoreAccepts({ engine, specs, link, fields, fallback, capacity, rejected }) {
+function keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity, rejected }) {
   const fromLink = new Set([...Object.keys(link.fields), ...Object.keys(link.auto)]);
-  const pinned = [];
-  let pinningDone = false;
-  for (let round = 0; round < fromLink.size + 2; round += 1) {
-    const result = engine.estimate(coreConfig(engine, fields, capacity).config);
-    if (!result.ok) {
-      const culprit = mostInvolved(result.issues, fromLink);
-      if (!culprit) break;
-      const value = culprit.field in link.fields ? link.fields[culprit.field] : `~${link.auto[culprit.field]}`;
-      rejected.push({ key: culprit.field, value, reason: culprit.messages.join('; ') });
-      fromLink.delete(culprit.field);
-      if (culprit.field in fallback) fields[culprit.field] = fallback[culprit.field];
-      else delete fields[culprit.field];
-      continue;
+  const check = engine.check(withCapacity(fields, capacity));
+  if (!check.ok) {
+    const involved = new Map(); // link field -> the messages of the issues that involve it
+    const inLink = (issue) => [issue.field, ...issue.related].filter((name) => fromLink.has(name));
+    for (const issue of check.issues) {
+      for (const name of inLink(issue)) involved.set(name, [...(involved.get(name) ?? []), issue.message]);
     }
-    if (pinningDone) break;
-    pinningDone = true;
-    for (const [name, value] of Object.entries(link.auto)) {
-      if (fromLink.has(name) && JSON.stringify(result.config[name]) !== JSON.stringify(value)) {
-        fields[name] = value;
-        pinned.push(name);
-      }
+    const culprits = new Set();
+    for (const issue of check.issues) {
+      const candidates = inLink(issue); // none: the issue is about what fills the link's gaps, and shows as it is
+      if (candidates.length) culprits.add(candidates.reduce((a, b) => (involved.get(b).length > involved.get(a).length ? b : a)));
     }
-    if (!pinned.length) break;
+    for (const name of culprits) {
+      const value = name in link.fields ? link.fields[name] : `~${link.auto[name]}`;
+      rejected.push({ key: name, value, reason: involved.get(name).join('; ') });
+      fromLink.delete(name);
+      if (name in fallback) fields[name] = fallback[name];
+      else delete fields[name];
+    }
   }
+  const autos = Object.keys(link.auto).filter((name) => fromLink.has(name));
+  if (!autos.length) return [];
+  const now = check.ok ? check : engine.check(withCapacity(fields, capacity));
+  if (!now.config) return [];
+  const pinned = autos.filter((name) => JSON.stringify(now.config[name]) !== JSON.stringify(link.auto[name]));
+  for (const name of pinned) fields[name] = link.auto[name];
   return pinned;
-}
-
-/**
- * The link's own fields that do not apply to the state it comes to (layout.js: no view shows them
- * and the core is not given them) would vanish without a word ("#tc=yes", "#feu=1&fw=ddp"): the
- * core is asked about them too, and each it rejects there is named and dropped. Changes `fields`
- * and `rejected`.
- */
-function dropWhatDoesNotApply({ engine, specs, link, fields, capacity, rejected }) {
-  const { names, config } = coreConfig(engine, fields, capacity);
-  const dropped = new Set(rejected.map((r) => r.key));
-  const outside = Object.keys(link.fields).filter((name) => !names.includes(name) && !dropped.has(name) && name in fields);
-  if (!outside.length) return;
-  const result = engine.estimate({ ...config, ...Object.fromEntries(outside.map((name) => [name, fields[name]])) });
-  for (const name of result.ok ? [] : outside) {
-    const messages = result.issues.filter((issue) => issue.field === name).map((issue) => issue.message);
-    if (!messages.length) continue;
-    rejected.push({ key: name, value: link.fields[name], reason: messages.join('; ') });
-    delete fields[name];
-  }
-}
-
-/** The link field that the most issues blame or name, with those issues' messages. */
-function mostInvolved(issues, candidates) {
-  const involved = new Map();
-  for (const issue of issues) {
-    for (const name of candidates) {
-      const named = issue.field === name || new RegExp(`\\b${name}\\b`).test(issue.message);
-      if (!named) continue;
-      if (!involved.has(name)) involved.set(name, []);
-      involved.get(name).push(issue.message);
-    }
-  }
-  let best = null;
-  for (const [field, messages] of involved) {
-    if (!best || messages.length > best.messages.length) best = { field, messages };
-  }
-  return best;
 }
 
 /**
@@ -381,7 +366,7 @@ function pinnedFromLink(engine, specs, text, rejected) {
   const inner = decodeState(text, specs);
   const preset = presetById(engine, inner.preset);
   const config = { ...inner.auto, ...inner.fields };
-  const check = engine.estimate(config);
+  const check = engine.check(config);
   if (!check.ok) {
     rejected.push({ key: PAGE_KEYS.pin, reason: `the pinned configuration is not valid: ${check.issues.map((i) => i.message).join('; ')}` });
     return null;

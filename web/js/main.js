@@ -10,7 +10,7 @@ import { DEFAULT_FIGURE, FIGURES, ResultsView, confidenceOf, headlineOf, segment
 import { verdictOf } from './verdict.js';
 import { adoptPalette, cssColor } from './theme.js';
 import { formatBytes, formatInteger, formatSize } from './format.js';
-import { LABELS, MODEL_GROUPS } from './layout.js';
+import { MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
 import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
 import { showLinkNotice, showUndoNotice } from './link-notice.js';
@@ -55,6 +55,7 @@ let importedLabel = null; // the source of an imported model, for the title
 // place of the bare rule until the field is given or another state is loaded.
 let importQuestions = new Map();
 let lastOk = null; // { result, names, config }: the last valid result stays on screen
+let lastNames = []; // the fields in effect for the fields on screen (the last view's, valid or not)
 let lastStale = false;
 
 // ---- state helpers ----
@@ -89,7 +90,8 @@ function configFor(fields) {
 function recompute() {
   const t0 = performance.now();
   // The path the embed view and the element take too (link-config.js), from the page's state.
-  const { names, config, result } = estimateView(engine, state);
+  const { names, config, result } = estimateView(engine, state, { compare: gpuFitCapacities() });
+  lastNames = names;
   if (result.ok) lastOk = { result, names, config };
   lastStale = !result.ok;
   // The headline answers the keystroke; the rest of the page follows in the next frame, once
@@ -227,18 +229,30 @@ function renderSuggestions(result) {
     }));
 }
 
-/** The figure on every GPU of the table (and a custom capacity): one estimate each, as the page's. */
-function renderGpuFit() {
-  const { config, result } = lastOk;
+/** The GPU table's rows: each GPU of the core's table, and a custom capacity when one is set. */
+function gpuFitRows() {
   const rows = engine.gpus.map((g) => ({ id: g.id, name: g.name, capacity: g.memory_bytes, chosen: state.gpu === g.id }));
   const custom = capacityBytes();
   if (state.gpu === CUSTOM_GPU && Number.isFinite(custom)) rows.push({ id: CUSTOM_GPU, name: 'Custom capacity', capacity: custom, chosen: true });
-  for (const row of rows) {
-    const r = engine.estimate(withCapacity(config, row.capacity));
-    const headline = headlineOf(r, state.figure);
-    row.bytes = headline?.bytes ?? null;
-    row.verdict = verdictOf(r, headline, state.unit);
-  }
+  return rows;
+}
+const gpuFitCapacities = () => gpuFitRows().map((row) => row.capacity);
+
+/**
+ * The figure on every GPU of the table (and a custom capacity), from the one result on screen: the
+ * core compared it with each capacity in the same pass (result.capacity_fits, core
+ * fits_at_capacities; a paged optimizer's share on the GPU is the only figure a capacity changes).
+ */
+function renderGpuFit() {
+  const { result } = lastOk;
+  const rows = gpuFitRows();
+  const headline = headlineOf(result, state.figure);
+  rows.forEach((row) => {
+    const fit = result.capacity_fits?.find((f) => f.capacity_bytes === row.capacity);
+    const at = fit ? { ok: true, verdicts: fit.verdicts } : null;
+    row.verdict = verdictOf(at, headline, state.unit);
+    row.bytes = at && headline ? Math.round(fit.verdicts[headline.key].figure_bytes) : null;
+  });
   const figureLabel = result.profile === 'trainmem' ? FIGURES[headlineOf(result, state.figure).key].label : 'total';
   gpuFit.render(rows, state.unit, figureLabel);
 }
@@ -306,7 +320,7 @@ function linkState() {
   // The fields that apply to the fields on screen (after a bad edit, fields set since the last
   // valid result may not be among its names); one the form hides is no part of the figure, and a
   // link carrying it would name it as not used.
-  const { names } = coreConfig(engine, state.fields, null);
+  const names = lastNames;
   return {
     fields: state.fields, names, resolved: lastOk.result.config, preset: presetById(engine, state.preset), setup: state.setup,
     gpu: state.gpu, capacity: state.gpu === CUSTOM_GPU ? state.capacityText.replace(/\s+/g, '') : '', unit: state.unit,
@@ -434,7 +448,7 @@ function withPresetModel(fields, preset) {
 /** Says what a preset change kept of the page's settings, with an undo back to the model before. */
 function showPresetNotice(preset, kept, before) {
   if (!preset) { ui.presetNotice.hidden = true; return; }
-  const label = (name) => (LABELS[name] ?? name).toLowerCase();
+  const label = (name) => (form.specs.get(name)?.label || name).toLowerCase();
   const text = kept.length
     ? `${preset.name}: the model changed; your ${kept.map((k) => `${label(k.name)} ${k.value}`).join(', ')} stayed (the preset's: ${kept.map((k) => k.preset).join(', ')}).`
     : `${preset.name}: the model changed; training and parallel settings stayed.`;
@@ -469,7 +483,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  });
+  }, form.specs);
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
@@ -535,14 +549,25 @@ function onFieldChange(name, value) {
   recompute();
 }
 
+/**
+ * The pinned configuration's result on the page's GPU, estimated again only when the pin or the
+ * capacity changes (not on every keystroke of the configuration on screen).
+ */
+let pinnedResult = { key: null, result: null };
+function pinnedEstimate(config) {
+  const key = `${JSON.stringify(config)}@${capacityBytes()}`;
+  if (pinnedResult.key !== key) pinnedResult = { key, result: engine.estimate(withCapacity(config, capacityBytes())) };
+  return pinnedResult.result;
+}
+
 function bindPanels() {
   compare = new ComparePanel({
     current: () => {
       if (!lastOk) return null;
-      const { gpu_memory_bytes: _capacity, ...config } = configFor(state.fields).config; // the page's GPU applies
+      const { gpu_memory_bytes: _capacity, ...config } = lastOk.config; // the page's GPU applies
       return { config, preset: state.preset, label: modelLabel() };
     },
-    estimate: (config) => engine.estimate(withCapacity(config, capacityBytes())),
+    estimate: pinnedEstimate,
     changed: () => {
       render(lastStale);
       share.scheduleLinkWrite();
@@ -612,6 +637,9 @@ async function start() {
   watchSticky(ui.summary);
   engine = await enginePromise;
   performance.mark('trainmem:engine-ready');
+  // What the module has done so far, for the benchmark's calls and passes per keystroke
+  // (tests/bench/calls-bench.mjs).
+  window.trainmemStats.engineWork = () => ({ ...engine.calls, passes: engine.passes() });
   form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
   pointToSetups();
   view = new ResultsView();

@@ -2,7 +2,7 @@
 // engine's `setups`), each a complete run (model, training fields, GPU) with its source. Choosing
 // one is the page's (main.js applySetup); this module fills the select, says where the chosen
 // setup comes from, and words what a change did (setupChanges, showSetupNotice) with an Undo.
-import { LABELS, MODEL_GROUPS } from './layout.js';
+import { MODEL_GROUPS } from './layout.js';
 import { showUndoNotice } from './link-notice.js';
 import { groupedOptions } from './preset-picker.js';
 
@@ -92,9 +92,10 @@ export class SetupPicker {
  * @param {ReturnType<typeof setupChanges>} changes
  * @param {{preset: string, gpu: string}} names
  * @param {() => void} undo
+ * @param {Map<string, {label: string}>} specs the core's field specs by name (their labels)
  */
-export function showSetupNotice(box, setup, changes, names, undo) {
-  const label = (name) => LABELS[name] ?? name;
+export function showSetupNotice(box, setup, changes, names, undo, specs) {
+  const label = (name) => specs.get(name)?.label || name;
   const parts = [];
   if (changes.model) parts.push(`the model (${names.preset})`);
   if (changes.gpu) parts.push(`the GPU (${names.gpu})`);

@@ -79,12 +79,13 @@ export class SharePanel {
     const link = this.page.linkState();
     if (!link) return null;
     const pin = withPin ? this.page.pin() : null;
+    const specs = this.page.engine.fieldSpecsByName;
     return encodeState({
       ...link, preset: link.preset?.id,
       pin: pin ? encodeState({
         fields: pin.config, names: Object.keys(pin.config), preset: pin.preset, gpu: link.gpu, unit: link.unit,
-      }) : undefined,
-    });
+      }, specs) : undefined,
+    }, specs);
   }
 
   /**
@@ -132,7 +133,7 @@ export class SharePanel {
     const link = this.page.linkState();
     // The embed and the element have no compare view: the pin stays out.
     const { iframe, element } = embedSnippets(baseUrl(), this.fragment({ withPin: false }) ?? '',
-      link ? elementAttributes(link) : [], this.ui.embedTheme.value);
+      link ? elementAttributes(link, this.page.engine.fieldSpecsByName) : [], this.ui.embedTheme.value);
     this.ui.embedIframe.value = iframe;
     this.ui.embedElement.value = element;
   }

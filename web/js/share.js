@@ -35,16 +35,17 @@ export function embedSnippets(base, fragment, attributes, theme = 'auto') {
 
 /**
  * The element's attributes for a state: the preset, the fields that differ from it (all of them
- * for a custom or imported model), the GPU, the unit and the figure.
+ * for a custom or imported model), the GPU, the unit and the figure. `specs`: the core's field
+ * specs by name (their link keys).
  */
-export function elementAttributes({ fields, names, preset, gpu, capacity, unit, figure }) {
+export function elementAttributes({ fields, names, preset, gpu, capacity, unit, figure }, specs) {
   const attrs = [];
   if (preset) attrs.push(['preset', preset.id]);
   for (const name of names) {
     const v = fields[name];
     if (v === undefined || v === null) continue;
     if (preset && JSON.stringify(preset.config[name]) === JSON.stringify(v)) continue;
-    attrs.push([attributeOf(name), valueToText(v)]);
+    attrs.push([attributeOf(specs, name), valueToText(v)]);
   }
   if (gpu) attrs.push(['gpu', gpu]);
   if (capacity) attrs.push(['cap', capacity]);

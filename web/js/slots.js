@@ -32,11 +32,11 @@ const columns = (line) => line.split('\t').map(unescaped);
 /** The core's field specs from the module's fieldSpecsText(): the objects field_specs_json writes. */
 export function parseFieldSpecs(text) {
   return text.split('\n').filter(Boolean).map((line) => {
-    const [name, type, group, required, min, max, choices, unit, defaultText, description, trainmemOnly] = columns(line);
+    const [name, type, group, required, min, max, choices, unit, defaultText, description, trainmemOnly, linkKey, label] = columns(line);
     const spec = { name, type, group, required: required === '1' };
     if (min !== '') { spec.min = Number(min); spec.max = Number(max); }
     if (choices !== '') spec.choices = choices.split(',');
-    Object.assign(spec, { unit, default: defaultText, description, trainmem_only: trainmemOnly === '1' });
+    Object.assign(spec, { unit, default: defaultText, description, trainmem_only: trainmemOnly === '1', link_key: linkKey, label });
     return spec;
   });
 }
@@ -55,6 +55,12 @@ function parseTables(text) {
 const parseIssues = (text) => text.split('\n').filter(Boolean).map((line) => {
   const [field, message] = columns(line);
   return { field, message };
+});
+
+/** check_slots' issues: one "field\tmessage\trelated,fields" line each. */
+const parseCheckIssues = (text) => text.split('\n').filter(Boolean).map((line) => {
+  const [field, message, related] = columns(line);
+  return { field, message, related: related ? related.split(',') : [] };
 });
 
 /**
@@ -225,14 +231,16 @@ export class SlotCodec {
     out.layers = { total: r.whole(), dense: r.whole(), moe: r.whole() };
     out.stages = r.list((stage) => decodeStage(r, stage, trainmem));
     out.assumptions = r.list(() => r.named('assumption'));
-    const verdicts = r.list(() => ({
+    const verdict = () => ({
       fit: r.named('fit'), reason: r.named('fit_reason'), figure_bytes: r.figure(), capacity_bytes: r.figure(),
       headroom: r.figure(), spread: r.figure(), limit_bytes: r.figure(), upper_bytes: r.figure(),
-    }));
-    if (verdicts.length) {
-      const keys = trainmem ? this.tables.figure : ['total'];
-      out.verdicts = Object.fromEntries(verdicts.map((v, i) => [keys[i], v]));
-    }
+    });
+    const keys = trainmem ? this.tables.figure : ['total'];
+    const keyed = (list) => Object.fromEntries(list.map((v, i) => [keys[i], v]));
+    const verdicts = r.list(verdict);
+    if (verdicts.length) out.verdicts = keyed(verdicts);
+    const fits = r.list(() => ({ capacity_bytes: r.figure(), verdicts: keyed(r.list(verdict)) }));
+    if (fits.length) out.capacity_fits = fits;
     out.suggestions = r.list(() => {
       const rank = r.whole();
       const figure = r.figure();
@@ -253,6 +261,17 @@ export class SlotCodec {
       });
     }
     return out;
+  }
+
+  /**
+   * check_slots' answer (core slots.hpp): {ok, issues (each with its related fields), config: the
+   * resolved config of the fields in effect, or null when that does not resolve}.
+   */
+  decodeCheck(numbers, text) {
+    const r = new ResultReader(numbers, text, this.tables);
+    const ok = numbers[0] === 1;
+    const config = r.flag() ? this.decodeConfig(r) : null;
+    return { ok, issues: ok ? [] : parseCheckIssues(text), config };
   }
 
   /** The resolved config: one slot per field, then the list channel (a list per field at -1). */

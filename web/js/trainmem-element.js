@@ -18,7 +18,7 @@
 // recomputes. The element renders in its shadow root with its own styles, so the host page's CSS
 // neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
-import { ELEMENT_ATTRIBUTES, estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
+import { estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
 import { bindConfidence, confidenceOf, figureRows, FIGURES, fillConfidence, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
@@ -110,10 +110,6 @@ const h = (tag, cls, text) => {
 };
 
 export class TrainmemCalculator extends HTMLElement {
-  static get observedAttributes() {
-    return ELEMENT_ATTRIBUTES;
-  }
-
   constructor() {
     super();
     this.root = this.attachShadow({ mode: 'open' });
@@ -123,14 +119,19 @@ export class TrainmemCalculator extends HTMLElement {
     this.box.setAttribute('aria-label', 'GPU memory estimate');
     this.root.append(this.box);
     this.pending = false;
+    // Any attribute may be a field's link key, and the keys are the core's (its field rows): a
+    // static observedAttributes list would have to be known before the module is, so every
+    // attribute change is watched instead.
+    this.watcher = new MutationObserver(() => this.schedule());
   }
 
   connectedCallback() {
+    this.watcher.observe(this, { attributes: true });
     this.schedule();
   }
 
-  attributeChangedCallback() {
-    this.schedule();
+  disconnectedCallback() {
+    this.watcher.disconnect();
   }
 
   schedule() {
@@ -146,7 +147,7 @@ export class TrainmemCalculator extends HTMLElement {
 
   /** The attributes as a share-link state ("m=llama-3.1-70b&tp=8&..."). */
   state() {
-    return linkOfAttributes(this.attributes);
+    return linkOfAttributes(this.attributes, this.engine.fieldSpecsByName);
   }
 
   render() {

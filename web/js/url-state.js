@@ -13,124 +13,8 @@
 
 export const FORMAT_VERSION = 1;
 
-// Short, stable keys (append-only: never reuse or rename a key; add a new one instead).
-// Megatron's own names are accepted too, so a hand-written link can use them.
-export const FIELD_KEYS = Object.freeze({
-  profile: 'prof',
-  num_layers: 'L',
-  hidden_size: 'h',
-  num_attention_heads: 'a',
-  num_query_groups: 'g',
-  kv_channels: 'kv',
-  ffn_hidden_size: 'ffn',
-  vocab_size: 'V',
-  make_vocab_size_divisible_by: 'Vdiv',
-  should_pad_vocab: 'Vpad',
-  share_embeddings_and_output_weights: 'tied',
-  gated_linear_unit: 'glu',
-  swiglu: 'swiglu',
-  add_bias_linear: 'bias',
-  activation_func: 'act',
-  normalization: 'norm',
-  num_moe_experts: 'E',
-  moe_layer_freq: 'freq',
-  moe_ffn_hidden_size: 'fe',
-  moe_router_topk: 'topk',
-  moe_shared_expert_intermediate_size: 'fs',
-  moe_latent_size: 'lat',
-  moe_shared_expert_gate: 'sgate',
-  mtp_num_layers: 'mtp',
-  multi_latent_attention: 'mla',
-  q_lora_rank: 'qr',
-  kv_lora_rank: 'kvr',
-  qk_head_dim: 'qkd',
-  qk_pos_emb_head_dim: 'roped',
-  v_head_dim: 'vd',
-  seq_length: 's',
-  micro_batch_size: 'b',
-  global_batch_size: 'gbs',
-  num_microbatches: 'nmb',
-  use_distributed_optimizer: 'dopt',
-  sequence_parallel: 'sp',
-  recompute_granularity: 'rc',
-  tensor_model_parallel_size: 'tp',
-  pipeline_model_parallel_size: 'pp',
-  virtual_pipeline_model_parallel_size: 'vpp',
-  num_layers_in_first_pipeline_stage: 'ppf',
-  num_layers_in_last_pipeline_stage: 'ppl',
-  pipeline_stage_layers: 'ppsl',
-  context_parallel_size: 'cp',
-  expert_model_parallel_size: 'ep',
-  expert_tensor_parallel_size: 'etp',
-  data_parallel_size: 'dp',
-  world_size: 'world',
-  // trainmem profile and later model fields
-  max_position_embeddings: 'maxpos',
-  add_qkv_bias: 'qkvb',
-  qk_layernorm: 'qkln',
-  framework: 'fw',
-  zero_stage: 'zero',
-  data_parallel_shard_size: 'dps',
-  gpus_per_node: 'gpn',
-  params_dtype: 'dt',
-  expert_params_dtype: 'edt',
-  compute_dtype: 'cdt',
-  master_weights: 'mw',
-  main_params_dtype: 'mdt',
-  main_grads_dtype: 'gdt',
-  exp_avg_dtype: 'm1dt',
-  exp_avg_sq_dtype: 'm2dt',
-  fp8_recipe: 'fp8',
-  fp8_param_gather: 'fp8pg',
-  optimizer: 'opt',
-  momentum: 'mom',
-  optimizer_implementation: 'oimpl',
-  optimizer_offload_fraction: 'ooff',
-  offload_params: 'poff',
-  zero_init: 'zinit',
-  additional_buffer_factor: 'abf',
-  reduce_bucket_size: 'rbs',
-  contiguous_gradients: 'cgr',
-  overlap_comm: 'ovc',
-  gradient_as_bucket_view: 'gbv',
-  allocator_fragmentation: 'frag',
-  cuda_context_bytes: 'ctx',
-  nccl_bytes_per_communicator: 'nccl',
-  nccl_nvls: 'nvls',
-  workspace_bytes: 'ws',
-  attention_backend: 'attn',
-  attention_dropout: 'adrop',
-  hidden_dropout: 'hdrop',
-  moe_expert_capacity_factor: 'cf',
-  recompute_method: 'rcm',
-  recompute_num_layers: 'rcn',
-  recompute_modules: 'rcmod',
-  pipeline_schedule: 'sched',
-  pipeline_outputs: 'ppout',
-  cross_entropy_loss_fusion: 'cef',
-  // fine-tuning (issue 13)
-  peft: 'peft',
-  lora_rank: 'lr',
-  lora_target_modules: 'ltm',
-  lora_dropout: 'ldrop',
-  lora_modules_to_save: 'lms',
-  optimizer_in_backward: 'oib',
-  activation_offload: 'aoff',
-  paged_optimizer: 'paged',
-  cross_entropy_chunks: 'cec',
-  model_implementation: 'mimpl',
-  torch_compile: 'tc',
-  fused_linear_cross_entropy: 'flce',
-  moe_routing_imbalance: 'mri',
-  fsdp_embedding_units: 'feu',
-  op_sac_saves_cudnn_attention: 'sacc',
-  // bitsandbytes QLoRA (issue 29)
-  nf4_double_quant: 'dq',
-  quantize_lm_head: 'qlmh',
-  kbit_upcast: 'kbu',
-  bnb_keeps_matmul_input: 'bkmi',
-  cut_cross_entropy: 'cce',
-});
+// Each field's link key is the core's (its field row: short, stable, append-only; a hand-written
+// link may also use the field's Megatron name): the specs carry it as `link_key`.
 
 // Page state that is not a core field.
 // `pin` holds a second, complete state (a pinned configuration to compare with), encoded the same way.
@@ -140,9 +24,14 @@ export const PAGE_KEYS = Object.freeze({ preset: 'm', gpu: 'gpu', capacity: 'cap
 const UNITS = ['GiB', 'GB'];
 const FIGURES = ['allocated', 'reserved', 'device'];
 
-const keyToField = new Map(Object.entries(FIELD_KEYS).map(([field, key]) => [key, field]));
-/** The link key of a field: its short key, or its Megatron name. */
-export const keyOf = (field) => FIELD_KEYS[field] ?? field;
+const fieldsByKey = new WeakMap();
+/** The field a link key names (its link key or its name), from the core's specs; undefined if none. */
+export function fieldOfKey(specs, key) {
+  if (!fieldsByKey.has(specs)) fieldsByKey.set(specs, new Map([...specs.values()].map((s) => [s.link_key || s.name, s.name])));
+  return fieldsByKey.get(specs).get(key) ?? (specs.has(key) ? key : undefined);
+}
+/** The link key of a field: the core's short key, or its Megatron name. */
+export const keyOf = (specs, field) => specs.get(field)?.link_key || field;
 
 // ---- value text ----
 
@@ -254,17 +143,18 @@ export function checksum(text) {
  * @param {string} state.unit                     "GiB" or "GB"
  * @param {string} [state.figure]                 trainmem profile: allocated, reserved or device
  * @param {string} [state.pin]                    a pinned configuration, itself an encoded state
+ * @param {Map<string, {link_key: string}>} specs  the core's field specs by name (their link keys)
  * @returns {string} the fragment without "#"
  */
-export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, capacity, unit, figure, pin }) {
+export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, capacity, unit, figure, pin }, specs) {
   const pairs = [['v', String(FORMAT_VERSION)]];
   if (preset) pairs.push([PAGE_KEYS.preset, preset]);
   if (setup) pairs.push([PAGE_KEYS.setup, setup]);
   for (const name of names) {
     if (fields[name] !== undefined && fields[name] !== null) {
-      pairs.push([keyOf(name), valueToText(fields[name])]);
+      pairs.push([keyOf(specs, name), valueToText(fields[name])]);
     } else if (resolved[name] !== undefined && resolved[name] !== null) {
-      pairs.push([keyOf(name), `~${valueToText(resolved[name])}`]);
+      pairs.push([keyOf(specs, name), `~${valueToText(resolved[name])}`]);
     }
   }
   pairs.push([PAGE_KEYS.gpu, gpu]);
@@ -343,7 +233,7 @@ function readPair(out, key, value, specs) {
     if (FIGURES.includes(value)) out.figure = value;
     else out.rejected.push({ key, reason: `figure must be allocated, reserved or device, got "${value}"` });
   } else {
-    const name = keyToField.get(key) ?? (specs.has(key) ? key : null);
+    const name = fieldOfKey(specs, key);
     const spec = name && specs.get(name);
     if (!spec) {
       out.rejected.push({ key, reason: 'unknown field' });

@@ -1083,3 +1083,14 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);
   }
 }
+
+TEST_CASE("import hf: gpt_oss has fused expert parameters, Mixtral does not", "[moe][hf][import]") {
+  // GptOssExperts keeps gate_up_proj and down_proj as 3D parameters indexed per expert
+  // (moe_fused_expert_params); MixtralSparseMoeBlock has one nn.Linear per expert.
+  const ImportResult oss = hf("gpt-oss-20b");
+  REQUIRE(oss.ok());
+  CHECK(oss.input.moe_fused_expert_params == std::optional<bool>(true));
+  const ImportResult mixtral = hf("mixtral-8x7b");
+  REQUIRE(mixtral.ok());
+  CHECK_FALSE(mixtral.input.moe_fused_expert_params.has_value());
+}

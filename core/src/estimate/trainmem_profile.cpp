@@ -901,6 +901,25 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
   out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
+  // transformers' experts as 3D parameters (moe_fused_expert_params; GptOssExperts.forward's
+  // training loop, huggingface/transformers src/transformers/models/gpt_oss/modeling_gpt_oss.py @
+  // 00d4b3d2142cb4ced2f51b90614b5d26bc045015): each hit expert multiplies by
+  // self.gate_up_proj[expert_idx] and self.down_proj[expert_idx], indexing with a LongTensor. Its
+  // backward (IndexBackward0, tools/autograd/derivatives.yaml: index_backward, a zeros tensor of the
+  // whole parameter's size with index_put_(accumulate=True)) hands autograd a gradient the size of
+  // every local expert's gate_up_proj, which the engine adds into the parameter's input buffer
+  // (in place once the buffer holds one): the buffer is the parameter's gradient, counted with
+  // the gradients, and one more such tensor exists while it is added, the larger (gate_up_proj,
+  // E/EP × h × 2·f_e/ETP) at most, in the gradients' dtype. Only when the experts train.
+  const bool moe_here = std::any_of(inv.items.begin(), inv.items.begin() + inv.n,
+                                    [](const Tensors& t) { return t.part == Part::expert; });
+  if (c.moe_fused_expert_params && moe_here && !peft &&
+      c.model_implementation == ModelImplementation::hf_transformers) {
+    const double local_experts = double(c.num_moe_experts) / double(c.expert_model_parallel_size);
+    const double width = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size) *
+                         (c.gated_linear_unit ? 2 : 1);
+    out.backward_temporary += local_experts * double(c.hidden_size) * width * bytes_per_element(c.params_dtype);
+  }
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).

@@ -1083,3 +1083,37 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);
   }
 }
+
+TEST_CASE("import hf: gpt_oss has fused expert parameters, Mixtral does not", "[moe][hf][import]") {
+  // GptOssExperts keeps gate_up_proj and down_proj as 3D parameters indexed per expert
+  // (moe_fused_expert_params); MixtralSparseMoeBlock has one nn.Linear per expert.
+  const ImportResult oss = hf("gpt-oss-20b");
+  REQUIRE(oss.ok());
+  CHECK(oss.input.moe_fused_expert_params == std::optional<bool>(true));
+  const ImportResult mixtral = hf("mixtral-8x7b");
+  REQUIRE(mixtral.ok());
+  CHECK_FALSE(mixtral.input.moe_fused_expert_params.has_value());
+}
+
+TEST_CASE("megatron-args: MoE options trainmem does not model are named as such, not as unused", "[moe][import]") {
+  const ImportResult r = import_megatron_args(
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type allgather "
+      "--moe-router-dtype fp32 --moe-permute-fusion --vocab-size 1024 --bf16");
+  const auto has = [&](std::string_view line) {
+    return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
+  };
+  CHECK(has("--moe-token-dispatcher-type allgather: not modelled: trainmem counts the alltoall "
+            "dispatcher's buffers (allgather and flex keep others)"));
+  CHECK(has("--moe-router-dtype fp32: not modelled: the router's probabilities, kept on the dispatcher "
+            "per MoE layer ([tokens, experts]), are counted in the compute dtype (fp32 adds 2 B per "
+            "token and expert with bf16)"));
+  CHECK(has("--moe-permute-fusion: not modelled: Transformer Engine's fused permutation keeps an int32 "
+            "row map where trainmem counts the unfused permutation's two int64 index tensors (high)"));
+  const ImportResult a2a = import_megatron_args(
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
+      "--vocab-size 1024 --bf16");
+  CHECK(std::find(a2a.ignored.begin(), a2a.ignored.end(),
+                  "--moe-token-dispatcher-type alltoall: the dispatcher trainmem counts (alltoall)") != a2a.ignored.end());
+}

@@ -113,6 +113,7 @@ struct ConfigInput {
   std::optional<double> moe_routing_imbalance;  // trainmem profile
   std::optional<std::vector<uint8_t>> moe_layer_freq_list;  // moe_layer_freq given as a 0/1 list
   std::optional<bool> moe_shared_expert_gate;
+  std::optional<bool> moe_fused_expert_params;
   // Multi-latent attention (DeepSeek), read by the megatron-lm profile.
   std::optional<bool> multi_latent_attention;
   std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
@@ -200,6 +201,9 @@ struct Config {
   int64_t moe_shared_expert_intermediate_size = 0;
   int64_t moe_latent_size = 0;  // 0: no latent MoE
   bool moe_shared_expert_gate = false;
+  // transformers' experts as 3D parameters indexed per expert (GptOssExperts), not one
+  // nn.Linear per expert (Mixtral, Qwen-MoE); trainmem profile, hf-transformers MoE.
+  bool moe_fused_expert_params = false;
   int64_t mtp_num_layers = 0;
 
   bool multi_latent_attention = false;

@@ -135,6 +135,11 @@ struct Moments {
   Moment peak_moment = Moment::forward;
   double peak_activation_bytes = 0;
   double peak_temporary_bytes = 0;
+  // The job's moments outside the steady step (trainmem profile, job_moments; 0 where not
+  // modelled): loading a bitsandbytes 4-bit model with from_pretrained, and saving a full state
+  // dict under fsdp2. The stage's total is the largest of these and the step's moments.
+  double loading = 0;
+  double checkpoint_save = 0;
   double peak() const { return forward > backward ? (forward > optimizer_step ? forward : optimizer_step)
                                                   : (backward > optimizer_step ? backward : optimizer_step); }
 };
@@ -201,6 +206,9 @@ enum class Assumption : uint8_t {
   trainmem_paged_evicted,       // trainmem: paged states beyond the capacity counted in CPU memory
   trainmem_gradients_per_step,  // trainmem: gradients freed between steps, absent from the forward
   trainmem_peft_saved_copies,   // trainmem: PEFT modules_to_save copies beside the frozen originals
+  trainmem_job_moments_below,   // trainmem: loading / checkpoint save modelled, below the step's peak
+  trainmem_peak_at_loading,     // trainmem: the job's peak is loading (from_pretrained, bitsandbytes)
+  trainmem_peak_at_checkpoint_save,  // trainmem: the job's peak is a full-state-dict save (fsdp2)
   count
 };
 std::string_view assumption_text(Assumption);

@@ -181,6 +181,9 @@ Field in_effect_when(Field f, bool (*in_effect)(const Config&)) {
 
 // The conditions under which fields apply.
 bool moe_model(const Config& c) { return c.is_moe(); }
+bool hf_moe(const Config& c) {
+  return c.is_moe() && c.model_implementation == ModelImplementation::hf_transformers;
+}
 bool latent_attention(const Config& c) { return c.multi_latent_attention; }
 bool shards_with_zero_stage(const Config& c) {
   return c.framework == Framework::deepspeed || c.framework == Framework::fsdp2;
@@ -342,6 +345,12 @@ const std::vector<Field>& fields() {
       applies_when(bool_field<&C::moe_shared_expert_gate, &Config::moe_shared_expert_gate>(
           {"moe_shared_expert_gate", "sgate", "Shared expert gate"}, G::moe, from_config(),
           "Shared experts have a gate (megatron-lm counts h parameters for it)."), moe_model),
+      in_effect_when(trainmem_only(bool_field<&C::moe_fused_expert_params, &Config::moe_fused_expert_params>(
+          {"moe_fused_expert_params", "mfep", "Experts as one 3D parameter (gpt-oss)"}, G::moe, from_config(),
+          "transformers' experts are 3D parameters indexed per expert (GptOssExperts: "
+          "gate_up_proj[expert_idx]), not one nn.Linear per expert (Mixtral, Qwen-MoE): each "
+          "expert's backward makes a gradient the size of the whole parameter, one more at a "
+          "time in an MoE layer's backward. `trainmem import hf` sets it for model_type gpt_oss.")), hf_moe),
       int_field<&C::mtp_num_layers, &Config::mtp_num_layers>(
           {"mtp_num_layers", "mtp", "Multi-token prediction layers"}, G::moe, 0, k_max_layers, "layers", from_config(),
           "Multi-token-prediction layers after the decoder."),

@@ -105,6 +105,18 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "its frozen original (both are counted), the copy in the adapter rows with its gradients and "
     "optimizer states; a trained embedding keeps its token ids and a trained output layer its "
     "input.",
+    "The job's other moments modelled for this run need less than the training step: loading a "
+    "bitsandbytes 4-bit model with from_pretrained (the weights and one 16-bit copy of the largest "
+    "quantised linear, quantised one at a time on the GPU) and saving a full state dict under "
+    "FSDP2 (the state without gradients and one tensor gathered whole at a time). --verbose "
+    "traces their figures.",
+    "The job's peak is outside the training step, while from_pretrained loads the model: "
+    "bitsandbytes quantises one weight at a time on the GPU, beside the weights already loaded. "
+    "The figure is that moment's; the breakdown shows the step's peak, the difference among the "
+    "temporaries.",
+    "The job's peak is outside the training step, while a full state dict is saved: FSDP2 gathers "
+    "each tensor whole on the GPU, one at a time, beside the state at rest. The figure is that "
+    "moment's; the breakdown shows the step's peak, the difference among the temporaries.",
 };
 
 std::string fixed2(double v) { return two_decimals(v); }
@@ -182,6 +194,16 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   set(est.assumptions, Assumption::trainmem_paged_evicted, c.paged_optimizer && c.gpu_memory_bytes > 0);
   set(est.assumptions, Assumption::trainmem_gradients_per_step, detail::gradients_start_each_step_empty(c));
   set(est.assumptions, Assumption::trainmem_peft_saved_copies, c.lora_modules_to_save != 0 && c.peft_on());
+  // The job's moments outside the step (trainmem_profile.cpp job_moments), on the most-loaded
+  // stage: which one is the peak, or that they are below it.
+  const Moments& m = est.moments;
+  const double step_peak = m.peak();
+  const bool at_loading = m.loading > step_peak && m.loading >= m.checkpoint_save;
+  const bool at_save = m.checkpoint_save > step_peak && !at_loading;
+  set(est.assumptions, Assumption::trainmem_peak_at_loading, at_loading);
+  set(est.assumptions, Assumption::trainmem_peak_at_checkpoint_save, at_save);
+  set(est.assumptions, Assumption::trainmem_job_moments_below,
+      (m.loading > 0 || m.checkpoint_save > 0) && !at_loading && !at_save);
   return est;
 }
 

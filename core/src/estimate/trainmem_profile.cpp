@@ -385,6 +385,10 @@ struct StageState {
   double gradients_freed_between_steps = 0;
   double output_gradients = 0, output_adapter_gradients = 0;
   double paged = 0;                // paged optimizer states (unified memory, not allocated bytes)
+  // For the job's moments outside the step (job_moments): the largest NF4 linear's elements
+  // (the output layer's too) and, under fsdp2, the largest single tensor a full state dict
+  // gathers whole on the GPU (bytes, with NF4's dequantised copy where the saver makes one).
+  double largest_nf4_elements = 0, largest_gathered_bytes = 0;
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double dense_local = 0, expert_local = 0;
   double adapter_local = 0;        // peft: adapter parameters on this GPU
@@ -687,6 +691,16 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       largest_frozen_bytes = std::max(largest_frozen_bytes, sharded / t.count);
       // The output layer (the only linear of Part::embedding) is dequantised beside the logits,
       // not beside a decoder layer's recomputation: it has its own moment (stage_moments).
+      if (fd == Dtype::nf4) out.largest_nf4_elements = std::max(out.largest_nf4_elements, t.elements());
+      // A full state dict gathers each frozen tensor whole in its storage type (the packed NF4
+      // data; bitsandbytes' QuantState is on every rank already); torchtune's saver then
+      // dequantises an NF4 tensor to its original dtype on the GPU beside it (job_moments).
+      if (fw == Framework::fsdp2) {
+        const bool dequantised = fd == Dtype::nf4 && c.model_implementation == ModelImplementation::torchtune;
+        const double whole_tensor =
+            sharded / t.count + (dequantised ? t.elements() * bytes_per_element(unquantized_dtype(c)) : 0);
+        out.largest_gathered_bytes = std::max(out.largest_gathered_bytes, whole_tensor);
+      }
       if (fd == Dtype::nf4 && t.part == Part::embedding) {
         out.output_dequant = nf4_dequant_bytes(c, t.elements());
         out.output_rows = t.rows;
@@ -827,6 +841,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
         // The gathered copy is param_dtype's with or without a master (FSDP2 all-gathers into an
         // unsharded parameter of its own either way), beside the shard.
         if (stage == 2) out.forward_backward_only += part_add(weights, part, P * stored_w);
+        // A full state dict gathers each parameter whole in its sharded storage type, then each
+        // optimizer state (job_moments): the largest of them, one at a time.
+        out.largest_gathered_bytes = std::max(
+            {out.largest_gathered_bytes, t.elements() * storage, optimizer / t.count});
         // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
         step.elements += P / n * on_gpu;
         step.largest = std::max(step.largest, t.elements() / n * on_gpu);
@@ -883,6 +901,25 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
   out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
+  // transformers' experts as 3D parameters (moe_fused_expert_params; GptOssExperts.forward's
+  // training loop, huggingface/transformers src/transformers/models/gpt_oss/modeling_gpt_oss.py @
+  // 00d4b3d2142cb4ced2f51b90614b5d26bc045015): each hit expert multiplies by
+  // self.gate_up_proj[expert_idx] and self.down_proj[expert_idx], indexing with a LongTensor. Its
+  // backward (IndexBackward0, tools/autograd/derivatives.yaml: index_backward, a zeros tensor of the
+  // whole parameter's size with index_put_(accumulate=True)) hands autograd a gradient the size of
+  // every local expert's gate_up_proj, which the engine adds into the parameter's input buffer
+  // (in place once the buffer holds one): the buffer is the parameter's gradient, counted with
+  // the gradients, and one more such tensor exists while it is added, the larger (gate_up_proj,
+  // E/EP × h × 2·f_e/ETP) at most, in the gradients' dtype. Only when the experts train.
+  const bool moe_here = std::any_of(inv.items.begin(), inv.items.begin() + inv.n,
+                                    [](const Tensors& t) { return t.part == Part::expert; });
+  if (c.moe_fused_expert_params && moe_here && !peft &&
+      c.model_implementation == ModelImplementation::hf_transformers) {
+    const double local_experts = double(c.num_moe_experts) / double(c.expert_model_parallel_size);
+    const double width = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size) *
+                         (c.gated_linear_unit ? 2 : 1);
+    out.backward_temporary += local_experts * double(c.hidden_size) * width * bytes_per_element(c.params_dtype);
+  }
 
   // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
   // (4 × largest_layer_params in DeepSpeed's estimator).
@@ -1541,6 +1578,61 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
   return double(simulate_caching_allocator(events).reserved);
 }
 
+// The job's moments outside the steady step, each as its framework's code runs it (docs
+// trainmem-profile.md §4, "The job's moments"). `model_state`: the stage's model state at rest
+// with the library workspaces, as every step moment counts it.
+struct JobMoments {
+  double loading = 0, checkpoint_save = 0;
+};
+JobMoments job_moments(const Config& c, const StageState& state, double model_state) {
+  JobMoments job;
+  // Loading a QLoRA model with transformers' from_pretrained and a bitsandbytes 4-bit config,
+  // where each rank loads the whole model onto its own GPU (frameworks ddp, and deepspeed below
+  // ZeRO-3, which partitions at load). Bnb4BitHfQuantizer.create_quantized_param
+  // (huggingface/transformers src/transformers/quantizers/quantizer_bnb_4bit.py @
+  // 009ba7ca964c0049263bb4ad5d9eceb3674aaa0f) takes each checkpoint tensor to the CPU
+  // (param_value.to("cpu")) and builds bnb.nn.Params4bit(...).to(target_device), which quantises
+  // on the GPU: Params4bit._quantize copies the 16-bit weight to the device
+  // (w = self.data.contiguous().to(device)) and quantize_4bit writes the packed data and one fp32
+  // absmax per block of 64 before double quantisation compresses it
+  // (bitsandbytes-foundation/bitsandbytes bitsandbytes/nn/modules.py and functional.py @ 0.48.0
+  // 406fb6aa); the 16-bit copy dies when _quantize returns. One tensor at a time, so the moment
+  // is the model's weights (counted as they are at rest, a kbit_upcast fp32 included: the upcast
+  // comes after loading, so this is high) and one 16-bit copy of the largest NF4 linear with its
+  // fp32 absmax. The adapters, their gradients and optimizer states come after loading.
+  const bool hf = c.model_implementation == ModelImplementation::hf_transformers;
+  const bool whole_model_per_gpu =
+      c.framework == Framework::ddp || (c.framework == Framework::deepspeed && c.zero_stage < 3);
+  if (c.peft == Peft::qlora && hf && whole_model_per_gpu && state.largest_nf4_elements > 0) {
+    const double n = state.largest_nf4_elements;
+    const StateBreakdown& st = state.gpu;
+    // Autocast's weight copies are made by the forward, not by loading.
+    const double base = st.weights.total() + st.frozen_weights.total();
+    job.loading = base + n * bytes_per_element(unquantized_dtype(c)) + 4 * std::ceil(n / 64);
+  }
+  // Saving a full state dict under fsdp2 (torchtune's and transformers' models; torchtitan saves
+  // sharded, through torch.distributed.checkpoint). torchtune's gather_cpu_state_dict
+  // (pytorch/torchtune torchtune/training/_distributed.py @ 0696355d852611de9e136b4d236c08d2b46d25b5)
+  // takes one parameter at a time: param.full_tensor() all-gathers it whole on the GPU (an NF4
+  // weight through _gather_nf4_tensor, then param.to(param.dtype) dequantises it there), and
+  // param.cpu() copies it out, the GPU copy dying with the next iteration; its full optimizer
+  // state dict (get_full_optimizer_state_dict, StateDictOptions(full_state_dict=True,
+  // cpu_offload=True)) gathers each state tensor the same way. The checkpoint is taken between
+  // steps: zero_grad(set_to_none=True) has freed the gradients and FSDP2 has resharded every
+  // layer (forward_backward_only). So: the model state at rest without gradients, plus the
+  // largest tensor whole (largest_gathered_bytes; a parameter's two Adam states are taken
+  // together, high by one). Pipelined runs keep unsharded gradients and their own buffers: not
+  // modelled.
+  const bool full_state_dict = c.model_implementation == ModelImplementation::torchtune || hf;
+  if (c.framework == Framework::fsdp2 && full_state_dict && c.pipeline_model_parallel_size == 1) {
+    const StateBreakdown& st = state.gpu;
+    const double gradients = st.gradients.total() + st.adapter_gradients.total();
+    job.checkpoint_save =
+        std::max(0.0, model_state - gradients - state.forward_backward_only) + state.largest_gathered_bytes;
+  }
+  return job;
+}
+
 StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, const LayerSize& largest_layer,
                            bool include_activation, Trace* trace, StageKind* middle = nullptr) {
   StageResult out;
@@ -1722,6 +1814,19 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   }
   m.peak_moment = peak.moment;
   m.peak_activation_bytes = peak.activations;
+  // The job's moments outside the step: when one is larger, it is the stage's total (allocated is
+  // max_memory_allocated over the job); the breakdown keeps the step peak's rows and the excess
+  // shows among the temporaries, and the assumptions say which moment it is.
+  const JobMoments job = job_moments(c, out.state, model_state);
+  m.loading = job.loading;
+  m.checkpoint_save = job.checkpoint_save;
+  if (job.loading > 0)
+    note(trace, "trainmem.loading_moment", job.loading,
+         "from_pretrained with bitsandbytes 4-bit: the weights + the largest NF4 linear's 16-bit copy and fp32 absmax");
+  if (job.checkpoint_save > 0)
+    note(trace, "trainmem.checkpoint_save_moment", job.checkpoint_save,
+         "fsdp2 full state dict: the model state without gradients and gathered layers + the largest tensor whole");
+  s.total_bytes = std::max({s.total_bytes, job.loading, job.checkpoint_save});
   m.peak_temporary_bytes = std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable). The caching allocator
   // keeps what it once reserved: the previous step's gradient blocks, freed by zero_grad, stay

@@ -430,6 +430,12 @@ void HfReader::read_moe(int64_t layers) {
   if (type_.name == "gpt_oss" && !find(topk_key) && find("experts_per_token"))
     topk_key = "experts_per_token";
   if (auto v = integer(topk_key, true)) put_int("moe_router_topk", *v, topk_key);
+  // GptOssExperts keeps every expert in 3D parameters (gate_up_proj, down_proj) that its training
+  // loop indexes per expert (modeling_gpt_oss.py @ 00d4b3d2); Mixtral and Qwen-MoE have one
+  // nn.Linear per expert.
+  if (type_.name == "gpt_oss" && put("moe_fused_expert_params", true, "model_type"))
+    out_.assumed.push_back("moe_fused_expert_params ← true (model_type gpt_oss: GptOssExperts' "
+                           "gate_up_proj and down_proj are 3D parameters indexed per expert)");
 
   std::optional<int64_t> expert_width;
   if (qwen || deepseek) {

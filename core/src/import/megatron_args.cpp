@@ -217,6 +217,19 @@ constexpr Unmodelled k_unmodelled[] = {
      "ignored without --group-query-attention (Megatron-LM then uses num_attention_heads)"},
     {"--rotary-percent", "rotary embeddings have no parameters"},
     {"--rotary-base", "rotary embeddings have no parameters"},
+    // MoE options whose memory trainmem does not model (docs/trainmem-profile.md §9): said so,
+    // not "not used", since each changes what the GPU holds.
+    {"--moe-router-dtype",
+     "not modelled: the router's probabilities, kept on the dispatcher per MoE layer ([tokens, "
+     "experts]), are counted in the compute dtype (fp32 adds 2 B per token and expert with bf16)"},
+    {"--moe-permute-fusion",
+     "not modelled: Transformer Engine's fused permutation keeps an int32 row map where trainmem "
+     "counts the unfused permutation's two int64 index tensors (high)"},
+    {"--moe-pad-expert-input-to-capacity",
+     "trainmem pads every expert to the capacity whenever moe_expert_capacity_factor is set "
+     "(without padding that is the upper bound)"},
+    {"--moe-enable-deepep", "not modelled: the flex dispatcher (DeepEP) keeps other buffers than "
+                            "the alltoall dispatcher trainmem counts"},
 };
 
 // Arguments read into a field as they are (dashes become underscores except where named).
@@ -985,6 +998,12 @@ void MegatronReader::read_rest() {
       why =
           "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or "
           "--vocab-size)";
+    // trainmem counts Megatron Core's alltoall token dispatcher (docs/trainmem-profile.md §9).
+    if (a.name == "--moe-token-dispatcher-type")
+      why = a.values.size() == 1 && a.values[0] == "alltoall"
+                ? "the dispatcher trainmem counts (alltoall)"
+                : "not modelled: trainmem counts the alltoall dispatcher's buffers (allgather and "
+                  "flex keep others)";
     if (a.name == "--optimizer" && a.values.size() == 1)
       why = "not modelled (trainmem's optimizer table has adam and sgd of Megatron-LM's choices)";
     out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);

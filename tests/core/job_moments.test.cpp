@@ -1,0 +1,116 @@
+// The job's moments outside the steady training step (issue 29 item 2): loading a bitsandbytes
+// 4-bit model with transformers' from_pretrained, and saving a full state dict under FSDP2. Every
+// expected figure is worked out by hand in the comments from the rules of
+// docs/trainmem-profile.md §4 ("The job's moments"), not read back from the implementation.
+#include <string>
+
+#include "support.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// The small Llama-style model of finetune.test.cpp (support.hpp): 2 layers, h = 1024, 8 heads of
+// 128 (MHA), SwiGLU f = 4096, vocabulary 32,000, RMSNorm, no biases, tied embedding; one sequence
+// of 1,024 tokens. Per layer q, k, v, o of 1,048,576 elements and gate, up, down of 4,194,304,
+// two norms of 1,024: 16,779,264; the model 2 · 16,779,264 + 32,768,000 + 1,024 = 66,327,552.
+constexpr double k_params = 66327552;
+constexpr double k_workspaces = 96.0 * 1024 * 1024;  // workspace_bytes' default, 100,663,296 B
+
+}  // namespace
+
+TEST_CASE("loading a bitsandbytes 4-bit model: the weights and one 16-bit linear at a time", "[job_moments][qlora]") {
+  // transformers' Bnb4BitHfQuantizer builds Params4bit(...).to(device) per checkpoint tensor:
+  // the 16-bit weight is copied to the GPU and quantised there, with an fp32 absmax per block of
+  // 64 before double quantisation. One GPU, kbit_upcast none, no double quantisation (the
+  // transformers default): the frozen base is 84,420,608 B (qlora.test.cpp works it out: NF4
+  // linears 18,874,368 + the bf16 rest 65,546,240). The largest NF4 linear is gate/up/down,
+  // 4,194,304 elements: 2 B each = 8,388,608, and 4 · 65,536 = 262,144 B of absmax.
+  //   84,420,608 + 8,388,608 + 262,144 = 93,071,360 B
+  Trace trace;
+  const Estimate est = full_estimate(
+      config_from(small_llama(R"("framework": "ddp", "peft": "qlora", "kbit_upcast": "none")")), &trace);
+  CHECK(est.moments.loading == 93071360);
+  CHECK(trace_value(trace, "trainmem.loading_moment") == 93071360);
+  // The step holds the same weights, the adapters and the activations, and dequantises that
+  // linear in the compute dtype: loading is below it, and the result says so.
+  CHECK(est.total_bytes > est.moments.loading);
+  CHECK(est.has(Assumption::trainmem_job_moments_below));
+  CHECK_FALSE(est.has(Assumption::trainmem_peak_at_loading));
+  CHECK(est.moments.checkpoint_save == 0);
+}
+
+TEST_CASE("loading: only where each rank loads the whole model onto its GPU", "[job_moments][qlora]") {
+  // torchtune builds its own NF4 (torchao), FSDP2 and ZeRO-3 partition the model: not this path.
+  for (const char* more : {R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune")",
+                           R"("framework": "fsdp2", "peft": "qlora", "model_implementation": "hf-transformers",
+                               "data_parallel_size": 2, "data_parallel_shard_size": 2)",
+                           R"("framework": "ddp", "peft": "lora")"}) {
+    INFO(more);
+    CHECK(full_estimate(config_from(small_llama(more))).moments.loading == 0);
+  }
+}
+
+TEST_CASE("a full state dict under FSDP2: the state without gradients, one tensor whole", "[job_moments]") {
+  // torchtune's full fine-tune on 2 GPUs, bf16 weights, gradients and Adam states, no master.
+  // Between steps the gradients are freed (zero_grad(set_to_none=True)) and every layer is
+  // resharded, so the state at rest is the weight shards 66,327,552 · 2 / 2 = 66,327,552 B and
+  // the Adam shards 66,327,552 · 4 / 2 = 132,655,104 B, with the library workspaces 100,663,296.
+  // gather_cpu_state_dict gathers one parameter at a time (largest: the embedding, 32,768,000 ·
+  // 2 = 65,536,000 B) and the full optimizer state dict one state tensor at a time; a
+  // parameter's two states are taken together (high by one), 32,768,000 · 4 = 131,072,000 B.
+  //   66,327,552 + 132,655,104 + 100,663,296 + 131,072,000 = 430,717,952 B
+  Trace trace;
+  const Estimate est = full_estimate(config_from(small_llama(
+      R"("framework": "fsdp2", "model_implementation": "torchtune", "data_parallel_size": 2,
+         "data_parallel_shard_size": 2, "params_dtype": "bf16", "master_weights": false,
+         "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+         "optimizer": "adamw")")),
+      &trace);
+  CHECK(est.state.weights.total() == k_params);
+  CHECK(est.moments.checkpoint_save == 66327552 + 132655104 + k_workspaces + 131072000);
+  CHECK(trace_value(trace, "trainmem.checkpoint_save_moment") == est.moments.checkpoint_save);
+  CHECK(est.total_bytes > est.moments.checkpoint_save);
+  CHECK(est.has(Assumption::trainmem_job_moments_below));
+}
+
+TEST_CASE("a full state dict can be the job's peak: the figure is that moment's", "[job_moments]") {
+  // The small model with a 128,000-token vocabulary (tied, a multiple of 128: no padding) on 64
+  // GPUs, an fp32 master and fp32 Adam states, 16-token sequences: the shards are small and the
+  // step holds little, while saving gathers the embedding's two fp32 states whole.
+  //   P = 2 · 16,779,264 + 128,000 · 1,024 + 1,024 = 33,558,528 + 131,072,000 + 1,024 = 164,631,552
+  //   at rest: master shards P · 4 / 64 = 10,289,472, Adam shards P · 8 / 64 = 20,578,944,
+  //   workspaces 100,663,296; the embedding's states whole 131,072,000 · 8 = 1,048,576,000
+  //   10,289,472 + 20,578,944 + 100,663,296 + 1,048,576,000 = 1,180,107,712 B
+  // The step's largest moment holds those shards, the gradient shards (10,289,472), the unsharded
+  // root in bf16 (about 262 MB), two gathered layers and a layer's gradient with its fp32 copy
+  // (16,779,264 · (2 + 2 + 2 + 4) = 167,792,640) and the output layer's bf16 gradient (262 MB):
+  // under 0.9 GB, below the save.
+  const std::string run = R"({"num_layers": 2, "hidden_size": 1024, "num_attention_heads": 8,
+      "ffn_hidden_size": 4096, "vocab_size": 128000, "normalization": "RMSNorm", "swiglu": true,
+      "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 16,
+      "micro_batch_size": 1, "gpus_per_node": 8, "framework": "fsdp2", "model_implementation": "torchtune",
+      "data_parallel_size": 64, "data_parallel_shard_size": 64, "params_dtype": "bf16",
+      "master_weights": true, "main_params_dtype": "fp32", "main_grads_dtype": "fp32",
+      "exp_avg_dtype": "fp32", "exp_avg_sq_dtype": "fp32", "optimizer": "adamw"})";
+  Trace trace;
+  const Estimate est = full_estimate(config_from(run), &trace);
+  CHECK(est.moments.checkpoint_save == 10289472 + 20578944 + k_workspaces + 1048576000);
+  CHECK(est.moments.peak() < est.moments.checkpoint_save);
+  CHECK(est.total_bytes == est.moments.checkpoint_save);
+  CHECK(est.has(Assumption::trainmem_peak_at_checkpoint_save));
+  CHECK_FALSE(est.has(Assumption::trainmem_job_moments_below));
+  // The breakdown keeps the step's rows; the difference shows among the temporaries.
+  CHECK(est.moments.peak_temporary_bytes ==
+        est.total_bytes - est.weight_and_optimizer_bytes - est.moments.peak_activation_bytes);
+}
+
+TEST_CASE("no full-state-dict moment for torchtitan (sharded saves) or pipelined FSDP2", "[job_moments]") {
+  for (const char* more : {R"("framework": "fsdp2", "model_implementation": "torchtitan", "data_parallel_size": 2,
+                               "data_parallel_shard_size": 2)",
+                           R"("framework": "megatron", "data_parallel_size": 2)"}) {
+    INFO(more);
+    CHECK(full_estimate(config_from(small_llama(more))).moments.checkpoint_save == 0);
+  }
+}

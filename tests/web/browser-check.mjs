@@ -5,6 +5,7 @@
 // Needs: web/wasm/trainmem.{mjs,wasm} (the wasm build) and web/vendor/chart.umd.js (vendor script).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -1059,6 +1060,128 @@ await check('a Megatron-LM test config (model_config.yaml) imports in the page a
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
+
+// Issue 32, task 4 (item 2): an axolotl config naming a model that is no preset. The page asks for
+// its config.json, takes it from a Hub the user names (here a local server standing in for
+// huggingface.co) with one request the user starts, and then gives the CLI's figure for
+// `trainmem import axolotl CONFIG --model config.json`. tests/data/hf/qwen2.5-14b.json holds the
+// shape of Qwen/Qwen2.5-14B's config.json on the Hub (48 layers, hidden 5120, 40 heads, 8 KV
+// heads, FFN 13824, vocabulary 152064, untied).
+/** A stand-in Hub on 127.0.0.1: Qwen2.5-14B's config.json, a gated model (401 GatedRepo), else 404; counts requests. */
+async function startHub() {
+  const config = await readFile(new URL('../data/hf/qwen2.5-14b.json', import.meta.url));
+  const requests = [];
+  const hubServer = createServer((req, res) => {
+    requests.push(req.url);
+    const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'X-Error-Code' };
+    if (req.url === '/Qwen/Qwen2.5-14B/resolve/main/config.json') {
+      res.writeHead(200, { ...cors, 'Content-Type': 'application/json' });
+      res.end(config);
+    } else if (req.url.startsWith('/gated-org/')) {
+      res.writeHead(401, { ...cors, 'X-Error-Code': 'GatedRepo', 'Content-Type': 'application/json' });
+      res.end('{"error":"Access to model gated-org/x is restricted."}');
+    } else {
+      res.writeHead(404, { ...cors, 'X-Error-Code': 'RepoNotFound' });
+      res.end('{"error":"Repository not found"}');
+    }
+  });
+  await new Promise((r) => hubServer.listen(0, '127.0.0.1', r));
+  return { hubServer, requests, base: `http://127.0.0.1:${hubServer.address().port}` };
+}
+
+const QWEN_AXOLOTL = async () => (await readFile(new URL('../import/fixtures/axolotl/llama-3-qlora.yml', import.meta.url), 'utf8'))
+  .replace(/^base_model:.*$/m, 'base_model: Qwen/Qwen2.5-14B');
+
+/** The CLI's device bytes for the axolotl file over Qwen2.5-14B's config.json on `gpu`. */
+async function cliQwenBytes(yamlText, gpu) {
+  const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+  const dir = await mkdtemp(join(tmpdir(), 'trainmem-axolotl-'));
+  const file = join(dir, 'qwen2.5-14b-axolotl.yml');
+  await writeFile(file, yamlText);
+  // Without --model the CLI asks the same question the page does.
+  let refused = '';
+  try {
+    execFileSync(cli, ['import', 'axolotl', file, '--gpus', '1'], { stdio: 'pipe' });
+  } catch (error) {
+    refused = `${error.status} ${error.stderr}`;
+  }
+  const config = JSON.parse(execFileSync(cli, ['import', 'axolotl', file, '--gpus', '1', '--model',
+    fileURLToPath(new URL('../data/hf/qwen2.5-14b.json', import.meta.url))], { stdio: 'pipe' }).toString());
+  const capacity = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === gpu).memory_bytes;
+  const estimate = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...config, gpu_memory_bytes: capacity }) }).toString());
+  await rm(dir, { recursive: true, force: true });
+  return { refused, bytes: String(Math.round(estimate.device_bytes)) };
+}
+
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`an axolotl config naming a model that is no preset: the page asks for its config.json, fetches it from the Hub when asked, and gives the CLI's figure (${tag})`, async (keep) => {
+    const hub = await startHub();
+    try {
+      const { page, problems } = await open('', { viewport });
+      keep(page);
+      await page.evaluate(() => localStorage.removeItem('trainmem.hubBase'));
+      const yamlText = await QWEN_AXOLOTL();
+      await page.click('#import-panel > summary');
+      await page.fill('#import-text', yamlText);
+      await page.fill('#import-gpus', '1');
+      await page.click('#import-run');
+      await page.waitForFunction(() => /Nothing was imported/.test(document.querySelector('#import-report').textContent));
+      const report = await page.textContent('#import-report');
+      const { refused, bytes: expected } = await cliQwenBytes(yamlText, 'h100-80gb');
+      // The page and the CLI ask the same question; the page's words point to its own box, not --model.
+      expect(/^2 /.test(refused) && refused.includes('base_model: "Qwen/Qwen2.5-14B" is not the Hugging Face repository of a trainmem preset'), `CLI: ${refused}`);
+      expect(report.includes('base_model: "Qwen/Qwen2.5-14B" is not the Hugging Face repository of a trainmem preset; give its config.json below') && !report.includes('--model'), `report: ${report}`);
+      expect(await page.isVisible('#import-model') && await page.inputValue('#import-model-id') === 'Qwen/Qwen2.5-14B', 'the model box is not shown with the model id');
+      expect(await page.inputValue('#import-hub-base') === 'https://huggingface.co', `default base ${await page.inputValue('#import-hub-base')}`);
+      expect(hub.requests.length === 0, `requests before the button: ${hub.requests}`);
+      // A base the page's CSP does not allow: said before any request.
+      await page.fill('#import-hub-base', 'https://example.com');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Content-Security-Policy/.test(document.querySelector('#import-model-status').textContent));
+      // The local Hub: a gated model, then a missing one, then the model.
+      await page.fill('#import-hub-base', `${hub.base}/`);
+      await page.fill('#import-model-id', 'gated-org/Secret-7B');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /gated model/.test(document.querySelector('#import-model-status').textContent));
+      await page.fill('#import-model-id', 'nobody/No-Such-Model');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Not found \(404\)/.test(document.querySelector('#import-model-status').textContent));
+      await page.fill('#import-model-id', '../etc');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /not a Hub repository id/.test(document.querySelector('#import-model-status').textContent));
+      expect(hub.requests.length === 2, `requests: ${hub.requests}`);
+      await page.fill('#import-model-id', 'Qwen/Qwen2.5-14B');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Imported axolotl config/.test(document.querySelector('#import-report').textContent));
+      await settled(page);
+      expect(hub.requests.at(-1) === '/Qwen/Qwen2.5-14B/resolve/main/config.json' && hub.requests.length === 3, `requests: ${hub.requests}`);
+      const status = await page.textContent('#import-model-status');
+      expect(status.includes(`Fetched ${hub.base}/Qwen/Qwen2.5-14B/resolve/main/config.json (model_type qwen2)`), `status: ${status}`);
+      const shown = { layers: await page.inputValue('#f-num_layers'), hidden: await page.inputValue('#f-hidden_size'), vocab: await page.inputValue('#f-vocab_size'), peft: await page.inputValue('#f-peft') };
+      expect(shown.layers === '48' && shown.hidden === '5120' && shown.vocab === '152064' && shown.peft === 'qlora', `form: ${JSON.stringify(shown)}`);
+      const newReport = await page.textContent('#import-report');
+      expect(newReport.includes('config.json: num_layers ← num_hidden_layers = 48') && !newReport.includes('--model'), `report: ${newReport}`);
+      const bytes = await page.getAttribute('#total', 'data-bytes');
+      expect(bytes === expected, `page ${bytes} B, CLI ${expected} B`);
+      // The base is remembered for the next visit; the default is not stored.
+      expect(await page.evaluate(() => localStorage.getItem('trainmem.hubBase')) === hub.base, 'base not remembered');
+      await page.screenshot({ path: join(SHOTS, `import-hub-model-${tag}.png`) });
+      await page.$eval('#import-model', (e) => e.scrollIntoView({ block: 'start' }));
+      await page.screenshot({ path: join(SHOTS, `import-hub-model-box-${tag}.png`) });
+      await page.reload();
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+      expect(await page.inputValue('#import-hub-base') === hub.base, `remembered base: ${await page.inputValue('#import-hub-base')}`);
+      expect(hub.requests.length === 3, `a reload requested: ${hub.requests}`);
+      await page.evaluate(() => localStorage.removeItem('trainmem.hubBase'));
+      // The browser logs the 401 and the 404 it was asked to fetch; nothing else may be logged.
+      const unexpected = problems.filter((p) => !/^console error: Failed to load resource: the server responded with a status of (401|404)\b/.test(p));
+      expect(unexpected.length === 0 && problems.length === 2, problems.join('\n'));
+      return page;
+    } finally {
+      hub.hubServer.close();
+    }
+  });
+}
 
 /** Runs the import panel on a fixture with a launch command; the form's values of `fields` once the report says `kind` read it. */
 async function importWithLaunch(page, fixture, launch, kind, fields, before = async () => {}) {

@@ -1348,7 +1348,12 @@ await check('compare: pin, change inputs, both side by side with the difference;
   const weights = rows.find((r) => r[0] === 'Weights');
   expect(weights && weights[3] === '=', `weights should not change: ${JSON.stringify(weights)}`);
   expect(rows.at(-1)[0].startsWith('Total'), 'no total row');
-  expect((await page.textContent('#compare-names')).includes('micro_batch_size 1 → 4'), await page.textContent('#compare-names'));
+  // The settings that differ, each with its two values and what it does alone: with one setting
+  // changed, that alone is the whole difference of the totals.
+  const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
+  expect(JSON.stringify(diff.map((r) => r.slice(0, 3))) === JSON.stringify([['micro_batch_size', '1', '4']]), `differences: ${JSON.stringify(diff)}`);
+  expect(await page.textContent('#compare-diff-title') === 'This setting differs', await page.textContent('#compare-diff-title'));
+  expect(diff[0][3] === rows.at(-1)[3], `alone ${diff[0][3]}, total difference ${rows.at(-1)[3]}`);
   expect(await paintedPixels(page, '#compare-chart') > 2000, 'compare chart is blank');
   await settleUrl(page);
   const link = await hashNow(page);

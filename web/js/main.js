@@ -22,6 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
+import { chooseMethod, methodNotice, methodNoticeBox } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -492,6 +493,8 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
   followed = null;
   ui.setupNotice.hidden = true;
+  const methodBox = document.getElementById('method-notice');
+  if (methodBox) methodBox.hidden = true;
   syncControls();
   recompute();
   share.commit();
@@ -520,6 +523,7 @@ let followed = null; // {by, name, value}: the field set aside when `by` was typ
 
 function onFieldChange(name, value) {
   lastEdited = name;
+  if (name === 'peft') { onMethodChange(value); return; }
   if (value === undefined) delete state.fields[name];
   else state.fields[name] = value;
   const other = FOLLOWS[name];
@@ -532,6 +536,28 @@ function onFieldChange(name, value) {
     followed = null;
     form.setValues(state.fields);
   }
+  recompute();
+}
+
+/**
+ * A method chosen (peft): where the run's settings conflict with it, the core's objections are
+ * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
+ */
+function onMethodChange(peft) {
+  const before = { ...state.fields };
+  const resolvedBefore = lastOk?.result.config ?? {};
+  const { fields, changes, result } = chooseMethod(state.fields, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  state.fields = fields;
+  const box = methodNoticeBox();
+  if (changes.length && box) {
+    form.setValues(state.fields);
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}), () => {
+      state.fields = before;
+      form.setValues(state.fields);
+      recompute();
+      share.commit();
+    });
+  } else if (box) box.hidden = true;
   recompute();
 }
 
@@ -548,6 +574,8 @@ function bindPanels() {
       share.scheduleLinkWrite();
     },
     load: (pin) => loadFields({ ...pin.config }, pin.preset, pin.preset ? null : pin.label.replace(/^Imported /, '')),
+    inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
+    order: [...form.fields.keys()],
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serve } from '../../web/scripts/serve.mjs';
 import { FIELD_KEYS } from '../../web/js/url-state.js';
-import { attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
+import { START, attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
 import { parseCsv } from './csv.mjs';
 
 const SHOTS = fileURLToPath(new URL('../../build-wasm/screenshots/', import.meta.url));
@@ -1372,6 +1372,68 @@ await check('compare: pin, change inputs, both side by side with the difference;
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
+
+// Issue 32, task 5: a QLoRA run built by hand from the first screen (Megatron, selective
+// recompute, 8 GPUs) used to error twice, then read another figure than the setup's with no word
+// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) in one
+// line with an Undo, the figure is the CLI's for those fields, and pinned against the axolotl
+// QLoRA setup the compare view lists every setting that differs.
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`choosing QLoRA on a hand-built run sets the framework and recompute it needs, with an Undo; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const start = await total(page);
+    await select(page, '#f-peft', 'qlora');
+    const notice = await page.textContent('#method-notice');
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, recompute_granularity selective → full ('), `notice: ${notice}`);
+    expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
+    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
+    // The CLI's figure for the same fields: the preset's model, the first screen's training fields
+    // (START), the method and what the notice set. use_distributed_optimizer is Megatron's: DDP does
+    // not read it (the core's fields in effect), so the page does not send it.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+    const { use_distributed_optimizer: _megatronOnly, ...training } = START.fields;
+    const fields = { ...llama.config, ...training, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: h100 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    const handBuilt = await page.getAttribute('#total', 'data-bytes');
+    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `method-qlora-${tag}.png`) });
+    // Undo: back to the run before the method, the notice gone.
+    await page.click('#method-notice button');
+    await settled(page);
+    expect(await total(page) === start && await page.inputValue('#f-peft') === '' && await page.inputValue('#f-framework') === '' && !(await page.isVisible('#method-notice')),
+      `after Undo: ${await total(page)} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
+    // Again, pinned, then the setup: the compare view explains the two figures.
+    await select(page, '#f-peft', 'qlora');
+    await page.click('#pin');
+    await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1x4090');
+    const title = await page.textContent('#compare-diff-title');
+    const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
+    expect(title === `These ${diff.length} settings differ` && diff.length > 5, `title "${title}", ${diff.length} rows`);
+    const row = (name) => diff.find((r) => r[0] === name)?.slice(1, 3).join(' | ');
+    expect(row('tensor_model_parallel_size') === '2 | 1' && row('seq_length') === '8192 | 4096' && row('micro_batch_size') === '1 | 2' &&
+      row('kbit_upcast') === 'peft | axolotl' && row('lora_rank') === '8 | 32', `rows: ${JSON.stringify(diff)}`);
+    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's).
+    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers'].includes(r[0])), `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
+    // Largest effect first; the totals are the two runs' figures.
+    const size = (text) => (/^[+−]/.test(text) ? Number(text.slice(1).replace(/[^\d.]/g, '')) : text === '=' ? 0 : -1);
+    const sizes = diff.map((r) => size(r[3]));
+    expect(sizes.every((v, i) => i === 0 || v <= sizes[i - 1]), `not largest first: ${JSON.stringify(diff.map((r) => r[3]))}`);
+    const totals = await page.$eval('#compare-body tr:last-child', (tr) => [...tr.querySelectorAll('td')].map((c) => c.getAttribute('title')));
+    const setupBytes = await page.getAttribute('#total', 'data-bytes');
+    const wholeBytes = (text) => String(Math.round(Number(text.replace(/[^\d.]/g, ''))));
+    expect(wholeBytes(totals[0]) === handBuilt, `pinned total ${totals[0]}, hand-built ${handBuilt}`);
+    expect(wholeBytes(totals[1]) === setupBytes, `current total ${totals[1]}, setup ${setupBytes}`);
+    await page.$eval('#compare-card', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `compare-settings-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  });
+}
 
 await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
   const { page, problems } = await open();

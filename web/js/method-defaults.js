@@ -17,7 +17,8 @@
  * - recompute_granularity "full": the core's own message for "selective" on a PyTorch model
  *   ("model_implementation ... checkpoints whole layers ("full")") and for "selective_op" with
  *   peft; every setup in core/data/setups.json (LoRA, QLoRA and full) checkpoints every layer.
- * - use_distributed_optimizer cleared: the core's "is Megatron's; framework ddp does not shard".
+ * (Megatron's use_distributed_optimizer needs no rule: on another framework it is no field in
+ *   effect, so the page does not send it: link-config.js coreConfig.)
  * - params_dtype, expert_params_dtype cleared: the field spec's default is the method's
  *   ("bf16 (ddp: fp32; peft qlora: nf4)", core/src/config/fields.cpp), and the core's rule is that
  *   nf4 goes with qlora and qlora with nf4.
@@ -27,7 +28,6 @@
 export const METHOD_RULES = [
   { field: 'peft', when: /needs framework ddp, fsdp2 or deepspeed/, set: 'framework', to: 'ddp', why: 'QLoRA\'s 4-bit layers need a PyTorch framework' },
   { field: 'recompute_granularity', when: /checkpoints whole layers \("full"\)|is not modelled with peft/, set: 'recompute_granularity', to: 'full', why: 'PyTorch fine-tuning checkpoints whole layers' },
-  { field: 'use_distributed_optimizer', when: /is Megatron's/, set: 'use_distributed_optimizer', to: undefined, why: 'Megatron\'s distributed optimizer is Megatron\'s only' },
   { field: 'params_dtype', when: /peft "qlora"/, set: 'params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
   { field: 'expert_params_dtype', when: /peft "qlora"/, set: 'expert_params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
   { field: 'fp8_recipe', when: /must be "none" with peft/, set: 'fp8_recipe', to: undefined, why: 'FP8 is not modelled with adapters' },

@@ -1168,6 +1168,13 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
       await page.screenshot({ path: join(SHOTS, `import-hub-model-${tag}.png`) });
       await page.$eval('#import-model', (e) => e.scrollIntoView({ block: 'start' }));
       await page.screenshot({ path: join(SHOTS, `import-hub-model-box-${tag}.png`) });
+      // The next import names a preset's model: the config.json fetched for Qwen is not its model.
+      await page.fill('#import-text', await readFile(new URL('../import/fixtures/axolotl/llama-3-qlora.yml', import.meta.url), 'utf8'));
+      await page.click('#import-run');
+      await page.waitForFunction(() => /Imported axolotl config/.test(document.querySelector('#import-report').textContent) && document.querySelector('#f-num_layers').value === '32');
+      const llamaReport = await page.textContent('#import-report');
+      expect(llamaReport.includes('base_model = "NousResearch/Meta-Llama-3-8B"') && !llamaReport.includes('config.json: num_layers'), `report: ${llamaReport}`);
+      expect((await page.textContent('#import-model-status')).includes('The config.json fetched for Qwen/Qwen2.5-14B was not used: this file\'s base_model is NousResearch/Meta-Llama-3-8B.'), await page.textContent('#import-model-status'));
       await page.reload();
       await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
       expect(await page.inputValue('#import-hub-base') === hub.base, `remembered base: ${await page.inputValue('#import-hub-base')}`);

@@ -164,6 +164,7 @@ export class ImportPanel {
       const file = m.file.files?.[0];
       if (!file) return;
       m.json.value = await file.text();
+      m.fetchedFor = null; // the user's own file: sent with whatever model the config names
       m.file.value = '';
       this.modelStatus(`${file.name} read.`);
       if (this.els.text.value.trim()) this.run();
@@ -191,11 +192,14 @@ export class ImportPanel {
       m.fetch.disabled = false;
     }
     if (!got.ok) {
+      // A config.json fetched earlier for another model is not kept for this one.
+      if (m.fetchedFor && m.fetchedFor !== m.id.value.trim()) { m.json.value = ''; m.fetchedFor = null; }
       this.modelStatus(got.message, true);
       return got;
     }
     rememberBase(base.base === DEFAULT_HUB ? '' : base.base);
     m.json.value = got.text;
+    m.fetchedFor = m.id.value.trim();
     this.modelStatus(`Fetched ${got.url}${got.modelType ? ` (model_type ${got.modelType})` : ''}.`);
     if (this.els.text.value.trim()) await this.run();
     return got;
@@ -246,7 +250,7 @@ export class ImportPanel {
   }
 
   /** {gpus, overrides or launch, version} from the panel's inputs, for a file of `kind`. */
-  options(kind) {
+  options(kind, tree = null) {
     const options = {};
     // What was typed goes to the core, which names a bad count ("gpus: must be a positive integer").
     const typed = this.gpus?.value.trim();
@@ -264,7 +268,15 @@ export class ImportPanel {
     if (this.version?.value.trim() && !this.version.closest('.field')?.hidden) options.version = this.version.value.trim();
     // The model's config.json, as text: the core reads it as `trainmem import ... --model` does.
     const model = this.model?.json?.value.trim();
-    if (model && MODEL_KINDS.has(kind)) options.model = model;
+    if (model && MODEL_KINDS.has(kind)) {
+      // A config.json fetched for one model is not the model of an axolotl file that names
+      // another: nothing of an earlier import fills this one.
+      const named = kind === 'axolotl' && typeof tree?.base_model === 'string' ? tree.base_model : null;
+      const fetchedFor = this.model.fetchedFor;
+      if (named && fetchedFor && named.toLowerCase() !== fetchedFor.toLowerCase()) {
+        this.modelStatus(`The config.json fetched for ${fetchedFor} was not used: this file's base_model is ${named}.`, true);
+      } else options.model = model;
+    }
     return options;
   }
 
@@ -314,7 +326,7 @@ export class ImportPanel {
         if (!FRAMEWORKS.has(kind)) {
           result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model), an accelerate config (distributed_type) nor a Megatron-LM test config (MODEL_ARGS).' }] };
         } else {
-          result = this.engine.importFramework(kind, parsed.tree, this.options(kind), base);
+          result = this.engine.importFramework(kind, parsed.tree, this.options(kind, parsed.tree), base);
         }
       }
     }

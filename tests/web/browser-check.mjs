@@ -618,7 +618,7 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
     expect(/^Llama 3\.1 8B QLoRA · torchtune · 1× RTX 4090: the GPU \(1 × NVIDIA GeForce RTX 4090 24GB\) and \d+ settings changed; \d+ of your settings went back to their defaults\. Undo$/.test(notice), `notice: ${notice}`);
     await page.click('#setup-notice summary');
     const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
-    expect(items.includes('Parameter-efficient fine-tuning: none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
+    expect(items.includes('Method (full, LoRA or QLoRA): none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
     // The link holds the setup and its fields.
     await settleUrl(page);
     const hash = await hashNow(page);
@@ -1378,6 +1378,35 @@ await check('compare: pin, change inputs, both side by side with the difference;
   expect(!(await page.isVisible('#compare-card')), 'compare card stays after unpinning');
   expect(problems.length === 0, problems.join('\n'));
   return page;
+});
+
+// Issue 32, item 5: the first screen asks what a fine-tuner knows. On a desktop the model, the
+// setup, the GPU, the method, the GPU count, the sequence, the micro batch and the framework are
+// all in view without scrolling; on a phone (the result first) they follow one another, before
+// the model's shape.
+await check('the first screen asks a fine-tuner\'s questions first: model, GPU, method, GPU count, sequence, batch, framework (1280x900 and 390x844)', async (keep) => {
+  const FIRST = ['preset', 'setup', 'gpu', 'f-peft', 'f-world_size', 'f-seq_length', 'f-micro_batch_size', 'f-framework'];
+  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const boxes = await page.evaluate((ids) => ids.map((id) => {
+      const r = document.getElementById(id).getBoundingClientRect();
+      return { id, top: r.top + scrollY, bottom: r.bottom + scrollY, section: document.getElementById(id).closest('fieldset.section')?.id ?? null };
+    }), FIRST);
+    const layers = await page.$eval('#f-num_layers', (e) => e.getBoundingClientRect().top + scrollY);
+    for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
+    expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
+    expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
+    // Before the model's shape, and within one screen of each other.
+    expect(boxes.every((b) => b.bottom < layers), `asked after the model's shape: ${JSON.stringify(boxes)}`);
+    const span = Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top));
+    expect(span < viewport.height, `the questions span ${Math.round(span)} px at ${tag}`);
+    if (viewport === DESKTOP) expect(boxes.every((b) => b.bottom <= DESKTOP.height), `below the fold at 1280x900: ${JSON.stringify(boxes)}`);
+    await page.$eval('#preset', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `first-screen-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
 });
 
 // Issue 32, task 5: a QLoRA run built by hand from the first screen (Megatron, selective

@@ -90,11 +90,11 @@ export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter =
   return `${METHOD_NAMES[peft ?? 'none'] ?? peft}: set ${parts.join(', ')} (${whys.join('; ')}).`;
 }
 
-/** The notice under the Fine-tuning section's title (made once; the form builds the section). */
+/** The notice under the title of the section that holds the method (made once; the form builds the section). */
 export function methodNoticeBox(doc = document) {
   let box = doc.getElementById('method-notice');
   if (box) return box;
-  const section = doc.getElementById('section-finetuning');
+  const section = doc.getElementById('f-peft')?.closest('fieldset.section');
   if (!section) return null;
   box = Object.assign(doc.createElement('div'), { id: 'method-notice', className: 'notice method-notice', hidden: true });
   box.setAttribute('role', 'status');

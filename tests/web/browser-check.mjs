@@ -1397,6 +1397,9 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
     for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
     expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
     expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
+    // The planner's toggles there say what they do as everywhere: the first screen sets the micro batch (held), not the framework (free).
+    const holds = Object.fromEntries(await page.$$eval('#section-run button.hold', (bs) => bs.map((b) => [b.dataset.hold, b.textContent])));
+    expect(holds.micro_batch_size === 'held' && holds.framework === 'free' && holds.recompute_granularity === 'held', `toggles: ${JSON.stringify(holds)}`);
     // Before the model's shape, and within one screen of each other.
     expect(boxes.every((b) => b.bottom < layers), `asked after the model's shape: ${JSON.stringify(boxes)}`);
     const span = Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top));

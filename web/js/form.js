@@ -266,7 +266,8 @@ export class Form {
   showHolds(values) {
     this.lastValues = values;
     const held = new Set(this.held(values));
-    for (const button of this.root.querySelectorAll('button.hold')) {
+    // Every field's toggle, those of a section of the page's own ("Your run") too.
+    for (const button of [...this.fields.values()].map((f) => f.wrap.querySelector('button.hold')).filter(Boolean)) {
       const on = held.has(button.dataset.hold);
       button.setAttribute('aria-pressed', String(on));
       button.textContent = on ? 'held' : 'free';

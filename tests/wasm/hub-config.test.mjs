@@ -102,3 +102,30 @@ test('the base is remembered only when it is not the default; storage that refus
   assert.equal(rememberedBase(refusing), DEFAULT_HUB);
   rememberBase('http://x', refusing);
 });
+
+test('the question the panel answers: each importer that names a model by its Hub id asks it in the words NOT_A_PRESET reads, and takes the config.json as options.model', async () => {
+  const { loadEngine } = await import('./load.mjs');
+  const { NOT_A_PRESET, parseDocument } = await import('../../web/js/import-panel.js');
+  const engine = await loadEngine();
+  const fixture = (path) => readFile(new URL(`../import/fixtures/${path}`, import.meta.url), 'utf8');
+  const qwen = await readFile(new URL('../data/hf/qwen2.5-14b.json', import.meta.url), 'utf8');
+  const runs = [
+    ['axolotl', (await fixture('axolotl/llama-3-qlora.yml')).replace(/^base_model:.*$/m, 'base_model: Qwen/Qwen2.5-14B'), 'yaml', { gpus: 1 }, 'base_model'],
+    ['accelerate', await fixture('accelerate/peft-fsdp_config_qlora.yaml'), 'yaml',
+      { launch: 'accelerate launch --config_file c.yaml train.py --model_name_or_path Qwen/Qwen2.5-14B --max_seq_len 2048 --bf16 True --per_device_train_batch_size 1' }, '--model_name_or_path'],
+    ['deepspeed', await fixture('deepspeed/zero3_bf16.json'), 'json',
+      { launch: 'torchrun --nproc_per_node 8 train.py --model_name_or_path Qwen/Qwen2.5-14B --deepspeed ds.json --per_device_train_batch_size 1 --bf16 True --max_length 2048' }, '--model_name_or_path'],
+  ];
+  for (const [kind, text, format, options, key] of runs) {
+    const { tree } = await parseDocument(text, format);
+    const asked = engine.importFramework(kind, tree, options, {});
+    assert.equal(asked.ok, false, kind);
+    const question = asked.issues.map((i) => NOT_A_PRESET.exec(i.message)).find(Boolean);
+    assert.ok(question, `${kind}: ${JSON.stringify(asked.issues)}`);
+    assert.deepEqual([question[1], question[2]], [key, 'Qwen/Qwen2.5-14B'], kind);
+    const answered = engine.importFramework(kind, tree, { ...options, model: qwen }, {});
+    assert.equal(answered.ok, true, `${kind}: ${JSON.stringify(answered.issues)}`);
+    assert.equal(answered.config.num_layers, 48, kind);
+    assert.equal(answered.config.hidden_size, 5120, kind);
+  }
+});

@@ -57,7 +57,7 @@ const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', '
 const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed']);
 // The core's question when such a name is no preset (core/src/import/mapping.cpp
 // model_from_hub_name): the key, the name, and the CLI's way to answer it.
-const NOT_A_PRESET = /^([\w.-]+): "([^"]+)" is not the Hugging Face repository of a trainmem preset; give its config\.json with --model$/;
+export const NOT_A_PRESET = /^([\w.-]+): "([^"]+)" is not the Hugging Face repository of a trainmem preset; give its config\.json with --model$/;
 // The kinds whose override line is the launch command (sent whole, for the core to split).
 const LAUNCHED = new Set(['accelerate', 'deepspeed']);
 // What the override line holds, by kind: its label and an example.

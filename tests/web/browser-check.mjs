@@ -5,6 +5,7 @@
 // Needs: web/wasm/trainmem.{mjs,wasm} (the wasm build) and web/vendor/chart.umd.js (vendor script).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +13,7 @@ import { chromium } from 'playwright-core';
 import { serve } from '../../web/scripts/serve.mjs';
 import { fieldOfKey } from '../../web/js/url-state.js';
 import { loadEngine } from '../wasm/load.mjs';
-import { attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
+import { START, attributeOf, linkOfAttributes } from '../../web/js/link-config.js';
 import { parseCsv } from './csv.mjs';
 
 const SHOTS = fileURLToPath(new URL('../../build-wasm/screenshots/', import.meta.url));
@@ -618,7 +619,7 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
     expect(/^Llama 3\.1 8B QLoRA · torchtune · 1× RTX 4090: the GPU \(1 × NVIDIA GeForce RTX 4090 24GB\) and \d+ settings changed; \d+ of your settings went back to their defaults\. Undo$/.test(notice), `notice: ${notice}`);
     await page.click('#setup-notice summary');
     const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
-    expect(items.includes('Parameter-efficient fine-tuning: none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
+    expect(items.includes('Method (full, LoRA or QLoRA): none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
     // The link holds the setup and its fields.
     await settleUrl(page);
     const hash = await hashNow(page);
@@ -1066,6 +1067,135 @@ await check('a Megatron-LM test config (model_config.yaml) imports in the page a
   return page;
 });
 
+// Issue 32, task 4 (item 2): an axolotl config naming a model that is no preset. The page asks for
+// its config.json, takes it from a Hub the user names (here a local server standing in for
+// huggingface.co) with one request the user starts, and then gives the CLI's figure for
+// `trainmem import axolotl CONFIG --model config.json`. tests/data/hf/qwen2.5-14b.json holds the
+// shape of Qwen/Qwen2.5-14B's config.json on the Hub (48 layers, hidden 5120, 40 heads, 8 KV
+// heads, FFN 13824, vocabulary 152064, untied).
+/** A stand-in Hub on 127.0.0.1: Qwen2.5-14B's config.json, a gated model (401 GatedRepo), else 404; counts requests. */
+async function startHub() {
+  const config = await readFile(new URL('../data/hf/qwen2.5-14b.json', import.meta.url));
+  const requests = [];
+  const hubServer = createServer((req, res) => {
+    requests.push(req.url);
+    const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'X-Error-Code' };
+    if (req.url === '/Qwen/Qwen2.5-14B/resolve/main/config.json') {
+      res.writeHead(200, { ...cors, 'Content-Type': 'application/json' });
+      res.end(config);
+    } else if (req.url.startsWith('/gated-org/')) {
+      res.writeHead(401, { ...cors, 'X-Error-Code': 'GatedRepo', 'Content-Type': 'application/json' });
+      res.end('{"error":"Access to model gated-org/x is restricted."}');
+    } else {
+      res.writeHead(404, { ...cors, 'X-Error-Code': 'RepoNotFound' });
+      res.end('{"error":"Repository not found"}');
+    }
+  });
+  await new Promise((r) => hubServer.listen(0, '127.0.0.1', r));
+  return { hubServer, requests, base: `http://127.0.0.1:${hubServer.address().port}` };
+}
+
+const QWEN_AXOLOTL = async () => (await readFile(new URL('../import/fixtures/axolotl/llama-3-qlora.yml', import.meta.url), 'utf8'))
+  .replace(/^base_model:.*$/m, 'base_model: Qwen/Qwen2.5-14B');
+
+/** The CLI's device bytes for the axolotl file over Qwen2.5-14B's config.json on `gpu`. */
+async function cliQwenBytes(yamlText, gpu) {
+  const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+  const dir = await mkdtemp(join(tmpdir(), 'trainmem-axolotl-'));
+  const file = join(dir, 'qwen2.5-14b-axolotl.yml');
+  await writeFile(file, yamlText);
+  // Without --model the CLI asks the same question the page does.
+  let refused = '';
+  try {
+    execFileSync(cli, ['import', 'axolotl', file, '--gpus', '1'], { stdio: 'pipe' });
+  } catch (error) {
+    refused = `${error.status} ${error.stderr}`;
+  }
+  const config = JSON.parse(execFileSync(cli, ['import', 'axolotl', file, '--gpus', '1', '--model',
+    fileURLToPath(new URL('../data/hf/qwen2.5-14b.json', import.meta.url))], { stdio: 'pipe' }).toString());
+  const capacity = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === gpu).memory_bytes;
+  const estimate = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...config, gpu_memory_bytes: capacity }) }).toString());
+  await rm(dir, { recursive: true, force: true });
+  return { refused, bytes: String(Math.round(estimate.device_bytes)) };
+}
+
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`an axolotl config naming a model that is no preset: the page asks for its config.json, fetches it from the Hub when asked, and gives the CLI's figure (${tag})`, async (keep) => {
+    const hub = await startHub();
+    try {
+      const { page, problems } = await open('', { viewport });
+      keep(page);
+      await page.evaluate(() => localStorage.removeItem('trainmem.hubBase'));
+      const yamlText = await QWEN_AXOLOTL();
+      await page.click('#import-panel > summary');
+      await page.fill('#import-text', yamlText);
+      await page.fill('#import-gpus', '1');
+      await page.click('#import-run');
+      await page.waitForFunction(() => /Nothing was imported/.test(document.querySelector('#import-report').textContent));
+      const report = await page.textContent('#import-report');
+      const { refused, bytes: expected } = await cliQwenBytes(yamlText, 'h100-80gb');
+      // The page and the CLI ask the same question; the page's words point to its own box, not --model.
+      expect(/^2 /.test(refused) && refused.includes('base_model: "Qwen/Qwen2.5-14B" is not the Hugging Face repository of a trainmem preset'), `CLI: ${refused}`);
+      expect(report.includes('base_model: "Qwen/Qwen2.5-14B" is not the Hugging Face repository of a trainmem preset; give its config.json below') && !report.includes('--model'), `report: ${report}`);
+      expect(await page.isVisible('#import-model') && await page.inputValue('#import-model-id') === 'Qwen/Qwen2.5-14B', 'the model box is not shown with the model id');
+      expect(await page.inputValue('#import-hub-base') === 'https://huggingface.co', `default base ${await page.inputValue('#import-hub-base')}`);
+      expect(hub.requests.length === 0, `requests before the button: ${hub.requests}`);
+      // A base the page's CSP does not allow: said before any request.
+      await page.fill('#import-hub-base', 'https://example.com');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Content-Security-Policy/.test(document.querySelector('#import-model-status').textContent));
+      // The local Hub: a gated model, then a missing one, then the model.
+      await page.fill('#import-hub-base', `${hub.base}/`);
+      await page.fill('#import-model-id', 'gated-org/Secret-7B');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /gated model/.test(document.querySelector('#import-model-status').textContent));
+      await page.fill('#import-model-id', 'nobody/No-Such-Model');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Not found \(404\)/.test(document.querySelector('#import-model-status').textContent));
+      await page.fill('#import-model-id', '../etc');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /not a Hub repository id/.test(document.querySelector('#import-model-status').textContent));
+      expect(hub.requests.length === 2, `requests: ${hub.requests}`);
+      await page.fill('#import-model-id', 'Qwen/Qwen2.5-14B');
+      await page.click('#import-model-fetch');
+      await page.waitForFunction(() => /Imported axolotl config/.test(document.querySelector('#import-report').textContent));
+      await settled(page);
+      expect(hub.requests.at(-1) === '/Qwen/Qwen2.5-14B/resolve/main/config.json' && hub.requests.length === 3, `requests: ${hub.requests}`);
+      const status = await page.textContent('#import-model-status');
+      expect(status.includes(`Fetched ${hub.base}/Qwen/Qwen2.5-14B/resolve/main/config.json (model_type qwen2)`), `status: ${status}`);
+      const shown = { layers: await page.inputValue('#f-num_layers'), hidden: await page.inputValue('#f-hidden_size'), vocab: await page.inputValue('#f-vocab_size'), peft: await page.inputValue('#f-peft') };
+      expect(shown.layers === '48' && shown.hidden === '5120' && shown.vocab === '152064' && shown.peft === 'qlora', `form: ${JSON.stringify(shown)}`);
+      const newReport = await page.textContent('#import-report');
+      expect(newReport.includes('config.json: num_layers ← num_hidden_layers = 48') && !newReport.includes('--model'), `report: ${newReport}`);
+      const bytes = await page.getAttribute('#total', 'data-bytes');
+      expect(bytes === expected, `page ${bytes} B, CLI ${expected} B`);
+      // The base is remembered for the next visit; the default is not stored.
+      expect(await page.evaluate(() => localStorage.getItem('trainmem.hubBase')) === hub.base, 'base not remembered');
+      await page.screenshot({ path: join(SHOTS, `import-hub-model-${tag}.png`) });
+      await page.$eval('#import-model', (e) => e.scrollIntoView({ block: 'start' }));
+      await page.screenshot({ path: join(SHOTS, `import-hub-model-box-${tag}.png`) });
+      // The next import names a preset's model: the config.json fetched for Qwen is not its model.
+      await page.fill('#import-text', await readFile(new URL('../import/fixtures/axolotl/llama-3-qlora.yml', import.meta.url), 'utf8'));
+      await page.click('#import-run');
+      await page.waitForFunction(() => /Imported axolotl config/.test(document.querySelector('#import-report').textContent) && document.querySelector('#f-num_layers').value === '32');
+      const llamaReport = await page.textContent('#import-report');
+      expect(llamaReport.includes('base_model = "NousResearch/Meta-Llama-3-8B"') && !llamaReport.includes('config.json: num_layers'), `report: ${llamaReport}`);
+      expect((await page.textContent('#import-model-status')).includes('The config.json fetched for Qwen/Qwen2.5-14B was not used: this file\'s base_model is NousResearch/Meta-Llama-3-8B.'), await page.textContent('#import-model-status'));
+      await page.reload();
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+      expect(await page.inputValue('#import-hub-base') === hub.base, `remembered base: ${await page.inputValue('#import-hub-base')}`);
+      expect(hub.requests.length === 3, `a reload requested: ${hub.requests}`);
+      await page.evaluate(() => localStorage.removeItem('trainmem.hubBase'));
+      // The browser logs the 401 and the 404 it was asked to fetch; nothing else may be logged.
+      const unexpected = problems.filter((p) => !/^console error: Failed to load resource: the server responded with a status of (401|404)\b/.test(p));
+      expect(unexpected.length === 0 && problems.length === 2, problems.join('\n'));
+      return page;
+    } finally {
+      hub.hubServer.close();
+    }
+  });
+}
+
 /** Runs the import panel on a fixture with a launch command; the form's values of `fields` once the report says `kind` read it. */
 async function importWithLaunch(page, fixture, launch, kind, fields, before = async () => {}) {
   const text = await readFile(new URL(`../import/fixtures/${fixture}`, import.meta.url), 'utf8');
@@ -1231,7 +1361,12 @@ await check('compare: pin, change inputs, both side by side with the difference;
   const weights = rows.find((r) => r[0] === 'Weights');
   expect(weights && weights[3] === '=', `weights should not change: ${JSON.stringify(weights)}`);
   expect(rows.at(-1)[0].startsWith('Total'), 'no total row');
-  expect((await page.textContent('#compare-names')).includes('micro_batch_size 1 → 4'), await page.textContent('#compare-names'));
+  // The settings that differ, each with its two values and what it does alone: with one setting
+  // changed, that alone is the whole difference of the totals.
+  const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
+  expect(JSON.stringify(diff.map((r) => r.slice(0, 3))) === JSON.stringify([['micro_batch_size', '1', '4']]), `differences: ${JSON.stringify(diff)}`);
+  expect(await page.textContent('#compare-diff-title') === 'This setting differs', await page.textContent('#compare-diff-title'));
+  expect(diff[0][3] === rows.at(-1)[3], `alone ${diff[0][3]}, total difference ${rows.at(-1)[3]}`);
   expect(await paintedPixels(page, '#compare-chart') > 2000, 'compare chart is blank');
   await settleUrl(page);
   const link = await hashNow(page);
@@ -1250,6 +1385,100 @@ await check('compare: pin, change inputs, both side by side with the difference;
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
+
+// Issue 32, item 5: the first screen asks what a fine-tuner knows. On a desktop the model, the
+// setup, the GPU, the method, the GPU count, the sequence, the micro batch and the framework are
+// all in view without scrolling; on a phone (the result first) they follow one another, before
+// the model's shape.
+await check('the first screen asks a fine-tuner\'s questions first: model, GPU, method, GPU count, sequence, batch, framework (1280x900 and 390x844)', async (keep) => {
+  const FIRST = ['preset', 'setup', 'gpu', 'f-peft', 'f-world_size', 'f-seq_length', 'f-micro_batch_size', 'f-framework'];
+  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const boxes = await page.evaluate((ids) => ids.map((id) => {
+      const r = document.getElementById(id).getBoundingClientRect();
+      return { id, top: r.top + scrollY, bottom: r.bottom + scrollY, section: document.getElementById(id).closest('fieldset.section')?.id ?? null };
+    }), FIRST);
+    const layers = await page.$eval('#f-num_layers', (e) => e.getBoundingClientRect().top + scrollY);
+    for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
+    expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
+    expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
+    // The planner's toggles there say what they do as everywhere: the first screen sets the micro batch (held), not the framework (free).
+    const holds = Object.fromEntries(await page.$$eval('#section-run button.hold', (bs) => bs.map((b) => [b.dataset.hold, b.textContent])));
+    expect(holds.micro_batch_size === 'held' && holds.framework === 'free' && holds.recompute_granularity === 'held', `toggles: ${JSON.stringify(holds)}`);
+    // Before the model's shape, and within one screen of each other.
+    expect(boxes.every((b) => b.bottom < layers), `asked after the model's shape: ${JSON.stringify(boxes)}`);
+    const span = Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top));
+    expect(span < viewport.height, `the questions span ${Math.round(span)} px at ${tag}`);
+    if (viewport === DESKTOP) expect(boxes.every((b) => b.bottom <= DESKTOP.height), `below the fold at 1280x900: ${JSON.stringify(boxes)}`);
+    await page.$eval('#preset', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `first-screen-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
+});
+
+// Issue 32, task 5: a QLoRA run built by hand from the first screen (Megatron, selective
+// recompute, 8 GPUs) used to error twice, then read another figure than the setup's with no word
+// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) in one
+// line with an Undo, the figure is the CLI's for those fields, and pinned against the axolotl
+// QLoRA setup the compare view lists every setting that differs.
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`choosing QLoRA on a hand-built run sets the framework and recompute it needs, with an Undo; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const start = await total(page);
+    await select(page, '#f-peft', 'qlora');
+    const notice = await page.textContent('#method-notice');
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, recompute_granularity selective → full ('), `notice: ${notice}`);
+    expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
+    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
+    // The CLI's figure for the same fields: the preset's model, the first screen's training fields
+    // (START), the method and what the notice set. use_distributed_optimizer is Megatron's: DDP does
+    // not read it (the core's fields in effect), so the page does not send it.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+    const { use_distributed_optimizer: _megatronOnly, ...training } = START.fields;
+    const fields = { ...llama.config, ...training, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: h100 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    const handBuilt = await page.getAttribute('#total', 'data-bytes');
+    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `method-qlora-${tag}.png`) });
+    // Undo: back to the run before the method, the notice gone.
+    await page.click('#method-notice button');
+    await settled(page);
+    expect(await total(page) === start && await page.inputValue('#f-peft') === '' && await page.inputValue('#f-framework') === '' && !(await page.isVisible('#method-notice')),
+      `after Undo: ${await total(page)} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
+    // Again, pinned, then the setup: the compare view explains the two figures.
+    await select(page, '#f-peft', 'qlora');
+    await page.click('#pin');
+    await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1x4090');
+    const title = await page.textContent('#compare-diff-title');
+    const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
+    expect(title === `These ${diff.length} settings differ` && diff.length > 5, `title "${title}", ${diff.length} rows`);
+    const row = (name) => diff.find((r) => r[0] === name)?.slice(1, 3).join(' | ');
+    expect(row('tensor_model_parallel_size') === '2 | 1' && row('seq_length') === '8192 | 4096' && row('micro_batch_size') === '1 | 2' &&
+      row('kbit_upcast') === 'peft | axolotl' && row('lora_rank') === '8 | 32', `rows: ${JSON.stringify(diff)}`);
+    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's).
+    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers'].includes(r[0])), `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
+    // Largest effect first; the totals are the two runs' figures.
+    const size = (text) => (/^[+−]/.test(text) ? Number(text.slice(1).replace(/[^\d.]/g, '')) : text === '=' ? 0 : -1);
+    const sizes = diff.map((r) => size(r[3]));
+    expect(sizes.every((v, i) => i === 0 || v <= sizes[i - 1]), `not largest first: ${JSON.stringify(diff.map((r) => r[3]))}`);
+    const totals = await page.$eval('#compare-body tr:last-child', (tr) => [...tr.querySelectorAll('td')].map((c) => c.getAttribute('title')));
+    const setupBytes = await page.getAttribute('#total', 'data-bytes');
+    const wholeBytes = (text) => String(Math.round(Number(text.replace(/[^\d.]/g, ''))));
+    expect(wholeBytes(totals[0]) === handBuilt, `pinned total ${totals[0]}, hand-built ${handBuilt}`);
+    expect(wholeBytes(totals[1]) === setupBytes, `current total ${totals[1]}, setup ${setupBytes}`);
+    await page.$eval('#compare-card', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `compare-settings-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  });
+}
 
 await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
   const { page, problems } = await open();

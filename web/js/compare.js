@@ -1,28 +1,33 @@
 // Pin to compare: one configuration kept beside the one being edited, both shown by category with
 // the difference, as a table and as two stacked bars. The pin travels in the share link (pin=).
 import { CompareChart } from './charts.js';
-import { comparePairs } from './results.js';
+import { comparePairs, headlineOf } from './results.js';
 import { cssColor } from './theme.js';
 import { formatBytes, formatExactBytes } from './format.js';
 import { elementsById } from './dom.js';
 
-const MAX_CHANGES_NAMED = 6;
 const sameValue = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
-/** A field's value in the "Changed:" line. */
-function valueText(v) {
+/** A field's value in the table of differences. */
+export function valueText(v) {
   if (v === undefined || v === null) return 'unset';
-  return Array.isArray(v) ? `[${v.length > 8 ? `${v.length} entries` : v.join(',')}]` : String(v);
+  if (typeof v === 'boolean') return v ? 'on' : 'off';
+  return Array.isArray(v) ? (v.length > 8 && v.every((x) => typeof x === 'number') ? `${v.length} entries` : v.join(', ')) : String(v);
 }
 
-/** "num_layers 32 → 48, ...": the resolved fields that differ (an unset field and its default agree). */
-function changedFields(pinned, current) {
-  const changed = Object.keys({ ...pinned, ...current })
-    .filter((k) => k !== 'gpu_memory_bytes' && !sameValue(pinned[k], current[k]))
-    .map((k) => `${k} ${valueText(pinned[k])} → ${valueText(current[k])}`);
-  if (!changed.length) return ' · Same configuration';
-  const more = changed.length > MAX_CHANGES_NAMED ? `, and ${changed.length - MAX_CHANGES_NAMED} more` : '';
-  return ` · Changed: ${changed.slice(0, MAX_CHANGES_NAMED).join(', ')}${more}`;
+/**
+ * The settings two results differ in: the fields of their resolved configs (an unset field and
+ * its default agree) that mean something for either run (`inEffect`: the core's fields in effect
+ * for each; a field neither run reads, such as zero_stage between two DDP runs, is no difference),
+ * in the order of `order` (the page's), the capacity left out (both are shown on the page's GPU).
+ * @returns {{name: string, pinned: unknown, current: unknown}[]}
+ */
+export function differingSettings(pinned, current, inEffect = null, order = []) {
+  const rank = (name) => (order.includes(name) ? order.indexOf(name) : order.length);
+  return Object.keys({ ...pinned, ...current })
+    .filter((k) => k !== 'gpu_memory_bytes' && !sameValue(pinned[k], current[k]) && (!inEffect || inEffect.has(k)))
+    .sort((x, y) => rank(x) - rank(y))
+    .map((name) => ({ name, pinned: pinned[name], current: current[name] }));
 }
 
 function compareRow(label, pinned, current, unit, isTotal) {
@@ -46,7 +51,10 @@ function compareRow(label, pinned, current, unit, isTotal) {
  */
 
 // The panel's elements by their ids in index.html.
-const IDS = { card: 'compare-card', names: 'compare-names', body: 'compare-body', chart: 'compare-chart', pin: 'pin', load: 'pin-load', clear: 'pin-clear' };
+const IDS = {
+  card: 'compare-card', names: 'compare-names', body: 'compare-body', chart: 'compare-chart', pin: 'pin', load: 'pin-load', clear: 'pin-clear',
+  diff: 'compare-diff', diffTitle: 'compare-diff-title', diffBody: 'compare-diff-body',
+};
 
 export class ComparePanel {
   /**
@@ -55,6 +63,9 @@ export class ComparePanel {
    * @param {(config: object) => object} page.estimate the core's result for a pinned config on the page's GPU
    * @param {() => void} page.changed the pin changed: render again and write the link
    * @param {(pin: Pin) => void} page.load puts a pinned configuration into the form
+   * @param {(config: object) => Set<string>} [page.inEffect] the fields the core reads for a config
+   * @param {string[]} [page.order] the fields in the page's order
+   * @param {(name: string) => string} [page.label] a field's label (the core's field row)
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -105,7 +116,8 @@ export class ComparePanel {
       return;
     }
     const { rows: pairs, figures: [a, b] } = comparePairs(pinned, result, figure);
-    ui.names.textContent = `Pinned: ${this.pin.label} · Current: ${label}${changedFields(pinned.config, result.config)}`;
+    ui.names.textContent = `Pinned: ${this.pin.label} · Current: ${label}`;
+    this.renderDifferences(pinned, result, unit, figure);
     const rows = pairs.filter((r) => r.bytes[0] > 0 || r.bytes[1] > 0);
     ui.body.replaceChildren(...rows.map((r) => compareRow(r.label, ...r.bytes, unit)),
       compareRow(`Total (${b.label})`, a.bytes, b.bytes, unit, true));
@@ -113,5 +125,43 @@ export class ComparePanel {
       this.chart ??= new CompareChart(ui.chart);
       this.chart.update(rows.map((r) => ({ label: r.label, color: cssColor(r.color), bytes: r.bytes })), capacity, capacityLabel, unit);
     }
+  }
+
+  /**
+   * "These N settings differ": each field with the pinned and the current value, and what it
+   * does alone: the pinned run with only that field changed to the current value, estimated (the
+   * effects of several fields need not add up; a field that is not valid on its own says so).
+   * Largest effect first, so the top rows are what explains the gap.
+   */
+  renderDifferences(pinned, result, unit, figure) {
+    const { ui } = this;
+    if (!ui.diff) return;
+    const inEffect = this.page.inEffect ? new Set([...this.page.inEffect(pinned.config), ...this.page.inEffect(result.config)]) : null;
+    const base = headlineOf(pinned, figure);
+    const diffs = differingSettings(pinned.config, result.config, inEffect, this.page.order ?? []).map((d) => {
+      const alone = headlineOf(this.page.estimate({ ...this.pin.config, [d.name]: d.current }), figure);
+      return { ...d, delta: alone && base ? alone.bytes - base.bytes : null };
+    });
+    const weight = (d) => (d.delta === null ? -1 : Math.abs(d.delta));
+    diffs.sort((x, y) => weight(y) - weight(x)); // stable: ties keep the page's order
+    ui.diffTitle.textContent = diffs.length === 0 ? 'Same settings'
+      : diffs.length === 1 ? 'This setting differs' : `These ${diffs.length} settings differ`;
+    ui.diff.dataset.count = String(diffs.length);
+    const td = (text, className = '') => Object.assign(document.createElement('td'), { textContent: text, className });
+    ui.diffBody.replaceChildren(...diffs.map(({ name, pinned: a, current: b, delta }) => {
+      const tr = document.createElement('tr');
+      tr.dataset.field = name;
+      const th = Object.assign(document.createElement('th'), { scope: 'row' });
+      th.append(this.page.label ? this.page.label(name) : name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name }));
+      let effect;
+      if (delta === null) effect = td('not valid alone', 'muted');
+      else {
+        effect = Math.abs(delta) < 0.5 ? td('=')
+          : td(`${delta > 0 ? '+' : '−'}${formatBytes(Math.abs(delta), unit)}`, delta > 0 ? 'up' : 'down');
+        effect.title = formatExactBytes(delta);
+      }
+      tr.append(th, td(valueText(a)), td(valueText(b)), effect);
+      return tr;
+    }));
   }
 }

@@ -126,6 +126,16 @@ export class Form {
     this.root = root;
     root.replaceChildren(); // dist/'s prerendered form (web/scripts/prerender.mjs) gives way to the live one
     for (const { section, fields, more } of sectionFields(this.specs)) {
+      // A section of the page's own (index.html: "Your run", with the GPU select) takes its
+      // fields in its grid, after the page's inputs; fields built there before (dist/'s
+      // prerendered page) give way to the live ones.
+      const mount = section.mount && document.getElementById(section.mount);
+      if (mount) {
+        for (const old of mount.querySelectorAll(':scope > [data-field]')) old.remove();
+        for (const name of fields) this.addField(mount, name);
+        this.sections.push(mount.closest('fieldset') ?? mount);
+        continue;
+      }
       const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
         el('legend', { text: section.title }));
       const grid = el('div', { class: 'grid' });
@@ -256,7 +266,8 @@ export class Form {
   showHolds(values) {
     this.lastValues = values;
     const held = new Set(this.held(values));
-    for (const button of this.root.querySelectorAll('button.hold')) {
+    // Every field's toggle, those of a section of the page's own ("Your run") too.
+    for (const button of [...this.fields.values()].map((f) => f.wrap.querySelector('button.hold')).filter(Boolean)) {
       const on = held.has(button.dataset.hold);
       button.setAttribute('aria-pressed', String(on));
       button.textContent = on ? 'held' : 'free';

@@ -5,6 +5,8 @@
 // the core maps it (engine.importFramework), says what it read, assumed and ignored, and this
 // panel shows that and hands the merged config to the page (the form and the share link).
 
+import { DEFAULT_HUB, fetchHubConfig, hubBase, rememberBase, rememberedBase } from './hub-config.js';
+
 const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'bf16', 'fp16', 'gradient_clipping'];
 
 /**
@@ -50,6 +52,12 @@ const KIND_NAMES = {
   'megatron-args': 'Megatron-LM test config (MODEL_ARGS)', accelerate: 'accelerate config',
 };
 const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args']);
+// The kinds that name their model by its Hub id and take a config.json for one that is no preset
+// (the core's options.model; the CLI's --model).
+const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed']);
+// The core's question when such a name is no preset (core/src/import/mapping.cpp
+// model_from_hub_name): the key, the name, and the CLI's way to answer it.
+export const NOT_A_PRESET = /^([\w.-]+): "([^"]+)" is not the Hugging Face repository of a trainmem preset; give its config\.json with --model$/;
 // The kinds whose override line is the launch command (sent whole, for the core to split).
 const LAUNCHED = new Set(['accelerate', 'deepspeed']);
 // What the override line holds, by kind: its label and an example.
@@ -117,6 +125,7 @@ export class ImportPanel {
     this.overrides = els.panel.querySelector('#import-overrides');
     this.version = els.panel.querySelector('#import-version');
     this.frameworkInputs = els.panel.querySelector('#import-framework-inputs');
+    this.bindModel(els.panel);
     els.run.addEventListener('click', () => this.run());
     // The importers live in the tools module: fetch it when the panel opens.
     els.panel.addEventListener('toggle', () => { if (els.panel.open) engine.loadTools().catch(() => {}); });
@@ -136,6 +145,64 @@ export class ImportPanel {
       await this.take(file);
     });
     this.showKind();
+  }
+
+  /**
+   * The model's config.json for an axolotl, accelerate or DeepSpeed import (index.html
+   * #import-model): pasted, uploaded, or fetched from the Hub by the button, the one request.
+   */
+  bindModel(panel) {
+    const $ = (id) => panel.querySelector(`#${id}`);
+    this.model = {
+      box: $('import-model'), json: $('import-model-json'), file: $('import-model-file'), id: $('import-model-id'),
+      base: $('import-hub-base'), fetch: $('import-model-fetch'), status: $('import-model-status'),
+    };
+    const m = this.model;
+    if (!m.box) return;
+    m.base.value = rememberedBase();
+    m.file.addEventListener('change', async () => {
+      const file = m.file.files?.[0];
+      if (!file) return;
+      m.json.value = await file.text();
+      m.fetchedFor = null; // the user's own file: sent with whatever model the config names
+      m.file.value = '';
+      this.modelStatus(`${file.name} read.`);
+      if (this.els.text.value.trim()) this.run();
+    });
+    m.fetch.addEventListener('click', () => this.fetchModel());
+    m.id.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); this.fetchModel(); } });
+  }
+
+  modelStatus(text, isError = false) {
+    this.model.status.textContent = text;
+    this.model.status.className = isError ? 'error' : 'hint';
+  }
+
+  /** The button's request: the config.json of the model id, then the import again with it. */
+  async fetchModel() {
+    const m = this.model;
+    const base = hubBase(m.base.value);
+    if (base.error) { this.modelStatus(base.error, true); m.base.focus(); return null; }
+    m.fetch.disabled = true;
+    this.modelStatus(`Fetching ${m.id.value.trim() || 'the model'}'s config.json from ${base.base}…`);
+    let got;
+    try {
+      got = await fetchHubConfig(base.base, m.id.value);
+    } finally {
+      m.fetch.disabled = false;
+    }
+    if (!got.ok) {
+      // A config.json fetched earlier for another model is not kept for this one.
+      if (m.fetchedFor && m.fetchedFor !== m.id.value.trim()) { m.json.value = ''; m.fetchedFor = null; }
+      this.modelStatus(got.message, true);
+      return got;
+    }
+    rememberBase(base.base === DEFAULT_HUB ? '' : base.base);
+    m.json.value = got.text;
+    m.fetchedFor = m.id.value.trim();
+    this.modelStatus(`Fetched ${got.url}${got.modelType ? ` (model_type ${got.modelType})` : ''}.`);
+    if (this.els.text.value.trim()) await this.run();
+    return got;
   }
 
   async take(file) {
@@ -165,6 +232,7 @@ export class ImportPanel {
     const kind = t ? this.kindOf(t) : null;
     this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed, axolotl or accelerate config.';
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
+    if (this.model?.box) this.model.box.hidden = !MODEL_KINDS.has(kind) && !this.model.json.value.trim();
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
     // 8 GPUs per node unless told.
     // An accelerate or DeepSpeed config takes its launch command there, and has no versions.
@@ -182,7 +250,7 @@ export class ImportPanel {
   }
 
   /** {gpus, overrides or launch, version} from the panel's inputs, for a file of `kind`. */
-  options(kind) {
+  options(kind, tree = null) {
     const options = {};
     // What was typed goes to the core, which names a bad count ("gpus: must be a positive integer").
     const typed = this.gpus?.value.trim();
@@ -198,6 +266,17 @@ export class ImportPanel {
       if (overrides.length) options.overrides = overrides;
     }
     if (this.version?.value.trim() && !this.version.closest('.field')?.hidden) options.version = this.version.value.trim();
+    // The model's config.json, as text: the core reads it as `trainmem import ... --model` does.
+    const model = this.model?.json?.value.trim();
+    if (model && MODEL_KINDS.has(kind)) {
+      // A config.json fetched for one model is not the model of an axolotl file that names
+      // another: nothing of an earlier import fills this one.
+      const named = kind === 'axolotl' && typeof tree?.base_model === 'string' ? tree.base_model : null;
+      const fetchedFor = this.model.fetchedFor;
+      if (named && fetchedFor && named.toLowerCase() !== fetchedFor.toLowerCase()) {
+        this.modelStatus(`The config.json fetched for ${fetchedFor} was not used: this file's base_model is ${named}.`, true);
+      } else options.model = model;
+    }
     return options;
   }
 
@@ -247,15 +326,32 @@ export class ImportPanel {
         if (!FRAMEWORKS.has(kind)) {
           result = { ok: false, issues: [{ field: '', message: 'This YAML is neither a torchtune recipe (model._component_), an axolotl config (base_model), an accelerate config (distributed_type) nor a Megatron-LM test config (MODEL_ARGS).' }] };
         } else {
-          result = this.engine.importFramework(kind, parsed.tree, this.options(kind), base);
+          result = this.engine.importFramework(kind, parsed.tree, this.options(kind, parsed.tree), base);
         }
       }
     }
     if (this.fileName) label = `${label} (${this.fileName})`;
     this.fileName = null;
     this.report(result, label);
+    if (!result.ok) this.askForModel(result.issues);
     if (result.ok) this.apply(result.config, label, result.unresolved ?? []);
     return result;
+  }
+
+  /**
+   * A model that is no preset: the model box opens with the name filled in as the Hub id, and the
+   * question says what to do in the page's words (the core's names the CLI's --model).
+   */
+  askForModel(issues) {
+    const m = this.model;
+    const asked = issues.map((i) => NOT_A_PRESET.exec(i.message)).find(Boolean);
+    if (!asked || !m?.box) return;
+    m.box.hidden = false;
+    if (!m.id.value.trim() || m.asked !== asked[2]) m.id.value = asked[2];
+    m.asked = asked[2];
+    this.modelStatus(`${asked[2]} is not one of the presets: paste or upload its config.json, or fetch it from the Hub.`, true);
+    m.box.scrollIntoView?.({ block: 'nearest' });
+    m.fetch.focus({ preventScroll: true });
   }
 
   /** Lists what the form still needs, what was read, assumed and ignored, or the problems. */
@@ -267,7 +363,11 @@ export class ImportPanel {
       parts.push(p('Nothing was imported:', 'error'));
       const ul = document.createElement('ul');
       ul.className = 'import-issues';
-      for (const issue of result.issues) ul.append(Object.assign(document.createElement('li'), { textContent: issue.message }));
+      for (const issue of result.issues) {
+        const asked = NOT_A_PRESET.exec(issue.message);
+        const text = asked ? `${asked[1]}: "${asked[2]}" is not the Hugging Face repository of a trainmem preset; give its config.json below (paste, upload or fetch it from the Hub)` : issue.message;
+        ul.append(Object.assign(document.createElement('li'), { textContent: text }));
+      }
       parts.push(ul);
       report.className = 'import-report notice error-box';
     } else {
@@ -284,7 +384,8 @@ export class ImportPanel {
         if (key !== 'read') details.open = true;
         const summary = Object.assign(document.createElement('summary'), { textContent: `${title} (${items.length})` });
         const ul = document.createElement('ul');
-        for (const line of items) ul.append(Object.assign(document.createElement('li'), { textContent: line }));
+        // The core names the model's file by the CLI's flag (--model): here it is the box's.
+        for (const line of items) ul.append(Object.assign(document.createElement('li'), { textContent: line.replace(/^--model: /, 'config.json: ') }));
         details.append(summary, ul);
         parts.push(details);
       }

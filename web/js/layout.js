@@ -8,6 +8,18 @@
  * `groups` lists the core field groups whose unlisted fields land in this section's "More".
  */
 const SECTIONS = [
+  // What a fine-tuner knows first (issue 32, item 5): the GPU, the method, how many GPUs, the
+  // sequence and batch, the framework and checkpointing. The model is the preset above the form.
+  // `mount`: the section is index.html's own (#section-run, which holds the GPU select), and its
+  // fields go into that grid after the GPU.
+  {
+    id: 'run',
+    title: 'Your run',
+    mount: 'run-grid',
+    groups: [],
+    fields: ['peft', 'world_size', 'seq_length', 'micro_batch_size', 'framework', 'recompute_granularity'],
+    more: [],
+  },
   {
     id: 'model',
     title: 'Model',
@@ -25,7 +37,7 @@ const SECTIONS = [
     id: 'parallelism',
     title: 'Parallelism',
     groups: ['parallelism'],
-    fields: ['world_size', 'tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size',
+    fields: ['tensor_model_parallel_size', 'pipeline_model_parallel_size', 'data_parallel_size',
       'context_parallel_size', 'expert_model_parallel_size', 'expert_tensor_parallel_size',
       'virtual_pipeline_model_parallel_size', 'num_layers_in_first_pipeline_stage',
       'num_layers_in_last_pipeline_stage', 'pipeline_stage_layers', 'sequence_parallel', 'use_distributed_optimizer'],
@@ -35,8 +47,7 @@ const SECTIONS = [
     id: 'training',
     title: 'Training',
     groups: ['training', 'profile'],
-    fields: ['seq_length', 'micro_batch_size', 'global_batch_size', 'recompute_granularity',
-      'profile'],
+    fields: ['global_batch_size', 'profile'],
     more: ['num_microbatches'],
   },
   // The sections below hold fields only the trainmem profile reads (the core marks them
@@ -45,7 +56,7 @@ const SECTIONS = [
     id: 'framework',
     title: 'Framework and precision',
     groups: [],
-    fields: ['framework', 'zero_stage', 'data_parallel_shard_size', 'params_dtype', 'compute_dtype',
+    fields: ['zero_stage', 'data_parallel_shard_size', 'params_dtype', 'compute_dtype',
       'master_weights', 'fp8_recipe', 'fp8_param_gather', 'expert_params_dtype'],
     more: ['main_params_dtype', 'main_grads_dtype', 'exp_avg_dtype', 'exp_avg_sq_dtype',
       'zero_init', 'contiguous_gradients', 'reduce_bucket_size', 'overlap_comm', 'additional_buffer_factor',
@@ -70,7 +81,7 @@ const SECTIONS = [
     id: 'finetuning',
     title: 'Fine-tuning',
     groups: ['finetuning'],
-    fields: ['model_implementation', 'peft', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
+    fields: ['model_implementation', 'lora_target_modules', 'lora_rank', 'optimizer_in_backward',
       'activation_offload', 'paged_optimizer', 'torch_compile', 'cross_entropy_chunks', 'fused_linear_cross_entropy',
       'cut_cross_entropy'],
     more: ['lora_modules_to_save', 'lora_dropout', 'nf4_double_quant', 'quantize_lm_head', 'kbit_upcast', 'bnb_keeps_matmul_input'],
@@ -90,6 +101,7 @@ const SECTIONS = [
  * what FSDP, torchtitan and Hugging Face users call activation checkpointing.
  */
 export const CHOICE_LABELS = {
+  peft: { none: 'full fine-tuning', lora: 'LoRA', qlora: 'QLoRA (4-bit base)' },
   recompute_granularity: {
     none: 'none (no checkpointing)',
     selective: 'selective (attention)',

@@ -22,6 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
+import { chooseMethod, methodNotice, methodNoticeBox } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -506,6 +507,8 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
   followed = null;
   ui.setupNotice.hidden = true;
+  const methodBox = document.getElementById('method-notice');
+  if (methodBox) methodBox.hidden = true;
   syncControls();
   recompute();
   share.commit();
@@ -534,6 +537,7 @@ let followed = null; // {by, name, value}: the field set aside when `by` was typ
 
 function onFieldChange(name, value) {
   lastEdited = name;
+  if (name === 'peft') { onMethodChange(value); return; }
   if (value === undefined) delete state.fields[name];
   else state.fields[name] = value;
   const other = FOLLOWS[name];
@@ -550,14 +554,40 @@ function onFieldChange(name, value) {
 }
 
 /**
- * The pinned configuration's result on the page's GPU, estimated again only when the pin or the
- * capacity changes (not on every keystroke of the configuration on screen).
+ * A configuration's result on the page's GPU for the compare view (the pinned run, and the pinned
+ * run with one setting changed: "what it does alone"), remembered by config and capacity, so that
+ * a keystroke on the configuration on screen re-estimates only what it changed.
  */
-let pinnedResult = { key: null, result: null };
+const compareResults = new Map();
 function pinnedEstimate(config) {
   const key = `${JSON.stringify(config)}@${capacityBytes()}`;
-  if (pinnedResult.key !== key) pinnedResult = { key, result: engine.estimate(withCapacity(config, capacityBytes())) };
-  return pinnedResult.result;
+  if (!compareResults.has(key)) {
+    if (compareResults.size >= 256) compareResults.delete(compareResults.keys().next().value);
+    compareResults.set(key, engine.estimate(withCapacity(config, capacityBytes())));
+  }
+  return compareResults.get(key);
+}
+
+/**
+ * A method chosen (peft): where the run's settings conflict with it, the core's objections are
+ * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
+ */
+function onMethodChange(peft) {
+  const before = { ...state.fields };
+  const resolvedBefore = lastOk?.result.config ?? {};
+  const { fields, changes, result } = chooseMethod(state.fields, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  state.fields = fields;
+  const box = methodNoticeBox();
+  if (changes.length && box) {
+    form.setValues(state.fields);
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}), () => {
+      state.fields = before;
+      form.setValues(state.fields);
+      recompute();
+      share.commit();
+    });
+  } else if (box) box.hidden = true;
+  recompute();
 }
 
 function bindPanels() {
@@ -573,6 +603,9 @@ function bindPanels() {
       share.scheduleLinkWrite();
     },
     load: (pin) => loadFields({ ...pin.config }, pin.preset, pin.preset ? null : pin.label.replace(/^Imported /, '')),
+    inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
+    order: [...form.fields.keys()],
+    label: (name) => form.specs.get(name)?.label || name.replaceAll('_', ' '),
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,

@@ -635,7 +635,7 @@ const std::vector<Field>& fields() {
           "world_size / (TP × PP × CP) (Megatron's data-parallel size)."),
       // Fine-tuning and memory-saving techniques: the trainmem profile (issue 13).
       trainmem_only(choice_field<&C::peft, &Config::peft>(
-          {"peft", "peft", "Parameter-efficient fine-tuning"}, G::finetuning, from_config(),
+          {"peft", "peft", "Method (full, LoRA or QLoRA)"}, G::finetuning, from_config(),
           "Parameter-efficient fine-tuning: lora freezes the base weights (no gradients, "
           "optimizer states or master weights for them) and trains low-rank adapters A (in × r) "
           "and B (r × out) on lora_target_modules; qlora also stores the frozen base linears in "

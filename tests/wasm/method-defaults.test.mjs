@@ -1,0 +1,93 @@
+// Choosing a fine-tuning method on a hand-built run (web/js/method-defaults.js, issue 32 item 5):
+// each change answers an objection the core makes to the run as it is, and is kept only when the
+// core stops objecting. Every expectation below is the core's own rule, read back from the core.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { METHOD_RULES, chooseMethod, methodNotice } from '../../web/js/method-defaults.js';
+import { START, coreConfig } from '../../web/js/link-config.js';
+import { loadEngine } from './load.mjs';
+
+const engine = await loadEngine();
+const H100 = engine.gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+const estimate = (fields) => engine.estimate(coreConfig(engine, fields, H100).config);
+const model = (id) => engine.presets.find((p) => p.id === id).config;
+// The first screen: Llama 3.1 8B with START's Megatron training fields (TP 2, DP 4, selective recompute).
+const firstScreen = () => ({ ...model('llama-3.1-8b'), ...START.fields });
+
+test('QLoRA on the first screen: the core objects to Megatron, then to selective recompute; ddp and full answer both', () => {
+  const before = estimate({ ...firstScreen(), peft: 'qlora' });
+  assert.equal(before.ok, false);
+  assert.ok(before.issues.some((i) => i.field === 'peft' && /needs framework ddp, fsdp2 or deepspeed/.test(i.message)), JSON.stringify(before.issues));
+  const { fields, changes, result } = chooseMethod(firstScreen(), 'qlora', estimate);
+  assert.equal(result.ok, true, JSON.stringify(result.issues));
+  assert.deepEqual(changes.map((c) => [c.name, c.from, c.to]), [['framework', undefined, 'ddp'], ['recompute_granularity', 'selective', 'full']]);
+  assert.equal(fields.peft, 'qlora');
+  // The core's resolution of the result: NF4 base (the field spec's default for qlora), PyTorch model code.
+  assert.equal(result.config.params_dtype, 'nf4');
+  assert.equal(result.config.model_implementation, 'hf-transformers');
+  // The same fields straight to the core give the same figure: the page adds nothing else.
+  assert.equal(estimate(fields).device_bytes, result.device_bytes);
+  assert.equal(methodNotice('qlora', changes, { framework: 'megatron', recompute_granularity: 'selective' }, result.config),
+    'QLoRA: set framework megatron → ddp, recompute_granularity selective → full (QLoRA\'s 4-bit layers need a PyTorch framework; PyTorch fine-tuning checkpoints whole layers).');
+});
+
+test('LoRA and full fine-tuning on Megatron: nothing conflicts, nothing changes', () => {
+  for (const peft of ['lora', 'none', undefined]) {
+    const { fields, changes, result } = chooseMethod(firstScreen(), peft, estimate);
+    assert.equal(result.ok, true, `${peft}: ${JSON.stringify(result.issues)}`);
+    assert.deepEqual(changes, [], String(peft));
+    assert.equal(fields.framework, undefined);
+  }
+});
+
+test('a weights dtype set for one method goes back to the other method\'s default', () => {
+  const ddp = { ...model('llama-3.1-8b'), seq_length: 2048, micro_batch_size: 1, framework: 'ddp', recompute_granularity: 'full' };
+  // bf16 weights, then QLoRA: the core wants nf4 with qlora; cleared, its default is nf4.
+  const toQlora = chooseMethod({ ...ddp, params_dtype: 'bf16' }, 'qlora', estimate);
+  assert.deepEqual(toQlora.changes.map((c) => [c.name, c.from, c.to]), [['params_dtype', 'bf16', undefined]]);
+  assert.equal(toQlora.result.ok, true);
+  assert.equal(toQlora.result.config.params_dtype, 'nf4');
+  // nf4 weights, then LoRA: nf4 needs qlora; cleared, the ddp default (fp32, the field spec's) applies.
+  const toLora = chooseMethod({ ...ddp, params_dtype: 'nf4', peft: 'qlora' }, 'lora', estimate);
+  assert.deepEqual(toLora.changes.map((c) => [c.name, c.from]), [['params_dtype', 'nf4']]);
+  assert.equal(toLora.result.ok, true, JSON.stringify(toLora.result.issues));
+  assert.equal(toLora.result.config.params_dtype, engine.estimate({ ...ddp, peft: 'lora', gpu_memory_bytes: H100 }).config.params_dtype);
+});
+
+test('torchtitan\'s per-op recompute with adapters: full, as the core says', () => {
+  const titan = { ...model('llama-3.1-8b'), seq_length: 4096, micro_batch_size: 1, framework: 'fsdp2', recompute_granularity: 'selective_op' };
+  assert.equal(estimate(titan).ok, true);
+  const { changes, result } = chooseMethod(titan, 'lora', estimate);
+  assert.deepEqual(changes.map((c) => [c.name, c.to]), [['recompute_granularity', 'full']]);
+  assert.equal(result.ok, true, JSON.stringify(result.issues));
+});
+
+test('an objection no rule answers is left to the user: nothing is changed behind it', () => {
+  // DeepSeek-V2-Lite has multi-latent attention, whose projections LoRA does not target here.
+  const mla = { ...model('deepseek-v2-lite'), ...START.fields, tensor_model_parallel_size: 1, data_parallel_size: 8 };
+  const { fields, changes, result } = chooseMethod(mla, 'lora', estimate);
+  assert.equal(result.ok, false);
+  assert.ok(result.issues.some((i) => i.field === 'peft' && /multi_latent_attention/.test(i.message)), JSON.stringify(result.issues));
+  assert.deepEqual(changes, []);
+  assert.deepEqual(fields, { ...mla, peft: 'lora' });
+});
+
+test('FP8 with adapters: the recipe goes back to its default, none', () => {
+  const fp8 = { ...firstScreen(), fp8_recipe: 'tensorwise' };
+  assert.equal(estimate(fp8).ok, true, JSON.stringify(estimate(fp8).issues));
+  const { changes, result } = chooseMethod(fp8, 'lora', estimate);
+  assert.deepEqual(changes.map((c) => [c.name, c.from, c.to]), [['fp8_recipe', 'tensorwise', undefined]]);
+  assert.equal(result.ok, true, JSON.stringify(result.issues));
+  assert.equal(result.config.fp8_recipe, 'none');
+});
+
+test('every rule names fields the core has, and a value among the field\'s choices', () => {
+  const names = new Set(engine.fieldSpecs.map((s) => s.name));
+  for (const rule of METHOD_RULES) {
+    assert.ok(names.has(rule.field) && names.has(rule.set), rule.field);
+    if (rule.to !== undefined) {
+      const spec = engine.fieldSpecs.find((s) => s.name === rule.set);
+      assert.ok(spec.choices.includes(rule.to), `${rule.set}: ${rule.to} is not among ${spec.choices}`);
+    }
+  }
+});

@@ -1,0 +1,103 @@
+// Choosing a fine-tuning method (the peft field: none = full fine-tuning, lora, qlora) on a run
+// built by hand (issue 32, item 5). Where the page's current settings conflict with the method,
+// the core says so (resolve.cpp, resolve_finetuning_fields and resolve_model_implementation); this
+// module answers each such conflict with the value a fine-tuning run of that method uses, checks
+// with the core that the answer removes the conflict, and words what it changed in one line with
+// an Undo. It changes nothing the core does not object to, and nothing it cannot explain below.
+
+/**
+ * Each rule: a core message on `field` that `when` matches, and what the page sets (`to`;
+ * undefined: the field is cleared, so the core's default for the new method applies), with `why`,
+ * the reason the notice gives. The sources:
+ * - framework "ddp" for QLoRA on Megatron: the core's rule names "framework ddp, fsdp2 or
+ *   deepspeed (bitsandbytes or torchao NF4 linears; Megatron has none)"; ddp is what both
+ *   single-GPU QLoRA setups run (core/data/setups.json: torchtune's 8B_qlora_single_device,
+ *   axolotl's llama-3/qlora.yml), and it changes no sharding the user did not ask for (fsdp2 and
+ *   deepspeed shard by zero_stage). A multi-GPU QLoRA run sharded with FSDP picks fsdp2 itself.
+ * - recompute_granularity "full": the core's own message for "selective" on a PyTorch model
+ *   ("model_implementation ... checkpoints whole layers ("full")") and for "selective_op" with
+ *   peft; every setup in core/data/setups.json (LoRA, QLoRA and full) checkpoints every layer.
+ * (Megatron's use_distributed_optimizer needs no rule: on another framework it is no field in
+ *   effect, so the page does not send it: link-config.js coreConfig.)
+ * - params_dtype, expert_params_dtype cleared: the field spec's default is the method's
+ *   ("bf16 (ddp: fp32; peft qlora: nf4)", core/src/config/fields.cpp), and the core's rule is that
+ *   nf4 goes with qlora and qlora with nf4.
+ * - fp8_recipe cleared (its default, "none"): the core's "must be "none" with peft ... (FP8
+ *   copies of frozen weights are not modelled)".
+ */
+export const METHOD_RULES = [
+  { field: 'peft', when: /needs framework ddp, fsdp2 or deepspeed/, set: 'framework', to: 'ddp', why: 'QLoRA\'s 4-bit layers need a PyTorch framework' },
+  { field: 'recompute_granularity', when: /checkpoints whole layers \("full"\)|is not modelled with peft/, set: 'recompute_granularity', to: 'full', why: 'PyTorch fine-tuning checkpoints whole layers' },
+  { field: 'params_dtype', when: /peft "qlora"/, set: 'params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
+  { field: 'expert_params_dtype', when: /peft "qlora"/, set: 'expert_params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
+  { field: 'fp8_recipe', when: /must be "none" with peft/, set: 'fp8_recipe', to: undefined, why: 'FP8 is not modelled with adapters' },
+];
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The fields after choosing `peft` on `fields`, with the conflicts the core names answered.
+ * `estimate(fields)` is the page's estimate of a field set (its issues are the core's).
+ * @returns {{fields: object, changes: {name: string, from: unknown, to: unknown, why: string}[], result: object}}
+ */
+export function chooseMethod(fields, peft, estimate) {
+  let next = { ...fields };
+  if (peft === undefined) delete next.peft;
+  else next.peft = peft;
+  const changes = [];
+  let result = estimate(next);
+  // A change may bring the next conflict to light (ddp makes "selective" a PyTorch model's):
+  // a few rounds, each answering what the core says now.
+  for (let round = 0; round < 4 && !result.ok; round += 1) {
+    const answered = [];
+    for (const issue of result.issues) {
+      const rule = METHOD_RULES.find((r) => r.field === issue.field && r.when.test(issue.message));
+      if (!rule || answered.some((c) => c.name === rule.set) || same(next[rule.set], rule.to)) continue;
+      if (changes.some((c) => c.name === rule.set)) continue; // answered once already: the core still objects, leave it to the user
+      answered.push({ name: rule.set, from: next[rule.set], to: rule.to, why: rule.why });
+    }
+    if (!answered.length) break;
+    const tried = { ...next };
+    for (const c of answered) {
+      if (c.to === undefined) delete tried[c.name];
+      else tried[c.name] = c.to;
+    }
+    const after = estimate(tried);
+    // Keep a change only when the core no longer objects to what it answered.
+    const kept = answered.filter((c) => !(after.issues ?? []).some((i) => METHOD_RULES.some((r) => r.set === c.name && r.field === i.field && r.when.test(i.message))));
+    if (!kept.length) break;
+    for (const c of kept) {
+      if (c.to === undefined) delete next[c.name];
+      else next[c.name] = c.to;
+    }
+    changes.push(...kept);
+    result = kept.length === answered.length ? after : estimate(next);
+  }
+  return { fields: next, changes, result };
+}
+
+const METHOD_NAMES = { none: 'Full fine-tuning', lora: 'LoRA', qlora: 'QLoRA' };
+
+/** "QLoRA: framework megatron → ddp, recompute_granularity selective → full (...)": the one line. */
+export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
+  const shown = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+  const parts = changes.map((c) => {
+    const from = c.from === undefined ? resolvedBefore[c.name] : c.from;
+    const to = c.to === undefined ? `${resolvedAfter[c.name] === undefined ? '' : `${shown(resolvedAfter[c.name])} `}(default)` : shown(c.to);
+    return `${label(c.name)} ${shown(from)} → ${to}`;
+  });
+  const whys = [...new Set(changes.map((c) => c.why))];
+  return `${METHOD_NAMES[peft ?? 'none'] ?? peft}: set ${parts.join(', ')} (${whys.join('; ')}).`;
+}
+
+/** The notice under the title of the section that holds the method (made once; the form builds the section). */
+export function methodNoticeBox(doc = document) {
+  let box = doc.getElementById('method-notice');
+  if (box) return box;
+  const section = doc.getElementById('f-peft')?.closest('fieldset.section');
+  if (!section) return null;
+  box = Object.assign(doc.createElement('div'), { id: 'method-notice', className: 'notice method-notice', hidden: true });
+  box.setAttribute('role', 'status');
+  (section.querySelector(':scope > .setup-pointer') ?? section.querySelector(':scope > legend')).after(box);
+  return box;
+}

@@ -12,7 +12,15 @@
 //   first); 2, the inputs' contents, the explanation and the embed dialog. main.js waits for
 //   'trainmem:unfolded' (web/ has no templates: there it comes once the document is parsed), and
 //   puts stage 1 in place itself for a link's first answer (window.trainmemUnfold(1)).
+// - The estimator module's fetch and compile start here, before the parser reaches the body:
+//   engine.js instantiates what this compiled (window.trainmemWasm) instead of fetching the module
+//   when its glue runs, after the page's scripts have arrived. Streaming: it compiles as it
+//   downloads. Where it cannot (no compileStreaming, a host that does not send application/wasm)
+//   it resolves to null and the glue fetches the module itself.
 if (location.hash.length > 1) document.documentElement.setAttribute('data-link', '');
+window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.compileStreaming === 'function'
+  ? WebAssembly.compileStreaming(fetch('wasm/trainmem.wasm', { credentials: 'same-origin' })).catch(() => null)
+  : null;
 { // a block: a classic script's top-level names would be the page's globals
   const edits = new Map(); // control id -> { value, checked }: its last value
   const keep = (event) => {

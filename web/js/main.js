@@ -133,10 +133,10 @@ function settle() {
   scheduleDetails();
 }
 
-// The details of a new result, one step a frame after the headline's: the breakdown, its chart
-// and the suggestions (in view beside the headline), then the cards below them (the GPU table's
-// estimate per GPU, the peak, the compare panel, the parameters, the notes). A newer result
-// starts them over; render() does them all at once.
+// The details of a new result, one step a frame after the headline's: the breakdown table and
+// the suggestions, the charts (in view beside the headline), the GPU table (an estimate per GPU),
+// then the cards below them (the peak, the compare panel, the parameters, the notes). A newer
+// result starts them over; render() does them all at once.
 let detailsStep = 0;
 let detailsFrame = 0;
 let idleWaiters = [];
@@ -151,7 +151,7 @@ function cancelDetails() {
 function runDetailsStep() {
   detailsFrame = 0;
   const t0 = performance.now();
-  const steps = [renderBreakdown, renderCards];
+  const steps = [renderTable, renderCharts, renderGpuFit, renderCards];
   steps[detailsStep]();
   detailsStep += 1;
   window.trainmemStats.renderMs = performance.now() - t0;
@@ -221,17 +221,29 @@ function renderRunLine() {
 
 /** The charts, the breakdown table and the panels below the headline. */
 function renderDetails() {
-  renderBreakdown();
+  renderTable();
+  renderCharts();
+  renderGpuFit();
   renderCards();
 }
 
-/** The breakdown beside the headline: its table, the GPU's and the stages' charts, the suggestions. */
-function renderBreakdown() {
-  const capacity = capacityBytes();
-  const { unit, figure } = state;
+/** The breakdown table beside the headline and the suggestions under the verdict. */
+function renderTable() {
   const result = lastOk?.result;
   if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
     view.clearTable();
+    return;
+  }
+  view.renderTable(result, state.unit, state.figure);
+  renderSuggestions(result);
+}
+
+/** The GPU's and the stages' charts. */
+function renderCharts() {
+  const capacity = capacityBytes();
+  const { unit, figure } = state;
+  const result = lastOk?.result;
+  if (!result) {
     gpuChart?.update([], capacity, '', unit);
     ui.stagesCard.hidden = true;
     return;
@@ -247,8 +259,6 @@ function renderBreakdown() {
   ui.stagesHint.textContent = result.profile === 'trainmem'
     ? 'Each stage\'s peak: its own layers, embedding or output layer, and the microbatches its schedule keeps in flight.'
     : 'The reference estimators compute activation memory for the first stage only; other stages show weights and optimizer state.';
-  view.renderTable(result, unit, figure);
-  renderSuggestions(result);
 }
 
 /** The cards below the breakdown: the GPU table, the peak, the compare panel, the parameters, the notes, the trace. */
@@ -258,7 +268,6 @@ function renderCards() {
   const capacity = capacityBytes();
   const { unit, figure } = state;
   const capacityLabel = Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '';
-  renderGpuFit();
   view.renderPeak(result, unit, capacity);
   compare.render(result, { label: modelLabel(), unit, figure, capacity, capacityLabel });
   view.renderParams(result);
@@ -287,6 +296,7 @@ function renderSuggestions(result) {
 
 /** The figure on every GPU of the table (and a custom capacity): one estimate each, as the page's. */
 function renderGpuFit() {
+  if (!lastOk) return;
   const { config, result } = lastOk;
   const rows = engine.gpus.map((g) => ({ id: g.id, name: g.name, capacity: g.memory_bytes, chosen: state.gpu === g.id }));
   const custom = capacityBytes();

@@ -184,7 +184,8 @@ async function coldLoad(browser, target) {
       pageChart: mark('trainmem:first-chart'),
       resources: [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
         .map((e) => ({ name: e.name, end: e.responseEnd, wire: e.encodedBodySize, blocking: e.renderBlockingStatus === 'blocking' })),
-      prerendered: shownAtFirstPaint,
+      // In the document before its first paint (dist/'s prerendered headline), not written by the page.
+      prerendered: Number.isFinite(fcp) && result <= fcp,
     };
   });
   await context.close();

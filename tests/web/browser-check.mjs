@@ -119,7 +119,8 @@ const canvasDigest = (page, selector) => page.$eval(selector, (c) => c.toDataURL
 const settleUrl = (page) => page.waitForTimeout(400);
 // The page answers an input with the headline at once and the rest (the form's marks, the table,
 // the charts) in the next frame: a check reads the page after that frame.
-const settled = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+const settled = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))
+  .then(() => window.trainmemSettled?.()));
 
 async function typeInto(page, selector, text) {
   await page.fill(selector, text);
@@ -207,6 +208,65 @@ await check('a share link restores the same inputs and result', async (keep) => 
   expect(link === linkCopy, `link changed: ${link} vs ${linkCopy}`);
   expect(!noticeShown, 'a notice is shown for a clean link');
   expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// Issue 31: the order only, no timings. What the page does first for a link is show the link's
+// headline, verdict and breakdown; the form is built after that.
+await check('a shared link: its headline and breakdown are shown before the form is built, and nothing else of the page before them', async (keep) => {
+  const link = '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb';
+  const page = keep(await context.newPage());
+  await page.addInitScript(() => {
+    const seen = [];
+    window.orderSeen = seen;
+    const mo = new MutationObserver(() => {
+      const total = document.getElementById('total');
+      if (!seen.includes('headline') && total && /\d/.test(total.textContent)) {
+        const main = document.querySelector('main');
+        seen.push('headline');
+        window.atHeadline = {
+          text: total.textContent, shown: getComputedStyle(main).display !== 'none',
+          rows: document.querySelectorAll('#breakdown-body tr').length, fields: document.querySelectorAll('#fields > fieldset').length,
+          inputsShown: getComputedStyle(document.querySelector('main > .inputs')).contentVisibility !== 'hidden',
+        };
+      }
+      if (!seen.includes('form') && document.querySelector('#fields > fieldset')) seen.push('form');
+    });
+    mo.observe(document, { childList: true, subtree: true, characterData: true, attributes: true });
+  });
+  await page.goto(`${url}index.html${link}`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await settled(page);
+  const { seen, at, live } = await page.evaluate(() => ({
+    seen: window.orderSeen, at: window.atHeadline,
+    live: { text: document.getElementById('total').textContent, fields: document.querySelectorAll('#fields > fieldset').length },
+  }));
+  expect(seen[0] === 'headline' && seen[1] === 'form', `order: ${seen.join(' → ')}`);
+  expect(at.text === live.text, `the first headline (${at.text}) is not the link's (${live.text})`);
+  // When the headline arrives: <main> is shown with the breakdown's rows, the form not yet built nor laid out.
+  expect(at.shown && at.rows > 5 && at.fields === 0 && !at.inputsShown && live.fields > 0, `at the headline: ${JSON.stringify(at)}`);
+  return page;
+});
+
+// Issue 31: an edit made before the live estimator is up is queued and used, not lost.
+await check('an edit made before the engine is ready is used once it is', async (keep) => {
+  const page = keep(await context.newPage());
+  let release;
+  const held = new Promise((r) => { release = r; });
+  await page.route(/\.wasm$/, async (route) => { await held; await route.continue(); });
+  await page.goto(`${url}index.html`);
+  await page.waitForSelector('label[for="unit-gb"]');
+  await page.click('label[for="unit-gb"]');
+  const before = await page.evaluate(() => ({ ready: document.body.dataset.ready ?? '', total: document.getElementById('total').textContent }));
+  release();
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  await settled(page);
+  await settleUrl(page);
+  const after = await page.evaluate(() => ({
+    unit: document.querySelector('input[name="unit"]:checked').value, total: document.getElementById('total').textContent, hash: location.hash,
+  }));
+  expect(before.ready === '' && !/\d/.test(before.total), `the engine was ready before the edit: ${JSON.stringify(before)}`);
+  expect(after.unit === 'GB' && /\d GB$/.test(after.total) && /[#&]u=GB\b/.test(after.hash), `the edit was lost: ${JSON.stringify(after)}`);
   return page;
 });
 
@@ -2137,19 +2197,25 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const early = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       inert: document.querySelector('.inputs').inert, visible: getComputedStyle(document.querySelector('main')).visibility,
-      fields: document.querySelectorAll('#fields > fieldset').length,
+      fields: document.querySelectorAll('#fields > fieldset').length, unit: document.querySelector('input[name="unit"]:checked')?.value,
     }));
-    // The form's fields are not prerendered (main.js builds them): the headline comes early in the document.
-    expect(early.prerendered && early.inert && early.visible === 'visible' && early.fields === 0, `before the module: ${JSON.stringify(early)}`);
+    // The form's fields are not prerendered (main.js builds them): the headline comes early in the
+    // document. The prerendered controls can be used at once (issue 31): an edit is queued.
+    expect(early.prerendered && !early.inert && early.visible === 'visible' && early.fields === 0 && early.unit === 'GiB', `before the module: ${JSON.stringify(early)}`);
+    await fresh.click('label[for="unit-gb"]');
     releaseWasm();
     await fresh.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    await settled(fresh);
     const live = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
+      unit: document.querySelector('input[name="unit"]:checked')?.value, total: document.getElementById('total').textContent,
       inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > fieldset').length,
       deferred: document.querySelectorAll('template[data-deferred]').length,
       parts: ['how', 'embed-dialog', 'preset', 'gpu-card', 'assumptions', 'trace-title'].filter((id) => !document.getElementById(id)),
     }));
     expect(live.bytes === early.bytes, `prerendered ${early.bytes} B, live ${live.bytes} B`);
+    // The unit chosen before the module was up is the live page's.
+    expect(live.unit === 'GB' && /\d GB$/.test(live.total), `the unit chosen before the page was live was lost: ${live.unit}, ${live.total}`);
     // The first document defers all but the headline's card (prerender.mjs); boot.js puts the rest in place.
     const served = await (await fetch(sub.url)).text();
     const deferredServed = served.match(/<template data-deferred[=>]/g)?.length ?? 0;
@@ -2186,8 +2252,9 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     await linked.route(/\.wasm$/, () => {}); // never answers: the page as it is before the module
     await linked.goto(`${sub.url}#v=1&m=llama-3.1-70b&tp=8`);
     await linked.waitForSelector('#total[data-bytes]', { state: 'attached' });
-    const hidden = await linked.evaluate(() => getComputedStyle(document.querySelector('main')).visibility);
-    expect(hidden === 'hidden', `a link's page shows the fresh page's answer before its own (${hidden})`);
+    // Not laid out at all (issue 31): the fresh page's answer is never shown for a link.
+    const hidden = await linked.evaluate(() => getComputedStyle(document.querySelector('main')).display);
+    expect(hidden === 'none', `a link's page lays out the fresh page's answer before its own (display ${hidden})`);
     await fresh.close();
     await linked.close();
     expect(problems.length === 0, problems.join('\n'));

@@ -1,19 +1,47 @@
 // A classic script in <head>, run before the first paint.
-// - A page opened with a link (any fragment) marks the document, so that dist/'s prerendered
-//   fresh-page answer (web/scripts/prerender.mjs) is not shown for it while main.js starts; the
-//   stylesheet hides it then.
+// - A page opened with a link (any fragment) marks the document: the stylesheet lays out none of
+//   <main> until main.js has written the link's own answer (dist/'s prerendered answer is the
+//   fresh page's), then the headline's card and the breakdown alone until the page is live.
+// - Edits made before the page is live are kept, not lost: dist/'s prerendered inputs (the GPU,
+//   the unit, the presets) can be used at once; the last value of each control is queued here and
+//   main.js replays them on the live controls (window.trainmemQueue.take()).
 // - dist/'s first document lays out the answer and little else: the rest of the page waits in
 //   <template data-deferred="N"> elements, whose text and controls a first frame would otherwise lay
 //   out before it could paint the headline. Each stage is put in place in the task after a frame,
 //   once the document is parsed: 1, the result cards below the headline (the breakdown table
 //   first); 2, the inputs' contents, the explanation and the embed dialog. main.js waits for
-//   'trainmem:unfolded' (web/ has no templates: there it comes once the document is parsed).
+//   'trainmem:unfolded' (web/ has no templates: there it comes once the document is parsed), and
+//   puts stage 1 in place itself for a link's first answer (window.trainmemUnfold(1)).
+// - The estimator module's fetch and compile start here, before the parser reaches the body:
+//   engine.js instantiates what this compiled (window.trainmemWasm) instead of fetching the module
+//   when its glue runs, after the page's scripts have arrived. Streaming: it compiles as it
+//   downloads. Where it cannot (no compileStreaming, a host that does not send application/wasm)
+//   it resolves to null and the glue fetches the module itself.
 if (location.hash.length > 1) document.documentElement.setAttribute('data-link', '');
+window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.compileStreaming === 'function'
+  ? WebAssembly.compileStreaming(fetch('wasm/trainmem.wasm', { credentials: 'same-origin' })).catch(() => null)
+  : null;
 { // a block: a classic script's top-level names would be the page's globals
+  const edits = new Map(); // control id -> { value, checked }: its last value
+  const keep = (event) => {
+    const el = event.target;
+    if (el?.id && 'value' in el) edits.set(el.id, { value: el.value, checked: el.checked });
+  };
+  document.addEventListener('input', keep, true);
+  document.addEventListener('change', keep, true);
+  window.trainmemQueue = {
+    /** The queued edits, in the order first made; stops queueing. */
+    take() {
+      document.removeEventListener('input', keep, true);
+      document.removeEventListener('change', keep, true);
+      return [...edits].map(([id, edit]) => ({ id, ...edit }));
+    },
+  };
   const afterFrame = (then) => requestAnimationFrame(() => setTimeout(then));
   const unfold = (stage) => {
     for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) t.replaceWith(t.content);
   };
+  window.trainmemUnfold = unfold;
   const done = () => {
     document.documentElement.setAttribute('data-unfolded', '');
     document.dispatchEvent(new Event('trainmem:unfolded'));

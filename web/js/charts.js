@@ -141,6 +141,28 @@ function horizontalOptions() {
   return options;
 }
 
+/**
+ * A chart's datasets for `series`, changed in place when they are the same series (by label) as
+ * before: replacing them makes Chart.js rebuild its controllers on update, which costs more than
+ * the estimate. `make(x, i)` gives a dataset's properties.
+ */
+function setDatasets(chart, series, make) {
+  const { datasets } = chart.data;
+  const same = datasets.length === series.length && datasets.every((d, i) => d.label === series[i].label);
+  if (!same) {
+    chart.data.datasets = series.map(make);
+    return;
+  }
+  series.forEach((x, i) => {
+    const next = make(x, i);
+    const d = datasets[i];
+    // The data array itself is kept: Chart.js listens to it.
+    next.data.forEach((v, j) => { d.data[j] = v; });
+    d.data.length = next.data.length;
+    for (const [key, value] of Object.entries(next)) if (key !== 'data') d[key] = value;
+  });
+}
+
 export class GpuChart {
   constructor(canvas) {
     const options = horizontalOptions();
@@ -224,9 +246,9 @@ export class StageChart {
     this.unit = unit;
     this.footers = stages.map(describe);
     this.chart.data.labels = stages.map((s) => String(s.stage));
-    this.chart.data.datasets = series.map((x) => ({
-      label: x.label, bytes: x.bytes, data: x.bytes.map((b) => (b === null ? 0 : inUnit(b, unit))), backgroundColor: x.color,
-    }));
+    // In place: the datasets are replaced only when the series change (see GpuChart.update).
+    const data = series.map((x) => x.bytes.map((b) => (b === null ? 0 : inUnit(b, unit))));
+    setDatasets(this.chart, series, (x, i) => ({ label: x.label, bytes: x.bytes, data: data[i], backgroundColor: x.color }));
     const tops = stages.map((_, i) => series.reduce((sum, x) => sum + (x.bytes[i] ?? 0), 0));
     const o = this.chart.options;
     o.scales.y.max = undefined;
@@ -259,7 +281,7 @@ export class CompareChart {
   /** @param {{label: string, color: string, bytes: [number, number]}[]} series */
   update(series, capacity, capacityLabel, unit) {
     this.unit = unit;
-    this.chart.data.datasets = series.map((x) => ({
+    setDatasets(this.chart, series, (x) => ({
       label: x.label, bytes: x.bytes, data: x.bytes.map((b) => inUnit(b, unit)), backgroundColor: x.color,
       barPercentage: 0.9, categoryPercentage: 0.9,
     }));

@@ -22,11 +22,15 @@ function postHeight() {
   window.parent.postMessage({ type: 'trainmem:height', height }, '*');
 }
 
+/**
+ * The link's figures. The first answer leaves out the trace (every quantity with its formula: the
+ * chart's tooltips, hundreds of strings): there is no chart before its frame; later ones have it.
+ */
 function render() {
   const { state, theme } = splitViewOptions(location.hash);
   applyTheme(theme);
   const link = restoreLink(state, engine);
-  const { result, capacity } = estimateView(engine, link, { verbose: true });
+  const { result, capacity } = estimateView(engine, link, { verbose: Boolean(chart) });
   $('open-full').href = `index.html${state ? `#${state}` : ''}`;
   $('model-name').textContent = link.name;
   document.title = `${link.name} · trainmem`;

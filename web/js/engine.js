@@ -21,9 +21,20 @@ let toolsPromise;
  */
 export function loadModule(overrides = {}) {
   if (!modulePromise) {
-    modulePromise = import('../wasm/trainmem.mjs').then((m) => m.default(overrides));
+    // The page's head script (js/boot.js) may have compiled the module already: instantiate that.
+    const early = Promise.resolve(globalThis.trainmemWasm ?? null);
+    modulePromise = Promise.all([import('../wasm/trainmem.mjs'), early]).then(([m, compiled]) => m.default(compiled
+      ? { ...overrides, instantiateWasm: (imports, receive) => instantiateCompiled(compiled, imports, receive) }
+      : overrides));
   }
   return modulePromise;
+}
+
+/** Emscripten's instantiateWasm hook over a compiled module: {} now, the instance to `receive` later. */
+function instantiateCompiled(compiled, imports, receive) {
+  WebAssembly.instantiate(compiled, imports).then((instance) => receive(instance, compiled),
+    (error) => console.error(`the estimator module did not instantiate: ${error.message}`));
+  return {};
 }
 
 /**

@@ -266,11 +266,14 @@ export class Form {
   showHolds(values) {
     this.lastValues = values;
     const held = new Set(this.held(values));
-    // Every field's toggle, those of a section of the page's own ("Your run") too.
+    // Every field's toggle, those of a section of the page's own ("Your run") too, written only
+    // when they change: a keystroke's frame lays out what changed, and a text written again is a
+    // change to lay out.
     for (const button of [...this.fields.values()].map((f) => f.wrap.querySelector('button.hold')).filter(Boolean)) {
-      const on = held.has(button.dataset.hold);
-      button.setAttribute('aria-pressed', String(on));
-      button.textContent = on ? 'held' : 'free';
+      const on = String(held.has(button.dataset.hold));
+      if (button.getAttribute('aria-pressed') === on) continue;
+      button.setAttribute('aria-pressed', on);
+      button.textContent = on === 'true' ? 'held' : 'free';
     }
   }
 
@@ -352,10 +355,12 @@ export class Form {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
-        if (first && first.value === '') first.textContent = r !== undefined && r !== null ? `default (${r})` : 'default';
+        const text = r !== undefined && r !== null ? `default (${r})` : 'default';
+        if (first && first.value === '' && first.textContent !== text) first.textContent = text; // only a change is laid out
       } else {
         const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r, f.spec.type);
-        f.input.placeholder = shown ? `auto: ${shown}` : 'unset';
+        const placeholder = shown ? `auto: ${shown}` : 'unset';
+        if (f.input.placeholder !== placeholder) f.input.placeholder = placeholder;
       }
     }
   }
@@ -363,10 +368,14 @@ export class Form {
   /** Shows the fields in effect (the core's, in page order: link-config.js coreConfig), hides the others. */
   showApplicable(names) {
     const applicable = new Set(names);
-    for (const [name, f] of this.fields) f.wrap.hidden = !applicable.has(name);
+    for (const [name, f] of this.fields) {
+      const hidden = !applicable.has(name);
+      if (f.wrap.hidden !== hidden) f.wrap.hidden = hidden;
+    }
     // A section (or its "More" list) with nothing that applies is hidden as a whole.
     for (const box of this.sections) {
-      box.hidden = !box.querySelector('.field:not([hidden])');
+      const hidden = !box.querySelector('.field:not([hidden])');
+      if (box.hidden !== hidden) box.hidden = hidden;
     }
   }
 

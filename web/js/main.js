@@ -106,7 +106,10 @@ function recompute() {
 let pending = null;
 let settleFrame = 0;
 
-/** Everything but the headline for the last recompute: the form's marks, the link, the breakdown. */
+/**
+ * What follows the headline, in the frame it is drawn in: the form's marks, the link, the title.
+ * The details follow a frame at a time (scheduleDetails), so that no frame waits for all of them.
+ */
 function settle() {
   settleFrame = 0;
   if (!pending) return;
@@ -128,12 +131,50 @@ function settle() {
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
   share.scheduleLinkWrite();
-  const t1 = performance.now();
-  renderDetails();
   document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
-  const t2 = performance.now();
-  Object.assign(window.trainmemStats, { formMs: t1 - t0, renderMs: t2 - t1 });
-  scheduleTrace();
+  window.trainmemStats.formMs = performance.now() - t0;
+  scheduleDetails();
+}
+
+// The details of a new result, one step a frame after the headline's: the breakdown table and
+// the suggestions, the charts (in view beside the headline), the GPU table (an estimate per GPU),
+// then the cards below them (the peak, the compare panel, the parameters, the notes). A newer
+// result starts them over; render() does them all at once.
+let detailsStep = 0;
+let detailsFrame = 0;
+let idleWaiters = [];
+function scheduleDetails() {
+  detailsStep = 0;
+  if (!detailsFrame) detailsFrame = requestAnimationFrame(runDetailsStep);
+}
+function cancelDetails() {
+  cancelAnimationFrame(detailsFrame);
+  detailsFrame = 0;
+}
+function runDetailsStep() {
+  detailsFrame = 0;
+  const t0 = performance.now();
+  const steps = [renderTable, renderCharts, renderGpuFit, renderCards];
+  steps[detailsStep]();
+  detailsStep += 1;
+  window.trainmemStats.renderMs = performance.now() - t0;
+  if (detailsStep < steps.length) detailsFrame = requestAnimationFrame(runDetailsStep);
+  else {
+    scheduleTrace();
+    whenIdle();
+  }
+}
+
+/** Resolves once the last edit's details are all on the page (read by the browser checks). */
+window.trainmemSettled = () => new Promise((resolve) => {
+  idleWaiters.push(resolve);
+  whenIdle();
+});
+function whenIdle() {
+  if (pending || settleFrame || detailsFrame) return;
+  const waiters = idleWaiters;
+  idleWaiters = [];
+  for (const resolve of waiters) resolve();
 }
 
 // The trace (every intermediate quantity with its formula: the chart's tooltips and the table of
@@ -157,7 +198,9 @@ function scheduleTrace() {
 function render(stale) {
   lastStale = stale;
   renderHeadline();
+  cancelDetails();
   renderDetails();
+  whenIdle();
 }
 
 /** The headline, the capacity and the verdict: what a keystroke updates at once. */
@@ -181,11 +224,29 @@ function renderRunLine() {
 
 /** The charts, the breakdown table and the panels below the headline. */
 function renderDetails() {
-  const capacity = capacityBytes();
-  const { unit, figure } = state;
+  renderTable();
+  renderCharts();
+  renderGpuFit();
+  renderCards();
+}
+
+/** The breakdown table beside the headline and the suggestions under the verdict. */
+function renderTable() {
   const result = lastOk?.result;
   if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
     view.clearTable();
+    return;
+  }
+  view.renderTable(result, state.unit, state.figure);
+  renderSuggestions(result);
+}
+
+/** The GPU's and the stages' charts. */
+function renderCharts() {
+  const capacity = capacityBytes();
+  const { unit, figure } = state;
+  const result = lastOk?.result;
+  if (!result) {
     gpuChart?.update([], capacity, '', unit);
     ui.stagesCard.hidden = true;
     return;
@@ -201,9 +262,15 @@ function renderDetails() {
   ui.stagesHint.textContent = result.profile === 'trainmem'
     ? 'Each stage\'s peak: its own layers, embedding or output layer, and the microbatches its schedule keeps in flight.'
     : 'The reference estimators compute activation memory for the first stage only; other stages show weights and optimizer state.';
-  view.renderTable(result, unit, figure);
-  renderSuggestions(result);
-  renderGpuFit();
+}
+
+/** The cards below the breakdown: the GPU table, the peak, the compare panel, the parameters, the notes, the trace. */
+function renderCards() {
+  const result = lastOk?.result;
+  if (!result) return;
+  const capacity = capacityBytes();
+  const { unit, figure } = state;
+  const capacityLabel = Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '';
   view.renderPeak(result, unit, capacity);
   compare.render(result, { label: modelLabel(), unit, figure, capacity, capacityLabel });
   view.renderParams(result);
@@ -245,6 +312,7 @@ const gpuFitCapacities = () => gpuFitRows().map((row) => row.capacity);
  * fits_at_capacities; a paged optimizer's share on the GPU is the only figure a capacity changes).
  */
 function renderGpuFit() {
+  if (!lastOk) return;
   const { result } = lastOk;
   const rows = gpuFitRows();
   const headline = headlineOf(result, state.figure);
@@ -661,10 +729,55 @@ function pageReady() {
   return new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
 }
 
+/** Resolves once the document is parsed (main.js is async: it may run before). */
+const parsed = () => (document.readyState === 'loading'
+  ? new Promise((resolve) => document.addEventListener('DOMContentLoaded', resolve, { once: true })) : Promise.resolve());
+
+/**
+ * A link's answer before the rest of the page (issue 31): the headline, the verdict and the
+ * breakdown of the link's own state, through the path the embed takes (link-config.js), as soon as
+ * the module is up; the stylesheet shows only their cards until the page is live (data-live) and
+ * nothing of <main> before (data-answer). The form, the planner and the charts follow its frame.
+ */
+function showLinkAnswer() {
+  window.trainmemUnfold?.(1); // dist/: the breakdown's card waits in a template
+  view = new ResultsView();
+  const link = restoreLink(splitViewOptions(location.hash).state, engine);
+  const { result, capacity } = estimateView(engine, link);
+  view.renderSummary(result.ok ? result : null, capacity, link.gpuLabel, link.unit, !result.ok, link.figure);
+  if (result.ok) view.renderTable(result, link.unit, link.figure);
+  else view.clearTable();
+  $('run-line').textContent = result.ok ? `${link.name} · ${layoutText(result.config)}` : '';
+  document.querySelector('main').removeAttribute('data-prerendered'); // dist/: the answer is the link's now
+  document.documentElement.setAttribute('data-answer', '');
+  performance.mark('trainmem:link-answer');
+}
+
+/**
+ * Edits made before the page was live (js/boot.js queued the last value of each control: dist/'s
+ * prerendered GPU, unit and preset controls can be used at once), made again on the live controls.
+ */
+function replayQueuedEdits() {
+  for (const { id, value, checked } of window.trainmemQueue?.take() ?? []) {
+    const el = $(id);
+    if (!el) continue;
+    if (el.type === 'checkbox' || el.type === 'radio') el.checked = checked;
+    else el.value = value;
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  }
+}
+
 async function start() {
   window.trainmemStats = { headlineMs: NaN };
   const enginePromise = createEngine(); // the wasm compiles while the page and Chart.js load
   adoptPalette();
+  if (document.documentElement.hasAttribute('data-link')) {
+    await parsed();
+    engine = await enginePromise;
+    showLinkAnswer();
+    await afterPaint(); // its frame first
+  }
   await pageReady();
   ui = findElements();
   watchSticky(ui.summary);
@@ -675,7 +788,7 @@ async function start() {
   window.trainmemStats.engineWork = () => ({ ...engine.calls, passes: engine.passes() });
   form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
   pointToSetups();
-  view = new ResultsView();
+  view ??= new ResultsView();
   gpuFit = new GpuFitTable($('gpu-card'), (id) => {
     state.gpu = id;
     syncControls();
@@ -690,12 +803,14 @@ async function start() {
   syncControls();
   recompute();
   cancelAnimationFrame(settleFrame);
-  settle(); // the first answer whole, in this task
+  settle(); // the form's marks in this task; the details follow a frame at a time
   // dist/'s prerendered first answer (web/scripts/prerender.mjs) is now the live page.
   const main = document.querySelector('main');
   main.removeAttribute('data-prerendered');
-  main.querySelector('.inputs').inert = false;
+  document.documentElement.setAttribute('data-live', '');
+  replayQueuedEdits();
   performance.mark('trainmem:first-result');
+  performance.mark('trainmem:inputs-live');
   requestAnimationFrame(() => performance.mark('trainmem:first-result-frame'));
 
   await afterPaint();

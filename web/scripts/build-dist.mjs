@@ -17,8 +17,9 @@
 //   - the scripts are bundled and minified (bundle.mjs: esbuild), the pages' modulepreload links
 //     naming the bundles.
 //   - index.html holds the fresh page's first answer, taken from the built page in headless
-//     Chromium (prerender.mjs): a visitor without a link sees it before the module has run; its
-//     head script (js/boot.js) is inlined, allowed by its hash in the CSP (withBootInline).
+//     Chromium (prerender.mjs): a visitor without a link sees it before the module has run. The
+//     pages' head script (js/boot.js: the module's fetch and compile start there) is inlined in
+//     both, allowed by its hash in the CSP (withBootInline).
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
@@ -179,7 +180,7 @@ async function writeServed(file, path, body) {
 }
 
 /**
- * index.html with its classic head script (js/boot.js, which must run before the first paint)
+ * A page (index.html, embed.html) with its classic head script (js/boot.js, which must run before the first paint)
  * inlined and its SHA-256 added to the Content-Security-Policy's script-src, which allows no other
  * inline script: the parser no longer waits for a request before it reaches the answer. Headline
  * first paint, 15 cold loads each, interleaved, in one run on the 2-core machine: 196 ms with the
@@ -187,13 +188,13 @@ async function writeServed(file, path, body) {
  */
 export function withBootInline(html, served) {
   const tag = /<script src="(js\/boot(?:\.[0-9a-f]+)?\.js)"><\/script>/.exec(html);
-  if (!tag) throw new Error('index.html does not load js/boot.js');
+  if (!tag) throw new Error('the page does not load js/boot.js');
   const code = served.get(tag[1])?.toString('utf8');
-  if (code === undefined) throw new Error(`index.html names ${tag[1]}, which the build does not have`);
+  if (code === undefined) throw new Error(`the page names ${tag[1]}, which the build does not have`);
   // Either would end the element or change how the parser reads the rest of its text.
   if (/<\/script|<!--/i.test(code)) throw new Error('js/boot.js contains "</script" or "<!--": it cannot be inlined');
   const csp = /(<meta http-equiv="Content-Security-Policy" content="[^"]*script-src [^;"]*)/;
-  if (!csp.test(html)) throw new Error("index.html's Content-Security-Policy has no script-src");
+  if (!csp.test(html)) throw new Error("the page's Content-Security-Policy has no script-src");
   const hash = createHash('sha256').update(code).digest('base64');
   return html.replace(tag[0], () => `<script>${code}</script>`).replace(csp, (policy) => `${policy} 'sha256-${hash}'`);
 }
@@ -205,12 +206,14 @@ export function withBootInline(html, served) {
  * Resolves to { files, raw, gz, br } (sizes summed over the files).
  */
 export async function buildDist(out, { build = true, bundle = true, prerender = true } = {}) {
-  if (build) {
+  // TRAINMEM_PREBUILT=1: take web/wasm and web/vendor as they are (a checkout that has them
+  // copied in, without the toolchain to build them).
+  if (build && process.env.TRAINMEM_PREBUILT !== '1') {
     execFileSync('bash', [join(web, 'scripts/build-wasm.sh')], { stdio: 'inherit' });
     execFileSync(process.execPath, [join(web, 'scripts/vendor.mjs')], { stdio: 'inherit' });
   }
   const served = hashFiles(bundle ? await bundlePage(web, await readPage()) : await readPage());
-  served.set('index.html', Buffer.from(withBootInline(served.get('index.html').toString('utf8'), served)));
+  for (const page of ['index.html', 'embed.html']) served.set(page, Buffer.from(withBootInline(served.get(page).toString('utf8'), served)));
   const bad = absoluteUrls(served);
   if (bad.length) throw new Error(`absolute URLs would break under a sub-path:\n  ${bad.join('\n  ')}`);
   await rm(out, { recursive: true, force: true });

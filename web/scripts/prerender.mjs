@@ -4,8 +4,9 @@
 // served, opened in headless Chromium, and the <main> element is taken once the first result is
 // on screen, before Chart.js runs (its canvases are drawn later, by the live page).
 //   - The figures are the core's: the same build, the same code, the same state (the empty link's).
-//   - The inputs are inert until main.js has built the live form over them (tens of ms): an edit
-//     made in that time would be lost, so none can be made.
+//   - The inputs can be used before main.js has built the live form over them: js/boot.js queues
+//     the last value of each control changed, and main.js makes those edits again on the live
+//     controls (an edit is queued, never lost).
 //   - A visitor with a link (any fragment) must not see the fresh page's answer: js/boot.js marks
 //     the document before the first paint, and the stylesheet hides a prerendered <main> then.
 //   - Values, checks and choices the page set as properties are written as attributes.
@@ -45,6 +46,8 @@ export async function snapshotFirstAnswer(root) {
     await page.goto(`${site.url}index.html`);
     await page.waitForFunction(() => performance.getEntriesByName('trainmem:first-result-frame').length > 0
       || document.body.dataset.ready === 'error', null, { timeout: 60_000 });
+    // The details follow the headline a frame at a time (main.js): all of them are in the answer.
+    await page.evaluate(() => window.trainmemSettled?.());
     const snap = await page.evaluate((attr) => {
       if (document.body.dataset.ready === 'error') return { error: document.getElementById('general-issues')?.textContent };
       // What the page set as properties (values, checks, choices) becomes markup, as a clone drops it.
@@ -55,7 +58,6 @@ export async function snapshotFirstAnswer(root) {
       for (const option of document.querySelectorAll('main option')) option.toggleAttribute('selected', option.selected);
       const main = document.querySelector('main').cloneNode(true);
       main.setAttribute(attr, '');
-      main.querySelector('.inputs').setAttribute('inert', '');
       const fields = main.querySelector('#fields');
       if (fields) {
         const wait = document.createElement('p');

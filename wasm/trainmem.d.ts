@@ -122,6 +122,8 @@ export interface ParamCounts {
   routed_experts: number;
   active: number;
   per_gpu: number;
+  /** of per_gpu, what the GPU stores at rest: per_gpu / shard count under ZeRO-3 and FSDP2 */
+  stored_per_gpu: number;
   dense_per_gpu: number;
   embedding_per_gpu: number;
   routed_per_gpu: number;

@@ -66,3 +66,26 @@ TEST_CASE("doubling the data-parallel size halves exactly the sharded classes", 
     }
   }
 }
+
+TEST_CASE("parameters stored on the most-loaded GPU reflect ZeRO-3 and FSDP2 sharding of the weights", "[sharding][params]") {
+  // The small Llama of support.hpp: 2 layers of 4·1024² + 3·1024·4096 = 16,777,216 weights and
+  // 2 RMSNorms of 1,024, the final norm 1,024, the tied embedding 32,000·1,024 = 32,768,000:
+  // 33,554,432 + 4,096 + 1,024 + 32,768,000 = 66,327,552 parameters, all on one GPU (no TP/PP).
+  const double all = 66'327'552;
+  const std::string eight = R"("data_parallel_size": 8)";
+  auto params = [](const std::string& more) {
+    std::string json = small_llama(more);
+    return full_estimate(config_from(json)).params;
+  };
+  // DDP and ZeRO-2 keep every weight; FSDP2 and ZeRO-3 keep an eighth of each between uses.
+  const ParamCounts ddp = params(R"("framework": "ddp", )" + eight);
+  CHECK(ddp.per_gpu == all);
+  CHECK(ddp.stored_per_gpu == all);
+  CHECK(params(R"("framework": "deepspeed", "zero_stage": 2, )" + eight).stored_per_gpu == all);
+  const ParamCounts fsdp = params(R"("framework": "fsdp2", )" + eight);
+  CHECK(fsdp.per_gpu == all);
+  CHECK(fsdp.stored_per_gpu == all / 8);
+  CHECK(params(R"("framework": "deepspeed", "zero_stage": 3, )" + eight).stored_per_gpu == all / 8);
+  // Offloaded parameters are stored in CPU memory.
+  CHECK(params(R"("framework": "deepspeed", "zero_stage": 3, "offload_params": true, )" + eight).stored_per_gpu == 0);
+}

@@ -467,6 +467,7 @@ export class ResultsView {
       ['Total parameters', p.total],
       ['Active per token', p.active],
       ['On the most-loaded GPU', p.per_gpu],
+      ['  stored there at rest (ZeRO-3 / FSDP shards)', p.stored_per_gpu !== p.per_gpu ? p.stored_per_gpu : undefined],
       ['  dense, embedding included', p.dense_per_gpu],
       ['  embedding', p.embedding_per_gpu],
       ['  routed experts', p.routed_per_gpu],

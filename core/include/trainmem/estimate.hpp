@@ -152,7 +152,10 @@ struct ParamCounts {
   double active = 0;             // parameters used per token (top-k of the routed experts)
   double adapter = 0;            // trainmem peft: LoRA adapter parameters (not in total)
   double adapter_per_gpu = 0;    // of them on the most-loaded GPU (not in per_gpu)
-  double per_gpu = 0;            // on the most-loaded GPU
+  double per_gpu = 0;            // on the most-loaded GPU (its pipeline stage, after TP/EP split)
+  // Of per_gpu, what the GPU stores at rest: divided by the shard count where the framework
+  // shards the weights themselves (ZeRO-3, FSDP2); the rest is gathered one unit at a time.
+  double stored_per_gpu = 0;
   double dense_per_gpu = 0;      // non-expert parameters on it, embedding included
   double embedding_per_gpu = 0;  // embedding part of dense_per_gpu
   double routed_per_gpu = 0;

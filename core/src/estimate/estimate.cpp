@@ -331,6 +331,7 @@ Estimate full_estimate(const Config& c, Trace* trace) {
   } else {
     est = reference_estimate(c, c.num_microbatches, true, trace);
     est.stages = reference_stages(c);
+    est.params.stored_per_gpu = est.params.per_gpu;  // Megatron keeps every weight it holds
   }
   // The training log's line is Megatron's (its theoretical_memory_usage at startup): shown beside
   // the trainmem profile only for a run Megatron-LM itself would launch and log, a Megatron run

@@ -390,6 +390,7 @@ struct StageState {
   // gathers whole on the GPU (bytes, with NF4's dequantised copy where the saver makes one).
   double largest_nf4_elements = 0, largest_gathered_bytes = 0;
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
+  double params_stored = 0;        // of them, what this GPU stores at rest (ZeRO-3/FSDP2 shards)
   double dense_local = 0, expert_local = 0;
   double adapter_local = 0;        // peft: adapter parameters on this GPU
 };
@@ -678,6 +679,11 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     } else {
       out.params_local += P;
       (part == Part::expert ? out.expert_local : out.dense_local) += P;
+      // DeepSpeed ZeRO-3 (stage3.py partitions every parameter) and FSDP2 (fully_shard) keep
+      // 1/n of each weight between uses; Megatron, DDP and ZeRO-1/2 keep the whole of it.
+      const bool weights_sharded = fw == Framework::fsdp2 || (fw == Framework::deepspeed && stage == 3);
+      // offload_params moves those shards to CPU memory.
+      out.params_stored += !weights_sharded ? P : c.offload_params ? 0 : P / n;
     }
 
     if (peft && !t.adapter) {
@@ -1966,6 +1972,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.cpu = per_gpu.scaled(double(std::min(c.gpus_per_node, c.world_size)));
   est.cpu_bytes = est.cpu.total();
   est.params.per_gpu = best.state.params_local;
+  est.params.stored_per_gpu = best.state.params_stored;
   est.params.routed_per_gpu = best.state.expert_local;
   est.params.dense_per_gpu = best.state.dense_local;
   est.params.adapter_per_gpu = best.state.adapter_local;

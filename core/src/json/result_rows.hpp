@@ -33,6 +33,7 @@ inline constexpr FigureRow<ParamCounts> k_param_rows[] = {
     {"routed_experts", &ParamCounts::routed_experts},
     {"active", &ParamCounts::active},
     {"per_gpu", &ParamCounts::per_gpu},
+    {"stored_per_gpu", &ParamCounts::stored_per_gpu},
     {"dense_per_gpu", &ParamCounts::dense_per_gpu},
     {"embedding_per_gpu", &ParamCounts::embedding_per_gpu},
     {"routed_per_gpu", &ParamCounts::routed_per_gpu}};

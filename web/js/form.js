@@ -271,9 +271,9 @@ export class Form {
     // change to lay out.
     for (const button of [...this.fields.values()].map((f) => f.wrap.querySelector('button.hold')).filter(Boolean)) {
       const on = String(held.has(button.dataset.hold));
-      if (button.getAttribute('aria-pressed') === on) continue;
-      button.setAttribute('aria-pressed', on);
-      button.textContent = on === 'true' ? 'held' : 'free';
+      const text = on === 'true' ? 'held' : 'free';
+      if (button.getAttribute('aria-pressed') !== on) button.setAttribute('aria-pressed', on);
+      if (button.textContent !== text) button.textContent = text;
     }
   }
 

@@ -122,7 +122,11 @@ export class TrainmemCalculator extends HTMLElement {
     // Any attribute may be a field's link key, and the keys are the core's (its field rows): a
     // static observedAttributes list would have to be known before the module is, so every
     // attribute change is watched instead.
-    this.watcher = new MutationObserver(() => this.schedule());
+    // The element's own marks (data-ready, aria-*) are no state: a render that writes them must
+    // not schedule another.
+    this.watcher = new MutationObserver((records) => {
+      if (records.some((r) => !/^(data|aria)-/.test(r.attributeName))) this.schedule();
+    });
   }
 
   connectedCallback() {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "support.hpp"
+#include "trainmem/field_names.hpp"
 #include "trainmem/json_io.hpp"
 
 using namespace trainmem;
@@ -244,4 +245,13 @@ TEST_CASE("fields_an_issue_names: the other fields a rule's message names, whole
                           std::find(related.begin(), related.end(), "tensor_model_parallel_size") != related.end();
     CHECK(names_tp);
   }
+}
+
+TEST_CASE("field names are constants: one per row, in the table's order", "[fields][rows]") {
+  // Importers, the planner and the rows themselves name fields by trainmem/field_names.hpp's
+  // constants, so a misspelt name does not compile; this holds the constants and the rows equal.
+  const std::span<const FieldSpec> specs = field_specs();
+  REQUIRE(std::size(field::all) == specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) CHECK(field::all[i].text == specs[i].name);
+  CHECK(find_field(field::seq_length)->link_key == "s");
 }

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "trainmem/config.hpp"
+#include "trainmem/field_names.hpp"
 #include "trainmem/estimate.hpp"
 
 namespace trainmem {
@@ -117,9 +118,9 @@ struct PlanOptions {
   int64_t progress_every = 10000;
 
   bool searches(PlanKnob knob) const { return (search >> unsigned(knob)) & 1u; }
-  bool keeps(std::string_view field) const {
+  bool keeps(FieldName field) const {
     for (const std::string& f : keep)
-      if (f == field) return true;
+      if (f == field.text) return true;
     return false;
   }
 };

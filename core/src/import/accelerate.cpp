@@ -417,7 +417,7 @@ void AccelerateReader::read_model() {
   const int64_t added = *format == "chatml" ? 5 : 4;
   const int64_t before = *out_.input.vocab_size;
   const int64_t after = (before + added + 7) / 8 * 8;
-  m_.read("vocab_size", double(after), "--chat_template_format",
+  m_.read(field::vocab_size, double(after), "--chat_template_format",
           show(*format) + ": " + number_text(double(before)) + " + " + number_text(double(added)) +
               " special tokens, padded to a multiple of 8 (resize_token_embeddings pad_to_multiple_of=8)");
 }
@@ -435,14 +435,14 @@ void AccelerateReader::read_adapter() {
   const bool in8 = flag(in8_flag).value_or(false);
   if (!out_.ok()) return;
   if (!lora) {
-    m_.assume("peft", std::string("none"), std::string("no --") + peft_flag + ": full fine-tuning", peft_flag);
+    m_.assume(field::peft, std::string("none"), std::string("no --") + peft_flag + ": full fine-tuning", peft_flag);
     if (in4 || in8) m_.fail(std::string("--") + (in4 ? in4_flag : in8_flag), "needs LoRA (--" + std::string(peft_flag) + " True): a quantized base cannot be trained whole");
     return;
   }
   if (in4 && in8) return m_.fail(std::string("--") + in4_flag, "and --" + std::string(in8_flag) + " cannot both be true");
   if (in4) {
-    m_.read("peft", std::string("qlora"), std::string("--") + in4_flag, "true (LoRA over a bitsandbytes 4-bit base)");
-    m_.assume("params_dtype", std::string("nf4"), std::string("--") + in4_flag + ": bitsandbytes Linear4bit base", in4_flag);
+    m_.read(field::peft, std::string("qlora"), std::string("--") + in4_flag, "true (LoRA over a bitsandbytes 4-bit base)");
+    m_.assume(field::params_dtype, std::string("nf4"), std::string("--") + in4_flag + ": bitsandbytes Linear4bit base", in4_flag);
     if (const json* type = trainer().given("bnb_4bit_quant_type"); type && *type != "nf4")
       out_.ignored.push_back("--bnb_4bit_quant_type = " + show(*type) + ": counted as NF4 (the same 4 bits and block constants)");
     // Double quantisation: [sft] use_nested_quant and [trl] use_bnb_nested_quant become
@@ -453,14 +453,14 @@ void AccelerateReader::read_adapter() {
     // llm_int8_skip_modules argument): transformers keeps it out of the 4-bit conversion.
     const char* nested = sft_script ? "use_nested_quant" : "use_bnb_nested_quant";
     if (const std::optional<bool> double_quant = flag(nested))
-      m_.read("nf4_double_quant", *double_quant, std::string("--") + nested, *double_quant ? "true" : "false");
+      m_.read(field::nf4_double_quant, *double_quant, std::string("--") + nested, *double_quant ? "true" : "false");
     else if (out_.ok())
-      m_.assume("nf4_double_quant", false, std::string("no --") + nested + ": BitsAndBytesConfig's bnb_4bit_use_double_quant defaults to False", nested);
+      m_.assume(field::nf4_double_quant, false, std::string("no --") + nested + ": BitsAndBytesConfig's bnb_4bit_use_double_quant defaults to False", nested);
   } else {
     for (const char* nested : {"use_nested_quant", "use_bnb_nested_quant"})
       if (trainer().given(nested))
         out_.ignored.push_back(std::string("--") + nested + ": double quantisation of a 4-bit base; the base is not 4-bit");
-    m_.read("peft", std::string("lora"), std::string("--") + peft_flag, "true");
+    m_.read(field::peft, std::string("lora"), std::string("--") + peft_flag, "true");
     if (in8) m_.ignore_value(std::string("--") + in8_flag, "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
   }
   // Targets [sft] [trl]: a comma list or "all-linear" (every linear layer but the output).
@@ -498,16 +498,16 @@ void AccelerateReader::read_adapter() {
                       "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
                       "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("--lora_target_modules", "names no module trainmem has adapters for");
-  if (m_.put("lora_target_modules", targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
+  if (m_.put(field::lora_target_modules, targets, "lora_target_modules")) out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
   const double default_rank = sft_script ? 64 : 16, default_dropout = sft_script ? 0.1 : 0.05;
   const std::string whose = sft_script ? "examples/sft/train.py's default" : "TRL ModelConfig's default";
-  if (const std::optional<int64_t> r = trainer().count(m_, "lora_r")) m_.read("lora_rank", double(*r), "--lora_r");
-  else if (out_.ok()) m_.assume("lora_rank", default_rank, "no --lora_r: " + whose, "lora_r");
+  if (const std::optional<int64_t> r = trainer().count(m_, "lora_r")) m_.read(field::lora_rank, double(*r), "--lora_r");
+  else if (out_.ok()) m_.assume(field::lora_rank, default_rank, "no --lora_r: " + whose, "lora_r");
   if (const json* d = trainer().given("lora_dropout")) {
     if (!d->is_number() || d->get<double>() < 0 || d->get<double>() > 1) return m_.fail("--lora_dropout", "must be a number from 0 to 1, got " + show(*d));
-    m_.read("lora_dropout", d->get<double>(), "--lora_dropout");
+    m_.read(field::lora_dropout, d->get<double>(), "--lora_dropout");
   } else {
-    m_.assume("lora_dropout", default_dropout, "no --lora_dropout: " + whose, "lora_dropout");
+    m_.assume(field::lora_dropout, default_dropout, "no --lora_dropout: " + whose, "lora_dropout");
   }
   if (const json* save = trainer().given("lora_modules_to_save"))
     mapping::read_modules_to_save(m_, out_, *save, "--lora_modules_to_save");
@@ -628,7 +628,7 @@ void AccelerateReader::read_deepspeed() {
   ds["fp16"] = {{"enabled", precision_ == "fp16"}};
   if (m_.has("deepspeed_config.zero3_init_flag"))
     if (const std::optional<bool> init = m_.boolean("deepspeed_config.zero3_init_flag"))
-      m_.read("zero_init", *init, "deepspeed_config.zero3_init_flag", *init ? "true (deepspeed.zero.Init)" : "false");
+      m_.read(field::zero_init, *init, "deepspeed_config.zero3_init_flag", *init ? "true (deepspeed.zero.Init)" : "false");
   out_.read.push_back("deepspeed ← deepspeed_config as DeepSpeedPlugin writes it: zero_optimization.stage = " + number_text(double(*stage)) +
                       ", bf16/fp16 from the precision (" + precision_why_ + "), the batch \"auto\" from the Trainer's arguments");
   Mapper ds_m(ds, out_);
@@ -679,17 +679,17 @@ void AccelerateReader::read_fsdp() {
     // is DDP with gradient_as_bucket_view, except that FSDP frees the gradients between steps
     // (zero_grad) where the bucket views persist: counted with them, high by one gradient copy in
     // the forward only.
-    m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
-    m_.assume("gradient_as_bucket_view", true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
+    m_.read(field::framework, std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+    m_.assume(field::gradient_as_bucket_view, true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
   } else {
-    m_.read("framework", std::string("fsdp2"), "distributed_type",
+    m_.read(field::framework, std::string("fsdp2"), "distributed_type",
             "FSDP" + std::string(version == 1 ? " (FSDP1's flat parameters shard as FSDP2's do)" : " (fsdp_version 2)"));
-    m_.read("zero_stage", reshard ? 3.0 : 2.0, version == 2 ? "fsdp_config.fsdp_reshard_after_forward" : "fsdp_config.fsdp_sharding_strategy", reshard_why);
+    m_.read(field::zero_stage, reshard ? 3.0 : 2.0, version == 2 ? "fsdp_config.fsdp_reshard_after_forward" : "fsdp_config.fsdp_sharding_strategy", reshard_why);
   }
-  m_.assume("data_parallel_size", double(gpus_), "every process is a data-parallel rank", "num_processes");
+  m_.assume(field::data_parallel_size, double(gpus_), "every process is a data-parallel rank", "num_processes");
   if (strategy.rfind("HYBRID", 0) == 0) {
     const int64_t machines = m_.integer("num_machines").value_or(1);
-    m_.read("data_parallel_shard_size", double(gpus_ / machines), "fsdp_config.fsdp_sharding_strategy",
+    m_.read(field::data_parallel_shard_size, double(gpus_ / machines), "fsdp_config.fsdp_sharding_strategy",
             strategy + ": shards within a machine (num_processes / num_machines)");
   }
   if (m_.has("fsdp_config.fsdp_offload_params")) {
@@ -697,8 +697,8 @@ void AccelerateReader::read_fsdp() {
       if (!reshard)
         return m_.fail("fsdp_config.fsdp_offload_params", "with parameters kept gathered (" + reshard_why +
                                                                "): trainmem offloads the parameters of a full shard only");
-      m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters and gradients on the CPU)");
-      m_.assume("optimizer_offload_fraction", 1.0, "with CPUOffload the optimizer steps on the CPU", "fsdp_config.fsdp_offload_params");
+      m_.read(field::offload_params, true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters and gradients on the CPU)");
+      m_.assume(field::optimizer_offload_fraction, 1.0, "with CPUOffload the optimizer steps on the CPU", "fsdp_config.fsdp_offload_params");
     }
   }
   if (m_.has("fsdp_config.fsdp_activation_checkpointing")) {
@@ -722,7 +722,7 @@ void AccelerateReader::read_kbit_upcast() {
   const bool zero3 = fw && *fw == Framework::deepspeed &&
                      (zero3_ || (out_.input.zero_stage && *out_.input.zero_stage == 3));
   if ((fw && *fw == Framework::fsdp2) || zero3) {
-    m_.assume("kbit_upcast", std::string("none"),
+    m_.assume(field::kbit_upcast, std::string("none"),
               std::string(zero3 ? "ZeRO-3" : "FSDP") + " QLoRA is TRL's \"sharded QLoRA\": SFTTrainer calls neither "
               "prepare_model_for_kbit_training nor peft_module_casting_to_bf16",
               "distributed_type");
@@ -730,12 +730,12 @@ void AccelerateReader::read_kbit_upcast() {
   }
   const bool bf16 = trainer().flag(m_, "bf16").value_or(false);
   if (bf16)
-    m_.assume("kbit_upcast", std::string("trl"),
+    m_.assume(field::kbit_upcast, std::string("trl"),
               "TRL SFTTrainer (v0.8 to v0.21) with --bf16: prepare_model_for_kbit_training, then "
               "peft_module_casting_to_bf16 (norms fp32, embeddings and lm_head bf16); later TRL "
               "keeps everything bf16 (\"none\")", "bf16");
   else
-    m_.assume("kbit_upcast", std::string("peft"),
+    m_.assume(field::kbit_upcast, std::string("peft"),
               "TRL SFTTrainer (v0.8 to v0.21) without --bf16: prepare_model_for_kbit_training "
               "leaves every unquantised parameter fp32; later TRL keeps them as loaded (\"none\")",
               "bf16");
@@ -747,58 +747,58 @@ void AccelerateReader::read_training() {
   const bool fsdp = out_.input.framework && *out_.input.framework == Framework::fsdp2;
   if (!deepspeed) {
     if (!fsdp) {
-      m_.assume("framework", std::string("ddp"), gpus_ > 1 ? "distributed_type " + distributed_ + ": DDP" : "one process: a plain module", "distributed_type");
-      m_.assume("data_parallel_size", double(gpus_), "every process is a data-parallel rank", "num_processes");
+      m_.assume(field::framework, std::string("ddp"), gpus_ > 1 ? "distributed_type " + distributed_ + ": DDP" : "one process: a plain module", "distributed_type");
+      m_.assume(field::data_parallel_size, double(gpus_), "every process is a data-parallel rank", "num_processes");
     }
     // Precision: autocast over the loaded weights; FSDP's MixedPrecision gathers them in the
     // training dtype and keeps the shards (the master copy) as loaded.
     const bool quantized = out_.input.params_dtype && *out_.input.params_dtype == Dtype::nf4;
     const std::string& compute = precision_ == "fp32" ? load_dtype_ : precision_;
     if (fsdp && load_dtype_ == "fp32" && precision_ != "fp32") {
-      if (!quantized) m_.assume("params_dtype", precision_, precision_why_ + ": FSDP gathers the weights in it", "mixed_precision");
-      m_.assume("main_params_dtype", std::string("fp32"), load_why_ + ": the shards stay fp32", "mixed_precision");
+      if (!quantized) m_.assume(field::params_dtype, precision_, precision_why_ + ": FSDP gathers the weights in it", "mixed_precision");
+      m_.assume(field::main_params_dtype, std::string("fp32"), load_why_ + ": the shards stay fp32", "mixed_precision");
     } else {
-      if (!quantized) m_.assume("params_dtype", load_dtype_, load_why_, "dtype");
+      if (!quantized) m_.assume(field::params_dtype, load_dtype_, load_why_, "dtype");
       if (load_dtype_ != "fp32" && !quantized) {
-        m_.assume("master_weights", false, load_why_ + ": the Trainer keeps no fp32 copy", "dtype");
-        for (const char* f : {"main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) m_.assume(f, load_dtype_, load_why_, "dtype");
+        m_.assume(field::master_weights, false, load_why_ + ": the Trainer keeps no fp32 copy", "dtype");
+        for (FieldName f : {field::main_grads_dtype, field::exp_avg_dtype, field::exp_avg_sq_dtype}) m_.assume(f, load_dtype_, load_why_, "dtype");
       }
     }
-    m_.assume("compute_dtype", compute, precision_why_, "mixed_precision");
+    m_.assume(field::compute_dtype, compute, precision_why_, "mixed_precision");
     // The batch: per_device_train_batch_size (TrainingArguments' default 8) × accumulation × ranks.
     const int64_t mb = a.count(m_, "per_device_train_batch_size").value_or(8);
     const int64_t ga = a.count(m_, "gradient_accumulation_steps").value_or(1);
     if (!out_.ok()) return;
-    if (a.given("per_device_train_batch_size")) m_.read("micro_batch_size", double(mb), "--per_device_train_batch_size");
-    else m_.assume("micro_batch_size", 8.0, "no --per_device_train_batch_size: TrainingArguments' default 8", "per_device_train_batch_size");
-    m_.put_product("global_batch_size", "--gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {mb, ga, gpus_});
+    if (a.given("per_device_train_batch_size")) m_.read(field::micro_batch_size, double(mb), "--per_device_train_batch_size");
+    else m_.assume(field::micro_batch_size, 8.0, "no --per_device_train_batch_size: TrainingArguments' default 8", "per_device_train_batch_size");
+    m_.put_product(field::global_batch_size, "--gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {mb, ga, gpus_});
     mapping::read_trainer_arguments(m_, a, false);
   } else {
     read_deepspeed();
   }
   if (!out_.ok()) return;
-  m_.put("model_implementation", std::string("hf-transformers"), "distributed_type");
+  m_.put(field::model_implementation, std::string("hf-transformers"), "distributed_type");
   // Attention [sft] [trl]: use_flash_attn picks flash_attention_2, else the example loads "eager";
   // attn_implementation names it; transformers' default is sdpa.
   if (const std::optional<bool> flash = a.flag(m_, "use_flash_attn")) {
-    m_.read("attention_backend", std::string(*flash ? "flash" : "unfused"), "--use_flash_attn",
+    m_.read(field::attention_backend, std::string(*flash ? "flash" : "unfused"), "--use_flash_attn",
             *flash ? "true (flash_attention_2)" : "false (examples/sft loads attn_implementation \"eager\")");
   } else if (const json* impl = a.given("attn_implementation")) {
     const std::string name = impl->is_string() ? impl->get<std::string>() : "";
-    if (name == "eager") m_.read("attention_backend", std::string("unfused"), "--attn_implementation", "eager");
+    if (name == "eager") m_.read(field::attention_backend, std::string("unfused"), "--attn_implementation", "eager");
     else if (name == "sdpa" || name.rfind("flash", 0) == 0 || name.find("flash_attn") != std::string::npos)
-      m_.read("attention_backend", std::string("flash"), "--attn_implementation", name);
+      m_.read(field::attention_backend, std::string("flash"), "--attn_implementation", name);
     else return m_.fail("--attn_implementation", "must be eager, sdpa or flash_attention_2, got " + show(*impl));
   } else {
-    m_.assume("attention_backend", std::string("flash"), "no attention flag: transformers' default sdpa (its fused kernel)", "attn_implementation");
+    m_.assume(field::attention_backend, std::string("flash"), "no attention flag: transformers' default sdpa (its fused kernel)", "attn_implementation");
   }
-  m_.assume("attention_dropout", 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "model_name_or_path");
-  m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "model_name_or_path");
+  m_.assume(field::attention_dropout, 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "model_name_or_path");
+  m_.assume(field::hidden_dropout, 0.0, "Llama-style models have no dropout", "model_name_or_path");
   // accelerate's dynamo_config compiles the model with TorchDynamo [cfg].
   if (const json* dynamo = mapping::at(m_.tree(), "dynamo_config"); dynamo && !dynamo->is_null() && !dynamo->is_object())
     return m_.fail("dynamo_config", "must be a mapping, got " + show(*dynamo));
   if (const std::optional<std::string> backend = m_.string("dynamo_config.dynamo_backend")) {
-    if (mapping::lowercase(*backend) != "no") m_.read("torch_compile", true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
+    if (mapping::lowercase(*backend) != "no") m_.read(field::torch_compile, true, "dynamo_config.dynamo_backend", trainmem::quoted(*backend));
   }
   m_.touch("dynamo_config");
 }

@@ -134,9 +134,9 @@ void AxolotlReader::read_model() {
 void AxolotlReader::read_quantization(bool axolotl_bnb_config) {
   constexpr std::string_view double_key = "bnb_config_kwargs.bnb_4bit_use_double_quant";
   if (const std::optional<bool> dq = m_.boolean(double_key))
-    m_.read("nf4_double_quant", *dq, double_key, *dq ? "true" : "false");
+    m_.read(field::nf4_double_quant, *dq, double_key, *dq ? "true" : "false");
   else if (axolotl_bnb_config && !m_.has(double_key))
-    m_.assume("nf4_double_quant", true, "adapter qlora: axolotl's BitsAndBytesConfig sets bnb_4bit_use_double_quant True", "adapter");
+    m_.assume(field::nf4_double_quant, true, "adapter qlora: axolotl's BitsAndBytesConfig sets bnb_4bit_use_double_quant True", "adapter");
   constexpr std::string_view skip_key = "bnb_config_kwargs.llm_int8_skip_modules";
   const json* skip = m_.get(skip_key);
   if (!skip) return;
@@ -167,7 +167,7 @@ void AxolotlReader::read_quantization(bool axolotl_bnb_config) {
                                "modelled (trainmem counts every decoder linear in NF4); only \"lm_head\" is read");
     out_.ignored.push_back(std::string(skip_key) + ": " + show(item) + ": names no module trainmem counts in NF4");
   }
-  m_.read("quantize_lm_head", !keeps_lm_head, skip_key,
+  m_.read(field::quantize_lm_head, !keeps_lm_head, skip_key,
           show(*skip) + (keeps_lm_head ? " (lm_head kept out of the 4-bit conversion)"
                                        : " (replaces transformers' list, which keeps lm_head: lm_head is quantised)"));
 }
@@ -178,20 +178,20 @@ void AxolotlReader::read_adapter() {
   const bool in8 = m_.boolean("load_in_8bit").value_or(false);
   if (!adapter && m_.has("adapter")) return;  // not a string: named by string()
   if (!adapter || adapter->empty()) {
-    m_.assume("peft", std::string("none"), "no adapter: full fine-tuning", "adapter");
+    m_.assume(field::peft, std::string("none"), "no adapter: full fine-tuning", "adapter");
     if (in4 || in8) m_.fail(in4 ? "load_in_4bit" : "load_in_8bit", "needs an adapter (a quantized base cannot be trained whole)");
     return;
   }
   if (*adapter == "qlora") {
     if (in8) return m_.fail("load_in_8bit", "does not go with adapter qlora (4-bit base)");
-    m_.read("peft", std::string("qlora"), "adapter", "\"qlora\"");
-    m_.assume("params_dtype", std::string("nf4"), "adapter qlora: bitsandbytes 4-bit NF4 base (load_in_4bit)", "adapter");
+    m_.read(field::peft, std::string("qlora"), "adapter", "\"qlora\"");
+    m_.assume(field::params_dtype, std::string("nf4"), "adapter qlora: bitsandbytes 4-bit NF4 base (load_in_4bit)", "adapter");
   } else if (*adapter == "lora") {
     if (in4) {
-      m_.read("peft", std::string("qlora"), "load_in_4bit", "true (LoRA over a 4-bit base)");
-      m_.assume("params_dtype", std::string("nf4"), "load_in_4bit: bitsandbytes NF4", "load_in_4bit");
+      m_.read(field::peft, std::string("qlora"), "load_in_4bit", "true (LoRA over a 4-bit base)");
+      m_.assume(field::params_dtype, std::string("nf4"), "load_in_4bit: bitsandbytes NF4", "load_in_4bit");
     } else {
-      m_.read("peft", std::string("lora"), "adapter", "\"lora\"");
+      m_.read(field::peft, std::string("lora"), "adapter", "\"lora\"");
       if (in8) m_.ignore_value("load_in_8bit", "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
     }
   } else {
@@ -207,10 +207,10 @@ void AxolotlReader::read_adapter() {
   if (*adapter == "qlora" || in4) {
     const bool sharded = fsdp_ || (out_.input.zero_stage && *out_.input.zero_stage == 3 && deepspeed_);
     if (sharded)
-      m_.assume("kbit_upcast", std::string("none"),
+      m_.assume(field::kbit_upcast, std::string("none"),
                 std::string(fsdp_ ? "fsdp" : "ZeRO-3") + ": axolotl skips prepare_model_for_kbit_training", fsdp_ ? "fsdp" : "deepspeed");
     else
-      m_.assume("kbit_upcast", std::string("axolotl"),
+      m_.assume(field::kbit_upcast, std::string("axolotl"),
                 "axolotl's patched prepare_model_for_kbit_training, norms and embeddings cast back to "
                 "the training dtype (biases stay fp32)", "adapter");
   }
@@ -238,11 +238,11 @@ void AxolotlReader::read_adapter() {
                       "(huggingface/peft tuners/lora/layer.py @ b28a09c4, get_delta_weight under a "
                       "parametrization); name per-expert linears in lora_target_modules where the model has them");
   if (targets.empty()) return m_.fail("lora_target_modules", "names no module (give lora_target_modules or lora_target_linear: true)");
-  if (m_.put("lora_target_modules", targets, "lora_target_modules"))
+  if (m_.put(field::lora_target_modules, targets, "lora_target_modules"))
     out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
-  if (auto r = m_.integer("lora_r")) m_.read("lora_rank", double(*r), "lora_r");
-  else if (!m_.has("lora_r")) m_.assume("lora_rank", 8.0, "no lora_r: PEFT LoraConfig's default r 8", "lora_r");
-  if (auto d = m_.number("lora_dropout", 0, 1)) m_.read("lora_dropout", *d, "lora_dropout");
+  if (auto r = m_.integer("lora_r")) m_.read(field::lora_rank, double(*r), "lora_r");
+  else if (!m_.has("lora_r")) m_.assume(field::lora_rank, 8.0, "no lora_r: PEFT LoraConfig's default r 8", "lora_r");
+  if (auto d = m_.number("lora_dropout", 0, 1)) m_.read(field::lora_dropout, *d, "lora_dropout");
   if (const json* save = m_.get("lora_modules_to_save")) mapping::read_modules_to_save(m_, out_, *save, "lora_modules_to_save");
   if (m_.boolean("peft_use_dora").value_or(false)) m_.ignore_value("peft_use_dora", "DoRA's magnitude vectors are not modelled");
 }
@@ -287,15 +287,15 @@ void AxolotlReader::read_layout() {
     const auto it = std::find_if(k_deepspeed_files.begin(), k_deepspeed_files.end(), [&](const DsFile& f) { return f.name == file; });
     if (it == k_deepspeed_files.end())
       return m_.fail("deepspeed", show(*ds) + " is not one of axolotl's deepspeed_configs/; give the file with --deepspeed");
-    m_.assume("framework", std::string("deepspeed"), "deepspeed = " + show(*ds), "deepspeed");
-    m_.read("zero_stage", double(it->stage), "deepspeed", show(*ds) + " (axolotl's deepspeed_configs/" + std::string(it->name) + ")");
-    if (it->offload_params) m_.read("offload_params", true, "deepspeed", "offload_param cpu in " + std::string(it->name));
-    if (it->offload_optimizer) m_.read("optimizer_offload_fraction", 1.0, "deepspeed", "offload_optimizer cpu in " + std::string(it->name));
-    m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
-    m_.put("model_implementation", std::string("hf-transformers"), "deepspeed");
+    m_.assume(field::framework, std::string("deepspeed"), "deepspeed = " + show(*ds), "deepspeed");
+    m_.read(field::zero_stage, double(it->stage), "deepspeed", show(*ds) + " (axolotl's deepspeed_configs/" + std::string(it->name) + ")");
+    if (it->offload_params) m_.read(field::offload_params, true, "deepspeed", "offload_param cpu in " + std::string(it->name));
+    if (it->offload_optimizer) m_.read(field::optimizer_offload_fraction, 1.0, "deepspeed", "offload_optimizer cpu in " + std::string(it->name));
+    m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
+    m_.put(field::model_implementation, std::string("hf-transformers"), "deepspeed");
     return;
   }
-  m_.put("model_implementation", std::string("hf-transformers"), "base_model");
+  m_.put(field::model_implementation, std::string("hf-transformers"), "base_model");
   if (fsdp) {
     fsdp_ = true;
     m_.touch("fsdp_config");
@@ -319,29 +319,29 @@ void AxolotlReader::read_layout() {
       // is DDP with gradient_as_bucket_view, except that FSDP frees the gradients between steps
       // (zero_grad) where the bucket views persist: counted with them, high by one gradient copy in
       // the forward only.
-      m_.read("framework", std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
-      m_.assume("gradient_as_bucket_view", true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
-      m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+      m_.read(field::framework, std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
+      m_.assume(field::gradient_as_bucket_view, true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
+      m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
       return;
     }
     if (named != "full_shard" && named != "shard_grad_op")
       return m_.fail("fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy) + " shards within a node, which an axolotl "
                                                            "file does not size: use trainmem import accelerate with its config, or set data_parallel_shard_size");
     const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(named == "full_shard");
-    m_.assume("framework", std::string("fsdp2"), "fsdp = " + show(*fsdp) + " (FSDP1 and FSDP2 shard alike)", "fsdp");
-    m_.read("zero_stage", reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
-    m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+    m_.assume(field::framework, std::string("fsdp2"), "fsdp = " + show(*fsdp) + " (FSDP1 and FSDP2 shard alike)", "fsdp");
+    m_.read(field::zero_stage, reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
+    m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
     if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) || has("offload")) {
       if (!reshard)
         return m_.fail("fsdp_config.fsdp_offload_params", "with parameters kept gathered (" + trainmem::quoted(strategy) +
                                                                "): trainmem offloads the parameters of a full shard only");
-      m_.read("offload_params", true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters, gradients and the optimizer step on the CPU)");
-      m_.assume("optimizer_offload_fraction", 1.0, "FSDP's CPU offload steps the optimizer on the CPU", "fsdp_config.fsdp_offload_params");
+      m_.read(field::offload_params, true, "fsdp_config.fsdp_offload_params", "true (CPUOffload: parameters, gradients and the optimizer step on the CPU)");
+      m_.assume(field::optimizer_offload_fraction, 1.0, "FSDP's CPU offload steps the optimizer on the CPU", "fsdp_config.fsdp_offload_params");
     }
     return;
   }
-  m_.assume("framework", std::string("ddp"), gpus_ > 1 ? "no deepspeed or fsdp: accelerate launches DDP" : "one device: a plain module", "--gpus");
-  m_.assume("data_parallel_size", double(gpus_), "--gpus", "--gpus");
+  m_.assume(field::framework, std::string("ddp"), gpus_ > 1 ? "no deepspeed or fsdp: accelerate launches DDP" : "one device: a plain module", "--gpus");
+  m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
 }
 
 void AxolotlReader::read_training() {
@@ -350,19 +350,19 @@ void AxolotlReader::read_training() {
   const std::string& dtype = dtype_;
   const std::string& why = dtype_why_;
   if (!deepspeed_) {
-    if (!out_.input.params_dtype) m_.assume("params_dtype", dtype, why, "bf16");
-    m_.assume("compute_dtype", dtype, why, "bf16");
+    if (!out_.input.params_dtype) m_.assume(field::params_dtype, dtype, why, "bf16");
+    m_.assume(field::compute_dtype, dtype, why, "bf16");
     if (!fsdp_ && dtype != "fp32") {
-      m_.assume("master_weights", false, why + "; the Trainer keeps no fp32 copy", "bf16");
-      for (const char* f : {"main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) m_.assume(f, dtype, why, "bf16");
+      m_.assume(field::master_weights, false, why + "; the Trainer keeps no fp32 copy", "bf16");
+      for (FieldName f : {field::main_grads_dtype, field::exp_avg_dtype, field::exp_avg_sq_dtype}) m_.assume(f, dtype, why, "bf16");
     }
   }
   if (auto mb = m_.integer("micro_batch_size")) {
-    m_.read("micro_batch_size", double(*mb), "micro_batch_size");
+    m_.read(field::micro_batch_size, double(*mb), "micro_batch_size");
     const int64_t ga = m_.integer("gradient_accumulation_steps").value_or(1);
     const int64_t dp = out_.input.data_parallel_size.value_or(gpus_);
     if (!out_.input.global_batch_size)
-      m_.put_product("global_batch_size", "gradient_accumulation_steps", "micro_batch_size × gradient_accumulation_steps × ranks", {*mb, ga, dp});
+      m_.put_product(field::global_batch_size, "gradient_accumulation_steps", "micro_batch_size × gradient_accumulation_steps × ranks", {*mb, ga, dp});
   } else if (!m_.has("micro_batch_size")) {
     m_.fail("micro_batch_size", "missing (axolotl requires it)");
   }
@@ -370,12 +370,12 @@ void AxolotlReader::read_training() {
   const bool padded = m_.boolean("pad_to_sequence_len").value_or(false);
   if (!m_.has("sequence_len")) {
     m_.touch("sequence_len");
-    m_.assume("seq_length", 512.0, "no sequence_len: axolotl's default 512", "sequence_len");
+    m_.assume(field::seq_length, 512.0, "no sequence_len: axolotl's default 512", "sequence_len");
   } else if (auto seq = m_.integer("sequence_len")) {
     if (packed || padded)
-      m_.read("seq_length", double(*seq), "sequence_len", number_text(double(*seq)) + (packed ? " (sample_packing = true)" : " (pad_to_sequence_len = true)"));
+      m_.read(field::seq_length, double(*seq), "sequence_len", number_text(double(*seq)) + (packed ? " (sample_packing = true)" : " (pad_to_sequence_len = true)"));
     else
-      m_.assume("seq_length", double(*seq), "sequence_len: unpacked batches are padded to their longest sample, at most this", "sequence_len");
+      m_.assume(field::seq_length, double(*seq), "sequence_len: unpacked batches are padded to their longest sample, at most this", "sequence_len");
   }
   // Activation checkpointing: transformers' gradient_checkpointing per decoder layer; "offload"
   // also moves the checkpointed layer inputs to the CPU [schema].
@@ -383,9 +383,9 @@ void AxolotlReader::read_training() {
     const bool offload = *gc == "offload";
     if (*gc == true || offload) {
       m_.full_recompute_per_layer("gradient_checkpointing", show(*gc), "decoder layer");
-      if (offload) m_.read("activation_offload", true, "gradient_checkpointing", "\"offload\"");
+      if (offload) m_.read(field::activation_offload, true, "gradient_checkpointing", "\"offload\"");
     } else if (*gc == false) {
-      m_.read("recompute_granularity", std::string("none"), "gradient_checkpointing", show(*gc));
+      m_.read(field::recompute_granularity, std::string("none"), "gradient_checkpointing", show(*gc));
     } else if (*gc == "unsloth" || *gc == "offload_disk") {
       m_.ignore_value("gradient_checkpointing", "a checkpointing mode trainmem does not model: no recomputation is counted");
     } else {
@@ -393,20 +393,20 @@ void AxolotlReader::read_training() {
     }
   }
   if (m_.boolean("flash_attention").value_or(false) || m_.boolean("sdp_attention").value_or(false))
-    m_.read("attention_backend", std::string("flash"), m_.has("flash_attention") ? "flash_attention" : "sdp_attention", "true");
+    m_.read(field::attention_backend, std::string("flash"), m_.has("flash_attention") ? "flash_attention" : "sdp_attention", "true");
   else if (m_.boolean("eager_attention").value_or(false))
-    m_.read("attention_backend", std::string("unfused"), "eager_attention", "true");
-  m_.assume("attention_dropout", 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "base_model");
-  m_.assume("hidden_dropout", 0.0, "Llama-style models have no dropout", "base_model");
+    m_.read(field::attention_backend, std::string("unfused"), "eager_attention", "true");
+  m_.assume(field::attention_dropout, 0.0, "Llama-style models have no attention dropout (attention_dropout 0.0)", "base_model");
+  m_.assume(field::hidden_dropout, 0.0, "Llama-style models have no dropout", "base_model");
   if (const json* opt = m_.get("optimizer")) {
     if (opt->is_string()) mapping::hf_optimizer(m_, opt->get<std::string>(), "optimizer");
     else m_.fail("optimizer", "must be an optimizer name, got " + show(*opt));
   } else if (!deepspeed_) {
-    m_.assume("optimizer", std::string("adamw"), "no optimizer: transformers' default adamw_torch", "optimizer");
+    m_.assume(field::optimizer, std::string("adamw"), "no optimizer: transformers' default adamw_torch", "optimizer");
   }
   if (const json* tc = m_.get("torch_compile")) {
-    if (tc->is_boolean()) m_.read("torch_compile", tc->get<bool>(), "torch_compile");
-    else if (*tc == "auto") m_.assume("torch_compile", true, "torch_compile = \"auto\": compiles on torch 2.6 or later", "torch_compile");
+    if (tc->is_boolean()) m_.read(field::torch_compile, tc->get<bool>(), "torch_compile");
+    else if (*tc == "auto") m_.assume(field::torch_compile, true, "torch_compile = \"auto\": compiles on torch 2.6 or later", "torch_compile");
     else m_.fail("torch_compile", "must be true, false or \"auto\", got " + show(*tc));
   }
   // Liger's fused linear cross entropy takes effect through axolotl's LigerPlugin
@@ -418,8 +418,8 @@ void AxolotlReader::read_training() {
     return p.is_string() && p.get<std::string>().find("LigerPlugin") != std::string::npos;
   });
   if (const std::optional<bool> liger = m_.boolean("liger_fused_linear_cross_entropy")) {
-    if (!*liger) m_.read("fused_linear_cross_entropy", false, "liger_fused_linear_cross_entropy", "false");
-    else if (liger_plugin) m_.read("fused_linear_cross_entropy", true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
+    if (!*liger) m_.read(field::fused_linear_cross_entropy, false, "liger_fused_linear_cross_entropy", "false");
+    else if (liger_plugin) m_.read(field::fused_linear_cross_entropy, true, "liger_fused_linear_cross_entropy", "true (LigerPlugin)");
     else m_.ignore_value("liger_fused_linear_cross_entropy", "takes effect only with axolotl.integrations.liger.LigerPlugin in plugins");
   }
   // Cut Cross Entropy takes effect through axolotl's CutCrossEntropyPlugin
@@ -432,8 +432,8 @@ void AxolotlReader::read_training() {
   });
   const std::optional<bool> cce = m_.boolean("cut_cross_entropy");
   if (cce_plugin) {
-    if (cce) m_.read("cut_cross_entropy", *cce, "cut_cross_entropy", *cce ? "true (CutCrossEntropyPlugin)" : "false");
-    else m_.assume("cut_cross_entropy", true, "CutCrossEntropyPlugin in plugins: its cut_cross_entropy defaults to true", "plugins");
+    if (cce) m_.read(field::cut_cross_entropy, *cce, "cut_cross_entropy", *cce ? "true (CutCrossEntropyPlugin)" : "false");
+    else m_.assume(field::cut_cross_entropy, true, "CutCrossEntropyPlugin in plugins: its cut_cross_entropy defaults to true", "plugins");
     if (cce.value_or(true) && m_.boolean("cut_cross_entropy_accum_c_fp32").value_or(false))
       return m_.fail("cut_cross_entropy_accum_c_fp32", "an fp32 accumulator for the output layer's weight gradient "
                                                        "(zeros_like(c, dtype=float32), cce_backward.py) is not modelled; "
@@ -451,9 +451,9 @@ void AxolotlReader::read_training() {
         m_.ignore_value("chunked_cross_entropy_num_chunks", "chunked_cross_entropy is false");
     } else if (m_.has("chunked_cross_entropy_num_chunks")) {
       if (auto n = m_.integer("chunked_cross_entropy_num_chunks"))
-        m_.read("cross_entropy_chunks", double(*n), "chunked_cross_entropy_num_chunks");
+        m_.read(field::cross_entropy_chunks, double(*n), "chunked_cross_entropy_num_chunks");
     } else {
-      m_.assume("cross_entropy_chunks", 8.0, "chunked_cross_entropy = true without "
+      m_.assume(field::cross_entropy_chunks, 8.0, "chunked_cross_entropy = true without "
                 "chunked_cross_entropy_num_chunks: patch_chunked_ce_loss_fn's default 8", "chunked_cross_entropy");
     }
   } else if (m_.has("chunked_cross_entropy_num_chunks")) {

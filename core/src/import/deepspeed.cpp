@@ -73,22 +73,22 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
       if (optim->is_string()) hf_optimizer(m, optim->get<std::string>(), a.key("optim"));
       else m.fail(a.key("optim"), "must be an optimizer name, got " + show(*optim));
     } else {
-      m.assume("optimizer", std::string("adamw"), !a.args.empty() ? "no optim: TrainingArguments' default \"adamw_torch\""
+      m.assume(field::optimizer, std::string("adamw"), !a.args.empty() ? "no optim: TrainingArguments' default \"adamw_torch\""
                                                                   : "no optimizer: the Trainer's default \"adamw_torch\"", "optimizer");
       if (out.input.framework && (*out.input.framework == Framework::ddp || *out.input.framework == Framework::fsdp2))
-        m.assume("optimizer_implementation", std::string("foreach"), "\"adamw_torch\" steps with torch.optim (foreach on CUDA)", "optim");
+        m.assume(field::optimizer_implementation, std::string("foreach"), "\"adamw_torch\" steps with torch.optim (foreach on CUDA)", "optim");
     }
   }
   // Activation checkpointing: the Trainer's gradient_checkpointing (torch.utils.checkpoint per
   // decoder layer).
   if (const std::optional<bool> checkpointing = a.flag(m, "gradient_checkpointing")) {
     if (*checkpointing) m.full_recompute_per_layer(a.key("gradient_checkpointing"), "true", "decoder layer");
-    else m.read("recompute_granularity", std::string("none"), a.key("gradient_checkpointing"), "false");
+    else m.read(field::recompute_granularity, std::string("none"), a.key("gradient_checkpointing"), "false");
   }
   // TrainingArguments torch_compile: the Trainer compiles the whole model (trainer.py
   // _wrap_model: torch.compile(model)), the loss computed inside its forward included.
   if (const std::optional<bool> on = a.flag(m, "torch_compile"))
-    m.read("torch_compile", *on, a.key("torch_compile"), *on ? "true" : "false");
+    m.read(field::torch_compile, *on, a.key("torch_compile"), *on ? "true" : "false");
   // TrainingArguments use_liger_kernel: the Trainer patches the model with Liger Kernel
   // (trainer.py _apply_liger_kernel_to_instance(model, **liger_kernel_config)), whose
   // apply_liger_kernel_to_* default to fused_linear_cross_entropy=True
@@ -107,7 +107,7 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
       fused = flag->get<bool>();
       how = std::string("true, liger_kernel_config.fused_linear_cross_entropy ") + (fused ? "true" : "false");
     }
-    m.read("fused_linear_cross_entropy", fused, a.key("use_liger_kernel"), how);
+    m.read(field::fused_linear_cross_entropy, fused, a.key("use_liger_kernel"), how);
     if (*on)
       out.ignored.push_back(a.key("use_liger_kernel") + ": Liger's RMSNorm, SwiGLU and RoPE kernels are "
                             "not modelled (the layers are counted as transformers' own)");
@@ -118,8 +118,8 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
     const std::optional<int64_t> length = a.count(m, name);
     if (!length) continue;
     const bool packing = a.flag(m, "packing").value_or(false);
-    if (packing) m.read("seq_length", double(*length), a.key(name), number_text(double(*length)) + " (packing = true)");
-    else m.assume("seq_length", double(*length), a.key(name) + ": unpacked batches are padded to their longest sample, at most this", a.key(name));
+    if (packing) m.read(field::seq_length, double(*length), a.key(name), number_text(double(*length)) + " (packing = true)");
+    else m.assume(field::seq_length, double(*length), a.key(name) + ": unpacked batches are padded to their longest sample, at most this", a.key(name));
     break;
   }
 }
@@ -157,11 +157,11 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     return *v;
   };
 
-  m.assume("framework", std::string("deepspeed"), "a DeepSpeed config", "zero_optimization");
-  m.put("model_implementation", std::string("hf-transformers"), "zero_optimization");
+  m.assume(field::framework, std::string("deepspeed"), "a DeepSpeed config", "zero_optimization");
+  m.put(field::model_implementation, std::string("hf-transformers"), "zero_optimization");
   const int64_t world = gpus > 0 ? gpus : 1;
   if (gpus <= 0) out.assumed.push_back("gpus ← 1 (no --gpus: one rank)");
-  m.assume("data_parallel_size", double(world), "every one of the run's " + number_text(double(world)) +
+  m.assume(field::data_parallel_size, double(world), "every one of the run's " + number_text(double(world)) +
                                                     " ranks is a data-parallel rank under ZeRO", "--gpus");
 
   // ZeRO stage and offloads [ds].
@@ -171,9 +171,9 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   if (auto s = m.integer("zero_optimization.stage", 0)) {
     if (*s > 3) return m.fail("zero_optimization.stage", "must be 0, 1, 2 or 3, got " + number_text(double(*s)));
     stage = *s;
-    m.read("zero_stage", double(stage), "zero_optimization.stage");
+    m.read(field::zero_stage, double(stage), "zero_optimization.stage");
   } else if (!m.has("zero_optimization.stage")) {
-    m.assume("zero_stage", 0.0, "no zero_optimization.stage: DeepSpeed's default 0", "zero_optimization.stage");
+    m.assume(field::zero_stage, 0.0, "no zero_optimization.stage: DeepSpeed's default 0", "zero_optimization.stage");
   }
   for (const char* block : {"zero_optimization.offload_optimizer", "zero_optimization.offload_param"}) {
     if (const json* b = m.get(block); b && !b->is_object())
@@ -185,10 +185,10 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     if (std::string_view(block) == "zero_optimization.offload_optimizer") {
       double ratio = 1.0;
       if (auto r = m.number(std::string(block) + ".ratio", 0, 1)) ratio = *r;
-      m.read("optimizer_offload_fraction", ratio, device_key, trainmem::quoted(*device) + (m.has(std::string(block) + ".ratio") ? "" : " (ratio default 1)"));
+      m.read(field::optimizer_offload_fraction, ratio, device_key, trainmem::quoted(*device) + (m.has(std::string(block) + ".ratio") ? "" : " (ratio default 1)"));
     } else {
       if (stage != 3) return m.fail(device_key, "offloads parameters only with zero_optimization.stage 3, got stage " + number_text(double(stage)));
-      m.read("offload_params", true, device_key, trainmem::quoted(*device));
+      m.read(field::offload_params, true, device_key, trainmem::quoted(*device));
     }
     if (*device == "nvme") out.ignored.push_back(device_key + " = \"nvme\": counted as CPU memory");
   }
@@ -200,19 +200,20 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     const std::string key = "zero_optimization.reduce_bucket_size";
     if (*bucket == "auto") {
       if (const std::optional<int64_t> h = out.input.hidden_size)
-        m.read("reduce_bucket_size", double(*h) * double(*h), key,
+        m.read(field::reduce_bucket_size, double(*h) * double(*h), key,
                "\"auto\" = hidden_size² = " + number_text(double(*h)) + "² (as the Trainer fills it)");
       else
         out.ignored.push_back(key + " = \"auto\": the Trainer fills it with hidden_size², and no model is given "
                                     "(--model or --preset): DeepSpeed's default 5e8 is kept");
     } else if (const std::optional<double> n = m.number(key, 0, 1e13)) {
-      m.read("reduce_bucket_size", *n, key);
+      m.read(field::reduce_bucket_size, *n, key);
     }
   }
-  for (const char* flag : {"contiguous_gradients", "overlap_comm"})
-    if (m.has(std::string("zero_optimization.") + flag))
-      if (const std::optional<bool> on = m.boolean(std::string("zero_optimization.") + flag))
-        m.read(flag, *on, std::string("zero_optimization.") + flag, *on ? "true" : "false");
+  for (FieldName flag : {field::contiguous_gradients, field::overlap_comm}) {
+    const std::string key = "zero_optimization." + std::string(flag);  // DeepSpeed's key is the field's name
+    if (m.has(key))
+      if (const std::optional<bool> on = m.boolean(key)) m.read(flag, *on, key, *on ? "true" : "false");
+  }
   for (const char* k : {"zero_optimization.allgather_bucket_size",
                         "zero_optimization.stage3_prefetch_bucket_size", "zero_optimization.stage3_param_persistence_threshold",
                         "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_max_reuse_distance",
@@ -245,10 +246,10 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   if (bf16 && fp16) return m.fail("bf16.enabled", "and fp16.enabled cannot both be true");
   const std::string dtype = bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
   const std::string why = bf16 ? "bf16.enabled" : fp16 ? "fp16.enabled" : "neither bf16 nor fp16 enabled";
-  if (!out.input.params_dtype || *out.input.params_dtype != Dtype::nf4) m.assume("params_dtype", dtype, why, bf16 ? "bf16" : "fp16");
-  m.assume("compute_dtype", dtype, why, bf16 ? "bf16" : "fp16");
+  if (!out.input.params_dtype || *out.input.params_dtype != Dtype::nf4) m.assume(field::params_dtype, dtype, why, bf16 ? "bf16" : "fp16");
+  m.assume(field::compute_dtype, dtype, why, bf16 ? "bf16" : "fp16");
   if (dtype != "fp32")
-    m.assume("main_params_dtype", std::string("fp32"), "DeepSpeed's mixed precision keeps fp32 master weights and states", bf16 ? "bf16" : "fp16");
+    m.assume(field::main_params_dtype, std::string("fp32"), "DeepSpeed's mixed precision keeps fp32 master weights and states", bf16 ? "bf16" : "fp16");
 
   // Batch [ds] [hf] [ta].
   const std::optional<json> micro = resolved("train_micro_batch_size_per_gpu", "per_device_train_batch_size", 8);
@@ -283,9 +284,9 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     }
   }
   if (mb) {
-    m.put("micro_batch_size", double(*mb), "train_micro_batch_size_per_gpu");
+    m.put(field::micro_batch_size, double(*mb), "train_micro_batch_size_per_gpu");
     out.read.push_back("micro_batch_size ← train_micro_batch_size_per_gpu = " + number_text(double(*mb)));
-    m.put_product("global_batch_size", "gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {*mb, *ga, world});
+    m.put_product(field::global_batch_size, "gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {*mb, *ga, world});
   }
 
   // The optimizer [ds]; without a block, the Trainer's [hf].
@@ -295,11 +296,11 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     if (const std::optional<std::string> name = m.string("optimizer.type")) {
       const std::string lower = lowercase(*name);
       if (lower == "adam" || lower == "adamw" || lower == "fusedadam" || lower == "cpuadam")
-        m.read("optimizer", std::string("adamw"), "optimizer.type", show(*type) + " (FusedAdam / DeepSpeedCPUAdam: two fp32 states)");
+        m.read(field::optimizer, std::string("adamw"), "optimizer.type", show(*type) + " (FusedAdam / DeepSpeedCPUAdam: two fp32 states)");
       else if (lower == "onebitadam" || lower == "zerooneadam" || lower == "lamb" || lower == "onebitlamb")
-        m.read("optimizer", std::string("adam"), "optimizer.type", show(*type) + " (two states per parameter, as Adam)");
+        m.read(field::optimizer, std::string("adam"), "optimizer.type", show(*type) + " (two states per parameter, as Adam)");
       else if (lower == "lion" || lower == "fusedlion")
-        m.read("optimizer", std::string("lion"), "optimizer.type", show(*type));
+        m.read(field::optimizer, std::string("lion"), "optimizer.type", show(*type));
       else
         unknown_optimizer(m, "optimizer.type");
     }

@@ -337,7 +337,7 @@ std::optional<int64_t> Mapper::product(std::string_view key, std::string_view fo
   return out;
 }
 
-std::optional<int64_t> Mapper::put_product(std::string_view field, std::string_view key, std::string_view formula,
+std::optional<int64_t> Mapper::put_product(FieldName field, std::string_view key, std::string_view formula,
                                            std::initializer_list<int64_t> factors) {
   const std::optional<int64_t> value = product(key, formula, factors);
   if (!value) return std::nullopt;
@@ -347,11 +347,11 @@ std::optional<int64_t> Mapper::put_product(std::string_view field, std::string_v
   return value;
 }
 
-bool Mapper::put(std::string_view field, const FieldValue& value, std::string_view key) {
+bool Mapper::put(FieldName field, const FieldValue& value, std::string_view key) {
   return put(field, value, key, "");
 }
 
-bool Mapper::put(std::string_view field, const FieldValue& value, std::string_view key, std::string_view context) {
+bool Mapper::put(FieldName field, const FieldValue& value, std::string_view key, std::string_view context) {
   const FieldSpec* spec = find_field(field);
   if (!spec) {
     out_.ignored.push_back(std::string(key) + " → " + std::string(field) + " " + value_text(value) + ": " +
@@ -379,18 +379,18 @@ bool Mapper::put(std::string_view field, const FieldValue& value, std::string_vi
   return true;
 }
 
-bool Mapper::read(std::string_view field, const FieldValue& value, std::string_view key,
+bool Mapper::read(FieldName field, const FieldValue& value, std::string_view key,
                   const std::string& shown_value) {
   if (!put(field, value, key)) return false;
   out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " + shown_value);
   return true;
 }
 
-bool Mapper::read(std::string_view field, const FieldValue& value, std::string_view key) {
+bool Mapper::read(FieldName field, const FieldValue& value, std::string_view key) {
   return read(field, value, key, value_text(value));
 }
 
-bool Mapper::assume(std::string_view field, const FieldValue& value, const std::string& why,
+bool Mapper::assume(FieldName field, const FieldValue& value, const std::string& why,
                     std::string_view key) {
   if (!put(field, value, key.empty() ? field : key)) return false;
   out_.assumed.push_back(std::string(field) + " ← " + value_text(value) + " (" + why + ")");
@@ -399,9 +399,9 @@ bool Mapper::assume(std::string_view field, const FieldValue& value, const std::
 
 void Mapper::full_recompute_per_layer(std::string_view key, const std::string& shown, std::string_view layer) {
   const std::string why = "one checkpoint per " + std::string(layer);
-  read("recompute_granularity", std::string("full"), key, shown + " (every " + std::string(layer) + ")");
-  assume("recompute_method", std::string("uniform"), why, key);
-  assume("recompute_num_layers", 1.0, why, key);
+  read(field::recompute_granularity, std::string("full"), key, shown + " (every " + std::string(layer) + ")");
+  assume(field::recompute_method, std::string("uniform"), why, key);
+  assume(field::recompute_num_layers, 1.0, why, key);
 }
 
 void Mapper::ignore(std::string_view key, const std::string& why) {
@@ -426,7 +426,7 @@ bool Mapper::model_from_preset(std::string_view id, std::string_view key, const 
     // Every value, the lists (moe_layer_freq) and nulls (q_lora_rank: none) included.
     const std::optional<FieldValue> v = detail::field_value_of_json(detail::ordered_json(value));
     if (!v) fail(key, "preset " + std::string(id) + ": " + name + " has a value no field takes");
-    if (!v || !put(name, *v, key)) return false;
+    if (!v || !put(FieldName{name}, *v, key)) return false;  // a preset's keys are the field table's (data.test)
     if (name == "num_layers" || name == "hidden_size" || name == "num_attention_heads" ||
         name == "num_query_groups" || name == "ffn_hidden_size" || name == "vocab_size" ||
         name == "num_moe_experts")
@@ -759,7 +759,7 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
                             "model (it has embed_tokens and lm_head)");
   }
   if (saved.empty()) return;
-  if (m.put("lora_modules_to_save", saved, key)) {
+  if (m.put(field::lora_modules_to_save, saved, key)) {
     // The modules as trainmem names them, where they differ from what the source wrote.
     const std::string as_read = show(json(saved)) == show(value) ? std::string() : ": " + value_text(saved);
     out.read.push_back("lora_modules_to_save ← " + std::string(key) + " = " + show(value) + as_read);
@@ -787,11 +787,11 @@ bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {
   };
   for (const Row& r : rows) {
     if (r.name != name) continue;
-    m.read("optimizer", std::string(r.optimizer), key, trainmem::quoted(name));
-    if (r.paged) m.read("paged_optimizer", true, key, trainmem::quoted(name));
+    m.read(field::optimizer, std::string(r.optimizer), key, trainmem::quoted(name));
+    if (r.paged) m.read(field::paged_optimizer, true, key, trainmem::quoted(name));
     if (!r.implementation.empty() && m.out().input.framework &&
         (*m.out().input.framework == Framework::ddp || *m.out().input.framework == Framework::fsdp2))
-      m.assume("optimizer_implementation", std::string(r.implementation), trainmem::quoted(name) + " steps with torch.optim", key);
+      m.assume(field::optimizer_implementation, std::string(r.implementation), trainmem::quoted(name) + " steps with torch.optim", key);
     return true;
   }
   unknown_optimizer(m, key);

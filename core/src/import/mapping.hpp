@@ -8,6 +8,8 @@
 // before and after the field lands.
 #pragma once
 
+#include "trainmem/field_names.hpp"
+
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -96,18 +98,18 @@ class Mapper {
   std::optional<int64_t> product(std::string_view key, std::string_view formula, std::initializer_list<int64_t> factors);
   // put() of that product into `field`, noted as "field ← formula = a × b × c = N"; a product
   // the field rejects is an Issue on `key` naming the field and the formula. The value, or nullopt.
-  std::optional<int64_t> put_product(std::string_view field, std::string_view key, std::string_view formula,
+  std::optional<int64_t> put_product(FieldName field, std::string_view key, std::string_view formula,
                                      std::initializer_list<int64_t> factors);
 
   // Sets a trainmem field. When the field table has no such field, or the field has no such
   // value, the source key is listed under ignored: with k_no_field and false is returned; a
   // value the field rejects otherwise is an Issue naming the source key.
-  bool put(std::string_view field, const FieldValue& value, std::string_view key);
+  bool put(FieldName field, const FieldValue& value, std::string_view key);
   // put() with a note: "field ← key = value" (read), or "field ← value (why)" (assumed).
-  bool read(std::string_view field, const FieldValue& value, std::string_view key,
+  bool read(FieldName field, const FieldValue& value, std::string_view key,
             const std::string& shown_value);
-  bool read(std::string_view field, const FieldValue& value, std::string_view key);
-  bool assume(std::string_view field, const FieldValue& value, const std::string& why,
+  bool read(FieldName field, const FieldValue& value, std::string_view key);
+  bool assume(FieldName field, const FieldValue& value, const std::string& why,
               std::string_view key = {});
   // Full recomputation with one checkpoint per `layer` ("decoder layer", "TransformerBlock"):
   // recompute_granularity "full" read from `key` (noted as "<shown> (every <layer>)"), and
@@ -141,7 +143,7 @@ class Mapper {
   // key's path ("datasets[0].sequence_len") → the place it is read from ("sequence_len").
   std::map<std::string, std::string> misplaced_keys() const;
   // put(), with `context` before the field's rule in the Issue ("global_batch_size = ...: ").
-  bool put(std::string_view field, const FieldValue& value, std::string_view key, std::string_view context);
+  bool put(FieldName field, const FieldValue& value, std::string_view key, std::string_view context);
 };
 
 // The text of a FieldValue for notes.

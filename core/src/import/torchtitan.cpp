@@ -266,53 +266,53 @@ void TorchtitanReader::read_model() {
   layers_ = mapping::preset_model(it->preset)->value("num_layers", int64_t(0));
   // torchtitan's models: SDPA (flash) attention, no dropout; FSDP2's MixedPrecisionPolicy keeps
   // fp32 sharded weights and gathers bf16 ones (params bf16, master fp32, fp32 reduced gradients).
-  m_.assume("framework", std::string("fsdp2"), "torchtitan shards every TransformerBlock and the root with fully_shard", "model.name");
-  m_.assume("attention_backend", std::string("flash"), "torchtitan calls scaled_dot_product_attention", "model.name");
-  m_.assume("attention_dropout", 0.0, "torchtitan's models have no dropout", "model.name");
-  m_.assume("hidden_dropout", 0.0, "torchtitan's models have no dropout", "model.name");
-  m_.put("model_implementation", std::string("torchtitan"), "model.name");
+  m_.assume(field::framework, std::string("fsdp2"), "torchtitan shards every TransformerBlock and the root with fully_shard", "model.name");
+  m_.assume(field::attention_backend, std::string("flash"), "torchtitan calls scaled_dot_product_attention", "model.name");
+  m_.assume(field::attention_dropout, 0.0, "torchtitan's models have no dropout", "model.name");
+  m_.assume(field::hidden_dropout, 0.0, "torchtitan's models have no dropout", "model.name");
+  m_.put(field::model_implementation, std::string("torchtitan"), "model.name");
   const std::string param = m_.string("training.mixed_precision_param").value_or("bfloat16");
   const std::string dtype = param == "float32" ? "fp32" : param == "float16" ? "fp16" : "bf16";
   if (param != "bfloat16" && param != "float32" && param != "float16")
     return m_.fail("training.mixed_precision_param", "must be \"bfloat16\", \"float32\" or \"float16\", got " + trainmem::quoted(param));
   const std::string why = m_.has("training.mixed_precision_param") ? "training.mixed_precision_param = " + trainmem::quoted(param)
                                                                     : "training.mixed_precision_param's default \"bfloat16\"";
-  m_.assume("params_dtype", dtype, why + ": the gathered compute weights", "training.mixed_precision_param");
-  m_.assume("main_params_dtype", std::string("fp32"), "FSDP2 keeps the sharded weights in fp32", "training.mixed_precision_param");
-  m_.assume("main_grads_dtype", std::string("fp32"), "the sharded gradients have the sharded weights' dtype", "training.mixed_precision_param");
+  m_.assume(field::params_dtype, dtype, why + ": the gathered compute weights", "training.mixed_precision_param");
+  m_.assume(field::main_params_dtype, std::string("fp32"), "FSDP2 keeps the sharded weights in fp32", "training.mixed_precision_param");
+  m_.assume(field::main_grads_dtype, std::string("fp32"), "the sharded gradients have the sharded weights' dtype", "training.mixed_precision_param");
 
   const std::optional<std::string> opt = m_.string("optimizer.name");
   if (opt) {
-    if (*opt == "AdamW") m_.read("optimizer", std::string("adamw"), "optimizer.name", "\"AdamW\"");
-    else if (*opt == "Adam") m_.read("optimizer", std::string("adam"), "optimizer.name", "\"Adam\"");
+    if (*opt == "AdamW") m_.read(field::optimizer, std::string("adamw"), "optimizer.name", "\"AdamW\"");
+    else if (*opt == "Adam") m_.read(field::optimizer, std::string("adam"), "optimizer.name", "\"Adam\"");
     else m_.fail("optimizer.name", "must be \"AdamW\" or \"Adam\" (torchtitan's build_optimizers), got " + trainmem::quoted(*opt));
   } else {
-    m_.assume("optimizer", std::string("adamw"), "no optimizer.name: torchtitan's default AdamW", "optimizer.name");
+    m_.assume(field::optimizer, std::string("adamw"), "no optimizer.name: torchtitan's default AdamW", "optimizer.name");
   }
   // optimizer.implementation ("fused", "foreach", "for-loop"; default "fused") replaced the 2024
   // optimizer.fused flag (default false: foreach).
   if (auto impl = m_.string("optimizer.implementation")) {
     if (*impl != "fused" && *impl != "foreach" && *impl != "for-loop")
       return m_.fail("optimizer.implementation", "must be \"fused\", \"foreach\" or \"for-loop\", got " + trainmem::quoted(*impl));
-    m_.read("optimizer_implementation", *impl, "optimizer.implementation");
+    m_.read(field::optimizer_implementation, *impl, "optimizer.implementation");
   } else if (auto fused = m_.boolean("optimizer.fused")) {
-    m_.read("optimizer_implementation", std::string(*fused ? "fused" : "foreach"), "optimizer.fused", *fused ? "true" : "false");
+    m_.read(field::optimizer_implementation, std::string(*fused ? "fused" : "foreach"), "optimizer.fused", *fused ? "true" : "false");
   } else {
     const bool old = version_ == v2024;
-    m_.assume("optimizer_implementation", std::string(old ? "foreach" : "fused"),
+    m_.assume(field::optimizer_implementation, std::string(old ? "foreach" : "fused"),
               old ? "torchtitan 2024: optimizer.fused defaults to false" : "optimizer.implementation's default \"fused\"",
               "optimizer.implementation");
   }
   if (m_.boolean("optimizer.early_step_in_backward").value_or(false))
-    m_.read("optimizer_in_backward", true, "optimizer.early_step_in_backward", "true");
+    m_.read(field::optimizer_in_backward, true, "optimizer.early_step_in_backward", "true");
 }
 
 void TorchtitanReader::read_training() {
-  if (auto seq = m_.integer("training.seq_len")) m_.read("seq_length", double(*seq), "training.seq_len");
-  else if (!m_.has("training.seq_len")) m_.assume("seq_length", 2048.0, "no training.seq_len: JobConfig's default 2048", "training.seq_len");
+  if (auto seq = m_.integer("training.seq_len")) m_.read(field::seq_length, double(*seq), "training.seq_len");
+  else if (!m_.has("training.seq_len")) m_.assume(field::seq_length, 2048.0, "no training.seq_len: JobConfig's default 2048", "training.seq_len");
   if (m_.boolean("training.enable_cpu_offload").value_or(false)) {
-    m_.read("offload_params", true, "training.enable_cpu_offload", "true (FSDP2 CPUOffloadPolicy)");
-    m_.assume("optimizer_offload_fraction", 1.0, "CPUOffloadPolicy: the optimizer steps on the CPU", "training.enable_cpu_offload");
+    m_.read(field::offload_params, true, "training.enable_cpu_offload", "true (FSDP2 CPUOffloadPolicy)");
+    m_.assume(field::optimizer_offload_fraction, 1.0, "CPUOffloadPolicy: the optimizer steps on the CPU", "training.enable_cpu_offload");
   }
 }
 
@@ -349,15 +349,15 @@ void TorchtitanReader::read_parallelism() {
   const std::optional<int64_t> ranks = m_.product(dp_key, "data_parallel_shard_degree × data_parallel_replicate_degree", {shard, replicate});
   if (!ranks) return;
   if (tp > 1) {
-    m_.read("tensor_model_parallel_size", double(tp), tp_key);
-    m_.assume("sequence_parallel", true, "torchtitan's TP plan: SequenceParallel norms", tp_key);
+    m_.read(field::tensor_model_parallel_size, double(tp), tp_key);
+    m_.assume(field::sequence_parallel, true, "torchtitan's TP plan: SequenceParallel norms", tp_key);
   }
-  if (cp > 1) m_.read("context_parallel_size", double(cp), cp_key);
-  if (ep > 1) m_.read("expert_model_parallel_size", double(ep), ep_key);
-  if (m_.put("data_parallel_size", double(*ranks), dp_key))
+  if (cp > 1) m_.read(field::context_parallel_size, double(cp), cp_key);
+  if (ep > 1) m_.read(field::expert_model_parallel_size, double(ep), ep_key);
+  if (m_.put(field::data_parallel_size, double(*ranks), dp_key))
     out_.read.push_back("data_parallel_size ← data_parallel_shard_degree × data_parallel_replicate_degree = " +
                         number_text(double(shard)) + " × " + number_text(double(replicate)));
-  if (replicate > 1) m_.read("data_parallel_shard_size", double(shard), dp_key, number_text(double(shard)));
+  if (replicate > 1) m_.read(field::data_parallel_shard_size, double(shard), dp_key, number_text(double(shard)));
 
   // reshard_after_forward [cfg]: "default" reshards unless pipelining (then the weights stay
   // gathered from forward to backward: ZeRO-2's memory).
@@ -366,7 +366,7 @@ void TorchtitanReader::read_parallelism() {
   if (reshard != "default" && reshard != "always" && reshard != "never")  // [cfg]'s three policies
     return m_.fail(reshard_key, "must be \"default\", \"always\" or \"never\", got " + trainmem::quoted(reshard));
   const bool keeps = reshard == "never" || (reshard == "default" && pp > 1);
-  m_.assume("zero_stage", keeps ? 2.0 : 3.0,
+  m_.assume(field::zero_stage, keeps ? 2.0 : 3.0,
             "fsdp_reshard_after_forward " + trainmem::quoted(reshard) + (reshard == "default" ? (pp > 1 ? " with pipelining: never" : ": always") : ""),
             reshard_key.empty() ? "fsdp_reshard_after_forward" : reshard_key);
 
@@ -387,17 +387,17 @@ void TorchtitanReader::read_parallelism() {
   const int64_t global = global_given ? *given : *per_step;
 
   if (pp > 1) {
-    m_.read("pipeline_model_parallel_size", double(pp), pp_key);
+    m_.read(field::pipeline_model_parallel_size, double(pp), pp_key);
     const std::string sched_key = first_of({"parallelism.pipeline_parallel_schedule", "experimental.pipeline_parallel_schedule"});
     const std::string schedule = sched_key.empty() ? "1F1B" : m_.string(sched_key).value_or("1F1B");
     int64_t stages_per_rank = 1;
     const bool looped = schedule != "1F1B" && schedule != "GPipe";
-    if (schedule == "1F1B") m_.read("pipeline_schedule", std::string("1f1b"), sched_key.empty() ? pp_key : sched_key, "\"1F1B\"");
-    else if (schedule == "GPipe") m_.read("pipeline_schedule", std::string("gpipe"), sched_key, "\"GPipe\"");
+    if (schedule == "1F1B") m_.read(field::pipeline_schedule, std::string("1f1b"), sched_key.empty() ? pp_key : sched_key, "\"1F1B\"");
+    else if (schedule == "GPipe") m_.read(field::pipeline_schedule, std::string("gpipe"), sched_key, "\"GPipe\"");
     else if (schedule == "Interleaved1F1B" || schedule == "LoopedBFS" || schedule == "InterleavedZeroBubble" || schedule == "ZBVZeroBubble") {
       stages_per_rank = 2;
-      m_.read("virtual_pipeline_model_parallel_size", 2.0, sched_key, trainmem::quoted(schedule) + " (two stages per rank)");
-      m_.read("pipeline_schedule", std::string("interleaved"), sched_key, trainmem::quoted(schedule));
+      m_.read(field::virtual_pipeline_model_parallel_size, 2.0, sched_key, trainmem::quoted(schedule) + " (two stages per rank)");
+      m_.read(field::pipeline_schedule, std::string("interleaved"), sched_key, trainmem::quoted(schedule));
       if (schedule != "Interleaved1F1B")
         out_.ignored.push_back(sched_key + " = " + trainmem::quoted(schedule) + ": counted as interleaved 1F1B");
     } else {
@@ -420,7 +420,7 @@ void TorchtitanReader::read_parallelism() {
           return m_.fail(key, "gives 1 stage per rank; " + trainmem::quoted(schedule) + " needs at least 2 (torchtitan raises)");
         if (looped && all / pp != stages_per_rank) {
           stages_per_rank = all / pp;
-          m_.read("virtual_pipeline_model_parallel_size", double(stages_per_rank), key,
+          m_.read(field::virtual_pipeline_model_parallel_size, double(stages_per_rank), key,
                   number_text(double(*per)) + ": " + number_text(double(all)) + " stages over PP " + number_text(double(pp)));
         }
       }
@@ -434,15 +434,15 @@ void TorchtitanReader::read_parallelism() {
       if (local % *size != 0)
         return m_.fail("parallelism.pipeline_parallel_microbatch_size", "must divide the local batch " + number_text(double(local)) +
                                                                            " (build_pipeline_schedule raises otherwise)");  // [sched]
-      m_.read("micro_batch_size", double(*size), "parallelism.pipeline_parallel_microbatch_size");
+      m_.read(field::micro_batch_size, double(*size), "parallelism.pipeline_parallel_microbatch_size");
     } else if (version_ != v2024 && n_key.empty()) {
-      m_.assume("micro_batch_size", 1.0, "pipeline_parallel_microbatch_size's default 1", "parallelism.pipeline_parallel_microbatch_size");
+      m_.assume(field::micro_batch_size, 1.0, "pipeline_parallel_microbatch_size's default 1", "parallelism.pipeline_parallel_microbatch_size");
     } else {
       const int64_t count = version_ == v2024 && !n_key.empty() ? m_.integer(n_key).value_or(stages) : stages;
       if (local % count != 0)
         return m_.fail(local_key, "the local batch " + number_text(double(local)) + " must split into " + number_text(double(count)) +
                                       " microbatches" + (n_key.empty() ? " (torchtitan's default: one per stage)" : ""));
-      m_.assume("micro_batch_size", double(local / count),
+      m_.assume(field::micro_batch_size, double(local / count),
                 "the local batch " + number_text(double(local)) + " in " + number_text(double(count)) +
                     (n_key.empty() ? " microbatches (the default: one per stage)" : " microbatches"),
                 local_key);
@@ -450,13 +450,13 @@ void TorchtitanReader::read_parallelism() {
     if (layers_ > 0 && !read_stage_split(stages, stages_per_rank, less_first, less_last, schedule, pp_key)) return;
     // What the last stage keeps of the model outputs [pp]: 2024 returns fp32 logits and merges
     // the microbatches' outputs.
-    if (version_ == v2024) m_.assume("pipeline_outputs", std::string("kept_fp32_merged"), "torchtitan 2024: output(h).float(), Schedule.step() merges the outputs", pp_key);
-    else m_.assume("pipeline_outputs", std::string("kept"), "torchtitan 0.1+: no .float() on the output", pp_key);
+    if (version_ == v2024) m_.assume(field::pipeline_outputs, std::string("kept_fp32_merged"), "torchtitan 2024: output(h).float(), Schedule.step() merges the outputs", pp_key);
+    else m_.assume(field::pipeline_outputs, std::string("kept"), "torchtitan 0.1+: no .float() on the output", pp_key);
   } else {
-    m_.read("micro_batch_size", double(local), local_key, number_text(double(local)));
+    m_.read(field::micro_batch_size, double(local), local_key, number_text(double(local)));
   }
   const std::string global_key = global_given ? "training.global_batch_size" : local_key;
-  if (m_.put("global_batch_size", double(global), global_key))
+  if (m_.put(field::global_batch_size, double(global), global_key))
     out_.read.push_back("global_batch_size ← " + std::string(global_given ? "training.global_batch_size" : "local batch × data-parallel ranks") +
                         " = " + number_text(double(global)));
 }
@@ -523,9 +523,9 @@ bool TorchtitanReader::read_stage_split(int64_t stages, int64_t stages_per_rank,
   if (stages_per_rank == 1 && middle_equal && stages >= 2 && counts.front() > 0 && counts.back() > 0) {
     const int64_t middle = stages > 2 ? counts[1] : 0;
     if (counts.front() != middle)
-      m_.assume("num_layers_in_first_pipeline_stage", double(counts.front()), how, key);
+      m_.assume(field::num_layers_in_first_pipeline_stage, double(counts.front()), how, key);
     if (counts.back() != middle || stages == 2)
-      m_.assume("num_layers_in_last_pipeline_stage", double(counts.back()), how, key);
+      m_.assume(field::num_layers_in_last_pipeline_stage, double(counts.back()), how, key);
     return true;
   }
   if (schedule == "ZBVZeroBubble" || schedule == "DualPipeV") {
@@ -534,7 +534,7 @@ bool TorchtitanReader::read_stage_split(int64_t stages, int64_t stages_per_rank,
     return m_.fail(key, "puts " + split + " layers in its stages, placed in a V (rank r holds stages r and 2·PP − 1 − r); "
                                           "trainmem's per-stage list is looped, so it cannot say this split"), false;
   }
-  m_.assume("pipeline_stage_layers", std::vector<double>(counts.begin(), counts.end()), how, key);
+  m_.assume(field::pipeline_stage_layers, std::vector<double>(counts.begin(), counts.end()), how, key);
   return true;
 }
 
@@ -542,18 +542,18 @@ void TorchtitanReader::read_checkpointing() {
   const std::string mode = m_.string("activation_checkpoint.mode").value_or("selective");
   if (!m_.has("activation_checkpoint.mode")) out_.assumed.push_back("activation_checkpoint.mode ← \"selective\" (JobConfig's default)");
   if (mode == "none") {
-    m_.read("recompute_granularity", std::string("none"), "activation_checkpoint.mode", "\"none\"");
+    m_.read(field::recompute_granularity, std::string("none"), "activation_checkpoint.mode", "\"none\"");
   } else if (mode == "full") {
     m_.full_recompute_per_layer("activation_checkpoint.mode", "\"full\"", "TransformerBlock");
   } else if (mode == "selective") {
     const std::string option = m_.string("activation_checkpoint.selective_ac_option").value_or("2");
     if (option == "op") {
-      m_.read("recompute_granularity", std::string("selective_op"), "activation_checkpoint.selective_ac_option", "\"op\" (per-op policy)");
+      m_.read(field::recompute_granularity, std::string("selective_op"), "activation_checkpoint.selective_ac_option", "\"op\" (per-op policy)");
       // [sac] cuDNN's SDPA kernel entered _op_sac_save_list with PR #2095 (Dec 2025, in 0.2.1):
       // it matters where torch runs that kernel (attention_backend fused: sm100 GPUs since
       // torchtitan PR #1196), which the job file does not say.
       if (version_ != v02)
-        m_.assume("op_sac_saves_cudnn_attention", false,
+        m_.assume(field::op_sac_saves_cudnn_attention, false,
                   "torchtitan " + std::string(k_versions[version_]) + "'s op SAC save list names the flash and "
                   "efficient SDPA kernels, not cuDNN's (PR #2095): on sm100 GPUs (B200, where torchtitan runs "
                   "cuDNN attention) set attention_backend \"fused\"", "activation_checkpoint.selective_ac_option");
@@ -568,12 +568,12 @@ void TorchtitanReader::read_checkpointing() {
       const int64_t blocks = layers_ / std::max<int64_t>(1, out_.input.pipeline_model_parallel_size.value_or(1));
       const int64_t per_stage = blocks / every;
       if (layers_ > 0 && per_stage == 0)
-        return (void)m_.read("recompute_granularity", std::string("none"), "activation_checkpoint.selective_ac_option",
+        return (void)m_.read(field::recompute_granularity, std::string("none"), "activation_checkpoint.selective_ac_option",
                              trainmem::quoted(option) + " (more than a stage's " + number_text(double(blocks)) + " blocks: none is checkpointed)");
-      m_.read("recompute_granularity", std::string("full"), "activation_checkpoint.selective_ac_option", trainmem::quoted(option) + " (every " + option + "-th block whole)");
-      m_.assume("recompute_method", std::string("block"), "layer-wise selective AC", "activation_checkpoint.selective_ac_option");
+      m_.read(field::recompute_granularity, std::string("full"), "activation_checkpoint.selective_ac_option", trainmem::quoted(option) + " (every " + option + "-th block whole)");
+      m_.assume(field::recompute_method, std::string("block"), "layer-wise selective AC", "activation_checkpoint.selective_ac_option");
       if (layers_ > 0)
-        m_.assume("recompute_num_layers", double(per_stage), "num_layers / " + option + " blocks (per stage)", "activation_checkpoint.selective_ac_option");
+        m_.assume(field::recompute_num_layers, double(per_stage), "num_layers / " + option + " blocks (per stage)", "activation_checkpoint.selective_ac_option");
     }
   } else {
     m_.ignore_value("activation_checkpoint.mode", "a mode trainmem does not model: no recomputation is counted");
@@ -597,15 +597,15 @@ void TorchtitanReader::read_float8() {
     mx = has("mx");
   }
   if (mx) {
-    m_.read("fp8_recipe", std::string("mxfp8"), "model.converters", "[\"mx\"] (MXFP8 linears)");
+    m_.read(field::fp8_recipe, std::string("mxfp8"), "model.converters", "[\"mx\"] (MXFP8 linears)");
   } else if (float8) {
     const std::string recipe = m_.string("float8.recipe_name").value_or("tensorwise");
-    m_.read("fp8_recipe", std::string("tensorwise"), m_.has("model.converters") ? "model.converters" : "float8.enable_float8_linear", "float8 (torchao Float8Linear)");
+    m_.read(field::fp8_recipe, std::string("tensorwise"), m_.has("model.converters") ? "model.converters" : "float8.enable_float8_linear", "float8 (torchao Float8Linear)");
     if (recipe != "tensorwise")
       out_.assumed.push_back("fp8_recipe ← \"tensorwise\" (float8.recipe_name " + trainmem::quoted(recipe) +
                              ": trainmem has no rowwise recipe; under torchao the recipe does not change what is kept)");
     if (m_.boolean("float8.enable_fsdp_float8_all_gather").value_or(false))
-      m_.read("fp8_param_gather", true, "float8.enable_fsdp_float8_all_gather", "true (float8 all-gathered weights)");
+      m_.read(field::fp8_param_gather, true, "float8.enable_fsdp_float8_all_gather", "true (float8 all-gathered weights)");
   } else {
     m_.touch("float8");
   }
@@ -635,13 +635,13 @@ void TorchtitanReader::read_compile() {
     loss = model && version_ >= v01;
   }
   if (key.empty()) return;
-  if (m_.put("torch_compile", model, key) )
+  if (m_.put(field::torch_compile, model, key) )
     out_.read.push_back(std::string("torch_compile ← ") + key + " = " + (model ? "true" : "false"));
   if (model && !loss && key == "training.compile")
     out_.assumed.push_back("cross_entropy_loss_fusion ← false (torchtitan 2024: the loss stays eager)");
   if (loss) {
     // The compiled loss fuses the fp32 upcast and log-softmax: no fp32 logits are materialised.
-    m_.assume("cross_entropy_loss_fusion", true,
+    m_.assume(field::cross_entropy_loss_fusion, true,
               key + " with torchtitan " + std::string(k_versions[version_]) + ": build_cross_entropy_loss compiles the loss (the fp32 upcast is fused)", key);
   }
 }

@@ -324,34 +324,34 @@ void TorchtuneReader::read_model() {
 
   // torchtune's modules: SDPA attention without dropout (the builders pass attn_dropout=0.0) and
   // no dropout elsewhere.
-  m_.assume("attention_backend", std::string("flash"), "torchtune's MultiHeadAttention calls scaled_dot_product_attention", "model._component_");
-  m_.assume("attention_dropout", 0.0, "the builders pass attn_dropout=0.0", "model._component_");
-  m_.assume("hidden_dropout", 0.0, "torchtune's decoder layers have no dropout", "model._component_");
-  m_.put("model_implementation", std::string("torchtune"), "model._component_");
+  m_.assume(field::attention_backend, std::string("flash"), "torchtune's MultiHeadAttention calls scaled_dot_product_attention", "model._component_");
+  m_.assume(field::attention_dropout, 0.0, "the builders pass attn_dropout=0.0", "model._component_");
+  m_.assume(field::hidden_dropout, 0.0, "torchtune's decoder layers have no dropout", "model._component_");
+  m_.put(field::model_implementation, std::string("torchtune"), "model._component_");
 
   const std::optional<bool> quantize = m_.boolean("model.quantize_base");
   const bool lora = ref.lora;
   const bool qlora = ref.qlora || quantize.value_or(false);
   if (!lora) {
-    m_.assume("peft", std::string("none"), "a full fine-tuning builder: every weight trains", "model._component_");
+    m_.assume(field::peft, std::string("none"), "a full fine-tuning builder: every weight trains", "model._component_");
     for (std::string_view k : {"model.lora_attn_modules", "model.lora_rank", "model.apply_lora_to_mlp"})
       if (m_.has(k)) m_.fail(k, "applies to lora_ and qlora_ builders only, got builder " + trainmem::quoted(*component));
     return;
   }
   if (qlora) {
-    m_.read("peft", std::string("qlora"), ref.qlora ? "model._component_" : "model.quantize_base",
+    m_.read(field::peft, std::string("qlora"), ref.qlora ? "model._component_" : "model.quantize_base",
             ref.qlora ? "a qlora_ builder (partial(lora_..., quantize_base=True))" : "true");
     // [l32]: quantize_base quantizes "base model weights in linear layers that LoRA is applied to"
     // (to NF4, torchao); trainmem's params_dtype nf4 stores every frozen linear in NF4.
-    m_.assume("params_dtype", std::string("nf4"), "quantize_base: NF4 base weights (torchao to_nf4)", "model._component_");
+    m_.assume(field::params_dtype, std::string("nf4"), "quantize_base: NF4 base weights (torchao to_nf4)", "model._component_");
     out_.ignored.push_back(
         "model._component_: torchtune quantizes only the linears LoRA is applied to; trainmem's nf4 "
         "counts every frozen decoder linear in NF4");
     // torchao's NF4Tensor double-quantises its scalers always (torchao/dtypes/nf4tensor.py @
     // 0598012907d6f6e88734088a65f788c38d294a65, double_quantize_scalers).
-    m_.assume("nf4_double_quant", true, "torchao's NF4Tensor always quantises its block scales again", "model._component_");
+    m_.assume(field::nf4_double_quant, true, "torchao's NF4Tensor always quantises its block scales again", "model._component_");
   } else {
-    m_.read("peft", std::string("lora"), "model._component_", "a lora_ builder");
+    m_.read(field::peft, std::string("lora"), "model._component_", "a lora_ builder");
   }
 
   // Targets: lora_attn_modules (q_proj, k_proj, v_proj, output_proj), apply_lora_to_mlp (w1, w2,
@@ -386,16 +386,16 @@ void TorchtuneReader::read_model() {
   // apply_lora_to_output, else a plain nn.Linear in the model's dtype
   // (torchtune/models/llama3/_component_builders.py @ d1c6963e9070adbbf0602c7632c4a40de82a03d2, lora_llama3).
   if (qlora)
-    m_.assume("quantize_lm_head", output_adapter,
+    m_.assume(field::quantize_lm_head, output_adapter,
               output_adapter ? "apply_lora_to_output with quantize_base: the output's base is NF4"
                              : "no apply_lora_to_output: the output is an nn.Linear, not quantised",
               "model.apply_lora_to_output");
-  if (m_.put("lora_target_modules", targets, "model.lora_attn_modules"))
+  if (m_.put(field::lora_target_modules, targets, "model.lora_attn_modules"))
     out_.read.push_back("lora_target_modules ← " + how + ": " + mapping::value_text(targets));
-  if (auto r = m_.integer("model.lora_rank")) m_.read("lora_rank", double(*r), "model.lora_rank");
-  else if (!m_.has("model.lora_rank")) m_.assume("lora_rank", 8.0, "no model.lora_rank: the builders' default 8", "model.lora_rank");
-  if (auto d = m_.number("model.lora_dropout", 0, 1)) m_.read("lora_dropout", *d, "model.lora_dropout");
-  else if (!m_.has("model.lora_dropout")) m_.assume("lora_dropout", 0.0, "no model.lora_dropout: the builders' default 0.0", "model.lora_dropout");
+  if (auto r = m_.integer("model.lora_rank")) m_.read(field::lora_rank, double(*r), "model.lora_rank");
+  else if (!m_.has("model.lora_rank")) m_.assume(field::lora_rank, 8.0, "no model.lora_rank: the builders' default 8", "model.lora_rank");
+  if (auto d = m_.number("model.lora_dropout", 0, 1)) m_.read(field::lora_dropout, *d, "model.lora_dropout");
+  else if (!m_.has("model.lora_dropout")) m_.assume(field::lora_dropout, 0.0, "no model.lora_dropout: the builders' default 0.0", "model.lora_dropout");
   if (m_.boolean("model.use_dora").value_or(false))
     out_.ignored.push_back("model.use_dora = true: DoRA's magnitude vectors (one per output feature of each adapted linear) are not modelled");
 }
@@ -410,20 +410,20 @@ void TorchtuneReader::read_precision() {
   if (dtype != "bf16" && dtype != "fp32") return m_.fail("dtype", "must be \"bf16\" or \"fp32\", got " + trainmem::quoted(dtype));
   const std::string why = given ? "dtype = " + trainmem::quoted(dtype) + ": the model is built in it" : "no dtype: training.get_dtype's default fp32";
   const bool qlora = out_.input.params_dtype && *out_.input.params_dtype == Dtype::nf4;
-  if (!qlora) m_.assume("params_dtype", dtype, why, "dtype");
-  m_.assume("compute_dtype", dtype, why, "dtype");
-  m_.assume("master_weights", false, why + ", no fp32 master copy", "dtype");
-  for (const char* f : {"main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"}) m_.assume(f, dtype, why, "dtype");
+  if (!qlora) m_.assume(field::params_dtype, dtype, why, "dtype");
+  m_.assume(field::compute_dtype, dtype, why, "dtype");
+  m_.assume(field::master_weights, false, why + ", no fp32 master copy", "dtype");
+  for (FieldName f : {field::main_grads_dtype, field::exp_avg_dtype, field::exp_avg_sq_dtype}) m_.assume(f, dtype, why, "dtype");
 }
 
 void TorchtuneReader::read_batch() {
   const std::optional<int64_t> batch = m_.integer("batch_size");
-  if (batch) m_.read("micro_batch_size", double(*batch), "batch_size");
+  if (batch) m_.read(field::micro_batch_size, double(*batch), "batch_size");
   else if (!m_.has("batch_size")) m_.fail("batch_size", "missing (torchtune's recipes read cfg.batch_size)");
   accumulation_ = m_.integer("gradient_accumulation_steps").value_or(1);
   const int64_t dp = out_.input.data_parallel_size.value_or(1);
   if (batch)
-    m_.put_product("global_batch_size", "gradient_accumulation_steps",
+    m_.put_product(field::global_batch_size, "gradient_accumulation_steps",
                    "batch_size × gradient_accumulation_steps × data-parallel ranks", {*batch, accumulation_, dp});
 
   // Sequence length: a packed dataset fills max_seq_len exactly; otherwise batches are padded to
@@ -449,10 +449,10 @@ void TorchtuneReader::read_batch() {
   if (packed && !length)
     return m_.fail("tokenizer.max_seq_len", "must be set with dataset.packed = true (PackedDataset packs to max_seq_len)");
   if (packed) {
-    m_.read("seq_length", double(*length), "tokenizer.max_seq_len",
+    m_.read(field::seq_length, double(*length), "tokenizer.max_seq_len",
             number_text(double(*length)) + " (dataset.packed = true: every sample is packed to it)");
   } else if (length) {
-    m_.assume("seq_length", double(*length),
+    m_.assume(field::seq_length, double(*length),
               "tokenizer.max_seq_len: unpacked batches are padded to their longest sample, at most this", "tokenizer.max_seq_len");
   } else {
     out_.ignored.push_back("tokenizer.max_seq_len = null, dataset.packed = false: the sequence length "
@@ -472,15 +472,15 @@ void TorchtuneReader::read_memory_flags() {
     const json* option = m_.get("ac_option");
     const std::optional<int64_t> every = option ? mapping::whole_number(*option, 1) : std::nullopt;
     if (option && option->is_string() && option->get<std::string>() == "op") {
-      m_.read("recompute_granularity", std::string("selective_op"), "ac_mode", "\"selective\", ac_option = \"op\"");
+      m_.read(field::recompute_granularity, std::string("selective_op"), "ac_mode", "\"selective\", ac_option = \"op\"");
     } else if (every && layers_ > 0 && layers_ / *every == 0) {
-      m_.read("recompute_granularity", std::string("none"), "ac_mode",
+      m_.read(field::recompute_granularity, std::string("none"), "ac_mode",
               "\"selective\", ac_option = " + number_text(double(*every)) + " (more than the model's " + number_text(double(layers_)) +
                   " layers: none is checkpointed)");
     } else if (every && layers_ > 0) {
-      m_.read("recompute_granularity", std::string("full"), "ac_mode", "\"selective\", ac_option = " + number_text(double(*every)));
-      m_.assume("recompute_method", std::string("block"), "every " + number_text(double(*every)) + "-th layer is checkpointed", "ac_option");
-      m_.assume("recompute_num_layers", double(layers_ / *every), "floor(num_layers / ac_option) layers checkpointed", "ac_option");
+      m_.read(field::recompute_granularity, std::string("full"), "ac_mode", "\"selective\", ac_option = " + number_text(double(*every)));
+      m_.assume(field::recompute_method, std::string("block"), "every " + number_text(double(*every)) + "-th layer is checkpointed", "ac_option");
+      m_.assume(field::recompute_num_layers, double(layers_ / *every), "floor(num_layers / ac_option) layers checkpointed", "ac_option");
     } else {
       m_.fail("ac_option", "must be a positive integer or \"op\" with ac_mode \"selective\"");
     }
@@ -488,7 +488,7 @@ void TorchtuneReader::read_memory_flags() {
     // training.set_activation_checkpointing wraps every TransformerSelfAttentionLayer.
     m_.full_recompute_per_layer("enable_activation_checkpointing", "true", "decoder layer");
   } else {
-    m_.assume("recompute_granularity", std::string("none"),
+    m_.assume(field::recompute_granularity, std::string("none"),
               m_.has("enable_activation_checkpointing") ? "enable_activation_checkpointing = false" : "no enable_activation_checkpointing: the recipes' default false",
               "enable_activation_checkpointing");
   }
@@ -497,7 +497,7 @@ void TorchtuneReader::read_memory_flags() {
   } else if (auto offload = m_.boolean("enable_activation_offloading")) {
     if (*offload && gpus_ > 1 && !checkpointing)
       m_.fail("enable_activation_offloading", "needs enable_activation_checkpointing (full_finetune_distributed raises otherwise)");
-    m_.read("activation_offload", *offload, "enable_activation_offloading");
+    m_.read(field::activation_offload, *offload, "enable_activation_offloading");
   }
 
   const std::optional<bool> in_bwd = m_.boolean("optimizer_in_bwd");
@@ -507,7 +507,7 @@ void TorchtuneReader::read_memory_flags() {
     const json* clip = mapping::at(m_.tree(), "clip_grad_norm");
     if (*in_bwd && clip && !clip->is_null())
       m_.fail("optimizer_in_bwd", "does not work with clip_grad_norm (torchtune raises: \"Gradient clipping is not supported with optimizer in bwd\")");
-    m_.read("optimizer_in_backward", *in_bwd, "optimizer_in_bwd");
+    m_.read(field::optimizer_in_backward, *in_bwd, "optimizer_in_bwd");
   }
 
   // compile: a bool, or {model, loss, optimizer_step, scale_grads} [dist].
@@ -517,7 +517,7 @@ void TorchtuneReader::read_memory_flags() {
       on = m_.boolean("compile.model").value_or(true) || m_.boolean("compile.loss").value_or(true);
     else if (auto flag = m_.boolean("compile"))
       on = *flag;
-    m_.put("torch_compile", on, "compile");
+    m_.put(field::torch_compile, on, "compile");
     if (find_field("torch_compile")) out_.read.push_back(std::string("torch_compile ← compile = ") + (on ? "true" : "false"));
   }
 
@@ -527,8 +527,8 @@ void TorchtuneReader::read_memory_flags() {
     if (gpus_ == 1) {
       m_.ignore_value("fsdp_cpu_offload", "a single-device run has no FSDP (give --gpus for full_finetune_distributed)");
     } else {
-      m_.read("offload_params", true, "fsdp_cpu_offload", "true (CPUOffloadPolicy)");
-      m_.assume("optimizer_offload_fraction", 1.0, "fsdp_cpu_offload: the optimizer states and step are on the CPU", "fsdp_cpu_offload");
+      m_.read(field::offload_params, true, "fsdp_cpu_offload", "true (CPUOffloadPolicy)");
+      m_.assume(field::optimizer_offload_fraction, 1.0, "fsdp_cpu_offload: the optimizer states and step are on the CPU", "fsdp_cpu_offload");
     }
   }
   // custom_sharded_layers: shard_model fully_shards each named module on its own. trainmem
@@ -544,9 +544,9 @@ void TorchtuneReader::read_memory_flags() {
     if (gpus_ == 1)
       m_.ignore_value("custom_sharded_layers", "a single-device run has no FSDP units");
     else if (embedding && output && !other)
-      m_.read("fsdp_embedding_units", true, "custom_sharded_layers", "['tok_embeddings', 'output']");
+      m_.read(field::fsdp_embedding_units, true, "custom_sharded_layers", "['tok_embeddings', 'output']");
     else if (layers->is_array() && layers->empty())
-      m_.read("fsdp_embedding_units", false, "custom_sharded_layers", "[]");
+      m_.read(field::fsdp_embedding_units, false, "custom_sharded_layers", "[]");
     else
       m_.ignore_value("custom_sharded_layers", "trainmem models the pair ['tok_embeddings', 'output'] "
                                                "(fsdp_embedding_units); other lists are not modelled");
@@ -556,7 +556,7 @@ void TorchtuneReader::read_memory_flags() {
     if (recipe != "tensorwise")
       out_.assumed.push_back("fp8_recipe ← \"tensorwise\" (fp8_recipe_name " + trainmem::quoted(recipe) +
                              ": trainmem has no rowwise recipe; torchao keeps the same tensors)");
-    m_.read("fp8_recipe", std::string("tensorwise"), "enable_fp8_training", "true");
+    m_.read(field::fp8_recipe, std::string("tensorwise"), "enable_fp8_training", "true");
   }
   if (m_.boolean("resize_token_embeddings").value_or(false))
     m_.ignore_value("resize_token_embeddings", "the vocabulary becomes the tokenizer's: the preset's vocab_size is kept");
@@ -571,14 +571,14 @@ void TorchtuneReader::read_loss() {
     if (name == "LinearCrossEntropyLoss" && newer_than_version(*loss, "loss._component_")) return;
     int64_t chunks = 8;  // both classes' num_output_chunks default
     if (auto c = m_.integer("loss.num_output_chunks")) chunks = *c;
-    m_.read("cross_entropy_chunks", double(chunks), "loss._component_",
+    m_.read(field::cross_entropy_chunks, double(chunks), "loss._component_",
             trainmem::quoted(*loss) + (m_.has("loss.num_output_chunks") ? "" : " (num_output_chunks default 8)"));
     if (name == "LinearCrossEntropyLoss")
       out_.ignored.push_back("loss._component_ = LinearCrossEntropyLoss: it also computes the output "
                              "projection chunk by chunk (no whole bf16 logits); trainmem counts the "
                              "bf16 logits whole and chunks only their fp32 copy");
   } else if (name == "CrossEntropyLoss") {
-    m_.read("cross_entropy_chunks", 1.0, "loss._component_", trainmem::quoted(*loss));
+    m_.read(field::cross_entropy_chunks, 1.0, "loss._component_", trainmem::quoted(*loss));
   } else {
     m_.ignore_value("loss._component_", "not a loss trainmem knows: the unchunked cross entropy is counted");
   }
@@ -617,18 +617,18 @@ void TorchtuneReader::read_optimizer() {
     mapping::unknown_optimizer(m_, "optimizer._component_");
     return;
   }
-  m_.read("optimizer", std::string(it->optimizer), "optimizer._component_", trainmem::quoted(*component));
-  m_.read("paged_optimizer", it->paged, "optimizer._component_", it->paged ? "a bitsandbytes Paged optimizer" : trainmem::quoted(*component));
+  m_.read(field::optimizer, std::string(it->optimizer), "optimizer._component_", trainmem::quoted(*component));
+  m_.read(field::paged_optimizer, it->paged, "optimizer._component_", it->paged ? "a bitsandbytes Paged optimizer" : trainmem::quoted(*component));
   if (it->torch) {
     // torch.optim: fused=True steps in one fused kernel; foreach=False one parameter at a time;
     // otherwise PyTorch picks foreach on CUDA (torch/optim/optimizer.py _default_to_fused_or_foreach).
     const std::optional<bool> fused = m_.boolean("optimizer.fused");
     const std::optional<bool> foreach = m_.boolean("optimizer.foreach");
-    if (fused && *fused) m_.read("optimizer_implementation", std::string("fused"), "optimizer.fused", "true");
-    else if (foreach && !*foreach) m_.read("optimizer_implementation", std::string("for-loop"), "optimizer.foreach", "false");
-    else m_.assume("optimizer_implementation", std::string("foreach"), "torch.optim's default on CUDA", "optimizer._component_");
+    if (fused && *fused) m_.read(field::optimizer_implementation, std::string("fused"), "optimizer.fused", "true");
+    else if (foreach && !*foreach) m_.read(field::optimizer_implementation, std::string("for-loop"), "optimizer.foreach", "false");
+    else m_.assume(field::optimizer_implementation, std::string("foreach"), "torch.optim's default on CUDA", "optimizer._component_");
     if (it->optimizer == std::string_view("sgd"))
-      if (auto momentum = m_.number("optimizer.momentum", 0, 1)) m_.read("momentum", *momentum, "optimizer.momentum");
+      if (auto momentum = m_.number("optimizer.momentum", 0, 1)) m_.read(field::momentum, *momentum, "optimizer.momentum");
   }
 }
 
@@ -638,14 +638,14 @@ void TorchtuneReader::read_layout() {
   gpus_ = options_.gpus > 0 ? options_.gpus : 1;
   if (options_.gpus <= 0) out_.assumed.push_back("gpus ← 1 (no --gpus: a single-device recipe)");
   if (gpus_ == 1) {
-    m_.assume("framework", std::string("ddp"), "one device: a plain PyTorch module (single-device recipe)", "--gpus");
-    m_.assume("data_parallel_size", 1.0, "one device", "--gpus");
+    m_.assume(field::framework, std::string("ddp"), "one device: a plain PyTorch module (single-device recipe)", "--gpus");
+    m_.assume(field::data_parallel_size, 1.0, "one device", "--gpus");
     for (const char* k : {"tensor_parallel_dim", "context_parallel_dim", "fsdp_reshard_after_forward",
                           "data_parallel_shard_dim", "data_parallel_replicate_dim"})
       if (m_.has(k)) m_.ignore_value(k, "a single-device run has no mesh");
     return;
   }
-  m_.assume("framework", std::string("fsdp2"), "--gpus " + number_text(double(gpus_)) + ": the distributed recipes shard with FSDP2", "--gpus");
+  m_.assume(field::framework, std::string("fsdp2"), "--gpus " + number_text(double(gpus_)) + ": the distributed recipes shard with FSDP2", "--gpus");
   int64_t tp = 1, cp = 1, replicate = 1;
   if (m_.has("tensor_parallel_dim") && !newer_than_version("tensor_parallel_dim", "tensor_parallel_dim"))
     if (auto v = m_.integer("tensor_parallel_dim")) tp = *v;
@@ -663,18 +663,18 @@ void TorchtuneReader::read_layout() {
                                                   ") must equal --gpus " + number_text(double(gpus_)));
   }
   if (tp > 1) {
-    m_.read("tensor_model_parallel_size", double(tp), "tensor_parallel_dim");
-    m_.assume("sequence_parallel", true, "torchtune's tensor-parallel plans shard the norms' sequence (SequenceParallel)", "tensor_parallel_dim");
+    m_.read(field::tensor_model_parallel_size, double(tp), "tensor_parallel_dim");
+    m_.assume(field::sequence_parallel, true, "torchtune's tensor-parallel plans shard the norms' sequence (SequenceParallel)", "tensor_parallel_dim");
   }
-  if (cp > 1) m_.read("context_parallel_size", double(cp), "context_parallel_dim");
-  if (m_.put("data_parallel_size", double(shard * replicate), "--gpus"))
+  if (cp > 1) m_.read(field::context_parallel_size, double(cp), "context_parallel_dim");
+  if (m_.put(field::data_parallel_size, double(shard * replicate), "--gpus"))
     out_.read.push_back("data_parallel_size ← data_parallel_shard_dim × data_parallel_replicate_dim = " +
                         number_text(double(shard)) + " × " + number_text(double(replicate)) +
                         (m_.has("data_parallel_shard_dim") ? "" : " (shard -1: fills --gpus)"));
-  if (replicate > 1) m_.read("data_parallel_shard_size", double(shard), "data_parallel_shard_dim", number_text(double(shard)));
+  if (replicate > 1) m_.read(field::data_parallel_shard_size, double(shard), "data_parallel_shard_dim", number_text(double(shard)));
   const std::optional<bool> reshard = m_.boolean("fsdp_reshard_after_forward");
-  if (reshard && !*reshard) m_.read("zero_stage", 2.0, "fsdp_reshard_after_forward", "false (weights stay gathered from forward to backward)");
-  else m_.assume("zero_stage", 3.0, reshard ? "fsdp_reshard_after_forward = true" : "fsdp_reshard_after_forward's default true", "fsdp_reshard_after_forward");
+  if (reshard && !*reshard) m_.read(field::zero_stage, 2.0, "fsdp_reshard_after_forward", "false (weights stay gathered from forward to backward)");
+  else m_.assume(field::zero_stage, 3.0, reshard ? "fsdp_reshard_after_forward = true" : "fsdp_reshard_after_forward's default true", "fsdp_reshard_after_forward");
 }
 
 void TorchtuneReader::run() {

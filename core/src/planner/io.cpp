@@ -29,23 +29,23 @@ ordered layout_fields(const Config& c) {
   const ConfigInput in = to_input(c);
   const bool trainmem = c.profile == Profile::trainmem;
   const planning::Sharding sharding = planning::sharding_of(c);
-  std::vector<std::string_view> names = {"seq_length", "micro_batch_size", "num_microbatches"};
-  if (sharding == planning::Sharding::distributed_optimizer) names.push_back("use_distributed_optimizer");
-  names.insert(names.end(), {"sequence_parallel", "recompute_granularity"});
-  if (sharding == planning::Sharding::zero_stage) names.push_back("zero_stage");
+  std::vector<FieldName> names = {field::seq_length, field::micro_batch_size, field::num_microbatches};
+  if (sharding == planning::Sharding::distributed_optimizer) names.push_back(field::use_distributed_optimizer);
+  names.insert(names.end(), {field::sequence_parallel, field::recompute_granularity});
+  if (sharding == planning::Sharding::zero_stage) names.push_back(field::zero_stage);
   if (trainmem)
-    names.insert(names.end(), {"recompute_method", "recompute_num_layers", "recompute_modules",
-                               "pipeline_schedule", "data_parallel_shard_size", "gpus_per_node"});
-  names.insert(names.end(), {"tensor_model_parallel_size", "pipeline_model_parallel_size",
-                             "virtual_pipeline_model_parallel_size", "num_layers_in_first_pipeline_stage",
-                             "num_layers_in_last_pipeline_stage", "pipeline_stage_layers", "context_parallel_size"});
-  if (c.is_moe()) names.insert(names.end(), {"expert_model_parallel_size", "expert_tensor_parallel_size"});
-  names.insert(names.end(), {"data_parallel_size", "world_size"});
+    names.insert(names.end(), {field::recompute_method, field::recompute_num_layers, field::recompute_modules,
+                               field::pipeline_schedule, field::data_parallel_shard_size, field::gpus_per_node});
+  names.insert(names.end(), {field::tensor_model_parallel_size, field::pipeline_model_parallel_size,
+                             field::virtual_pipeline_model_parallel_size, field::num_layers_in_first_pipeline_stage,
+                             field::num_layers_in_last_pipeline_stage, field::pipeline_stage_layers, field::context_parallel_size});
+  if (c.is_moe()) names.insert(names.end(), {field::expert_model_parallel_size, field::expert_tensor_parallel_size});
+  names.insert(names.end(), {field::data_parallel_size, field::world_size});
   ordered out = ordered::object();
   for (std::string_view name : names) {
     FieldValue v = get_field(in, name);
     // Derived again from global_batch_size; fsdp2 shards over the whole data-parallel group.
-    if ((name == "num_microbatches" && c.global_batch_size > 0) || name == "data_parallel_shard_size")
+    if ((name == field::num_microbatches && c.global_batch_size > 0) || name == field::data_parallel_shard_size)
       v = std::monostate{};
     out[std::string(name)] = field_json(v);
   }

@@ -105,7 +105,7 @@ std::vector<Layout> Search::layouts(int64_t gpus) const {
             Layout l;
             l.tp = tp, l.pp = pp, l.vpp = vpp, l.first = first, l.last = last, l.cp = cp;
             l.dp = after_pp / cp;
-            if (o.keeps("data_parallel_size") && l.dp != b.data_parallel_size) continue;  // DP held
+            if (o.keeps(field::data_parallel_size) && l.dp != b.data_parallel_size) continue;  // DP held
             add_expert_choices(l, out);
           }
         }

@@ -292,13 +292,13 @@ PlanOptions options_as_run(const Config& base, const PlanOptions& given, std::ve
   for (const std::string& field : o.keep)
     for (const auto& [name, knob] : k_held_knobs)
       if (field == name) o.search &= ~(1u << unsigned(knob));
-  if (o.solve == PlanSolve::max_micro_batch && o.keeps("micro_batch_size"))
+  if (o.solve == PlanSolve::max_micro_batch && o.keeps(field::micro_batch_size))
     issues.push_back(issue("keep", "micro_batch_size cannot be held while solve " +
                                        quoted(name_of(PlanSolve::max_micro_batch)) + " varies it"));
   else if (o.solve == PlanSolve::max_micro_batch && !o.searches(PlanKnob::micro_batch_size))
     issues.push_back(issue("solve", quoted(name_of(PlanSolve::max_micro_batch)) +
                                         " needs micro_batch_size among the searched knobs"));
-  if (o.solve == PlanSolve::max_seq_length && o.keeps("seq_length"))
+  if (o.solve == PlanSolve::max_seq_length && o.keeps(field::seq_length))
     issues.push_back(issue("keep", "seq_length cannot be held while solve " +
                                        quoted(name_of(PlanSolve::max_seq_length)) + " varies it"));
   return o;

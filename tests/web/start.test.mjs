@@ -42,7 +42,8 @@ test('npm start serves the built calculator: the page, the estimator module and 
       assert.ok(m, `the page names no ${pattern.source}`);
       return new URL(m[1], base).href;
     };
-    const wasm = await fetch(url(/href="(wasm\/trainmem\.[0-9a-f]{8}\.wasm)"/), { headers: { 'accept-encoding': 'br' } });
+    // The head's boot script starts compiling the module (compileStreaming(fetch("wasm/…"))).
+    const wasm = await fetch(url(/fetch\("(wasm\/trainmem\.[0-9a-f]{8}\.wasm)"/), { headers: { 'accept-encoding': 'br' } });
     assert.equal(wasm.status, 200);
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
     assert.equal(wasm.headers.get('content-encoding'), 'br');  // fetch() decodes it

@@ -403,7 +403,10 @@ function linkState() {
  * embed view's options (theme) are no state here either: "#theme=dark" is the fresh page.
  */
 function applyLink(fragment) {
-  const link = restoreLink(splitViewOptions(fragment).state, engine);
+  const linkState = splitViewOptions(fragment).state;
+  // The link's first answer restored this very state a moment ago (showLinkAnswer): not twice.
+  const link = earlyLink?.state === linkState ? earlyLink.link : restoreLink(linkState, engine);
+  earlyLink = null;
   Object.assign(state, editableState(link));
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
@@ -733,6 +736,8 @@ function pageReady() {
 const parsed = () => (document.readyState === 'loading'
   ? new Promise((resolve) => document.addEventListener('DOMContentLoaded', resolve, { once: true })) : Promise.resolve());
 
+let earlyLink = null; // {state, link}: the link showLinkAnswer restored, for applyLink to take over
+
 /**
  * A link's answer before the rest of the page (issue 31): the headline, the verdict and the
  * breakdown of the link's own state, through the path the embed takes (link-config.js), as soon as
@@ -742,7 +747,9 @@ const parsed = () => (document.readyState === 'loading'
 function showLinkAnswer() {
   window.trainmemUnfold?.(1); // dist/: the breakdown's card waits in a template
   view = new ResultsView();
-  const link = restoreLink(splitViewOptions(location.hash).state, engine);
+  const linkState = splitViewOptions(location.hash).state;
+  const link = restoreLink(linkState, engine);
+  earlyLink = { state: linkState, link };
   const { result, capacity } = estimateView(engine, link);
   view.renderSummary(result.ok ? result : null, capacity, link.gpuLabel, link.unit, !result.ok, link.figure);
   if (result.ok) view.renderTable(result, link.unit, link.figure);

@@ -108,23 +108,29 @@ void with_slot_input(size_t n_slots, size_t n_order, const emscripten::val& othe
     input.subspan(slots_end, order_end - slots_end));
 }
 
-// The whole estimate of the input (slots.hpp estimate_slots). Returns how many result numbers.
-size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& others, bool verbose) {
+// Runs one of slots.hpp's calls on the input (`call(slots, lists, others, order, g_result)`) and
+// returns how many result numbers it wrote: every numeric binding below is this, with its call.
+template <class Call>
+size_t slot_call(size_t n_slots, size_t n_order, const emscripten::val& others, Call&& call) {
   return guarded([&] {
     with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
-      trainmem::estimate_slots(slots, lists, other_values, order, verbose, g_result);
+      call(slots, lists, other_values, order, g_result);
     });
     return g_result.numbers.size();
   });
 }
 
-// The input checked without an estimate (slots.hpp check_slots). Returns how many numbers.
+// The whole estimate of the input (slots.hpp estimate_slots).
+size_t estimate_slots(size_t n_slots, size_t n_order, const emscripten::val& others, bool verbose) {
+  return slot_call(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order, auto& out) {
+    trainmem::estimate_slots(slots, lists, other_values, order, verbose, out);
+  });
+}
+
+// The input checked without an estimate (slots.hpp check_slots).
 size_t check_slots(size_t n_slots, size_t n_order, const emscripten::val& others) {
-  return guarded([&] {
-    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
-      trainmem::check_slots(slots, lists, other_values, order, g_result);
-    });
-    return g_result.numbers.size();
+  return slot_call(n_slots, n_order, others, [](auto slots, auto lists, auto other_values, auto order, auto& out) {
+    trainmem::check_slots(slots, lists, other_values, order, out);
   });
 }
 
@@ -132,26 +138,20 @@ double estimator_passes() { return double(trainmem::estimator_passes()); }
 
 // What a view shows for the input, in one pass (slots.hpp view_slots): one 0/1 per field (in
 // effect or not), then the result of the config without the fields not in effect, with the run
-// at each of `capacities` (a JS array of bytes). Returns how many result numbers.
+// at each of `capacities` (a JS array of bytes).
 size_t view_slots(size_t n_slots, size_t n_order, const emscripten::val& others,
                   const emscripten::val& capacities, bool verbose) {
-  return guarded([&] {
-    const std::vector<double> compare = emscripten::vecFromJSArray<double>(capacities);
-    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
-      trainmem::view_slots(slots, lists, other_values, order, compare, verbose, g_result);
-    });
-    return g_result.numbers.size();
+  const std::vector<double> compare = emscripten::vecFromJSArray<double>(capacities);
+  return slot_call(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order, auto& out) {
+    trainmem::view_slots(slots, lists, other_values, order, compare, verbose, out);
   });
 }
 
 // The same input: which fields mean something for it (slots.hpp fields_in_effect_slots), one 0/1
 // per field in resultNumbers.
 size_t fields_in_effect_slots(size_t n_slots, size_t n_order, const emscripten::val& others) {
-  return guarded([&] {
-    with_slot_input(n_slots, n_order, others, [&](auto slots, auto lists, auto other_values, auto order) {
-      trainmem::fields_in_effect_slots(slots, lists, other_values, order, g_result);
-    });
-    return g_result.numbers.size();
+  return slot_call(n_slots, n_order, others, [](auto slots, auto lists, auto other_values, auto order, auto& out) {
+    trainmem::fields_in_effect_slots(slots, lists, other_values, order, out);
   });
 }
 

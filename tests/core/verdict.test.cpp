@@ -1,6 +1,7 @@
 // Whether a run fits its GPU (estimate.hpp fit_verdict): the verdict every view shows, and that the
 // suggestions and the planner draw the same line.
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,9 @@ TEST_CASE("fits_at_capacities: one result answers every GPU; only the paged stat
     at.gpu_memory_bytes = tight[i];
     CHECK(paged_fits[i].figures[2] == Approx(full_estimate(at).device_bytes).margin(1));
   }
+  // A capacity that is not a finite positive number is no capacity: left out, never a NaN verdict.
+  const double bad[] = {0, -80 * GiB, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()};
+  CHECK(fits_at_capacities(plain, once, bad).empty());
   // The reference profiles compare their total.
   Config bridge = plain;
   bridge.profile = Profile::megatron_bridge;

@@ -62,12 +62,8 @@ function pickFirst(ids, list) {
   return list[0];
 }
 
-const specsOfEngine = new WeakMap();
-/** The core's field specs by name (built once per engine). */
-function fieldSpecs(engine) {
-  if (!specsOfEngine.has(engine)) specsOfEngine.set(engine, new Map(engine.fieldSpecs.map((s) => [s.name, s])));
-  return specsOfEngine.get(engine);
-}
+/** The core's field specs by name (the engine builds the map once). */
+const fieldSpecs = (engine) => engine.fieldSpecsByName;
 
 export const presetById = (engine, id) => engine.presets.find((p) => p.id === id) ?? null;
 export const setupById = (engine, id) => engine.setups?.find((s) => s.id === id) ?? null;

@@ -428,7 +428,8 @@ Estimate full_estimate(const Config& config, Trace* verbose = nullptr);
 // The run of `estimate` (full_estimate(config)) at each of `capacities` (bytes, > 0), without
 // estimating again: only the paged optimizer states' resident share depends on the capacity (the
 // most-loaded stage is the one with the most allocated bytes, whatever the capacity), and the
-// verdict (fit_verdict with the run's validation spread). One result answers "on every GPU".
+// verdict (fit_verdict with the run's validation spread). One result answers "on every GPU". A
+// capacity that is not a finite positive number is left out (never a NaN verdict).
 std::vector<CapacityFit> fits_at_capacities(const Config& config, const Estimate& estimate,
                                             std::span<const double> capacities);
 

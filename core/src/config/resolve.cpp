@@ -234,15 +234,18 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
   // Liger Kernel's fused linear cross entropy replaces the output layer and the loss of the
   // Hugging Face models it patches (liger_kernel/transformers/model/*.py lce_forward, which hands
   // LigerForCausalLMLoss the hidden states and lm_head.weight), on one GPU's whole vocabulary.
-  if (c.fused_linear_cross_entropy) {
+  // Both kernels below replace the output layer and the loss of the transformers models they
+  // patch: those models only, with the whole output layer on each GPU.
+  const auto patches_hf_output = [&](std::string_view field, const std::string& patches, const std::string& whole) {
     if (c.model_implementation != ModelImplementation::hf_transformers)
-      fail("fused_linear_cross_entropy", "patches Hugging Face transformers' models: needs "
-                                         "model_implementation \"hf-transformers\", got " +
-                                             quoted(name_of(c.model_implementation)));
+      fail(field, patches + ": needs model_implementation \"hf-transformers\", got " +
+                      quoted(name_of(c.model_implementation)));
     if (c.tensor_model_parallel_size > 1)
-      fail("fused_linear_cross_entropy", "multiplies by the whole output layer on each GPU: needs "
-                                         "tensor_model_parallel_size 1, got " +
-                                             n(c.tensor_model_parallel_size));
+      fail(field, whole + ": needs tensor_model_parallel_size 1, got " + n(c.tensor_model_parallel_size));
+  };
+  if (c.fused_linear_cross_entropy) {
+    patches_hf_output("fused_linear_cross_entropy", "patches Hugging Face transformers' models",
+                      "multiplies by the whole output layer on each GPU");
     if (c.cross_entropy_loss_fusion)
       fail("fused_linear_cross_entropy", "is a loss of its own: not with cross_entropy_loss_fusion");
     if (c.peft_on() && c.lora_targets(LoraTarget::lm_head))
@@ -260,13 +263,8 @@ void resolve_finetuning_fields(const ConfigInput& in, Config& c, std::vector<Iss
   if (c.cut_cross_entropy) {
     const auto half = [](Dtype d) { return d == Dtype::bf16 || d == Dtype::fp16; };
     const Dtype weight = c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
-    if (c.model_implementation != ModelImplementation::hf_transformers)
-      fail("cut_cross_entropy", "patches Hugging Face transformers' models (cce_patch): needs "
-                                "model_implementation \"hf-transformers\", got " +
-                                    quoted(name_of(c.model_implementation)));
-    if (c.tensor_model_parallel_size > 1)
-      fail("cut_cross_entropy", "is modelled on the whole output layer on each GPU: needs "
-                                "tensor_model_parallel_size 1, got " + n(c.tensor_model_parallel_size));
+    patches_hf_output("cut_cross_entropy", "patches Hugging Face transformers' models (cce_patch)",
+                      "is modelled on the whole output layer on each GPU");
     if (!half(weight) || !half(c.compute_dtype))
       fail("cut_cross_entropy", "needs the output layer's weight and the compute dtype in bf16 or fp16 "
                                 "(its backward kernel asserts 16-bit inputs), got params_dtype " +

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cctype>
 #include <cstdio>
 #include <ostream>
@@ -358,6 +359,7 @@ std::vector<CapacityFit> fits_at_capacities(const Config& c, const Estimate& est
   // without one): what the capacity does not change.
   const double device_without_paged = est.device_bytes - est.paged_gpu_bytes;
   for (double capacity : capacities) {
+    if (!(capacity > 0) || !std::isfinite(capacity)) continue;  // fit_verdict needs a capacity
     CapacityFit fit;
     fit.capacity_bytes = capacity;
     if (c.profile == Profile::trainmem) {

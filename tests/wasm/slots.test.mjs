@@ -31,7 +31,13 @@ test('every preset, layout and profile: the fast path gives the JSON path\'s obj
     for (const layout of LAYOUTS) {
       for (const profile of ['trainmem', 'megatron-bridge', 'megatron-lm']) {
         const config = { ...preset.config, seq_length: 4096, micro_batch_size: 1, ...layout, profile };
-        const [fast, json] = bothPaths(config);
+        let fast;
+    let json;
+    try {
+      [fast, json] = bothPaths(config);
+    } catch (error) {
+      throw new Error(`seed ${seed}: ${error} for ${JSON.stringify(config)}`);  // the config that threw, to reproduce
+    }
         assert.deepEqual(fast, json, `${preset.id} ${profile} ${JSON.stringify(layout)}`);
         compared += 1;
       }
@@ -94,6 +100,7 @@ test('two lists travel in one channel: a per-stage list beside an MoE layer list
 
 test('random configs, valid or not: the same result or the same issues', () => {
   const seed = seedOf('SLOTS_FUZZ_SEED', 20261124);
+  console.log(`slots seed ${seed} (reproduce with SLOTS_FUZZ_SEED=${seed})`);
   let results = 0;
   let rejected = 0;
   fuzz({ seed, budgetMs: Number(process.env.SLOTS_FUZZ_MS ?? 0), longRun: Boolean(process.env.SLOTS_FUZZ_MS), name: 'slots' }, 'configs', 400, (r) => {

@@ -106,7 +106,9 @@ test('random configs, valid or not: the same result or the same issues', () => {
   fuzz({ seed, budgetMs: Number(process.env.SLOTS_FUZZ_MS ?? 0), longRun: Boolean(process.env.SLOTS_FUZZ_MS), name: 'slots' }, 'configs', 400, (r) => {
     const preset = r.pick(engine.presets);
     const config = { ...preset.config, seq_length: 2048, micro_batch_size: 1 };
-    for (const spec of specs) if (r.chance(0.08)) config[spec.name] = validValue(r, spec);
+    // About four fields at random (the table has grown past 110: at 8 % each, 9 of them, nearly
+    // every config had a conflict and too few results were compared).
+    for (const spec of specs) if (r.chance(0.035)) config[spec.name] = validValue(r, spec);
     if (r.chance(0.1)) config.num_layers = r.pick([0, -3, 2.5, 1e7]);  // out of range: read issues
     const [fast, json] = bothPaths(config);
     assert.deepEqual(fast, json, `seed ${seed}: ${JSON.stringify(config)}`);

@@ -165,6 +165,10 @@ std::string slot_tables() {
   return guarded([] { return trainmem::slot_tables(); });
 }
 
+std::string result_schema_text() {
+  return guarded([] { return trainmem::result_schema_text(); });
+}
+
 std::string field_specs_text() {
   return guarded([] { return trainmem::field_specs_text(); });
 }
@@ -306,6 +310,7 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("resultNumbers", &result_numbers);
   emscripten::function("resultText", &result_text);
   emscripten::function("slotTables", &slot_tables);
+  emscripten::function("resultSchemaText", &result_schema_text);
 #if TRAINMEM_WASM_TOOLS
   emscripten::function("estimate", &estimate);
   emscripten::function("fieldSpecs", &field_specs);

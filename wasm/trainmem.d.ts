@@ -1,6 +1,7 @@
 // Types of the trainmem WebAssembly module (web/wasm/trainmem.mjs), written by hand because
 // Emscripten 3.1.6 cannot generate them. tests/wasm/dts.test.mjs checks this file against the real
-// module (bound functions and the keys of real results), so it cannot drift silently.
+// module (bound functions, the keys of real results, and every object of the result schema the core
+// declares, core/src/json/result_schema.hpp, key for key), so it cannot drift silently.
 //
 // The estimator module speaks numbers (core/include/trainmem/slots.hpp: web/js/slots.js encodes a
 // config and decodes a result into an EstimateResult); the tools module's functions take and return
@@ -153,7 +154,13 @@ export interface Stage {
   reserved_bytes?: number;
   device_bytes?: number;
   /** trainmem profile: what reserved and device add above allocated on this stage */
-  overhead_bytes?: { reserved: number; device: number };
+  overhead_bytes?: StageOverheads;
+}
+
+/** trainmem profile: what reserved and device add above allocated on one stage */
+export interface StageOverheads {
+  reserved: number;
+  device: number;
 }
 
 /** trainmem profile: what lies between allocated, reserved and device bytes */
@@ -496,10 +503,12 @@ export interface TrainmemModule {
   viewSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, capacities: number[], verbose: boolean): number;
   /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
   resultNumbers(): Float64Array;
-  /** The result's text lines in slots.hpp's layout (the summary, the training log's line, names, ...), or "field\tmessage" per issue; escaped. */
+  /** The result's text lines in the result schema's order (names, the training log's line, the summary, ...), or "field\tmessage" per issue; escaped. */
   resultText(): string;
   /** Once: "<table>\t<entry>" lines, the names the result's indices name (slots.hpp slot_tables). */
   slotTables(): string;
+  /** Once: the result schema, one "depth\tkind\tkey\ta\tb" line per node (slots.hpp result_schema_text), which web/js/slots.js decodes by. */
+  resultSchemaText(): string;
 }
 
 /**

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 #include "trainmem/slots.hpp"
 
@@ -58,8 +60,9 @@ TEST_CASE("a config's slots resolve to the config its JSON resolves to", "[slots
   REQUIRE(result.numbers.at(0) == 1);
   CHECK(result.numbers.at(1) == double(Profile::trainmem));
   CHECK(result.numbers.at(4) == full_estimate(from_json).total_bytes);
-  // The texts: the summary, the training log's line, then one NCCL communicator per line.
-  CHECK(result.text.rfind("Theoretical memory footprints: ", 0) == 0);
+  // The texts, one per line in the schema's order: the NCCL communicators' names, ..., the
+  // training log's line, the summary.
+  CHECK(result.text.find("\nTheoretical memory footprints: ") != std::string::npos);
 }
 
 TEST_CASE("bad slots are named like bad JSON values, and the rest is still checked", "[slots]") {
@@ -112,7 +115,7 @@ TEST_CASE("an order of keys that names no slot is passed over", "[slots]") {
 }
 
 TEST_CASE("the tables name what the result's numbers index", "[slots]") {
-  const std::string tables = slot_tables();
+  const std::string tables = "\n" + slot_tables();
   CHECK(tables.find("component\tdense parameters and optimizer\ncomponent\trouted expert parameters and optimizer\n") !=
         std::string::npos);
   CHECK(tables.find("moment\tforward\nmoment\tbackward\nmoment\toptimizer_step\n") != std::string::npos);
@@ -121,4 +124,54 @@ TEST_CASE("the tables name what the result's numbers index", "[slots]") {
   size_t assumptions = 0;
   for (size_t at = tables.find("assumption\t"); at != std::string::npos; at = tables.find("assumption\t", at + 1)) ++assumptions;
   CHECK(assumptions == size_t(Assumption::count));
+}
+
+TEST_CASE("the result schema's keys are the JSON document's, and the slots read to its end", "[slots][schema]") {
+  // One declaration (result_schema.hpp) walked by three writers: the schema text's top-level keys
+  // (through branches and maybes) must be a result's JSON keys, in order, for a trainmem result
+  // with every optional part: a capacity (verdicts), the run at other capacities, a DeepSpeed
+  // estimator, the trace.
+  const Config config = config_from(R"({"num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+      "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1, "data_parallel_size": 2,
+      "profile": "trainmem", "framework": "deepspeed", "zero_stage": 3, "gpu_memory_bytes": 1e9})");
+  Trace trace;
+  Estimate est = full_estimate(config, &trace);
+  const double capacities[] = {2e9, 4e9};
+  est.capacity_fits = fits_at_capacities(config, est, capacities);
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(estimate_to_json(config, est, &trace));
+  std::vector<std::string> schema_keys;
+  const std::string schema = result_schema_text();
+  size_t lines = 0;
+  std::string parent_kind;  // the kind of the last depth-0 node
+  for (size_t at = 0; at < schema.size();) {
+    const size_t end = schema.find('\n', at);
+    const std::string line = schema.substr(at, end - at);
+    at = end + 1;
+    ++lines;
+    // depth TAB kind TAB key ...: the top level's keys are depth 0 (not a branch, whose name is no
+    // key) and the nodes a depth-0 branch or maybe holds at depth 1.
+    const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1);
+    const std::string depth = line.substr(0, t1), kind = line.substr(t1 + 1, t2 - t1 - 1), key = line.substr(t2 + 1, t3 - t2 - 1);
+    if (depth == "0") parent_kind = kind;
+    const bool top = (depth == "0" && kind != "branch" && kind != "maybe") ||
+                     (depth == "1" && (parent_kind == "branch" || parent_kind == "maybe"));
+    if (top) schema_keys.push_back(key);
+  }
+  std::vector<std::string> json_keys;
+  for (const auto& [key, value] : doc.items()) json_keys.push_back(key);
+  CHECK(schema_keys == json_keys);
+  CHECK(lines > 100);
+
+  // The slots: the walk's numbers end where the resolved config and the trace's end.
+  SlotResult slots;
+  write_result_slots(config, est, slots, &trace);
+  CHECK(slots.numbers.front() == 1);  // the flag "ok"
+  CHECK(slots.numbers.back() == trace.back().value);
+  // Every table an entry names is one slot_tables() has.
+  const std::string tables = "\n" + slot_tables();
+  for (size_t at = schema.find("\tentry\t"); at != std::string::npos; at = schema.find("\tentry\t", at + 1)) {
+    const size_t key_end = schema.find('\t', at + 7), table_end = schema.find('\t', key_end + 1);
+    const std::string table = schema.substr(key_end + 1, table_end - key_end - 1);
+    CHECK(tables.find("\n" + table + "\t") != std::string::npos);
+  }
 }

@@ -4,21 +4,25 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { loadEngine, SINGLE_GPU } from './load.mjs';
+import { parseSchema } from '../../web/js/slots.js';
 
 const dts = await readFile(new URL('../../wasm/trainmem.d.ts', import.meta.url), 'utf8');
 const engine = await loadEngine();
 
-/** interface name -> { required: Set, optional: Set } of its member names */
+/** interface name -> { required: Set, optional: Set } of its member names, and each member's type text */
 function interfaces(text) {
   const out = new Map();
   for (const m of text.matchAll(/export interface (\w+)(?: extends [\w, ]+)? \{([\s\S]*?)\n\}/g)) {
     const required = new Set();
     const optional = new Set();
+    const types = new Map();
     for (const line of m[2].split('\n')) {
-      const member = /^\s+(\w+)(\?)?\s*[:(]/.exec(line);
-      if (member) (member[2] ? optional : required).add(member[1]);
+      const member = /^\s+(\w+)(\?)?\s*[:(]\s*(.*?);?$/.exec(line);
+      if (!member) continue;
+      (member[2] ? optional : required).add(member[1]);
+      types.set(member[1], member[3]);
     }
-    out.set(m[1], { required, optional });
+    out.set(m[1], { required, optional, types });
   }
   return out;
 }
@@ -145,4 +149,50 @@ test('declared string unions match what the module returns', () => {
     assert.ok(types.includes(`'${s.type}'`), s.type);
     assert.ok(groups.includes(`'${s.group}'`), s.group);
   }
+});
+
+test('the result interfaces are the result schema the core declares (result_schema.hpp), key for key', () => {
+  const schema = parseSchema(engine.module.resultSchemaText());
+  const tables = {};
+  for (const line of engine.module.slotTables().split('\n').filter(Boolean)) {
+    const [table, entry] = line.split('\t');
+    (tables[table] ??= []).push(entry);
+  }
+  const checked = new Set();
+  // An object's keys: a branch's and an omitted maybe's are optional in the .d.ts, the rest
+  // required (a maybe that is null when absent is required, its type "| null").
+  function keysOf(children, optional, out = new Map()) {
+    for (const node of children) {
+      if (node.kind === 'branch') keysOf(node.children, true, out);
+      else if (node.kind === 'maybe') out.set(node.key, { node: node.children[0], optional: optional || node.a === 'omitted', nullable: node.a === 'null' });
+      else out.set(node.key, { node, optional, nullable: false });
+    }
+    return out;
+  }
+  function checkObject(type, children) {
+    const shape = declared.get(type);
+    assert.ok(shape, `result schema object ${type}: no interface ${type} in trainmem.d.ts`);
+    const keys = keysOf(children, false);
+    for (const [key, { node, optional, nullable }] of keys) {
+      const member = `${type}.${key}`;
+      assert.ok(shape.required.has(key) || shape.optional.has(key), `${member} is in the result schema but not declared`);
+      assert.equal(shape.optional.has(key), optional, `${member} must be ${optional ? 'optional' : 'required'} (as the schema writes it)`);
+      if (nullable || node.kind === 'text_or_null') assert.match(shape.types.get(key), /\| null/, `${member} may be null`);
+      // A union of string literals names entries of the table the slots index (adds_to: two of the three figures).
+      const literals = [...(shape.types.get(key) ?? '').matchAll(/'([^']*)'/g)].map((m) => m[1]);
+      assert.ok(node.kind !== 'entry' || tables[node.a], `${member}: no table ${node.a}`);
+      for (const literal of node.kind === 'entry' ? literals : []) assert.ok(tables[node.a].includes(literal), `${member}: '${literal}' is not in the table ${node.a}`);
+      visit(node);
+    }
+    for (const key of [...shape.required, ...shape.optional])
+      assert.ok(keys.has(key), `${type}.${key} is declared but the result schema has no such key`);
+    checked.add(type);
+  }
+  function visit(node) {
+    if (node.kind === 'object') checkObject(node.a, node.children);
+    else if (node.kind === 'array' || node.kind === 'keyed') visit(node.children[0]);
+  }
+  checkObject('EstimateResult', schema.children);
+  for (const type of ['Stage', 'Moments', 'Confidence', 'FitVerdict', 'CapacityFit', 'Component', 'TraceEntry', 'Suggestion'])
+    assert.ok(checked.has(type), `the schema reaches ${type}`);
 });

@@ -68,7 +68,7 @@ export class Engine {
     this.setups = JSON.parse(module.setups()).setups;
     this.version = module.version();
     // The fast path (slots.js): numbers in, numbers out, no JSON per call.
-    this.codec = new SlotCodec(this.fieldSpecs, module.slotTables());
+    this.codec = new SlotCodec(this.fieldSpecs, module.slotTables(), module.resultSchemaText());
     /** module calls made so far, by kind (the page benchmark prints calls per keystroke) */
     this.calls = { view: 0, estimate: 0, fieldsInEffect: 0, check: 0 };
   }

@@ -1,8 +1,10 @@
 // The page's path to an estimate (core/include/trainmem/slots.hpp, which has the layout): a config
 // goes to the module as numbers, one slot per field in the field table's order, and the result
 // comes back as numbers and lines of text, which decode() reads front to back into exactly the
-// object the JSON path returns (estimate_to_json); a test holds the two to the same object
-// (tests/wasm/slots.test.mjs). Decoding only: every value, derived ones included, is the core's.
+// object the JSON path returns (estimate_to_json), by the result schema the module gives
+// (resultSchemaText: core/src/json/result_schema.hpp, the one declaration of a result's keys, which
+// both core writers walk); a test holds the two to the same object (tests/wasm/slots.test.mjs).
+// Decoding only: every value, derived ones included, is the core's, and no key is named here.
 // A value no slot carries (an unknown field, a string in a number field, an object) travels as it
 // is and the core reads it as a JSON reader would, so its message is the JSON path's; keys keep
 // the config's order, so issues do too.
@@ -64,16 +66,15 @@ const parseCheckIssues = (text) => text.split('\n').filter(Boolean).map((line) =
 });
 
 /**
- * Reads a result front to back in the layout of core/include/trainmem/slots.hpp: its numbers
- * (figures, where NaN is JSON's null; whole numbers: counts, flags, indices) and its text lines.
+ * Reads a result front to back (core/include/trainmem/slots.hpp): its numbers (figures, where NaN
+ * is JSON's null; whole numbers: counts, flags, indices) and its text lines.
  */
 class ResultReader {
-  constructor(numbers, text, tables) {
+  constructor(numbers, text) {
     this.n = numbers;
-    this.at = 1;  // after the leading 1
+    this.at = 0;
     this.lines = text.split('\n');
     this.line = 0;
-    this.tables = tables;
   }
 
   whole() { return this.n[this.at++]; }
@@ -85,46 +86,40 @@ class ResultReader {
 
   flag() { return this.whole() === 1; }
 
-  /** The entry of a slot_tables() table that the next number indexes. */
-  named(table) { return this.tables[table][this.whole()]; }
-
   text() { return unescaped(this.lines[this.line++]); }
 
-  /** A text line of tab-separated parts. */
-  texts() { return columns(this.lines[this.line++]); }
-
-  /** A count, then `read(i)` that many times. */
+  /** A count, then `read()` that many times. */
   list(read) {
     const out = [];
-    for (let i = 0, count = this.whole(); i < count; i++) out.push(read(i));
+    for (let i = 0, count = this.whole(); i < count; i++) out.push(read());
     return out;
   }
+}
 
-  /** Figures into `out`, one per entry of a table (its keys, in order). */
-  rows(table, out = {}) {
-    for (const key of this.tables[table]) out[key] = this.figure();
-    return out;
+/** The module's resultSchemaText() as a tree: {kind, key, a, b, children}, the top level's nodes. */
+export function parseSchema(text) {
+  const root = { kind: 'object', key: '', children: [] };
+  const open = [root];
+  for (const line of text.split('\n').filter(Boolean)) {
+    const [depth, kind, key, a, b] = columns(line);
+    const node = { kind, key, a, b, children: [] };
+    open[Number(depth)].children.push(node);
+    open[Number(depth) + 1] = node;
   }
-
-  moments() {
-    return {
-      forward: this.figure(), backward: this.figure(), optimizer_step: this.figure(), peak: this.named('moment'),
-      peak_activation_bytes: this.figure(), peak_temporary_bytes: this.figure(),
-    };
-  }
+  return root;
 }
 
 export class SlotCodec {
   /**
    * @param {object[]} specs the core's field specs (engine.fieldSpecs), in the table's order
    * @param {string} tablesText the module's slotTables()
+   * @param {string} schemaText the module's resultSchemaText()
    */
-  constructor(specs, tablesText) {
+  constructor(specs, tablesText, schemaText) {
     this.specs = specs;
     this.index = new Map(specs.map((s, i) => [s.name, i]));
     this.choiceIndex = specs.map((s) => new Map((s.choices ?? []).map((c, i) => [c, i])));
     this.tables = parseTables(tablesText);
-    this.profiles = specs[this.index.get('profile')].choices;
     // The resolved config's keys, once: every decode copies this object (one shape for all the
     // copies) and overwrites its values, where adding the 100 keys one by one to a new object
     // took a fifth of the decode (24.4 -> 19.4 µs a decode in Node, the start config).
@@ -139,6 +134,102 @@ export class SlotCodec {
       if (takesList(spec.type)) return (v, lists) => (v === -1 ? lists.next() : v);
       return (v) => v;
     });
+    /** the result schema, and its decoder: one function per node, made once */
+    this.schema = parseSchema(schemaText);
+    this.fillResult = this.compileKeys(this.schema.children);
+  }
+
+  /** A function that reads one node of the schema from a ResultReader and returns its value. */
+  compile(node) {
+    switch (node.kind) {
+      case 'figure': return (r) => r.figure();
+      case 'count': return (r) => r.whole();
+      case 'flag': return (r) => r.flag();
+      case 'text': return (r) => r.text();
+      case 'text_or_null': return (r) => { const t = r.text(); return t === '' ? null : t; };
+      case 'entry': {
+        const table = this.tables[node.a];
+        if (!table) throw new Error(`result schema: no table ${node.a} for ${node.key}`);
+        return (r) => table[r.whole()];
+      }
+      case 'object': {
+        const fill = this.compileKeys(node.children);
+        return (r) => fill(r, {});
+      }
+      case 'array': {
+        const element = this.compile(node.children[0]);
+        return (r) => {
+          const out = new Array(r.whole());
+          for (let i = 0; i < out.length; i++) out[i] = element(r);
+          return out;
+        };
+      }
+      case 'keyed': {
+        const keys = this.tables[node.b];
+        const element = this.compile(node.children[0]);
+        return (r) => {
+          const out = {};
+          for (let i = 0, count = r.whole(); i < count; i++) { const key = keys[r.whole()]; out[key] = element(r); }
+          return out;
+        };
+      }
+      case 'config': return (r) => this.decodeConfig(r);
+      case 'fields': return (r) => {
+        const fields = {};
+        for (let f = 0, count = r.whole(); f < count; f++) {
+          const i = r.whole();
+          fields[this.specs[i].name] = this.fieldValue(i, r.whole());
+        }
+        return fields;
+      };
+      default: throw new Error(`result schema: unknown node kind ${node.kind}`);
+    }
+  }
+
+  /** A function that reads an object's keys (maybe and branch nodes among them) into `out`. */
+  compileKeys(children) {
+    // Runs of numbers (figures and counts, most of a result) are read in one step each.
+    const groups = [];
+    for (const child of children) {
+      const plain = child.kind === 'figure' || child.kind === 'count';
+      const last = groups[groups.length - 1];
+      if (plain && last?.numbers) last.numbers.push(child);
+      else groups.push(plain ? { numbers: [child] } : child);
+    }
+    const steps = groups.map((child) => {
+      if (child.numbers) {
+        const keys = child.numbers.map((n) => n.key);
+        const nullable = child.numbers.map((n) => n.kind === 'figure');
+        return (r, out) => {
+          const n = r.n;
+          let at = r.at;
+          for (let i = 0; i < keys.length; i++) {
+            const v = n[at++];
+            out[keys[i]] = nullable[i] && Number.isNaN(v) ? null : v;
+          }
+          r.at = at;
+        };
+      }
+      const { key } = child;
+      if (child.kind === 'branch') {
+        const fill = this.compileKeys(child.children);
+        return (r, out) => { if (r.flag()) fill(r, out); };
+      }
+      if (child.kind === 'maybe') {
+        const value = this.compile(child.children[0]);
+        const absentIsNull = child.a === 'null';
+        return (r, out) => {
+          if (r.flag()) out[key] = value(r);
+          else if (absentIsNull) out[key] = null;
+        };
+      }
+      const value = this.compile(child);
+      return (r, out) => { out[key] = value(r); };
+    });
+    return (r, out) => {
+      for (const step of steps) step(r, out);
+      return out;
+    };
   }
 
   /** Field `i`'s config slot as the JSON path writes its value (null when unset). */
@@ -209,58 +300,7 @@ export class SlotCodec {
    */
   decode(numbers, text) {
     if (numbers[0] === 0) return { ok: false, issues: parseIssues(text) };
-    const r = new ResultReader(numbers, text, this.tables);
-    const summary = r.text();
-    const reportLine = r.text();
-    const out = {
-      ok: true, profile: this.profiles[r.whole()], weight_and_optimizer_bytes: r.figure(), activation_bytes: r.figure(),
-      total_bytes: r.figure(),
-    };
-    const hasActivation = r.flag();
-    out.components = r.list(() => {
-      const kind = r.whole();
-      return r.rows('component_figure', { name: this.tables.component[kind], kind: this.tables.component_kind[kind] });
-    });
-    if (hasActivation) out.components.push({ name: 'activation', kind: 'activation', memory_bytes: out.activation_bytes });
-    out.state = {};
-    for (const row of this.tables.state) out.state[row] = { dense: r.figure(), embedding: r.figure(), expert: r.figure(), total: r.figure() };
-    out.cpu_bytes = r.figure();
-    const trainmem = out.profile === 'trainmem';
-    if (trainmem) Object.assign(out, decodeTrainmem(r, out.total_bytes));
-    out.params = r.rows('param');
-    out.layers = { total: r.whole(), dense: r.whole(), moe: r.whole() };
-    out.stages = r.list((stage) => decodeStage(r, stage, trainmem));
-    out.assumptions = r.list(() => r.named('assumption'));
-    const verdict = () => ({
-      fit: r.named('fit'), reason: r.named('fit_reason'), figure_bytes: r.figure(), capacity_bytes: r.figure(),
-      headroom: r.figure(), spread: r.figure(), limit_bytes: r.figure(), upper_bytes: r.figure(),
-    });
-    const keys = trainmem ? this.tables.figure : ['total'];
-    const keyed = (list) => Object.fromEntries(list.map((v, i) => [keys[i], v]));
-    const verdicts = r.list(verdict);
-    if (verdicts.length) out.verdicts = keyed(verdicts);
-    const fits = r.list(() => ({ capacity_bytes: r.figure(), verdicts: keyed(r.list(verdict)) }));
-    if (fits.length) out.capacity_fits = fits;
-    out.suggestions = r.list(() => {
-      const rank = r.whole();
-      const figure = r.figure();
-      const fields = {};
-      for (let f = 0, count = r.whole(); f < count; f++) {
-        const i = r.whole();
-        fields[this.specs[i].name] = this.fieldValue(i, r.whole());
-      }
-      return { fields, [trainmem ? 'device_bytes' : 'total_bytes']: figure, what: r.text(), rank };
-    });
-    out.report = reportLine === '' ? null : reportLine;
-    out.summary = summary;
-    out.config = this.decodeConfig(r);
-    if (r.flag()) {
-      out.trace = r.list(() => {
-        const [name, formula] = r.texts();
-        return { name, value: r.figure(), formula };
-      });
-    }
-    return out;
+    return this.fillResult(new ResultReader(numbers, text), {});
   }
 
   /**
@@ -268,7 +308,8 @@ export class SlotCodec {
    * resolved config of the fields in effect, or null when that does not resolve}.
    */
   decodeCheck(numbers, text) {
-    const r = new ResultReader(numbers, text, this.tables);
+    const r = new ResultReader(numbers, text);
+    r.at = 1;  // after the leading 1 or 0
     const ok = numbers[0] === 1;
     const config = r.flag() ? this.decodeConfig(r) : null;
     return { ok, issues: ok ? [] : parseCheckIssues(text), config };
@@ -288,46 +329,4 @@ export class SlotCodec {
 /** Whether a field's slot may be -1, its list in the list channel. */
 function takesList(type) {
   return type === 'integer_or_list' || type === 'integer_list';
-}
-
-/** One pipeline stage, in its JSON order. */
-function decodeStage(r, stage, trainmem) {
-  const s = {
-    stage, num_layers: r.whole(), dense_params: r.figure(), routed_params: r.figure(),
-    weight_and_optimizer_bytes: r.figure(), activation_bytes: r.figure(),
-  };
-  if (!trainmem) return s;
-  s.microbatches_in_flight = r.whole();
-  s.moments = r.moments();
-  s.total_bytes = r.figure();
-  s.allocated_bytes = s.total_bytes;
-  s.reserved_bytes = r.figure();
-  s.device_bytes = r.figure();
-  s.overhead_bytes = { reserved: r.figure(), device: r.figure() };
-  return s;
-}
-
-/** The trainmem profile's figures besides the model state, in their JSON order. */
-function decodeTrainmem(r, totalBytes) {
-  const cpu = {};
-  for (const row of r.tables.cpu) cpu[row] = r.figure();
-  const out = { cpu, allocated_bytes: totalBytes, reserved_bytes: r.figure(), device_bytes: r.figure() };
-  const overheads = {
-    allocator_bytes: r.figure(), cuda_context_bytes: r.figure(), nccl_bytes: r.figure(), nccl_communicators: r.whole(),
-    workspace_bytes: r.figure(),
-  };
-  overheads.nccl_groups = Array.from({ length: overheads.nccl_communicators },
-    () => ({ name: r.text(), gpus: r.whole(), gpus_on_node: r.whole(), bytes: r.figure() }));
-  overheads.lines = r.list(() => ({ key: r.named('overhead'), bytes: r.figure(), adds_to: r.named('figure') }));
-  out.overheads = overheads;
-  out.most_loaded_stage = r.whole();
-  out.moments = r.moments();
-  out.minimum_devices = r.figure();
-  if (r.flag()) out.deepspeed_estimator = { gpu_bytes: r.figure(), cpu_bytes: r.figure() };
-  out.confidence = !r.flag() ? null : {
-    group: r.text(), run_group: r.text(), match: r.named('confidence_match'), points: r.whole(),
-    median_abs_error: r.figure(), p90_abs_error: r.figure(), median_signed_error: r.figure(),
-    leans_low: r.flag(), source: r.tables.confidence_source[0],
-  };
-  return out;
 }

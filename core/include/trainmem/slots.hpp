@@ -11,55 +11,17 @@
 // its entries. A list field's slot is never -1 for a plain number (slots.js sends a -1 as a
 // value no slot carries).
 //
-// A RESULT is numbers and text lines, both read front to back. Below, a figure is a number that
-// JSON writes with json_number: NaN is its null (unset, or not finite), -0 is written as 0. A
-// count, flag or index is a whole number; an index names an entry of a slot_tables() list
-// ("table x"). [text: ...] is a text line, written where the numbers it belongs to are. The rows
-// this path and estimate_to_json share are written once, in core/src/json/result_rows.hpp.
-//
-//   1                                         (0: issues, see below)
-//   [text: summary] [text: report; empty: null]
-//   profile                                   index into the profile field's choices
-//   weight_and_optimizer_bytes, activation_bytes (NaN when not computed), total_bytes
-//   has_activation                            flag: the components end with the activation's
-//   count of components, each: kind (table component: its name, component_kind: its kind),
-//                               its figures (table component_figure)
-//   state: per row of table state, dense, embedding, expert, total
-//   cpu_bytes
-//   trainmem profile only:
-//     cpu: per row of table cpu, the figure (they add up to cpu_bytes)
-//     reserved_bytes, device_bytes
-//     overheads: allocator_bytes, cuda_context_bytes, nccl_bytes, count of NCCL groups
-//       (nccl_communicators), workspace_bytes, then each group: gpus, gpus_on_node, bytes [text: name]
-//     count of overhead lines, each: key (table overhead), bytes, adds_to (table figure)
-//     most_loaded_stage, moments (below)
-//     minimum_devices                         NaN: null
-//     has_deepspeed_estimator, and when 1: gpu_bytes, cpu_bytes
-//     has_confidence, and when 1: match (table confidence_match), points, median_abs_error,
-//                                 p90_abs_error, median_signed_error, leans_low
-//                                 [text: group] [text: run_group]
-//   params: per row of table param, the figure
-//   layers: total, dense, moe
-//   count of stages, each: num_layers, dense_params, routed_params, weight_and_optimizer_bytes,
-//     trainmem: activation_bytes, microbatches_in_flight, moments, total_bytes, reserved_bytes,
-//               device_bytes, overhead_bytes: reserved, device
-//     else:     activation_bytes (NaN: null; the reference formulas know the first stage only)
-//   count of assumptions, each: its index (table assumption)
-//   count of verdicts (0 without a capacity; trainmem: allocated, reserved, device; else total),
-//     each: fit (table fit), reason (table fit_reason), figure_bytes, capacity_bytes, headroom,
-//     spread, limit_bytes, upper_bytes
-//   count of capacity fits (view_slots' capacities; 0 otherwise), each: capacity_bytes, count of
-//     figures (as the verdicts), each figure's verdict as above (its figure_bytes: the figure at
-//     that capacity)
-//   count of suggestions, each: rank, figure (device_bytes in the trainmem profile, else
-//     total_bytes), count of fields, each: field index, the value as that field's config slot
-//     [text: what]
-//   the resolved config: one slot per field as above, then the list channel as on input (for
-//     each field at -1, in the field table's order, its list's length and entries)
-//   has_trace, and when 1: count of entries, each: value [text: name TAB formula]
-//
-//   moments: forward, backward, optimizer_step, peak (table moment), peak_activation_bytes,
-//            peak_temporary_bytes
+// A RESULT is numbers and text lines, both read front to back, in the order of the result
+// schema (core/src/json/result_schema.hpp walk_result, the one declaration of a result's keys,
+// which estimate_to_json walks too); result_schema_text() gives that walk as text, and
+// web/js/slots.js decodes by it. Per node: a figure is a number, NaN for JSON's null (unset, or not
+// finite), -0 written as 0; a count or flag is a whole number; an entry is an index into one of
+// slot_tables()'s tables; a text is a text line (an empty line: null for text_or_null); an object
+// writes its keys' nodes; an array its length, then each element; maybe and branch a flag, then
+// their nodes when it is 1; keyed its length, then per element its key's index and the element;
+// config one slot per field as on input, then the list channel (for each field at -1, in the field
+// table's order, its list's length and entries); fields a count, then per field its index in the
+// field table and its value as that field's config slot. The first node is the flag "ok", 1.
 //
 // With issues the numbers are just 0 and the text is one "field TAB message" line per issue.
 // Every text (each part of a line with a tab) is escaped(): a tab, a newline and a backslash are
@@ -139,9 +101,19 @@ void write_result_slots(const Config& config, const Estimate& estimate, SlotResu
 // library.
 std::string field_specs_text();
 
-// The tables the result's indices name, once: one "<table>\t<entry>" line per entry (escaped), each
-// table in index order: assumption, component, component_kind, component_figure, state, cpu, moment,
-// overhead, figure, confidence_match, param, and confidence_source (one entry).
+// The tables the result's entries index, once: one "<table>\t<entry>" line per entry (escaped),
+// each table in index order: assumption, component and component_kind (ComponentKind, then
+// "activation"), moment, overhead, figure, confidence_match, fit, fit_reason, profile and
+// verdict_key (the figures, then "total").
 std::string slot_tables();
+
+// The result schema (result_schema.hpp) as text, one line per node in the walk's order:
+// depth TAB kind TAB key TAB a TAB b (escaped), kind one of figure, count, flag, text,
+// text_or_null, entry (a: its table), object (a: its interface in wasm/trainmem.d.ts), array (a:
+// the element's interface; the element follows, one level deeper, key ""), maybe (a: "null" or
+// "omitted": what an absent value is; its node follows with the same key), branch (key: its
+// condition's name; its nodes follow), keyed (a: the values' interface, b: the table of its keys;
+// the element follows), config, fields.
+std::string result_schema_text();
 
 }  // namespace trainmem

@@ -8,6 +8,7 @@
 #include "internal.hpp"
 #include "json/json_values.hpp"
 #include "json/result_rows.hpp"
+#include "json/result_schema.hpp"
 
 namespace trainmem {
 namespace {
@@ -25,40 +26,72 @@ ordered config_json(const Config& config) {
   return out;
 }
 
-ordered moments_json(const Moments& m) {
-  return ordered{{"forward", num(m.forward)},
-                 {"backward", num(m.backward)},
-                 {"optimizer_step", num(m.optimizer_step)},
-                 {"peak", moment_name(m.peak_moment)},
-                 {"peak_activation_bytes", num(m.peak_activation_bytes)},
-                 {"peak_temporary_bytes", num(m.peak_temporary_bytes)}};
-}
+// The result schema (result_schema.hpp) as a JSON document: each node under its key.
+class JsonOut {
+ public:
+  explicit JsonOut(ordered& root) : top_(&root) {}
+  void figure(std::string_view key, double x) { put(key, num(x)); }
+  void count(std::string_view key, double x) { put(key, num(x)); }
+  void flag(std::string_view key, bool on) { put(key, on); }
+  void text(std::string_view key, std::string_view s) { put(key, std::string(s)); }
+  void text_or_null(std::string_view key, std::string_view s) {
+    put(key, s.empty() ? ordered(nullptr) : ordered(std::string(s)));
+  }
+  void entry(std::string_view key, std::string_view, size_t, std::string_view name) { put(key, std::string(name)); }
+  template <class F>
+  void object(std::string_view key, std::string_view, F f) {
+    put(key, inside(ordered::object(), [&] { f(); }));
+  }
+  template <class Range, class F>
+  void array(std::string_view key, std::string_view, const Range& xs, F f) {
+    put(key, inside(ordered::array(), [&] {
+          for (size_t i = 0; i < xs.size(); ++i) f(xs[i], i);
+        }));
+  }
+  template <class F>
+  void maybe(std::string_view key, detail::Absent absent, bool on, F f) {
+    if (on) f();
+    else if (absent == detail::Absent::null) put(key, nullptr);
+  }
+  template <class F>
+  void branch(std::string_view, bool on, F f) {
+    if (on) f();
+  }
+  template <class Range, class Key, class F>
+  void keyed(std::string_view key, std::string_view, std::string_view, std::span<const std::string_view> keys,
+             const Range& xs, Key key_of, F f) {
+    put(key, inside(ordered::object(), [&] {
+          for (size_t i = 0; i < xs.size(); ++i) {
+            element_key_ = keys[key_of(i)];
+            f(xs[i], i);
+          }
+        }));
+  }
+  void config(std::string_view key, const Config& c) { put(key, config_json(c)); }
+  void fields(std::string_view key, const std::vector<std::pair<std::string, FieldValue>>& pairs) {
+    ordered values = ordered::object();
+    for (const auto& [name, value] : pairs) values[name] = detail::json_field_value(value);
+    put(key, std::move(values));
+  }
 
-// The closest validation group (trainmem profile), or null when the core has none for the run.
-ordered confidence_json(const Confidence& confidence) {
-  if (!confidence.known) return nullptr;
-  const ConfidenceGroup& g = confidence.group;
-  return ordered{{"group", confidence_group_name(g.key)},
-                 {"run_group", confidence_group_name(confidence.run)},
-                 {"match", confidence_match_name(confidence.match)},
-                 {"points", g.points},
-                 {"median_abs_error", num(g.median_abs_error)},
-                 {"p90_abs_error", num(g.p90_abs_error)},
-                 {"median_signed_error", num(g.median_signed_error)},
-                 {"leans_low", leans_low(g)},
-                 {"source", k_confidence_source}};
-}
-
-// A struct's figures under their keys, in the rows' order (result_rows.hpp).
-template <class T, size_t N>
-void put_figures(ordered& out, const T& from, const detail::FigureRow<T> (&rows)[N]) {
-  for (const auto& [key, member] : rows) out[std::string(key)] = num(from.*member);
-}
-
-ordered part_json(const PartBytes& part) {
-  return ordered{{"dense", num(part.dense)}, {"embedding", num(part.embedding)},
-                 {"expert", num(part.expert)}, {"total", num(part.total())}};
-}
+ private:
+  // A node's value: pushed onto a list, or put in an object under its key (a keyed object's
+  // element, written with the key "", under the key of its table entry).
+  void put(std::string_view key, ordered value) {
+    if (top_->is_array()) top_->push_back(std::move(value));
+    else (*top_)[std::string(key.empty() ? element_key_ : key)] = std::move(value);
+  }
+  template <class F>
+  ordered inside(ordered container, F f) {
+    ordered* outer = top_;
+    top_ = &container;
+    f();
+    top_ = outer;
+    return container;
+  }
+  ordered* top_;
+  std::string_view element_key_;
+};
 
 }  // namespace
 
@@ -150,142 +183,9 @@ std::string issues_to_json(const std::vector<Issue>& issues, int indent) {
 
 std::string estimate_to_json(const Config& config, const Estimate& est, const Trace* trace,
                              int indent) {
-  ordered out;
-  out["ok"] = true;
-  out["profile"] = name_of(est.profile);
-  out["weight_and_optimizer_bytes"] = num(est.weight_and_optimizer_bytes);
-  out["activation_bytes"] = est.has_activation ? num(est.activation_bytes) : ordered(nullptr);
-  out["total_bytes"] = num(est.total_bytes);
-
-  ordered components = ordered::array();
-  for (int i = 0; i < est.n_components; ++i) {
-    const ModelStateComponent& c = est.components[size_t(i)];
-    ordered component = {{"name", c.name}, {"kind", component_kind_name(c.kind)}};
-    put_figures(component, c, detail::k_component_figures);
-    components.push_back(std::move(component));
-  }
-  if (est.has_activation)
-    components.push_back({{"name", "activation"}, {"kind", "activation"},
-                          {"memory_bytes", num(est.activation_bytes)}});
-  out["components"] = components;
-
-  ordered state = ordered::object();
-  const auto rows = est.state.rows();
-  for (size_t i = 0; i < rows.size(); ++i) state[std::string(k_state_rows[i])] = part_json(*rows[i]);
-  out["state"] = std::move(state);
-  out["cpu_bytes"] = num(est.cpu_bytes);
-  if (est.profile == Profile::trainmem) {
-    ordered cpu = ordered::object();
-    const auto cpu_rows = est.cpu.rows();
-    for (size_t i = 0; i < cpu_rows.size(); ++i) cpu[std::string(k_cpu_rows[i])] = num(*cpu_rows[i]);
-    out["cpu"] = std::move(cpu);
-    out["allocated_bytes"] = num(est.total_bytes);
-    out["reserved_bytes"] = num(est.reserved_bytes);
-    out["device_bytes"] = num(est.device_bytes);
-    out["overheads"] = {{"allocator_bytes", num(detail::allocator_bytes(est))},
-                        {"cuda_context_bytes", num(config.cuda_context_bytes)},
-                        {"nccl_bytes", num(est.nccl.bytes())},
-                        {"nccl_communicators", est.nccl.count},
-                        {"workspace_bytes", num(config.workspace_bytes)}};
-    auto groups = ordered::array();
-    for (int i = 0; i < est.nccl.count; ++i) {
-      const NcclCommunicator& g = est.nccl.list[size_t(i)];
-      groups.push_back({{"name", g.name}, {"gpus", g.gpus}, {"gpus_on_node", g.gpus_on_node},
-                        {"bytes", num(g.bytes)}});
-    }
-    out["overheads"]["nccl_groups"] = std::move(groups);
-    auto lines = ordered::array();
-    for (int i = 0; i < est.n_overhead_lines; ++i) {
-      const OverheadLine& line = est.overhead_lines[size_t(i)];
-      lines.push_back({{"key", line.key}, {"bytes", num(line.bytes)}, {"adds_to", line.adds_to}});
-    }
-    out["overheads"]["lines"] = std::move(lines);
-    out["most_loaded_stage"] = est.most_loaded_stage;
-    out["moments"] = moments_json(est.moments);
-    out["minimum_devices"] = est.minimum_devices > 0 ? num(est.minimum_devices) : ordered(nullptr);
-    if (est.deepspeed_gpu_bytes > 0)
-      out["deepspeed_estimator"] = {{"gpu_bytes", num(est.deepspeed_gpu_bytes)},
-                                    {"cpu_bytes", num(est.deepspeed_cpu_bytes)}};
-    out["confidence"] = confidence_json(est.confidence);
-  }
-  // One verdict per figure, keyed as the figures are ("total" for the reference profiles).
-  auto verdicts_json = [&](std::span<const FitVerdict> list) {
-    ordered verdicts = ordered::object();
-    for (size_t i = 0; i < list.size(); ++i) {
-      const FitVerdict& v = list[i];
-      const std::string_view key = est.profile == Profile::trainmem ? k_figure_names[i] : "total";
-      verdicts[std::string(key)] = {{"fit", fit_name(v.fit)}, {"reason", fit_reason_name(v.reason)},
-                                    {"figure_bytes", num(v.figure_bytes)}, {"capacity_bytes", num(v.capacity_bytes)},
-                                    {"headroom", v.headroom}, {"spread", v.spread},
-                                    {"limit_bytes", num(v.limit_bytes)}, {"upper_bytes", num(v.upper_bytes)}};
-    }
-    return verdicts;
-  };
-  if (est.n_verdicts > 0) out["verdicts"] = verdicts_json(std::span(est.verdicts).first(size_t(est.n_verdicts)));
-  if (!est.capacity_fits.empty()) {
-    ordered fits = ordered::array();
-    for (const CapacityFit& fit : est.capacity_fits)
-      fits.push_back({{"capacity_bytes", num(fit.capacity_bytes)},
-                      {"verdicts", verdicts_json(std::span(fit.verdicts).first(size_t(fit.n_figures)))}});
-    out["capacity_fits"] = std::move(fits);
-  }
-  ordered params = ordered::object();
-  put_figures(params, est.params, detail::k_param_rows);
-  out["params"] = std::move(params);
-  out["layers"] = {{"total", est.layers.total}, {"dense", est.layers.dense}, {"moe", est.layers.moe}};
-
-  ordered stages = ordered::array();
-  for (size_t r = 0; r < est.stages.size(); ++r) {
-    const StageParams& s = est.stages[r];
-    ordered stage = {{"stage", r},
-                     {"num_layers", s.num_layers},
-                     {"dense_params", num(s.dense)},
-                     {"routed_params", num(s.routed)},
-                     {"weight_and_optimizer_bytes", num(s.weight_and_optimizer_bytes)}};
-    if (est.profile == Profile::trainmem) {
-      stage["activation_bytes"] = num(s.activation_bytes);
-      stage["microbatches_in_flight"] = s.microbatches_in_flight;
-      stage["moments"] = moments_json(s.moments);
-      stage["total_bytes"] = num(s.total_bytes);
-      stage["allocated_bytes"] = num(s.total_bytes);
-      stage["reserved_bytes"] = num(s.reserved_bytes);
-      stage["device_bytes"] = num(s.device_bytes);
-      stage["overhead_bytes"] = {{"reserved", num(s.reserved_overhead_bytes)},
-                                 {"device", num(s.device_overhead_bytes)}};
-    } else {
-      // The reference formulas compute activations for the first stage only.
-      stage["activation_bytes"] = r == 0 && est.has_activation ? num(est.activation_bytes) : ordered(nullptr);
-    }
-    stages.push_back(stage);
-  }
-  out["stages"] = stages;
-
-  ordered assumptions = ordered::array();
-  for (std::string_view text : est.assumption_texts()) assumptions.push_back(text);
-  out["assumptions"] = assumptions;
-  // What to change when it does not fit: each change's fields, the figure it gives (device bytes
-  // in the trainmem profile, the total in the reference ones) and what it is.
-  ordered suggestions = ordered::array();
-  for (const Suggestion& s : est.suggestions) {
-    ordered fields = ordered::object();
-    for (const auto& [name, value] : s.fields) fields[name] = detail::json_field_value(value);
-    ordered one = ordered::object();
-    one["fields"] = fields;
-    one[est.profile == Profile::trainmem ? "device_bytes" : "total_bytes"] = num(s.figure_bytes);
-    one["what"] = s.what;
-    one["rank"] = s.rank;
-    suggestions.push_back(one);
-  }
-  out["suggestions"] = suggestions;
-  out["report"] = est.reference_line.empty() ? ordered(nullptr) : ordered(est.reference_line);
-  out["summary"] = format_training_memory_estimate(est, "GB");
-  out["config"] = config_json(config);
-  if (trace) {
-    ordered entries = ordered::array();
-    for (const TraceEntry& e : *trace)
-      entries.push_back({{"name", e.name}, {"value", num(e.value)}, {"formula", e.formula}});
-    out["trace"] = entries;
-  }
+  ordered out = ordered::object();
+  JsonOut json(out);
+  detail::walk_result(json, config, est, trace);
   return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -1,9 +1,11 @@
-// What the two writers of a result share: estimate_to_json (json_io.cpp, the JSON document) and
-// write_result_slots (slots.cpp, the page's numbers; slots.hpp has their layout). The keys of the
-// rows both write, in their order, are written here once; slot_tables() names them for
-// web/js/slots.js. No JSON library here: the estimator module links slots.cpp without one.
+// Rows of figures the result schema (result_schema.hpp) walks: a struct's members under their keys,
+// in their order, and the small helpers its writers share. No JSON library here: the estimator
+// module links slots.cpp without one.
 #pragma once
 
+#include <cstddef>
+#include <limits>
+#include <span>
 #include <string_view>
 
 #include "trainmem/estimate.hpp"
@@ -37,6 +39,18 @@ inline constexpr FigureRow<ParamCounts> k_param_rows[] = {
     {"dense_per_gpu", &ParamCounts::dense_per_gpu},
     {"embedding_per_gpu", &ParamCounts::embedding_per_gpu},
     {"routed_per_gpu", &ParamCounts::routed_per_gpu}};
+
+// A figure that is not set: JSON's null, the slots' NaN.
+inline constexpr double k_not_a_number = std::numeric_limits<double>::quiet_NaN();
+
+// The position of `name` in a table of names; k_no_entry when it is not there (the slot writer
+// names that as the core's own mistake; the schema's default elements have no name).
+inline constexpr size_t k_no_entry = size_t(-1);
+inline size_t index_of(std::span<const std::string_view> names, std::string_view name) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  return k_no_entry;
+}
 
 // The caching allocator's bytes ("overheads.allocator_bytes", reserved − allocated): the
 // estimator's own caching_allocator line (trainmem profile; 0 without one).

@@ -10,6 +10,7 @@
 
 #include "internal.hpp"
 #include "json/result_rows.hpp"
+#include "json/result_schema.hpp"
 
 namespace trainmem {
 namespace {
@@ -102,15 +103,6 @@ class SlotWriter {
   void whole(double x) { n_.push_back(x); }
   void wholes(std::initializer_list<double> xs) { n_.insert(n_.end(), xs); }
   void flag(bool on) { n_.push_back(on ? 1 : 0); }
-  template <class T, size_t N>
-  void rows(const T& from, const detail::FigureRow<T> (&table)[N]) {
-    for (const auto& row : table) figure(from.*row.member);
-  }
-  void moments(const Moments& m) {
-    figures({m.forward, m.backward, m.optimizer_step});
-    whole(double(m.peak_moment));
-    figures({m.peak_activation_bytes, m.peak_temporary_bytes});
-  }
   void line(std::string_view text) {
     append_escaped(text_, text);
     text_ += '\n';
@@ -154,62 +146,6 @@ void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value) {
   throw std::logic_error(std::string(spec.name) + ": " + describe(value) + " has no slot");
 }
 
-// The trainmem profile's figures besides the model state (slots.hpp: "trainmem profile only").
-void write_trainmem_figures(SlotWriter& w, const Config& config, const Estimate& est) {
-  for (const double* row : est.cpu.rows()) w.figure(*row);
-  w.figures({est.reserved_bytes, est.device_bytes, detail::allocator_bytes(est), config.cuda_context_bytes,
-             est.nccl.bytes()});
-  w.whole(double(est.nccl.count));
-  w.figure(config.workspace_bytes);
-  for (int i = 0; i < est.nccl.count; ++i) {
-    const NcclCommunicator& g = est.nccl.list[size_t(i)];
-    w.wholes({double(g.gpus), double(g.gpus_on_node)});
-    w.figure(g.bytes);
-    w.line(g.name);
-  }
-  w.whole(double(est.n_overhead_lines));
-  for (int i = 0; i < est.n_overhead_lines; ++i) {
-    const OverheadLine& line = est.overhead_lines[size_t(i)];
-    w.whole(index_in(k_overhead_keys, line.key, "overhead line"));
-    w.figure(line.bytes);
-    w.whole(index_in(k_figure_names, line.adds_to, "overhead line"));
-  }
-  w.whole(double(est.most_loaded_stage));
-  w.moments(est.moments);
-  w.figure(est.minimum_devices > 0 ? est.minimum_devices : k_unset);
-  w.flag(est.deepspeed_gpu_bytes > 0);
-  if (est.deepspeed_gpu_bytes > 0) w.figures({est.deepspeed_gpu_bytes, est.deepspeed_cpu_bytes});
-  const Confidence& conf = est.confidence;
-  w.flag(conf.known);
-  if (!conf.known) return;
-  w.wholes({double(conf.match), double(conf.group.points)});
-  w.figures({conf.group.median_abs_error, conf.group.p90_abs_error, conf.group.median_signed_error});
-  w.flag(leans_low(conf.group));
-  w.line(confidence_group_name(conf.group.key));
-  w.line(confidence_group_name(conf.run));
-}
-
-// Each figure's verdict against the capacity (estimate.hpp FitVerdict), in the JSON's order.
-void write_verdict(SlotWriter& w, const FitVerdict& v) {
-  w.wholes({double(v.fit), double(v.reason)});
-  w.figures({v.figure_bytes, v.capacity_bytes, v.headroom, v.spread, v.limit_bytes, v.upper_bytes});
-}
-void write_verdicts(SlotWriter& w, const Estimate& est) {
-  w.whole(double(est.n_verdicts));
-  for (int i = 0; i < est.n_verdicts; ++i) write_verdict(w, est.verdicts[size_t(i)]);
-}
-// The run at each capacity asked for (estimate.hpp fits_at_capacities): each figure's verdict
-// (figure_bytes is the figure at that capacity).
-void write_capacity_fits(SlotWriter& w, const Estimate& est) {
-  w.whole(double(est.capacity_fits.size()));
-  for (const CapacityFit& fit : est.capacity_fits) {
-    w.figure(fit.capacity_bytes);
-    w.whole(double(fit.n_figures));
-    for (int i = 0; i < fit.n_figures; ++i) write_verdict(w, fit.verdicts[size_t(i)]);
-  }
-}
-
-// What to change when the run does not fit: each change's fields as their config slots.
 // A resolved config: one slot per field (to_input: Megatron's None stays unset), then the list
 // channel (each list's length and entries).
 void write_config_slots(SlotWriter& w, const Config& config) {
@@ -220,22 +156,127 @@ void write_config_slots(SlotWriter& w, const Config& config) {
   for (double entry : lists) w.figure(entry);
 }
 
-void write_suggestions(SlotWriter& w, const std::vector<Suggestion>& suggestions) {
-  const std::span<const FieldSpec> specs = field_specs();
-  w.whole(double(suggestions.size()));
-  for (const Suggestion& s : suggestions) {
-    w.whole(double(s.rank));
-    w.figure(s.figure_bytes);
-    w.whole(double(s.fields.size()));
-    for (const auto& [name, value] : s.fields) {
+// The result schema (result_schema.hpp) as slots: each node's value in the walk's order, keys
+// left out (the schema text gives them to the decoder).
+class SlotOut {
+ public:
+  explicit SlotOut(SlotWriter& w) : w_(w) {}
+  void figure(std::string_view, double x) { w_.figure(x); }
+  void count(std::string_view, double x) { w_.whole(x); }
+  void flag(std::string_view, bool on) { w_.flag(on); }
+  void text(std::string_view, std::string_view s) { w_.line(s); }
+  void text_or_null(std::string_view, std::string_view s) { w_.line(s); }
+  // An entry the core cannot name is its own mistake (a new overhead key missing from its table):
+  // an error, never a wrong index.
+  void entry(std::string_view key, std::string_view table, size_t i, std::string_view name) {
+    if (i == detail::k_no_entry)
+      throw std::logic_error(std::string(table) + " " + quoted(key) + ": " + quoted(name) + " has no slot");
+    w_.whole(double(i));
+  }
+  template <class F>
+  void object(std::string_view, std::string_view, F f) { f(); }
+  template <class Range, class F>
+  void array(std::string_view, std::string_view, const Range& xs, F f) {
+    w_.whole(double(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i) f(xs[i], i);
+  }
+  template <class F>
+  void maybe(std::string_view, detail::Absent, bool on, F f) {
+    w_.flag(on);
+    if (on) f();
+  }
+  template <class F>
+  void branch(std::string_view, bool on, F f) {
+    w_.flag(on);
+    if (on) f();
+  }
+  template <class Range, class Key, class F>
+  void keyed(std::string_view key, std::string_view, std::string_view table, std::span<const std::string_view> keys,
+             const Range& xs, Key key_of, F f) {
+    w_.whole(double(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const size_t k = key_of(i);
+      if (k >= keys.size()) throw std::logic_error(std::string(table) + " " + quoted(key) + ": no key " + number_text(double(k)));
+      w_.whole(double(k));
+      f(xs[i], i);
+    }
+  }
+  void config(std::string_view, const Config& c) { write_config_slots(w_, c); }
+  // Suggested fields: each one's index in the field table and its value as its config slot.
+  void fields(std::string_view, const std::vector<std::pair<std::string, FieldValue>>& pairs) {
+    const std::span<const FieldSpec> specs = field_specs();
+    w_.whole(double(pairs.size()));
+    for (const auto& [name, value] : pairs) {
       const FieldSpec* spec = find_field(name);
       if (!spec) throw std::logic_error("suggestion: " + quoted(name) + " is no field");
-      w.whole(double(spec - specs.data()));
-      w.field_slot(*spec, value);
+      w_.whole(double(spec - specs.data()));
+      w_.field_slot(*spec, value);
     }
-    w.line(s.what);
   }
-}
+
+ private:
+  SlotWriter& w_;
+};
+
+// The result schema as text (slots.hpp result_schema_text): one line per node, its depth first.
+class SchemaOut {
+ public:
+  explicit SchemaOut(std::string& text) : text_(text) {}
+  void figure(std::string_view key, double) { node("figure", key); }
+  void count(std::string_view key, double) { node("count", key); }
+  void flag(std::string_view key, bool) { node("flag", key); }
+  void text(std::string_view key, std::string_view) { node("text", key); }
+  void text_or_null(std::string_view key, std::string_view) { node("text_or_null", key); }
+  void entry(std::string_view key, std::string_view table, size_t, std::string_view) { node("entry", key, table); }
+  template <class F>
+  void object(std::string_view key, std::string_view type, F f) {
+    node("object", key, type);
+    nested(f);
+  }
+  template <class Range, class F>
+  void array(std::string_view key, std::string_view type, const Range&, F f) {
+    node("array", key, type);
+    const typename Range::value_type element{};
+    nested([&] { f(element, 0); });
+  }
+  template <class F>
+  void maybe(std::string_view key, detail::Absent absent, bool, F f) {
+    node("maybe", key, absent == detail::Absent::null ? "null" : "omitted");
+    nested(f);
+  }
+  template <class F>
+  void branch(std::string_view name, bool, F f) {
+    node("branch", name);
+    nested(f);
+  }
+  template <class Range, class Key, class F>
+  void keyed(std::string_view key, std::string_view type, std::string_view table, std::span<const std::string_view>,
+             const Range&, Key, F f) {
+    node("keyed", key, type, table);
+    const typename Range::value_type element{};
+    nested([&] { f(element, 0); });
+  }
+  void config(std::string_view key, const Config&) { node("config", key); }
+  void fields(std::string_view key, const std::vector<std::pair<std::string, FieldValue>>&) { node("fields", key); }
+
+ private:
+  void node(std::string_view kind, std::string_view key, std::string_view a = {}, std::string_view b = {}) {
+    text_ += std::to_string(depth_);
+    for (std::string_view part : {kind, key, a, b}) {
+      text_ += '\t';
+      append_escaped(text_, part);
+    }
+    text_ += '\n';
+  }
+  template <class F>
+  void nested(F f) {
+    ++depth_;
+    f();
+    --depth_;
+  }
+  std::string& text_;
+  int depth_ = 0;
+};
 
 }  // namespace
 
@@ -355,58 +396,20 @@ void fields_in_effect_slots(std::span<const double> slots, std::span<const doubl
   out.text.clear();
 }
 
-// In slots.hpp's order, which web/js/slots.js reads; estimate_to_json (json_io.cpp) writes the
-// same quantities as JSON.
+// The result schema's walk (result_schema.hpp), which estimate_to_json walks too and
+// web/js/slots.js decodes with result_schema_text().
 void write_result_slots(const Config& config, const Estimate& est, SlotResult& out, const Trace* trace) {
   SlotWriter w(out);
-  const bool trainmem = est.profile == Profile::trainmem;
-  w.whole(1);
-  w.line(format_training_memory_estimate(est, "GB"));
-  w.line(est.reference_line);
-  w.whole(double(est.profile));
-  w.figure(est.weight_and_optimizer_bytes);
-  w.figure(est.has_activation ? est.activation_bytes : k_unset);
-  w.figure(est.total_bytes);
-  w.flag(est.has_activation);
-  w.whole(double(est.n_components));
-  for (int i = 0; i < est.n_components; ++i) {
-    const ModelStateComponent& c = est.components[size_t(i)];
-    w.whole(double(c.kind));
-    w.rows(c, detail::k_component_figures);
-  }
-  for (const PartBytes* part : est.state.rows()) w.figures({part->dense, part->embedding, part->expert, part->total()});
-  w.figure(est.cpu_bytes);
-  if (trainmem) write_trainmem_figures(w, config, est);
-  w.rows(est.params, detail::k_param_rows);
-  w.wholes({double(est.layers.total), double(est.layers.dense), double(est.layers.moe)});
-  w.whole(double(est.stages.size()));
-  for (size_t r = 0; r < est.stages.size(); ++r) {
-    const StageParams& s = est.stages[r];
-    w.whole(double(s.num_layers));
-    w.figures({s.dense, s.routed, s.weight_and_optimizer_bytes});
-    if (!trainmem) {
-      w.figure(r == 0 && est.has_activation ? est.activation_bytes : k_unset);
-      continue;
-    }
-    w.figure(s.activation_bytes);
-    w.whole(double(s.microbatches_in_flight));
-    w.moments(s.moments);
-    w.figures({s.total_bytes, s.reserved_bytes, s.device_bytes, s.reserved_overhead_bytes, s.device_overhead_bytes});
-  }
-  w.whole(double(std::popcount(est.assumptions)));
-  for (size_t i = 0; i < size_t(Assumption::count); ++i)
-    if (est.has(Assumption(i))) w.whole(double(i));
-  write_verdicts(w, est);
-  write_capacity_fits(w, est);
-  write_suggestions(w, est.suggestions);
-  write_config_slots(w, config);
-  w.flag(trace != nullptr);
-  if (!trace) return;
-  w.whole(double(trace->size()));
-  for (const TraceEntry& e : *trace) {
-    w.figure(e.value);
-    w.line(e.name, e.formula);
-  }
+  SlotOut slots(w);
+  detail::walk_result(slots, config, est, trace);
+}
+
+std::string result_schema_text() {
+  std::string out;
+  SchemaOut schema(out);
+  const Trace no_trace;
+  detail::walk_result(schema, Config{}, Estimate{}, &no_trace);
+  return out;
 }
 
 std::string field_specs_text() {
@@ -429,19 +432,16 @@ std::string slot_tables() {
   std::string out;
   auto entry = [&](std::string_view table, std::string_view name) { out += std::string(table) + "\t" + escaped(name) + "\n"; };
   for (size_t i = 0; i < size_t(Assumption::count); ++i) entry("assumption", assumption_text(Assumption(i)));
-  for (size_t i = 0; i < size_t(ComponentKind::count); ++i) entry("component", component_name(ComponentKind(i)));
-  for (size_t i = 0; i < size_t(ComponentKind::count); ++i) entry("component_kind", component_kind_name(ComponentKind(i)));
-  for (const auto& row : detail::k_component_figures) entry("component_figure", row.key);
-  for (std::string_view row : k_state_rows) entry("state", row);
-  for (std::string_view row : k_cpu_rows) entry("cpu", row);
+  for (size_t i = 0; i <= size_t(ComponentKind::count); ++i) entry("component", detail::component_row_name(i));
+  for (size_t i = 0; i <= size_t(ComponentKind::count); ++i) entry("component_kind", detail::component_row_kind(i));
   for (size_t i = 0; i < size_t(Moment::count); ++i) entry("moment", moment_name(Moment(i)));
   for (std::string_view key : k_overhead_keys) entry("overhead", key);
   for (std::string_view figure : k_figure_names) entry("figure", figure);
   for (size_t i = 0; i < size_t(ConfidenceMatch::count); ++i) entry("confidence_match", confidence_match_name(ConfidenceMatch(i)));
   for (size_t i = 0; i < size_t(Fit::count); ++i) entry("fit", fit_name(Fit(i)));
   for (size_t i = 0; i < size_t(FitReason::count); ++i) entry("fit_reason", fit_reason_name(FitReason(i)));
-  for (const auto& row : detail::k_param_rows) entry("param", row.key);
-  entry("confidence_source", k_confidence_source);
+  for (size_t i = 0; i < size_t(Profile::count); ++i) entry("profile", name_of(Profile(i)));
+  for (std::string_view key : detail::k_verdict_keys) entry("verdict_key", key);
   return out;
 }
 

@@ -152,7 +152,7 @@ TEST_CASE("confidence: the generated table is well formed and is the one results
   for (const ConfidenceGroup& g : groups) CHECK(g.points <= all_points);
   // full_estimate fills in what confidence_for picks from the generated table.
   const Config c = run("");
-  const Estimate est = full_estimate(c);
+  const FullEstimate est = full_estimate(c);
   REQUIRE(est.confidence.known);
   CHECK(est.confidence.group.key == confidence_for(c).group.key);
   CHECK(est.confidence.group.points >= k_confidence_min_points);

@@ -70,7 +70,7 @@ TEST_CASE("absurd sizes give finite figures or a named error in every profile", 
   REQUIRE(messages == extreme.messages);
   if (!run.ok()) return;  // rejected as the case says
 
-  const Estimate& e = run.estimate;
+  const FullEstimate& e = run.estimate;
   CHECK(std::isfinite(e.total_bytes));
   CHECK(std::isfinite(e.weight_and_optimizer_bytes));
   CHECK(std::isfinite(e.activation_bytes));

@@ -36,7 +36,7 @@ TEST_CASE("LoRA adapters: Llama-3.2-1B with r = 8 on q_proj and v_proj", "[finet
       "num_query_groups": 8, "kv_channels": 64, "ffn_hidden_size": 8192, "vocab_size": 128256,
       "normalization": "RMSNorm", "swiglu": true, "add_bias_linear": false, "seq_length": 2048,
       "micro_batch_size": 1, "framework": "ddp", "params_dtype": "bf16", "peft": "lora"})";
-  const Estimate est = full_estimate(config_from(json));
+  const FullEstimate est = full_estimate(config_from(json));
   CHECK(est.params.adapter == 851968);
   CHECK(est.params.adapter_per_gpu == 851968);
   // The base model's own count is unchanged: 1,235,814,400 (Llama 3.2 1B, tied).
@@ -69,7 +69,7 @@ TEST_CASE("LoRA adapters split under tensor parallelism as PEFT's LoraParallelLi
   //   per layer 122,880; 2 layers: 245,760 on a GPU.
   // The whole model: q 32,768, v 32,768, o 32,768, down 4096·16 + 16·1024 = 81,920: 180,224 per
   // layer, 360,448.
-  const Estimate est = full_estimate(config_from(small(R"("framework": "fsdp2",
+  const FullEstimate est = full_estimate(config_from(small(R"("framework": "fsdp2",
       "tensor_model_parallel_size": 2, "peft": "lora", "lora_rank": 16,
       "lora_target_modules": ["q_proj", "v_proj", "o_proj", "down_proj"])")));
   CHECK(est.params.adapter_per_gpu == 245760);
@@ -92,7 +92,7 @@ TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[fine
   CHECK(c.params_dtype == Dtype::nf4);
   CHECK(c.compute_dtype == Dtype::bf16);
   Trace trace;
-  const Estimate est = full_estimate(c, &trace);
+  const FullEstimate est = full_estimate(c, &trace);
   // Frozen: 33,554,432 linear weights in NF4: 33,554,432 / 16,384 = 2,048 blocks × 8,452 B =
   // 17,309,696 B; the embedding and the norms (32,773,120 parameters) in bf16: 65,546,240 B.
   CHECK(est.state.frozen_weights.total() == 17309696.0 + 65546240.0);
@@ -125,7 +125,7 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
   //   frozen_weights = 20,644 + 46,431 + 200,600 = 267,675 B (a whole number of bytes; the
   //   rate 0.515869140625 B would give 130,000 × it = 67,062.99 B for the linears).
   Trace trace;
-  const Estimate est = full_estimate(
+  const FullEstimate est = full_estimate(
       config_from(R"({"num_layers": 1, "hidden_size": 100, "num_attention_heads": 4,
           "ffn_hidden_size": 300, "vocab_size": 1000, "make_vocab_size_divisible_by": 1,
           "swiglu": true, "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 64,
@@ -143,7 +143,7 @@ TEST_CASE("LoRA on ddp's fp32 weights: autocast casts of the frozen linears and 
   // leaf that requires grad) but its matmul saves it for the input's gradient; the fp32
   // adapters' casts are cached. Both live from the forward to the backward:
   //   frozen linears 33,554,432 × 2 = 67,108,864; adapters 65,536 × 2 = 131,072: 67,239,936 B.
-  const Estimate est = full_estimate(config_from(small(R"("framework": "ddp", "peft": "lora")")));
+  const FullEstimate est = full_estimate(config_from(small(R"("framework": "ddp", "peft": "lora")")));
   CHECK(est.state.weight_copies.total() == 67239936);
   CHECK(est.state.frozen_weights.total() == 66327552.0 * 4);
 }
@@ -153,7 +153,7 @@ TEST_CASE("PEFT gathers: ZeRO-3 and FSDP2 carry the frozen base in its storage t
   // the embedding, 32,768,000 × 2 = 65,536,000 B, with no gradient; the largest adapter matrix
   // (1024 × 8 = 8,192 elements, bf16) gathered with its gradient: 2 · 2 · 8,192 = 32,768 B; and
   // the reduce bucket in the adapters' type (bf16), DeepSpeed's 5e8 elements: 1e9 B.
-  const Estimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed",
+  const FullEstimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed",
       "zero_stage": 3, "data_parallel_size": 4, "peft": "lora")")));
   CHECK(zero3.state.buffers.total() == 65536000 + 32768 + 1e9);
   // fsdp2 (full shard), bf16: the root unit (the embedding) gathered, 65,536,000 B; two layers
@@ -161,7 +161,7 @@ TEST_CASE("PEFT gathers: ZeRO-3 and FSDP2 carry the frozen base in its storage t
   // norms = 16,779,264 × 2 = 33,558,528 and its adapters 32,768 × 2 = 65,536: 2 · 33,624,064 =
   // 67,248,128; one layer's adapter gradients unsharded in bf16 and their fp32 reduce copy:
   // 32,768 · (2 + 4) = 196,608. 65,536,000 + 67,248,128 + 196,608 = 132,980,736.
-  const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2",
+  const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2",
       "data_parallel_size": 4, "peft": "lora")")));
   CHECK(fsdp.state.buffers.total() == 132980736);
 }
@@ -180,8 +180,8 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   // 20,713,984.
   const std::string fsdp = R"("framework": "fsdp2", "data_parallel_size": 4, "peft": "qlora",
       "nf4_double_quant": true)";
-  const Estimate bnb = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers")")));
-  const Estimate ao = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "torchtune")")));
+  const FullEstimate bnb = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers")")));
+  const FullEstimate ao = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "torchtune")")));
   CHECK(bnb.state.frozen_weights.total() == 21113344);
   CHECK(ao.state.frozen_weights.total() == 20713984);
   // The gathers carry what is sharded. Root: the tied bf16 embedding, 65,536,000. Two layers at
@@ -193,14 +193,14 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   CHECK(bnb.state.buffers.total() == 82649088);
   CHECK(ao.state.buffers.total() == 83181568);
   SECTION("parameter offload moves the shards and leaves the state on the GPU") {
-    const Estimate off = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers",
+    const FullEstimate off = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers",
         "offload_params": true)")));
     CHECK(off.state.frozen_weights.total() == 532480);
     // One GPU per node (k_small_llama): the CPU holds this GPU's shards, (16,777,216 + 65,546,240) / 4.
     CHECK(off.cpu.weights == 20580864);
   }
   SECTION("ZeRO-3 likewise; its largest gathered tensor is the embedding") {
-    const Estimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 3,
+    const FullEstimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 3,
         "data_parallel_size": 4, "peft": "qlora", "nf4_double_quant": true)")));
     CHECK(zero3.state.frozen_weights.total() == 21113344);
     // Gathered: the bf16 embedding, 65,536,000 (a layer's largest packed NF4 is 2,097,152), the
@@ -211,7 +211,7 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   SECTION("FSDP2 zero_stage 2 keeps the gathered base from forward to backward") {
     // Beside the shards (21,113,344) the whole sharded part, 16,777,216 + 65,546,240 = 82,323,456:
     // 103,436,800.
-    const Estimate z2 = full_estimate(config_from(small(R"("framework": "fsdp2", "zero_stage": 2,
+    const FullEstimate z2 = full_estimate(config_from(small(R"("framework": "fsdp2", "zero_stage": 2,
         "data_parallel_size": 4, "peft": "qlora", "model_implementation": "hf-transformers",
         "nf4_double_quant": true)")));
     CHECK(z2.state.frozen_weights.total() == 103436800);
@@ -231,7 +231,7 @@ TEST_CASE("lora_modules_to_save: a trained copy of each module beside the frozen
   const std::string base = R"("framework": "ddp", "peft": "lora", "params_dtype": "bf16",
       "master_weights": false, "optimizer": "adamw", "optimizer_implementation": "fused",
       "global_batch_size": 2)";
-  const Estimate est = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": ["embed_tokens", "lm_head"])")));
+  const FullEstimate est = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": ["embed_tokens", "lm_head"])")));
   CHECK(est.params.adapter == 65601536);
   CHECK(est.state.adapter_weights.total() == 131334144);
   CHECK(est.state.adapter_gradients.total() == 131334144);
@@ -268,7 +268,7 @@ TEST_CASE("lora_modules_to_save: a trained copy of each module beside the frozen
     //   adapter weights (bf16 adapters and copy, sharded): (65,536 + 32,768,000) · 2 / 4 =
     //   16,416,768 B.
     Trace trace;
-    const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+    const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
         "peft": "qlora", "model_implementation": "hf-transformers", "master_weights": false,
         "lora_modules_to_save": ["lm_head"])")), &trace);
     CHECK(fsdp.state.buffers.embedding == 131072000);
@@ -308,8 +308,8 @@ TEST_CASE("lora_modules_to_save adds exactly the copies' parameters and never lo
                                    R"(", "data_parallel_size": )" + std::to_string(dp) +
                                    R"(, "recompute_granularity": "full")";
           CAPTURE(base, save);
-          const Estimate without = full_estimate(config_from(small(base)));
-          const Estimate with = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": )" + save)));
+          const FullEstimate without = full_estimate(config_from(small(base)));
+          const FullEstimate with = full_estimate(config_from(small(base + R"(, "lora_modules_to_save": )" + save)));
           const double modules = std::string(save).find(',') != std::string::npos ? 2 : 1;
           CHECK(with.params.adapter - without.params.adapter == modules * 32768000);
           CHECK(with.total_bytes > without.total_bytes);
@@ -331,8 +331,8 @@ TEST_CASE("FSDP2: keeping weights gathered (zero_stage 2) never holds less than 
                                    R"(", "master_weights": )" + master +
                                    R"(, "data_parallel_size": )" + std::to_string(dp);
         CAPTURE(fields);
-        const Estimate three = full_estimate(config_from(small(fields + R"(, "zero_stage": 3)")));
-        const Estimate two = full_estimate(config_from(small(fields + R"(, "zero_stage": 2)")));
+        const FullEstimate three = full_estimate(config_from(small(fields + R"(, "zero_stage": 3)")));
+        const FullEstimate two = full_estimate(config_from(small(fields + R"(, "zero_stage": 2)")));
         CHECK(two.moments.forward > three.moments.forward);
       }
 }
@@ -391,7 +391,7 @@ TEST_CASE("PEFT sharding: ZeRO-3 shards the frozen base like any parameter", "[f
   //   frozen 66,327,552 × 2 B / 4 = 33,163,776
   //   adapters 65,536: bf16 weights / 4 = 32,768; fp32 gradient partition / 4 = 65,536 (no
   //   16-bit gradient buffer at stage 3); fp32 master / 4 = 65,536; Adam 8 B / 4 = 131,072.
-  const Estimate est = full_estimate(config_from(small(R"("framework": "deepspeed",
+  const FullEstimate est = full_estimate(config_from(small(R"("framework": "deepspeed",
       "zero_stage": 3, "data_parallel_size": 4, "peft": "lora")")));
   CHECK(est.state.frozen_weights.total() == 33163776);
   CHECK(est.state.adapter_weights.total() == 32768);
@@ -406,9 +406,9 @@ TEST_CASE("optimizer_in_backward keeps one parameter's gradient", "[finetune][op
   // step every gradient exists: 66,327,552 × 2 = 132,655,104 B.
   const std::string base = R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
       "optimizer": "adamw")";
-  const Estimate after = full_estimate(config_from(small(base)));
+  const FullEstimate after = full_estimate(config_from(small(base)));
   CHECK(after.state.gradients.total() == 132655104);
-  const Estimate in_bwd = full_estimate(config_from(small(base + R"(, "optimizer_in_backward": true)")));
+  const FullEstimate in_bwd = full_estimate(config_from(small(base + R"(, "optimizer_in_backward": true)")));
   // Each gradient is stepped and freed in its hook (zero_grad(set_to_none=True)), so none exists
   // in the forward, where this run peaks: the breakdown shows none, and says why.
   CHECK(in_bwd.moments.peak_moment == Moment::forward);
@@ -437,8 +437,8 @@ TEST_CASE("activation_offload keeps one layer's saved tensors on the GPU", "[fin
   // 41,984,000 = 41,992,192 B.
   const std::string base = R"("framework": "ddp", "model_implementation": "megatron-core",
       "params_dtype": "bf16")";
-  const Estimate kept = full_estimate(config_from(small(base)));
-  const Estimate moved = full_estimate(config_from(small(base + R"(, "activation_offload": true)")));
+  const FullEstimate kept = full_estimate(config_from(small(base)));
+  const FullEstimate moved = full_estimate(config_from(small(base + R"(, "activation_offload": true)")));
   CHECK(moved.cpu_activation_bytes == 41992192);
   CHECK(kept.activation_bytes - moved.activation_bytes == 41992192);
   CHECK(moved.cpu_bytes == 41992192);  // gpus_per_node 1
@@ -452,7 +452,7 @@ TEST_CASE("paged optimizer states leave the allocator; what does not fit goes to
   // each: 2 × 4 B × 5,120 = 40,960): 2,113,536.
   const std::string base = R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
       "optimizer": "adam8bit", "paged_optimizer": true)";
-  const Estimate free = full_estimate(config_from(small(base)));
+  const FullEstimate free = full_estimate(config_from(small(base)));
   CHECK(free.state.optimizer_states.total() == 2113536);
   CHECK(free.paged_optimizer_bytes == 132644864);
   CHECK(free.paged_gpu_bytes == 132644864);  // no capacity: the unpressured figure
@@ -463,7 +463,7 @@ TEST_CASE("paged optimizer states leave the allocator; what does not fit goes to
   // A capacity 32 MiB above everything else keeps 33,554,432 B resident and evicts
   // 132,644,864 − 33,554,432 = 99,090,432 B to CPU memory.
   const double others = free.device_bytes - 132644864;
-  const Estimate tight = full_estimate(config_from(
+  const FullEstimate tight = full_estimate(config_from(
       small(base + R"(, "gpu_memory_bytes": )" + std::to_string(int64_t(others) + 33554432))));
   CHECK(tight.paged_gpu_bytes == Approx(33554432).margin(1));
   CHECK(tight.cpu_bytes == Approx(99090432).margin(1));
@@ -512,10 +512,10 @@ TEST_CASE("lora_rank: at most the smaller side of every target", "[finetune][val
 TEST_CASE("ddp with data_parallel_size 1 is plain single-device PyTorch", "[finetune][ddp]") {
   // fp32 weights (ddp's default), no DDP wrapper on one GPU: no gradient buckets. With two
   // ranks the buckets hold another fp32 copy of the gradients: 66,327,552 × 4 = 265,310,208 B.
-  const Estimate one = full_estimate(config_from(small(R"("framework": "ddp")")));
+  const FullEstimate one = full_estimate(config_from(small(R"("framework": "ddp")")));
   CHECK(one.state.buffers.total() == 0);
   CHECK(one.nccl.count == 0);
-  const Estimate two = full_estimate(config_from(small(R"("framework": "ddp", "data_parallel_size": 2)")));
+  const FullEstimate two = full_estimate(config_from(small(R"("framework": "ddp", "data_parallel_size": 2)")));
   CHECK(two.state.buffers.total() == 265310208);
 }
 
@@ -613,7 +613,7 @@ TEST_CASE("every fine-tuning field works on every framework where it is supporte
   };
   for (const std::string& json : configs) {
     CAPTURE(json);
-    const Estimate est = full_estimate(config_from(json));
+    const FullEstimate est = full_estimate(config_from(json));
     CHECK(std::isfinite(est.total_bytes));
     CHECK(std::isfinite(est.device_bytes));
     CHECK(std::isfinite(est.cpu_bytes));
@@ -632,8 +632,8 @@ TEST_CASE("gradients freed between steps: the forward runs without them", "[fine
   const std::string base = R"("framework": "ddp", "model_implementation": "megatron-core",
       "params_dtype": "bf16", "master_weights": false, "optimizer": "adamw",
       "optimizer_implementation": "fused")";
-  const Estimate one = full_estimate(config_from(small(base + R"(, "global_batch_size": 1)")));
-  const Estimate two = full_estimate(config_from(small(base + R"(, "global_batch_size": 2)")));
+  const FullEstimate one = full_estimate(config_from(small(base + R"(, "global_batch_size": 1)")));
+  const FullEstimate two = full_estimate(config_from(small(base + R"(, "global_batch_size": 2)")));
   CHECK(one.has(Assumption::trainmem_gradients_per_step));
   CHECK_FALSE(two.has(Assumption::trainmem_gradients_per_step));
   CHECK(two.moments.optimizer_step == 896593920);
@@ -669,7 +669,7 @@ TEST_CASE("gradients freed between steps: a model without an output layer makes 
   //   forward   = 515,960,832 − 69,216,256 + 671,744,000 = 1,118,488,576
   //   backward at the last layer: no gradient made yet, every activation: the same;
   //   at the first: 515,960,832 + 335,872,000 = 851,832,832, smaller.
-  const Estimate e = full_estimate(config_from(small(R"("vocab_size": 0, "max_position_embeddings": 1024,
+  const FullEstimate e = full_estimate(config_from(small(R"("vocab_size": 0, "max_position_embeddings": 1024,
       "micro_batch_size": 8, "global_batch_size": 8, "framework": "ddp",
       "model_implementation": "megatron-core", "params_dtype": "bf16", "master_weights": false,
       "optimizer": "adamw", "optimizer_implementation": "fused")")));

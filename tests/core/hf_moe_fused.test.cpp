@@ -25,8 +25,8 @@ TEST_CASE("fused expert parameters: one whole-parameter gradient more in an MoE 
   // IndexBackward0 of gate_up_proj[expert_idx] is a zeros tensor of the whole [E, h, 2·f_e]
   // parameter: 4 · 1,024 · 1,024 elements · 2 B = 8,388,608 B, one at a time beside the
   // parameter's gradient. Every backward moment carries it; nothing else changes.
-  const Estimate per_expert = full_estimate(config_from(small_moe("")));
-  const Estimate fused = full_estimate(config_from(small_moe(R"("moe_fused_expert_params": true)")));
+  const FullEstimate per_expert = full_estimate(config_from(small_moe("")));
+  const FullEstimate fused = full_estimate(config_from(small_moe(R"("moe_fused_expert_params": true)")));
   CHECK(fused.moments.backward - per_expert.moments.backward == 8388608);
   CHECK(fused.moments.forward == per_expert.moments.forward);
   CHECK(fused.moments.optimizer_step == per_expert.moments.optimizer_step);
@@ -34,14 +34,14 @@ TEST_CASE("fused expert parameters: one whole-parameter gradient more in an MoE 
 
 TEST_CASE("fused expert parameters: nothing when the experts are frozen or the code is not transformers'", "[moe][hf]") {
   // LoRA leaves the experts frozen: no gradient for them, no IndexBackward0 for the weight.
-  const Estimate lora = full_estimate(config_from(small_moe(R"("peft": "lora", "moe_fused_expert_params": true)")));
-  const Estimate lora_off = full_estimate(config_from(small_moe(R"("peft": "lora")")));
+  const FullEstimate lora = full_estimate(config_from(small_moe(R"("peft": "lora", "moe_fused_expert_params": true)")));
+  const FullEstimate lora_off = full_estimate(config_from(small_moe(R"("peft": "lora")")));
   CHECK(lora.moments.backward == lora_off.moments.backward);
   // Accepted on any MoE model (in effect with hf-transformers only): torchtune's grouped experts
   // are another code.
-  const Estimate tt = full_estimate(config_from(small_llama(R"("num_moe_experts": 4, "moe_ffn_hidden_size": 512,
+  const FullEstimate tt = full_estimate(config_from(small_llama(R"("num_moe_experts": 4, "moe_ffn_hidden_size": 512,
       "moe_router_topk": 2, "framework": "ddp", "model_implementation": "torchtune", "moe_fused_expert_params": true)")));
-  const Estimate tt_off = full_estimate(config_from(small_llama(R"("num_moe_experts": 4, "moe_ffn_hidden_size": 512,
+  const FullEstimate tt_off = full_estimate(config_from(small_llama(R"("num_moe_experts": 4, "moe_ffn_hidden_size": 512,
       "moe_router_topk": 2, "framework": "ddp", "model_implementation": "torchtune")")));
   CHECK(tt.total_bytes == tt_off.total_bytes);
 }

@@ -29,7 +29,7 @@ TEST_CASE("loading a bitsandbytes 4-bit model: the weights and one 16-bit linear
   // 4,194,304 elements: 2 B each = 8,388,608, and 4 · 65,536 = 262,144 B of absmax.
   //   84,420,608 + 8,388,608 + 262,144 = 93,071,360 B
   Trace trace;
-  const Estimate est = full_estimate(
+  const FullEstimate est = full_estimate(
       config_from(small_llama(R"("framework": "ddp", "peft": "qlora", "kbit_upcast": "none")")), &trace);
   CHECK(est.moments.loading == 93071360);
   CHECK(trace_value(trace, "trainmem.loading_moment") == 93071360);
@@ -62,7 +62,7 @@ TEST_CASE("a full state dict under FSDP2: the state without gradients, one tenso
   // parameter's two states are taken together (high by one), 32,768,000 · 4 = 131,072,000 B.
   //   66,327,552 + 132,655,104 + 100,663,296 + 131,072,000 = 430,717,952 B
   Trace trace;
-  const Estimate est = full_estimate(config_from(small_llama(
+  const FullEstimate est = full_estimate(config_from(small_llama(
       R"("framework": "fsdp2", "model_implementation": "torchtune", "data_parallel_size": 2,
          "data_parallel_shard_size": 2, "params_dtype": "bf16", "master_weights": false,
          "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
@@ -95,7 +95,7 @@ TEST_CASE("a full state dict can be the job's peak: the figure is that moment's"
       "master_weights": true, "main_params_dtype": "fp32", "main_grads_dtype": "fp32",
       "exp_avg_dtype": "fp32", "exp_avg_sq_dtype": "fp32", "optimizer": "adamw"})";
   Trace trace;
-  const Estimate est = full_estimate(config_from(run), &trace);
+  const FullEstimate est = full_estimate(config_from(run), &trace);
   CHECK(est.moments.checkpoint_save == 10289472 + 20578944 + k_workspaces + 1048576000);
   CHECK(est.moments.peak() < est.moments.checkpoint_save);
   CHECK(est.total_bytes == est.moments.checkpoint_save);

@@ -56,9 +56,9 @@ TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig,
   //   18,874,368 + 65,546,240 = 84,420,608 B (with double quantisation 17,309,696 + 65,546,240 =
   //   82,855,936: 1,564,672 B less).
   Trace trace;
-  const Estimate off = full_estimate(hf, &trace);
+  const FullEstimate off = full_estimate(hf, &trace);
   CHECK(off.state.frozen_weights.total() == 84420608);
-  const Estimate on = full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora",
+  const FullEstimate on = full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora",
       "nf4_double_quant": true, "kbit_upcast": "none")")));
   CHECK(on.state.frozen_weights.total() == 82855936);
   // The dequantised gate (4,194,304 elements in bf16) reads the stored fp32 absmax as it is:
@@ -71,7 +71,7 @@ TEST_CASE("nf4_double_quant off under FSDP2: the larger state stays whole on eve
   // fp32 absmax: per layer 4 · 4 · 16,384 + 3 · 4 · 65,536 = 262,144 + 786,432 = 1,048,576 B,
   // 2 layers 2,097,152 B. The packed data (16,777,216) and the bf16 rest (65,546,240) are
   // sharded over DP 4: 20,580,864. Frozen weights: 2,097,152 + 20,580,864 = 22,678,016 B.
-  const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+  const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
       "peft": "qlora", "model_implementation": "hf-transformers")")));
   CHECK(fsdp.state.frozen_weights.total() == 22678016);
 }
@@ -85,8 +85,8 @@ TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantise
   const std::string untied = R"("framework": "ddp", "peft": "qlora", "share_embeddings_and_output_weights": false,
       "kbit_upcast": "none")";
   Trace kept_trace, quantized_trace;
-  const Estimate kept = full_estimate(config_from(small(untied)), &kept_trace);
-  const Estimate quantized = full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true)")), &quantized_trace);
+  const FullEstimate kept = full_estimate(config_from(small(untied)), &kept_trace);
+  const FullEstimate quantized = full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true)")), &quantized_trace);
   CHECK(kept.state.frozen_weights.total() == 149956608);
   CHECK(quantized.state.frozen_weights.total() == 102852608);
   // MatMul4Bit dequantises the output layer whole in its forward and backward, 32,768,000 × 2 =
@@ -111,7 +111,7 @@ TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantise
     // the library workspaces (96 MiB, 100,663,296 B) + 69,763,072 − 8,192,520 = 162,233,848 B.
     std::string json = small(untied + R"(, "quantize_lm_head": true)");
     json.replace(json.find("\"seq_length\": 1024"), 18, "\"seq_length\": 64");
-    const Estimate est = full_estimate(config_from(json));
+    const FullEstimate est = full_estimate(config_from(json));
     CHECK(est.moments.peak_moment == Moment::forward);
     CHECK(est.moments.peak_temporary_bytes == 162233848);
   }
@@ -122,7 +122,7 @@ TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantise
     // 4,145,152 + 24,676,864 = 28,822,016 B.
     // The root unit gathers the embedding (65,536,000) and the packed output layer (16,384,000):
     // 81,920,000 B.
-    const Estimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
+    const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
         "peft": "qlora", "model_implementation": "hf-transformers", "share_embeddings_and_output_weights": false,
         "quantize_lm_head": true)")));
     CHECK(fsdp.state.frozen_weights.total() == 28822016);

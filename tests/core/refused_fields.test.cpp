@@ -44,11 +44,11 @@ TEST_CASE("LoRA on MoE experts: one adapter per expert linear", "[refused][exper
   //   gate: A 1024·8 = 8,192, B 8·4096 = 32,768 → 40,960; up the same 40,960;
   //   down: A 4096·8 = 32,768, B 8·1024 = 8,192 → 40,960. Per expert 122,880;
   //   × 4 experts = 491,520 per layer; × 2 layers = 983,040.
-  const Estimate est = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"])")));
+  const FullEstimate est = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"])")));
   CHECK(est.params.adapter == 983040);
   // With expert parallelism 2 (data_parallel_size 2) each GPU holds 2 experts and their
   // adapters: 491,520.
-  const Estimate ep = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"],
+  const FullEstimate ep = full_estimate(config_from(moe(R"("lora_target_modules": ["gate_proj", "up_proj", "down_proj"],
       "data_parallel_size": 2, "expert_model_parallel_size": 2)")));
   CHECK(ep.params.adapter == 983040);
   CHECK(ep.params.adapter_per_gpu == 491520);
@@ -103,7 +103,7 @@ TEST_CASE("LoRA on MoE experts: the importers", "[refused][experts][import]") {
   // × 8 experts = 3,538,944; per layer 3,604,480; × 32 layers = 115,343,360.
   const Resolved resolved = resolve(experts.input);
   REQUIRE(resolved.issues.empty());
-  const Estimate est = full_estimate(resolved.config);
+  const FullEstimate est = full_estimate(resolved.config);
   CHECK(est.params.adapter == 115343360);
   // PEFT's target_parameters (fused 3-D experts) is a named error in axolotl and TRL.
   const ImportResult params = import_axolotl(mixtral + R"("lora_target_modules": ["q_proj"],

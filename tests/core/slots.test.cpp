@@ -135,7 +135,7 @@ TEST_CASE("the result schema's keys are the JSON document's, and the slots read 
       "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1, "data_parallel_size": 2,
       "profile": "trainmem", "framework": "deepspeed", "zero_stage": 3, "gpu_memory_bytes": 1e9})");
   Trace trace;
-  Estimate est = full_estimate(config, &trace);
+  FullEstimate est = full_estimate(config, &trace);
   const double capacities[] = {2e9, 4e9};
   est.capacity_fits = fits_at_capacities(config, est, capacities);
   const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(estimate_to_json(config, est, &trace));

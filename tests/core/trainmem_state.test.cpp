@@ -105,7 +105,7 @@ TEST_CASE("deepspeed: the reduce bucket (contiguous_gradients, reduce_bucket_siz
   }
   SECTION("ZeRO-1/2 allocate it for each backward pass, twice with overlap_comm (stage_1_and_2.py ipg_buffer)") {
     const auto backward = [](const std::string& extra) {
-      const Estimate est = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 2,
+      const FullEstimate est = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 2,
           "data_parallel_size": 4, "reduce_bucket_size": 1000000)" + extra)));
       return est.stages[0].moments.backward;
     };

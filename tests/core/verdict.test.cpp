@@ -42,7 +42,7 @@ TEST_CASE("fit_verdict: over above the capacity, tight in the headroom band or w
 TEST_CASE("a result carries a verdict per figure, with its validation group's spread", "[verdict]") {
   const Config with = config_from(R"({"num_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
       "vocab_size": 32000, "seq_length": 1024, "micro_batch_size": 2, "gpu_memory_bytes": 8e9})");
-  const Estimate e = full_estimate(with);
+  const FullEstimate e = full_estimate(with);
   REQUIRE(e.n_verdicts == 3);
   const double figures[] = {e.total_bytes, e.reserved_bytes, e.device_bytes};
   REQUIRE(e.confidence.known);
@@ -57,7 +57,7 @@ TEST_CASE("a result carries a verdict per figure, with its validation group's sp
   CHECK(full_estimate(config_from(R"({"num_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
       "vocab_size": 32000, "seq_length": 1024, "micro_batch_size": 2})")).n_verdicts == 0);
   // The reference profiles judge their total, with no spread (they reproduce a formula).
-  const Estimate bridge = full_estimate(config_from(R"({"profile": "megatron-bridge", "num_layers": 4,
+  const FullEstimate bridge = full_estimate(config_from(R"({"profile": "megatron-bridge", "num_layers": 4,
       "hidden_size": 1024, "num_attention_heads": 8, "vocab_size": 32000, "seq_length": 1024,
       "micro_batch_size": 2, "gpu_memory_bytes": 8e9})"));
   REQUIRE(bridge.n_verdicts == 1);
@@ -80,7 +80,7 @@ TEST_CASE("the verdict, the suggestions and the planner draw the same line on th
     char extra[64];
     std::snprintf(extra, sizeof extra, R"(, "gpu_memory_bytes": %.17g})", capacity);
     const Config config = config_from(run + extra);
-    const Estimate e = full_estimate(config);
+    const FullEstimate e = full_estimate(config);
     const FitVerdict& v = e.verdicts[2];  // device
     const bool below_line = e.device_bytes <= capacity * (1 - k_default_headroom);
     CHECK(below_line == (v.fit == Fit::fits || v.reason == FitReason::spread));
@@ -102,14 +102,14 @@ TEST_CASE("fits_at_capacities: one result answers every GPU; only the paged stat
   // fit_verdict of the same figures with the run's spread, and agrees with an estimate made at
   // that capacity (the page's GPU table made one per GPU before).
   const Config plain = config_from(small_llama(R"("framework": "ddp")"));
-  const Estimate once = full_estimate(plain);
+  const FullEstimate once = full_estimate(plain);
   const double capacities[] = {8 * GiB, 24 * GiB, 80 * GiB};
   const std::vector<CapacityFit> fits = fits_at_capacities(plain, once, capacities);
   REQUIRE(fits.size() == 3);
   for (size_t i = 0; i < fits.size(); ++i) {
     Config at = plain;
     at.gpu_memory_bytes = capacities[i];
-    const Estimate there = full_estimate(at);
+    const FullEstimate there = full_estimate(at);
     REQUIRE(fits[i].n_figures == 3);
     CHECK(fits[i].capacity_bytes == capacities[i]);
     CHECK(fits[i].figures[0] == there.total_bytes);
@@ -125,7 +125,7 @@ TEST_CASE("fits_at_capacities: one result answers every GPU; only the paged stat
   // 32 MiB above everything else 33,554,432 B stay, at one below everything else none do.
   const Config paged = config_from(small_llama(R"("framework": "ddp", "params_dtype": "bf16", "master_weights": false,
       "optimizer": "adam8bit", "paged_optimizer": true)"));
-  const Estimate free = full_estimate(paged);
+  const FullEstimate free = full_estimate(paged);
   const double others = free.device_bytes - 132644864;
   const double tight[] = {others + 33554432, others - 1024, others + 200e6};
   const std::vector<CapacityFit> paged_fits = fits_at_capacities(paged, free, tight);
@@ -156,20 +156,20 @@ TEST_CASE("one answer is one trainmem pass when the run fits; minimum devices on
       "gpu_memory_bytes": )" + std::to_string(int64_t(80 * GiB));
   const Config spread_out = config_from(small_llama(layout));
   const uint64_t before = estimator_passes();
-  const Estimate fits = full_estimate(spread_out);
+  const FullEstimate fits = full_estimate(spread_out);
   CHECK(estimator_passes() - before == 1);
   CHECK(fits.minimum_devices == 0);
   // One replica on one GPU already: the minimum comes from the same pass (ceil(total / capacity) = 1).
   const Config single = config_from(small_llama(R"("framework": "ddp", "gpu_memory_bytes": )" + std::to_string(int64_t(80 * GiB))));
   const uint64_t before_single = estimator_passes();
-  const Estimate one = full_estimate(single);
+  const FullEstimate one = full_estimate(single);
   CHECK(estimator_passes() - before_single == 1);
   CHECK(one.minimum_devices == 1);
   // 1 GiB does not hold TP 2 × DP 4: the minimum is asked for and takes its second pass;
   // ceil(one replica's bytes / 1 GiB) by hand from that replica's own estimate.
   Config small_gpu = spread_out;
   small_gpu.gpu_memory_bytes = 1 * GiB;
-  const Estimate over = full_estimate(small_gpu);
+  const FullEstimate over = full_estimate(small_gpu);
   Config replica = spread_out;
   replica.tensor_model_parallel_size = replica.data_parallel_size = 1;
   replica.world_size = 1;

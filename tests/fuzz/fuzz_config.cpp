@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const trainmem::Issue& issue : run.issues) require(!issue.message.empty());
       continue;
     }
-    const trainmem::Estimate& e = run.estimate;
+    const trainmem::FullEstimate& e = run.estimate;
     require(std::isfinite(e.total_bytes) && e.total_bytes >= 0);
     require(std::isfinite(e.weight_and_optimizer_bytes) && std::isfinite(e.activation_bytes));
     require(std::isfinite(e.params.total));

@@ -335,6 +335,8 @@ struct CapacityFit {
   int n_figures = 0;
 };
 
+// What one estimate pass computes (estimate_training_memory): the figures of the most-loaded GPU,
+// by class, with its parameter counts. What a result shows besides is FullEstimate's.
 struct Estimate {
   Profile profile = Profile::megatron_bridge;
   std::array<ModelStateComponent, 3> components{};
@@ -361,19 +363,27 @@ struct Estimate {
   double cpu_activation_bytes = 0;  // activation_offload: saved activations moved to CPU memory
   double paged_optimizer_bytes = 0; // paged_optimizer: states in unified memory, all of them
   double paged_gpu_bytes = 0;       // of them resident on the GPU (in device_bytes)
-  double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
-                                    // (full_estimate only; when the run is one replica on one
-                                    // GPU, or does not fit below the headroom line: else it would
-                                    // take a second estimate, and 0)
   // framework deepspeed, ZeRO-2/3: what DeepSpeed's own estimator prints for this model and
   // cluster (deepspeed.hpp), for comparison; 0 otherwise.
   double deepspeed_gpu_bytes = 0, deepspeed_cpu_bytes = 0;
   uint32_t assumptions = 0;         // bit i set: Assumption(i) applies
-  // Filled by full_estimate only (what a result shows besides the figures):
+
+  bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
+  std::vector<std::string_view> assumption_texts() const;
+};
+
+// Everything a result holds (full_estimate): the pass's figures and what a result shows besides
+// them, computed from that pass. The JSON writer, the slots and the text report take only this
+// (a pass's Estimate has no stages, verdicts or suggestions to show).
+struct FullEstimate : Estimate {
   std::vector<StageParams> stages;  // every pipeline stage, first to last (see pipeline_stages)
   std::vector<Suggestion> suggestions;  // what to change when it does not fit its capacity
   std::string reference_line;       // the training log's line (see report_theoretical_memory)
   Confidence confidence;            // trainmem profile: the closest validation group (confidence_for)
+  double minimum_devices = 0;       // with gpu_memory_bytes: fewest GPUs that could hold the run
+                                    // (when the run is one replica on one GPU, or does not fit
+                                    // below the headroom line: else it would take a second
+                                    // estimate, and 0)
   // With a capacity: each figure's verdict against it (fit_verdict with the confidence's spread),
   // in k_figure_names order for the trainmem profile (allocated, reserved, device), the total
   // alone for the reference profiles.
@@ -381,9 +391,6 @@ struct Estimate {
   int n_verdicts = 0;
   // Asked for with capacities to compare (fits_at_capacities): the run at each of them.
   std::vector<CapacityFit> capacity_fits;
-
-  bool has(Assumption a) const { return (assumptions >> unsigned(a)) & 1u; }
-  std::vector<std::string_view> assumption_texts() const;
 };
 
 // The same, given the config's own estimate `now` (full_estimate has it: no second estimate to learn
@@ -420,17 +427,19 @@ std::string report_theoretical_memory(const Config& config, int64_t num_microbat
 // (but the prefix sums of a pipeline_stage_layers list, and the chunk figures past 16 chunks).
 std::vector<StageParams> pipeline_stages(const Config& config);
 
-// Everything a result holds, computed once: estimate_training_memory(config,
-// config.num_microbatches) with every pipeline stage (`stages`) and the training log's line
-// (`reference_line`) filled in. The JSON writer, the text report and the bindings only read it.
-Estimate full_estimate(const Config& config, Trace* verbose = nullptr);
+// Everything a result holds, computed once: the pass estimate_training_memory(config,
+// config.num_microbatches) makes, and from it every pipeline stage (`stages`, the same trainmem
+// pass), the training log's line, the confidence, the verdicts, the suggestions and the minimum
+// GPU count (FullEstimate). The JSON writer, the slots, the text report and the bindings only read
+// it (json/result_schema.hpp).
+FullEstimate full_estimate(const Config& config, Trace* verbose = nullptr);
 
 // The run of `estimate` (full_estimate(config)) at each of `capacities` (bytes, > 0), without
 // estimating again: only the paged optimizer states' resident share depends on the capacity (the
 // most-loaded stage is the one with the most allocated bytes, whatever the capacity), and the
 // verdict (fit_verdict with the run's validation spread). One result answers "on every GPU". A
 // capacity that is not a finite positive number is left out (never a NaN verdict).
-std::vector<CapacityFit> fits_at_capacities(const Config& config, const Estimate& estimate,
+std::vector<CapacityFit> fits_at_capacities(const Config& config, const FullEstimate& estimate,
                                             std::span<const double> capacities);
 
 // How many trainmem-profile passes (one estimate of one config: the walk over its pipeline stages)

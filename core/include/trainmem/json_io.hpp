@@ -37,7 +37,7 @@ struct RunOptions {
 struct Run {
   std::vector<Issue> issues;  // when not empty, nothing else is set
   Config config;
-  Estimate estimate;
+  FullEstimate estimate;
   Trace trace;  // filled when options.verbose
   bool ok() const { return issues.empty(); }
 };
@@ -48,7 +48,7 @@ Run run_estimate(std::string_view config_json, const RunOptions& options = {});
 std::string estimate_json(std::string_view config_json, const RunOptions& options = {});
 
 // The result of a successful estimate as JSON (the same document estimate_json returns).
-std::string estimate_to_json(const Config& config, const Estimate& estimate, const Trace* trace,
+std::string estimate_to_json(const Config& config, const FullEstimate& estimate, const Trace* trace,
                              int indent = -1);
 std::string issues_to_json(const std::vector<Issue>& issues, int indent = -1);
 

@@ -20,7 +20,7 @@ std::string format_count(double count);
 // The CLI's --format text report: configuration summary, parameter counts, each component with
 // its bytes per parameter and shard, activation, total (GiB and GB), the assumptions, every
 // traced intermediate when `trace` is given, and last the reference's own log line.
-std::string text_report(const Config& config, const Estimate& estimate, const Trace* trace);
+std::string text_report(const Config& config, const FullEstimate& estimate, const Trace* trace);
 
 // docs/fields.md: every input field by group, with type, range, unit, default and meaning.
 std::string fields_markdown();

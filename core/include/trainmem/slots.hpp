@@ -92,7 +92,7 @@ void fields_in_effect_slots(std::span<const double> slots, std::span<const doubl
 // A resolved config and its full estimate as result slots, with the trace when given. Throws
 // std::logic_error for a value the core itself made that the layout cannot carry (a choice that is
 // not among its field's choices, an index a table lacks): never a wrong number.
-void write_result_slots(const Config& config, const Estimate& estimate, SlotResult& out,
+void write_result_slots(const Config& config, const FullEstimate& estimate, SlotResult& out,
                         const Trace* trace = nullptr);
 
 // The field table, once, one line per field: name, type, group, required (0/1), min, max (empty

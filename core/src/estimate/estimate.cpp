@@ -322,15 +322,16 @@ uint64_t g_estimator_passes = 0;  // single-threaded: the module, the CLI and ea
 uint64_t estimator_passes() { return g_estimator_passes; }
 void detail::count_trainmem_pass() { ++g_estimator_passes; }
 
-Estimate full_estimate(const Config& c, Trace* trace) {
-  Estimate est;
+FullEstimate full_estimate(const Config& c, Trace* trace) {
+  FullEstimate est;
+  Estimate& pass = est;  // the one pass; the rest of a result is computed from it
   if (c.profile == Profile::trainmem) {
     std::vector<StageParams> stages;  // the same pass that finds the most-loaded stage
-    est = trainmem_profile_estimate(c, true, trace, &stages);
+    pass = trainmem_profile_estimate(c, true, trace, &stages);
     est.stages = std::move(stages);
     est.minimum_devices = detail::minimum_devices(c, est, trace);
   } else {
-    est = reference_estimate(c, c.num_microbatches, true, trace);
+    pass = reference_estimate(c, c.num_microbatches, true, trace);
     est.stages = reference_stages(c);
     est.params.stored_per_gpu = est.params.per_gpu;  // Megatron keeps every weight it holds
   }
@@ -351,7 +352,7 @@ Estimate full_estimate(const Config& c, Trace* trace) {
   return est;
 }
 
-std::vector<CapacityFit> fits_at_capacities(const Config& c, const Estimate& est,
+std::vector<CapacityFit> fits_at_capacities(const Config& c, const FullEstimate& est,
                                             std::span<const double> capacities) {
   std::vector<CapacityFit> out;
   const double spread = est.confidence.known ? est.confidence.group.p90_abs_error : 0;

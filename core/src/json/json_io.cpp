@@ -181,7 +181,7 @@ std::string issues_to_json(const std::vector<Issue>& issues, int indent) {
                                                        nlohmann::json::error_handler_t::replace);
 }
 
-std::string estimate_to_json(const Config& config, const Estimate& est, const Trace* trace,
+std::string estimate_to_json(const Config& config, const FullEstimate& est, const Trace* trace,
                              int indent) {
   ordered out = ordered::object();
   JsonOut json(out);

@@ -98,7 +98,7 @@ void walk_verdicts(Out& out, std::string_view key, std::span<const FitVerdict> v
 
 // The trainmem profile's figures besides the model state.
 template <class Out>
-void walk_trainmem_figures(Out& out, const Config& config, const Estimate& est) {
+void walk_trainmem_figures(Out& out, const Config& config, const FullEstimate& est) {
   out.object("cpu", "CpuBytes", [&] {
     const auto rows = est.cpu.rows();
     for (size_t i = 0; i < rows.size(); ++i) out.figure(k_cpu_rows[i], *rows[i]);
@@ -157,7 +157,7 @@ void walk_trainmem_figures(Out& out, const Config& config, const Estimate& est) 
 
 // The whole result of a resolved config and its full estimate, in the JSON document's order.
 template <class Out>
-void walk_result(Out& out, const Config& config, const Estimate& est, const Trace* trace) {
+void walk_result(Out& out, const Config& config, const FullEstimate& est, const Trace* trace) {
   const bool trainmem = est.profile == Profile::trainmem;
   out.flag("ok", true);
   out.entry("profile", "profile", size_t(est.profile), name_of(est.profile));

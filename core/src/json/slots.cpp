@@ -341,7 +341,7 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
     return;
   }
   Trace trace;
-  const Estimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
+  const FullEstimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
   write_result_slots(resolved.config, estimate, out, verbose ? &trace : nullptr);
 }
 
@@ -377,7 +377,7 @@ void view_slots(std::span<const double> slots, std::span<const double> lists,
       result.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\n";
   } else {
     Trace trace;
-    Estimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
+    FullEstimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
     estimate.capacity_fits = fits_at_capacities(resolved.config, estimate, capacities);
     write_result_slots(resolved.config, estimate, result, verbose ? &trace : nullptr);
   }
@@ -398,7 +398,7 @@ void fields_in_effect_slots(std::span<const double> slots, std::span<const doubl
 
 // The result schema's walk (result_schema.hpp), which estimate_to_json walks too and
 // web/js/slots.js decodes with result_schema_text().
-void write_result_slots(const Config& config, const Estimate& est, SlotResult& out, const Trace* trace) {
+void write_result_slots(const Config& config, const FullEstimate& est, SlotResult& out, const Trace* trace) {
   SlotWriter w(out);
   SlotOut slots(w);
   detail::walk_result(slots, config, est, trace);
@@ -408,7 +408,7 @@ std::string result_schema_text() {
   std::string out;
   SchemaOut schema(out);
   const Trace no_trace;
-  detail::walk_result(schema, Config{}, Estimate{}, &no_trace);
+  detail::walk_result(schema, Config{}, FullEstimate{}, &no_trace);
   return out;
 }
 

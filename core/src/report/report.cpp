@@ -40,7 +40,7 @@ std::string communicators_line(const NcclCommunicators& nccl) {
 // CUDA context and NCCL buffers (= device). Byte counts are rounded as running sums, so the
 // printed lines add up exactly to the printed totals.
 template <class Line>
-void trainmem_memory_lines(const Config& c, const Estimate& est, Line line) {
+void trainmem_memory_lines(const Config& c, const FullEstimate& est, Line line) {
   static constexpr const char* moment_names[] = {"the end of forward", "backward", "the optimizer step"};
   line("Memory on the most-loaded GPU (pipeline stage " + std::to_string(est.most_loaded_stage) +
        ", peak at " + moment_names[size_t(est.moments.peak_moment)] + ")");
@@ -148,7 +148,7 @@ std::string format_count(double count) {
   return printf_string(i == 0 ? "%.0f%s" : "%.2f%s", value, names[i]);
 }
 
-std::string text_report(const Config& c, const Estimate& est, const Trace* trace) {
+std::string text_report(const Config& c, const FullEstimate& est, const Trace* trace) {
   std::string out;
   auto line = [&](const std::string& text) { out += text + "\n"; };
   auto count = [](double n) {

@@ -613,6 +613,154 @@ double nf4_dequant_bytes(const Config& c, double elements) {
   return elements * bytes_per_element(c.compute_dtype) + absmax;
 }
 
+// ---- Framework byte models: one row per framework, one line per copy of a trainable tensor ----
+//
+// What a framework keeps of each trainable tensor (the model's own, or an adapter under peft), as
+// data: each copy's class (the StateBreakdown row), its bytes per element, the group it is
+// sharded over, what moves it to CPU memory, whether a paged optimizer pages it, and how long it
+// lives. stage_state walks the row of the config's framework (apply_copy); what is not per
+// tensor (gathered layers, buckets, reduce buffers) is the framework's buffer code after the walk.
+// Adding a framework is a row here, its buffer code, and its tests.
+
+// The StateBreakdown row a copy adds to (the adapters' rows for an adapter).
+enum class CopyClass : uint8_t {
+  weights,
+  gradients,
+  master_weights,
+  optimizer_states,
+  buffers,
+  weight_copies,
+  stored,  // FSDP2's shard: the fp32 master where there is one, else the weight itself
+};
+// Bytes per element of a copy (optimizer: the states' bytes, optimizer_state_bytes, whatever
+// their element count).
+enum class CopyWidth : uint8_t {
+  weight,         // as stored: the weight's dtype, or its FP8 copy (fp8_param_gather)
+  params_dtype,   // the weight's dtype (the 16-bit gradients DeepSpeed reduces)
+  main_grads,     // main_grads_dtype (Megatron's main_grad, FSDP2's reduce_dtype)
+  fp32,           // DeepSpeed's fp32 gradient partition
+  master,         // main_params_dtype where a master copy is needed, else 0
+  stored,         // FSDP2's shard: master where needed, else the weight as stored
+  compute,        // compute_dtype (autocast's casts)
+  optimizer,      // the optimizer's states
+};
+// The group a copy is divided over (Groups: DP·CP for dense tensors, expert DP for experts).
+enum class CopyShard : uint8_t {
+  none,
+  always,                 // FSDP2 shards everything
+  distributed_optimizer,  // Megatron's distributed optimizer
+  zero_1,                 // DeepSpeed zero_stage ≥ 1
+  zero_2,                 // zero_stage ≥ 2
+  zero_3,                 // zero_stage 3
+  zero_fp32_gradients,    // ZeRO's fp32 gradients: stage ≥ 1 in mixed precision, ≥ 2 in pure fp32
+};
+// What moves a copy to CPU memory, and into which CpuBytes row.
+enum class CopyOffload : uint8_t {
+  none,
+  optimizer,          // optimizer_offload_fraction of it
+  optimizer_dropped,  // optimizer_offload_fraction of it is never made on the GPU, nor kept on the CPU
+  params,             // offload_params: all of it
+  params_then_optimizer,  // offload_params all of it, else optimizer_offload_fraction of it
+};
+// When a copy exists.
+enum class CopyWhen : uint8_t {
+  always,
+  mixed_below_zero_3,  // DeepSpeed's 16-bit gradients: mixed precision and zero_stage < 3
+  ddp_buckets,         // DDP's all-reduce buckets: data_parallel_size > 1 without gradient_as_bucket_view
+  zero_stage_2,        // FSDP2 zero_stage 2 (reshard_after_forward=False)
+  narrower_compute,    // a linear whose compute dtype is narrower than its weight (autocast's cast)
+};
+
+struct StateCopy {
+  CopyClass cls;
+  CopyWidth width;
+  CopyShard shard = CopyShard::none;
+  CopyOffload offload = CopyOffload::none;
+  CopyWhen when = CopyWhen::always;
+  bool paged = false;                // optimizer states: bitsandbytes' paged part in unified memory
+  bool forward_to_backward = false;  // freed before the optimizer step
+  bool one_at_a_time = false;        // gradients: optimizer_in_backward frees each as it is made
+  bool unsharded_under_pipeline = false;  // gradients: FSDP2 under PP keeps them whole until the last backward
+};
+
+struct FrameworkByteModel {
+  std::span<const StateCopy> trainable;
+  bool te_fp8_weight_caches = false;  // Transformer Engine's FP8 weight copies
+};
+
+using CC = CopyClass;
+using CW = CopyWidth;
+using CS = CopyShard;
+using CO = CopyOffload;
+
+// Megatron DDP: the weights and an unsharded main-gradient buffer (main_grads_dtype) on every rank;
+// the distributed optimizer shards master weights and optimizer states over DP × CP (docs:
+// dist_optimizer.md); optimizer_offload_fraction moves that share to CPU.
+constexpr StateCopy k_megatron_copies[] = {
+    {CC::weights, CW::weight},
+    {CC::gradients, CW::main_grads},
+    {CC::master_weights, CW::master, CS::distributed_optimizer, CO::optimizer},
+    {CC::optimizer_states, CW::optimizer, CS::distributed_optimizer, CO::optimizer},
+};
+// DeepSpeed ZeRO (stage_1_and_2.py / stage3.py estimators): 16-bit params (sharded at stage 3;
+// offload_params moves them), 16-bit gradients (sharded at stage >= 2; reduced straight into the
+// fp32 partition at stage 3, and only passing through reduce buckets when the optimizer is
+// offloaded), fp32 gradients, fp32 master params and optimizer states (sharded at stage >= 1;
+// offload_optimizer moves the fp32 gradients, master and states). Pure fp32 training has one fp32
+// copy of weights and gradients. A paged client optimizer (bitsandbytes) keeps the paged part of
+// its partition's states in unified memory (resolve() rules out offload with it).
+constexpr StateCopy k_deepspeed_copies[] = {
+    {CC::weights, CW::weight, CS::zero_3, CO::params},
+    {CC::gradients, CW::params_dtype, CS::zero_2, CO::optimizer_dropped, CopyWhen::mixed_below_zero_3},
+    {CC::gradients, CW::fp32, CS::zero_fp32_gradients, CO::optimizer},
+    {CC::master_weights, CW::master, CS::zero_1, CO::optimizer},
+    {CC::optimizer_states, CW::optimizer, CS::zero_1, CO::optimizer, CopyWhen::always, true},
+};
+// FSDP2 (torch.distributed.fsdp.fully_shard): each rank stores its shard of every parameter in the
+// original dtype (the fp32 master when MixedPrecisionPolicy casts to a lower param_dtype), sharded
+// gradients in reduce_dtype and sharded optimizer states; offload_params (CPUOffloadPolicy) moves
+// all three. With pipeline parallelism, torch.distributed.pipelining turns gradient sync off until
+// the last microbatch's backward (stage.py, backward_maybe_with_nosync): FSDP2 keeps each
+// parameter's unsharded gradient, upcast to reduce_dtype (FSDPParam.to_accumulated_grad_if_needed),
+// and reduce-scatters once at the end, so the optimizer sees the shards. zero_stage 2
+// (reshard_after_forward=False) keeps the unsharded copy of every layer from the forward to the end
+// of backward (reshard_after_backward, True by default and for the last microbatch under PP); the
+// gathered copy is param_dtype's with or without a master (FSDP2 all-gathers into an unsharded
+// parameter of its own either way), beside the shard.
+constexpr StateCopy k_fsdp2_copies[] = {
+    {CC::stored, CW::stored, CS::always, CO::params},
+    {CC::gradients, CW::main_grads, CS::always, CO::params_then_optimizer, CopyWhen::always, false, false, true, true},
+    {CC::optimizer_states, CW::optimizer, CS::always, CO::params_then_optimizer, CopyWhen::always, true},
+    {CC::weights, CW::weight, CS::none, CO::none, CopyWhen::zero_stage_2, false, true},
+};
+// PyTorch DDP: full weights and .grad in the parameter dtype on every rank, plus the all-reduce
+// buckets unless gradient_as_bucket_view (DDP docs); the buckets belong to the
+// DistributedDataParallel wrapper, so a single-GPU run (HF Trainer with one device, torchtune's
+// single-device recipes) trains the bare module and has none (data_parallel_size 1). Autocast
+// caches a compute_dtype cast of each linear weight for the forward and its backward; the casts
+// live from the forward to the backward that consumes them: the cache is cleared on leaving the
+// autocast region and autograd frees the saved casts in backward (torch.autocast docs,
+// cache_enabled), so the optimizer step has none.
+constexpr StateCopy k_ddp_copies[] = {
+    {CC::weights, CW::weight},
+    {CC::gradients, CW::params_dtype, CS::none, CO::none, CopyWhen::always, false, false, true},
+    {CC::buffers, CW::params_dtype, CS::none, CO::none, CopyWhen::ddp_buckets},
+    {CC::master_weights, CW::master, CS::none, CO::optimizer},
+    {CC::optimizer_states, CW::optimizer, CS::none, CO::optimizer, CopyWhen::always, true},
+    {CC::weight_copies, CW::compute, CS::none, CO::none, CopyWhen::narrower_compute, false, true},
+};
+
+// Indexed by Framework. Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and
+// columnwise FP8 weights; torchao's Float8Linear (fsdp2, ddp) casts the weight inside each matmul
+// and keeps no copy (torchao float8_linear.py).
+constexpr FrameworkByteModel k_byte_models[] = {
+    {k_megatron_copies, true},
+    {k_deepspeed_copies, true},
+    {k_fsdp2_copies, false},
+    {k_ddp_copies, false},
+};
+static_assert(std::size(k_byte_models) == size_t(Framework::count));
+
 // What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
 // each kind on this GPU: `params` its parameters; with peft `gather_bytes` its frozen weights in
 // their storage type and adapters in theirs, `adapter_params` the adapters (the only gradients).
@@ -771,119 +919,93 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     const double grad = bytes_per_element(c.main_grads_dtype);
     const double optimizer = optimizer_state_bytes(c, t);
 
-    // Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and columnwise FP8
-    // weights (one fewer when the weight is FP8). torchao's Float8Linear (fsdp2, ddp) casts the
-    // weight inside each matmul and keeps no copy (torchao float8_linear.py).
-    const bool te = fw == Framework::megatron || fw == Framework::deepspeed;
-    if (te && c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
+    // The framework's copies of this tensor (k_byte_models).
+    const FrameworkByteModel& model = k_byte_models[size_t(fw)];
+    if (model.te_fp8_weight_caches && c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
       part_add(st.weight_copies, part, P * fp8.copy_bytes_per_element * (fp8.copies - (fp8_weight ? 1 : 0)));
-
-    switch (fw) {
-      case Framework::megatron: {
-        // Megatron DDP: the weights and an unsharded main-gradient buffer (main_grads_dtype) on
-        // every rank; the distributed optimizer shards master weights and optimizer states over
-        // DP × CP (docs: dist_optimizer.md); optimizer_offload_fraction moves that share to CPU.
-        const double shard = c.use_distributed_optimizer ? n : 1;
-        part_add(weights, part, P * stored_w);
-        part_add(gradients, part, P * grad);
-        part_add(master_weights, part, P * master / shard * (1 - offload));
-        part_add(optimizer_states, part, optimizer / shard * (1 - offload));
-        out.cpu.master_weights += P * master / shard * offload;
-        out.cpu.optimizer_states += optimizer / shard * offload;
-        break;
+    const double on_gpu = c.offload_params ? 0 : 1;
+    const double compute = bytes_per_element(c.compute_dtype);
+    for (const StateCopy& copy : model.trainable) {
+      const bool exists = copy.when == CopyWhen::always ||
+                          (copy.when == CopyWhen::mixed_below_zero_3 && needs_master && stage < 3) ||
+                          (copy.when == CopyWhen::ddp_buckets && !c.gradient_as_bucket_view && c.data_parallel_size > 1) ||
+                          (copy.when == CopyWhen::zero_stage_2 && stage == 2) ||
+                          (copy.when == CopyWhen::narrower_compute && t.linear && compute < w);
+      if (!exists) continue;
+      double per_element = 0;
+      switch (copy.width) {
+        case CW::weight: per_element = stored_w; break;
+        case CW::params_dtype: per_element = w; break;
+        case CW::main_grads: per_element = grad; break;
+        case CW::fp32: per_element = bytes_per_element(Dtype::fp32); break;
+        case CW::master: per_element = master; break;
+        case CW::stored: per_element = needs_master ? master : stored_w; break;
+        case CW::compute: per_element = compute; break;
+        case CW::optimizer: break;
       }
-      case Framework::deepspeed: {
-        // DeepSpeed ZeRO (stage_1_and_2.py / stage3.py estimators): 16-bit params (sharded at
-        // stage 3), 16-bit gradients (sharded at stage >= 2; reduced straight into the fp32
-        // partition at stage 3), fp32 gradients, fp32 master params and optimizer states (sharded
-        // at stage >= 1). Pure fp32 training has one fp32 copy of weights and gradients.
-        const bool mixed = needs_master;
-        part_add(weights, part, P * stored_w / (stage == 3 ? n : 1) * (c.offload_params ? 0 : 1));
-        if (c.offload_params) out.cpu.weights += P * stored_w / n;
-        const double cpu_share = offload;  // offload_optimizer moves grads32, master and states
-        // The 16-bit gradients only pass through reduce buckets when the optimizer is offloaded.
-        if (mixed && stage < 3) part_add(gradients, part, P * w / (stage >= 2 ? n : 1) * (1 - cpu_share));
-        const double g32 = P * bytes_per_element(Dtype::fp32) / ((mixed ? stage >= 1 : stage >= 2) ? n : 1);
-        part_add(gradients, part, g32 * (1 - cpu_share));
-        part_add(master_weights, part, P * master / (stage >= 1 ? n : 1) * (1 - cpu_share));
-        // A paged client optimizer (bitsandbytes) keeps the paged part of its partition's states
-        // in unified memory (resolve() rules out offload with it).
-        const double shard_o = stage >= 1 ? n : 1;
-        const double paged = paged_state_bytes(c, t, t.elements() / shard_o);
-        part_add(optimizer_states, part, (optimizer - paged) / shard_o * (1 - cpu_share));
-        out.paged += paged / shard_o;
-        out.cpu.gradients += g32 * cpu_share;
-        out.cpu.master_weights += P * master / (stage >= 1 ? n : 1) * cpu_share;
-        out.cpu.optimizer_states += optimizer / (stage >= 1 ? n : 1) * cpu_share;
-        break;
+      const double bytes = copy.width == CW::optimizer ? optimizer : P * per_element;
+      bool sharded = false;
+      switch (copy.shard) {
+        case CS::none: break;
+        case CS::always: sharded = true; break;
+        case CS::distributed_optimizer: sharded = c.use_distributed_optimizer; break;
+        case CS::zero_1: sharded = stage >= 1; break;
+        case CS::zero_2: sharded = stage >= 2; break;
+        case CS::zero_3: sharded = stage == 3; break;
+        case CS::zero_fp32_gradients: sharded = needs_master ? stage >= 1 : stage >= 2; break;
       }
-      case Framework::fsdp2: {
-        // FSDP2 (torch.distributed.fsdp.fully_shard): each rank stores its shard of every
-        // parameter in the original dtype (the fp32 master when MixedPrecisionPolicy casts to a
-        // lower param_dtype), sharded gradients in reduce_dtype and sharded optimizer states.
-        // zero_stage 2 (reshard_after_forward=False) keeps the unsharded compute copy of every
-        // layer from forward to backward.
-        // With pipeline parallelism, torch.distributed.pipelining turns gradient sync off until
-        // the last microbatch's backward (stage.py, backward_maybe_with_nosync): FSDP2 keeps each
-        // parameter's unsharded gradient, upcast to reduce_dtype
-        // (FSDPParam.to_accumulated_grad_if_needed), and reduce-scatters once at the end.
-        const bool unsharded_grads = c.pipeline_model_parallel_size > 1;
-        const double storage = needs_master ? master : stored_w;
-        PartBytes& storage_class = needs_master ? master_weights : weights;
-        const double on_gpu = c.offload_params ? 0 : 1;
-        part_add(storage_class, part, P * storage / n * on_gpu);
-        const double sharded_grad = P * grad / n * on_gpu * (1 - offload);
-        add_gradient(gradients, part, unsharded_grads ? P * grad : sharded_grad, t.count);
-        // The last microbatch's backward reduce-scatters them: the optimizer sees the shards.
-        if (unsharded_grads) out.forward_backward_only += P * grad - sharded_grad;
-        const double paged = on_gpu * paged_state_bytes(c, t, t.elements() / n);
-        part_add(optimizer_states, part, (optimizer - paged) / n * on_gpu * (1 - offload));
-        out.paged += paged / n;
-        (needs_master ? out.cpu.master_weights : out.cpu.weights) += (1 - on_gpu) * P * storage / n;
-        out.cpu.gradients += (1 - on_gpu + on_gpu * offload) * P * grad / n;
-        out.cpu.optimizer_states += (1 - on_gpu + on_gpu * offload) * optimizer / n;
-        // Unsharded from the forward to the end of backward, resharded after it
-        // (reshard_after_backward, True by default and for the last microbatch under PP).
-        // The gathered copy is param_dtype's with or without a master (FSDP2 all-gathers into an
-        // unsharded parameter of its own either way), beside the shard.
-        if (stage == 2) out.forward_backward_only += part_add(weights, part, P * stored_w);
-        // A full state dict gathers each parameter whole in its sharded storage type, then each
-        // optimizer state (job_moments): the largest of them, one at a time.
-        out.largest_gathered_bytes = std::max(
-            {out.largest_gathered_bytes, t.elements() * storage, optimizer / t.count});
-        // FSDP2 steps each rank's shards (one DTensor per parameter, sharded on dim 0).
-        step.elements += P / n * on_gpu;
-        step.largest = std::max(step.largest, t.elements() / n * on_gpu);
-        break;
+      const double shard = sharded ? n : 1;
+      // The share on the GPU, the share kept in CPU memory, and the share of the parameters on
+      // the GPU (what a paged optimizer can page).
+      double gpu = 1, cpu = 0, params_on_gpu = 1;
+      switch (copy.offload) {
+        case CO::none: break;
+        case CO::optimizer: gpu = 1 - offload, cpu = offload; break;
+        case CO::optimizer_dropped: gpu = 1 - offload; break;
+        case CO::params: gpu = on_gpu, cpu = 1 - on_gpu; break;
+        case CO::params_then_optimizer:
+          gpu = on_gpu * (1 - offload), cpu = 1 - on_gpu + on_gpu * offload, params_on_gpu = on_gpu;
+          break;
       }
-      case Framework::ddp: {
-        // PyTorch DDP: full weights and .grad in the parameter dtype on every rank, plus the
-        // all-reduce buckets unless gradient_as_bucket_view (DDP docs). Autocast caches a
-        // compute_dtype cast of each linear weight for the forward and its backward.
-        part_add(weights, part, P * stored_w);
-        add_gradient(gradients, part, P * w, t.count);
-        // The buckets belong to the DistributedDataParallel wrapper: a single-GPU run (HF
-        // Trainer with one device, torchtune's single-device recipes) trains the bare module and
-        // has none (data_parallel_size 1).
-        if (!c.gradient_as_bucket_view && c.data_parallel_size > 1)
-          part_add(st.buffers, part, P * w);
-        part_add(master_weights, part, P * master * (1 - offload));
-        const double paged = paged_state_bytes(c, t, t.elements());
-        part_add(optimizer_states, part, (optimizer - paged) * (1 - offload));
-        out.paged += paged;
-        out.cpu.master_weights += P * master * offload;
-        out.cpu.optimizer_states += optimizer * offload;
-        // The casts live from the forward to the backward that consumes them: the cache is
-        // cleared on leaving the autocast region and autograd frees the saved casts in
-        // backward (torch.autocast docs, cache_enabled), so the optimizer step has none.
-        const double compute = bytes_per_element(c.compute_dtype);
-        if (t.linear && compute < w)
-          out.forward_backward_only += part_add(st.weight_copies, part, P * compute);
-        step.elements += P * (1 - offload);
-        step.largest = std::max(step.largest, t.elements() * (1 - offload));
-        break;
+      const double paged = copy.paged ? params_on_gpu * paged_state_bytes(c, t, t.elements() / shard) : 0;
+      out.paged += paged / shard;
+      const bool stored_master = copy.cls == CC::stored && needs_master;
+      PartBytes& row = copy.cls == CC::weights                           ? weights
+                       : copy.cls == CC::gradients                       ? gradients
+                       : copy.cls == CC::master_weights || stored_master ? master_weights
+                       : copy.cls == CC::optimizer_states                ? optimizer_states
+                       : copy.cls == CC::buffers                         ? st.buffers
+                       : copy.cls == CC::weight_copies                   ? st.weight_copies
+                                                                         : weights;
+      const double on_device = (bytes - paged) / shard * gpu;
+      if (copy.unsharded_under_pipeline && c.pipeline_model_parallel_size > 1) {
+        // Whole until the last microbatch's backward reduce-scatters it.
+        add_gradient(row, part, bytes, t.count);
+        out.forward_backward_only += bytes - on_device;
+      } else if (copy.one_at_a_time) {
+        add_gradient(row, part, on_device, t.count);
+      } else {
+        const double added = part_add(row, part, on_device);
+        if (copy.forward_to_backward) out.forward_backward_only += added;
       }
-      case Framework::count: break;
+      double& cpu_row = copy.cls == CC::gradients                         ? out.cpu.gradients
+                        : copy.cls == CC::master_weights || stored_master ? out.cpu.master_weights
+                        : copy.cls == CC::optimizer_states                ? out.cpu.optimizer_states
+                                                                          : out.cpu.weights;
+      cpu_row += bytes / shard * cpu;
+    }
+    // What a torch.optim step iterates over on this GPU (ddp: the whole tensor, less an offloaded
+    // share; fsdp2: each rank's shards, one DTensor per parameter, sharded on dim 0), and what a
+    // full state dict gathers whole (fsdp2, job_moments: each parameter in its sharded storage
+    // type, then each optimizer state, one at a time).
+    if (fw == Framework::ddp) {
+      step.elements += P * (1 - offload);
+      step.largest = std::max(step.largest, t.elements() * (1 - offload));
+    } else if (fw == Framework::fsdp2) {
+      step.elements += P / n * on_gpu;
+      step.largest = std::max(step.largest, t.elements() / n * on_gpu);
+      out.largest_gathered_bytes = std::max(
+          {out.largest_gathered_bytes, t.elements() * (needs_master ? master : stored_w), optimizer / t.count});
     }
     if (output_side) {
       out.output_gradients += st.gradients.total() - gradients_so_far;

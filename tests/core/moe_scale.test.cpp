@@ -186,13 +186,28 @@ TEST_CASE("moe_permute_fusion keeps Transformer Engine's row maps instead of the
 
 TEST_CASE("MoE dispatch fields: named errors", "[moe][validation]") {
   CHECK(messages_for(moe(R"("moe_pad_expert_input_to_capacity": true)")) ==
-        one("moe_pad_expert_input_to_capacity: applies to megatron-core MoE with "
-            "moe_expert_capacity_factor"));
+        one("moe_pad_expert_input_to_capacity: applies to MoE with model_implementation "
+            "megatron-core and moe_expert_capacity_factor (the padding is to the capacity)"));
   CHECK(messages_for(moe(R"("moe_router_dtype": "fp64")")).size() == 1);
-  CHECK(messages_for(moe(R"("moe_permute_fusion": true, "framework": "ddp",
-      "model_implementation": "hf-transformers", "tensor_model_parallel_size": 1,
-      "sequence_parallel": false, "expert_model_parallel_size": 1)")) ==
-        one("moe_permute_fusion: applies to MoE with model_implementation megatron-core"));
+  const std::string hf = R"("framework": "ddp", "model_implementation": "hf-transformers",
+      "tensor_model_parallel_size": 1, "sequence_parallel": false, "expert_model_parallel_size": 1)";
+  CHECK(messages_for(moe(R"("moe_permute_fusion": true, )" + hf)) ==
+        one("moe_permute_fusion: applies to MoE with model_implementation megatron-core "
+            "(Transformer Engine's fused permutation in Megatron Core's dispatcher)"));
+  CHECK(messages_for(moe(R"("moe_router_dtype": "fp32", )" + hf)) ==
+        one("moe_router_dtype: applies to MoE with model_implementation megatron-core (Megatron "
+            "Core's router; the PyTorch implementations route in the compute dtype)"));
+  CHECK(messages_for(moe(R"("moe_router_dtype": "none", )" + hf)).empty());
+  // For a dense model they mean nothing, as every MoE field: no error, not written back (an
+  // import of a launcher that always passes them, as ms-swift does --moe_router_dtype fp32).
+  const std::string dense = R"({"profile": "trainmem", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 0, "seq_length": 128, "micro_batch_size": 2,
+      "moe_router_dtype": "fp32", "moe_permute_fusion": true,
+      "moe_pad_expert_input_to_capacity": true})";
+  CHECK(messages_for(dense).empty());
+  const ConfigInput written = to_input(config_from(dense));
+  CHECK_FALSE(written.moe_router_dtype.has_value());
+  CHECK_FALSE(written.moe_permute_fusion.has_value());
 }
 
 TEST_CASE("the dispatcher's buffers join the moments of a step", "[moe][golden]") {

@@ -364,7 +364,7 @@ TEST_CASE("a small MoE block lists router dispatch experts and shared experts", 
     // Drops the statistics 512 and the norm output moe.input 16,384.
     CHECK(layer_activation_bytes(sel, true, LayerRecompute::policy) == total - 512 - 16'384);
   }
-  SECTION("a capacity factor pads every expert's tokens") {
+  SECTION("a capacity factor bounds every expert's tokens (EP 2: cf 1.5 is below the cap 2)") {
     Config cf = c;
     cf.moe_expert_capacity_factor = 1.5;
     SavedTensors s;

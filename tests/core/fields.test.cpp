@@ -45,12 +45,13 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
-  // MLA, full, selective and per-op recompute, SGD, torch pipelining.
+  // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining.
   const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
       "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
   const std::vector<std::string> contexts = {
       "{" + base + "}",
       "{" + base + R"(, "num_moe_experts": 4, "multi_latent_attention": true})",
+      "{" + base + R"(, "num_moe_experts": 4, "moe_expert_capacity_factor": 1.5})",
       "{" + base + R"(, "recompute_granularity": "full"})",
       "{" + base + R"(, "recompute_granularity": "selective", "optimizer": "sgd"})",
       "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",

@@ -1095,7 +1095,7 @@ TEST_CASE("import hf: gpt_oss has fused expert parameters, Mixtral does not", "[
   CHECK_FALSE(mixtral.input.moe_fused_expert_params.has_value());
 }
 
-TEST_CASE("megatron-args: MoE options trainmem does not model are named as such, not as unused", "[moe][import]") {
+TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as unused", "[moe][import]") {
   const ImportResult r = import_megatron_args(
       "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
       "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type allgather "
@@ -1105,11 +1105,18 @@ TEST_CASE("megatron-args: MoE options trainmem does not model are named as such,
   };
   CHECK(has("--moe-token-dispatcher-type allgather: not modelled: trainmem counts the alltoall "
             "dispatcher's buffers (allgather and flex keep others)"));
-  CHECK(has("--moe-router-dtype fp32: not modelled: the router's probabilities, kept on the dispatcher "
-            "per MoE layer ([tokens, experts]), are counted in the compute dtype (fp32 adds 2 B per "
-            "token and expert with bf16)"));
-  CHECK(has("--moe-permute-fusion: not modelled: Transformer Engine's fused permutation keeps an int32 "
-            "row map where trainmem counts the unfused permutation's two int64 index tensors (high)"));
+  // --moe-router-dtype fp32 and --moe-permute-fusion are fields (docs/trainmem-profile.md §9).
+  CHECK(r.input.moe_router_dtype == std::optional<MoeRouterDtype>(MoeRouterDtype::fp32));
+  CHECK(r.input.moe_permute_fusion == std::optional<bool>(true));
+  const ImportResult fp64 = import_megatron_args(
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-router-dtype fp64 "
+      "--moe-expert-capacity-factor 1.5 --moe-pad-expert-input-to-capacity --vocab-size 1024 --bf16");
+  CHECK(std::find(fp64.ignored.begin(), fp64.ignored.end(),
+                  "--moe-router-dtype fp64: not modelled: fp64 routing (trainmem models the compute "
+                  "dtype and fp32)") != fp64.ignored.end());
+  CHECK_FALSE(fp64.input.moe_router_dtype.has_value());
+  CHECK(fp64.input.moe_pad_expert_input_to_capacity == std::optional<bool>(true));
   const ImportResult a2a = import_megatron_args(
       "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
       "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "

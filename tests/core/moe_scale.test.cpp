@@ -78,10 +78,23 @@ TEST_CASE("moe_routing_imbalance scales the rows the most-loaded GPU's experts r
         "moe_routing_imbalance": 3)")));
     CHECK(row_bytes(d, "moe.expert_input") == 32'768.0);
   }
-  SECTION("a capacity factor pads every expert to cf × the average: sent and received 256·1.25 = 320") {
-    const SavedTensors d = moe_layer(config_from(moe(R"("moe_expert_capacity_factor": 1.25)")));
+  SECTION("padding to the capacity: sent and received 256·1.25 = 320") {
+    const SavedTensors d = moe_layer(config_from(moe(R"("moe_expert_capacity_factor": 1.25,
+        "moe_pad_expert_input_to_capacity": true)")));
     CHECK(row_bytes(d, "moe.expert_input") == 40'960.0);        // 2·64·320
     CHECK(row_bytes(d, "moe.permutation_indices") == 2'560.0);  // 8·320 (E·capacity indices)
+  }
+  SECTION("a capacity without padding drops only: sent T_sp·K = 256, received at most 256·1.25") {
+    const SavedTensors d = moe_layer(config_from(moe(R"("moe_expert_capacity_factor": 1.25)")));
+    // λ = min(cf 1.25, cap EP·min(K, E/EP)/K = 2·2/2 = 2) = 1.25: N_r = 320.
+    CHECK(row_bytes(d, "moe.expert_input") == 40'960.0);        // 2·64·320
+    CHECK(row_bytes(d, "moe.permutation_indices") == 2'048.0);  // 8·256
+    CHECK(row_bytes(d, "moe.permuted_probs_indices") == 2'048.0);
+  }
+  SECTION("without padding at EP 1 the capacity cannot raise one GPU's share: cap 1, N_r = 256") {
+    const SavedTensors d = moe_layer(config_from(moe(R"("expert_model_parallel_size": 1,
+        "moe_expert_capacity_factor": 2)")));
+    CHECK(row_bytes(d, "moe.expert_input") == 32'768.0);  // 2·64·256
   }
   SECTION("expert tensor parallelism gathers the received tokens: N_r = 256·1.5·2 = 768") {
     // EP·ETP = 4 must divide DP·TP·CP: DP 2.
@@ -135,6 +148,68 @@ TEST_CASE("the dispatcher keeps each MoE layer's routing between its forwards", 
   CHECK(moe_dispatcher_state_bytes(c, true) == 5'120.0);
 }
 
+TEST_CASE("moe_router_dtype fp32 keeps the dispatcher's probabilities in fp32", "[moe][golden]") {
+  const Config c = config_from(moe(R"("moe_router_dtype": "fp32")"));
+  // self.probs [T_sp, E] fp32 and the bool routing map: (4 + 1)·8·128 = 5,120.
+  CHECK(moe_dispatcher_state_bytes(c, false) == 5'120.0);
+  // After backward the permutation indices too: + 8·N_s = 8·256 = 2,048.
+  CHECK(moe_dispatcher_state_bytes(c, true) == 7'168.0);
+  // The saved tensors do not change: the aux-loss softmax and the top-k softmax are fp32 either way.
+  CHECK(layer_activation_bytes(c, true, LayerRecompute::policy) ==
+        layer_activation_bytes(config_from(moe()), true, LayerRecompute::policy));
+}
+
+TEST_CASE("moe_permute_fusion keeps Transformer Engine's row maps instead of the int64 indices",
+          "[moe][golden]") {
+  SECTION("4 local experts: the row-id map and the two chunk-sort maps") {
+    const Config c = config_from(moe(R"("moe_permute_fusion": true)"));
+    const SavedTensors d = moe_layer(c);
+    // Row-id map int32 [T_sp, 2E + 1]: 4·128·17 = 8,704.
+    CHECK(row_bytes(d, "moe.permute_row_id_map") == 8'704.0);
+    // Sort by local expert and back, 8 B per row each: 2·8·N_r = 2·8·256 = 4,096.
+    CHECK(row_bytes(d, "moe.chunk_sort_row_maps") == 4'096.0);
+    CHECK(row_bytes(d, "moe.permutation_indices") == 0.0);
+    CHECK(row_bytes(d, "moe.permuted_probs_indices") == 0.0);
+    // The layer: the unfused layer less 2·2,048, plus 8,704 + 4,096.
+    CHECK(layer_activation_bytes(c, true, LayerRecompute::policy) ==
+          layer_activation_bytes(config_from(moe()), true, LayerRecompute::policy) - 4'096 + 12'800);
+    // After backward the dispatcher keeps the row-id map: 3,072 + 8,704 = 11,776.
+    CHECK(moe_dispatcher_state_bytes(c, true) == 11'776.0);
+  }
+  SECTION("one local expert (EP 8, DP 4): no sort, no chunk-sort maps") {
+    const SavedTensors d = moe_layer(config_from(moe(R"("moe_permute_fusion": true,
+        "expert_model_parallel_size": 8, "data_parallel_size": 4)")));
+    CHECK(row_bytes(d, "moe.permute_row_id_map") == 8'704.0);
+    CHECK(row_bytes(d, "moe.chunk_sort_row_maps") == 0.0);
+  }
+}
+
+TEST_CASE("MoE dispatch fields: named errors", "[moe][validation]") {
+  CHECK(messages_for(moe(R"("moe_pad_expert_input_to_capacity": true)")) ==
+        one("moe_pad_expert_input_to_capacity: applies to MoE with model_implementation "
+            "megatron-core and moe_expert_capacity_factor (the padding is to the capacity)"));
+  CHECK(messages_for(moe(R"("moe_router_dtype": "fp64")")).size() == 1);
+  const std::string hf = R"("framework": "ddp", "model_implementation": "hf-transformers",
+      "tensor_model_parallel_size": 1, "sequence_parallel": false, "expert_model_parallel_size": 1)";
+  CHECK(messages_for(moe(R"("moe_permute_fusion": true, )" + hf)) ==
+        one("moe_permute_fusion: applies to MoE with model_implementation megatron-core "
+            "(Transformer Engine's fused permutation in Megatron Core's dispatcher)"));
+  CHECK(messages_for(moe(R"("moe_router_dtype": "fp32", )" + hf)) ==
+        one("moe_router_dtype: applies to MoE with model_implementation megatron-core (Megatron "
+            "Core's router; the PyTorch implementations route in the compute dtype)"));
+  CHECK(messages_for(moe(R"("moe_router_dtype": "none", )" + hf)).empty());
+  // For a dense model they mean nothing, as every MoE field: no error, not written back (an
+  // import of a launcher that always passes them, as ms-swift does --moe_router_dtype fp32).
+  const std::string dense = R"({"profile": "trainmem", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 0, "seq_length": 128, "micro_batch_size": 2,
+      "moe_router_dtype": "fp32", "moe_permute_fusion": true,
+      "moe_pad_expert_input_to_capacity": true})";
+  CHECK(messages_for(dense).empty());
+  const ConfigInput written = to_input(config_from(dense));
+  CHECK_FALSE(written.moe_router_dtype.has_value());
+  CHECK_FALSE(written.moe_permute_fusion.has_value());
+}
+
 TEST_CASE("the dispatcher's buffers join the moments of a step", "[moe][golden]") {
   // Two MoE layers on one stage, no vocabulary (no output layer or loss), no workspaces: what the
   // moments hold beyond the model state and the activations in flight is the dispatcher's.
@@ -154,15 +229,18 @@ TEST_CASE("the dispatcher's buffers join the moments of a step", "[moe][golden]"
         "recompute_num_layers": 1)");
     const StageParams s = stages_of(json).at(0);
     const double working = layer_recompute_working_bytes(config_from(json), true);
-    // The recomputed layer's set, then 131,072 + 2·3,072 = 137,216 on top.
-    CHECK(s.moments.backward - s.weight_and_optimizer_bytes - s.activation_bytes - working == 137'216.0);
+    // The first forward ran under no_grad, so each dispatcher's permutation index (8·N_s = 2,048)
+    // is its own all step: the state is 3,072 + 2,048 = 5,120 per layer. The recomputed layer's
+    // set, then 131,072 + 2·5,120 = 141,312 on top.
+    CHECK(moe_dispatcher_state_bytes(config_from(json), false) == 5'120.0);
+    CHECK(s.moments.backward - s.weight_and_optimizer_bytes - s.activation_bytes - working == 141'312.0);
   }
 }
 
 TEST_CASE("moe_routing_imbalance: named errors", "[moe][validation]") {
   CHECK(messages_for(moe(R"("moe_expert_capacity_factor": 1.25, "moe_routing_imbalance": 1.5)")) ==
         one("moe_routing_imbalance: has no effect with moe_expert_capacity_factor (1.25): every "
-            "expert is padded to the capacity; leave it unset"));
+            "expert is counted at the capacity; leave it unset"));
   CHECK(messages_for(moe(R"("moe_routing_imbalance": 0.5)")) ==
         one("moe_routing_imbalance: must be between 1 and 1000000, got 0.5"));
   // The reference profiles reject it (their own model of the run has no routing imbalance).

@@ -48,6 +48,9 @@ enum class RecomputeMethod : uint8_t { uniform, block, count };
 enum class PipelineSchedule : uint8_t { one_f_one_b, interleaved, gpipe, count };
 // What torch.distributed.pipelining's last stage keeps of the model outputs during a step.
 enum class PipelineOutputs : uint8_t { kept, kept_fp32_merged, count };
+// Megatron's --moe-router-dtype: the dtype the MoE router's gating GEMM writes its logits in
+// (none: the input's, i.e. the compute dtype).
+enum class MoeRouterDtype : uint8_t { none, fp32, count };
 // Megatron's --recompute-modules; a set of them is a bit mask (bit i: RecomputeModule(i)).
 enum class RecomputeModule : uint8_t {
   core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
@@ -114,6 +117,8 @@ struct ConfigInput {
   std::optional<std::vector<uint8_t>> moe_layer_freq_list;  // moe_layer_freq given as a 0/1 list
   std::optional<bool> moe_shared_expert_gate;
   std::optional<bool> moe_fused_expert_params;
+  std::optional<MoeRouterDtype> moe_router_dtype;
+  std::optional<bool> moe_permute_fusion, moe_pad_expert_input_to_capacity;
   // Multi-latent attention (DeepSeek), read by the megatron-lm profile.
   std::optional<bool> multi_latent_attention;
   std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
@@ -204,6 +209,11 @@ struct Config {
   // transformers' experts as 3D parameters indexed per expert (GptOssExperts), not one
   // nn.Linear per expert (Mixtral, Qwen-MoE); trainmem profile, hf-transformers MoE.
   bool moe_fused_expert_params = false;
+  // Megatron Core's MoE dispatch (TransformerConfig defaults): the router's logits dtype, Transformer
+  // Engine's fused permutation, and padding every expert to its capacity (with a capacity factor).
+  MoeRouterDtype moe_router_dtype = MoeRouterDtype::none;
+  bool moe_permute_fusion = false;
+  bool moe_pad_expert_input_to_capacity = false;
   int64_t mtp_num_layers = 0;
 
   bool multi_latent_attention = false;

@@ -99,6 +99,9 @@ TRAINMEM_FIELD(op_sac_saves_cudnn_attention)
 TRAINMEM_FIELD(attention_dropout)
 TRAINMEM_FIELD(hidden_dropout)
 TRAINMEM_FIELD(moe_expert_capacity_factor)
+TRAINMEM_FIELD(moe_pad_expert_input_to_capacity)
+TRAINMEM_FIELD(moe_router_dtype)
+TRAINMEM_FIELD(moe_permute_fusion)
 TRAINMEM_FIELD(recompute_method)
 TRAINMEM_FIELD(recompute_num_layers)
 TRAINMEM_FIELD(recompute_modules)
@@ -216,6 +219,9 @@ inline constexpr FieldName all[] = {
     attention_dropout,
     hidden_dropout,
     moe_expert_capacity_factor,
+    moe_pad_expert_input_to_capacity,
+    moe_router_dtype,
+    moe_permute_fusion,
     recompute_method,
     recompute_num_layers,
     recompute_modules,

@@ -565,7 +565,20 @@ const std::vector<Field>& fields() {
           "Hidden dropout probability (a mask is saved when above 0).")),
       in_effect_when(trainmem_only(number_field<&C::moe_expert_capacity_factor, &Config::moe_expert_capacity_factor>(
           {field::moe_expert_capacity_factor, "cf", "Expert capacity factor"}, G::moe, 0, 1e6, "", none_means("dropless"),
-          "Expert capacity factor: tokens per expert are padded to this multiple of the average.")), moe_model),
+          "Expert capacity factor: an expert takes at most this multiple of the average tokens "
+          "(padded to it with moe_pad_expert_input_to_capacity).")), moe_model),
+      applies_when(trainmem_only(bool_field<&C::moe_pad_expert_input_to_capacity, &Config::moe_pad_expert_input_to_capacity>(
+          {field::moe_pad_expert_input_to_capacity, "mpad", "Pad experts to capacity"}, G::moe, from_config(),
+          "Megatron Core: pad every expert's tokens to the capacity, so each GPU permutes and sends "
+          "E·capacity token copies (without it: the routed copies, T·K at most).")), moe_model),
+      applies_when(trainmem_only(choice_field<&C::moe_router_dtype, &Config::moe_router_dtype>(
+          {field::moe_router_dtype, "mrdt", "MoE router dtype"}, G::moe, from_config(),
+          "Megatron Core --moe-router-dtype: the router's logits and the routing probabilities the "
+          "dispatcher keeps per MoE layer in fp32, or (none) in the compute dtype.")), moe_model),
+      applies_when(trainmem_only(bool_field<&C::moe_permute_fusion, &Config::moe_permute_fusion>(
+          {field::moe_permute_fusion, "mpf", "Fused MoE permutation (TE)"}, G::moe, from_config(),
+          "Megatron Core --moe-permute-fusion: Transformer Engine's fused permutation keeps an "
+          "index map per token and expert instead of two int64 indices per routed copy.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
           {field::recompute_method, "rcm", "Recompute method"}, G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "
@@ -758,7 +771,10 @@ constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
     {"moe_shared_expert_intermediate_size", "divisible by tensor_model_parallel_size"},
     {"moe_layer_freq", "a list has one 0/1 entry per layer"},
     {"moe_router_topk", "at most num_moe_experts"},
-    {"moe_routing_imbalance", "at least 1; not with moe_expert_capacity_factor (the capacity pads every expert to it)"},
+    {"moe_routing_imbalance", "at least 1; not with moe_expert_capacity_factor (every expert is counted at the capacity)"},
+    {"moe_router_dtype", "MoE with model_implementation megatron-core (ignored for a dense model)"},
+    {"moe_permute_fusion", "MoE with model_implementation megatron-core (ignored for a dense model)"},
+    {"moe_pad_expert_input_to_capacity", "MoE with model_implementation megatron-core and moe_expert_capacity_factor (ignored for a dense model)"},
     {"seq_length", "divisible by 2 × context_parallel_size when CP > 1, times tensor_model_parallel_size with sequence_parallel"},
     {"global_batch_size", "divisible by micro_batch_size × data_parallel_size"},
     {"num_microbatches", "equals global_batch_size / (micro_batch_size × data_parallel_size) when both are given"},

@@ -28,6 +28,8 @@ constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fuse
 constexpr std::array<std::string_view, 2> k_recompute_methods = {"uniform", "block"};
 constexpr std::array<std::string_view, 3> k_schedules = {"1f1b", "interleaved", "gpipe"};
 constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "kept_fp32_merged"};
+// Megatron's --moe-router-dtype choices this estimator models (fp64 is not).
+constexpr std::array<std::string_view, 2> k_moe_router_dtypes = {"none", "fp32"};
 // Megatron's --recompute-modules names.
 constexpr std::array<std::string_view, 7> k_recompute_modules = {
     "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
@@ -60,6 +62,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<RecomputeMethod>(k_recompute_methods) &&
               complete<PipelineSchedule>(k_schedules) &&
               complete<PipelineOutputs>(k_pipeline_outputs) &&
+              complete<MoeRouterDtype>(k_moe_router_dtypes) &&
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
               complete<LoraTarget>(k_lora_targets) && complete<SavedModule>(k_saved_modules) &&
               complete<ModelImplementation>(k_model_implementations) &&
@@ -84,6 +87,7 @@ template <> std::span<const std::string_view> enum_names<AttentionBackend>() { r
 template <> std::span<const std::string_view> enum_names<RecomputeMethod>() { return k_recompute_methods; }
 template <> std::span<const std::string_view> enum_names<PipelineSchedule>() { return k_schedules; }
 template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { return k_pipeline_outputs; }
+template <> std::span<const std::string_view> enum_names<MoeRouterDtype>() { return k_moe_router_dtypes; }
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
 template <> std::span<const std::string_view> enum_names<Peft>() { return k_peft; }
 template <> std::span<const std::string_view> enum_names<LoraTarget>() { return k_lora_targets; }

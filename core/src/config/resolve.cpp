@@ -548,14 +548,32 @@ Resolved resolve(const ConfigInput& in) {
       fail("moe_router_topk", "must be at most num_moe_experts (" + n(c.num_moe_experts) +
                                   "), got " + n(c.moe_router_topk));
     // moe_routing_imbalance scales the tokens the most-loaded GPU's experts receive; with a
-    // capacity factor the trainmem profile pads every expert to the capacity (Megatron
-    // moe_pad_expert_input_to_capacity), so an imbalance would have no effect: a mistake.
+    // capacity factor the trainmem profile counts every expert at its capacity (padded to it with
+    // moe_pad_expert_input_to_capacity, else the most it can take), so an imbalance would have no
+    // effect: a mistake.
     // Values above what one GPU's experts can receive are capped in activations.cpp
     // (routing_load), not rejected: the planner tries smaller EP with the same value.
     if (in.moe_routing_imbalance && c.moe_expert_capacity_factor > 0 && c.moe_routing_imbalance != 1.0)
       fail("moe_routing_imbalance", "has no effect with moe_expert_capacity_factor (" +
                                         number_text(c.moe_expert_capacity_factor) +
-                                        "): every expert is padded to the capacity; leave it unset");
+                                        "): every expert is counted at the capacity; leave it unset");
+    // Megatron Core's dispatch fields (activations.cpp, "MoE at scale"): the PyTorch
+    // implementations' MoE blocks have no such dispatcher, so there they are a mistake (for a
+    // dense model they mean nothing and are dropped, as every MoE field). Megatron asserts a
+    // capacity factor for padding (token_dispatcher.py: drop_and_pad needs
+    // moe_expert_capacity_factor).
+    const bool megatron_layer = !c.eager_model();
+    if (in.moe_router_dtype && *in.moe_router_dtype != MoeRouterDtype::none && !megatron_layer)
+      fail("moe_router_dtype", "applies to MoE with model_implementation megatron-core (Megatron "
+                               "Core's router; the PyTorch implementations route in the compute dtype)");
+    if (in.moe_permute_fusion && *in.moe_permute_fusion && !megatron_layer)
+      fail("moe_permute_fusion", "applies to MoE with model_implementation megatron-core (Transformer "
+                                 "Engine's fused permutation in Megatron Core's dispatcher)");
+    if (in.moe_pad_expert_input_to_capacity && *in.moe_pad_expert_input_to_capacity &&
+        (!megatron_layer || !(c.moe_expert_capacity_factor > 0)))
+      fail("moe_pad_expert_input_to_capacity",
+           "applies to MoE with model_implementation megatron-core and moe_expert_capacity_factor "
+           "(the padding is to the capacity)");
   } else {
     c.moe_layer_freq_list.clear();  // a dense model has no MoE layers to describe
   }

@@ -639,7 +639,8 @@ void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
 // ---- MoE at scale: the tokens the experts see, and the all-to-all dispatcher ----
 //
 // Megatron Core's MoELayer with the alltoall token dispatcher, the unfused permutation
-// (moe_permute_fusion false, TransformerConfig's default) and TEGroupedMLP, read from:
+// (moe_permute_fusion false, TransformerConfig's default; the fused one's row maps below) and
+// TEGroupedMLP, read from:
 //   megatron/core/transformer/moe/token_dispatcher.py @ 0014f13713bfa38a8bab4ae11edd6917d35165ce
 //     (MoEAlltoAllTokenDispatcher: dispatch_preprocess permutes, dispatch_all_to_all sends over
 //     EP, dispatch_postprocess all-gathers over the expert-TP group and sorts by local expert;
@@ -669,6 +670,22 @@ constexpr std::string_view k_src_permute_probs =
     "Megatron moe_utils.py @ 00611e6e permute: probs.T.contiguous().reshape(-1)[flat_sorted] "
     "saves the int64 flat indices, a storage apart from sorted_indices = flat_sorted % num_tokens";
 
+// With moe_permute_fusion (Megatron's permute/unpermute/sort_chunks_by_idxs with fused=True call
+// Transformer Engine's moe_permute_with_probs, moe_unpermute, moe_sort_chunks_by_index; moe_utils.py
+// @ 00611e6e) the two int64 index tensors are replaced by TE's row-id map, which _moe_permute_mask_map
+// saves (and unpermute keeps, the same storage): int32 [T_sp, 2E+1] in TE's current triton
+// permutation ("shape [num_tokens, num_experts * 2 + 1]", torch.int32), int64 [E, T_sp] in the
+// version the index holds at 20deb83e (transformer_engine/pytorch/triton/permutation.py
+// make_row_id_map): the larger, 4·T_sp·(2E+1), is counted. Each fused sort by local expert
+// (_moe_chunk_sort, transformer_engine/pytorch/permutation.py @ 0a67aa3b) saves its own row map,
+// int64 per row at 20deb83e (sort_chunks_by_idx), int32 in the current version: 8 B per row.
+constexpr std::string_view k_src_fused_row_map =
+    "TE _moe_permute_mask_map (moe_permute_fusion) saves row_id_map: int32 [T_sp, 2E+1] "
+    "(triton make_row_id_map; int64 [E, T_sp] in TE @ 20deb83e), unpermute keeps the same storage";
+constexpr std::string_view k_src_fused_chunk_sort =
+    "TE _moe_chunk_sort (moe_permute_fusion, sort by local expert and back) saves a row map per "
+    "sort: int64 per row in TE @ 20deb83e sort_chunks_by_idx";
+
 // The factor λ on the tokens the most-loaded GPU's experts receive, over the balanced share
 // (each EP rank receiving as many token copies as it sends). A capacity factor pads every
 // expert to cf × the average (the field's meaning; Megatron moe_pad_expert_input_to_capacity):
@@ -676,12 +693,20 @@ constexpr std::string_view k_src_permute_probs =
 // its EP group (T_sp each, EP ranks) routed to its E/EP experts, at most min(K, E/EP) copies
 // per token, is EP·min(K, E/EP)/K times the balanced T_sp·K; with EP = 1 that is 1 (one GPU
 // runs every expert, however uneven the routing).
+//
+// Without moe_pad_expert_input_to_capacity (TransformerConfig's default, and ms-swift's) the
+// capacity only drops: moe_utils.py @ 00611e6e topk_softmax_with_capacity keeps at most
+// get_capacity = ceil(T_sp·K/E · cf) copies per expert from each GPU, so the experts of one GPU
+// receive at most EP·(E/EP)·cf·T_sp·K/E = cf·T_sp·K copies: λ = min(cf, the cap above), an
+// upper bound (the routing may leave them below it).
 double routing_load(const Config& c) {
-  if (c.moe_expert_capacity_factor > 0) return c.moe_expert_capacity_factor;
   const double ep = double(c.expert_model_parallel_size), k = double(c.moe_router_topk);
   const double local = double(c.num_moe_experts) / ep;
-  const double most = ep * std::min(k, local) / k;
-  return std::clamp(c.moe_routing_imbalance, 1.0, std::max(1.0, most));
+  const double most = std::max(1.0, ep * std::min(k, local) / k);
+  if (c.moe_expert_capacity_factor > 0)
+    return c.moe_pad_expert_input_to_capacity ? c.moe_expert_capacity_factor
+                                              : std::min(c.moe_expert_capacity_factor, most);
+  return std::clamp(c.moe_routing_imbalance, 1.0, most);
 }
 
 struct MoeTokens {
@@ -692,12 +717,23 @@ struct MoeTokens {
 
 MoeTokens moe_tokens(const Config& c, const Shape& x) {
   const double k = double(c.moe_router_topk);
-  const double padded = c.moe_expert_capacity_factor > 0 ? c.moe_expert_capacity_factor : 1.0;
+  // Padding to the capacity sends E·capacity copies (token_dispatcher.py @ 0014f137
+  // num_out_tokens = capacity·E when drop_and_pad); dropping alone sends at most T_sp·K.
+  const double padded = c.moe_expert_capacity_factor > 0 && c.moe_pad_expert_input_to_capacity
+                            ? c.moe_expert_capacity_factor
+                            : 1.0;
   MoeTokens n;
   n.sent = x.tokens_sp * k * padded;
   n.received = x.tokens_sp * k * routing_load(c);
   n.expert = n.received * double(c.expert_tensor_parallel_size);
   return n;
+}
+
+// The index the permutation keeps to undo itself: the unfused sorted_indices (int64, N_s) or,
+// with moe_permute_fusion, TE's row-id map (k_src_fused_row_map: 4·T_sp·(2E+1)).
+double moe_permutation_map_bytes(const Config& c, const Shape& x) {
+  if (c.moe_permute_fusion) return 4 * x.tokens_sp * (2 * double(c.num_moe_experts) + 1);
+  return 8 * moe_tokens(c, x).sent;
 }
 
 // Tokens one GPU's experts process for one microbatch (N_r above).
@@ -746,10 +782,26 @@ double moe_forward_transient(const Config& c, const Shape& x) {
 // moe_utils topk_routing_with_score_function probs.type_as(logits): the compute dtype with
 // Megatron's default moe_router_dtype None) and the bool routing map [T_sp, E]. After backward
 // the saved permutation indices (self.reversed_local_input_permutation_mapping) stay too.
+//
+// The probabilities are in the logits' dtype: fp32 with moe_router_dtype fp32 (router.py @
+// 005742ff gating: router_dtype = torch.float32; router_gating_linear writes the logits in it;
+// moe_utils.py @ 00611e6e topk_routing_with_score_function: "The final probs are casted to the same
+// dtype as the logits", routing_probs = zeros_like(logits).scatter(...)). The permutation's index
+// (moe_permutation_map_bytes: self.reversed_local_input_permutation_mapping) is autograd's too
+// while the layer's saved tensors live, so it is counted here only when they do not: after
+// backward, and through the whole step when the layer's forward ran inside a recompute
+// checkpoint (full recompute, or selective with the moe module: the first forward runs under
+// no_grad and the dispatcher still keeps the index; an upper bound for the layers a block-method
+// recompute leaves out, whose index is then counted twice).
 double moe_dispatcher_state(const Config& c, const Shape& x, bool after_backward) {
   const double E = double(c.num_moe_experts);
-  const double probs_and_map = (x.e + 1) * E * x.tokens_sp;
-  return probs_and_map + (after_backward ? 8 * moe_tokens(c, x).sent : 0.0);
+  const double probs = c.moe_router_dtype == MoeRouterDtype::fp32 ? 4.0 : x.e;
+  const double probs_and_map = (probs + 1) * E * x.tokens_sp;
+  const bool checkpointed =
+      c.recompute_granularity == RecomputeGranularity::full ||
+      (c.recompute_granularity == RecomputeGranularity::selective &&
+       ((c.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
+  return probs_and_map + (after_backward || checkpointed ? moe_permutation_map_bytes(c, x) : 0.0);
 }
 
 // The MoE block after its norm: router, dispatch, experts, shared experts.
@@ -767,8 +819,18 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     out.add("moe.router_probs", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router);
     out.add("moe.router_topk_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_router_topk);
     out.add("moe.router_topk_probs", "moe", 4 * topk * x.tokens_sp, "fp32", k_src_router_topk);
-    out.add("moe.permutation_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_indices);
-    out.add("moe.permuted_probs_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_probs);
+    if (c.moe_permute_fusion) {
+      out.add("moe.permute_row_id_map", "moe", moe_permutation_map_bytes(c, x), "int32",
+              k_src_fused_row_map);
+      // dispatch_postprocess sorts the N_r gathered rows by local expert, combine_preprocess
+      // sorts them back (more than one local expert).
+      if (c.num_moe_experts / c.expert_model_parallel_size > 1)
+        out.add("moe.chunk_sort_row_maps", "moe", 2 * 8 * tokens.expert, "int64",
+                k_src_fused_chunk_sort);
+    } else {
+      out.add("moe.permutation_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_indices);
+      out.add("moe.permuted_probs_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_probs);
+    }
     const double width_in = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
     // The most-loaded GPU's rows (N_r, routing_load): the experts' tensors scale with them.
     const double n = tokens.expert;

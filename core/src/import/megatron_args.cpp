@@ -219,15 +219,7 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--rotary-base", "rotary embeddings have no parameters"},
     // MoE options whose memory trainmem does not model (docs/trainmem-profile.md §9): said so,
     // not "not used", since each changes what the GPU holds.
-    {"--moe-router-dtype",
-     "not modelled: the router's probabilities, kept on the dispatcher per MoE layer ([tokens, "
-     "experts]), are counted in the compute dtype (fp32 adds 2 B per token and expert with bf16)"},
-    {"--moe-permute-fusion",
-     "not modelled: Transformer Engine's fused permutation keeps an int32 row map where trainmem "
-     "counts the unfused permutation's two int64 index tensors (high)"},
-    {"--moe-pad-expert-input-to-capacity",
-     "trainmem pads every expert to the capacity whenever moe_expert_capacity_factor is set "
-     "(without padding that is the upper bound)"},
+    {"--moe-router-dtype", "not modelled: fp64 routing (trainmem models the compute dtype and fp32)"},
     {"--moe-enable-deepep", "not modelled: the flex dispatcher (DeepEP) keeps other buffers than "
                             "the alltoall dispatcher trainmem counts"},
 };
@@ -284,6 +276,8 @@ constexpr FlagArg k_flag_args[] = {
     {"--multi-latent-attention", "multi_latent_attention", true},
     {"--use-distributed-optimizer", "use_distributed_optimizer", true},
     {"--sequence-parallel", "sequence_parallel", true},
+    {"--moe-permute-fusion", "moe_permute_fusion", true},
+    {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity", true},
 };
 
 struct Arg {
@@ -932,6 +926,13 @@ void MegatronReader::read_rest() {
                                    {"--moe-expert-capacity-factor", "moe_expert_capacity_factor"}})
     if (auto v = number(arg, field); v && put(field, *v, arg))
       note_read(field, std::string(arg) + " " + get(arg)->values[0]);
+  // --moe-router-dtype fp32 (Megatron-LM's choices fp32, fp64; default None: the compute dtype).
+  if (Arg* a = get("--moe-router-dtype"); a && a->values.size() == 1 && a->values[0] == "fp32") {
+    if (put("moe_router_dtype", a->values[0], "--moe-router-dtype"))
+      note_read("moe_router_dtype", "--moe-router-dtype fp32");
+  } else if (a) {
+    a->used = false;  // listed with the others below, as not modelled
+  }
   // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
   // one state): the optimizer table's rows of the same names.
   if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {

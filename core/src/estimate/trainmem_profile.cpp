@@ -1449,9 +1449,9 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
   std::vector<AllocatorEvent> events;
   events.reserve(4096);
   int32_t next_id = 0;
-  const auto alloc = [&](double bytes) {
+  const auto alloc = [&](double bytes, uint8_t stream = 0) {
     const int32_t id = next_id++;
-    if (bytes >= 1) events.push_back(AllocatorEvent::allocate(id, uint64_t(std::ceil(bytes))));
+    if (bytes >= 1) events.push_back(AllocatorEvent::allocate(id, uint64_t(std::ceil(bytes)), stream));
     return id;
   };
   const auto release = [&](int32_t id) { events.push_back(AllocatorEvent::free(id)); };
@@ -1489,7 +1489,24 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
                                  b.gradients.total() + b.adapter_gradients.total();
   const double row_scale = per_tensor_rows > state_budget && per_tensor_rows > 0
                                ? std::max(0.0, state_budget) / per_tensor_rows : 1.0;
-  const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids) {
+  // FSDP2 makes a unit's sharded gradients as views of one tensor, reduce_output, allocated on
+  // the reduce-scatter stream (pytorch/pytorch torch/distributed/fsdp/_fully_shard/
+  // _fsdp_collectives.py @ 010ae4a89516fa3be548ab16dff711414ec12d0b, foreach_reduce:
+  // reduce_output = reduce_scatter_comm.allocate(...) inside `with
+  // device_handle.stream(reduce_scatter_stream)`, then new_sharded_grad = torch.as_strided(
+  // grad_output, ...); a reduce_dtype other than the parameters' casts it in the same stream,
+  // post_reduce_stream). Its blocks are that stream's (caching_allocator.hpp, streams): the
+  // default stream's activations and temporaries never share them. One allocation per round,
+  // the round's layers standing for their units. Not under pipelining, where the gradients row
+  // holds the unsharded gradients autograd accumulates on the default stream.
+  constexpr uint8_t k_reduce_scatter_stream = 2;
+  const bool gradients_on_reduce_stream = c.framework == Framework::fsdp2 && c.pipeline_model_parallel_size == 1;
+  double fused_bytes = 0;
+  const double states_per_parameter =
+      c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw || c.optimizer == Optimizer::adam8bit ? 2 : 1;
+  const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids,
+                               bool fused = false) {
+    fused_bytes = 0;
     for (int i = 0; i < inv.n; ++i) {
       const Tensors& t = inv.items[size_t(i)];
       if (t.adapter != adapters) continue;
@@ -1506,10 +1523,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
         n = t.count;
       }
       if (per_round >= 1 && group > 1) { size *= n; n = n > 0 ? 1 : 0; }
+      if (fused) { fused_bytes += size * n; continue; }
+      // Each optimizer state is a tensor of its own: torch's Adam and AdamW make exp_avg and
+      // exp_avg_sq, each torch.zeros_like(p) (pytorch/pytorch torch/optim/adam.py @
+      // dc80ccded5385cca3e777472d64cfe3d874fad89, Adam._init_group), bitsandbytes' 8-bit Adam
+      // state1 and state2; the others one (momentum) or factored ones, left as one.
+      if (optimizer_row && states_per_parameter > 1) { size /= states_per_parameter; n *= states_per_parameter; }
       for (double k = 0; k < n; ++k) {
         const int32_t id = alloc(size);
         if (ids) ids->push_back(id);
       }
+    }
+    if (fused && fused_bytes >= 1) {
+      const int32_t id = alloc(fused_bytes, k_reduce_scatter_stream);
+      if (ids) ids->push_back(id);
     }
   };
   const auto whole_class = [&](const PartBytes& row, bool adapters, std::vector<int32_t>* ids) {
@@ -1573,8 +1600,8 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     const size_t per_microbatch = saved.size() / size_t(microbatches);
     for (int64_t k = rounds - 1; k >= 0; --k) {
       if (make_gradients) {
-        class_round(b.gradients, false, k, &gradients);
-        class_round(b.adapter_gradients, true, k, &gradients);
+        class_round(b.gradients, false, k, &gradients, gradients_on_reduce_stream);
+        class_round(b.adapter_gradients, true, k, &gradients, gradients_on_reduce_stream);
       }
       // The first microbatch's saved tensors of round k (the others are freed after it).
       const size_t from = size_t(embedding.size()) + size_t(k) * dense_layer.size();
@@ -1824,6 +1851,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate& peak = s.total_bytes == m.forward    ? forward_at
                           : s.total_bytes == m.backward ? backward
                                                         : optimizer_step;
+  // The caching allocator simulated over two steps (simulated_reserved_bytes), from the stage's
+  // state at rest, before the breakdown below takes out the gradients a peak moment has not made
+  // yet: the sequence makes and frees them itself.
+  const double simulated = c.allocator_fragmentation > 0
+                               ? 0.0
+                               : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation, loss_transient,
+                                                           backward_working, moe.forward});
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
   // made are not in it: none at the end of forward, the output layer's at the backward's start),
   // the saved activations it holds, and that moment's temporaries.
@@ -1866,8 +1900,6 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     // 0: the caching allocator simulated over two steps' allocations (simulated_reserved_bytes),
     // never below the moments with every gradient held, which the sequence's coarse parts
     // (lumped buffers and temporaries) could otherwise undercut.
-    const double simulated = simulated_reserved_bytes(
-        {&c, &layout, r, &out.state, &out.activation, loss_transient, backward_working, moe.forward});
     s.reserved_bytes = std::max({simulated, s.total_bytes, held});
     note(trace, "trainmem.simulated_reserved_bytes", simulated,
          "peak reserved of PyTorch's caching allocator over two steps' allocations");
@@ -2079,3 +2111,4 @@ double minimum_devices(const Config& c, const Estimate& now, Trace* trace) {
 }
 
 }  // namespace trainmem::detail
+

@@ -1543,6 +1543,17 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     for (int64_t k = 0; k < rounds; ++k) class_round(row, adapters, k, ids);
   };
 
+  const bool per_parameter_buffers = c.framework == Framework::fsdp2 &&
+                                     (c.zero_stage == 2 || c.pipeline_model_parallel_size > 1) &&
+                                     st.forward_backward_only > 0;
+  PartBytes buffer_row{};
+  if (per_parameter_buffers) {
+    const double total = own[0] + own[1] + own[2];
+    // class_round scales the state rows by row_scale: undo it for this row.
+    const double unscale = row_scale > 0 ? st.forward_backward_only / row_scale / total : 0.0;
+    if (total > 0) buffer_row = PartBytes{own[int(Part::dense)] * unscale, own[int(Part::embedding)] * unscale,
+                                          own[int(Part::expert)] * unscale};
+  }
   // Setup: the model state that lives through the run, and the library workspaces.
   for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights}) whole_class(*row, false, nullptr);
   for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights}) whole_class(*row, true, nullptr);
@@ -1563,7 +1574,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
   }();
 
   for (int step = 0; step < 2; ++step) {
-    const int32_t gathered = alloc(st.forward_backward_only);
+    // The forward-to-backward buffers. FSDP2 with zero_stage 2 (reshard_after_forward=False)
+    // holds every parameter unsharded, and under pipelining every parameter's unsharded
+    // gradient, each a tensor of its own (FSDPParam.alloc_all_gather_outputs per parameter in
+    // foreach_all_gather_copy_out, _fsdp_collectives.py @ 010ae4a8; to_accumulated_grad_if_needed
+    // per parameter, _fsdp_param.py): spread over the stage's tensors by their elements, layer
+    // round by layer round, as the state rows are. As one lump, the block the optimizer's first
+    // states are carved from could not hold it in the next step (TT-T5-b: a second 28.6 GiB).
+    // Elsewhere they stay one allocation.
+    std::vector<int32_t> gathered;
+    if (per_parameter_buffers) {
+      for (int64_t k = 0; k < rounds; ++k) class_round(buffer_row, false, k, &gathered);
+    } else {
+      gathered.push_back(alloc(st.forward_backward_only));
+    }
     const int32_t pipeline = alloc(act.pipeline_step);
     // Forward: every microbatch in flight saves its layers' tensors.
     saved.clear();
@@ -1611,7 +1635,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     for (size_t j = per_microbatch; j < saved.size(); ++j) release(saved[j]);
     have_gradients = true;
     release(working);
-    release(gathered);
+    for (int32_t id : gathered) release(id);
     // Optimizer step: the states at the first one, the temporaries, then zero_grad.
     if (!have_states) {
       whole_class(b.optimizer_states, false, nullptr);

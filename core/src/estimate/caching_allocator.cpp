@@ -45,23 +45,23 @@ bool CachingAllocatorModel::should_split(const Block& b, uint64_t size) const {
 // get_free_block: the smallest cached block of the pool and stream that holds `size`, taken out
 // of the pool; -1 when there is none or the oversize rules refuse the first candidate.
 int32_t CachingAllocatorModel::find_free(uint64_t size, bool small, uint8_t stream) {
-  std::set<Key>& p = pool(small);
-  auto it = p.lower_bound(Key{stream, size, std::numeric_limits<int32_t>::min(), 0, std::numeric_limits<int32_t>::min()});
-  if (it == p.end() || std::get<0>(*it) != stream) return -1;
+  Pool& p = pool(small);
+  const uint64_t stream_end = order_of(uint8_t(stream + 1), 0);
+  auto it = p.lower_bound(Key{order_of(stream, size), 0, -1});
+  if (it == p.end() || it->order >= stream_end) return -1;
   if (options_.expandable_segments) {
     // The free block at the mapped end of the segment counts as large as it could grow, so the
     // next larger cached block of the stream, whose size is its whole expandable size, comes
     // before it.
-    const int32_t b = std::get<4>(*it);
-    const Block& blk = blocks_[size_t(b)];
+    const Block& blk = blocks_[size_t(it->block)];
     const auto after = std::next(it);
-    if (segments_[size_t(blk.segment)].last == b && after != p.end() && std::get<0>(*after) == stream) it = after;
+    if (segments_[size_t(blk.segment)].last == it->block && after != p.end() && after->order < stream_end) it = after;
   }
-  const uint64_t found = std::get<1>(*it);
+  const uint64_t found = blocks_[size_t(it->block)].size;
   const uint64_t split_limit = options_.max_split_size;
   if (size < split_limit && found >= split_limit) return -1;
   if (size >= split_limit && found >= size + k_large_buffer) return -1;
-  const int32_t b = std::get<4>(*it);
+  const int32_t b = it->block;
   p.erase(it);
   return b;
 }

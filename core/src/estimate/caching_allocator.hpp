@@ -53,9 +53,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <set>
 #include <span>
-#include <tuple>
 #include <vector>
 
 namespace trainmem::detail {
@@ -135,13 +135,21 @@ class CachingAllocatorModel {
     int32_t last;     // the block at its end
   };
   // A cached block in its pool, ordered as BlockComparatorSize orders them: by stream, by size,
-  // then by address (here the segment's creation order, then the offset in it).
-  using Key = std::tuple<uint8_t, uint64_t, int32_t, uint64_t, int32_t>;  // stream, size, segment, offset, block
+  // then by address (here the segment's creation order, then the offset in it), packed into two
+  // words: `order` is stream << 56 | size, `address` segment << 40 | offset (sizes and offsets
+  // below 2^40 B; a cached block's segment and offset are its own).
+  struct Key {
+    uint64_t order, address;
+    int32_t block;
+    bool operator<(const Key& o) const { return order < o.order || (order == o.order && address < o.address); }
+  };
+  static uint64_t order_of(uint8_t stream, uint64_t size) { return uint64_t(stream) << 56 | size; }
   Key key(int32_t b) const {
     const Block& k = blocks_[size_t(b)];
-    return {k.stream, k.size, k.segment, k.offset, b};
+    return {order_of(k.stream, k.size), uint64_t(k.segment) << 40 | k.offset, b};
   }
-  std::set<Key>& pool(bool small) { return small ? small_pool_ : large_pool_; }
+  using Pool = std::pmr::set<Key>;
+  Pool& pool(bool small) { return small ? small_pool_ : large_pool_; }
   int32_t new_block(Block b);
   int32_t find_free(uint64_t size, bool small, uint8_t stream);
   int32_t new_segment(uint64_t size, bool small, uint8_t stream);
@@ -155,7 +163,8 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;
   std::vector<int32_t> spare_;     // indices of merged-away blocks, reused
   std::vector<Segment> segments_;
-  std::set<Key> small_pool_, large_pool_;
+  std::pmr::unsynchronized_pool_resource nodes_;  // the pools' nodes, freed with the model
+  Pool small_pool_{&nodes_}, large_pool_{&nodes_};
   std::vector<int32_t> block_of_;  // caller's id -> block index, -1 when not allocated
   std::vector<int32_t> pending_;   // blocks freed after use elsewhere, oldest first
   size_t pending_done_ = 0;        // how many of pending_'s front have completed

@@ -230,10 +230,12 @@ TEST_CASE("caching allocator: a block freed after use on another stream waits fo
 
 TEST_CASE("caching allocator: FSDP1's rate limiter holds two gathered layers", "[caching_allocator]") {
   // FSDP1 forward, five layers of 100 MiB unsharded parameters each, all-gathered on stream 1
-  // and freed after use on stream 0 (FlatParamHandle._free_unsharded_flat_param: record_stream,
-  // then _free_storage). _unshard of layer i first synchronises on the oldest free event when two
-  // are queued (_FreeEventQueue, _max_num_inflight_all_gathers = 2): the frees of layers up to
-  // i − 2 have completed, i − 1's has not (complete_pending(1)). Layer 0: segment 1; layer 1:
+  // and freed after use on stream 0 (pytorch/pytorch torch/distributed/fsdp/_flat_param.py @
+  // fe03cf693c7c774a88c01cd0bc52f80402b8437f, _free_unsharded_flat_param: record_stream on the
+  // compute stream, then _free_storage). _unshard of layer i first synchronises on the oldest
+  // free event when two are queued (_runtime_utils.py @ 3ade90a6aaa939cd6238e314c321b9f920db1471;
+  // _limiter_utils.py @ e6401a21c0a1c8bad6dc3a8a27d90fd3d555320a, _max_num_inflight_all_gathers
+  // = 2): the frees of layers up to i − 2 have completed, i − 1's has not (complete_pending(1)). Layer 0: segment 1; layer 1:
   // layer 0 still pending, segment 2; layer 2: layer 0 completed, its block reused; layer 3
   // reuses layer 1's, layer 4 layer 2's. Reserved 200 MiB; allocated never above 100 MiB.
   std::vector<Event> forward;

@@ -1406,10 +1406,16 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
 //    SavedTensors of a dense layer, standing for every layer of the stage, MoE ones included,
 //    scaled to the stage's per-microbatch figure), microbatch after microbatch for
 //    the microbatches in flight (rounded up), freed by backward in reverse layer order.
-//  - The estimator's lumped figures stay lumped: the forward-to-backward buffers
-//    (forward_backward_only: FSDP's gathered layers, autocast's weight copies), backward's
-//    working set (recomputation, temporaries, MoE dispatch), the loss's transient logits and the
-//    optimizer's temporaries are one allocation each, at the moment evaluate_stage counts them.
+//  - The estimator's lumped figures stay lumped where their tensors are not known: the
+//    forward-to-backward buffers (forward_backward_only: FSDP's gathered layers, autocast's
+//    weight copies; per parameter for FSDP2 at zero_stage 2 or under pipelining), backward's
+//    working set (recomputation, temporaries, MoE dispatch) and the optimizer's temporaries are
+//    one allocation each, at the moment evaluate_stage counts them; the loss's transient is
+//    its tensors. A lump that a small tensor of the previous step was carved from cannot be held
+//    again, so the model reserves a second one where PyTorch, allocating the real tensors, does
+//    not: a lump errs high.
+//  - Streams: FSDP2's sharded gradients are made on the reduce-scatter stream (below); the rest
+//    on the default stream.
 // Gradients freed between steps (gradients_start_each_step_empty) are made layer by layer in
 // backward and freed after the optimizer step; the others exist from the first backward on.
 // Optimizer states are created by the first step. The event count is bounded (k_max_events):
@@ -2135,4 +2141,3 @@ double minimum_devices(const Config& c, const Estimate& now, Trace* trace) {
 }
 
 }  // namespace trainmem::detail
-

@@ -139,6 +139,12 @@ void CachingAllocatorModel::allocate(int32_t id, uint64_t bytes, int stream) {
   peaks_.reserved = std::max(peaks_.reserved, reserved_);
 }
 
+void CachingAllocatorModel::reserve(size_t events) {
+  // At most one block and one split remainder per allocation; ids below the event count.
+  blocks_.reserve(events);
+  block_of_.reserve(events);
+}
+
 int32_t CachingAllocatorModel::take(int32_t id) {
   if (id < 0 || size_t(id) >= block_of_.size() || block_of_[size_t(id)] < 0) return -1;
   const int32_t b = block_of_[size_t(id)];
@@ -202,6 +208,7 @@ void CachingAllocatorModel::free_block(int32_t b) {
 
 AllocatorPeaks simulate_caching_allocator(std::span<const AllocatorEvent> events, AllocatorOptions options) {
   CachingAllocatorModel model(options);
+  model.reserve(events.size());
   for (const AllocatorEvent& e : events) {
     switch (e.kind) {
       case AllocatorEvent::Kind::allocate: model.allocate(e.id, e.bytes, e.stream); break;

@@ -117,6 +117,7 @@ class CachingAllocatorModel {
   void free_after_use(int32_t id);
   // The frees pending longest complete, all but the newest `keep`, in the order they were made.
   void complete_pending(size_t keep = 0);
+  void reserve(size_t events);  // room for a sequence of this many events (speed only)
   const AllocatorPeaks& peaks() const { return peaks_; }
   uint64_t reserved() const { return reserved_; }
   uint64_t allocated() const { return allocated_; }

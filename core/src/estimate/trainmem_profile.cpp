@@ -1653,7 +1653,15 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
       for (int32_t id : gradients) release(id);
     release(pipeline);
   }
-  return double(simulate_caching_allocator(events).reserved);
+  // torchtitan's launcher turns expandable segments on: run_llama_train.sh sets
+  // PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" from pytorch/torchtitan a5e57e4a (2024-10-22;
+  // at 9dec370ad26b5f8e9a7333a0e36165018262644b, the commit of its December 2024 benchmarks, line
+  // 22), and run_train.sh, its successor, PYTORCH_ALLOC_CONF="expandable_segments:True" (@
+  // 0168bd518f831380828e7a59266fbbb7fca3a851). The other frameworks' launchers leave the
+  // allocator's default (off).
+  AllocatorOptions options;
+  options.expandable_segments = c.model_implementation == ModelImplementation::torchtitan;
+  return double(simulate_caching_allocator(events, options).reserved);
 }
 
 // The job's moments outside the steady step, each as its framework's code runs it (docs

@@ -182,3 +182,95 @@ TEST_CASE("caching allocator: a second identical step reuses the first step's bl
   CHECK(p.allocated == 144 * MiB);
   CHECK(p.segments == 3);
 }
+
+TEST_CASE("caching allocator: a block cached by one stream never serves another", "[caching_allocator]") {
+  // BlockComparatorSize orders by stream first and get_free_block takes a block only of the
+  // requesting stream. A (100 MiB, stream 0) is freed and cached; B (100 MiB, stream 1) cannot
+  // take it: a second 100 MiB segment. C (100 MiB, stream 0) takes A's block: no third.
+  const AllocatorPeaks p = run({Event::allocate(0, 100 * MiB, 0), Event::free(0), Event::allocate(1, 100 * MiB, 1),
+                                Event::allocate(2, 100 * MiB, 0)});
+  CHECK(p.reserved == 200 * MiB);
+  CHECK(p.allocated == 200 * MiB);  // B and C at once
+  CHECK(p.segments == 2);
+  // A split remainder keeps its block's stream: 4 MiB on stream 0 leaves 16 MiB of its 20 MiB
+  // segment cached (split: 16 MiB > kSmallSize), which 4 MiB of stream 1 cannot use (a second
+  // 20 MiB segment, 40 MiB) and 4 MiB of stream 0 can (20 MiB).
+  const AllocatorPeaks split = run({Event::allocate(0, 4 * MiB, 0), Event::allocate(1, 4 * MiB, 1)});
+  CHECK(split.reserved == 40 * MiB);
+  CHECK(split.segments == 2);
+  const AllocatorPeaks same = run({Event::allocate(0, 4 * MiB, 0), Event::allocate(1, 4 * MiB, 0)});
+  CHECK(same.reserved == 20 * MiB);
+}
+
+TEST_CASE("caching allocator: expandable segments are one per stream", "[caching_allocator]") {
+  // Note [Expandable Segments]: one segment per stream. 30 MiB on stream 0 maps two 20 MiB pages
+  // (40 MiB); 30 MiB on stream 1 cannot use the 10 MiB left there: its own segment, 40 MiB more.
+  AllocatorOptions expandable;
+  expandable.expandable_segments = true;
+  const AllocatorPeaks p = run({Event::allocate(0, 30 * MiB, 0), Event::allocate(1, 30 * MiB, 1)}, expandable);
+  CHECK(p.reserved == 80 * MiB);
+  CHECK(p.segments == 2);
+}
+
+TEST_CASE("caching allocator: a block freed after use on another stream waits for its events",
+          "[caching_allocator]") {
+  // A (100 MiB, stream 1) recordStream'ed on stream 0 and freed: out of allocated at once
+  // (free decreases allocated_bytes before insert_events), not cached. B (100 MiB, stream 1)
+  // cannot take it: a second segment, reserved 200 MiB, though allocated never passes 100 MiB.
+  const AllocatorPeaks waiting = run({Event::allocate(0, 100 * MiB, 1), Event::free_after_use(0),
+                                      Event::allocate(1, 100 * MiB, 1)});
+  CHECK(waiting.reserved == 200 * MiB);
+  CHECK(waiting.allocated == 100 * MiB);
+  // Once its events complete (process_events -> free_block), B takes its block: 100 MiB.
+  const AllocatorPeaks completed = run({Event::allocate(0, 100 * MiB, 1), Event::free_after_use(0),
+                                        Event::complete_pending(), Event::allocate(1, 100 * MiB, 1)});
+  CHECK(completed.reserved == 100 * MiB);
+  CHECK(completed.segments == 1);
+}
+
+TEST_CASE("caching allocator: FSDP1's rate limiter holds two gathered layers", "[caching_allocator]") {
+  // FSDP1 forward, five layers of 100 MiB unsharded parameters each, all-gathered on stream 1
+  // and freed after use on stream 0 (pytorch/pytorch torch/distributed/fsdp/_flat_param.py @
+  // fe03cf693c7c774a88c01cd0bc52f80402b8437f, _free_unsharded_flat_param: record_stream on the
+  // compute stream, then _free_storage). _unshard of layer i first synchronises on the oldest
+  // free event when two are queued (_runtime_utils.py @ 3ade90a6aaa939cd6238e314c321b9f920db1471;
+  // _limiter_utils.py @ e6401a21c0a1c8bad6dc3a8a27d90fd3d555320a, _max_num_inflight_all_gathers
+  // = 2): the frees of layers up to i − 2 have completed, i − 1's has not (complete_pending(1)). Layer 0: segment 1; layer 1:
+  // layer 0 still pending, segment 2; layer 2: layer 0 completed, its block reused; layer 3
+  // reuses layer 1's, layer 4 layer 2's. Reserved 200 MiB; allocated never above 100 MiB.
+  std::vector<Event> forward;
+  for (int32_t layer = 0; layer < 5; ++layer) {
+    forward.push_back(Event::complete_pending(1));
+    forward.push_back(Event::allocate(layer, 100 * MiB, 1));
+    forward.push_back(Event::free_after_use(layer));
+  }
+  const AllocatorPeaks limited = simulate_caching_allocator(forward);
+  CHECK(limited.reserved == 200 * MiB);
+  CHECK(limited.allocated == 100 * MiB);
+  CHECK(limited.segments == 2);
+  // Without record_stream (an immediate free, as FSDP2's event-based freeing leaves it to the
+  // caller's stream order) one segment serves every layer.
+  std::vector<Event> immediate;
+  for (int32_t layer = 0; layer < 5; ++layer) {
+    immediate.push_back(Event::allocate(layer, 100 * MiB, 1));
+    immediate.push_back(Event::free(layer));
+  }
+  CHECK(simulate_caching_allocator(immediate).reserved == 100 * MiB);
+}
+
+TEST_CASE("caching allocator: a pending block does not merge until it completes", "[caching_allocator]") {
+  // A and B, 4 MiB each, split from one 20 MiB segment (A at 0, B at 4 MiB, 12 MiB cached after
+  // them). A freed after use elsewhere, B freed: B merges with the 12 MiB after it (16 MiB
+  // cached) but not with A, still pending. C of 18 MiB (from kMinLargeAlloc: a request of its
+  // own size rounded to 2 MiB) does not fit 16 MiB: a new 18 MiB segment, 38 MiB reserved.
+  const AllocatorPeaks pending = run({Event::allocate(0, 4 * MiB), Event::allocate(1, 4 * MiB),
+                                      Event::free_after_use(0), Event::free(1), Event::allocate(2, 18 * MiB)});
+  CHECK(pending.reserved == 38 * MiB);
+  // Once A completes it merges with the 16 MiB after it: the whole 20 MiB block holds C (the
+  // 2 MiB left is more than kSmallSize, so it is split off and cached): 20 MiB reserved.
+  const AllocatorPeaks merged = run({Event::allocate(0, 4 * MiB), Event::allocate(1, 4 * MiB),
+                                     Event::free_after_use(0), Event::free(1), Event::complete_pending(),
+                                     Event::allocate(2, 18 * MiB)});
+  CHECK(merged.reserved == 20 * MiB);
+  CHECK(merged.allocated == 18 * MiB);
+}

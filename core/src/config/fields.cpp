@@ -518,8 +518,9 @@ const std::vector<Field>& fields() {
           "PyTorch's caching allocator: reserved = allocated × (1 + this); 5 % is a planning "
           "default, set it from torch.cuda.memory_stats of a run. 0: reserved from a model of "
           "the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small and large "
-          "pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept cached) "
-          "run over two steps' allocations, never below the allocated peak.")),
+          "pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept cached, "
+          "each stream its own blocks; expandable segments where the launcher sets them, "
+          "torchtitan's) run over two steps' allocations, never below the allocated peak.")),
       trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
           {field::cuda_context_bytes, "ctx", "CUDA context"}, G::training, 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "

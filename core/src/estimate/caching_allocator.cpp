@@ -42,45 +42,48 @@ bool CachingAllocatorModel::should_split(const Block& b, uint64_t size) const {
   return size < options_.max_split_size && remaining > k_small_size;
 }
 
-// get_free_block: the smallest cached block of the pool that holds `size`, taken out of the pool;
-// -1 when there is none or the oversize rules refuse the first candidate.
-int32_t CachingAllocatorModel::find_free(uint64_t size, bool small) {
-  std::set<Key>& p = pool(small);
-  auto it = p.lower_bound(Key{size, std::numeric_limits<int32_t>::min(), 0, std::numeric_limits<int32_t>::min()});
-  if (it == p.end()) return -1;
+// get_free_block: the smallest cached block of the pool and stream that holds `size`, taken out
+// of the pool; -1 when there is none or the oversize rules refuse the first candidate.
+int32_t CachingAllocatorModel::find_free(uint64_t size, bool small, uint8_t stream) {
+  Pool& p = pool(small);
+  const uint64_t stream_end = order_of(uint8_t(stream + 1), 0);
+  auto it = p.lower_bound(Key{order_of(stream, size), 0, -1});
+  if (it == p.end() || it->order >= stream_end) return -1;
   if (options_.expandable_segments) {
     // The free block at the mapped end of the segment counts as large as it could grow, so the
-    // next larger cached block, whose size is its whole expandable size, comes before it.
-    const int32_t b = std::get<3>(*it);
-    const Block& blk = blocks_[size_t(b)];
-    if (segments_[size_t(blk.segment)].last == b && std::next(it) != p.end()) ++it;
+    // next larger cached block of the stream, whose size is its whole expandable size, comes
+    // before it.
+    const Block& blk = blocks_[size_t(it->block)];
+    const auto after = std::next(it);
+    if (segments_[size_t(blk.segment)].last == it->block && after != p.end() && after->order < stream_end) it = after;
   }
-  const uint64_t found = std::get<0>(*it);
+  const uint64_t found = blocks_[size_t(it->block)].size;
   const uint64_t split_limit = options_.max_split_size;
   if (size < split_limit && found >= split_limit) return -1;
   if (size >= split_limit && found >= size + k_large_buffer) return -1;
-  const int32_t b = std::get<3>(*it);
+  const int32_t b = it->block;
   p.erase(it);
   return b;
 }
 
 // alloc_block without expandable segments: a new segment of `size` bytes, handed out whole.
-int32_t CachingAllocatorModel::new_segment(uint64_t size, bool small) {
+int32_t CachingAllocatorModel::new_segment(uint64_t size, bool small, uint8_t stream) {
   const int32_t seg = int32_t(segments_.size());
-  const int32_t b = new_block({0, size, seg, -1, -1, false, small});
-  segments_.push_back({small, size, b});
+  const int32_t b = new_block({0, size, seg, -1, -1, false, small, stream});
+  segments_.push_back({small, stream, size, b});
   reserved_ += size;
   ++peaks_.segments;
   return b;
 }
 
-// try_allocate_expandable_block: map pages at the end of the pool's segment (creating it the first
-// time), merged with the free block already at its end, until a free block holds `size`.
-int32_t CachingAllocatorModel::grow_expandable(uint64_t size, bool small) {
-  int32_t& seg = expandable_[small ? 1 : 0];
+// try_allocate_expandable_block: map pages at the end of the pool's and stream's segment (creating
+// it the first time), merged with the free block already at its end, until a free block holds
+// `size`.
+int32_t CachingAllocatorModel::grow_expandable(uint64_t size, bool small, uint8_t stream) {
+  int32_t& seg = expandable_[stream][small ? 1 : 0];
   if (seg < 0) {
     seg = int32_t(segments_.size());
-    segments_.push_back({small, 0, -1});
+    segments_.push_back({small, stream, 0, -1});
     ++peaks_.segments;
   }
   const uint64_t page = small ? k_small_buffer : k_large_buffer;
@@ -97,7 +100,7 @@ int32_t CachingAllocatorModel::grow_expandable(uint64_t size, bool small) {
     return tail;
   }
   const uint64_t grow = pages_for(size);
-  const int32_t b = new_block({s.mapped, grow, seg, tail, -1, false, small});
+  const int32_t b = new_block({s.mapped, grow, seg, tail, -1, false, small, stream});
   if (tail >= 0) blocks_[size_t(tail)].next = b;
   Segment& s2 = segments_[size_t(seg)];
   s2.last = b;
@@ -108,17 +111,18 @@ int32_t CachingAllocatorModel::grow_expandable(uint64_t size, bool small) {
 
 void CachingAllocatorModel::cache(int32_t b) { pool(blocks_[size_t(b)].small).insert(key(b)); }
 
-void CachingAllocatorModel::allocate(int32_t id, uint64_t bytes) {
-  if (id < 0) return;
+void CachingAllocatorModel::allocate(int32_t id, uint64_t bytes, int stream) {
+  if (id < 0 || stream < 0 || stream >= k_max_streams) return;
   if (size_t(id) >= block_of_.size()) block_of_.resize(size_t(id) + 1, -1);
   if (block_of_[size_t(id)] >= 0) free(id);  // an id reused without its free: the old one goes
   const uint64_t size = round_size(bytes);
   const bool small = size <= k_small_size;
-  int32_t b = find_free(size, small);
-  if (b < 0) b = options_.expandable_segments ? grow_expandable(size, small) : new_segment(allocation_size(size), small);
+  const uint8_t on = uint8_t(stream);
+  int32_t b = find_free(size, small, on);
+  if (b < 0) b = options_.expandable_segments ? grow_expandable(size, small, on) : new_segment(allocation_size(size), small, on);
   if (should_split(blocks_[size_t(b)], size)) {
     const Block whole = blocks_[size_t(b)];
-    const int32_t rest = new_block({whole.offset + size, whole.size - size, whole.segment, b, whole.next, false, small});
+    const int32_t rest = new_block({whole.offset + size, whole.size - size, whole.segment, b, whole.next, false, small, on});
     if (whole.next >= 0) blocks_[size_t(whole.next)].prev = rest;
     Segment& s = segments_[size_t(whole.segment)];
     if (s.last == b) s.last = rest;
@@ -135,13 +139,47 @@ void CachingAllocatorModel::allocate(int32_t id, uint64_t bytes) {
   peaks_.reserved = std::max(peaks_.reserved, reserved_);
 }
 
-void CachingAllocatorModel::free(int32_t id) {
-  if (id < 0 || size_t(id) >= block_of_.size() || block_of_[size_t(id)] < 0) return;
+void CachingAllocatorModel::reserve(size_t events) {
+  // At most one block and one split remainder per allocation; ids below the event count.
+  blocks_.reserve(events);
+  block_of_.reserve(events);
+}
+
+int32_t CachingAllocatorModel::take(int32_t id) {
+  if (id < 0 || size_t(id) >= block_of_.size() || block_of_[size_t(id)] < 0) return -1;
   const int32_t b = block_of_[size_t(id)];
   block_of_[size_t(id)] = -1;
   allocated_ -= blocks_[size_t(b)].size;
+  return b;
+}
+
+void CachingAllocatorModel::free(int32_t id) {
+  const int32_t b = take(id);
+  if (b >= 0) free_block(b);
+}
+
+void CachingAllocatorModel::free_after_use(int32_t id) {
+  // The block stays `allocated` (not mergeable, not in a pool) until its events complete.
+  const int32_t b = take(id);
+  if (b >= 0) pending_.push_back(b);
+}
+
+void CachingAllocatorModel::complete_pending(size_t keep) {
+  const size_t waiting = pending_.size() - pending_done_;
+  if (waiting <= keep) return;
+  const size_t until = pending_.size() - keep;
+  for (size_t i = pending_done_; i < until; ++i) free_block(pending_[i]);
+  pending_done_ = until;
+  if (pending_done_ == pending_.size()) {
+    pending_.clear();
+    pending_done_ = 0;
+  }
+}
+
+// free_block: try_merge_blocks with the block before, then the block after, when they are cached,
+// then into the pool.
+void CachingAllocatorModel::free_block(int32_t b) {
   blocks_[size_t(b)].allocated = false;
-  // try_merge_blocks with the block before, then the block after, when they are cached.
   const int32_t prev = blocks_[size_t(b)].prev;
   if (prev >= 0 && !blocks_[size_t(prev)].allocated) {
     pool(blocks_[size_t(prev)].small).erase(key(prev));
@@ -170,9 +208,14 @@ void CachingAllocatorModel::free(int32_t id) {
 
 AllocatorPeaks simulate_caching_allocator(std::span<const AllocatorEvent> events, AllocatorOptions options) {
   CachingAllocatorModel model(options);
+  model.reserve(events.size());
   for (const AllocatorEvent& e : events) {
-    if (e.kind == AllocatorEvent::Kind::allocate) model.allocate(e.id, e.bytes);
-    else model.free(e.id);
+    switch (e.kind) {
+      case AllocatorEvent::Kind::allocate: model.allocate(e.id, e.bytes, e.stream); break;
+      case AllocatorEvent::Kind::free: model.free(e.id); break;
+      case AllocatorEvent::Kind::free_after_use: model.free_after_use(e.id); break;
+      case AllocatorEvent::Kind::complete_pending: model.complete_pending(size_t(e.bytes)); break;
+    }
   }
   return model.peaks();
 }

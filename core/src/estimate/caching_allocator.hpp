@@ -35,14 +35,27 @@
 //    pool) at its end, merged with the free block before them, instead of a new cudaMalloc. Best
 //    fit then prefers, to the free block at the mapped end, the next larger cached block
 //    (get_free_block's expandable_size walk).
-// One stream is modelled (every block of a training step's default stream); events recorded on
-// other streams (recordStream) are not.
+//  - Streams (Block::stream, "allocation stream"): BlockComparatorSize orders cached blocks by
+//    stream first, and get_free_block searches with a key of the requesting stream, taking a block
+//    only when it is of that stream (`(*it)->stream != p.stream()` ends the search), so a block
+//    cached by one stream never serves another; a split remainder keeps its block's stream, and
+//    expandable segments are one per pool and stream (Note [Expandable Segments]: "one segment
+//    (per stream)"). Streams are small integers here, 0 the default stream.
+//  - recordStream (Block::stream_uses): free() of a block used on a stream other than its own
+//    does not cache it: insert_events records a CUDA event on each such stream and the block
+//    waits, counted out of allocated_bytes at once (free decreases stats.allocated_bytes before
+//    the stream_uses test) but still reserved and unusable, until process_events (run at the
+//    start of every malloc) finds its events complete and calls free_block. The model has no
+//    clock: such a free is pending until the caller says the work before it has completed
+//    (complete_pending), as a host synchronisation on a later event of that stream would
+//    (FSDP1's rate limiter, event.synchronize() in _runtime_utils._unshard). Until then, err
+//    high: the block is not reused.
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <set>
 #include <span>
-#include <tuple>
 #include <vector>
 
 namespace trainmem::detail {
@@ -55,6 +68,7 @@ inline constexpr uint64_t k_large_buffer = 20971520;        // kLargeBuffer, 20 
 inline constexpr uint64_t k_min_large_alloc = 10485760;     // kMinLargeAlloc, 10 MiB
 inline constexpr uint64_t k_round_large = 2097152;          // kRoundLarge, 2 MiB
 inline constexpr uint64_t k_unlimited = ~uint64_t(0);       // max_split_size's default
+inline constexpr int k_max_streams = 8;                      // streams 0 .. 7
 
 uint64_t round_size(uint64_t bytes);
 uint64_t allocation_size(uint64_t rounded);  // get_allocation_size
@@ -71,22 +85,39 @@ struct AllocatorPeaks {
   int64_t segments = 0;    // segments created (expandable: one per pool used)
 };
 
-// One event of a sequence: allocate `bytes` under the caller's `id`, or free the allocation made
-// under `id` (ids are small non-negative integers, each allocated at most once at a time).
+// One event of a sequence: allocate `bytes` under the caller's `id` on `stream`, free the
+// allocation made under `id` (at once, or after its recorded use on another stream), or complete
+// the pending frees but the newest `keep` (ids are small non-negative integers, each allocated at
+// most once at a time).
 struct AllocatorEvent {
-  enum class Kind : uint8_t { allocate, free } kind;
+  enum class Kind : uint8_t { allocate, free, free_after_use, complete_pending } kind;
+  uint8_t stream;
   int32_t id;
-  uint64_t bytes;  // allocate only
-  static AllocatorEvent allocate(int32_t id, uint64_t bytes) { return {Kind::allocate, id, bytes}; }
-  static AllocatorEvent free(int32_t id) { return {Kind::free, id, 0}; }
+  uint64_t bytes;  // allocate: the request; complete_pending: how many newest frees stay pending
+  static AllocatorEvent allocate(int32_t id, uint64_t bytes, uint8_t stream = 0) {
+    return {Kind::allocate, stream, id, bytes};
+  }
+  static AllocatorEvent free(int32_t id) { return {Kind::free, 0, id, 0}; }
+  static AllocatorEvent free_after_use(int32_t id) { return {Kind::free_after_use, 0, id, 0}; }
+  static AllocatorEvent complete_pending(uint64_t keep = 0) { return {Kind::complete_pending, 0, -1, keep}; }
 };
 
 // The allocator's state, driven one call at a time.
 class CachingAllocatorModel {
+  static constexpr int k_max_streams_ = caching_allocator::k_max_streams;
+
  public:
-  explicit CachingAllocatorModel(AllocatorOptions options = {}) : options_(options) {}
-  void allocate(int32_t id, uint64_t bytes);
+  explicit CachingAllocatorModel(AllocatorOptions options = {}) : options_(options) {
+    for (auto& per_stream : expandable_) per_stream[0] = per_stream[1] = -1;
+  }
+  void allocate(int32_t id, uint64_t bytes, int stream = 0);  // stream in [0, k_max_streams)
   void free(int32_t id);  // an id not currently allocated is ignored
+  // free() of a block recordStream'ed on another stream: out of allocated now, cached only when
+  // complete_pending reaches it.
+  void free_after_use(int32_t id);
+  // The frees pending longest complete, all but the newest `keep`, in the order they were made.
+  void complete_pending(size_t keep = 0);
+  void reserve(size_t events);  // room for a sequence of this many events (speed only)
   const AllocatorPeaks& peaks() const { return peaks_; }
   uint64_t reserved() const { return reserved_; }
   uint64_t allocated() const { return allocated_; }
@@ -96,31 +127,49 @@ class CachingAllocatorModel {
     uint64_t offset, size;
     int32_t segment, prev, next;
     bool allocated, small;
+    uint8_t stream;
   };
   struct Segment {
     bool small;
+    uint8_t stream;
     uint64_t mapped;  // expandable segments: bytes mapped so far; a cudaMalloc'ed one: its size
     int32_t last;     // the block at its end
   };
-  // A cached block in its pool, ordered as BlockComparatorSize orders them: by size, then by
-  // address (here the segment's creation order, then the offset in it).
-  using Key = std::tuple<uint64_t, int32_t, uint64_t, int32_t>;  // size, segment, offset, block
-  Key key(int32_t b) const { return {blocks_[size_t(b)].size, blocks_[size_t(b)].segment, blocks_[size_t(b)].offset, b}; }
-  std::set<Key>& pool(bool small) { return small ? small_pool_ : large_pool_; }
+  // A cached block in its pool, ordered as BlockComparatorSize orders them: by stream, by size,
+  // then by address (here the segment's creation order, then the offset in it), packed into two
+  // words: `order` is stream << 56 | size, `address` segment << 40 | offset (sizes and offsets
+  // below 2^40 B; a cached block's segment and offset are its own).
+  struct Key {
+    uint64_t order, address;
+    int32_t block;
+    bool operator<(const Key& o) const { return order < o.order || (order == o.order && address < o.address); }
+  };
+  static uint64_t order_of(uint8_t stream, uint64_t size) { return uint64_t(stream) << 56 | size; }
+  Key key(int32_t b) const {
+    const Block& k = blocks_[size_t(b)];
+    return {order_of(k.stream, k.size), uint64_t(k.segment) << 40 | k.offset, b};
+  }
+  using Pool = std::pmr::set<Key>;
+  Pool& pool(bool small) { return small ? small_pool_ : large_pool_; }
   int32_t new_block(Block b);
-  int32_t find_free(uint64_t size, bool small);
-  int32_t new_segment(uint64_t size, bool small);
-  int32_t grow_expandable(uint64_t size, bool small);
+  int32_t find_free(uint64_t size, bool small, uint8_t stream);
+  int32_t new_segment(uint64_t size, bool small, uint8_t stream);
+  int32_t grow_expandable(uint64_t size, bool small, uint8_t stream);
   bool should_split(const Block& b, uint64_t size) const;
   void cache(int32_t b);
+  int32_t take(int32_t id);       // the caller's id's block, out of allocated; -1 when none
+  void free_block(int32_t b);     // merge with cached neighbours, then cache
 
   AllocatorOptions options_;
   std::vector<Block> blocks_;
   std::vector<int32_t> spare_;     // indices of merged-away blocks, reused
   std::vector<Segment> segments_;
-  std::set<Key> small_pool_, large_pool_;
+  std::pmr::unsynchronized_pool_resource nodes_;  // the pools' nodes, freed with the model
+  Pool small_pool_{&nodes_}, large_pool_{&nodes_};
   std::vector<int32_t> block_of_;  // caller's id -> block index, -1 when not allocated
-  int32_t expandable_[2] = {-1, -1};  // [small] -> its expandable segment
+  std::vector<int32_t> pending_;   // blocks freed after use elsewhere, oldest first
+  size_t pending_done_ = 0;        // how many of pending_'s front have completed
+  int32_t expandable_[k_max_streams_][2];  // [stream][small] -> its expandable segment, -1 none
   uint64_t reserved_ = 0, allocated_ = 0;
   AllocatorPeaks peaks_;
 };

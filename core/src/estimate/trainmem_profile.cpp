@@ -1528,10 +1528,16 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
 //    SavedTensors of a dense layer, standing for every layer of the stage, MoE ones included,
 //    scaled to the stage's per-microbatch figure), microbatch after microbatch for
 //    the microbatches in flight (rounded up), freed by backward in reverse layer order.
-//  - The estimator's lumped figures stay lumped: the forward-to-backward buffers
-//    (forward_backward_only: FSDP's gathered layers, autocast's weight copies), backward's
-//    working set (recomputation, temporaries, MoE dispatch), the loss's transient logits and the
-//    optimizer's temporaries are one allocation each, at the moment evaluate_stage counts them.
+//  - The estimator's lumped figures stay lumped where their tensors are not known: the
+//    forward-to-backward buffers (forward_backward_only: FSDP's gathered layers, autocast's
+//    weight copies; per parameter for FSDP2 at zero_stage 2 or under pipelining), backward's
+//    working set (recomputation, temporaries, MoE dispatch) and the optimizer's temporaries are
+//    one allocation each, at the moment evaluate_stage counts them; the loss's transient is
+//    its tensors. A lump that a small tensor of the previous step was carved from cannot be held
+//    again, so the model reserves a second one where PyTorch, allocating the real tensors, does
+//    not: a lump errs high.
+//  - Streams: FSDP2's sharded gradients are made on the reduce-scatter stream (below); the rest
+//    on the default stream.
 // Gradients freed between steps (gradients_start_each_step_empty) are made layer by layer in
 // backward and freed after the optimizer step; the others exist from the first backward on.
 // Optimizer states are created by the first step. The event count is bounded (k_max_events):
@@ -1571,9 +1577,9 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
   std::vector<AllocatorEvent> events;
   events.reserve(4096);
   int32_t next_id = 0;
-  const auto alloc = [&](double bytes) {
+  const auto alloc = [&](double bytes, uint8_t stream = 0) {
     const int32_t id = next_id++;
-    if (bytes >= 1) events.push_back(AllocatorEvent::allocate(id, uint64_t(std::ceil(bytes))));
+    if (bytes >= 1) events.push_back(AllocatorEvent::allocate(id, uint64_t(std::ceil(bytes)), stream));
     return id;
   };
   const auto release = [&](int32_t id) { events.push_back(AllocatorEvent::free(id)); };
@@ -1611,7 +1617,24 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
                                  b.gradients.total() + b.adapter_gradients.total();
   const double row_scale = per_tensor_rows > state_budget && per_tensor_rows > 0
                                ? std::max(0.0, state_budget) / per_tensor_rows : 1.0;
-  const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids) {
+  // FSDP2 makes a unit's sharded gradients as views of one tensor, reduce_output, allocated on
+  // the reduce-scatter stream (pytorch/pytorch torch/distributed/fsdp/_fully_shard/
+  // _fsdp_collectives.py @ 010ae4a89516fa3be548ab16dff711414ec12d0b, foreach_reduce:
+  // reduce_output = reduce_scatter_comm.allocate(...) inside `with
+  // device_handle.stream(reduce_scatter_stream)`, then new_sharded_grad = torch.as_strided(
+  // grad_output, ...); a reduce_dtype other than the parameters' casts it in the same stream,
+  // post_reduce_stream). Its blocks are that stream's (caching_allocator.hpp, streams): the
+  // default stream's activations and temporaries never share them. One allocation per round,
+  // the round's layers standing for their units. Not under pipelining, where the gradients row
+  // holds the unsharded gradients autograd accumulates on the default stream.
+  constexpr uint8_t k_reduce_scatter_stream = 2;
+  const bool gradients_on_reduce_stream = c.framework == Framework::fsdp2 && c.pipeline_model_parallel_size == 1;
+  double fused_bytes = 0;
+  const double states_per_parameter =
+      c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw || c.optimizer == Optimizer::adam8bit ? 2 : 1;
+  const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids,
+                               bool fused = false) {
+    fused_bytes = 0;
     for (int i = 0; i < inv.n; ++i) {
       const Tensors& t = inv.items[size_t(i)];
       if (t.adapter != adapters) continue;
@@ -1628,16 +1651,37 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
         n = t.count;
       }
       if (per_round >= 1 && group > 1) { size *= n; n = n > 0 ? 1 : 0; }
+      if (fused) { fused_bytes += size * n; continue; }
+      // Each optimizer state is a tensor of its own: torch's Adam and AdamW make exp_avg and
+      // exp_avg_sq, each torch.zeros_like(p) (pytorch/pytorch torch/optim/adam.py @
+      // dc80ccded5385cca3e777472d64cfe3d874fad89, Adam._init_group), bitsandbytes' 8-bit Adam
+      // state1 and state2; the others one (momentum) or factored ones, left as one.
+      if (optimizer_row && states_per_parameter > 1) { size /= states_per_parameter; n *= states_per_parameter; }
       for (double k = 0; k < n; ++k) {
         const int32_t id = alloc(size);
         if (ids) ids->push_back(id);
       }
+    }
+    if (fused && fused_bytes >= 1) {
+      const int32_t id = alloc(fused_bytes, k_reduce_scatter_stream);
+      if (ids) ids->push_back(id);
     }
   };
   const auto whole_class = [&](const PartBytes& row, bool adapters, std::vector<int32_t>* ids) {
     for (int64_t k = 0; k < rounds; ++k) class_round(row, adapters, k, ids);
   };
 
+  const bool per_parameter_buffers = c.framework == Framework::fsdp2 &&
+                                     (c.zero_stage == 2 || c.pipeline_model_parallel_size > 1) &&
+                                     st.forward_backward_only > 0;
+  PartBytes buffer_row{};
+  if (per_parameter_buffers) {
+    const double total = own[0] + own[1] + own[2];
+    // class_round scales the state rows by row_scale: undo it for this row.
+    const double unscale = row_scale > 0 ? st.forward_backward_only / row_scale / total : 0.0;
+    if (total > 0) buffer_row = PartBytes{own[int(Part::dense)] * unscale, own[int(Part::embedding)] * unscale,
+                                          own[int(Part::expert)] * unscale};
+  }
   // Setup: the model state that lives through the run, and the library workspaces.
   for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights}) whole_class(*row, false, nullptr);
   for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights}) whole_class(*row, true, nullptr);
@@ -1658,7 +1702,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
   }();
 
   for (int step = 0; step < 2; ++step) {
-    const int32_t gathered = alloc(st.forward_backward_only);
+    // The forward-to-backward buffers. FSDP2 with zero_stage 2 (reshard_after_forward=False)
+    // holds every parameter unsharded, and under pipelining every parameter's unsharded
+    // gradient, each a tensor of its own (FSDPParam.alloc_all_gather_outputs per parameter in
+    // foreach_all_gather_copy_out, _fsdp_collectives.py @ 010ae4a8; to_accumulated_grad_if_needed
+    // per parameter, _fsdp_param.py): spread over the stage's tensors by their elements, layer
+    // round by layer round, as the state rows are. As one lump, the block the optimizer's first
+    // states are carved from could not hold it in the next step (TT-T5-b: a second 28.6 GiB).
+    // Elsewhere they stay one allocation.
+    std::vector<int32_t> gathered;
+    if (per_parameter_buffers) {
+      for (int64_t k = 0; k < rounds; ++k) class_round(buffer_row, false, k, &gathered);
+    } else {
+      gathered.push_back(alloc(st.forward_backward_only));
+    }
     const int32_t pipeline = alloc(act.pipeline_step);
     // Forward: every microbatch in flight saves its layers' tensors.
     saved.clear();
@@ -1671,7 +1728,22 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     }
     loss_ids.clear();
     for (const SavedTensor& t : loss) loss_ids.push_back(alloc(t.bytes * loss_scale));
-    release(alloc(std::max(in.loss_transient, in.moe_forward)));
+    // The loss's backward temporaries are tensors of their own, each at most the size of the
+    // largest tensor the loss saved (loss_transient_bytes, activations.cpp: PyTorch's
+    // cross_entropy makes two or three fp32 tensors the size of the saved fp32
+    // log-probabilities; the fused losses one tensor below it). As one lump, a block the
+    // optimizer's small tensors were carved from in the step before could never hold it again,
+    // and the allocator would reserve a second one (torchtitan, validation TT-T*: +12 to +21 %).
+    if (in.loss_transient >= in.moe_forward) {
+      double piece = 0;
+      for (const SavedTensor& t : loss) piece = std::max(piece, t.bytes * loss_scale);
+      const double n = piece > 0 ? std::max(1.0, std::ceil(in.loss_transient / piece - 1e-9)) : 1.0;
+      std::vector<int32_t> pieces;
+      for (double k = 0; k < n; ++k) pieces.push_back(alloc(in.loss_transient / n));
+      for (int32_t id : pieces) release(id);
+    } else {
+      release(alloc(in.moe_forward));
+    }
     // Backward: the loss chunk's first, then the layers' in reverse, making their gradients.
     for (int32_t id : loss_ids) release(id);
     const int32_t working = alloc(in.backward_working);
@@ -1680,8 +1752,8 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     const size_t per_microbatch = saved.size() / size_t(microbatches);
     for (int64_t k = rounds - 1; k >= 0; --k) {
       if (make_gradients) {
-        class_round(b.gradients, false, k, &gradients);
-        class_round(b.adapter_gradients, true, k, &gradients);
+        class_round(b.gradients, false, k, &gradients, gradients_on_reduce_stream);
+        class_round(b.adapter_gradients, true, k, &gradients, gradients_on_reduce_stream);
       }
       // The first microbatch's saved tensors of round k (the others are freed after it).
       const size_t from = size_t(embedding.size()) + size_t(k) * dense_layer.size();
@@ -1691,7 +1763,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     for (size_t j = per_microbatch; j < saved.size(); ++j) release(saved[j]);
     have_gradients = true;
     release(working);
-    release(gathered);
+    for (int32_t id : gathered) release(id);
     // Optimizer step: the states at the first one, the temporaries, then zero_grad.
     if (!have_states) {
       whole_class(b.optimizer_states, false, nullptr);
@@ -1703,7 +1775,15 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
       for (int32_t id : gradients) release(id);
     release(pipeline);
   }
-  return double(simulate_caching_allocator(events).reserved);
+  // torchtitan's launcher turns expandable segments on: run_llama_train.sh sets
+  // PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" from pytorch/torchtitan a5e57e4a (2024-10-22;
+  // at 9dec370ad26b5f8e9a7333a0e36165018262644b, the commit of its December 2024 benchmarks, line
+  // 22), and run_train.sh, its successor, PYTORCH_ALLOC_CONF="expandable_segments:True" (@
+  // 0168bd518f831380828e7a59266fbbb7fca3a851). The other frameworks' launchers leave the
+  // allocator's default (off).
+  AllocatorOptions options;
+  options.expandable_segments = c.model_implementation == ModelImplementation::torchtitan;
+  return double(simulate_caching_allocator(events, options).reserved);
 }
 
 // The job's moments outside the steady step, each as its framework's code runs it (docs
@@ -1931,6 +2011,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate& peak = s.total_bytes == m.forward    ? forward_at
                           : s.total_bytes == m.backward ? backward
                                                         : optimizer_step;
+  // The caching allocator simulated over two steps (simulated_reserved_bytes), from the stage's
+  // state at rest, before the breakdown below takes out the gradients a peak moment has not made
+  // yet: the sequence makes and frees them itself.
+  const double simulated = c.allocator_fragmentation > 0
+                               ? 0.0
+                               : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation, loss_transient,
+                                                           backward_working, moe.forward});
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
   // made are not in it: none at the end of forward, the output layer's at the backward's start),
   // the saved activations it holds, and that moment's temporaries.
@@ -1973,8 +2060,6 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     // 0: the caching allocator simulated over two steps' allocations (simulated_reserved_bytes),
     // never below the moments with every gradient held, which the sequence's coarse parts
     // (lumped buffers and temporaries) could otherwise undercut.
-    const double simulated = simulated_reserved_bytes(
-        {&c, &layout, r, &out.state, &out.activation, loss_transient, backward_working, moe.forward});
     s.reserved_bytes = std::max({simulated, s.total_bytes, held});
     note(trace, "trainmem.simulated_reserved_bytes", simulated,
          "peak reserved of PyTorch's caching allocator over two steps' allocations");

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "trainmem/estimate.hpp"
+#include "trainmem/field_names.hpp"
 
 namespace trainmem {
 namespace {
@@ -27,33 +28,33 @@ std::vector<Candidate> candidates(const Config& c) {
   std::vector<Candidate> out;
   using R = RecomputeGranularity;
   if (c.recompute_granularity == R::none || c.recompute_granularity == R::selective_op)
-    out.push_back({0, {{"recompute_granularity", std::string("selective")}}, "selective recompute (activation checkpointing of attention)"});
+    out.push_back({0, {{std::string(field::recompute_granularity), std::string("selective")}}, "selective recompute (activation checkpointing of attention)"});
   if (c.recompute_granularity != R::full)
     // recompute_modules applies to selective recompute only: unset with it.
-    out.push_back({0, {{"recompute_granularity", std::string("full")}, {"recompute_modules", std::monostate{}}},
+    out.push_back({0, {{std::string(field::recompute_granularity), std::string("full")}, {std::string(field::recompute_modules), std::monostate{}}},
                    "full recompute (activation checkpointing of every layer)"});
   // With a global batch the microbatch count follows from it (global / (micro × DP)): a change of
   // the micro batch or of DP unsets the count it had, which would contradict the change.
   const auto with_count = [&](std::vector<std::pair<std::string, FieldValue>> fields) {
-    if (c.global_batch_size > 0) fields.push_back({"num_microbatches", std::monostate{}});
+    if (c.global_batch_size > 0) fields.push_back({std::string(field::num_microbatches), std::monostate{}});
     return fields;
   };
   // A smaller micro batch: suggest_changes finds the largest that fits by bisection (memory grows
   // with it), among the divisors of the per-replica batch when the global batch is given.
-  if (c.micro_batch_size > 1) out.push_back({1, with_count({{"micro_batch_size", 1.0}}), "micro batch"});
+  if (c.micro_batch_size > 1) out.push_back({1, with_count({{std::string(field::micro_batch_size), 1.0}}), "micro batch"});
   // Sharding: Megatron's distributed optimizer (and the reference profiles'), or the ZeRO stage.
   const bool zero = c.profile == Profile::trainmem && (c.framework == Framework::deepspeed || c.framework == Framework::fsdp2);
   if (zero) {
     for (int64_t stage = c.zero_stage + 1; stage <= 3; ++stage)
-      out.push_back({2, {{"zero_stage", double(stage)}}, "ZeRO stage " + std::to_string(stage)});
+      out.push_back({2, {{std::string(field::zero_stage), double(stage)}}, "ZeRO stage " + std::to_string(stage)});
   } else if ((c.profile != Profile::trainmem || c.framework == Framework::megatron) && !c.use_distributed_optimizer) {
-    out.push_back({2, {{"use_distributed_optimizer", true}}, "the distributed optimizer (optimizer state sharded over DP)"});
+    out.push_back({2, {{std::string(field::use_distributed_optimizer), true}}, "the distributed optimizer (optimizer state sharded over DP)"});
   }
   // Model parallelism at the same GPU count: its factor comes out of DP.
-  const std::pair<std::string_view, int64_t> layouts[] = {
-      {"tensor_model_parallel_size", c.tensor_model_parallel_size},
-      {"pipeline_model_parallel_size", c.pipeline_model_parallel_size},
-      {"context_parallel_size", c.context_parallel_size}};
+  const std::pair<FieldName, int64_t> layouts[] = {
+      {field::tensor_model_parallel_size, c.tensor_model_parallel_size},
+      {field::pipeline_model_parallel_size, c.pipeline_model_parallel_size},
+      {field::context_parallel_size, c.context_parallel_size}};
   // At most six doublings each, TP within a node (its all-reduces), PP up to one layer a stage.
   const int64_t limits[] = {c.gpus_per_node, c.num_layers, int64_t(1) << 20};
   for (size_t k = 0; k < std::size(layouts); ++k)
@@ -61,19 +62,19 @@ std::vector<Candidate> candidates(const Config& c) {
       const auto& [field, now] = layouts[k];
       if (c.data_parallel_size % f != 0 || now * f > limits[k]) break;
       std::vector<std::pair<std::string, FieldValue>> fields = {
-          {std::string(field), double(now * f)}, {"data_parallel_size", double(c.data_parallel_size / f)}};
-      if (field == "tensor_model_parallel_size") fields.push_back({"sequence_parallel", true});
+          {std::string(field), double(now * f)}, {std::string(field::data_parallel_size), double(c.data_parallel_size / f)}};
+      if (field.text == field::tensor_model_parallel_size.text) fields.push_back({std::string(field::sequence_parallel), true});
       // A shard group of the whole DP group (FSDP2's default) stays the whole group.
-      if (c.data_parallel_shard_size == c.data_parallel_size) fields.push_back({"data_parallel_shard_size", std::monostate{}});
-      const std::string name = field == "tensor_model_parallel_size" ? "TP" : field == "pipeline_model_parallel_size" ? "PP" : "CP";
+      if (c.data_parallel_shard_size == c.data_parallel_size) fields.push_back({std::string(field::data_parallel_shard_size), std::monostate{}});
+      const std::string name = field.text == field::tensor_model_parallel_size.text ? "TP" : field.text == field::pipeline_model_parallel_size.text ? "PP" : "CP";
       out.push_back({3, with_count(std::move(fields)),
                      name + " " + std::to_string(now * f) + " (DP " + std::to_string(c.data_parallel_size / f) + ", same GPUs)"});
     }
   if (c.profile == Profile::trainmem) {
     if (c.optimizer_offload_fraction < 1 && (c.framework == Framework::megatron || c.framework == Framework::deepspeed))
-      out.push_back({4, {{"optimizer_offload_fraction", 1.0}}, "optimizer states offloaded to the CPU"});
+      out.push_back({4, {{std::string(field::optimizer_offload_fraction), 1.0}}, "optimizer states offloaded to the CPU"});
     if (!c.activation_offload)
-      out.push_back({4, {{"activation_offload", true}}, "activations offloaded to the CPU"});
+      out.push_back({4, {{std::string(field::activation_offload), true}}, "activations offloaded to the CPU"});
   }
   return out;
 }

@@ -227,57 +227,57 @@ constexpr Unmodelled k_unmodelled[] = {
 // Arguments read into a field as they are (dashes become underscores except where named).
 struct IntArg {
   std::string_view arg;
-  std::string_view field;
+  FieldName field;
 };
 constexpr IntArg k_int_args[] = {
-    {"--num-layers", "num_layers"},
-    {"--hidden-size", "hidden_size"},
-    {"--ffn-hidden-size", "ffn_hidden_size"},
-    {"--num-attention-heads", "num_attention_heads"},
-    {"--kv-channels", "kv_channels"},
-    {"--vocab-size", "vocab_size"},
-    {"--make-vocab-size-divisible-by", "make_vocab_size_divisible_by"},
-    {"--num-experts", "num_moe_experts"},  // Megatron-LM's name for num_moe_experts
-    {"--moe-ffn-hidden-size", "moe_ffn_hidden_size"},
-    {"--moe-router-topk", "moe_router_topk"},
-    {"--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"},
-    {"--moe-latent-size", "moe_latent_size"},
-    {"--mtp-num-layers", "mtp_num_layers"},
-    {"--q-lora-rank", "q_lora_rank"},
-    {"--kv-lora-rank", "kv_lora_rank"},
-    {"--qk-head-dim", "qk_head_dim"},
-    {"--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"},
-    {"--v-head-dim", "v_head_dim"},
-    {"--seq-length", "seq_length"},
-    {"--micro-batch-size", "micro_batch_size"},
-    {"--global-batch-size", "global_batch_size"},
-    {"--tensor-model-parallel-size", "tensor_model_parallel_size"},
-    {"--pipeline-model-parallel-size", "pipeline_model_parallel_size"},
-    {"--context-parallel-size", "context_parallel_size"},
-    {"--expert-model-parallel-size", "expert_model_parallel_size"},
-    {"--expert-tensor-parallel-size", "expert_tensor_parallel_size"},
-    {"--decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"},
-    {"--decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"},
-    {"--data-parallel-size", "data_parallel_size"},  // trainmem's own: Megatron derives DP
+    {"--num-layers", field::num_layers},
+    {"--hidden-size", field::hidden_size},
+    {"--ffn-hidden-size", field::ffn_hidden_size},
+    {"--num-attention-heads", field::num_attention_heads},
+    {"--kv-channels", field::kv_channels},
+    {"--vocab-size", field::vocab_size},
+    {"--make-vocab-size-divisible-by", field::make_vocab_size_divisible_by},
+    {"--num-experts", field::num_moe_experts},  // Megatron-LM's name for num_moe_experts
+    {"--moe-ffn-hidden-size", field::moe_ffn_hidden_size},
+    {"--moe-router-topk", field::moe_router_topk},
+    {"--moe-shared-expert-intermediate-size", field::moe_shared_expert_intermediate_size},
+    {"--moe-latent-size", field::moe_latent_size},
+    {"--mtp-num-layers", field::mtp_num_layers},
+    {"--q-lora-rank", field::q_lora_rank},
+    {"--kv-lora-rank", field::kv_lora_rank},
+    {"--qk-head-dim", field::qk_head_dim},
+    {"--qk-pos-emb-head-dim", field::qk_pos_emb_head_dim},
+    {"--v-head-dim", field::v_head_dim},
+    {"--seq-length", field::seq_length},
+    {"--micro-batch-size", field::micro_batch_size},
+    {"--global-batch-size", field::global_batch_size},
+    {"--tensor-model-parallel-size", field::tensor_model_parallel_size},
+    {"--pipeline-model-parallel-size", field::pipeline_model_parallel_size},
+    {"--context-parallel-size", field::context_parallel_size},
+    {"--expert-model-parallel-size", field::expert_model_parallel_size},
+    {"--expert-tensor-parallel-size", field::expert_tensor_parallel_size},
+    {"--decoder-first-pipeline-num-layers", field::num_layers_in_first_pipeline_stage},
+    {"--decoder-last-pipeline-num-layers", field::num_layers_in_last_pipeline_stage},
+    {"--data-parallel-size", field::data_parallel_size},  // trainmem's own: Megatron derives DP
 };
 
 // Flags that set one boolean field (store_true / store_false in arguments.py).
 struct FlagArg {
   std::string_view arg;
-  std::string_view field;
+  FieldName field;
   bool value;
 };
 constexpr FlagArg k_flag_args[] = {
-    {"--untie-embeddings-and-output-weights", "share_embeddings_and_output_weights", false},
-    {"--disable-bias-linear", "add_bias_linear", false},  // store_false, dest add_bias_linear
-    {"--add-qkv-bias", "add_qkv_bias", true},
-    {"--qk-layernorm", "qk_layernorm", true},
-    {"--moe-shared-expert-gate", "moe_shared_expert_gate", true},
-    {"--multi-latent-attention", "multi_latent_attention", true},
-    {"--use-distributed-optimizer", "use_distributed_optimizer", true},
-    {"--sequence-parallel", "sequence_parallel", true},
-    {"--moe-permute-fusion", "moe_permute_fusion", true},
-    {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity", true},
+    {"--untie-embeddings-and-output-weights", field::share_embeddings_and_output_weights, false},
+    {"--disable-bias-linear", field::add_bias_linear, false},  // store_false, dest add_bias_linear
+    {"--add-qkv-bias", field::add_qkv_bias, true},
+    {"--qk-layernorm", field::qk_layernorm, true},
+    {"--moe-shared-expert-gate", field::moe_shared_expert_gate, true},
+    {"--multi-latent-attention", field::multi_latent_attention, true},
+    {"--use-distributed-optimizer", field::use_distributed_optimizer, true},
+    {"--sequence-parallel", field::sequence_parallel, true},
+    {"--moe-permute-fusion", field::moe_permute_fusion, true},
+    {"--moe-pad-expert-input-to-capacity", field::moe_pad_expert_input_to_capacity, true},
 };
 
 struct Arg {
@@ -337,7 +337,7 @@ class MegatronReader {
     return a->values[0];
   }
   // An argument with one of Megatron-LM's choices, read into `field`; false when it is absent.
-  bool choice(std::string_view name, std::string_view field, std::span<const std::string_view> choices) {
+  bool choice(std::string_view name, FieldName field, std::span<const std::string_view> choices) {
     std::optional<std::string> w = word(name, field);
     if (!w) return get(name) != nullptr;
     if (!one_of(*w, choices))
@@ -369,7 +369,7 @@ class MegatronReader {
     return std::nullopt;
   }
   // Sets a field; a value the field rejects is reported with the argument's name.
-  bool put(std::string_view field, const FieldValue& value, std::string_view arg) {
+  bool put(FieldName field, const FieldValue& value, std::string_view arg) {
     if (auto problem = set_field(out_.input, field, value)) {
       fail(field, arg, std::string(rule_of(*problem)));
       return false;
@@ -472,10 +472,10 @@ void MegatronReader::read_model(bool defines_model) {
   if (flag("--group-query-attention", "num_query_groups")) {
     if (get("--num-query-groups")) {
       if (auto g = integer("--num-query-groups", "num_query_groups");
-          g && put("num_query_groups", double(*g), "--num-query-groups"))
+          g && put(field::num_query_groups, double(*g), "--num-query-groups"))
         note_read("num_query_groups",
                   "--group-query-attention --num-query-groups " + number_text(double(*g)));
-    } else if (put("num_query_groups", 1.0, "--group-query-attention")) {
+    } else if (put(field::num_query_groups, 1.0, "--group-query-attention")) {
       out_.assumed.push_back(
           "num_query_groups ← 1 (--group-query-attention without "
           "--num-query-groups: Megatron-LM's default)");
@@ -496,8 +496,8 @@ void MegatronReader::read_model(bool defines_model) {
   } else if (swiglu || geglu || sq_relu || defines_model) {
     const bool gated = swiglu || geglu;
     const std::string act = swiglu ? "silu" : sq_relu ? "squared_relu" : "gelu";
-    put("gated_linear_unit", gated, "--swiglu");
-    put("activation_func", act, "--swiglu");
+    put(field::gated_linear_unit, gated, "--swiglu");
+    put(field::activation_func, act, "--swiglu");
     const std::string what = std::string("gated_linear_unit = ") + (gated ? "true" : "false") +
                              ", activation_func = \"" + act + "\"";
     if (swiglu || geglu || sq_relu)
@@ -515,17 +515,17 @@ void MegatronReader::read_model(bool defines_model) {
   if (defines_model) {
     // Megatron-LM's defaults when the flags are absent; set so the output shows them.
     if (!out_.input.share_embeddings_and_output_weights &&
-        put("share_embeddings_and_output_weights", true, ""))
+        put(field::share_embeddings_and_output_weights, true, ""))
       out_.assumed.push_back(
           "share_embeddings_and_output_weights ← true (no "
           "--untie-embeddings-and-output-weights: Megatron-LM ties them)");
-    if (!out_.input.add_bias_linear && put("add_bias_linear", true, ""))
+    if (!out_.input.add_bias_linear && put(field::add_bias_linear, true, ""))
       out_.assumed.push_back(
           "add_bias_linear ← true (no --disable-bias-linear: Megatron-LM's default)");
   }
 
-  if (!choice("--normalization", "normalization", k_normalizations) && defines_model &&
-      put("normalization", std::string("LayerNorm"), ""))
+  if (!choice("--normalization", field::normalization, k_normalizations) && defines_model &&
+      put(field::normalization, std::string("LayerNorm"), ""))
     out_.assumed.push_back("normalization ← LayerNorm (no --normalization: Megatron-LM's default)");
 
   {
@@ -534,11 +534,11 @@ void MegatronReader::read_model(bool defines_model) {
       if (!v.error.empty()) {
         fail("moe_layer_freq", "--moe-layer-freq", v.error);
       } else if (v.every) {
-        if (put("moe_layer_freq", double(*v.every), "--moe-layer-freq"))
+        if (put(field::moe_layer_freq, double(*v.every), "--moe-layer-freq"))
           note_read("moe_layer_freq", "--moe-layer-freq " + *text);
       } else {
         std::vector<double> list(v.pattern.begin(), v.pattern.end());
-        if (put("moe_layer_freq", list, "--moe-layer-freq"))
+        if (put(field::moe_layer_freq, list, "--moe-layer-freq"))
           note_read("moe_layer_freq",
                     "--moe-layer-freq " + *text + " (" + std::to_string(list.size()) + " layers)");
       }
@@ -559,7 +559,7 @@ void MegatronReader::read_model(bool defines_model) {
     a->used = false;
     if (auto n = integer("--max-position-embeddings", "max_position_embeddings")) {
       if (pos_type == "learned_absolute") {
-        if (put("max_position_embeddings", double(*n), "--max-position-embeddings"))
+        if (put(field::max_position_embeddings, double(*n), "--max-position-embeddings"))
           note_read("max_position_embeddings",
                     "--max-position-embeddings " + number_text(double(*n)) +
                         (pos_given ? " (--position-embedding-type learned_absolute)"
@@ -578,7 +578,7 @@ void MegatronReader::read_model(bool defines_model) {
     const int64_t ffn = swiglu
                             ? static_cast<int64_t>((4.0 * double(*hidden) * 2.0 / 3.0) / 64.0) * 64
                             : 4 * *hidden;
-    if (ffn > 0 && put("ffn_hidden_size", double(ffn), "--ffn-hidden-size"))
+    if (ffn > 0 && put(field::ffn_hidden_size, double(ffn), "--ffn-hidden-size"))
       out_.assumed.push_back(
           "ffn_hidden_size ← " +
           std::string(swiglu ? "int(4 × hidden_size × 2/3 / 64) × 64" : "4 × hidden_size") + " = " +
@@ -597,7 +597,7 @@ void MegatronReader::read_model(bool defines_model) {
 // trainmem places them there.
 bool MegatronReader::read_layout() {
   const std::string_view arg = "--pipeline-model-parallel-layout";
-  const std::string vpp = "virtual_pipeline_model_parallel_size";
+  const FieldName vpp = field::virtual_pipeline_model_parallel_size;
   const std::optional<std::string> text = word(arg, vpp);
   if (!text) return false;
   std::string expanded;
@@ -675,15 +675,15 @@ bool MegatronReader::read_layout() {
   if (chunks > 1 && put(vpp, double(chunks), arg))
     note_read(vpp, std::string(arg) + " " + *text + ": " + n(n_stages) + " stages over PP " + n(pp) + " = " + n(chunks));
   if (!expressible) {
-    if (put("pipeline_stage_layers", std::vector<double>(count.begin(), count.end()), arg))
+    if (put(field::pipeline_stage_layers, std::vector<double>(count.begin(), count.end()), arg))
       note_read("pipeline_stage_layers", "[" + split + "] (" + std::string(arg) + ": decoder layers per stage)");
     return true;
   }
   // Even when every rank holds the first rank's count (with PP 2 there is no middle rank).
   const bool uneven = pp > 1 && (*last != *first || middle.value_or(*first) != *first);
   if (uneven) {
-    if (put("num_layers_in_first_pipeline_stage", double(*first), arg) &&
-        put("num_layers_in_last_pipeline_stage", double(*last), arg))
+    if (put(field::num_layers_in_first_pipeline_stage, double(*first), arg) &&
+        put(field::num_layers_in_last_pipeline_stage, double(*last), arg))
       note_read("num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage",
                 n(*first) + ", " + n(*last) + " (" + std::string(arg) + ": " + split + " layers per stage)");
   } else if (pp > 1) {
@@ -700,7 +700,7 @@ void MegatronReader::read_parallel() {
   const bool uneven = int_field("num_layers_in_first_pipeline_stage") ||
                       int_field("num_layers_in_last_pipeline_stage");
   auto n = [](int64_t v) { return number_text(double(v)); };
-  const std::string vpp = "virtual_pipeline_model_parallel_size";
+  const FieldName vpp = field::virtual_pipeline_model_parallel_size;
 
   // A custom layout places every layer itself; it excludes the other ways of giving VPP.
   if (get("--pipeline-model-parallel-layout")) {
@@ -755,7 +755,7 @@ void MegatronReader::read_parallel() {
     if (v) how = "--num-virtual-stages-per-pipeline-rank " + n(*v);
   }
   if (v && *v == 1) {
-    out_.read.push_back(vpp + ": none (" + how + "; Megatron-LM drops a size of 1)");
+    out_.read.push_back(std::string(vpp) + ": none (" + how + "; Megatron-LM drops a size of 1)");
   } else if (v && put(vpp, double(*v), per_given ? per_arg : stages_arg)) {
     note_read(vpp, how);
   }
@@ -780,7 +780,7 @@ void MegatronReader::read_parallel() {
              " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
     return;
   }
-  if (put("data_parallel_size", double(*world_size_ / model), world_source_))
+  if (put(field::data_parallel_size, double(*world_size_ / model), world_source_))
     note_read("data_parallel_size", world_source_ + " / (TP × PP × CP) = " + n(*world_size_) +
                                         " / " + sizes + " = " + n(*world_size_ / model));
 }
@@ -811,29 +811,30 @@ void MegatronReader::read_precision(bool defines_model) {
     fail("params_dtype", "--bf16", "cannot be combined with --fp16 (Megatron-LM asserts it)");
     return;
   }
-  if (bf16 && put("params_dtype", std::string("bf16"), "--bf16")) note_read("params_dtype", "bf16 (--bf16)");
-  if (fp16 && put("params_dtype", std::string("fp16"), "--fp16")) {
+  if (bf16 && put(field::params_dtype, std::string("bf16"), "--bf16")) note_read("params_dtype", "bf16 (--bf16)");
+  if (fp16 && put(field::params_dtype, std::string("fp16"), "--fp16")) {
     note_read("params_dtype", "fp16 (--fp16)");
     if (get("--main-grads-dtype")) {
       // read below, as given
     } else if (fp32_grads) {
-      if (put("main_grads_dtype", std::string("fp32"), "--accumulate-allreduce-grads-in-fp32"))
+      if (put(field::main_grads_dtype, std::string("fp32"), "--accumulate-allreduce-grads-in-fp32"))
         note_read("main_grads_dtype", "fp32 (--accumulate-allreduce-grads-in-fp32)");
-    } else if (put("main_grads_dtype", std::string("fp16"), "--fp16")) {
+    } else if (put(field::main_grads_dtype, std::string("fp16"), "--fp16")) {
       out_.assumed.push_back(
           "main_grads_dtype ← fp16 (--fp16 without --accumulate-allreduce-grads-in-fp32: Megatron-LM's "
           "gradient buffer takes the parameters' type)");
     }
   }
-  if (!bf16 && !fp16 && defines_model && put("params_dtype", std::string("fp32"), "command line"))
+  if (!bf16 && !fp16 && defines_model && put(field::params_dtype, std::string("fp32"), "command line"))
     out_.assumed.push_back("params_dtype ← fp32 (no --bf16 or --fp16: Megatron-LM trains in fp32)");
   const struct {
-    std::string_view arg, field;
+    std::string_view arg;
+    FieldName field;
     std::span<const std::string_view> choices;
-  } dtypes[] = {{"--main-grads-dtype", "main_grads_dtype", k_grad_dtypes},
-                {"--main-params-dtype", "main_params_dtype", k_main_param_dtypes},
-                {"--exp-avg-dtype", "exp_avg_dtype", k_state_dtypes},
-                {"--exp-avg-sq-dtype", "exp_avg_sq_dtype", k_state_dtypes}};
+  } dtypes[] = {{"--main-grads-dtype", field::main_grads_dtype, k_grad_dtypes},
+                {"--main-params-dtype", field::main_params_dtype, k_main_param_dtypes},
+                {"--exp-avg-dtype", field::exp_avg_dtype, k_state_dtypes},
+                {"--exp-avg-sq-dtype", field::exp_avg_sq_dtype, k_state_dtypes}};
   for (const auto& d : dtypes) choice(d.arg, d.field, d.choices);
 
   // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how
@@ -852,24 +853,24 @@ void MegatronReader::read_precision(bool defines_model) {
       }
       recipe = *r, from = "--fp8-recipe " + *r;
     }
-    if (put("fp8_recipe", recipe, "--fp8-recipe")) note_read("fp8_recipe", from);
+    if (put(field::fp8_recipe, recipe, "--fp8-recipe")) note_read("fp8_recipe", from);
   } else if (Arg* r = get("--fp8-recipe")) {
     out_.ignored.push_back("--fp8-recipe " + joined(r->values) + ": FP8 is off without --fp8-format");
   }
-  if (flag("--fp8-param-gather", "fp8_param_gather") && put("fp8_param_gather", true, "--fp8-param-gather"))
+  if (flag("--fp8-param-gather", "fp8_param_gather") && put(field::fp8_param_gather, true, "--fp8-param-gather"))
     note_read("fp8_param_gather", "true (--fp8-param-gather)");
 }
 
 // Full recompute's grouping and selective recompute's modules (a list of words).
 void MegatronReader::read_recompute() {
-  choice("--recompute-method", "recompute_method", k_recompute_methods);
+  choice("--recompute-method", field::recompute_method, k_recompute_methods);
   if (auto n = integer("--recompute-num-layers", "recompute_num_layers");
-      n && put("recompute_num_layers", double(*n), "--recompute-num-layers"))
+      n && put(field::recompute_num_layers, double(*n), "--recompute-num-layers"))
     note_read("recompute_num_layers", "--recompute-num-layers " + number_text(double(*n)));
   if (Arg* a = get("--recompute-modules")) {
     if (a->values.empty()) {
       fail("recompute_modules", "--recompute-modules", "needs a value");
-    } else if (put("recompute_modules", a->values, "--recompute-modules")) {
+    } else if (put(field::recompute_modules, a->values, "--recompute-modules")) {
       note_read("recompute_modules", "--recompute-modules " + joined(a->values));
     }
   }
@@ -909,26 +910,26 @@ void MegatronReader::read_attention(bool defines_model) {
     return;
   }
   const std::string field_value = backend == "local" ? "unfused" : backend;
-  if (put("attention_backend", field_value, "--attention-backend"))
+  if (put(field::attention_backend, field_value, "--attention-backend"))
     note_read("attention_backend", field_value + " (" + from + ")");
 }
 
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
-  choice("--recompute-granularity", "recompute_granularity", k_recompute_granularities);
+  choice("--recompute-granularity", field::recompute_granularity, k_recompute_granularities);
   if (flag("--recompute-activations", "recompute_granularity") &&
-      put("recompute_granularity", std::string("selective"), "--recompute-activations"))
+      put(field::recompute_granularity, std::string("selective"), "--recompute-activations"))
     note_read("recompute_granularity", "selective (--recompute-activations)");
 
   // Dropout probabilities (default 0.1 each, as the fields'), the expert capacity factor: as given.
-  for (const auto& [arg, field] : {std::pair<std::string_view, std::string_view>{"--attention-dropout", "attention_dropout"},
-                                   {"--hidden-dropout", "hidden_dropout"},
-                                   {"--moe-expert-capacity-factor", "moe_expert_capacity_factor"}})
+  for (const auto& [arg, field] : {std::pair<std::string_view, FieldName>{"--attention-dropout", field::attention_dropout},
+                                   {"--hidden-dropout", field::hidden_dropout},
+                                   {"--moe-expert-capacity-factor", field::moe_expert_capacity_factor}})
     if (auto v = number(arg, field); v && put(field, *v, arg))
       note_read(field, std::string(arg) + " " + get(arg)->values[0]);
   // --moe-router-dtype fp32 (Megatron-LM's choices fp32, fp64; default None: the compute dtype).
   if (Arg* a = get("--moe-router-dtype"); a && a->values.size() == 1 && a->values[0] == "fp32") {
-    if (put("moe_router_dtype", a->values[0], "--moe-router-dtype"))
+    if (put(field::moe_router_dtype, a->values[0], "--moe-router-dtype"))
       note_read("moe_router_dtype", "--moe-router-dtype fp32");
   } else if (a) {
     a->used = false;  // listed with the others below, as not modelled
@@ -936,7 +937,7 @@ void MegatronReader::read_rest() {
   // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
   // one state): the optimizer table's rows of the same names.
   if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {
-    if (put("optimizer", a->values[0], "--optimizer")) note_read("optimizer", "--optimizer " + a->values[0]);
+    if (put(field::optimizer, a->values[0], "--optimizer")) note_read("optimizer", "--optimizer " + a->values[0]);
   } else if (a) {
     a->used = false;  // listed with the others below, as not modelled
   }
@@ -946,7 +947,7 @@ void MegatronReader::read_rest() {
   if (flag("--optimizer-cpu-offload", "optimizer_offload_fraction")) {
     const bool given = get(fraction_arg) != nullptr;
     if (const std::optional<double> fraction = given ? number(fraction_arg, "optimizer_offload_fraction") : 1.0;
-        fraction && put("optimizer_offload_fraction", *fraction, fraction_arg))
+        fraction && put(field::optimizer_offload_fraction, *fraction, fraction_arg))
       note_read("optimizer_offload_fraction",
                 given ? "--optimizer-cpu-offload " + std::string(fraction_arg) + " " + get(fraction_arg)->values[0]
                       : "--optimizer-cpu-offload (" + std::string(fraction_arg) + "'s default: 1.0)");
@@ -964,9 +965,9 @@ void MegatronReader::read_rest() {
     fail("cross_entropy_loss_fusion", impl_arg, "must be native or te, got " + shown(*impl));
   } else if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion")) {
     if (impl && *impl == "te") {
-      if (put("cross_entropy_loss_fusion", true, "--cross-entropy-loss-fusion"))
+      if (put(field::cross_entropy_loss_fusion, true, "--cross-entropy-loss-fusion"))
         note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion " + std::string(impl_arg) + " te)");
-    } else if (put("cross_entropy_loss_fusion", false, "--cross-entropy-loss-fusion")) {
+    } else if (put(field::cross_entropy_loss_fusion, false, "--cross-entropy-loss-fusion")) {
       out_.assumed.push_back("cross_entropy_loss_fusion ← false (--cross-entropy-loss-fusion with " + std::string(impl_arg) + " " +
                              (impl ? "native" : "native, its default") +
                              ": Megatron's native fused loss keeps the fp32 softmax of the logits, as the unfused one does)");
@@ -979,7 +980,7 @@ void MegatronReader::read_rest() {
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
   // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).
   if (auto type = word("--tokenizer-type", "vocab_size"); type && *type == "NullTokenizer") {
-    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put("vocab_size", double(*n + 1), "--vocab-size")) {
+    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put(field::vocab_size, double(*n + 1), "--vocab-size")) {
       const std::string plain = "vocab_size ← --vocab-size " + number_text(double(*n));
       std::erase(out_.read, plain);
       note_read("vocab_size", "--vocab-size " + number_text(double(*n)) + " + 1 (--tokenizer-type NullTokenizer adds the EOD token)");
@@ -1038,7 +1039,7 @@ void MegatronReader::run_words(const std::vector<std::string>& command) {
   read_parallel();
   // A Megatron-LM line describes a Megatron run: the trainmem profile follows Megatron's byte
   // model (the reference profiles do not read the field; merge_import leaves it out for them).
-  if (put("framework", std::string("megatron"), "command line"))
+  if (put(field::framework, std::string("megatron"), "command line"))
     note_read("framework", "megatron (a Megatron-LM command line)");
   read_precision(defines_model);
   read_recompute();

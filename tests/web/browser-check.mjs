@@ -122,13 +122,26 @@ const settleUrl = (page) => page.waitForTimeout(400);
 const settled = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))
   .then(() => window.trainmemSettled?.()));
 
+/**
+ * A form field ("#f-…") by its selector, its "More options" topic (and "More" list) opened first,
+ * as a user would: a closed topic's inputs cannot be filled, checked or focused. Every check that
+ * touches a field directly goes through this (typeInto and select do).
+ */
+async function field(page, selector) {
+  if (!selector.startsWith('#f-')) return selector;
+  await page.$eval(selector, (node) => {
+    for (let box = node.closest('details'); box; box = box.parentElement?.closest('details')) box.open = true;
+  });
+  return selector;
+}
+
 async function typeInto(page, selector, text) {
-  await page.fill(selector, text);
+  await page.fill(await field(page, selector), text);
   await settled(page);
 }
 
 async function select(page, selector, value) {
-  await page.selectOption(selector, value);
+  await page.selectOption(await field(page, selector), value);
   await settled(page);
 }
 
@@ -226,11 +239,11 @@ await check('a shared link: its headline and breakdown are shown before the form
         seen.push('headline');
         window.atHeadline = {
           text: total.textContent, shown: getComputedStyle(main).display !== 'none',
-          rows: document.querySelectorAll('#breakdown-body tr').length, fields: document.querySelectorAll('#fields > fieldset').length,
+          rows: document.querySelectorAll('#breakdown-body tr').length, fields: document.querySelectorAll('#fields > .section').length,
           inputsShown: getComputedStyle(document.querySelector('main > .inputs')).contentVisibility !== 'hidden',
         };
       }
-      if (!seen.includes('form') && document.querySelector('#fields > fieldset')) seen.push('form');
+      if (!seen.includes('form') && document.querySelector('#fields > .section')) seen.push('form');
     });
     mo.observe(document, { childList: true, subtree: true, characterData: true, attributes: true });
   });
@@ -239,7 +252,7 @@ await check('a shared link: its headline and breakdown are shown before the form
   await settled(page);
   const { seen, at, live } = await page.evaluate(() => ({
     seen: window.orderSeen, at: window.atHeadline,
-    live: { text: document.getElementById('total').textContent, fields: document.querySelectorAll('#fields > fieldset').length },
+    live: { text: document.getElementById('total').textContent, fields: document.querySelectorAll('#fields > .section').length },
   }));
   expect(seen[0] === 'headline' && seen[1] === 'form', `order: ${seen.join(' → ')}`);
   expect(at.text === live.text, `the first headline (${at.text}) is not the link's (${live.text})`);
@@ -300,8 +313,8 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   expect(!(await page.isVisible('#stages-card')), 'stage chart shown at PP = 1');
   expect(!(await page.isVisible('#f-expert_model_parallel_size')), 'EP shown for a dense model');
   await select(page, '#preset', 'deepseek-v3');
-  expect(await page.isVisible('#f-moe_router_topk'), 'MoE fields hidden for DeepSeek-V3');
-  expect(await page.isVisible('#f-kv_lora_rank'), 'MLA fields hidden for DeepSeek-V3');
+  expect(await page.isVisible(await field(page, '#f-moe_router_topk')), 'MoE fields hidden for DeepSeek-V3');
+  expect(await page.isVisible(await field(page, '#f-kv_lora_rank')), 'MLA fields hidden for DeepSeek-V3');
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-data_parallel_size', '64');
   await typeInto(page, '#f-expert_model_parallel_size', '64');
@@ -332,7 +345,7 @@ await check('a per-stage split: typed as a list, drawn per stage, kept in the li
   keep(page);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
   await typeInto(page, '#f-data_parallel_size', '2');
-  expect(await page.isVisible('#f-pipeline_stage_layers'), 'no per-stage field at PP = 2');
+  expect(await page.isVisible(await field(page, '#f-pipeline_stage_layers')), 'no per-stage field at PP = 2');
   await typeInto(page, '#f-pipeline_stage_layers', '20, 12');
   expect((await page.$$('.field.invalid')).length === 0, 'the split 20, 12 of 32 layers is marked invalid');
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
@@ -378,7 +391,7 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   await page.screenshot({ path: join(SHOTS, 'phone-390x844.png') });
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   expect(width <= PHONE.width, `page is ${width}px wide`);
-  await page.focus('#f-data_parallel_size');
+  await page.focus(await field(page, '#f-data_parallel_size'));
   await typeInto(page, '#f-data_parallel_size', '16');
   const box = await page.$eval('#total', (e) => e.getBoundingClientRect().toJSON());
   expect(box.top >= 0 && box.bottom <= PHONE.height, `total is off screen (${box.top})`);
@@ -520,7 +533,7 @@ await check('keyboard only: every control is reachable with Tab, focus is visibl
   }
   expect(!outline.startsWith('none'), `no visible focus ring on inputs (${outline})`);
   const before = await total(page);
-  await page.focus('#f-num_layers');
+  await page.focus(await field(page, '#f-num_layers'));
   await page.keyboard.press('End');
   await page.keyboard.press('Backspace');
   await page.keyboard.press('Backspace');
@@ -553,7 +566,7 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   expect(after.includes('copy-link') && after.some((id) => id.startsWith('figure-') || id.startsWith('unit-')) && !after.some((id) => id.startsWith('f-')),
     `after the skip link, Tab reaches: ${after.join(', ')}`);
   // Arrow keys: parallel sizes double and halve, counts step by 1 (10 with Shift), from the value shown.
-  await page.focus('#f-tensor_model_parallel_size');
+  await page.focus(await field(page, '#f-tensor_model_parallel_size'));
   await page.keyboard.press('ArrowUp');
   await settled(page);
   expect(await page.inputValue('#f-tensor_model_parallel_size') === '4', `TP after ArrowUp: ${await page.inputValue('#f-tensor_model_parallel_size')}`);
@@ -561,13 +574,13 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   await page.keyboard.press('ArrowDown');
   await settled(page);
   expect(await page.inputValue('#f-tensor_model_parallel_size') === '1', 'TP after two ArrowDowns');
-  await page.focus('#f-num_layers');
+  await page.focus(await field(page, '#f-num_layers'));
   await page.keyboard.press('ArrowUp');
   await page.keyboard.press('Shift+ArrowUp');
   await settled(page);
   expect(await page.inputValue('#f-num_layers') === '43', `layers after ArrowUp, Shift+ArrowUp: ${await page.inputValue('#f-num_layers')}`);
   // Typing in a field entered by Tab replaces its text.
-  await page.focus('#f-micro_batch_size');
+  await page.focus(await field(page, '#f-micro_batch_size'));
   await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('Tab');
   await page.keyboard.type('3');
@@ -639,7 +652,7 @@ await check('tampered links name the field and keep the other inputs: a field th
   await select(page, '#f-recompute_granularity', 'full');
   await select(page, '#f-framework', 'fsdp2');
   // It applies at once (FSDP2's model code is torchtitan's), not after the next edit.
-  await page.check('#f-torch_compile');
+  await page.check(await field(page, '#f-torch_compile'));
   await settled(page);
   await select(page, '#f-framework', 'megatron');
   await settleUrl(page);
@@ -746,12 +759,17 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   expect(await page.isVisible('#e-tensor_model_parallel_size') && /num_attention_heads/.test(tp) && /tensor_model_parallel_size/.test(tp), `TP's own message: "${tp}"`);
   expect(await page.getAttribute('#f-tensor_model_parallel_size', 'aria-invalid') === 'true', 'TP is not marked invalid');
   const list = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
-  expect(list.length >= 1 && list.some((t) => t.startsWith('num_attention_heads')), `the list at the top of the form: ${list}`);
+  // Each line in the form's words first, the field's name second: "Attention heads (num_attention_heads): …".
+  const heads = await page.textContent('label[for="f-num_attention_heads"]');
+  expect(list.length >= 1 && list.some((t) => t.startsWith(`${heads} num_attention_heads: `)), `the list at the top of the form: ${list}`);
   const top = await page.$eval('#form-problems', (e) => e.getBoundingClientRect().top);
   const firstField = await page.$eval('#fields', (e) => e.getBoundingClientRect().top);
   expect(top < firstField, 'the list is not above the fields');
+  // The heads sit in the Model topic, closed on this page: the problem's button opens it.
+  await page.$eval('#section-model', (d) => { d.open = false; });
   await page.click('#form-problems li button');
   expect(await page.evaluate(() => document.activeElement.id) === 'f-num_attention_heads', 'the list does not lead to the field');
+  expect(await page.$eval('#section-model', (d) => d.open), 'the field\'s topic stayed closed');
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   expect(!(await page.isVisible('#form-problems')) && !(await page.isVisible('#e-tensor_model_parallel_size')), 'the problems stay after the fix');
   await page.screenshot({ path: join(SHOTS, 'errors-where-the-hand-is.png') });
@@ -923,7 +941,7 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   }
   await select(page, '#f-recompute_granularity', 'selective');
   expect(await page.isChecked('#f-recompute_modules-core_attn'), 'recompute_modules does not show its default');
-  await page.check('#f-recompute_modules-mlp');
+  await page.check(await field(page, '#f-recompute_modules-mlp'));
   await settleUrl(page);
   expect((await hashNow(page)).includes('rcmod=core_attn,mlp'), `hash lacks rcmod: ${await hashNow(page)}`);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
@@ -1459,7 +1477,8 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
       const r = document.getElementById(id).getBoundingClientRect();
       return { id, top: r.top + scrollY, bottom: r.bottom + scrollY, section: document.getElementById(id).closest('fieldset.section')?.id ?? null };
     }), FIRST);
-    const layers = await page.$eval('#f-num_layers', (e) => e.getBoundingClientRect().top + scrollY);
+    // The model's shape is behind "More options" (its topic closed on the fresh page).
+    const layers = await page.$eval('#section-model', (e) => e.getBoundingClientRect().top + scrollY);
     for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
     expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
     expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
@@ -2197,7 +2216,7 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const early = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       inert: document.querySelector('.inputs').inert, visible: getComputedStyle(document.querySelector('main')).visibility,
-      fields: document.querySelectorAll('#fields > fieldset').length, unit: document.querySelector('input[name="unit"]:checked')?.value,
+      fields: document.querySelectorAll('#fields > .section').length, unit: document.querySelector('input[name="unit"]:checked')?.value,
     }));
     // The form's fields are not prerendered (main.js builds them): the headline comes early in the
     // document. The prerendered controls can be used at once (issue 31): an edit is queued.
@@ -2209,7 +2228,7 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const live = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       unit: document.querySelector('input[name="unit"]:checked')?.value, total: document.getElementById('total').textContent,
-      inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > fieldset').length,
+      inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > .section').length,
       deferred: document.querySelectorAll('template[data-deferred]').length,
       parts: ['how', 'embed-dialog', 'preset', 'gpu-card', 'assumptions', 'trace-title'].filter((id) => !document.getElementById(id)),
     }));

@@ -128,6 +128,7 @@ function settle() {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
       ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
   }
+  form.showTopics(state.fields, topicBaseline());
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
   share.scheduleLinkWrite();
@@ -408,6 +409,8 @@ function applyLink(fragment) {
   const link = earlyLink?.state === linkState ? earlyLink.link : restoreLink(linkState, engine);
   earlyLink = null;
   Object.assign(state, editableState(link));
+  startFields = linkState.replace(/^#/, '') ? null : START.fields; // the fresh page's start is no setting of the user's
+  form?.resetTopics();
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
@@ -560,7 +563,7 @@ function applySetup(setup) {
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
 function pointToSetups() {
-  const legend = document.querySelector('#section-finetuning > legend');
+  const legend = document.querySelector('#section-finetuning > summary');
   if (!legend || !engine.setups.length || legend.parentElement.querySelector('.setup-pointer')) return;
   const link = Object.assign(document.createElement('a'), { href: '#setup', textContent: 'Start from a fine-tuning setup' });
   const p = Object.assign(document.createElement('p'), { className: 'hint setup-pointer' });
@@ -568,9 +571,20 @@ function pointToSetups() {
   legend.after(p);
 }
 
+/**
+ * What the "More options" topics do not count as set (form.showTopics): the preset's model (chosen
+ * above the form) and, on the fresh page, the page's own start (link-config.js START).
+ */
+let startFields = null;
+function topicBaseline() {
+  return { ...startFields, ...presetById(engine, state.preset)?.config };
+}
+
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
 function loadFields(fields, preset, label, setup = null, questions = []) {
   importQuestions = new Map(questions.map((q) => [q.field, q.message]));
+  startFields = null;
+  form.resetTopics();
   state.fields = fields;
   state.preset = preset;
   state.setup = setup;
@@ -700,7 +714,7 @@ function bindPanels() {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
     loadFields(fields, null, label, null, unresolved);
     // The first field the import left open takes the focus: the figure waits for it.
-    if (unresolved.length) form.fields.get(unresolved[0].field)?.input.focus({ preventScroll: false });
+    if (unresolved.length) form.focusField(unresolved[0].field, { preventScroll: false });
   });
 }
 

@@ -595,6 +595,9 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   const methodBox = document.getElementById('method-notice');
   if (methodBox) methodBox.hidden = true;
   syncControls();
+  // What the state before resolved its unset fields to is no hint for this one ("auto: 2048"
+  // under an import's open question was the screen before's sequence): the new result writes them.
+  form.showResolved(state.fields, {});
   recompute();
   share.commit();
 }
@@ -654,6 +657,15 @@ function pinnedEstimate(config) {
 }
 
 /**
+ * A field in a message: the form's words first (its label, without the label's aside), the field's
+ * name second ("activation recompute (recompute_granularity)"); the name alone where they agree.
+ */
+function inWords(name) {
+  const words = (form.specs.get(name)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
+  return !words || words === name || words === name.replaceAll('_', ' ') ? name : `${words} (${name})`;
+}
+
+/**
  * A method chosen (peft): where the run's settings conflict with it, the core's objections are
  * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
  */
@@ -665,7 +677,7 @@ function onMethodChange(peft) {
   const box = methodNoticeBox();
   if (changes.length && box) {
     form.setValues(state.fields);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}), () => {
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, inWords), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();

@@ -1711,6 +1711,10 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(await page.inputValue('#f-seq_length') === '' && /max_seq_len is null/.test(await page.textContent('#e-seq_length')), `${tag}: the import did not ask for the sequence length`);
     expect(!/GiB$/.test(await total(page)), `${tag}: a figure without a sequence length: ${await total(page)}`);
     expect(await page.evaluate(() => document.activeElement.id) === 'f-seq_length', `${tag}: the question does not take the focus`);
+    // The framework's words first: each field read from one key of the recipe names it, then the field.
+    const hint = await page.textContent('#h-micro_batch_size');
+    expect(hint.startsWith('torchtune: batch_size · micro_batch_size'), `${tag}: the micro batch's hint after the import: ${hint}`);
+    expect((await page.textContent('#h-recompute_granularity')).startsWith('torchtune: enable_activation_checkpointing · '), `${tag}: the recompute hint`);
     // Nor does its placeholder hint at the screen before's sequence ("auto: 2048" was the setup's).
     expect(!/\d/.test(await page.getAttribute('#f-seq_length', 'placeholder')), `${tag}: the open question's placeholder: ${await page.getAttribute('#f-seq_length', 'placeholder')}`);
     await page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));

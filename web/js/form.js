@@ -182,6 +182,24 @@ export class Form {
     f.input.focus(options);
   }
 
+  /**
+   * The framework's words first: after an import, each field's hint starts with the key the file
+   * used for it ("torchtune: batch_size · micro_batch_size"), and so does its line in the problems
+   * list. null (another state than the import's) takes them away.
+   * @param {{framework: string, keys: Map<string, string>} | null} words framework-words.js keysRead
+   */
+  showFrameworkKeys(words) {
+    this.frameworkWords = words?.keys?.size ? words : null;
+    for (const [name, f] of this.fields) {
+      const hint = f.wrap.querySelector(`#h-${name}`);
+      hint?.querySelector(':scope > .framework-key')?.remove();
+      const key = this.frameworkWords?.keys.get(name);
+      if (!hint || !key) continue;
+      hint.prepend(el('span', { class: 'framework-key', title: `What the imported ${words.framework} file calls it` },
+        `${words.framework}: `, el('code', { text: key }), ' · '));
+    }
+  }
+
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */
   resetTopics() {
     this.topicsReset = true;
@@ -510,7 +528,9 @@ export class Form {
       if (f) {
         // The field's words first (its label, as the form shows it), its name second (what
         // config files, links and the core's rules call it).
-        const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ', el('code', { text: field }));
+        const key = this.frameworkWords?.keys.get(field);
+        const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ',
+          ...(key ? [el('code', { text: key }), ' · '] : []), el('code', { text: field }));
         go.addEventListener('click', () => this.focusField(field));
         li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
       } else li.append(...oneLine(rules.join(' '), 'Show the whole problem'));

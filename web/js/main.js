@@ -411,6 +411,7 @@ function applyLink(fragment) {
   Object.assign(state, editableState(link));
   startFields = linkState.replace(/^#/, '') ? null : START.fields; // the fresh page's start is no setting of the user's
   form?.resetTopics();
+  form?.showFrameworkKeys(null);
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
@@ -463,6 +464,7 @@ function bindControls() {
     state.preset = preset?.id ?? null;
     state.setup = null; // another model: no longer the setup's run
     ui.setupNotice.hidden = true;
+    form.showFrameworkKeys(null); // the imported file no longer describes the run
     let kept = [];
     if (preset) ({ fields: state.fields, kept } = withPresetModel(state.fields, preset));
     syncControls();
@@ -585,6 +587,7 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   importQuestions = new Map(questions.map((q) => [q.field, q.message]));
   startFields = null;
   form.resetTopics();
+  form.showFrameworkKeys(null); // the words of an import before are not this state's
   state.fields = fields;
   state.preset = preset;
   state.setup = setup;
@@ -722,9 +725,10 @@ function bindPanels() {
   new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
     kind: $('import-kind'), report: $('import-report'),
-  }, engine, () => configFor(state.fields).config, (config, label, unresolved) => {
+  }, engine, () => configFor(state.fields).config, (config, label, unresolved, words = null) => {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
     loadFields(fields, null, label, null, unresolved);
+    form.showFrameworkKeys(words); // the file's keys first, the field names second
     // The first field the import left open takes the focus: the figure waits for it.
     if (unresolved.length) form.focusField(unresolved[0].field, { preventScroll: false });
   });

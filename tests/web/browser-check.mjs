@@ -1679,6 +1679,7 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
       expect(lines.length >= 2 && lines.every((l) => l.height <= 48), `TP 3's lines at ${tag}: ${JSON.stringify(lines)}`);
     }
     await typeInto(page, '#f-tensor_model_parallel_size', '2');
+    await settleUrl(page); // the page's own link write, debounced, lands before the link is opened
     // Task 3 (a link): each section once, the topics as the link sets them.
     await page.evaluate(() => { location.hash = '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=a100-40gb'; });
     await page.waitForFunction(() => document.title.startsWith('Llama 3.1 70B'));

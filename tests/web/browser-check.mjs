@@ -1666,6 +1666,11 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     // Task 2: a run over the capacity, its first suggestion, the verdict: never "Fits" in the band.
     await typeInto(page, '#f-micro_batch_size', '8');
     await fitsKeepsItsPromise(page, `${tag} micro batch 8`);
+    // Item 5: a topic holding a field a suggestion would change opens itself and says so.
+    const pointedAt = await page.$$eval('#suggestions .chip', (chips) => chips.flatMap((c) => c.title.split(', ').map((kv) => kv.split(' = ')[0]))
+      .map((name) => document.querySelector(`#fields [data-field="${name}"]:not([hidden])`)?.closest('details.topic')).filter(Boolean)
+      .map((d) => ({ id: d.id, open: d.open, count: d.querySelector('.topic-count').textContent })));
+    expect(pointedAt.length >= 1 && pointedAt.every((t) => t.open && / · suggested$/.test(t.count)), `${tag}: the topics the chips point into: ${JSON.stringify(pointedAt)}`);
     await page.evaluate(() => scrollTo(0, 0)); // a phone's stuck headline keeps its chips folded
     await page.click('#suggestions .chip');
     await settled(page);

@@ -122,7 +122,7 @@ export class Form {
     this.fields = new Map();
     /** fieldsets and "More" lists, hidden when none of their fields applies */
     this.sections = [];
-    /** the topics behind "More options": section id -> {details, count, names, shown} */
+    /** the topics behind "More options": section id -> {details, count, names, shown (set count), pointed (suggested fields)} */
     this.topics = new Map();
     /** fields the user edited since the state was loaded (they count as set in their topic) */
     this.touched = new Set();
@@ -163,7 +163,7 @@ export class Form {
       if (!this.topics.size) root.append(el('h3', { class: 'topics-title', id: 'more-options', text: 'More options' }));
       root.append(topic);
       this.sections.push(topic);
-      this.topics.set(section.id, { details: topic, count, names: [...fields, ...more].filter((n) => this.fields.has(n)), shown: 0 });
+      this.topics.set(section.id, { details: topic, count, names: [...fields, ...more].filter((n) => this.fields.has(n)), shown: 0, pointed: '' });
     }
   }
 
@@ -208,16 +208,19 @@ export class Form {
 
   /**
    * Each topic's summary says how many of its fields in effect are set ("Parallelism · 3 set"),
-   * and a topic opens itself when that count grows or one of its fields has a problem. Set: a
-   * field the user edited, or one a link, import or setup gave a value other than its default
-   * (the core's spec) and other than `baseline`'s (the preset's model, the fresh page's start).
-   * A topic the user closed stays closed until its count grows again.
+   * and a topic opens itself when that count grows, one of its fields has a problem, or the
+   * verdict's suggestions come to point at one of its fields ("· suggested"). Set: a field the
+   * user edited, or one a link, import or setup gave a value other than its default (the core's
+   * spec) and other than `baseline`'s (the preset's model, the fresh page's start). A topic the
+   * user closed stays closed until one of these grows again.
+   * @param {Set<string>} [suggested] the fields the suggestion chips would change
    */
-  showTopics(values, baseline = {}) {
+  showTopics(values, baseline = {}, suggested = new Set()) {
     const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
+    const inEffect = (name) => !this.fields.get(name).wrap.hidden;
     const isSet = (name) => {
       const value = values[name];
-      if (value === undefined || this.fields.get(name).wrap.hidden) return false;
+      if (value === undefined || !inEffect(name)) return false;
       if (this.touched.has(name)) return true;
       const spec = this.specs.get(name);
       const byDefault = typeof value === 'object' ? JSON.stringify(value) === spec.default : String(value) === spec.default;
@@ -228,11 +231,14 @@ export class Form {
     for (const topic of this.topics.values()) {
       const set = topic.names.filter(isSet).length;
       const invalid = topic.names.some((n) => this.fields.get(n).wrap.classList.contains('invalid'));
-      const text = set ? ` · ${set} set` : '';
+      const pointed = topic.names.filter((n) => suggested.has(n) && inEffect(n)).join(' ');
+      const newlyPointed = pointed !== '' && pointed !== topic.pointed;
+      const text = `${set ? ` · ${set} set` : ''}${pointed ? ' · suggested' : ''}`;
       if (topic.count.textContent !== text) topic.count.textContent = text;
-      if (reset) topic.details.open = set > 0 || invalid;
-      else if ((set > topic.shown || invalid) && !topic.details.open) topic.details.open = true;
+      if (reset) topic.details.open = set > 0 || invalid || pointed !== '';
+      else if ((set > topic.shown || invalid || newlyPointed) && !topic.details.open) topic.details.open = true;
       topic.shown = set;
+      topic.pointed = pointed;
     }
   }
 

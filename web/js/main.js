@@ -128,7 +128,8 @@ function settle() {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
       ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
   }
-  form.showTopics(state.fields, topicBaseline());
+  // A topic opens where something is set or wrong, and where a suggestion chip would change a field.
+  form.showTopics(state.fields, topicBaseline(), new Set(shownSuggestions(result).flatMap((s) => Object.keys(s.fields))));
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
   share.scheduleLinkWrite();
@@ -279,14 +280,19 @@ function renderCards() {
   view.renderTrace(result);
 }
 
+/** The core's suggestions the chips show: none that would change a field the user holds. */
+function shownSuggestions(result) {
+  const held = form.pressedHolds();
+  return (result.ok ? result.suggestions ?? [] : []).filter((s) => !Object.keys(s.fields).some((f) => held.has(f)));
+}
+
 /**
  * What to change when it does not fit: the core's suggestions (each verified by a full estimate),
  * as one-click chips under the verdict; a change touching a field the user holds is left out.
  */
 function renderSuggestions(result) {
   const box = ui.suggestions;
-  const held = form.pressedHolds();
-  const list = (result.suggestions ?? []).filter((s) => !Object.keys(s.fields).some((f) => held.has(f)));
+  const list = shownSuggestions(result);
   box.hidden = list.length === 0;
   box.replaceChildren(...(list.length ? [Object.assign(document.createElement('span'), { className: 'suggestions-label', textContent: 'Fits with:' })] : []),
     ...list.map((s) => {

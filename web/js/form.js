@@ -212,7 +212,7 @@ export class Form {
    * verdict's suggestions come to point at one of its fields ("· suggested"). Set: a field the
    * user edited, or one a link, import or setup gave a value other than its default (the core's
    * spec) and other than `baseline`'s (the preset's model, the fresh page's start). A topic the
-   * user closed stays closed until one of these grows again.
+   * user closed stays closed until its count or its suggested fields grow (a problem keeps it open).
    * @param {Set<string>} [suggested] the fields the suggestion chips would change
    */
   showTopics(values, baseline = {}, suggested = new Set()) {

@@ -122,13 +122,26 @@ const settleUrl = (page) => page.waitForTimeout(400);
 const settled = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))
   .then(() => window.trainmemSettled?.()));
 
+/**
+ * A form field ("#f-…") by its selector, its "More options" topic (and "More" list) opened first,
+ * as a user would: a closed topic's inputs cannot be filled, checked or focused. Every check that
+ * touches a field directly goes through this (typeInto and select do).
+ */
+async function field(page, selector) {
+  if (!selector.startsWith('#f-')) return selector;
+  await page.$eval(selector, (node) => {
+    for (let box = node.closest('details'); box; box = box.parentElement?.closest('details')) box.open = true;
+  });
+  return selector;
+}
+
 async function typeInto(page, selector, text) {
-  await page.fill(selector, text);
+  await page.fill(await field(page, selector), text);
   await settled(page);
 }
 
 async function select(page, selector, value) {
-  await page.selectOption(selector, value);
+  await page.selectOption(await field(page, selector), value);
   await settled(page);
 }
 
@@ -226,11 +239,11 @@ await check('a shared link: its headline and breakdown are shown before the form
         seen.push('headline');
         window.atHeadline = {
           text: total.textContent, shown: getComputedStyle(main).display !== 'none',
-          rows: document.querySelectorAll('#breakdown-body tr').length, fields: document.querySelectorAll('#fields > fieldset').length,
+          rows: document.querySelectorAll('#breakdown-body tr').length, fields: document.querySelectorAll('#fields > .section').length,
           inputsShown: getComputedStyle(document.querySelector('main > .inputs')).contentVisibility !== 'hidden',
         };
       }
-      if (!seen.includes('form') && document.querySelector('#fields > fieldset')) seen.push('form');
+      if (!seen.includes('form') && document.querySelector('#fields > .section')) seen.push('form');
     });
     mo.observe(document, { childList: true, subtree: true, characterData: true, attributes: true });
   });
@@ -239,7 +252,7 @@ await check('a shared link: its headline and breakdown are shown before the form
   await settled(page);
   const { seen, at, live } = await page.evaluate(() => ({
     seen: window.orderSeen, at: window.atHeadline,
-    live: { text: document.getElementById('total').textContent, fields: document.querySelectorAll('#fields > fieldset').length },
+    live: { text: document.getElementById('total').textContent, fields: document.querySelectorAll('#fields > .section').length },
   }));
   expect(seen[0] === 'headline' && seen[1] === 'form', `order: ${seen.join(' → ')}`);
   expect(at.text === live.text, `the first headline (${at.text}) is not the link's (${live.text})`);
@@ -300,8 +313,8 @@ await check('pipeline stages get their own chart; MoE and MLA fields appear when
   expect(!(await page.isVisible('#stages-card')), 'stage chart shown at PP = 1');
   expect(!(await page.isVisible('#f-expert_model_parallel_size')), 'EP shown for a dense model');
   await select(page, '#preset', 'deepseek-v3');
-  expect(await page.isVisible('#f-moe_router_topk'), 'MoE fields hidden for DeepSeek-V3');
-  expect(await page.isVisible('#f-kv_lora_rank'), 'MLA fields hidden for DeepSeek-V3');
+  expect(await page.isVisible(await field(page, '#f-moe_router_topk')), 'MoE fields hidden for DeepSeek-V3');
+  expect(await page.isVisible(await field(page, '#f-kv_lora_rank')), 'MLA fields hidden for DeepSeek-V3');
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-data_parallel_size', '64');
   await typeInto(page, '#f-expert_model_parallel_size', '64');
@@ -332,7 +345,7 @@ await check('a per-stage split: typed as a list, drawn per stage, kept in the li
   keep(page);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
   await typeInto(page, '#f-data_parallel_size', '2');
-  expect(await page.isVisible('#f-pipeline_stage_layers'), 'no per-stage field at PP = 2');
+  expect(await page.isVisible(await field(page, '#f-pipeline_stage_layers')), 'no per-stage field at PP = 2');
   await typeInto(page, '#f-pipeline_stage_layers', '20, 12');
   expect((await page.$$('.field.invalid')).length === 0, 'the split 20, 12 of 32 layers is marked invalid');
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
@@ -378,12 +391,12 @@ await check('a 390-px phone: no sideways scroll, the headline stays in view whil
   await page.screenshot({ path: join(SHOTS, 'phone-390x844.png') });
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   expect(width <= PHONE.width, `page is ${width}px wide`);
-  await page.focus('#f-data_parallel_size');
+  await page.focus(await field(page, '#f-data_parallel_size'));
   await typeInto(page, '#f-data_parallel_size', '16');
   const box = await page.$eval('#total', (e) => e.getBoundingClientRect().toJSON());
   expect(box.top >= 0 && box.bottom <= PHONE.height, `total is off screen (${box.top})`);
-  const field = await page.$eval('#f-data_parallel_size', (e) => e.getBoundingClientRect().toJSON());
-  expect(field.top >= box.bottom, 'the sticky headline covers the field being edited');
+  const edited = await page.$eval('#f-data_parallel_size', (e) => e.getBoundingClientRect().toJSON());
+  expect(edited.top >= box.bottom, 'the sticky headline covers the field being edited');
   // Stuck to the top, the summary keeps to at most 110 px (issue 16): headline, verdict, switches.
   const stuck = await page.$eval('#summary', (e) => ({ stuck: e.classList.contains('stuck'), height: e.getBoundingClientRect().height }));
   expect(stuck.stuck && stuck.height <= 110, `the sticky summary: ${JSON.stringify(stuck)}`);
@@ -504,23 +517,29 @@ await check('keyboard only: every control is reachable with Tab, focus is visibl
   keep(page);
   const reached = new Set();
   let outline = '';
-  // Each field is two stops (its input, then its name, which opens the line explaining it).
-  for (let i = 0; i < 200 && !reached.has('copy-link'); i += 1) {
+  // Each field is two stops (its input, then its name, which opens the line explaining it). A
+  // closed topic of "More options" is one stop, its summary: Enter opens it, as a keyboard user would.
+  for (let i = 0; i < 260 && !reached.has('copy-link'); i += 1) {
     await page.keyboard.press('Tab');
     const info = await page.evaluate(() => {
       const e = document.activeElement;
       const style = getComputedStyle(e);
-      return { id: e.id, outline: `${style.outlineStyle} ${style.outlineWidth}` };
+      const topic = e.localName === 'summary' && e.parentElement.classList.contains('topic') ? e.parentElement : null;
+      return { id: topic ? `summary:${topic.id}` : e.id, closedTopic: Boolean(topic && !topic.open), outline: `${style.outlineStyle} ${style.outlineWidth}` };
     });
     if (info.id) reached.add(info.id);
+    if (info.closedTopic) {
+      await page.keyboard.press('Enter');
+      if (info.id === 'summary:section-model') expect(await page.$eval('#section-model', (d) => d.open), 'Enter did not open the Model topic');
+    }
     if (info.id === 'f-num_layers') outline = info.outline;
   }
-  for (const id of ['preset', 'f-num_layers', 'f-tensor_model_parallel_size', 'f-seq_length', 'gpu', 'unit-gib', 'copy-link']) {
+  for (const id of ['preset', 'summary:section-model', 'f-num_layers', 'summary:section-parallelism', 'f-tensor_model_parallel_size', 'f-seq_length', 'gpu', 'unit-gib', 'copy-link']) {
     expect(reached.has(id), `Tab never reached #${id}`);
   }
   expect(!outline.startsWith('none'), `no visible focus ring on inputs (${outline})`);
   const before = await total(page);
-  await page.focus('#f-num_layers');
+  await page.focus(await field(page, '#f-num_layers'));
   await page.keyboard.press('End');
   await page.keyboard.press('Backspace');
   await page.keyboard.press('Backspace');
@@ -553,7 +572,7 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   expect(after.includes('copy-link') && after.some((id) => id.startsWith('figure-') || id.startsWith('unit-')) && !after.some((id) => id.startsWith('f-')),
     `after the skip link, Tab reaches: ${after.join(', ')}`);
   // Arrow keys: parallel sizes double and halve, counts step by 1 (10 with Shift), from the value shown.
-  await page.focus('#f-tensor_model_parallel_size');
+  await page.focus(await field(page, '#f-tensor_model_parallel_size'));
   await page.keyboard.press('ArrowUp');
   await settled(page);
   expect(await page.inputValue('#f-tensor_model_parallel_size') === '4', `TP after ArrowUp: ${await page.inputValue('#f-tensor_model_parallel_size')}`);
@@ -561,13 +580,13 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   await page.keyboard.press('ArrowDown');
   await settled(page);
   expect(await page.inputValue('#f-tensor_model_parallel_size') === '1', 'TP after two ArrowDowns');
-  await page.focus('#f-num_layers');
+  await page.focus(await field(page, '#f-num_layers'));
   await page.keyboard.press('ArrowUp');
   await page.keyboard.press('Shift+ArrowUp');
   await settled(page);
   expect(await page.inputValue('#f-num_layers') === '43', `layers after ArrowUp, Shift+ArrowUp: ${await page.inputValue('#f-num_layers')}`);
   // Typing in a field entered by Tab replaces its text.
-  await page.focus('#f-micro_batch_size');
+  await page.focus(await field(page, '#f-micro_batch_size'));
   await page.keyboard.press('Shift+Tab');
   await page.keyboard.press('Tab');
   await page.keyboard.type('3');
@@ -639,7 +658,7 @@ await check('tampered links name the field and keep the other inputs: a field th
   await select(page, '#f-recompute_granularity', 'full');
   await select(page, '#f-framework', 'fsdp2');
   // It applies at once (FSDP2's model code is torchtitan's), not after the next edit.
-  await page.check('#f-torch_compile');
+  await page.check(await field(page, '#f-torch_compile'));
   await settled(page);
   await select(page, '#f-framework', 'megatron');
   await settleUrl(page);
@@ -746,12 +765,17 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   expect(await page.isVisible('#e-tensor_model_parallel_size') && /num_attention_heads/.test(tp) && /tensor_model_parallel_size/.test(tp), `TP's own message: "${tp}"`);
   expect(await page.getAttribute('#f-tensor_model_parallel_size', 'aria-invalid') === 'true', 'TP is not marked invalid');
   const list = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
-  expect(list.length >= 1 && list.some((t) => t.startsWith('num_attention_heads')), `the list at the top of the form: ${list}`);
+  // Each line in the form's words first, the field's name second: "Attention heads (num_attention_heads): …".
+  const heads = await page.textContent('label[for="f-num_attention_heads"]');
+  expect(list.length >= 1 && list.some((t) => t.startsWith(`${heads} num_attention_heads: `)), `the list at the top of the form: ${list}`);
   const top = await page.$eval('#form-problems', (e) => e.getBoundingClientRect().top);
   const firstField = await page.$eval('#fields', (e) => e.getBoundingClientRect().top);
   expect(top < firstField, 'the list is not above the fields');
+  // The heads sit in the Model topic, closed on this page: the problem's button opens it.
+  await page.$eval('#section-model', (d) => { d.open = false; });
   await page.click('#form-problems li button');
   expect(await page.evaluate(() => document.activeElement.id) === 'f-num_attention_heads', 'the list does not lead to the field');
+  expect(await page.$eval('#section-model', (d) => d.open), 'the field\'s topic stayed closed');
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   expect(!(await page.isVisible('#form-problems')) && !(await page.isVisible('#e-tensor_model_parallel_size')), 'the problems stay after the fix');
   await page.screenshot({ path: join(SHOTS, 'errors-where-the-hand-is.png') });
@@ -923,7 +947,7 @@ await check('trainmem profile: every tensor class, overhead lines, the picked fi
   }
   await select(page, '#f-recompute_granularity', 'selective');
   expect(await page.isChecked('#f-recompute_modules-core_attn'), 'recompute_modules does not show its default');
-  await page.check('#f-recompute_modules-mlp');
+  await page.check(await field(page, '#f-recompute_modules-mlp'));
   await settleUrl(page);
   expect((await hashNow(page)).includes('rcmod=core_attn,mlp'), `hash lacks rcmod: ${await hashNow(page)}`);
   await typeInto(page, '#f-pipeline_model_parallel_size', '2');
@@ -987,7 +1011,8 @@ await check('every term has its line: each breakdown row and part, held / free a
   expect(await page.isVisible('#hold-note') && /Held:.*Free:/.test(await page.textContent('#hold-note')), 'no held / free line');
   const described = await page.$$eval('button.hold', (bs) => bs.every((b) => b.getAttribute('aria-describedby') === 'hold-note'));
   expect(described, 'a hold toggle is not described by the held / free line');
-  // A field's line: the Estimator profile says what the profiles are.
+  // A field's line: the Estimator profile says what the profiles are (its topic, Training, opened first).
+  await field(page, '#f-profile');
   await page.focus('button.term[aria-controls="d-profile"]');
   await page.keyboard.press('Enter');
   const profile = await page.$eval('#d-profile', (e) => ({ shown: !e.hidden, text: e.textContent }));
@@ -1459,7 +1484,8 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
       const r = document.getElementById(id).getBoundingClientRect();
       return { id, top: r.top + scrollY, bottom: r.bottom + scrollY, section: document.getElementById(id).closest('fieldset.section')?.id ?? null };
     }), FIRST);
-    const layers = await page.$eval('#f-num_layers', (e) => e.getBoundingClientRect().top + scrollY);
+    // The model's shape is behind "More options" (its topic closed on the fresh page).
+    const layers = await page.$eval('#section-model', (e) => e.getBoundingClientRect().top + scrollY);
     for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
     expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
     expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
@@ -1490,7 +1516,7 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const start = await total(page);
     await select(page, '#f-peft', 'qlora');
     const notice = await page.textContent('#method-notice');
-    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, recompute_granularity selective → full ('), `notice: ${notice}`);
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, activation recompute (recompute_granularity) selective → full ('), `notice: ${notice}`);
     expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
     expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     // The CLI's figure for the same fields: the preset's model, the first screen's training fields
@@ -1539,6 +1565,176 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     return page;
   });
 }
+
+// Issue 32 item 5: everything after "Your run" sits behind "More options", one closed topic each,
+// and nothing is lost with them closed. A topic opens itself when it holds a field set (by the
+// user, or by a link, an import or a setup to a value other than the default) or a problem, and
+// its summary counts the set fields.
+/** Each topic: its title, its count ("" or " · N set"), open, and whether a field in it has a problem. */
+const topics = (page) => page.$$eval('#fields > details.topic:not([hidden])', (ds) => ds.map((d) => ({
+  id: d.id, count: d.querySelector('.topic-count').textContent, open: d.open, invalid: Boolean(d.querySelector('.field.invalid:not([hidden])')),
+})));
+/** Just after a whole new state (the fresh page, a link, a setup, an import): open exactly where something is set or wrong. */
+async function topicsFollowTheState(page, when) {
+  const list = await topics(page);
+  const wrong = list.filter((t) => t.open !== (Boolean(t.count) || t.invalid));
+  expect(list.length >= 6 && wrong.length === 0, `${when}: topics ${JSON.stringify(wrong.length ? wrong : list)}`);
+  return list;
+}
+/** "Fits" keeps its promise (issue 32 item 3): never in the headroom band ("Fits (99 % used)" was the bug). */
+async function fitsKeepsItsPromise(page, when) {
+  const verdict = await page.textContent('#verdict');
+  const used = /\((\d+) % used\)/.exec(verdict);
+  expect(!/^Fits/.test(verdict) || (used && Number(used[1]) <= 90), `${when}: ${verdict}`);
+}
+/** Every id and every card heading once (issue 32 item 4: prerendered content replaced, never added to). */
+async function eachSectionOnce(page, when) {
+  const doubles = await page.evaluate(() => {
+    const seen = (list) => list.filter((x, i) => x && list.indexOf(x) !== i);
+    return [...seen([...document.querySelectorAll('[id]')].map((e) => `#${e.id}`)),
+      ...seen([...document.querySelectorAll('main .card > h2, main .card > h3, #fields summary .topic-title')].map((h) => h.textContent.trim())),
+      ...seen([...document.querySelectorAll('.sticky-sentinel, .setup-pointer, .topics-title')].map((e) => e.className))];
+  });
+  expect(doubles.length === 0, `${when}: shown twice: ${doubles.join(', ')}`);
+}
+
+await check('More options by topic: closed on the fresh page, opened by what is set or wrong with a count, nothing lost while closed (1280x900 and 390x844)', async (keep) => {
+  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const fresh = await topicsFollowTheState(page, 'fresh page');
+    expect(fresh.every((t) => !t.open && !t.count), `the fresh page opens a topic: ${JSON.stringify(fresh)}`);
+    // The first screen is "Your run" and the answer: the first topic's summary starts below
+    // "Your run", and no input of a topic is on screen.
+    const shown = await page.evaluate(() => [...document.querySelectorAll('#fields input, #fields select')].filter((e) => e.checkVisibility()).length);
+    expect(shown === 0, `${shown} inputs of closed topics are laid out at ${tag}`);
+    // The user opens a topic, sets a field, closes it: it stays closed and says so; the link
+    // reopens it, counted.
+    await page.click('#section-optimizer > summary');
+    await page.fill('#f-optimizer_offload_fraction', '0.5');
+    await settled(page);
+    await page.click('#section-optimizer > summary');
+    await settled(page);
+    const closed = (await topics(page)).find((t) => t.id === 'section-optimizer');
+    expect(!closed.open && closed.count === ' · 1 set', `a closed topic with a set field: ${JSON.stringify(closed)}`);
+    // Keyboard: the summary is reached by Tab and Enter opens it.
+    await page.focus('#section-runtime > summary');
+    await page.keyboard.press('Enter');
+    expect(await page.$eval('#section-runtime', (d) => d.open), 'Enter does not open a topic');
+    await settleUrl(page);
+    const linked = await open(await hashNow(page), { viewport });
+    keep(linked.page);
+    const reopened = (await topicsFollowTheState(linked.page, 'the link')).find((t) => t.id === 'section-optimizer');
+    expect(reopened.open && reopened.count === ' · 1 set', `the link's topic: ${JSON.stringify(reopened)}`);
+    // A hold toggle in a closed topic still says held/free and the planner reads it (form.held).
+    expect(await linked.page.$eval('#section-parallelism button.hold[data-hold="tensor_model_parallel_size"]', (b) => b.textContent) === 'held', 'a closed topic\'s toggle');
+    await linked.page.close();
+    // A problem opens the topic that holds it: TP 3 breaks the heads' rule, in the Model topic.
+    expect(!(await page.$eval('#section-model', (d) => d.open)), 'the Model topic is open before any problem');
+    await typeInto(page, '#f-tensor_model_parallel_size', '3');
+    const model = (await topics(page)).find((t) => t.id === 'section-model');
+    const parallel = (await topics(page)).find((t) => t.id === 'section-parallelism');
+    expect(model.open && model.invalid && !model.count && parallel.count === ' · 1 set', `TP 3: ${JSON.stringify([model, parallel])}`);
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
+});
+
+// Issue 32 item 10: tasks 1-3 and 10 walked end to end at both sizes, with the screenshots the
+// issue asks for (the first screen, a link, a setup and an import), each looked at.
+await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an import asks instead of filling from the screen, "Fits" never in the headroom band, each section once, the phone\'s targets, jump and one-line errors', async (keep) => {
+  const fixture = fileURLToPath(new URL('../import/fixtures/torchtune/llama3_1-8B_qlora_single_device.yaml', import.meta.url));
+  const recipe = await readFile(fixture, 'utf8');
+  const importedBytes = {};
+  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    await eachSectionOnce(page, `${tag} fresh page`);
+    await fitsKeepsItsPromise(page, `${tag} fresh page`);
+    // The answer is on the first screen: on a desktop beside "Your run", on a phone first.
+    const headline = await page.$eval('#total', (e) => e.getBoundingClientRect().toJSON());
+    expect(headline.bottom <= viewport.height && headline.top >= 0, `the answer is off the first screen at ${tag}: ${JSON.stringify(headline)}`);
+    await page.screenshot({ path: join(SHOTS, `walk-first-screen-${tag}.png`) });
+    if (viewport === PHONE) {
+      // Task 10: tap targets (the topics' summaries too), the jump to the planner.
+      const small = await smallTargets(page);
+      expect(small.length === 0, `small targets on the phone's first screen: ${small.join('; ')}`);
+      await page.click('a.jump');
+      const landed = await page.evaluate(() => ({ focus: document.activeElement.id, top: document.getElementById('plan-title').getBoundingClientRect().top }));
+      expect(landed.focus === 'plan-panel' && landed.top >= 0 && landed.top < PHONE.height, `the jump: ${JSON.stringify(landed)}`);
+    }
+    // Task 2: a run over the capacity, its first suggestion, the verdict: never "Fits" in the band.
+    await typeInto(page, '#f-micro_batch_size', '8');
+    await fitsKeepsItsPromise(page, `${tag} micro batch 8`);
+    // Item 5: a topic holding a field a suggestion would change opens itself and says so.
+    const pointedAt = await page.$$eval('#suggestions .chip', (chips) => chips.flatMap((c) => c.title.split(', ').map((kv) => kv.split(' = ')[0]))
+      .map((name) => document.querySelector(`#fields [data-field="${name}"]:not([hidden])`)?.closest('details.topic')).filter(Boolean)
+      .map((d) => ({ id: d.id, open: d.open, count: d.querySelector('.topic-count').textContent })));
+    expect(pointedAt.length >= 1 && pointedAt.every((t) => t.open && / · suggested$/.test(t.count)), `${tag}: the topics the chips point into: ${JSON.stringify(pointedAt)}`);
+    await page.evaluate(() => scrollTo(0, 0)); // a phone's stuck headline keeps its chips folded
+    await page.click('#suggestions .chip');
+    await settled(page);
+    await fitsKeepsItsPromise(page, `${tag} after the first chip`);
+    // Task 10: on the phone, TP 3 gives one line per field with the rule on demand, not a wall
+    // of red (a desktop has the width to wrap them).
+    await typeInto(page, '#f-tensor_model_parallel_size', '3');
+    if (viewport === PHONE) {
+      const lines = await page.$$eval('.error.one-line:not([hidden]), #form-problems li', (ls) => ls.filter((l) => l.checkVisibility())
+        .map((l) => ({ height: Math.round(l.getBoundingClientRect().height), text: l.textContent.slice(0, 60) })));
+      expect(lines.length >= 2 && lines.every((l) => l.height <= 48), `TP 3's lines at ${tag}: ${JSON.stringify(lines)}`);
+    }
+    await typeInto(page, '#f-tensor_model_parallel_size', '2');
+    await settleUrl(page); // the page's own link write, debounced, lands before the link is opened
+    // Task 3 (a link): each section once, the topics as the link sets them.
+    await page.evaluate(() => { location.hash = '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=a100-40gb'; });
+    await page.waitForFunction(() => document.title.startsWith('Llama 3.1 70B'));
+    await settled(page);
+    await eachSectionOnce(page, `${tag} after a link`);
+    await fitsKeepsItsPromise(page, `${tag} after a link`);
+    const byLink = await topicsFollowTheState(page, `${tag} after a link`);
+    expect(byLink.some((t) => t.id === 'section-parallelism' && t.open && /· [2-9] set/.test(t.count)) && !byLink.find((t) => t.id === 'section-model').open,
+      `the link's topics: ${JSON.stringify(byLink)}`);
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.screenshot({ path: join(SHOTS, `walk-link-${tag}.png`) });
+    // A setup.
+    await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    await eachSectionOnce(page, `${tag} after a setup`);
+    await fitsKeepsItsPromise(page, `${tag} after a setup`);
+    await topicsFollowTheState(page, `${tag} after a setup`);
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.screenshot({ path: join(SHOTS, `walk-setup-${tag}.png`) });
+    // Task 1: an import after that setup takes nothing from it: the recipe's null max_seq_len is
+    // asked for in the form, no figure until it is given, then the same figure at both sizes (the
+    // desktop one is the CLI's: the check "an import fills nothing from the screen").
+    await page.click('#import-panel > summary');
+    await page.fill('#import-text', recipe);
+    await page.fill('#import-gpus', '1');
+    await page.click('#import-run');
+    await page.waitForFunction(() => /torchtune recipe/.test(document.querySelector('#import-report').textContent));
+    await settled(page);
+    await eachSectionOnce(page, `${tag} after an import`);
+    await topicsFollowTheState(page, `${tag} after an import`);
+    expect(await page.inputValue('#f-seq_length') === '' && /max_seq_len is null/.test(await page.textContent('#e-seq_length')), `${tag}: the import did not ask for the sequence length`);
+    expect(!/GiB$/.test(await total(page)), `${tag}: a figure without a sequence length: ${await total(page)}`);
+    expect(await page.evaluate(() => document.activeElement.id) === 'f-seq_length', `${tag}: the question does not take the focus`);
+    // The framework's words first: each field read from one key of the recipe names it, then the field.
+    const hint = await page.textContent('#h-micro_batch_size');
+    expect(hint.startsWith('torchtune: batch_size · micro_batch_size'), `${tag}: the micro batch's hint after the import: ${hint}`);
+    expect((await page.textContent('#h-recompute_granularity')).startsWith('torchtune: enable_activation_checkpointing · '), `${tag}: the recompute hint`);
+    // Nor does its placeholder hint at the screen before's sequence ("auto: 2048" was the setup's).
+    expect(!/\d/.test(await page.getAttribute('#f-seq_length', 'placeholder')), `${tag}: the open question's placeholder: ${await page.getAttribute('#f-seq_length', 'placeholder')}`);
+    await page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `walk-import-asks-${tag}.png`) });
+    await typeInto(page, '#f-seq_length', '2048');
+    await fitsKeepsItsPromise(page, `${tag} after the import's answer`);
+    importedBytes[tag] = await page.getAttribute('#total', 'data-bytes');
+    await page.$eval('#import-panel', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `walk-import-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
+  expect(importedBytes['1280x900'] && importedBytes['1280x900'] === importedBytes['390x844'], `the import's figure by size: ${JSON.stringify(importedBytes)}`);
+});
 
 await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
   const { page, problems } = await open();
@@ -2197,7 +2393,7 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const early = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       inert: document.querySelector('.inputs').inert, visible: getComputedStyle(document.querySelector('main')).visibility,
-      fields: document.querySelectorAll('#fields > fieldset').length, unit: document.querySelector('input[name="unit"]:checked')?.value,
+      fields: document.querySelectorAll('#fields > .section').length, unit: document.querySelector('input[name="unit"]:checked')?.value,
     }));
     // The form's fields are not prerendered (main.js builds them): the headline comes early in the
     // document. The prerendered controls can be used at once (issue 31): an edit is queued.
@@ -2209,7 +2405,7 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     const live = await fresh.evaluate(() => ({
       bytes: document.getElementById('total').dataset.bytes, prerendered: document.querySelector('main').hasAttribute('data-prerendered'),
       unit: document.querySelector('input[name="unit"]:checked')?.value, total: document.getElementById('total').textContent,
-      inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > fieldset').length,
+      inert: document.querySelector('.inputs').inert, fields: document.querySelectorAll('#fields > .section').length,
       deferred: document.querySelectorAll('template[data-deferred]').length,
       parts: ['how', 'embed-dialog', 'preset', 'gpu-card', 'assumptions', 'trace-title'].filter((id) => !document.getElementById(id)),
     }));

@@ -109,7 +109,10 @@ export class Form {
    */
   constructor(root, specs, onChange, onCommit = () => {}) {
     this.specs = new Map(specs.map((s) => [s.name, s]));
-    this.onChange = onChange;
+    this.onChange = (name, value) => {
+      this.touched.add(name);
+      onChange(name, value);
+    };
     this.onCommit = onCommit;
     /** the values the core resolved, for stepping an unset field from what it shows */
     this.resolved = {};
@@ -119,6 +122,11 @@ export class Form {
     this.fields = new Map();
     /** fieldsets and "More" lists, hidden when none of their fields applies */
     this.sections = [];
+    /** the topics behind "More options": section id -> {details, count, names, shown (set count), pointed (suggested fields)} */
+    this.topics = new Map();
+    /** fields the user edited since the state was loaded (they count as set in their topic) */
+    this.touched = new Set();
+    this.topicsReset = true;
     this.build(root);
   }
 
@@ -136,21 +144,101 @@ export class Form {
         this.sections.push(mount.closest('fieldset') ?? mount);
         continue;
       }
-      const fieldset = el('fieldset', { class: 'section', id: `section-${section.id}` },
-        el('legend', { text: section.title }));
+      // Every other section is a topic behind "More options", closed until it holds something
+      // (showTopics): the first screen is "Your run" and the answer.
+      const count = el('span', { class: 'topic-count' });
+      const topic = el('details', { class: 'section topic', id: `section-${section.id}`, 'data-topic': section.id },
+        el('summary', {}, el('span', { class: 'topic-title', text: section.title }), count));
       const grid = el('div', { class: 'grid' });
       for (const name of fields) this.addField(grid, name);
-      fieldset.append(grid);
+      topic.append(grid);
       if (more.length) {
         const moreGrid = el('div', { class: 'grid' });
         for (const name of more) this.addField(moreGrid, name);
         const details = el('details', { class: 'more' }, el('summary', { text: `More ${section.title.toLowerCase()} options` }), moreGrid);
-        fieldset.append(details);
+        topic.append(details);
         this.sections.push(details);
       }
-      if (section.trainmemOnly) fieldset.classList.add('trainmem-only');
-      root.append(fieldset);
-      this.sections.push(fieldset);
+      if (section.trainmemOnly) topic.classList.add('trainmem-only');
+      if (!this.topics.size) root.append(el('h3', { class: 'topics-title', id: 'more-options', text: 'More options' }));
+      root.append(topic);
+      this.sections.push(topic);
+      this.topics.set(section.id, { details: topic, count, names: [...fields, ...more].filter((n) => this.fields.has(n)), shown: 0, pointed: '' });
+    }
+  }
+
+  /** Opens every closed topic and "More" list around a field (a problem, an import's question, a test's fill). */
+  reveal(name) {
+    for (let box = this.fields.get(name)?.wrap.closest('details'); box; box = box.parentElement?.closest('details')) {
+      if (!box.open) box.open = true;
+    }
+  }
+
+  /** Moves focus to a field, its topic opened first (a closed topic's inputs cannot take focus). */
+  focusField(name, options) {
+    const f = this.fields.get(name);
+    if (!f) return;
+    this.reveal(name);
+    f.input.focus(options);
+  }
+
+  /**
+   * The framework's words first: after an import, each field's hint starts with the key the file
+   * used for it ("torchtune: batch_size · micro_batch_size"), and so does its line in the problems
+   * list. null (another state than the import's) takes them away.
+   * @param {{framework: string, keys: Map<string, string>} | null} words framework-words.js keysRead
+   */
+  showFrameworkKeys(words) {
+    this.frameworkWords = words?.keys?.size ? words : null;
+    for (const [name, f] of this.fields) {
+      const hint = f.wrap.querySelector(`#h-${name}`);
+      hint?.querySelector(':scope > .framework-key')?.remove();
+      const key = this.frameworkWords?.keys.get(name);
+      if (!hint || !key) continue;
+      hint.prepend(el('span', { class: 'framework-key', title: `What the imported ${words.framework} file calls it` },
+        `${words.framework}: `, el('code', { text: key }), ' · '));
+    }
+  }
+
+  /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */
+  resetTopics() {
+    this.topicsReset = true;
+    this.touched.clear();
+  }
+
+  /**
+   * Each topic's summary says how many of its fields in effect are set ("Parallelism · 3 set"),
+   * and a topic opens itself when that count grows, one of its fields has a problem, or the
+   * verdict's suggestions come to point at one of its fields ("· suggested"). Set: a field the
+   * user edited, or one a link, import or setup gave a value other than its default (the core's
+   * spec) and other than `baseline`'s (the preset's model, the fresh page's start). A topic the
+   * user closed stays closed until its count or its suggested fields grow (a problem keeps it open).
+   * @param {Set<string>} [suggested] the fields the suggestion chips would change
+   */
+  showTopics(values, baseline = {}, suggested = new Set()) {
+    const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
+    const inEffect = (name) => !this.fields.get(name).wrap.hidden;
+    const isSet = (name) => {
+      const value = values[name];
+      if (value === undefined || !inEffect(name)) return false;
+      if (this.touched.has(name)) return true;
+      const spec = this.specs.get(name);
+      const byDefault = typeof value === 'object' ? JSON.stringify(value) === spec.default : String(value) === spec.default;
+      return !byDefault && !(name in baseline && same(baseline[name], value));
+    };
+    const reset = this.topicsReset;
+    this.topicsReset = false;
+    for (const topic of this.topics.values()) {
+      const set = topic.names.filter(isSet).length;
+      const invalid = topic.names.some((n) => this.fields.get(n).wrap.classList.contains('invalid'));
+      const pointed = topic.names.filter((n) => suggested.has(n) && inEffect(n)).join(' ');
+      const newlyPointed = pointed !== '' && pointed !== topic.pointed;
+      const text = `${set ? ` · ${set} set` : ''}${pointed ? ' · suggested' : ''}`;
+      if (topic.count.textContent !== text) topic.count.textContent = text;
+      if (reset) topic.details.open = set > 0 || invalid || pointed !== '';
+      else if ((set > topic.shown || invalid || newlyPointed) && !topic.details.open) topic.details.open = true;
+      topic.shown = set;
+      topic.pointed = pointed;
     }
   }
 
@@ -411,11 +499,8 @@ export class Form {
       if (messages) f.input.setAttribute('aria-invalid', 'true');
       else f.input.removeAttribute('aria-invalid');
     }
-    // Open a collapsed "More" list that hides an invalid field.
-    for (const name of byField.keys()) {
-      const details = this.fields.get(name).wrap.closest('details');
-      if (details) details.open = true;
-    }
+    // Open the topic and the "More" list that hide an invalid field.
+    for (const name of byField.keys()) this.reveal(name);
     this.showProblems(issues);
     // A "more" button only where the one line cuts the rule (a phone's width; the desktop wraps).
     for (const line of this.root.parentElement.querySelectorAll('.one-line')) fitOneLine(line);
@@ -447,8 +532,12 @@ export class Form {
     const items = [...lines.values()].map(({ f, field, rules }) => {
       const li = el('li', { class: 'one-line' });
       if (f) {
-        const go = el('button', { type: 'button', class: 'link-button', text: field });
-        go.addEventListener('click', () => f.input.focus());
+        // The field's words first (its label, as the form shows it), its name second (what
+        // config files, links and the core's rules call it).
+        const key = this.frameworkWords?.keys.get(field);
+        const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ',
+          ...(key ? [el('code', { text: key }), ' · '] : []), el('code', { text: field }));
+        go.addEventListener('click', () => this.focusField(field));
         li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
       } else li.append(...oneLine(rules.join(' '), 'Show the whole problem'));
       return li;

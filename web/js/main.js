@@ -128,6 +128,8 @@ function settle() {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
       ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
   }
+  // A topic opens where something is set or wrong, and where a suggestion chip would change a field.
+  form.showTopics(state.fields, topicBaseline(), new Set(shownSuggestions(result).flatMap((s) => Object.keys(s.fields))));
   // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
   // ones and names the one that was dropped, instead of losing edits made since.
   share.scheduleLinkWrite();
@@ -278,14 +280,19 @@ function renderCards() {
   view.renderTrace(result);
 }
 
+/** The core's suggestions the chips show: none that would change a field the user holds. */
+function shownSuggestions(result) {
+  const held = form.pressedHolds();
+  return (result.ok ? result.suggestions ?? [] : []).filter((s) => !Object.keys(s.fields).some((f) => held.has(f)));
+}
+
 /**
  * What to change when it does not fit: the core's suggestions (each verified by a full estimate),
  * as one-click chips under the verdict; a change touching a field the user holds is left out.
  */
 function renderSuggestions(result) {
   const box = ui.suggestions;
-  const held = form.pressedHolds();
-  const list = (result.suggestions ?? []).filter((s) => !Object.keys(s.fields).some((f) => held.has(f)));
+  const list = shownSuggestions(result);
   box.hidden = list.length === 0;
   box.replaceChildren(...(list.length ? [Object.assign(document.createElement('span'), { className: 'suggestions-label', textContent: 'Fits with:' })] : []),
     ...list.map((s) => {
@@ -408,6 +415,9 @@ function applyLink(fragment) {
   const link = earlyLink?.state === linkState ? earlyLink.link : restoreLink(linkState, engine);
   earlyLink = null;
   Object.assign(state, editableState(link));
+  startFields = linkState.replace(/^#/, '') ? null : START.fields; // the fresh page's start is no setting of the user's
+  form?.resetTopics();
+  form?.showFrameworkKeys(null);
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
@@ -460,6 +470,7 @@ function bindControls() {
     state.preset = preset?.id ?? null;
     state.setup = null; // another model: no longer the setup's run
     ui.setupNotice.hidden = true;
+    form.showFrameworkKeys(null); // the imported file no longer describes the run
     let kept = [];
     if (preset) ({ fields: state.fields, kept } = withPresetModel(state.fields, preset));
     syncControls();
@@ -560,7 +571,7 @@ function applySetup(setup) {
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
 function pointToSetups() {
-  const legend = document.querySelector('#section-finetuning > legend');
+  const legend = document.querySelector('#section-finetuning > summary');
   if (!legend || !engine.setups.length || legend.parentElement.querySelector('.setup-pointer')) return;
   const link = Object.assign(document.createElement('a'), { href: '#setup', textContent: 'Start from a fine-tuning setup' });
   const p = Object.assign(document.createElement('p'), { className: 'hint setup-pointer' });
@@ -568,9 +579,21 @@ function pointToSetups() {
   legend.after(p);
 }
 
+/**
+ * What the "More options" topics do not count as set (form.showTopics): the preset's model (chosen
+ * above the form) and, on the fresh page, the page's own start (link-config.js START).
+ */
+let startFields = null;
+function topicBaseline() {
+  return { ...startFields, ...presetById(engine, state.preset)?.config };
+}
+
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
 function loadFields(fields, preset, label, setup = null, questions = []) {
   importQuestions = new Map(questions.map((q) => [q.field, q.message]));
+  startFields = null;
+  form.resetTopics();
+  form.showFrameworkKeys(null); // the words of an import before are not this state's
   state.fields = fields;
   state.preset = preset;
   state.setup = setup;
@@ -581,6 +604,9 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   const methodBox = document.getElementById('method-notice');
   if (methodBox) methodBox.hidden = true;
   syncControls();
+  // What the state before resolved its unset fields to is no hint for this one ("auto: 2048"
+  // under an import's open question was the screen before's sequence): the new result writes them.
+  form.showResolved(state.fields, {});
   recompute();
   share.commit();
 }
@@ -640,6 +666,15 @@ function pinnedEstimate(config) {
 }
 
 /**
+ * A field in a message: the form's words first (its label, without the label's aside), the field's
+ * name second ("activation recompute (recompute_granularity)"); the name alone where they agree.
+ */
+function inWords(name) {
+  const words = (form.specs.get(name)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
+  return !words || words === name || words === name.replaceAll('_', ' ') ? name : `${words} (${name})`;
+}
+
+/**
  * A method chosen (peft): where the run's settings conflict with it, the core's objections are
  * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
  */
@@ -651,7 +686,7 @@ function onMethodChange(peft) {
   const box = methodNoticeBox();
   if (changes.length && box) {
     form.setValues(state.fields);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}), () => {
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, inWords), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();
@@ -696,11 +731,12 @@ function bindPanels() {
   new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
     kind: $('import-kind'), report: $('import-report'),
-  }, engine, () => configFor(state.fields).config, (config, label, unresolved) => {
+  }, engine, () => configFor(state.fields).config, (config, label, unresolved, words = null) => {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
     loadFields(fields, null, label, null, unresolved);
+    form.showFrameworkKeys(words); // the file's keys first, the field names second
     // The first field the import left open takes the focus: the figure waits for it.
-    if (unresolved.length) form.fields.get(unresolved[0].field)?.input.focus({ preventScroll: false });
+    if (unresolved.length) form.focusField(unresolved[0].field, { preventScroll: false });
   });
 }
 

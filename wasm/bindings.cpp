@@ -195,7 +195,8 @@ nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
   return nlohmann::json::parse(trainmem::issues_to_json(issues));
 }
 
-// {"ok", "config": the import merged over base, "input": the import alone, "read", "assumed",
+// {"ok", "config": the import merged over base, "input": the import alone, "read", "keys" (each
+// field's key in the source, ImportResult::keys), "assumed",
 // "ignored", "unresolved" (what the config still lacks, each on its field), "whole_model"} (core
 // import_over_base), or {"ok": false, "issues"}.
 std::string imported_result_json(const trainmem::ImportOverBase& imported) {
@@ -205,6 +206,8 @@ std::string imported_result_json(const trainmem::ImportOverBase& imported) {
   out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));
   out["input"] = nlohmann::json::parse(trainmem::config_input_json(imported.input));
   out["read"] = imported.read;
+  out["keys"] = nlohmann::json::object();
+  for (const auto& [field, key] : imported.keys) out["keys"][field] = key;
   out["assumed"] = imported.assumed;
   out["ignored"] = imported.ignored;
   out["unresolved"] = issues_json(imported.unresolved)["issues"];

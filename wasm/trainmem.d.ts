@@ -375,6 +375,8 @@ export interface ImportResult {
   input: ConfigInput;
   /** "num_attention_heads ← num_attention_heads = 64" */
   read: string[];
+  /** field -> the source's own key (or flag) it was read from, for fields read from one key (core ImportResult::keys) */
+  keys: Record<string, string>;
   /** defaults and conventions applied, e.g. "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)" */
   assumed: string[];
   /** keys that matter for memory but have no field, with the reason */

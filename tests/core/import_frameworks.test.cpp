@@ -1432,3 +1432,29 @@ TEST_CASE("a key at the wrong nesting is listed as ignored with where the framew
   // Listed once: not again as an unknown key.
   for (const std::string& line : torchtune.ignored) CHECK(line.find("max_seq_len: not a key trainmem reads") == std::string::npos);
 }
+
+TEST_CASE("an import names the source's own key for each field it read from one key", "[import]") {
+  // ImportResult::keys: the framework's words, which the page shows beside trainmem's.
+  auto key_of = [](const ImportResult& r, std::string_view field) -> std::string {
+    for (const auto& [f, key] : r.keys)
+      if (f == field) return key;
+    return "";
+  };
+#ifndef __EMSCRIPTEN__  // the YAML reader is native only
+  // torchtune's recipe: batch_size 4 (the recipe's line 57), lora_rank 64.
+  const ImportResult tune = import_torchtune(yaml_tree("torchtune/llama3_2-3B_lora_single_device.yaml"), {});
+  REQUIRE(tune.ok());
+  CHECK(key_of(tune, "micro_batch_size") == "batch_size");
+  CHECK(key_of(tune, "lora_rank") == "model.lora_rank");
+  // global_batch_size is a product of keys (batch_size × gradient_accumulation_steps × ...): none.
+  CHECK(key_of(tune, "global_batch_size").empty());
+#endif
+  // Megatron-LM's flags.
+  const ImportResult megatron = import_megatron_args(
+      "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024 --micro-batch-size 2 "
+      "--num-experts 8 --sequence-parallel --tensor-model-parallel-size 2");
+  REQUIRE(megatron.ok());
+  CHECK(key_of(megatron, "num_layers") == "--num-layers");
+  CHECK(key_of(megatron, "num_moe_experts") == "--num-experts");
+  CHECK(key_of(megatron, "sequence_parallel") == "--sequence-parallel");
+}

@@ -16,7 +16,7 @@ const fixture = (path) => readFile(new URL(`../import/fixtures/${path}`, import.
 test('a torchtune recipe: batch_size, enable_activation_checkpointing, model.lora_rank; a product of keys names none', async () => {
   const { tree } = await parseDocument(await fixture('torchtune/llama3_1-8B_qlora_single_device.yaml'), 'yaml');
   const result = engine.importFramework('torchtune', tree, { gpus: 1 }, { seq_length: 2048 });
-  const keys = keysRead(result.read);
+  const keys = keysRead(result.keys);
   assert.equal(keys.get('micro_batch_size'), 'batch_size');
   assert.equal(keys.get('recompute_granularity'), 'enable_activation_checkpointing');
   assert.equal(keys.get('lora_rank'), 'model.lora_rank');
@@ -25,7 +25,7 @@ test('a torchtune recipe: batch_size, enable_activation_checkpointing, model.lor
 
 test('a config.json: intermediate_size and num_hidden_layers; a key of the same name adds nothing', () => {
   const result = engine.importHfConfig(JSON.stringify({ model_type: 'llama', hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, intermediate_size: 11008, vocab_size: 32000 }), {});
-  const keys = keysRead(result.read);
+  const keys = keysRead(result.keys);
   assert.equal(keys.get('ffn_hidden_size'), 'intermediate_size');
   assert.equal(keys.get('num_layers'), 'num_hidden_layers');
   assert.equal(keys.has('hidden_size'), false);
@@ -33,7 +33,7 @@ test('a config.json: intermediate_size and num_hidden_layers; a key of the same 
 
 test('Megatron-LM arguments: the flags', () => {
   const result = engine.importMegatronArgs('--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --micro-batch-size 1 --vocab-size 32000', {});
-  const keys = keysRead(result.read);
+  const keys = keysRead(result.keys);
   assert.equal(keys.get('num_layers'), '--num-layers');
   assert.equal(keys.get('micro_batch_size'), '--micro-batch-size');
 });

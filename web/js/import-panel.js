@@ -335,7 +335,7 @@ export class ImportPanel {
     this.fileName = null;
     this.report(result, label);
     if (!result.ok) this.askForModel(result.issues);
-    if (result.ok) this.apply(result.config, label, result.unresolved ?? [], { framework: FRAMEWORK_NAMES[kind] ?? kind, keys: keysRead(result.read) });
+    if (result.ok) this.apply(result.config, label, result.unresolved ?? [], { framework: FRAMEWORK_NAMES[kind] ?? kind, keys: keysRead(result.keys) });
     return result;
   }
 

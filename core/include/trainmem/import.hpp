@@ -27,6 +27,10 @@ namespace trainmem {
 struct ImportResult {
   ConfigInput input;                 // only the fields the source determines are set
   std::vector<std::string> read;     // "num_attention_heads ← num_attention_heads = 64"
+  // The source's own key (or command-line flag) for each field it read from one key, as
+  // {field, key}, the first read of a field kept: the framework's words for the field
+  // ("micro_batch_size" ← torchtune's "batch_size"). A field made from several keys has none.
+  std::vector<std::pair<std::string, std::string>> keys;
   std::vector<std::string> assumed;  // "kv_channels ← hidden_size / num_attention_heads = 128
                                      //  (no head_dim)": defaults and conventions applied
   std::vector<std::string> ignored;  // "sliding_window = 4096: ... not modelled ..."

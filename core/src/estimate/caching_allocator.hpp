@@ -53,7 +53,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory_resource>
 #include <set>
 #include <span>
 #include <vector>
@@ -149,7 +148,8 @@ class CachingAllocatorModel {
     const Block& k = blocks_[size_t(b)];
     return {order_of(k.stream, k.size), uint64_t(k.segment) << 40 | k.offset, b};
   }
-  using Pool = std::pmr::set<Key>;
+  // std::set, not std::pmr: Emscripten 3.1.6's libc++ has no <memory_resource>.
+  using Pool = std::set<Key>;
   Pool& pool(bool small) { return small ? small_pool_ : large_pool_; }
   int32_t new_block(Block b);
   int32_t find_free(uint64_t size, bool small, uint8_t stream);
@@ -164,8 +164,7 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;
   std::vector<int32_t> spare_;     // indices of merged-away blocks, reused
   std::vector<Segment> segments_;
-  std::pmr::unsynchronized_pool_resource nodes_;  // the pools' nodes, freed with the model
-  Pool small_pool_{&nodes_}, large_pool_{&nodes_};
+  Pool small_pool_, large_pool_;
   std::vector<int32_t> block_of_;  // caller's id -> block index, -1 when not allocated
   std::vector<int32_t> pending_;   // blocks freed after use elsewhere, oldest first
   size_t pending_done_ = 0;        // how many of pending_'s front have completed

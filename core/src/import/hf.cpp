@@ -195,9 +195,9 @@ class HfReader {
     return true;
   }
   void put_int(std::string_view field, int64_t value, std::string_view key) {
-    if (put(field, double(value), key))
-      out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " +
-                          number_text(double(value)));
+    if (!put(field, double(value), key)) return;
+    out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " + number_text(double(value)));
+    mapping::note_key(out_, field, key);
   }
   // A class default: "vocab_size ← 262208 (no vocab_size: Gemma3TextConfig default)".
   void assume_default(std::string_view field, int64_t value, std::string_view key) {
@@ -375,9 +375,11 @@ void HfReader::read_mlp(int64_t hidden) {
         std::string(act_key) + " = " + trainmem::quoted(act_name) + " not used)");
   } else {
     put("activation_func", std::string(name_of(*func)), act_key);
-    if (act)
+    if (act) {
       out_.read.push_back("activation_func ← " + std::string(act_key) + " = " +
                           trainmem::quoted(act_name));
+      mapping::note_key(out_, "activation_func", act_key);
+    }
     else
       out_.assumed.push_back("activation_func ← " + trainmem::quoted(name_of(*func)) + " (no " +
                              std::string(act_key) + ": " + std::string(type_.source) + " default " +

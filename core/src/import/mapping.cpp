@@ -383,6 +383,7 @@ bool Mapper::read(FieldName field, const FieldValue& value, std::string_view key
                   const std::string& shown_value) {
   if (!put(field, value, key)) return false;
   out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " + shown_value);
+  note_key(out_, field, key);
   return true;
 }
 

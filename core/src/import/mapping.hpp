@@ -26,6 +26,14 @@ namespace trainmem::mapping {
 
 using json = nlohmann::json;
 
+// Records `key` as the source's word for `field` (ImportResult::keys): the first key a field is
+// read from; the page labels the field with it.
+inline void note_key(ImportResult& out, std::string_view field, std::string_view key) {
+  for (const auto& [known, _] : out.keys)
+    if (known == field) return;
+  out.keys.emplace_back(std::string(field), std::string(key));
+}
+
 inline constexpr std::string_view k_no_field = "trainmem has no field for this yet";
 
 // The value at a dotted key ("model._component_"), or nullptr when a part is absent. A null

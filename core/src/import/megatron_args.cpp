@@ -374,6 +374,7 @@ class MegatronReader {
       fail(field, arg, std::string(rule_of(*problem)));
       return false;
     }
+    if (arg.starts_with("--")) mapping::note_key(out_, field, arg);  // a flag, not "command line"
     return true;
   }
   void note_read(std::string_view field, const std::string& from) {

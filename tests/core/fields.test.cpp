@@ -227,25 +227,85 @@ TEST_CASE("without_fields_out_of_effect unsets what the form remembers but the c
   CHECK(resolve(without_fields_out_of_effect(plain.input)).config == resolve(plain.input).config);
 }
 
-TEST_CASE("fields_an_issue_names: the other fields a rule's message names, whole words only", "[fields][issues]") {
-  const Issue tp{"seq_length", "must be divisible by tensor_model_parallel_size (3) with sequence_parallel, got 8191"};
-  const std::vector<std::string> named = fields_an_issue_names(tp);
-  CHECK(named == std::vector<std::string>{"sequence_parallel", "tensor_model_parallel_size"});
-  // A field's name inside a longer word is not that field ("num_layers" in "num_layers_in_first_pipeline_stage").
-  const Issue stage{"pipeline_model_parallel_size", "num_layers_in_first_pipeline_stage leaves no layers"};
-  CHECK(fields_an_issue_names(stage) == std::vector<std::string>{"num_layers_in_first_pipeline_stage"});
-  // Every message resolve() gives for a run with TP 3 names the fields its rule involves.
+namespace {
+
+// Every other field a message names, whole words only (a field's name inside a longer word is not
+// that field: "num_layers" in "num_layers_in_first_pipeline_stage"). The core no longer reads its
+// messages; this test holds each rule's declared related fields (Issue::related) to what its
+// message names.
+std::vector<std::string> fields_named_in(const Issue& issue) {
+  std::vector<std::string> out;
+  const std::string_view text = issue.message;
+  auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (const FieldSpec& spec : field_specs()) {
+    if (spec.name == issue.field) continue;
+    for (size_t at = text.find(spec.name); at != std::string_view::npos; at = text.find(spec.name, at + 1)) {
+      const bool starts = at == 0 || !word_char(text[at - 1]);
+      const bool ends = at + spec.name.size() == text.size() || !word_char(text[at + spec.name.size()]);
+      if (starts && ends) {
+        out.emplace_back(spec.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("each rule declares the other fields it involves, every one its message names", "[fields][issues]") {
+  // A run with TP 3: every issue involves tensor_model_parallel_size (its own field or a related one).
   const ParsedConfig bad = parse_config_json(R"({"num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
       "vocab_size": 1000, "seq_length": 128, "micro_batch_size": 1, "tensor_model_parallel_size": 3})");
   const Resolved resolved = resolve(bad.input);
   REQUIRE_FALSE(resolved.ok());
   for (const Issue& issue : resolved.issues) {
     INFO(issue.field + ": " + issue.message);
-    const std::vector<std::string> related = fields_an_issue_names(issue);
     const bool names_tp = issue.field == "tensor_model_parallel_size" ||
-                          std::find(related.begin(), related.end(), "tensor_model_parallel_size") != related.end();
+                          std::find(issue.related.begin(), issue.related.end(), "tensor_model_parallel_size") != issue.related.end();
     CHECK(names_tp);
   }
+  // Over many broken configs (each field of a small run set to odd values, one and two at a time,
+  // seeded), every field a message names is among its rule's declared ones.
+  const std::span<const FieldSpec> specs = field_specs();
+  const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 1000,
+      "seq_length": 128, "micro_batch_size": 1, "profile": "trainmem")";
+  auto values_of = [](const FieldSpec& spec) {
+    std::vector<std::string> out;
+    switch (spec.type) {
+      case FieldType::boolean: out = {"true", "false"}; break;
+      case FieldType::choice:
+      case FieldType::choice_list:
+        for (std::string_view c : spec.choices) out.push_back(spec.type == FieldType::choice ? "\"" + std::string(c) + "\"" : "[\"" + std::string(c) + "\"]");
+        break;
+      default: out = {"0", "1", "3", "7", "64", "0.5"};
+    }
+    return out;
+  };
+  std::vector<std::string> assignments;
+  for (const FieldSpec& spec : specs)
+    for (const std::string& v : values_of(spec)) assignments.push_back("\"" + std::string(spec.name) + "\": " + v);
+  uint64_t seed = 20261128;
+  auto next = [&] { return (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  size_t checked = 0, undeclared = 0;
+  std::map<std::string, std::string> missing;  // "field -- names other" -> a message
+  for (size_t k = 0; k < assignments.size() + 6000; ++k) {
+    std::string extra = assignments[k < assignments.size() ? k : next() % assignments.size()];
+    if (k >= assignments.size()) extra += ", " + assignments[next() % assignments.size()] + ", " + assignments[next() % assignments.size()];
+    const ParsedConfig parsed = parse_config_json("{" + base + ", " + extra + "}");
+    if (!parsed.issues.empty()) continue;  // a key twice
+    for (const Issue& issue : resolve(parsed.input).issues) {
+      ++checked;
+      for (const std::string& name : fields_named_in(issue)) {
+        if (std::find(issue.related.begin(), issue.related.end(), name) != issue.related.end()) continue;
+        ++undeclared;
+        missing.emplace(issue.field + " -- names " + name, issue.message);
+      }
+    }
+  }
+  CHECK(checked > 1000);
+  for (const auto& [what, message] : missing) UNSCOPED_INFO(what << " in: " << message);
+  CHECK(undeclared == 0);
 }
 
 TEST_CASE("field names are constants: one per row, in the table's order", "[fields][rows]") {

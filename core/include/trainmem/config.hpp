@@ -25,7 +25,11 @@ namespace trainmem {
 struct Issue {
   std::string field;
   std::string message;
-  friend bool operator==(const Issue&, const Issue&) = default;
+  // The other fields the rule involves, as the rule declares them (resolve.cpp): a link's restore
+  // drops the field most issues involve, and a form marks them. Not part of equality: two rules
+  // finding one problem are one issue.
+  std::vector<std::string> related;
+  friend bool operator==(const Issue& a, const Issue& b) { return a.field == b.field && a.message == b.message; }
 };
 
 // Enumerations are append-only; each has a name table (names.cpp) used for parsing and printing.
@@ -432,12 +436,6 @@ std::vector<bool> fields_in_effect(const ConfigInput& input);
 // `in_effect` when given): what a view estimates, so that a value the form remembers from an
 // earlier choice (momentum, set before the optimizer became adamw) neither shows nor stops the
 // estimate.
-// The fields an issue's rule involves besides its own: every other field its message names.
-// resolve()'s messages are written from the field table's names ("must be divisible by
-// tensor_model_parallel_size (3)"), so this reads them where they are made, once, for the views
-// that decide which of several fields to drop (a share link's restore), instead of each view
-// matching names in the text.
-std::vector<std::string> fields_an_issue_names(const Issue& issue);
 
 ConfigInput without_fields_out_of_effect(const ConfigInput& input, std::vector<bool>* in_effect = nullptr);
 

@@ -70,7 +70,7 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
 // 1 and the resolved config of the fields in effect (without_fields_out_of_effect; one slot per
 // field, then the list channel, as in a result) when that resolves, else 0. Text: one
 // "field TAB message TAB related" line per issue of the config as given, related being the other
-// fields its rule names, comma-separated (fields_an_issue_names).
+// fields its rule involves, comma-separated (Issue::related, as resolve()'s rules declare them).
 void check_slots(std::span<const double> slots, std::span<const double> lists,
                  std::span<const OtherValue> others, std::span<const double> order, SlotResult& out);
 

@@ -108,6 +108,7 @@ struct Field {
   // and resolve() rejects it set otherwise with `applies_rule` (when there is one).
   bool (*applies)(const Config&) = nullptr;
   std::string_view applies_rule = {};
+  std::array<FieldName, 2> applies_by = {};  // the fields `applies` reads (the rule's related fields)
   // For a field the core accepts anywhere: when it has an effect (a view shows it only then; set
   // elsewhere it is no error, it changes nothing). See fields_in_effect.
   bool (*in_effect)(const Config&) = nullptr;
@@ -169,9 +170,11 @@ Field trainmem_only(Field f) {
   return f;
 }
 // Marks when a field means something (see Field::applies).
-Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rule = {}) {
+Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rule = {},
+                   std::initializer_list<FieldName> by = {}) {
   f.applies = applies;
   f.applies_rule = rule;
+  std::copy_n(by.begin(), std::min(by.size(), f.applies_by.size()), f.applies_by.begin());
   return f;
 }
 
@@ -424,7 +427,7 @@ const std::vector<Field>& fields() {
           {field::data_parallel_shard_size, "dps", "Shard group size (HSDP)"}, G::parallelism, 1, k_max_parallel, "GPUs", derived("data_parallel_size"),
           "fsdp2: ranks one shard group spans (HSDP replicates the "
           "shards over data_parallel_size / this).")), fsdp2,
-          "applies to fsdp2 (hybrid sharding) only"),
+          "applies to fsdp2 (hybrid sharding) only", {field::framework}),
       trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
           {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),
@@ -471,7 +474,7 @@ const std::vector<Field>& fields() {
       applies_when(trainmem_only(number_field<&C::momentum, &Config::momentum>(
           {field::momentum, "mom", "SGD momentum"}, G::training, 0, 1, "", from_config(),
           "SGD momentum; 0 keeps no momentum buffer.")), sgd,
-          "applies to optimizer \"sgd\" only"),
+          "applies to optimizer \"sgd\" only", {field::optimizer}),
       trainmem_only(number_field<&C::optimizer_offload_fraction, &Config::optimizer_offload_fraction>(
           {field::optimizer_offload_fraction, "ooff", "Optimizer offload to CPU (fraction)"}, G::training, 0, 1, "", from_config(),
           "Share of master weights and optimizer states kept in CPU memory "
@@ -557,7 +560,7 @@ const std::vector<Field>& fields() {
           "(_scaled_dot_product_cudnn_attention), as it does since PR #2095 (December 2025, "
           "torchtitan 0.2.1). Before, with attention_backend fused the attention output and its "
           "statistics are not saved: backward recomputes them.")), per_op_recompute,
-          "applies to recompute_granularity \"selective_op\" only"),
+          "applies to recompute_granularity \"selective_op\" only", {field::recompute_granularity}),
       trainmem_only(number_field<&C::attention_dropout, &Config::attention_dropout>(
           {field::attention_dropout, "adrop", "Attention dropout"}, G::training, 0, 1, "", from_config(),
           "Attention dropout probability (a mask is saved when above 0).")),
@@ -584,15 +587,15 @@ const std::vector<Field>& fields() {
           {field::recompute_method, "rcm", "Recompute method"}, G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "
           "recompute_num_layers of each stage).")), full_recompute,
-          "applies to recompute_granularity \"full\" only"),
+          "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       applies_when(trainmem_only(int_field<&C::recompute_num_layers, &Config::recompute_num_layers>(
           {field::recompute_num_layers, "rcn", "Recompute layers"}, G::training, 1, k_max_layers, "layers", none_means("all layers"),
           "Layers per recompute group (uniform) or recomputed per stage (block).")), full_recompute,
-          "applies to recompute_granularity \"full\" only"),
+          "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       applies_when(trainmem_only(choice_list_field<RecomputeModule, &C::recompute_modules, &Config::recompute_modules>(
           {field::recompute_modules, "rcmod", "Recomputed modules"}, G::training, from_config(),
           "With selective recompute: the submodules recomputed.")), selective_recompute,
-          "applies to recompute_granularity \"selective\" only"),
+          "applies to recompute_granularity \"selective\" only", {field::recompute_granularity}),
       in_effect_when(trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
           {field::pipeline_schedule, "sched", "Pipeline schedule"}, G::parallelism, derived("interleaved with VPP, else 1f1b"),
           "Pipeline schedule: how many microbatches each "
@@ -605,7 +608,7 @@ const std::vector<Field>& fields() {
           "kept_fp32_merged: fp32 logits, concatenated once more when step() returns them "
           "(torchtitan and torch of December 2024: the model's .float(), _merge_outputs).")), torch_pipelining,
           "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
-          "(torch.distributed.pipelining)"),
+          "(torch.distributed.pipelining)", {field::framework, field::pipeline_model_parallel_size}),
       trainmem_only(bool_field<&C::cross_entropy_loss_fusion, &Config::cross_entropy_loss_fusion>(
           {field::cross_entropy_loss_fusion, "cef", "Fused cross entropy"}, G::training, from_config(),
           "Fused cross entropy: no fp32 copy of the logits.")),
@@ -659,24 +662,24 @@ const std::vector<Field>& fields() {
       applies_when(trainmem_only(int_field<&C::lora_rank, &Config::lora_rank>(
           {field::lora_rank, "lr", "LoRA rank"}, G::finetuning, 1, 1'000'000, "", from_config(),
           "LoRA rank r (Hugging Face PEFT LoraConfig.r, default 8).")), peft_on,
-          "applies to peft \"lora\" or \"qlora\" only"),
+          "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<LoraTarget, &C::lora_target_modules, &Config::lora_target_modules>(
           {field::lora_target_modules, "ltm", "LoRA target modules"}, G::finetuning, from_config(),
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
           "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
           "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2).")), peft_on,
-          "applies to peft \"lora\" or \"qlora\" only"),
+          "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
           {field::lora_modules_to_save, "lms", "Modules trained whole (PEFT modules_to_save)"}, G::finetuning, from_config(),
           "Modules PEFT trains whole beside the adapters (LoraConfig.modules_to_save): each gets a "
           "trainable copy in the base's dtype, with gradients and optimizer states, while the "
           "frozen original stays (often embed_tokens and lm_head when new tokens are added).")), peft_on,
-          "applies to peft \"lora\" or \"qlora\" only"),
+          "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(number_field<&C::lora_dropout, &Config::lora_dropout>(
           {field::lora_dropout, "ldrop", "LoRA dropout"}, G::finetuning, 0, 1, "", from_config(),
           "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
           "every adapter saves its own dropped input and a mask.")), peft_on,
-          "applies to peft \"lora\" or \"qlora\" only"),
+          "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::nf4_double_quant, &Config::nf4_double_quant>(
           {field::nf4_double_quant, "dq", "Double quantisation (bnb_4bit_use_double_quant)"}, G::finetuning,
           derived("true with model_implementation torchtune (torchao NF4 always), else false "
@@ -685,7 +688,7 @@ const std::vector<Field>& fields() {
           "bnb_4bit_use_double_quant, TRL use_bnb_nested_quant, PEFT's examples use_nested_quant): "
           "each NF4 block of 64 keeps its absmax as one uint8 plus an fp32 per 256 blocks "
           "(0.516 B per parameter) instead of one fp32 (0.5625 B).")), qlora_on,
-          "applies to peft \"qlora\" only"),
+          "applies to peft \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::quantize_lm_head, &Config::quantize_lm_head>(
           {field::quantize_lm_head, "qlmh", "Output layer in 4 bits too (lm_head quantised)"}, G::finetuning,
           derived("true with model_implementation torchtune when lm_head is among "
@@ -694,14 +697,14 @@ const std::vector<Field>& fields() {
           "backward (transformers: llm_int8_skip_modules given without \"lm_head\"; torchtune: "
           "an adapter on the output with quantize_base). Otherwise it stays in the compute dtype "
           "(transformers keeps lm_head out of the 4-bit conversion by default).")), qlora_on,
-          "applies to peft \"qlora\" only"),
+          "applies to peft \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::bnb_keeps_matmul_input, &Config::bnb_keeps_matmul_input>(
           {field::bnb_keeps_matmul_input, "bkmi", "bitsandbytes before 0.43.2 (keeps each 4-bit linear's input)"}, G::finetuning, from_config(),
           "QLoRA on bitsandbytes 0.41.0 to 0.43.1: MatMul4Bit keeps every Linear4bit's input "
           "(ctx.tensors, beside autograd's saved tensors) until backward, even for a linear "
           "without an adapter; fixed in 0.43.2 (PR #1270, 2024-07), which the default follows. "
           "Under reentrant gradient checkpointing only the recomputed layer's inputs stay.")),
-          qlora_on, "applies to peft \"qlora\" only"),
+          qlora_on, "applies to peft \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_field<&C::kbit_upcast, &Config::kbit_upcast>(
           {field::kbit_upcast, "kbu", "Unquantised weights after prepare_model_for_kbit_training"}, G::finetuning,
           derived("\"none\" with model_implementation torchtune, framework fsdp2 or deepspeed "
@@ -712,7 +715,7 @@ const std::vector<Field>& fields() {
           "biases fp32); axolotl leaves embeddings and lm_head and casts norms back (\"axolotl\": "
           "biases fp32); \"none\": not called. fp32 norm weights make the residual stream, the "
           "checkpointed layer inputs and the MLP's intermediates fp32.")),
-          qlora_on, "applies to peft \"qlora\" only"),
+          qlora_on, "applies to peft \"qlora\" only", {field::peft}),
       in_effect_when(trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
           {field::optimizer_in_backward, "oib", "Optimizer step in backward"}, G::finetuning, from_config(),
           "Step each parameter as soon as its gradient is accumulated and free the gradient "
@@ -1168,25 +1171,6 @@ std::vector<bool> fields_in_effect(const Config& c) {
 
 std::vector<bool> fields_in_effect(const ConfigInput& input) { return fields_in_effect(resolve(input).config); }
 
-std::vector<std::string> fields_an_issue_names(const Issue& issue) {
-  std::vector<std::string> out;
-  const std::string_view text = issue.message;
-  auto word_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (const Field& f : fields()) {
-    const std::string_view name = f.spec.name;
-    if (name == issue.field) continue;
-    for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
-      const bool starts = at == 0 || !word_char(text[at - 1]);
-      const bool ends = at + name.size() == text.size() || !word_char(text[at + name.size()]);
-      if (starts && ends) {
-        out.emplace_back(name);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 ConfigInput without_fields_out_of_effect(const ConfigInput& input, std::vector<bool>* in_effect) {
   const std::vector<bool> flags = fields_in_effect(input);
   ConfigInput out = input;
@@ -1201,7 +1185,10 @@ void check_fields_apply(const ConfigInput& in, const Config& c, std::vector<Issu
     if (!f.applies || f.applies_rule.empty() || f.applies(c)) continue;
     if (f.spec.trainmem_only && c.profile != Profile::trainmem) continue;  // rejected as such
     if (std::holds_alternative<std::monostate>(std::visit(FieldGetter{f.spec, in}, f.target))) continue;
-    issues.push_back(issue(f.spec.name, f.applies_rule));
+    Issue broken = issue(f.spec.name, f.applies_rule);
+    for (FieldName by : f.applies_by)
+      if (!by.text.empty()) broken.related.emplace_back(by.text);
+    issues.push_back(std::move(broken));
   }
 }
 

@@ -357,7 +357,7 @@ void check_slots(std::span<const double> slots, std::span<const double> lists,
   if (in_effect.ok()) write_config_slots(w, in_effect.config);
   for (const Issue& problem : as_given.issues) {
     std::string related;
-    for (const std::string& name : fields_an_issue_names(problem)) related += (related.empty() ? "" : ",") + name;
+    for (const std::string& name : problem.related) related += (related.empty() ? "" : ",") + name;
     out.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\t" + escaped(related) + "\n";
   }
 }

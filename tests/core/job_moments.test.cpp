@@ -4,6 +4,8 @@
 // docs/trainmem-profile.md §4 ("The job's moments"), not read back from the implementation.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 using namespace trainmem;
@@ -101,6 +103,12 @@ TEST_CASE("a full state dict can be the job's peak: the figure is that moment's"
   CHECK(est.total_bytes == est.moments.checkpoint_save);
   CHECK(est.has(Assumption::trainmem_peak_at_checkpoint_save));
   CHECK_FALSE(est.has(Assumption::trainmem_job_moments_below));
+  // The result names the job's peak moment (the JSON's moments.job_peak), the step's peak beside it.
+  CHECK(est.moments.job_peak() == JobMoment::checkpoint_save);
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(estimate_to_json(config_from(run), est, nullptr));
+  CHECK(doc["moments"]["job_peak"] == "checkpoint_save");
+  CHECK(doc["moments"]["checkpoint_save"] == est.moments.checkpoint_save);
+  CHECK(doc["moments"]["peak"] == std::string(moment_name(est.moments.peak_moment)));
   // The breakdown keeps the step's rows; the difference shows among the temporaries.
   CHECK(est.moments.peak_temporary_bytes ==
         est.total_bytes - est.weight_and_optimizer_bytes - est.moments.peak_activation_bytes);

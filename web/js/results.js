@@ -417,11 +417,17 @@ export class ResultsView {
     if (!trainmem) return;
     const items = [];
     const m = result.moments ?? {};
-    const names = { forward: 'End of forward', backward: 'Backward', optimizer_step: 'Optimizer step' };
+    const names = { forward: 'End of forward', backward: 'Backward', optimizer_step: 'Optimizer step',
+      loading: 'Loading the model', checkpoint_save: 'Saving a full checkpoint' };
+    // The core names the step's peak and the job's (loading or a save can be larger than any step).
+    const jobPeak = m.job_peak ?? m.peak;
     for (const [key, label] of Object.entries(names)) {
       if (!Number.isFinite(m[key])) continue;
-      const peak = key === m.peak; // the core names the peak moment
-      items.push([`${label}${peak ? ' (peak)' : ''}`, formatBytes(m[key], unit), formatExactBytes(m[key]), peak ? 'peak' : '']);
+      const outsideStep = key === 'loading' || key === 'checkpoint_save';
+      if (outsideStep && !(m[key] > 0)) continue;  // not a moment of this job
+      const note = key === jobPeak ? (jobPeak === m.peak ? ' (peak)' : ' (the job\'s peak)')
+        : key === m.peak ? ' (the step\'s peak)' : '';
+      items.push([`${label}${note}`, formatBytes(m[key], unit), formatExactBytes(m[key]), key === jobPeak ? 'peak' : '']);
     }
     const stages = result.stages ?? [];
     const stage = stages.find((s) => s.stage === result.most_loaded_stage);

@@ -124,6 +124,10 @@ inline constexpr std::string_view k_cpu_rows[] = {"weights", "gradients", "maste
 
 enum class Moment : uint8_t { forward, backward, optimizer_step, count };
 std::string_view moment_name(Moment moment);  // "forward", "backward", "optimizer_step"
+// The job's moments (trainmem profile): the step's three, then loading the model and saving a
+// full checkpoint (job_moments); the largest is the job's peak, what max_memory_allocated shows.
+enum class JobMoment : uint8_t { forward, backward, optimizer_step, loading, checkpoint_save, count };
+std::string_view job_moment_name(JobMoment moment);  // ..., "loading", "checkpoint_save"
 
 // The moments of a training step whose largest is the peak (trainmem profile).
 struct Moments {
@@ -142,6 +146,14 @@ struct Moments {
   double checkpoint_save = 0;
   double peak() const { return forward > backward ? (forward > optimizer_step ? forward : optimizer_step)
                                                   : (backward > optimizer_step ? backward : optimizer_step); }
+  // The job's peak: the step's peak moment, unless loading or a checkpoint save is larger (a tie
+  // goes to the step).
+  JobMoment job_peak() const {
+    const double step = peak();
+    if (loading > step && loading >= checkpoint_save) return JobMoment::loading;
+    if (checkpoint_save > step) return JobMoment::checkpoint_save;
+    return JobMoment(peak_moment);
+  }
 };
 
 struct ParamCounts {

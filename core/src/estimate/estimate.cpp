@@ -313,6 +313,13 @@ std::string_view moment_name(Moment moment) {
   return names[size_t(moment)];
 }
 
+std::string_view job_moment_name(JobMoment moment) {
+  static constexpr auto names = std::to_array<std::string_view>(
+      {"forward", "backward", "optimizer_step", "loading", "checkpoint_save"});
+  static_assert(names.size() == size_t(JobMoment::count));
+  return names[size_t(moment)];
+}
+
 std::vector<StageParams> pipeline_stages(const Config& c) { return full_estimate(c).stages; }
 
 namespace {

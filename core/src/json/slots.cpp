@@ -435,6 +435,7 @@ std::string slot_tables() {
   for (size_t i = 0; i <= size_t(ComponentKind::count); ++i) entry("component", detail::component_row_name(i));
   for (size_t i = 0; i <= size_t(ComponentKind::count); ++i) entry("component_kind", detail::component_row_kind(i));
   for (size_t i = 0; i < size_t(Moment::count); ++i) entry("moment", moment_name(Moment(i)));
+  for (size_t i = 0; i < size_t(JobMoment::count); ++i) entry("job_moment", job_moment_name(JobMoment(i)));
   for (std::string_view key : k_overhead_keys) entry("overhead", key);
   for (std::string_view figure : k_figure_names) entry("figure", figure);
   for (size_t i = 0; i < size_t(ConfidenceMatch::count); ++i) entry("confidence_match", confidence_match_name(ConfidenceMatch(i)));

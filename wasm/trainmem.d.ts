@@ -365,6 +365,8 @@ export interface Setup {
   settings_source?: string;
   /** the importer's call that makes `config`: kind, fixture file, GPUs, overrides */
   import?: { kind: string; file: string; gpus?: number; overrides?: string[]; version?: string };
+  /** an imported setup: the file's own key for each field it set from one key (the import's ImportResult keys) */
+  keys?: Record<string, string>;
   /** the id of the run in tests/validation/finetune-points.json (a published measurement) */
   validation_point?: string;
   notes?: string;

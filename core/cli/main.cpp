@@ -38,7 +38,7 @@ constexpr const char* k_usage =
     "       trainmem import axolotl CONFIG.yaml [--gpus N] [--model CONFIG.json] [--deepspeed DS_CONFIG.json] [--base TRAINING.json]\n"
     "       trainmem import accelerate CONFIG.yaml [--gpus N] [--model CONFIG.json | --preset ID] [--hf-args TRAINING_ARGS.json]\n"
     "            [--deepspeed DS_CONFIG.json] [--base TRAINING.json] [--launch RUN.sh] [-- LAUNCH COMMAND ...]\n"
-    "            a framework's config file -> config (read:, assumed:, ignored: on stderr)\n"
+    "            a framework's config file -> config (read:, key:, assumed:, ignored: on stderr)\n"
     "       trainmem export CONFIG.json|- [--format megatron-args|json]\n"
     "       trainmem presets    the model presets (JSON)\n"
     "       trainmem setups [ID]   the fine-tuning setups (JSON); with ID, that setup's config and its GPU's memory\n"
@@ -121,7 +121,7 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
   for (const trainmem::Issue& issue : issues) std::cerr << issue.message << "\n";
 }
 
-// What `trainmem import` prints: the issues (exit 2), or the notes on stderr ("read: ",
+// What `trainmem import` prints: the issues (exit 2), or the notes on stderr ("read: ", "key: ",
 // "assumed: ", "ignored: ") and the config on stdout (exit 0). A framework's file describes a
 // whole run (core: whole_layout): one whose config would not estimate (`unresolved`) is refused
 // with what it lacks, each on its field (exit 2, nothing on stdout), as the page asks for the
@@ -130,6 +130,8 @@ void print_issues(const std::vector<trainmem::Issue>& issues) {
 int print_imported(const trainmem::ImportOverBase& imported) {
   if (!imported.ok()) return print_issues(imported.issues), 2;
   for (const std::string& note : imported.read) std::cerr << "read: " << note << "\n";
+  // The source's own key for each field read from one key (ImportResult::keys): its words.
+  for (const auto& [field, key] : imported.keys) std::cerr << "key: " << field << " ← " << key << "\n";
   for (const std::string& note : imported.assumed) std::cerr << "assumed: " << note << "\n";
   for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
   if (imported.whole_layout && !imported.unresolved.empty()) {

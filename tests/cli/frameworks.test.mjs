@@ -34,7 +34,9 @@ test('import torchtune: the 3B LoRA recipe with tune run overrides', () => {
   assert.ok(notes(r.stderr, 'read: ').includes('read: override dataset.packed = true'));
   assert.ok(notes(r.stderr, 'assumed: ').some((l) => l.startsWith('assumed: version ← torchtune 0.6')));
   assert.equal(r.stderr.split('\n').filter(Boolean).length,
-    ['read: ', 'assumed: ', 'ignored: '].reduce((n, p) => n + notes(r.stderr, p).length, 0), 'every stderr line is a note');
+    ['read: ', 'key: ', 'assumed: ', 'ignored: '].reduce((n, p) => n + notes(r.stderr, p).length, 0), 'every stderr line is a note');
+  // The recipe's own words for the fields it sets from one key.
+  assert.ok(notes(r.stderr, 'key: ').includes('key: micro_batch_size ← batch_size'), r.stderr);
 });
 
 test('import torchtitan: the 405B job on 512 GPUs with PP 8, overrides as --section.key', () => {

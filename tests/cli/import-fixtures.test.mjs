@@ -47,7 +47,7 @@ for (const dir of Object.keys(EXTRA)) {
       }
       assert.equal(imported.status, 2, imported.stderr);
       assert.equal(imported.stdout, '');
-      const problems = imported.stderr.split('\n').filter((l) => l && !/^(read: |assumed: |ignored: |give )/.test(l));
+      const problems = imported.stderr.split('\n').filter((l) => l && !/^(read: |key: |assumed: |ignored: |give )/.test(l));
       assert.ok(problems.length > 0, imported.stderr);
       // Each names a field of the config, or the file's key or the option it comes from.
       for (const line of problems) assert.ok(fields.has(line.split(':')[0]) || /^[\w.[\]-]+: /.test(line), `not named: ${line}`);

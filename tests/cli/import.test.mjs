@@ -35,8 +35,9 @@ test('import hf prints the model over the training settings and the notes on std
     'assumed: kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)'));
   assert.equal(notes(r.stderr, 'ignored: ').length, 1);
   assert.equal(r.stderr.split('\n').filter(Boolean).length,
-    ['read: ', 'assumed: ', 'ignored: '].reduce((n, p) => n + notes(r.stderr, p).length, 0),
+    ['read: ', 'key: ', 'assumed: ', 'ignored: '].reduce((n, p) => n + notes(r.stderr, p).length, 0),
     'every stderr line is a note');
+  assert.ok(notes(r.stderr, 'key: ').includes('key: num_query_groups ← num_key_value_heads'), r.stderr);
 });
 
 test('import hf output pipes into estimate', () => {

@@ -31,6 +31,9 @@ for (const setup of doc.setups) {
     assert.equal(origin.problem, undefined, origin.problem);
     assert.deepEqual(setup.config, origin.config,
       `${setup.id}: core/data/setups.json differs from its origin; run node tests/import/setups.mjs --write`);
+    // The file's words for the fields it set (the page shows them after the setup): the import's.
+    assert.deepEqual(setup.keys ?? {}, origin.keys ?? {},
+      `${setup.id}: its keys differ from its import's; run node tests/import/setups.mjs --write`);
   });
 }
 

@@ -7,7 +7,8 @@
 //
 //   node tests/import/setups.mjs --write
 //
-// rewrites each setup's `config` from it (after an importer or a field changes), and without
+// rewrites each setup's `config` (and `keys`, the file's own key for each field it set from one
+// key) from it (after an importer or a field changes), and without
 // --write prints the setups whose config differs. Needs the native CLI (npm run build:native).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -37,7 +38,11 @@ export function originConfig(setup, known = knownFields()) {
     const args = import_args(setup.import);
     const r = spawnSync(cli, args, { encoding: 'utf8' });
     if (r.status !== 0) return { problem: `trainmem ${args.join(' ')} failed: ${r.stderr.trim()}` };
-    return { config: JSON.parse(r.stdout), command: args };
+    // The file's own key for each field it set from one key (the CLI's "key: field ← key" lines),
+    // which the page shows beside the field's words after the setup.
+    const keys = Object.fromEntries(r.stderr.split('\n').map((l) => /^key: (\w+) ← (.+)$/.exec(l)).filter(Boolean)
+      .map((m) => [m[1], m[2]]));
+    return { config: JSON.parse(r.stdout), keys, command: args };
   }
   if (setup.validation_point) {
     const point = load_points('finetune-points.json').find((p) => p.id === setup.validation_point);
@@ -57,10 +62,13 @@ function main() {
   for (const setup of doc.setups) {
     const origin = originConfig(setup, known);
     if (origin.problem) throw new Error(`${setup.id}: ${origin.problem}`);
-    if (JSON.stringify(origin.config) === JSON.stringify(setup.config)) continue;
+    const keys = origin.keys && Object.keys(origin.keys).length ? origin.keys : undefined;
+    if (JSON.stringify(origin.config) === JSON.stringify(setup.config) && JSON.stringify(keys) === JSON.stringify(setup.keys)) continue;
     differ += 1;
-    console.log(`${setup.id}: the config differs from its origin${write ? ' (rewritten)' : ''}`);
+    console.log(`${setup.id}: the config or its keys differ from its origin${write ? ' (rewritten)' : ''}`);
     setup.config = origin.config;
+    if (keys) setup.keys = keys;
+    else delete setup.keys;
   }
   if (write && differ) writeFileSync(SETUPS_FILE, `${JSON.stringify(doc, null, 2)}\n`);
   if (!differ) console.log(`every setup's config equals its origin (${doc.setups.length} setups)`);

@@ -57,7 +57,7 @@ test('the page and the CLI give the same config for each fixture', async () => {
     if (page.unresolved.length && kind !== 'megatron-args') {
       // A run's file that leaves a field open: the page asks for it, the CLI refuses with the same words.
       assert.equal(native.status, 2, file);
-      const problems = native.stderr.split('\n').filter((l) => l && !/^(read: |assumed: |ignored: |give )/.test(l));
+      const problems = native.stderr.split('\n').filter((l) => l && !/^(read: |key: |assumed: |ignored: |give )/.test(l));
       assert.deepEqual(problems, page.unresolved.map((u) => u.message), file);
       continue;
     }

@@ -693,6 +693,9 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
     expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
     expect(/RTX 4090/.test(await page.textContent('#gpu-name')), 'the headline does not name the GPU');
     expect(/0b3e04a/.test(await page.textContent('#setup-source')), `source: ${await page.textContent('#setup-source')}`);
+    // The recipe's own words for the fields it set (setups.json keys, from the core's import of it).
+    const mbsHint = await page.textContent('#h-micro_batch_size');
+    expect(/^torchtune: batch_size · /.test(mbsHint), `micro batch hint after the setup: ${mbsHint}`);
     // The notice: what changed, with the list under a disclosure and an Undo.
     const notice = await page.textContent('#setup-notice p');
     expect(/^Llama 3\.1 8B QLoRA · torchtune · 1× RTX 4090: the GPU \(1 × NVIDIA GeForce RTX 4090 24GB\) and \d+ settings changed; \d+ of your settings went back to their defaults\. Undo$/.test(notice), `notice: ${notice}`);

@@ -16,6 +16,7 @@ import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity
 import { showLinkNotice, showUndoNotice } from './link-notice.js';
 import { PresetPicker } from './preset-picker.js';
 import { SetupPicker, setupChanges, showSetupNotice } from './setup-picker.js';
+import { FRAMEWORK_NAMES, keysRead } from './framework-words.js';
 import { ImportPanel } from './import-panel.js';
 import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
@@ -560,6 +561,8 @@ function applySetup(setup) {
   lastEdited = null;
   ui.presetNotice.hidden = true;
   loadFields({ ...setup.config }, presetById(engine, setup.preset)?.id ?? null, null, setup.id);
+  // The setup's file's own words for the fields it set (the core's import of it, setup.keys).
+  if (setup.keys) form.showFrameworkKeys({ framework: FRAMEWORK_NAMES[setup.import?.kind] ?? setup.framework, keys: keysRead(setup.keys) });
   const changes = setupChanges(before, setup, form.specs, lastOk?.result.config ?? {});
   const names = { preset: presetById(engine, setup.preset)?.name ?? setup.preset, gpu: `${setup.gpus} × ${currentGpuLabel()}` };
   showSetupNotice(ui.setupNotice, setup, changes, names, () => {

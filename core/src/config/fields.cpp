@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <utility>
 #include <variant>
 
@@ -174,7 +175,10 @@ Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rul
                    std::initializer_list<FieldName> by = {}) {
   f.applies = applies;
   f.applies_rule = rule;
-  std::copy_n(by.begin(), std::min(by.size(), f.applies_by.size()), f.applies_by.begin());
+  // The table is built once at start: a rule naming more fields than the row holds is the core's
+  // own mistake, found by every test, never a silently shorter list.
+  if (by.size() > f.applies_by.size()) throw std::logic_error(std::string(f.spec.name) + ": applies_by holds 2 fields");
+  std::copy(by.begin(), by.end(), f.applies_by.begin());
   return f;
 }
 

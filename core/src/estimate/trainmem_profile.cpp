@@ -988,6 +988,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
         const double added = part_add(row, part, on_device);
         if (copy.forward_to_backward) out.forward_backward_only += added;
       }
+      // The CPU row of what moved there (buffers and weight copies never move: their share is 0).
       double& cpu_row = copy.cls == CC::gradients                         ? out.cpu.gradients
                         : copy.cls == CC::master_weights || stored_master ? out.cpu.master_weights
                         : copy.cls == CC::optimizer_states                ? out.cpu.optimizer_states

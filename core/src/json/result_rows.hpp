@@ -19,13 +19,13 @@ struct FigureRow {
   double T::*member;
 };
 
-// A model-state component's figures, after its name and kind ("components").
+// A model-state component's figures, after its name and kind and before its memory_bytes, which
+// the activation's row has too ("components").
 inline constexpr FigureRow<ModelStateComponent> k_component_figures[] = {
     {"parameter_count", &ModelStateComponent::parameter_count},
     {"parameter_count_per_gpu", &ModelStateComponent::parameter_count_per_gpu},
     {"bytes_per_parameter", &ModelStateComponent::bytes_per_parameter},
-    {"optimizer_shard_size", &ModelStateComponent::optimizer_shard_size},
-    {"memory_bytes", &ModelStateComponent::memory_bytes}};
+    {"optimizer_shard_size", &ModelStateComponent::optimizer_shard_size}};
 
 // The parameter counts ("params"); the adapters' counts are not written.
 inline constexpr FigureRow<ParamCounts> k_param_rows[] = {

@@ -183,8 +183,7 @@ void walk_result(Out& out, const Config& config, const FullEstimate& est, const 
       static const ModelStateComponent none{};
       const ModelStateComponent& c = row.state ? *row.state : none;
       out.branch("model_state", row.state != nullptr, [&] {
-        for (const auto& [key, member] : k_component_figures)
-          if (key != "memory_bytes") out.figure(key, c.*member);
+        for (const auto& [key, member] : k_component_figures) out.figure(key, c.*member);
       });
       out.figure("memory_bytes", row.memory_bytes);
     });

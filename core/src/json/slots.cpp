@@ -15,7 +15,6 @@
 namespace trainmem {
 namespace {
 
-constexpr double k_unset = std::numeric_limits<double>::quiet_NaN();
 
 // A text for one line, or one part of a tab-separated line: a message may quote a value with a
 // tab, a newline or a backslash in it (a hand-edited link), which are written as backslash-t,
@@ -95,13 +94,9 @@ class SlotWriter {
     n_.reserve(512);
   }
   // A figure as JSON writes it (json_number): not finite is null (NaN), -0 is 0.
-  void figure(double x) { n_.push_back(!std::isfinite(x) ? k_unset : x == 0 ? 0.0 : x); }
-  void figures(std::initializer_list<double> xs) {
-    for (double x : xs) figure(x);
-  }
+  void figure(double x) { n_.push_back(!std::isfinite(x) ? detail::k_not_a_number : x == 0 ? 0.0 : x); }
   // A count, a flag or an index.
   void whole(double x) { n_.push_back(x); }
-  void wholes(std::initializer_list<double> xs) { n_.insert(n_.end(), xs); }
   void flag(bool on) { n_.push_back(on ? 1 : 0); }
   void line(std::string_view text) {
     append_escaped(text_, text);
@@ -133,7 +128,7 @@ double index_in(std::span<const std::string_view> names, std::string_view name, 
 void SlotWriter::field_slot(const FieldSpec& spec, const FieldValue& value) {
   const bool numeric = spec.type == FieldType::integer || spec.type == FieldType::number ||
                        spec.type == FieldType::integer_or_list;
-  if (std::holds_alternative<std::monostate>(value)) return whole(k_unset);
+  if (std::holds_alternative<std::monostate>(value)) return whole(detail::k_not_a_number);
   if (const bool* b = std::get_if<bool>(&value); b && spec.type == FieldType::boolean) return flag(*b);
   if (const double* d = std::get_if<double>(&value); d && numeric) return figure(*d);
   if (const auto* name = std::get_if<std::string>(&value); name && spec.type == FieldType::choice)

@@ -16,6 +16,10 @@ export interface Issue {
   field: string;
   /** starts with the field name, e.g. "num_layers: must be divisible by ... got 30" */
   message: string;
+  /** the other fields the rule involves, as the core's rule declares them */
+  related: string[];
+  /** the rule's stable id where the rule is a row of the core's rule table (e.g. "peft/qlora-framework"), else "" */
+  rule: string;
 }
 
 export interface EstimateError {
@@ -512,7 +516,7 @@ export interface TrainmemModule {
   viewSlots(nSlots: number, nOrder: number, others: Array<[string, string, unknown]>, capacities: number[], verbose: boolean): number;
   /** A view of the result's numbers (1 then the result, or 0 when resultText lists issues). */
   resultNumbers(): Float64Array;
-  /** The result's text lines in the result schema's order (names, the training log's line, the summary, ...), or "field\tmessage" per issue; escaped. */
+  /** The result's text lines in the result schema's order (names, the training log's line, the summary, ...), or "field\tmessage\trelated\trule" per issue; escaped. */
   resultText(): string;
   /** Once: "<table>\t<entry>" lines, the names the result's indices name (slots.hpp slot_tables). */
   slotTables(): string;

@@ -316,3 +316,98 @@ TEST_CASE("field names are constants: one per row, in the table's order", "[fiel
   for (size_t i = 0; i < specs.size(); ++i) CHECK(field::all[i].text == specs[i].name);
   CHECK(find_field(field::seq_length)->link_key == "s");
 }
+
+TEST_CASE("the trainmem profile's rules are rows: each fires under its own id and has its words", "[fields][rules]") {
+  // Each rule row (config/rules.cpp) is written once: its check, its id (Issue::rule, which the
+  // page keys on) and its words for the field documentation (FieldSpec::rules, generated).
+  const std::vector<std::string_view> ids = rule_ids();
+  REQUIRE(ids.size() > 40);
+  const std::set<std::string_view> distinct(ids.begin(), ids.end());
+  CHECK(distinct.size() == ids.size());
+  // Broken configs: odd values of every field, one and three at a time (seeded), over a
+  // pretraining, a LoRA and a QLoRA base on each framework; every row must fire at least once.
+  const std::span<const FieldSpec> specs = field_specs();
+  std::vector<std::string> assignments;
+  for (const FieldSpec& spec : specs) {
+    std::vector<std::string> values;
+    if (spec.type == FieldType::boolean) values = {"true", "false"};
+    else if (spec.type == FieldType::choice || spec.type == FieldType::choice_list)
+      for (std::string_view c : spec.choices) values.push_back(spec.type == FieldType::choice ? "\"" + std::string(c) + "\"" : "[\"" + std::string(c) + "\"]");
+    else values = {"0", "1", "2", "3", "16", "0.5"};
+    for (const std::string& v : values) assignments.push_back("\"" + std::string(spec.name) + "\": " + v);
+  }
+  const std::string shape = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8, "vocab_size": 1000,
+      "seq_length": 128, "micro_batch_size": 1, "profile": "trainmem")";
+  const std::string bases[] = {"", R"(, "peft": "lora", "lora_target_modules": ["q_proj", "lm_head"])",
+                               R"(, "peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"])",
+                               R"(, "peft": "qlora", "framework": "fsdp2", "model_implementation": "torchtune")",
+                               R"(, "num_moe_experts": 4, "moe_router_topk": 2, "peft": "lora", "framework": "ddp", "lora_target_modules": ["up_proj"])"};
+  uint64_t seed = 20261128;
+  auto next = [&] { return (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  std::set<std::string> fired;
+  size_t mismatched = 0;
+  for (const std::string& base : bases) {
+    for (size_t k = 0; k < assignments.size() + 3000; ++k) {
+      std::string extra = assignments[k < assignments.size() ? k : next() % assignments.size()];
+      if (k >= assignments.size()) extra += ", " + assignments[next() % assignments.size()] + ", " + assignments[next() % assignments.size()];
+      const ParsedConfig parsed = parse_config_json("{" + shape + base + ", " + extra + "}");
+      if (!parsed.issues.empty()) continue;  // a key twice
+      for (const Issue& issue : resolve(parsed.input).issues) {
+        if (issue.rule.empty()) continue;
+        fired.insert(issue.rule);
+        // The id begins with the field its message names, and the field's documentation has the
+        // rule's words.
+        if (issue.rule.rfind(issue.field + "/", 0) != 0 || find_field(issue.field)->rules.empty()) {
+          ++mismatched;
+          UNSCOPED_INFO(issue.rule << " on " << issue.field);
+        }
+      }
+    }
+  }
+  // Rules the seeded walk does not reach, each broken on purpose (the walk's odd values rarely
+  // make these pairs).
+  const std::pair<std::string_view, std::string_view> targeted[] = {
+      {"num_attention_heads/profile", R"("profile": "megatron-bridge", "num_attention_heads": 0)"},
+      {"vocab_size/profile", R"("profile": "megatron-lm", "vocab_size": 0)"},
+      {"activation_func/profile", R"("profile": "megatron-lm", "activation_func": "identity")"},
+      {"swiglu/gated", R"("swiglu": true, "gated_linear_unit": false)"},
+      {"swiglu/silu", R"("swiglu": true, "activation_func": "gelu")"},
+      {"ffn_hidden_size/swiglu-zero", R"("profile": "megatron-lm", "swiglu": true, "hidden_size": 16, "num_attention_heads": 1)"},
+      {"moe_layer_freq/per-layer", R"("num_moe_experts": 4, "moe_layer_freq": [1, 1])"},
+      {"world_size/equal", R"("world_size": 8, "data_parallel_size": 4)"},
+      {"world_size/at-most", R"("data_parallel_size": 1000000000, "tensor_model_parallel_size": 2)"},
+      {"data_parallel_size/countable", R"("tensor_model_parallel_size": 1000000000, "pipeline_model_parallel_size": 1000000000, "context_parallel_size": 1000000000)"},
+      {"pipeline_stage_layers/pipeline", R"("pipeline_stage_layers": [4])"},
+      {"pipeline_stage_layers/not-uneven", R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [2, 2], "num_layers_in_first_pipeline_stage": 2)"},
+      {"pipeline_stage_layers/entries", R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [4])"},
+      {"pipeline_stage_layers/placed", R"("pipeline_model_parallel_size": 2, "pipeline_stage_layers": [1, 2])"},
+      {"num_layers/first-last-only", R"("pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 1, "num_layers_in_last_pipeline_stage": 1)"},
+      {"virtual_pipeline_model_parallel_size/uneven", R"("num_layers": 5, "pipeline_model_parallel_size": 3, "num_layers_in_first_pipeline_stage": 1, "virtual_pipeline_model_parallel_size": 2)"},
+      {"seq_length/context-and-sequence-parallel", R"("context_parallel_size": 2, "tensor_model_parallel_size": 2, "sequence_parallel": true, "seq_length": 4)"},
+      {"seq_length/sequence-parallel", R"("tensor_model_parallel_size": 2, "sequence_parallel": true, "seq_length": 3)"},
+      {"lora_target_modules/some", R"("peft": "lora", "lora_target_modules": [])"},
+      {"lora_modules_to_save/vocabulary", R"("peft": "lora", "framework": "ddp", "lora_target_modules": ["q_proj"], "lora_modules_to_save": ["embed_tokens"], "vocab_size": 0)"},
+      {"quantize_lm_head/vocabulary", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "vocab_size": 0)"},
+      {"quantize_lm_head/liger", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "fused_linear_cross_entropy": true)"},
+      {"kbit_upcast/sharded", R"("peft": "qlora", "framework": "fsdp2", "model_implementation": "hf-transformers", "lora_target_modules": ["q_proj"], "kbit_upcast": "trl")"},
+      {"activation_offload/pipeline", R"("activation_offload": true, "pipeline_model_parallel_size": 2)"},
+      {"torch_compile/latent-attention", R"("framework": "ddp", "torch_compile": true, "multi_latent_attention": true)"},
+      {"fused_linear_cross_entropy/tensor-parallel", R"("framework": "ddp", "fused_linear_cross_entropy": true, "tensor_model_parallel_size": 2)"},
+      {"cut_cross_entropy/quantized-lm-head", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "cut_cross_entropy": true)"},
+      {"paged_optimizer/offload", R"("framework": "ddp", "paged_optimizer": true, "optimizer_offload_fraction": 0.5)"},
+  };
+  for (const auto& [id, extra] : targeted) {
+    const ParsedConfig parsed = parse_config_json("{" + shape + ", " + std::string(extra) + "}");
+    INFO(id << " on " << extra);
+    REQUIRE(parsed.issues.empty());
+    bool found = false;
+    for (const Issue& issue : resolve(parsed.input).issues) found |= issue.rule == id;
+    CHECK(found);
+    fired.insert(std::string(id));
+  }
+  CHECK(mismatched == 0);
+  for (std::string_view id : ids) {
+    INFO("rule " << id << " never fired");
+    CHECK(fired.count(std::string(id)) == 1);
+  }
+}

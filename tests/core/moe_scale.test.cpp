@@ -198,6 +198,14 @@ TEST_CASE("MoE dispatch fields: named errors", "[moe][validation]") {
         one("moe_router_dtype: applies to MoE with model_implementation megatron-core (Megatron "
             "Core's router; the PyTorch implementations route in the compute dtype)"));
   CHECK(messages_for(moe(R"("moe_router_dtype": "none", )" + hf)).empty());
+  // The rule reads the implementation the framework defaults to, as every rule reads the resolved
+  // config: FSDP2 trains torchtitan's model unless told otherwise (before the rules were rows the
+  // check ran before that default was derived and let this pass).
+  const std::string fsdp2 = R"("framework": "fsdp2", "tensor_model_parallel_size": 1, "sequence_parallel": false,
+      "expert_model_parallel_size": 1)";
+  CHECK(messages_for(moe(R"("moe_router_dtype": "fp32", )" + fsdp2)) ==
+        one("moe_router_dtype: applies to MoE with model_implementation megatron-core (Megatron "
+            "Core's router; the PyTorch implementations route in the compute dtype)"));
   // For a dense model they mean nothing, as every MoE field: no error, not written back (an
   // import of a launcher that always passes them, as ms-swift does --moe_router_dtype fp32).
   const std::string dense = R"({"profile": "trainmem", "num_layers": 2, "hidden_size": 64,

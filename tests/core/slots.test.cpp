@@ -73,11 +73,18 @@ TEST_CASE("bad slots are named like bad JSON values, and the rest is still check
   SlotResult result;
   estimate_slots(slots, {}, {}, {}, false, result);
   REQUIRE(result.numbers == std::vector<double>{0});
+  // One "field, message, related fields, rule id" line per issue (reading problems name no rule).
   CHECK(result.text ==
-        "num_layers\tnum_layers: must be an integer, got 2.5\n"
-        "swiglu\tswiglu: must be true or false, got 2\n"
-        "normalization\tnormalization: must be one of \"LayerNorm\", \"RMSNorm\", \"none\", got 7\n"
-        "micro_batch_size\tmicro_batch_size: is required (a positive integer)\n");
+        "num_layers\tnum_layers: must be an integer, got 2.5\t\t\n"
+        "swiglu\tswiglu: must be true or false, got 2\t\t\n"
+        "normalization\tnormalization: must be one of \"LayerNorm\", \"RMSNorm\", \"none\", got 7\t\t\n"
+        "micro_batch_size\tmicro_batch_size: is required (a positive integer)\t\t\n");
+  // A rule row's issue carries its related fields and its id.
+  slots = small_model_slots();
+  slots[index_of("tensor_model_parallel_size")] = 3;
+  estimate_slots(slots, {}, {}, {}, false, result);
+  CHECK(result.text.find("num_attention_heads\tnum_attention_heads: must be divisible by tensor_model_parallel_size (3), got ") != std::string::npos);
+  CHECK(result.text.find("\ttensor_model_parallel_size\tnum_attention_heads/tensor-parallel\n") != std::string::npos);
   ConfigInput input;
   CHECK(read_slots(std::vector<double>(3, k_unset), {}, {}, {}, input) ==
         std::vector<Issue>{{"config", "config: must have one slot per field (" +

@@ -81,13 +81,16 @@ test('FP8 with adapters: the recipe goes back to its default, none', () => {
   assert.equal(result.config.fp8_recipe, 'none');
 });
 
-test('every rule names fields the core has, and a value among the field\'s choices', () => {
+test('every answer names rules the core has and a field the core has, with a value among its choices', () => {
   const names = new Set(engine.fieldSpecs.map((s) => s.name));
-  for (const rule of METHOD_RULES) {
-    assert.ok(names.has(rule.field) && names.has(rule.set), rule.field);
-    if (rule.to !== undefined) {
-      const spec = engine.fieldSpecs.find((s) => s.name === rule.set);
-      assert.ok(spec.choices.includes(rule.to), `${rule.set}: ${rule.to} is not among ${spec.choices}`);
+  const rules = new Set(engine.codec.tables.rule);
+  assert.ok(rules.size > 0, 'the module lists its rule ids');
+  for (const answer of METHOD_RULES) {
+    assert.ok(names.has(answer.set), answer.set);
+    for (const id of answer.rules) assert.ok(rules.has(id), `${id} is not a rule of the core`);
+    if (answer.to !== undefined) {
+      const spec = engine.fieldSpecs.find((s) => s.name === answer.set);
+      assert.ok(spec.choices.includes(answer.to), `${answer.set}: ${answer.to} is not among ${spec.choices}`);
     }
   }
 });

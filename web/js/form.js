@@ -475,14 +475,14 @@ export class Form {
       if (!byField.has(name)) byField.set(name, []);
       if (!byField.get(name).includes(message)) byField.get(name).push(message);
     };
-    // The field just edited carries every message that names it: typing TP 3 breaks a rule the
-    // core reports on the heads ("num_attention_heads: must be divisible by
-    // tensor_model_parallel_size (3)"), and the hand is on TP.
+    // The field just edited carries every message whose rule involves it: typing TP 3 breaks a rule
+    // the core reports on the heads ("num_attention_heads: must be divisible by
+    // tensor_model_parallel_size (3)"), and the hand is on TP. The core's rule declares the fields
+    // it involves (Issue::related); the message's words are not read.
     const editedField = edited && this.fields.get(edited);
-    const names = new RegExp(`\\b${edited}\\b`);
     for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      if (editedField && !editedField.wrap.hidden && issue.field !== edited && names.test(issue.message)) add(edited, issue.message);
+      if (editedField && !editedField.wrap.hidden && issue.field !== edited && (issue.related ?? []).includes(edited)) add(edited, issue.message);
       if (f && !f.wrap.hidden) add(issue.field, issue.message);
       else unplaced.push(issue);
     }

@@ -6,32 +6,36 @@
 // an Undo. It changes nothing the core does not object to, and nothing it cannot explain below.
 
 /**
- * Each rule: a core message on `field` that `when` matches, and what the page sets (`to`;
- * undefined: the field is cleared, so the core's default for the new method applies), with `why`,
- * the reason the notice gives. The sources:
- * - framework "ddp" for QLoRA on Megatron: the core's rule names "framework ddp, fsdp2 or
- *   deepspeed (bitsandbytes or torchao NF4 linears; Megatron has none)"; ddp is what both
+ * Each answer: the core rules (their stable ids, core/src/config/rules.cpp; each issue carries its
+ * rule's id) that choosing a method can break, and what the page sets (`to`; undefined: the field
+ * is cleared, so the core's default for the new method applies), with `why`, the reason the notice
+ * gives. The sources:
+ * - framework "ddp" for QLoRA on Megatron (rule peft/qlora-framework: "framework ddp, fsdp2 or
+ *   deepspeed (bitsandbytes or torchao NF4 linears; Megatron has none)"); ddp is what both
  *   single-GPU QLoRA setups run (core/data/setups.json: torchtune's 8B_qlora_single_device,
  *   axolotl's llama-3/qlora.yml), and it changes no sharding the user did not ask for (fsdp2 and
  *   deepspeed shard by zero_stage). A multi-GPU QLoRA run sharded with FSDP picks fsdp2 itself.
- * - recompute_granularity "full": the core's own message for "selective" on a PyTorch model
+ * - recompute_granularity "full": the core's own rule for "selective" on a PyTorch model
  *   ("model_implementation ... checkpoints whole layers ("full")") and for "selective_op" with
  *   peft; every setup in core/data/setups.json (LoRA, QLoRA and full) checkpoints every layer.
  * (Megatron's use_distributed_optimizer needs no rule: on another framework it is no field in
  *   effect, so the page does not send it: link-config.js coreConfig.)
  * - params_dtype, expert_params_dtype cleared: the field spec's default is the method's
- *   ("bf16 (ddp: fp32; peft qlora: nf4)", core/src/config/fields.cpp), and the core's rule is that
- *   nf4 goes with qlora and qlora with nf4.
+ *   ("bf16 (ddp: fp32; peft qlora: nf4)", core/src/config/fields.cpp), and the core's rules are
+ *   that nf4 goes with qlora and qlora with nf4.
  * - fp8_recipe cleared (its default, "none"): the core's "must be "none" with peft ... (FP8
  *   copies of frozen weights are not modelled)".
  */
 export const METHOD_RULES = [
-  { field: 'peft', when: /needs framework ddp, fsdp2 or deepspeed/, set: 'framework', to: 'ddp', why: 'QLoRA\'s 4-bit layers need a PyTorch framework' },
-  { field: 'recompute_granularity', when: /checkpoints whole layers \("full"\)|is not modelled with peft/, set: 'recompute_granularity', to: 'full', why: 'PyTorch fine-tuning checkpoints whole layers' },
-  { field: 'params_dtype', when: /peft "qlora"/, set: 'params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
-  { field: 'expert_params_dtype', when: /peft "qlora"/, set: 'expert_params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
-  { field: 'fp8_recipe', when: /must be "none" with peft/, set: 'fp8_recipe', to: undefined, why: 'FP8 is not modelled with adapters' },
+  { rules: ['peft/qlora-framework'], set: 'framework', to: 'ddp', why: 'QLoRA\'s 4-bit layers need a PyTorch framework' },
+  { rules: ['recompute_granularity/selective-megatron', 'recompute_granularity/selective-op-peft'], set: 'recompute_granularity', to: 'full', why: 'PyTorch fine-tuning checkpoints whole layers' },
+  { rules: ['params_dtype/nf4-needs-qlora', 'params_dtype/qlora-needs-nf4'], set: 'params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
+  { rules: ['expert_params_dtype/nf4-needs-qlora'], set: 'expert_params_dtype', to: undefined, why: 'the weights\' dtype follows the method' },
+  { rules: ['fp8_recipe/peft'], set: 'fp8_recipe', to: undefined, why: 'FP8 is not modelled with adapters' },
 ];
+
+/** The answer to an issue, by its rule's id (never by its message's words). */
+const answerTo = (issue) => METHOD_RULES.find((r) => r.rules.includes(issue.rule));
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -51,7 +55,7 @@ export function chooseMethod(fields, peft, estimate) {
   for (let round = 0; round < 4 && !result.ok; round += 1) {
     const answered = [];
     for (const issue of result.issues) {
-      const rule = METHOD_RULES.find((r) => r.field === issue.field && r.when.test(issue.message));
+      const rule = answerTo(issue);
       if (!rule || answered.some((c) => c.name === rule.set) || same(next[rule.set], rule.to)) continue;
       if (changes.some((c) => c.name === rule.set)) continue; // answered once already: the core still objects, leave it to the user
       answered.push({ name: rule.set, from: next[rule.set], to: rule.to, why: rule.why });
@@ -64,7 +68,7 @@ export function chooseMethod(fields, peft, estimate) {
     }
     const after = estimate(tried);
     // Keep a change only when the core no longer objects to what it answered.
-    const kept = answered.filter((c) => !(after.issues ?? []).some((i) => METHOD_RULES.some((r) => r.set === c.name && r.field === i.field && r.when.test(i.message))));
+    const kept = answered.filter((c) => !(after.issues ?? []).some((i) => answerTo(i)?.set === c.name));
     if (!kept.length) break;
     for (const c of kept) {
       if (c.to === undefined) delete next[c.name];

@@ -53,16 +53,10 @@ function parseTables(text) {
   return tables;
 }
 
-/** The issues' text: one "field\tmessage" line each. */
+/** The issues' text (core slots.hpp): one "field\tmessage\trelated,fields\trule" line each. */
 const parseIssues = (text) => text.split('\n').filter(Boolean).map((line) => {
-  const [field, message] = columns(line);
-  return { field, message };
-});
-
-/** check_slots' issues: one "field\tmessage\trelated,fields" line each. */
-const parseCheckIssues = (text) => text.split('\n').filter(Boolean).map((line) => {
-  const [field, message, related] = columns(line);
-  return { field, message, related: related ? related.split(',') : [] };
+  const [field, message, related, rule] = columns(line);
+  return { field, message, related: related ? related.split(',') : [], rule: rule ?? '' };
 });
 
 /**
@@ -312,7 +306,7 @@ export class SlotCodec {
     r.at = 1;  // after the leading 1 or 0
     const ok = numbers[0] === 1;
     const config = r.flag() ? this.decodeConfig(r) : null;
-    return { ok, issues: ok ? [] : parseCheckIssues(text), config };
+    return { ok, issues: ok ? [] : parseIssues(text), config };
   }
 
   /** The resolved config: one slot per field, then the list channel (a list per field at -1). */

@@ -29,6 +29,10 @@ struct Issue {
   // drops the field most issues involve, and a form marks them. Not part of equality: two rules
   // finding one problem are one issue.
   std::vector<std::string> related;
+  // The rule's stable id ("peft/qlora-framework") for the rules that are rows (config/rules.cpp),
+  // so a page answers a rule without reading its message; empty for the others. Not part of
+  // equality either.
+  std::string rule;
   friend bool operator==(const Issue& a, const Issue& b) { return a.field == b.field && a.message == b.message; }
 };
 
@@ -379,6 +383,9 @@ struct FieldSpec {
 };
 
 std::span<const FieldSpec> field_specs();
+// The ids of the rules that are rows of the core's rule table (config/rules.cpp), in the order
+// resolve() checks them: what Issue::rule holds. Stable and append-only, like link keys.
+std::vector<std::string_view> rule_ids();
 const FieldSpec* find_field(std::string_view name);
 // The field a share link's key names: its link key, or its name (a hand-written link may use either).
 const FieldSpec* find_field_by_link_key(std::string_view key);

@@ -23,7 +23,8 @@
 // table's order, its list's length and entries); fields a count, then per field its index in the
 // field table and its value as that field's config slot. The first node is the flag "ok", 1.
 //
-// With issues the numbers are just 0 and the text is one "field TAB message" line per issue.
+// With issues the numbers are just 0 and the text is one "field TAB message TAB related TAB rule"
+// line per issue (as check_slots writes them).
 // Every text (each part of a line with a tab) is escaped(): a tab, a newline and a backslash are
 // written as backslash-t, backslash-n and two backslashes; slots.js unescapes them.
 #pragma once
@@ -69,8 +70,9 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
 // the link's values the core rejects. Numbers: 1 when the config as given resolves, else 0; then
 // 1 and the resolved config of the fields in effect (without_fields_out_of_effect; one slot per
 // field, then the list channel, as in a result) when that resolves, else 0. Text: one
-// "field TAB message TAB related" line per issue of the config as given, related being the other
-// fields its rule involves, comma-separated (Issue::related, as resolve()'s rules declare them).
+// "field TAB message TAB related TAB rule" line per issue of the config as given, related being the
+// other fields its rule involves, comma-separated (Issue::related, as resolve()'s rules declare
+// them), and rule the rule's id where the rule is a row (Issue::rule, config/rules.cpp).
 void check_slots(std::span<const double> slots, std::span<const double> lists,
                  std::span<const OtherValue> others, std::span<const double> order, SlotResult& out);
 

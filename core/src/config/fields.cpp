@@ -764,62 +764,6 @@ const std::vector<Field>& fields() {
   return table;
 }
 
-// The rules between fields, in words, for the field documentation. resolve() checks them; a test
-// asserts each rule's exact message (tests/core/validation.test.cpp).
-constexpr std::pair<std::string_view, std::string_view> k_rules[] = {
-    {"num_layers", "divisible by pipeline_model_parallel_size (× virtual_pipeline_model_parallel_size) for an even split; with uneven first/last stages the rest divides evenly over the middle stages; the sum of pipeline_stage_layers when given"},
-    {"hidden_size", "divisible by num_attention_heads when kv_channels is unset"},
-    {"num_attention_heads", "divisible by tensor_model_parallel_size and by num_query_groups; 0 only in the trainmem profile"},
-    {"num_query_groups", "divides num_attention_heads; divisible by tensor_model_parallel_size"},
-    {"vocab_size", "0 only in the trainmem profile"},
-    {"swiglu", "consistent with gated_linear_unit and activation_func"},
-    {"num_moe_experts", "divisible by expert_model_parallel_size"},
-    {"ffn_hidden_size", "divisible by tensor_model_parallel_size when a layer has a dense MLP"},
-    {"moe_ffn_hidden_size", "divisible by expert_tensor_parallel_size"},
-    {"moe_shared_expert_intermediate_size", "divisible by tensor_model_parallel_size"},
-    {"moe_layer_freq", "a list has one 0/1 entry per layer"},
-    {"moe_router_topk", "at most num_moe_experts"},
-    {"moe_routing_imbalance", "at least 1; not with moe_expert_capacity_factor (every expert is counted at the capacity)"},
-    {"moe_router_dtype", "MoE with model_implementation megatron-core (ignored for a dense model)"},
-    {"moe_permute_fusion", "MoE with model_implementation megatron-core (ignored for a dense model)"},
-    {"moe_pad_expert_input_to_capacity", "MoE with model_implementation megatron-core and moe_expert_capacity_factor (ignored for a dense model)"},
-    {"seq_length", "divisible by 2 × context_parallel_size when CP > 1, times tensor_model_parallel_size with sequence_parallel"},
-    {"global_batch_size", "divisible by micro_batch_size × data_parallel_size"},
-    {"num_microbatches", "equals global_batch_size / (micro_batch_size × data_parallel_size) when both are given"},
-    {"sequence_parallel", "ignored at TP = 1; required for MoE with TP > 1 and EP > 1"},
-    {"virtual_pipeline_model_parallel_size", "needs pipeline_model_parallel_size > 1; divides every stage's layer count"},
-    {"num_layers_in_first_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
-    {"num_layers_in_last_pipeline_stage", "needs pipeline_model_parallel_size > 1"},
-    {"pipeline_stage_layers", "needs pipeline_model_parallel_size > 1; PP × VPP entries adding up to num_layers; not with num_layers_in_first/last_pipeline_stage"},
-    {"expert_model_parallel_size", "EP × ETP divides DP × TP × CP; 1 for a dense model"},
-    {"use_distributed_optimizer", "framework megatron only"},
-    {"zero_stage", "deepspeed 0-3, fsdp2 2 or 3; not for megatron or ddp"},
-    {"data_parallel_shard_size", "divides data_parallel_size"},
-    {"params_dtype", "fp32, bf16 or fp16; nf4 exactly with peft \"qlora\""},
-    {"fp8_param_gather", "needs an fp8_recipe"},
-    {"optimizer_implementation", "frameworks ddp and fsdp2 only"},
-    {"offload_params", "deepspeed or fsdp2 with zero_stage 3"},
-    {"fsdp_embedding_units", "framework fsdp2 with zero_stage 3"},
-    {"pipeline_schedule", "interleaved exactly when virtual_pipeline_model_parallel_size is set"},
-    {"peft", "qlora needs params_dtype nf4 and framework ddp, fsdp2 or deepspeed; no fp8_recipe, multi_latent_attention or recompute_granularity \"selective_op\""},
-    {"world_size", "divisible by tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size; equal to that × data_parallel_size when both are given; the product at most 1,000,000,000"},
-    {"lora_rank", "at most the smaller dimension (in or out) of every target"},
-    {"lora_target_modules", "at least one; gate_proj needs gated_linear_unit; MLP targets in an MoE model only with model_implementation hf-transformers and no shared or latent experts; attention targets need attention heads, lm_head a vocabulary"},
-    {"lora_modules_to_save", "model_implementation hf-transformers (Hugging Face PEFT); a vocabulary; lm_head not also among lora_target_modules"},
-    {"optimizer_in_backward", "frameworks ddp (data_parallel_size 1) and fsdp2; one microbatch per step (no gradient accumulation) and pipeline_model_parallel_size 1"},
-    {"activation_offload", "pipeline_model_parallel_size 1; megatron without recompute, deepspeed with recompute_granularity \"full\""},
-    {"paged_optimizer", "optimizer adam, adamw, adam8bit or lion; not with framework megatron or optimizer_offload_fraction"},
-    {"nf4_double_quant", "true with model_implementation torchtune (torchao always double-quantises)"},
-    {"quantize_lm_head", "an untied output layer; with model_implementation torchtune exactly when lm_head is among lora_target_modules; not with fused_linear_cross_entropy"},
-    {"bnb_keeps_matmul_input", "not with model_implementation torchtune (torchao's NF4, not bitsandbytes' MatMul4Bit)"},
-    {"kbit_upcast", "\"none\" with model_implementation torchtune; not \"trl\" or \"axolotl\" with framework fsdp2 or deepspeed zero_stage 3 (both skip the call for sharded QLoRA)"},
-    {"torch_compile", "model_implementation hf-transformers, torchtune or torchtitan; no multi_latent_attention"},
-    {"fused_linear_cross_entropy", "frameworks ddp, fsdp2 and deepspeed with model_implementation hf-transformers, tensor_model_parallel_size 1; not with cross_entropy_loss_fusion or an lm_head adapter"},
-    {"cut_cross_entropy", "model_implementation hf-transformers, tensor_model_parallel_size 1, a 16-bit output layer and compute dtype; not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cross_entropy_chunks, quantize_lm_head or an lm_head adapter"},
-    {"cross_entropy_chunks", "above 1 only with frameworks ddp, fsdp2 and deepspeed, model_implementation torchtune, hf-transformers (tensor_model_parallel_size 1, not with fused_linear_cross_entropy) or megatron-core, and without cross_entropy_loss_fusion"},
-    {"model_implementation", "megatron-core with framework megatron; recompute_granularity \"selective\" (Megatron's recompute_modules) needs megatron-core and \"selective_op\" needs torchtitan"},
-};
-
 // What an unset field resolves to, in words, for the field documentation.
 std::string default_text(const Field& f) {
   switch (f.fallback.kind) {
@@ -844,13 +788,12 @@ std::string default_text(const Field& f) {
   return number_text(number);
 }
 
-// The cross-field rules a field takes part in, in words: its own applies_rule and k_rules.
+// The cross-field rules a field takes part in, in words: its own applies_rule and the words of the
+// rule rows that name it (rules.cpp), so each rule's words are written once, beside its check.
 std::string rules_text(const Field& f) {
-  std::string rule;
-  for (const auto& [name, text] : k_rules)
-    if (name == f.spec.name) rule = text;
-  if (f.applies_rule.empty()) return rule;
-  return std::string(f.applies_rule) + (rule.empty() ? "" : "; " + rule);
+  const std::string rows = rule_words(f.spec.name);
+  if (f.applies_rule.empty()) return rows;
+  return std::string(f.applies_rule) + (rows.empty() ? "" : "; " + rows);
 }
 
 // The public specs: the table's, with the generated default and rules texts (whose strings the

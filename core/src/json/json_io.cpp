@@ -176,7 +176,10 @@ ParsedConfig parse_config_json(std::string_view text) {
 
 std::string issues_to_json(const std::vector<Issue>& issues, int indent) {
   ordered list = ordered::array();
-  for (const Issue& issue : issues) list.push_back({{"field", issue.field}, {"message", issue.message}});
+  // Each issue as every view carries it (slots.cpp issue_line): the field, the message, the other
+  // fields its rule involves and the rule's id ("" for a reading problem or a rule in code).
+  for (const Issue& issue : issues)
+    list.push_back({{"field", issue.field}, {"message", issue.message}, {"related", issue.related}, {"rule", issue.rule}});
   return ordered{{"ok", false}, {"issues", list}}.dump(indent, ' ', false,
                                                        nlohmann::json::error_handler_t::replace);
 }

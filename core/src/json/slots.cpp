@@ -38,6 +38,14 @@ std::string escaped(std::string_view text) {
   return out;
 }
 
+// An issue as the page reads it: "field\tmessage\trelated,fields\trule id" (slots.hpp).
+std::string issue_line(const Issue& problem) {
+  std::string related;
+  for (const std::string& name : problem.related) related += (related.empty() ? "" : ",") + name;
+  return escaped(problem.field) + "\t" + escaped(problem.message) + "\t" + escaped(related) + "\t" +
+         escaped(problem.rule) + "\n";
+}
+
 // The list channel (slots.hpp): each list field's length and entries, in the table's order.
 struct ListReader {
   std::span<const double> lists;
@@ -332,7 +340,7 @@ void estimate_slots(std::span<const double> slots, std::span<const double> lists
     out.numbers.assign(1, 0);
     out.text.clear();
     for (const Issue& problem : resolved.issues)
-      out.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\n";
+      out.text += issue_line(problem);
     return;
   }
   Trace trace;
@@ -351,9 +359,7 @@ void check_slots(std::span<const double> slots, std::span<const double> lists,
   w.flag(in_effect.ok());
   if (in_effect.ok()) write_config_slots(w, in_effect.config);
   for (const Issue& problem : as_given.issues) {
-    std::string related;
-    for (const std::string& name : problem.related) related += (related.empty() ? "" : ",") + name;
-    out.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\t" + escaped(related) + "\n";
+    out.text += issue_line(problem);
   }
 }
 
@@ -369,7 +375,7 @@ void view_slots(std::span<const double> slots, std::span<const double> lists,
   if (!resolved.ok()) {
     result.numbers.assign(1, 0);
     for (const Issue& problem : resolved.issues)
-      result.text += escaped(problem.field) + "\t" + escaped(problem.message) + "\n";
+      result.text += issue_line(problem);
   } else {
     Trace trace;
     FullEstimate estimate = full_estimate(resolved.config, verbose ? &trace : nullptr);
@@ -438,6 +444,7 @@ std::string slot_tables() {
   for (size_t i = 0; i < size_t(FitReason::count); ++i) entry("fit_reason", fit_reason_name(FitReason(i)));
   for (size_t i = 0; i < size_t(Profile::count); ++i) entry("profile", name_of(Profile(i)));
   for (std::string_view key : detail::k_verdict_keys) entry("verdict_key", key);
+  for (std::string_view id : rule_ids()) entry("rule", id);
   return out;
 }
 

@@ -200,7 +200,12 @@ export class Form {
    * resolved config, is these `fields`' resolution when `resolves`, else the last valid one's.
    */
   followFramework(resolved, fields, resolves) {
-    this.runFrameworks = runFrameworks(resolved, fields, resolves);
+    const run = runFrameworks(resolved, fields, resolves);
+    // A keystroke that leaves the framework as it was costs no more than this comparison.
+    const signature = run.map((layer) => layer.kind).join(' ');
+    if (signature === this.runSignature) return;
+    this.runSignature = signature;
+    this.runFrameworks = run;
     this.showWords(false); // the page shows this result's issues next
   }
 

@@ -22,7 +22,7 @@
 // rewrites web/js/framework-keys.js; without --write it prints whether the file equals a fresh
 // run (tests/cli/framework-keys.test.mjs holds it equal). Needs the native CLI.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, ensure_cli, load_points } from '../validation/points.mjs';
@@ -82,8 +82,11 @@ export function frameworkKey(key) {
   return key.startsWith('--hf-args ') ? `--${key.slice('--hf-args '.length)}` : key;
 }
 
-/** Each import to run: {kind, args, input?, source} (source: how the report names the file). */
-function imports() {
+/**
+ * Each import to run: {kind, args, input?, source} (source: how the report names the file); the
+ * parts of the fuzz seeds are written under `scratch`.
+ */
+function imports(scratch) {
   const runs = [];
   // The setups' and the validation points' own imports, with their arguments.
   for (const setup of readSetups().setups) {
@@ -98,7 +101,6 @@ function imports() {
     }
   }
   // Every file of each kind, as its fuzz harness reads it.
-  const scratch = mkdtempSync(join(tmpdir(), 'framework-keys-'));
   for (const kind of KINDS) {
     const folder = FOLDER[kind] ?? kind;
     const dirs = [`tests/import/fixtures/${folder}`, `tests/fuzz/corpus/${folder}`, `tests/fuzz/regressions/${folder}`];
@@ -109,7 +111,7 @@ function imports() {
       for (const name of readdirSync(`${root}${dir}`).sort()) {
         if (name.endsWith('.source') || name.endsWith('.md')) continue;
         const path = `${root}${dir}/${name}`;
-        const run = harnessRun(kind, path, scratch, `${scratch}/${runs.length}`);
+        const run = harnessRun(kind, path, `${scratch}/${runs.length}`);
         if (run) runs.push({ ...run, source: `${dir}/${name}` });
       }
     }
@@ -117,8 +119,8 @@ function imports() {
   return runs;
 }
 
-/** `trainmem import` arguments for one file as its fuzz harness reads it, or null (not this kind's). */
-function harnessRun(kind, path, scratch, stem) {
+/** `trainmem import` arguments for one file as its fuzz harness reads it (`stem`: where its parts are written). */
+function harnessRun(kind, path, stem) {
   let text = readFileSync(path, 'utf8');
   if (kind === 'hf') return { kind, args: ['import', 'hf', path] };
   if (kind === 'megatron-args') return { kind, args: ['import', 'megatron-args', path] };
@@ -147,7 +149,6 @@ function harnessRun(kind, path, scratch, stem) {
     if (kind === 'accelerate') args.push('--');
     args.push(...overrides.map((o) => (kind === 'torchtitan' && !o.startsWith('--') ? `--${o}` : o)));
   }
-  void scratch;
   return { kind, args };
 }
 
@@ -161,24 +162,29 @@ export function collectKeys() {
   if (fieldsRun.status !== 0) throw new Error(`trainmem fields failed: ${fieldsRun.stderr}`);
   const types = new Map(JSON.parse(fieldsRun.stdout).map((f) => [f.name, f.type]));
   const decided = new Set(); // "kind field ← key": the one key of a count, which decides it without naming it
-  const seen = new Map(KINDS.map((k) => [k, new Map()])); // kind -> field -> Map(key -> sources)
+  const seen = new Map(KINDS.map((k) => [k, new Map()])); // kind -> field -> key -> {sources, names: a run shows the key names the field}
   let runs = 0;
-  for (const run of imports()) {
-    const r = spawnSync(cli, run.args, { input: run.input ?? '', encoding: 'utf8', maxBuffer: 1 << 26 });
-    if (r.error) throw r.error;
-    runs += 1;
-    const fields = seen.get(run.kind);
-    if (!fields) throw new Error(`${run.source}: ${run.kind} is not an importer kind the table lists`);
-    for (const [field, raw] of keyLines(r.stderr)) {
-      const key = frameworkKey(raw);
-      if (!fields.has(field)) fields.set(field, new Map());
-      const keys = fields.get(field);
-      if (!keys.has(key)) keys.set(key, { sources: [], names: false });
-      keys.get(key).sources.push(run.source);
-      // One run that shows the key's value taken as is is enough: another may have left the
-      // value to the framework ("auto") or given it in a form the note words otherwise.
-      if (namesField(r.stderr, field, raw, types.get(field))) keys.get(key).names = true;
+  const scratch = mkdtempSync(join(tmpdir(), 'framework-keys-'));
+  try {
+    for (const run of imports(scratch)) {
+      const r = spawnSync(cli, run.args, { input: run.input ?? '', encoding: 'utf8', maxBuffer: 1 << 26 });
+      if (r.error) throw r.error;
+      runs += 1;
+      const fields = seen.get(run.kind);
+      if (!fields) throw new Error(`${run.source}: ${run.kind} is not an importer kind the table lists`);
+      for (const [field, raw] of keyLines(r.stderr)) {
+        const key = frameworkKey(raw);
+        if (!fields.has(field)) fields.set(field, new Map());
+        const keys = fields.get(field);
+        if (!keys.has(key)) keys.set(key, { sources: [], names: false });
+        keys.get(key).sources.push(run.source);
+        // One run that shows the key's value taken as is is enough: another may have left the
+        // value to the framework ("auto") or given it in a form the note words otherwise.
+        if (namesField(r.stderr, field, raw, types.get(field))) keys.get(key).names = true;
+      }
     }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
   const table = {};
   const several = [];

@@ -117,3 +117,9 @@ test('an import names the framework: its file\'s keys, then its table; a config.
   assert.equal(shown(hf, 'num_layers'), 'config.json: num_hidden_layers');
   assert.equal(shown(hf, 'micro_batch_size'), 'Megatron-LM: --micro-batch-size');
 });
+
+test('a Megatron-LM command line pasted in the import panel (kind "megatron") takes Megatron-LM\'s table for the rest', () => {
+  const words = formWords({ kind: 'megatron', keys: { num_layers: '--num-layers' } }, []);
+  assert.equal(shown(words, 'num_layers'), 'Megatron-LM: --num-layers');
+  assert.equal(shown(words, 'seq_length'), 'Megatron-LM: --seq-length');
+});

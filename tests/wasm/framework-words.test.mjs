@@ -108,18 +108,29 @@ test('a config that does not resolve keeps the framework its fields give', () =>
 
 test('an import names the framework: its file\'s keys, then its table; a config.json leaves the rest to the run', () => {
   const megatronRun = runFrameworks(resolvedOf({}), {}, true);
-  const torchtune = formWords({ kind: 'torchtune', keys: { micro_batch_size: 'batch_size' } }, megatronRun);
+  const torchtuneRun = runFrameworks(resolvedOf({ framework: 'ddp', model_implementation: 'torchtune' }), {}, true);
+  const torchtune = formWords({ kind: 'torchtune', keys: { micro_batch_size: 'batch_size' } }, torchtuneRun);
   assert.equal(shown(torchtune, 'micro_batch_size'), 'torchtune: batch_size');
   assert.equal(torchtune.get('micro_batch_size').file, true);
   assert.equal(shown(torchtune, 'seq_length'), 'torchtune: tokenizer.max_seq_len', 'from the table');
-  assert.equal(shown(torchtune, 'num_layers'), null, 'no Megatron-LM flag on a torchtune import');
+  assert.equal(torchtune.get('seq_length').file, false);
+  // The words before the import's own result came (the screen before was Megatron's): the file's alone.
+  const before = formWords({ kind: 'torchtune', keys: { micro_batch_size: 'batch_size' } }, megatronRun);
+  assert.deepEqual([...before.keys()], ['micro_batch_size'], 'no Megatron-LM flag on a torchtune import');
+  // An accelerate file whose run is DeepSpeed's: DeepSpeed's keys, the launch flags, no FSDP key.
+  const dsRun = runFrameworks(resolvedOf({ framework: 'deepspeed', zero_stage: 3 }), {}, true);
+  const accelerate = formWords({ kind: 'accelerate', keys: { micro_batch_size: '--per_device_train_batch_size' } }, dsRun);
+  assert.equal(shown(accelerate, 'zero_stage'), 'DeepSpeed: zero_optimization.stage');
+  assert.equal(shown(accelerate, 'offload_params'), null, 'accelerate\'s fsdp_config.fsdp_offload_params is no DeepSpeed key');
+  // axolotl is no run's framework: its file's keys alone.
+  assert.deepEqual([...formWords({ kind: 'axolotl', keys: { seq_length: 'sequence_len' } }, dsRun).keys()], ['seq_length']);
   const hf = formWords({ kind: 'hf', keys: { num_layers: 'num_hidden_layers' } }, megatronRun);
   assert.equal(shown(hf, 'num_layers'), 'config.json: num_hidden_layers');
   assert.equal(shown(hf, 'micro_batch_size'), 'Megatron-LM: --micro-batch-size');
 });
 
 test('a Megatron-LM command line pasted in the import panel (kind "megatron") takes Megatron-LM\'s table for the rest', () => {
-  const words = formWords({ kind: 'megatron', keys: { num_layers: '--num-layers' } }, []);
+  const words = formWords({ kind: 'megatron', keys: { num_layers: '--num-layers' } }, runFrameworks(resolvedOf({}), {}, true));
   assert.equal(shown(words, 'num_layers'), 'Megatron-LM: --num-layers');
   assert.equal(shown(words, 'seq_length'), 'Megatron-LM: --seq-length');
 });

@@ -97,9 +97,13 @@ export function runFrameworks(resolved, fields = {}, resolves = true) {
 }
 
 /**
- * The words the form shows: an import's or a setup's (`named`: its kind and its file's keys) win;
- * the file's own key first, then its framework's table. A Hugging Face config.json names only the
- * model's keys, so the run's framework gives the rest.
+ * The words the form shows: an import's or a setup's (`named`: its kind and its file's keys) win,
+ * the file's own key first. Its framework's table gives the fields the file did not set where the
+ * run is that framework's, with the run's layering (an accelerate file whose run is DeepSpeed's
+ * takes DeepSpeed's config keys and the launch flags, never accelerate's FSDP keys); an axolotl
+ * file, whose run is the Trainer's, or a run moved to another framework since, keeps the file's
+ * keys alone. A Hugging Face config.json names only the model's keys, so the run's framework gives
+ * the rest.
  * @param {{kind: string, keys?: Record<string, string>} | null} named
  * @param {{kind: string, only?: (key: string) => boolean}[]} run runFrameworks' answer
  * @returns {Map<string, {framework: string, key: string, file: boolean}>}
@@ -108,5 +112,6 @@ export function formWords(named, run) {
   if (!named?.kind) return wordsOf(run);
   const file = { kind: named.kind, keys: named.keys ?? {}, file: true };
   if (named.kind === 'hf') return wordsOf([file, ...run]);
-  return wordsOf([file, { kind: named.kind }]);
+  const kind = TABLE_KIND[named.kind] ?? named.kind;
+  return wordsOf([file, ...(run.some((layer) => layer.kind === kind) ? run : [])]);
 }

@@ -222,7 +222,7 @@ export class Form {
       const word = words.get(name);
       if (!hint || !word) continue;
       const title = word.file ? `What the ${word.framework} file you started from calls it` : `What ${word.framework} calls it`;
-      hint.prepend(el('span', { class: 'framework-key', title }, `${word.framework}: `, el('code', { text: word.key }), ' · '));
+      hint.prepend(el('span', { class: 'framework-key', title }, `${word.framework}: `, keyCode(word.key), ' · '));
     }
     // The error lines carry the words too: written again with the new ones.
     for (const f of this.fields.values()) f.errorText = null;
@@ -589,7 +589,7 @@ export class Form {
         // its name second (what links and the core's rules call it).
         const word = this.frameworkWords?.get(field);
         const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ',
-          ...(word ? [`${word.framework}: `, el('code', { text: word.key }), ' · '] : []), el('code', { text: field }));
+          ...(word ? [`${word.framework}: `, keyCode(word.key), ' · '] : []), el('code', { text: field }));
         go.addEventListener('click', () => this.focusField(field));
         li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
       } else {
@@ -600,6 +600,19 @@ export class Form {
     });
     this.problems.replaceChildren(el('p', { text: issues.length === 1 ? 'One problem:' : `${issues.length} problems:` }), el('ul', {}, ...items));
   }
+}
+
+/**
+ * A framework's key as code that a narrow column breaks after its separators
+ * ("enable_activation_<wbr>checkpointing", "tokenizer.<wbr>max_seq_len"), not inside a word.
+ */
+function keyCode(key) {
+  const code = el('code');
+  key.split(/(?<=[._])(?=[^._])/).forEach((part, i) => {
+    if (i) code.append(document.createElement('wbr'));
+    code.append(part);
+  });
+  return code;
 }
 
 /**

@@ -37,3 +37,100 @@ test('Megatron-LM arguments: the flags', () => {
   assert.equal(keys.get('num_layers'), '--num-layers');
   assert.equal(keys.get('micro_batch_size'), '--micro-batch-size');
 });
+
+// The framework in use for a run built by hand or from a link (framework-words.js runFrameworks):
+// from the core's resolved config, its words from the generated table (framework-keys.js).
+import { formWords, runFrameworks } from '../../web/js/framework-words.js';
+import { FRAMEWORK_KEYS } from '../../web/js/framework-keys.js';
+
+const preset = engine.presets.find((p) => p.id === 'llama-3.1-8b');
+const resolvedOf = (fields) => {
+  const { result } = engine.view({ ...preset.config, seq_length: 2048, micro_batch_size: 2, ...fields });
+  assert.ok(result.ok, JSON.stringify(result.issues));
+  return result.config;
+};
+const wordsOf = (fields) => formWords(null, runFrameworks(resolvedOf(fields), fields, true));
+const shown = (words, field) => (words.has(field) ? `${words.get(field).framework}: ${words.get(field).key}` : null);
+
+test('a torchtune run built by hand speaks torchtune: batch_size, tokenizer.max_seq_len', () => {
+  const words = wordsOf({ framework: 'ddp', model_implementation: 'torchtune' });
+  assert.equal(shown(words, 'micro_batch_size'), 'torchtune: batch_size');
+  assert.equal(shown(words, 'seq_length'), 'torchtune: tokenizer.max_seq_len');
+  assert.equal(shown(words, 'global_batch_size'), null, 'a product of keys names none');
+  assert.equal(shown(words, 'num_layers'), null, 'torchtune names no model dimension: its model builder does');
+});
+
+test('the page\'s default run (Megatron) speaks Megatron-LM\'s flags', () => {
+  const words = wordsOf({});
+  assert.equal(shown(words, 'micro_batch_size'), 'Megatron-LM: --micro-batch-size');
+  assert.equal(shown(words, 'num_layers'), 'Megatron-LM: --num-layers');
+  assert.equal(shown(words, 'tensor_model_parallel_size'), 'Megatron-LM: --tensor-model-parallel-size');
+});
+
+test('fsdp2 resolves to torchtitan\'s model code, and speaks torchtitan', () => {
+  const words = wordsOf({ framework: 'fsdp2' });
+  assert.equal(shown(words, 'micro_batch_size'), 'torchtitan: training.batch_size');
+  assert.equal(shown(words, 'seq_length'), 'torchtitan: training.seq_len');
+});
+
+test('a Hugging Face run: accelerate\'s words; with DeepSpeed, its config keys and no accelerate YAML key', () => {
+  const ddp = wordsOf({ framework: 'ddp' });
+  assert.equal(shown(ddp, 'micro_batch_size'), 'accelerate: --per_device_train_batch_size');
+  const ds = wordsOf({ framework: 'deepspeed', zero_stage: 3 });
+  assert.equal(shown(ds, 'zero_stage'), 'DeepSpeed: zero_optimization.stage');
+  assert.equal(shown(ds, 'micro_batch_size'), 'accelerate: --per_device_train_batch_size');
+  for (const [field, word] of ds) {
+    assert.ok(word.framework === 'DeepSpeed' ? !word.key.startsWith('--') : word.key.startsWith('--'),
+      `${field}: ${word.framework}: ${word.key} is no DeepSpeed config key nor a launch flag`);
+  }
+});
+
+test('every word a run shows is its framework\'s key in the generated table', () => {
+  for (const fields of [{}, { framework: 'ddp' }, { framework: 'fsdp2' }, { framework: 'deepspeed' }, { framework: 'ddp', model_implementation: 'torchtune' }]) {
+    const tables = Object.values(FRAMEWORK_KEYS);
+    for (const [field, word] of wordsOf(fields)) {
+      assert.ok(tables.some((t) => t[field] === word.key), `${JSON.stringify(fields)}: ${field} ← ${word.key} is in no table`);
+      assert.notEqual(word.key, field);
+    }
+  }
+});
+
+test('a config that does not resolve keeps the framework its fields give', () => {
+  const megatron = resolvedOf({});
+  // TP 3 breaks the heads' rule: the last valid result is Megatron's, the fields name torchtune.
+  const words = formWords(null, runFrameworks(megatron, { framework: 'ddp', model_implementation: 'torchtune', tensor_model_parallel_size: 3 }, false));
+  assert.equal(shown(words, 'micro_batch_size'), 'torchtune: batch_size');
+  // Another framework without a model_implementation: the core's default for it is not guessed.
+  assert.equal(formWords(null, runFrameworks(megatron, { framework: 'ddp' }, false)).size, 0);
+  // Nothing changed about the framework: the last valid one's words stay.
+  assert.equal(shown(formWords(null, runFrameworks(megatron, { micro_batch_size: 0 }, false)), 'micro_batch_size'), 'Megatron-LM: --micro-batch-size');
+});
+
+test('an import names the framework: its file\'s keys, then its table; a config.json leaves the rest to the run', () => {
+  const megatronRun = runFrameworks(resolvedOf({}), {}, true);
+  const torchtuneRun = runFrameworks(resolvedOf({ framework: 'ddp', model_implementation: 'torchtune' }), {}, true);
+  const torchtune = formWords({ kind: 'torchtune', keys: { micro_batch_size: 'batch_size' } }, torchtuneRun);
+  assert.equal(shown(torchtune, 'micro_batch_size'), 'torchtune: batch_size');
+  assert.equal(torchtune.get('micro_batch_size').file, true);
+  assert.equal(shown(torchtune, 'seq_length'), 'torchtune: tokenizer.max_seq_len', 'from the table');
+  assert.equal(torchtune.get('seq_length').file, false);
+  // The words before the import's own result came (the screen before was Megatron's): the file's alone.
+  const before = formWords({ kind: 'torchtune', keys: { micro_batch_size: 'batch_size' } }, megatronRun);
+  assert.deepEqual([...before.keys()], ['micro_batch_size'], 'no Megatron-LM flag on a torchtune import');
+  // An accelerate file whose run is DeepSpeed's: DeepSpeed's keys, the launch flags, no FSDP key.
+  const dsRun = runFrameworks(resolvedOf({ framework: 'deepspeed', zero_stage: 3 }), {}, true);
+  const accelerate = formWords({ kind: 'accelerate', keys: { micro_batch_size: '--per_device_train_batch_size' } }, dsRun);
+  assert.equal(shown(accelerate, 'zero_stage'), 'DeepSpeed: zero_optimization.stage');
+  assert.equal(shown(accelerate, 'offload_params'), null, 'accelerate\'s fsdp_config.fsdp_offload_params is no DeepSpeed key');
+  // axolotl is no run's framework: its file's keys alone.
+  assert.deepEqual([...formWords({ kind: 'axolotl', keys: { seq_length: 'sequence_len' } }, dsRun).keys()], ['seq_length']);
+  const hf = formWords({ kind: 'hf', keys: { num_layers: 'num_hidden_layers' } }, megatronRun);
+  assert.equal(shown(hf, 'num_layers'), 'config.json: num_hidden_layers');
+  assert.equal(shown(hf, 'micro_batch_size'), 'Megatron-LM: --micro-batch-size');
+});
+
+test('a Megatron-LM command line pasted in the import panel (kind "megatron") takes Megatron-LM\'s table for the rest', () => {
+  const words = formWords({ kind: 'megatron', keys: { num_layers: '--num-layers' } }, runFrameworks(resolvedOf({}), {}, true));
+  assert.equal(shown(words, 'num_layers'), 'Megatron-LM: --num-layers');
+  assert.equal(shown(words, 'seq_length'), 'Megatron-LM: --seq-length');
+});

@@ -768,9 +768,11 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   expect(await page.isVisible('#e-tensor_model_parallel_size') && /num_attention_heads/.test(tp) && /tensor_model_parallel_size/.test(tp), `TP's own message: "${tp}"`);
   expect(await page.getAttribute('#f-tensor_model_parallel_size', 'aria-invalid') === 'true', 'TP is not marked invalid');
   const list = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
-  // Each line in the form's words first, the field's name second: "Attention heads (num_attention_heads): …".
+  // Each line in the form's words first (its label, and the key of the framework in use: the
+  // page's start is a Megatron-LM run), the field's name second: "Attention heads Megatron-LM:
+  // --num-attention-heads · num_attention_heads: …".
   const heads = await page.textContent('label[for="f-num_attention_heads"]');
-  expect(list.length >= 1 && list.some((t) => t.startsWith(`${heads} num_attention_heads: `)), `the list at the top of the form: ${list}`);
+  expect(list.length >= 1 && list.some((t) => t.startsWith(`${heads} Megatron-LM: --num-attention-heads · num_attention_heads: `)), `the list at the top of the form: ${list}`);
   const top = await page.$eval('#form-problems', (e) => e.getBoundingClientRect().top);
   const firstField = await page.$eval('#fields', (e) => e.getBoundingClientRect().top);
   expect(top < firstField, 'the list is not above the fields');
@@ -784,6 +786,66 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   await page.screenshot({ path: join(SHOTS, 'errors-where-the-hand-is.png') });
   expect(problems.length === 0, problems.join('\n'));
   return page;
+});
+
+await check('the framework\'s words on a link: a torchtune run names batch_size beside micro_batch_size, a Megatron run Megatron-LM\'s flags, and a problem the key first (1280×900 and 390×844)', async (keep) => {
+  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    // A torchtune run built by hand, then opened from its link as a fresh page.
+    const built = await open('', { viewport });
+    keep(built.page);
+    await select(built.page, '#f-framework', 'ddp');
+    await select(built.page, '#f-model_implementation', 'torchtune');
+    await typeInto(built.page, '#f-micro_batch_size', '2');
+    await settleUrl(built.page);
+    const torchtuneLink = await hashNow(built.page);
+    // The page's start (Megatron-LM) with one edit, as a link too.
+    await select(built.page, '#f-framework', 'megatron');
+    await select(built.page, '#f-model_implementation', '');
+    await settleUrl(built.page);
+    const megatronLink = await hashNow(built.page);
+    expect(built.problems.length === 0, built.problems.join('\n'));
+    await built.page.close();
+
+    const { page, problems } = await open(torchtuneLink, { viewport });
+    keep(page);
+    const hint = (name) => page.textContent(`#h-${name}`);
+    expect((await hint('micro_batch_size')).startsWith('torchtune: batch_size · micro_batch_size'), `${tag}: the micro batch's hint on a torchtune link: ${await hint('micro_batch_size')}`);
+    expect((await hint('seq_length')).startsWith('torchtune: tokenizer.max_seq_len · seq_length'), `${tag}: the sequence's hint: ${await hint('seq_length')}`);
+    // A field torchtune has no one key for keeps trainmem's words alone.
+    expect((await hint('global_batch_size')).startsWith('global_batch_size'), `${tag}: the global batch's hint: ${await hint('global_batch_size')}`);
+    expect(!(await page.$('#h-num_layers .framework-key')), `${tag}: a torchtune key on the layers: ${await hint('num_layers')}`);
+    // A problem on the micro batch: the key first, then the core's message as it is.
+    await typeInto(page, '#f-micro_batch_size', '0');
+    // The field's own line: the key (its hint just above names the framework), the core's text.
+    const error = await page.textContent('#e-micro_batch_size .one-line-text');
+    expect(error.startsWith('batch_size · micro_batch_size: must be'), `${tag}: the field's error: ${error}`);
+    // The list at the top names the framework too: "Micro-batch size torchtune: batch_size · micro_batch_size: must be …".
+    const listed = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
+    expect(listed.some((t) => /torchtune: batch_size · micro_batch_size: must be/.test(t)), `${tag}: the problems list: ${listed}`);
+    // On a phone the line is one line, the rule on demand; wider screens wrap it whole.
+    const line = await page.$eval('#form-problems li', (li) => ({ height: li.getBoundingClientRect().height, width: li.scrollWidth, box: li.clientWidth,
+      more: li.querySelector('.one-line-more') ? !li.querySelector('.one-line-more').hidden : false }));
+    expect(line.width <= line.box + 1, `${tag}: the problem line overflows its box: ${JSON.stringify(line)}`);
+    if (viewport === PHONE) expect(line.more && line.height <= 46, `${tag}: the problem line is not one line with "more": ${JSON.stringify(line)}`);
+    await page.$eval('#form-problems', (e) => e.scrollIntoView({ block: 'start' }));
+    await page.screenshot({ path: join(SHOTS, `framework-words-torchtune-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+
+    const megatron = await open(megatronLink, { viewport });
+    keep(megatron.page);
+    const mhint = (name) => megatron.page.textContent(`#h-${name}`);
+    expect((await mhint('micro_batch_size')).startsWith('Megatron-LM: --micro-batch-size · micro_batch_size'), `${tag}: the micro batch's hint on a Megatron link: ${await mhint('micro_batch_size')}`);
+    expect((await mhint('num_layers')).startsWith('Megatron-LM: --num-layers · num_layers'), `${tag}: the layers' hint: ${await mhint('num_layers')}`);
+    // TP 3: the heads' rule, in Megatron-LM's words.
+    await typeInto(megatron.page, '#f-tensor_model_parallel_size', '3');
+    const mlisted = await megatron.page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
+    expect(mlisted.some((t) => t.includes('Megatron-LM: --num-attention-heads · num_attention_heads: must be divisible by tensor_model_parallel_size')), `${tag}: the problems list: ${mlisted}`);
+    await megatron.page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));
+    await megatron.page.screenshot({ path: join(SHOTS, `framework-words-megatron-${tag}.png`) });
+    expect(megatron.problems.length === 0, megatron.problems.join('\n'));
+    await megatron.page.close();
+  }
 });
 
 await check('the GPU count is an input: DP follows from it, and the summary says N GPUs = TP × PP × CP × DP', async (keep) => {

@@ -5,6 +5,7 @@ import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
+import { formWords, runFrameworks } from './framework-words.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -183,21 +184,67 @@ export class Form {
   }
 
   /**
-   * The framework's words first: after an import, each field's hint starts with the key the file
-   * used for it ("torchtune: batch_size · micro_batch_size"), and so does its line in the problems
-   * list. null (another state than the import's) takes them away.
-   * @param {{framework: string, keys: Map<string, string>} | null} words framework-words.js keysRead
+   * The framework's words first (framework-words.js): each field's hint starts with the key the
+   * framework in use reads it from ("torchtune: batch_size · micro_batch_size"), and so do its
+   * line in the problems list and its error line. An import's or a setup's words win (`named`:
+   * its kind and its file's keys); null (a new state) leaves the run's framework to say.
+   * @param {{kind: string, keys?: Record<string, string>} | null} named
    */
-  showFrameworkKeys(words) {
-    this.frameworkWords = words?.keys?.size ? words : null;
+  showFrameworkKeys(named) {
+    this.namedWords = named?.kind ? named : null;
+    this.showWords();
+  }
+
+  /**
+   * Follows the framework the run is in (framework-words.js runFrameworks): `resolved`, the core's
+   * resolved config, is these `fields`' resolution when `resolves`, else the last valid one's.
+   */
+  followFramework(resolved, fields, resolves) {
+    const run = runFrameworks(resolved, fields, resolves);
+    // A keystroke that leaves the framework as it was costs no more than this comparison.
+    const signature = run.map((layer) => layer.kind).join(' ');
+    if (signature === this.runSignature) return;
+    this.runSignature = signature;
+    this.runFrameworks = run;
+    this.showWords(false); // the page shows this result's issues next
+  }
+
+  /** Writes the words into the hints, only when they changed (a keystroke's frame lays out what changed). */
+  showWords(refreshIssues = true) {
+    const words = formWords(this.namedWords, this.runFrameworks ?? []);
+    const signature = JSON.stringify([...words]);
+    if (signature === this.wordsSignature) return;
+    this.wordsSignature = signature;
+    this.frameworkWords = words;
     for (const [name, f] of this.fields) {
       const hint = f.wrap.querySelector(`#h-${name}`);
       hint?.querySelector(':scope > .framework-key')?.remove();
-      const key = this.frameworkWords?.keys.get(name);
-      if (!hint || !key) continue;
-      hint.prepend(el('span', { class: 'framework-key', title: `What the imported ${words.framework} file calls it` },
-        `${words.framework}: `, el('code', { text: key }), ' · '));
+      const word = words.get(name);
+      if (!hint || !word) continue;
+      const title = word.file ? `What the ${word.framework} file you started from calls it` : `What ${word.framework} calls it`;
+      hint.prepend(el('span', { class: 'framework-key', title }, `${word.framework}: `, keyCode(word.key), ' · '));
     }
+    // The error lines carry the words too: written again with the new ones.
+    for (const f of this.fields.values()) f.errorText = null;
+    if (refreshIssues && this.lastIssues) this.showIssues(this.lastIssues.issues, this.lastIssues.edited);
+  }
+
+  /**
+   * "torchtune: batch_size · " before a message on `field` (`before`; `key` without the framework's
+   * name; the core's text follows as it is), and
+   * after it the framework's keys of the other fields its rule involves (the issue's `related`,
+   * where the core gives them): " (torchtitan: training.tensor_parallel_degree ·
+   * tensor_model_parallel_size)". '' for a field the framework has no key for.
+   */
+  wordsAround(field, related = []) {
+    const word = this.frameworkWords?.get(field);
+    const others = related.map((name) => [name, this.frameworkWords?.get(name)]).filter(([, w]) => w);
+    const before = word ? `${word.framework}: ${word.key} · ` : '';
+    const key = word ? `${word.key} · ` : '';
+    const after = others.length
+      ? ` (${others.map(([name, w]) => `${w.framework === word?.framework ? '' : `${w.framework}: `}${w.key} · ${name}`).join(', ')})`
+      : '';
+    return { before, key, after };
   }
 
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */
@@ -469,6 +516,7 @@ export class Form {
 
   /** Marks fields with the core's messages; returns the issues no visible field could show. */
   showIssues(issues, edited = null) {
+    this.lastIssues = issues.length ? { issues, edited } : null;
     const byField = new Map();
     const unplaced = [];
     const add = (name, message) => {
@@ -482,8 +530,12 @@ export class Form {
     const editedField = edited && this.fields.get(edited);
     for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      if (editedField && !editedField.wrap.hidden && issue.field !== edited && (issue.related ?? []).includes(edited)) add(edited, issue.message);
-      if (f && !f.wrap.hidden) add(issue.field, issue.message);
+      // The message in the framework's words: its field's key before the core's text (the
+      // framework's name is in the field's hint just above: a phone's one line keeps the rule).
+      const { key, after } = this.wordsAround(issue.field, issue.related);
+      const message = `${key}${issue.message}${after}`;
+      if (editedField && !editedField.wrap.hidden && issue.field !== edited && (issue.related ?? []).includes(edited)) add(edited, message);
+      if (f && !f.wrap.hidden) add(issue.field, message);
       else unplaced.push(issue);
     }
     for (const [name, f] of this.fields) {
@@ -525,25 +577,42 @@ export class Form {
     for (const issue of issues) {
       const f = this.fields.get(issue.field);
       const key = f && !f.wrap.hidden ? issue.field : `\u0000${issue.message}`;
-      const rule = issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message;
+      const rule = (issue.message.startsWith(`${issue.field}: `) ? issue.message.slice(issue.field.length + 2) : issue.message)
+        + this.wordsAround(issue.field, issue.related).after;
       if (!lines.has(key)) lines.set(key, { f: f && !f.wrap.hidden ? f : null, field: issue.field, rules: [] });
       if (!lines.get(key).rules.includes(rule)) lines.get(key).rules.push(rule);
     }
     const items = [...lines.values()].map(({ f, field, rules }) => {
       const li = el('li', { class: 'one-line' });
       if (f) {
-        // The field's words first (its label, as the form shows it), its name second (what
-        // config files, links and the core's rules call it).
-        const key = this.frameworkWords?.keys.get(field);
+        // The field's words first (its label, as the form shows it, and the framework's key),
+        // its name second (what links and the core's rules call it).
+        const word = this.frameworkWords?.get(field);
         const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ',
-          ...(key ? [el('code', { text: key }), ' · '] : []), el('code', { text: field }));
+          ...(word ? [`${word.framework}: `, keyCode(word.key), ' · '] : []), el('code', { text: field }));
         go.addEventListener('click', () => this.focusField(field));
         li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
-      } else li.append(...oneLine(rules.join(' '), 'Show the whole problem'));
+      } else {
+        // A problem no field on screen shows: the core's message, after its field's key.
+        li.append(...oneLine(`${this.wordsAround(field).before}${rules.join(' ')}`, 'Show the whole problem'));
+      }
       return li;
     });
     this.problems.replaceChildren(el('p', { text: issues.length === 1 ? 'One problem:' : `${issues.length} problems:` }), el('ul', {}, ...items));
   }
+}
+
+/**
+ * A framework's key as code that a narrow column breaks after its separators
+ * ("enable_activation_<wbr>checkpointing", "tokenizer.<wbr>max_seq_len"), not inside a word.
+ */
+function keyCode(key) {
+  const code = el('code');
+  key.split(/(?<=[._])(?=[^._])/).forEach((part, i) => {
+    if (i) code.append(document.createElement('wbr'));
+    code.append(part);
+  });
+  return code;
 }
 
 /**
@@ -564,10 +633,12 @@ function oneLine(text, label) {
   return [span, more];
 }
 
-/** Shows a line's "more" button when its text is cut (or the line is open). */
+/** Shows a line's "more" button when its text or its field's words are cut (or the line is open). */
 function fitOneLine(line) {
   const text = line.querySelector(':scope > .one-line-text');
   const more = line.querySelector(':scope > .one-line-more');
   if (!text || !more || line.hidden) return;
-  more.hidden = !line.classList.contains('open') && text.scrollWidth <= text.clientWidth + 1;
+  const go = line.querySelector(':scope > .link-button'); // the field's words, cut on a phone too
+  const cut = text.scrollWidth > text.clientWidth + 1 || (go && go.scrollWidth > go.clientWidth + 1);
+  more.hidden = !line.classList.contains('open') && !cut;
 }

@@ -6,7 +6,6 @@
 // panel shows that and hands the merged config to the page (the form and the share link).
 
 import { DEFAULT_HUB, fetchHubConfig, hubBase, rememberBase, rememberedBase } from './hub-config.js';
-import { FRAMEWORK_NAMES, keysRead } from './framework-words.js';
 
 const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'bf16', 'fp16', 'gradient_clipping'];
 
@@ -335,7 +334,7 @@ export class ImportPanel {
     this.fileName = null;
     this.report(result, label);
     if (!result.ok) this.askForModel(result.issues);
-    if (result.ok) this.apply(result.config, label, result.unresolved ?? [], { framework: FRAMEWORK_NAMES[kind] ?? kind, keys: keysRead(result.keys) });
+    if (result.ok) this.apply(result.config, label, result.unresolved ?? [], { kind, keys: result.keys });
     return result;
   }
 

@@ -16,7 +16,6 @@ import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity
 import { showLinkNotice, showUndoNotice } from './link-notice.js';
 import { PresetPicker } from './preset-picker.js';
 import { SetupPicker, setupChanges, showSetupNotice } from './setup-picker.js';
-import { FRAMEWORK_NAMES, keysRead } from './framework-words.js';
 import { ImportPanel } from './import-panel.js';
 import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
@@ -119,6 +118,8 @@ function settle() {
   pending = null;
   form.showApplicable(names);
   form.showHolds(state.fields);
+  // The framework in use names the fields (framework-words.js): this result's, or the last valid one's.
+  form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
   // Every problem is listed at the top of the form (those no visible field can show too); each
   // also marks its field and the field just edited.
   if (result.ok) {
@@ -562,7 +563,8 @@ function applySetup(setup) {
   ui.presetNotice.hidden = true;
   loadFields({ ...setup.config }, presetById(engine, setup.preset)?.id ?? null, null, setup.id);
   // The setup's file's own words for the fields it set (the core's import of it, setup.keys).
-  if (setup.keys) form.showFrameworkKeys({ framework: FRAMEWORK_NAMES[setup.import?.kind] ?? setup.framework, keys: keysRead(setup.keys) });
+  // The setup's framework's words, its file's own keys first (the core's import of it, setup.keys).
+  form.showFrameworkKeys(setup.import ? { kind: setup.import.kind, keys: setup.keys } : null);
   const changes = setupChanges(before, setup, form.specs, lastOk?.result.config ?? {});
   const names = { preset: presetById(engine, setup.preset)?.name ?? setup.preset, gpu: `${setup.gpus} × ${currentGpuLabel()}` };
   showSetupNotice(ui.setupNotice, setup, changes, names, () => {

@@ -1113,6 +1113,7 @@ await check('the preset picker finds models by name, family and size; Enter pick
   await typeInto(page, '#preset-search', 'mixtral 8x22');
   await page.press('#preset-search', 'Enter');
   expect(await page.inputValue('#preset') === 'mixtral-8x22b', `Enter picked ${await page.inputValue('#preset')}`);
+  await settled(page); // the title follows the headline, with the form's marks
   expect((await page.title()).startsWith('Mixtral 8x22B'), await page.title());
   expect(problems.length === 0, problems.join('\n'));
   return page;

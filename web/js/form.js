@@ -546,7 +546,8 @@ export class Form {
         f.error.replaceChildren(...(messages ? oneLine(text, `Show the whole rule for ${name}`) : []));
         f.error.classList.remove('open');
       }
-      f.error.hidden = !messages;
+      // Written only when it changes: a keystroke's frame restyles what was written.
+      if (f.error.hidden !== !messages) f.error.hidden = !messages;
       f.wrap.classList.toggle('invalid', Boolean(messages));
       if (messages) f.input.setAttribute('aria-invalid', 'true');
       else f.input.removeAttribute('aria-invalid');
@@ -570,8 +571,11 @@ export class Form {
       this.problems = el('div', { class: 'notice error-box form-problems', id: 'form-problems', role: 'alert', hidden: true });
       this.root.before(this.problems);
     }
-    this.problems.hidden = issues.length === 0;
-    if (!issues.length) { this.problems.replaceChildren(); return; }
+    if (this.problems.hidden !== (issues.length === 0)) this.problems.hidden = issues.length === 0;
+    if (!issues.length) {
+      if (this.problems.firstChild) this.problems.replaceChildren();
+      return;
+    }
     // One line per field (a field the core names twice, once), its rules after its name.
     const lines = new Map();
     for (const issue of issues) {

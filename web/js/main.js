@@ -99,7 +99,11 @@ function recompute() {
   // per frame however many inputs arrive (typing, a held arrow key).
   renderHeadline();
   pending = { names, result };
-  if (!settleFrame) settleFrame = requestAnimationFrame(settle);
+  // The keystroke's frame lays out and paints the headline's card and nothing else: a detail of
+  // the result before still waiting for its frame is dropped (this result's follow), and the
+  // form's marks wait for the next frame (settle).
+  cancelDetails();
+  if (!settleFrame) settleFrame = requestAnimationFrame(() => { settleFrame = requestAnimationFrame(settle); });
   window.trainmemStats.headlineMs = performance.now() - t0;
 }
 
@@ -107,8 +111,8 @@ let pending = null;
 let settleFrame = 0;
 
 /**
- * What follows the headline, in the frame it is drawn in: the form's marks, the link, the title.
- * The details follow a frame at a time (scheduleDetails), so that no frame waits for all of them.
+ * What follows the headline, in the frame after it: the form's marks, the link, the title. The
+ * details follow a frame at a time (scheduleDetails), so that no frame waits for all of them.
  */
 function settle() {
   settleFrame = 0;
@@ -160,8 +164,9 @@ function runDetailsStep() {
   const t0 = performance.now();
   const steps = [renderTable, renderCharts, renderGpuFit, renderCards];
   steps[detailsStep]();
-  detailsStep += 1;
   window.trainmemStats.renderMs = performance.now() - t0;
+  (window.trainmemStats.stepMs ??= {})[['table', 'charts', 'gpuFit', 'cards'][detailsStep]] = window.trainmemStats.renderMs;
+  detailsStep += 1;
   if (detailsStep < steps.length) detailsFrame = requestAnimationFrame(runDetailsStep);
   else {
     scheduleTrace();
@@ -210,8 +215,9 @@ function render(stale) {
 /** The headline, the capacity and the verdict: what a keystroke updates at once. */
 function renderHeadline() {
   const capacity = capacityBytes();
-  ui.capacityError.hidden = !(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
-  ui.capacityError.textContent = 'Enter a size such as 96 GB or 80 GiB.';
+  const badCapacity = Boolean(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
+  if (ui.capacityError.hidden === badCapacity) ui.capacityError.hidden = !badCapacity; // a change only
+  if (badCapacity) ui.capacityError.textContent ||= 'Enter a size such as 96 GB or 80 GiB.';
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
   renderRunLine();
 }

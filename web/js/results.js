@@ -161,7 +161,12 @@ export const PARTS = [
   { key: 'expert', label: 'experts' },
 ];
 
+// Each writes only a change: the keystroke's frame restyles and lays out what was written, the same
+// value too.
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
+const setClass = (node, name) => { if (node.className !== name) node.className = name; };
+const setAttr = (node, name, value) => { if (node.getAttribute(name) !== value) node.setAttribute(name, value); };
+const setWidth = (node, width) => { if (node.style.width !== width) node.style.width = width; };
 
 /**
  * How sure the figure is (the core's `confidence`: the validation group closest to the run): the
@@ -337,20 +342,20 @@ export class ResultsView {
     setText(ui.capacity, Number.isFinite(capacity) ? formatSize(capacity, unit) : 'no capacity');
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);
-    ui.stale.hidden = !stale;
+    if (ui.stale.hidden !== !stale) ui.stale.hidden = !stale;
     const verdict = verdictOf(result, headline, unit);
     if (!verdict) {
-      ui.verdict.className = 'verdict';
+      setClass(ui.verdict, 'verdict');
       setText(ui.verdict, headline ? 'Enter a capacity to compare' : '');
-      ui.meterFill.style.width = '0%';
+      setWidth(ui.meterFill, '0%');
       return;
     }
     const { fit, used, text } = verdict;
-    ui.verdict.className = `verdict ${fit}`;
+    setClass(ui.verdict, `verdict ${fit}`);
     setText(ui.verdict, text);
-    ui.meterFill.style.width = `${Math.min(100, used * 100).toFixed(1)}%`;
-    ui.meter.setAttribute('aria-valuenow', (used * 100).toFixed(0));
-    ui.meter.setAttribute('aria-valuetext', `${(used * 100).toFixed(0)}% of capacity`);
+    setWidth(ui.meterFill, `${Math.min(100, used * 100).toFixed(1)}%`);
+    setAttr(ui.meter, 'aria-valuenow', (used * 100).toFixed(0));
+    setAttr(ui.meter, 'aria-valuetext', `${(used * 100).toFixed(0)}% of capacity`);
   }
 
   /** The breakdown table: the accessible twin of the GPU chart. Empty parts get no column. */

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "config/field_table.hpp"
+#include "config/name_tables.hpp"
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 #include "trainmem/field_names.hpp"
@@ -31,7 +32,7 @@ struct ChoiceTarget {
   void (*set)(ConfigInput&, std::optional<size_t>);
 };
 template <auto Member>
-ChoiceTarget choice_target() {
+constexpr ChoiceTarget choice_target() {
   using E = typename std::remove_reference_t<decltype(ConfigInput{}.*Member)>::value_type;
   return {[](const ConfigInput& in) -> std::optional<size_t> {
             if (auto v = in.*Member) return size_t(*v);
@@ -79,7 +80,7 @@ FieldValue field_value_of(T v) {
 }
 
 template <auto In, auto Out>
-ConfigLink config_link() {
+constexpr ConfigLink config_link() {
   if constexpr (std::is_same_v<decltype(Out), std::nullptr_t>) {
     return {};  // an input-only shorthand (swiglu): resolve() reads it
   } else {
@@ -118,42 +119,42 @@ struct Field {
 constexpr std::span<const std::string_view> no_choices{};
 
 template <auto In, auto Out = nullptr>
-Field int_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
+constexpr Field int_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
                 std::string_view unit, Default fallback, std::string_view description) {
   return {{names.name, FieldType::integer, group, fallback.kind == Default::required, double(min),
            double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label},
           IntMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-Field number_field(FieldNames names, FieldGroup group, double min, double max,
+constexpr Field number_field(FieldNames names, FieldGroup group, double min, double max,
                    std::string_view unit, Default fallback, std::string_view description) {
   return {{names.name, FieldType::number, group, false, min, max, no_choices, unit, {}, description, false, {}, names.link_key, names.label},
           NumberMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-Field bool_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field bool_field(FieldNames names, FieldGroup group, Default fallback,
                  std::string_view description) {
   return {{names.name, FieldType::boolean, group, false, 0, 1, no_choices, "", {}, description, false, {}, names.link_key, names.label},
           BoolMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-Field choice_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field choice_field(FieldNames names, FieldGroup group, Default fallback,
                    std::string_view description) {
   using E = typename std::remove_reference_t<decltype(ConfigInput{}.*In)>::value_type;
-  return {{names.name, FieldType::choice, group, false, 0, 0, enum_names<E>(), "", {}, description, false, {}, names.link_key, names.label},
+  return {{names.name, FieldType::choice, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label},
           choice_target<In>(), fallback, config_link<In, Out>()};
 }
 template <class E, auto In, auto Out = nullptr>
-Field choice_list_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field choice_list_field(FieldNames names, FieldGroup group, Default fallback,
                         std::string_view description) {
-  Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_names<E>(), "", {}, description, false, {}, names.link_key, names.label},
+  Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label},
           MaskMember(In), fallback, config_link<In, Out>()};
   f.config.default_value = [] { return FieldValue(double(Config{}.*Out)); };  // the bit mask
   return f;
 }
 // A list of whole numbers from `min` to `max`, at most k_max_layers of them.
 template <auto In, auto Out>
-Field int_list_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
+constexpr Field int_list_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
                      std::string_view unit, Default fallback, std::string_view description) {
   Field f{{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label},
           IntListMember(In), fallback, {}};
@@ -166,12 +167,12 @@ Field int_list_field(FieldNames names, FieldGroup group, int64_t min, int64_t ma
   return f;
 }
 // Marks a field as read only by the trainmem profile.
-Field trainmem_only(Field f) {
+constexpr Field trainmem_only(Field f) {
   f.spec.trainmem_only = true;
   return f;
 }
 // Marks when a field means something (see Field::applies).
-Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rule = {},
+constexpr Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rule = {},
                    std::initializer_list<FieldName> by = {}) {
   f.applies = applies;
   f.applies_rule = rule;
@@ -183,7 +184,7 @@ Field applies_when(Field f, bool (*applies)(const Config&), std::string_view rul
 }
 
 // Marks when a field the core accepts anywhere has an effect (see Field::in_effect).
-Field in_effect_when(Field f, bool (*in_effect)(const Config&)) {
+constexpr Field in_effect_when(Field f, bool (*in_effect)(const Config&)) {
   f.in_effect = in_effect;
   return f;
 }
@@ -241,7 +242,7 @@ bool liger_patchable(const Config& c) {
 bool fsdp2_full_shard(const Config& c) { return c.framework == Framework::fsdp2 && c.zero_stage == 3; }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
-ConfigLink moe_layer_freq_link() {
+constexpr ConfigLink moe_layer_freq_link() {
   return {[](const ConfigInput& in, Config& c) {
             if (in.moe_layer_freq) c.moe_layer_freq = *in.moe_layer_freq;
             if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
@@ -256,8 +257,9 @@ ConfigLink moe_layer_freq_link() {
 using G = FieldGroup;
 using C = ConfigInput;
 
-const std::vector<Field>& fields() {
-  static const std::vector<Field> table = {
+// The rows are constant data (issue 31: built at run time they were the wasm module's largest
+// function, compiled on the first call).
+constexpr Field k_field_rows[] = {
       choice_field<&C::profile, &Config::profile>(
           {field::profile, "prof", "Estimator profile"}, G::profile, from_config(),
           "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
@@ -760,9 +762,9 @@ const std::vector<Field>& fields() {
           "run as one kernel that never materialises the logits; forward keeps the output "
           "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
           "block by block.")), liger_patchable),
-  };
-  return table;
-}
+};
+
+std::span<const Field> fields() { return k_field_rows; }
 
 // What an unset field resolves to, in words, for the field documentation.
 std::string default_text(const Field& f) {
@@ -1036,14 +1038,20 @@ std::optional<Issue> set_read_field(ConfigInput& input, std::string_view name,
   return issue(name, std::string(rule) + ", got " + std::string(shape));
 }
 
+// The row at `index`; an index past the table is the caller's mistake, never a read past it.
+static const Field& field_row(size_t index) {
+  if (index >= fields().size()) throw std::out_of_range("field index " + std::to_string(index));
+  return fields()[index];
+}
+
 std::optional<Issue> set_field_at(ConfigInput& input, size_t index, const FieldValue& value) {
-  const Field& field = fields().at(index);
+  const Field& field = field_row(index);
   const bool is_null = std::holds_alternative<std::monostate>(value);
   return std::visit(FieldSetter{field.spec, value, is_null, input}, field.target);
 }
 
 FieldValue get_field_at(const ConfigInput& input, size_t index) {
-  const Field& field = fields().at(index);
+  const Field& field = field_row(index);
   return std::visit(FieldGetter{field.spec, input}, field.target);
 }
 
@@ -1078,7 +1086,7 @@ double get_field_slot_at(const ConfigInput& input, size_t index, std::vector<dou
       return input.*m ? append_to_channel(*(input.*m), lists) : unset;
     }
   };
-  return std::visit(SlotGetter{input, lists}, fields().at(index).target);
+  return std::visit(SlotGetter{input, lists}, field_row(index).target);
 }
 
 FieldValue get_field(const ConfigInput& input, std::string_view name) {

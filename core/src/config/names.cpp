@@ -2,52 +2,12 @@
 // each table follows its enumeration (append-only).
 #include <array>
 
+#include "config/name_tables.hpp"
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 
 namespace trainmem {
 namespace {
-
-constexpr std::array<std::string_view, 3> k_profiles = {"megatron-bridge", "megatron-lm", "trainmem"};
-// Megatron's own spellings (TransformerConfig.normalization).
-constexpr std::array<std::string_view, 3> k_norms = {"LayerNorm", "RMSNorm", "none"};
-constexpr std::array<std::string_view, 5> k_activations = {"gelu", "silu", "relu", "squared_relu",
-                                                           "identity"};
-// "none" stands for Megatron's None (no recomputation); JSON null means the same.
-constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
-constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};
-constexpr std::array<std::string_view, 8> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
-                                                      "mxfp8", "mxfp4", "int8", "nf4"};
-constexpr std::array<std::string_view, 7> k_optimizers = {"adam", "adamw", "sgd",  "adafactor",
-                                                          "adam8bit", "lion", "muon"};
-constexpr std::array<std::string_view, 3> k_optimizer_implementations = {"foreach", "for-loop",
-                                                                         "fused"};
-constexpr std::array<std::string_view, 5> k_fp8_recipes = {"none", "delayed", "tensorwise",
-                                                           "blockwise", "mxfp8"};
-constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fused", "unfused"};
-constexpr std::array<std::string_view, 2> k_recompute_methods = {"uniform", "block"};
-constexpr std::array<std::string_view, 3> k_schedules = {"1f1b", "interleaved", "gpipe"};
-constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "kept_fp32_merged"};
-// Megatron's --moe-router-dtype choices this estimator models (fp64 is not).
-constexpr std::array<std::string_view, 2> k_moe_router_dtypes = {"none", "fp32"};
-// Megatron's --recompute-modules names.
-constexpr std::array<std::string_view, 7> k_recompute_modules = {
-    "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
-constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
-// Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
-constexpr std::array<std::string_view, 8> k_lora_targets = {
-    "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
-// Hugging Face's names of a causal LM's embedding and output layer (PEFT modules_to_save).
-constexpr std::array<std::string_view, 2> k_saved_modules = {"embed_tokens", "lm_head"};
-constexpr std::array<std::string_view, 4> k_model_implementations = {
-    "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
-// What prepare_model_for_kbit_training left (KbitUpcast): none, PEFT's call alone, TRL's, axolotl's.
-constexpr std::array<std::string_view, 4> k_kbit_upcast = {"none", "peft", "trl", "axolotl"};
-constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
-                                                           "integer_or_list", "number", "choice_list", "integer_list"};
-constexpr std::array<std::string_view, 7> k_field_groups = {
-    "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
-
 template <class E, size_t N>
 constexpr bool complete(const std::array<std::string_view, N>&) {
   return N == size_t(E::count);

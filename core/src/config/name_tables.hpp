@@ -1,0 +1,85 @@
+// The enumerations' name tables (names.cpp's enum_names<E>() returns them), visible to the
+// config room at compile time so that the field table (fields.cpp) is constant data, not code
+// that builds it at run time (issue 31: the wasm module compiled that builder, 53 KB of code, on
+// the first call).
+#pragma once
+
+#include <array>
+#include <span>
+#include <string_view>
+
+#include "trainmem/config.hpp"
+
+namespace trainmem {
+
+
+inline constexpr std::array<std::string_view, 3> k_profiles = {"megatron-bridge", "megatron-lm", "trainmem"};
+// Megatron's own spellings (TransformerConfig.normalization).
+inline constexpr std::array<std::string_view, 3> k_norms = {"LayerNorm", "RMSNorm", "none"};
+inline constexpr std::array<std::string_view, 5> k_activations = {"gelu", "silu", "relu", "squared_relu",
+                                                           "identity"};
+// "none" stands for Megatron's None (no recomputation); JSON null means the same.
+inline constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
+inline constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};
+inline constexpr std::array<std::string_view, 8> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
+                                                      "mxfp8", "mxfp4", "int8", "nf4"};
+inline constexpr std::array<std::string_view, 7> k_optimizers = {"adam", "adamw", "sgd",  "adafactor",
+                                                          "adam8bit", "lion", "muon"};
+inline constexpr std::array<std::string_view, 3> k_optimizer_implementations = {"foreach", "for-loop",
+                                                                         "fused"};
+inline constexpr std::array<std::string_view, 5> k_fp8_recipes = {"none", "delayed", "tensorwise",
+                                                           "blockwise", "mxfp8"};
+inline constexpr std::array<std::string_view, 3> k_attention_backends = {"flash", "fused", "unfused"};
+inline constexpr std::array<std::string_view, 2> k_recompute_methods = {"uniform", "block"};
+inline constexpr std::array<std::string_view, 3> k_schedules = {"1f1b", "interleaved", "gpipe"};
+inline constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "kept_fp32_merged"};
+// Megatron's --moe-router-dtype choices this estimator models (fp64 is not).
+inline constexpr std::array<std::string_view, 2> k_moe_router_dtypes = {"none", "fp32"};
+// Megatron's --recompute-modules names.
+inline constexpr std::array<std::string_view, 7> k_recompute_modules = {
+    "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
+inline constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
+// Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
+inline constexpr std::array<std::string_view, 8> k_lora_targets = {
+    "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
+// Hugging Face's names of a causal LM's embedding and output layer (PEFT modules_to_save).
+inline constexpr std::array<std::string_view, 2> k_saved_modules = {"embed_tokens", "lm_head"};
+inline constexpr std::array<std::string_view, 4> k_model_implementations = {
+    "megatron-core", "hf-transformers", "torchtune", "torchtitan"};
+// What prepare_model_for_kbit_training left (KbitUpcast): none, PEFT's call alone, TRL's, axolotl's.
+inline constexpr std::array<std::string_view, 4> k_kbit_upcast = {"none", "peft", "trl", "axolotl"};
+inline constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
+                                                           "integer_or_list", "number", "choice_list", "integer_list"};
+inline constexpr std::array<std::string_view, 7> k_field_groups = {
+    "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
+
+
+// An enumeration's names as a constant span (the same table enum_names<E>() returns).
+template <class E>
+constexpr std::span<const std::string_view> enum_table() {
+  if constexpr (std::is_same_v<E, Profile>) return k_profiles;
+  else if constexpr (std::is_same_v<E, Normalization>) return k_norms;
+  else if constexpr (std::is_same_v<E, ActivationFunc>) return k_activations;
+  else if constexpr (std::is_same_v<E, RecomputeGranularity>) return k_recompute;
+  else if constexpr (std::is_same_v<E, Framework>) return k_frameworks;
+  else if constexpr (std::is_same_v<E, Dtype>) return k_dtypes;
+  else if constexpr (std::is_same_v<E, Optimizer>) return k_optimizers;
+  else if constexpr (std::is_same_v<E, OptimizerImplementation>) return k_optimizer_implementations;
+  else if constexpr (std::is_same_v<E, Fp8Recipe>) return k_fp8_recipes;
+  else if constexpr (std::is_same_v<E, AttentionBackend>) return k_attention_backends;
+  else if constexpr (std::is_same_v<E, RecomputeMethod>) return k_recompute_methods;
+  else if constexpr (std::is_same_v<E, PipelineSchedule>) return k_schedules;
+  else if constexpr (std::is_same_v<E, PipelineOutputs>) return k_pipeline_outputs;
+  else if constexpr (std::is_same_v<E, MoeRouterDtype>) return k_moe_router_dtypes;
+  else if constexpr (std::is_same_v<E, RecomputeModule>) return k_recompute_modules;
+  else if constexpr (std::is_same_v<E, Peft>) return k_peft;
+  else if constexpr (std::is_same_v<E, LoraTarget>) return k_lora_targets;
+  else if constexpr (std::is_same_v<E, SavedModule>) return k_saved_modules;
+  else if constexpr (std::is_same_v<E, ModelImplementation>) return k_model_implementations;
+  else if constexpr (std::is_same_v<E, KbitUpcast>) return k_kbit_upcast;
+  else if constexpr (std::is_same_v<E, FieldType>) return k_field_types;
+  else if constexpr (std::is_same_v<E, FieldGroup>) return k_field_groups;
+  else static_assert(sizeof(E) == 0, "no name table");
+}
+
+}  // namespace trainmem

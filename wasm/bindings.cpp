@@ -198,9 +198,14 @@ nlohmann::json issues_json(const std::vector<trainmem::Issue>& issues) {
 // {"ok", "config": the import merged over base, "input": the import alone, "read", "keys" (each
 // field's key in the source, ImportResult::keys), "assumed",
 // "ignored", "unresolved" (what the config still lacks, each on its field), "whole_model"} (core
-// import_over_base), or {"ok": false, "issues"}.
+// import_over_base), or {"ok": false, "issues"} with "model_asked" when the source names a model
+// that is no preset (ImportResult::model_asked; its issue's rule is k_model_not_a_preset).
 std::string imported_result_json(const trainmem::ImportOverBase& imported) {
-  if (!imported.ok()) return issues_json(imported.issues).dump();
+  if (!imported.ok()) {
+    nlohmann::json refused = issues_json(imported.issues);
+    if (!imported.model_asked.empty()) refused["model_asked"] = imported.model_asked;
+    return refused.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   nlohmann::json out;
   out["ok"] = true;
   out["config"] = nlohmann::json::parse(trainmem::config_input_json(imported.config));

@@ -377,7 +377,12 @@ export interface Setup {
   config: ConfigInput;
 }
 
-/** importHfConfig / importMegatronArgs on success (on failure: EstimateError) */
+/** An import that could not run: its issues, and the Hub repository it asks a config.json for when the source names a model that is no preset (its issue's rule is "import/model-not-a-preset"). */
+export interface ImportError extends EstimateError {
+  model_asked?: string;
+}
+
+/** importHfConfig / importMegatronArgs on success (on failure: ImportError) */
 export interface ImportResult {
   ok: true;
   /** the import merged over the base config (core merge_import) */
@@ -533,16 +538,16 @@ export interface TrainmemToolsModule extends TrainmemModule {
   estimate(configJson: string, verbose: boolean): string;
   /** JSON FieldSpec[] */
   fieldSpecs(): string;
-  /** (config.json text, base config JSON) -> JSON ImportResult | EstimateError */
+  /** (config.json text, base config JSON) -> JSON ImportResult | ImportError */
   importHfConfig(configJson: string, baseJson: string): string;
-  /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | EstimateError */
+  /** (Megatron-LM command line, base config JSON) -> JSON ImportResult | ImportError */
   importMegatronArgs(commandLine: string, baseJson: string): string;
   /**
    * (kind "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "accelerate" | "megatron-args"
    * (Megatron-LM's test config, model_config.yaml), the config file as a JSON tree,
    * options JSON {gpus?, overrides?, version?, model?, preset?, hf_args?, deepspeed?, launch?}
    * (launch: an accelerate or DeepSpeed config's launch command as text), base config
-   * JSON) -> JSON ImportResult | EstimateError
+   * JSON) -> JSON ImportResult | ImportError
    */
   importFramework(kind: string, treeJson: string, optionsJson: string, baseJson: string): string;
   /** a config tree (JSON) -> "torchtune" | "torchtitan" | "deepspeed" | "axolotl" | "megatron-args" | "hf" | "" */

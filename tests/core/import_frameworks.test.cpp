@@ -1458,3 +1458,21 @@ TEST_CASE("an import names the source's own key for each field it read from one 
   CHECK(key_of(megatron, "num_moe_experts") == "--num-experts");
   CHECK(key_of(megatron, "sequence_parallel") == "--sequence-parallel");
 }
+
+TEST_CASE("a model that is no preset is asked for by rule id and name, never only in words", "[import]") {
+  // axolotl names its model by Hub repository; one that no preset was taken from leaves the
+  // import unable to count the model: the issue on base_model carries k_model_not_a_preset and the
+  // result the repository, so a view asks for the config.json without reading the message.
+  const ImportOverBase r = import_over_base(ImportKind::axolotl, R"({"base_model": "Qwen/Qwen2.5-14B", "sequence_len": 2048,
+      "micro_batch_size": 1, "gradient_accumulation_steps": 1})", "{}", ImportOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.model_asked == "Qwen/Qwen2.5-14B");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].field == "base_model");
+  CHECK(r.issues[0].rule == k_model_not_a_preset);
+  CHECK(r.issues[0].message == "base_model: \"Qwen/Qwen2.5-14B\" is not the Hugging Face repository of a trainmem preset; give its config.json with --model");
+  // A preset's repository is no question.
+  const ImportOverBase known = import_over_base(ImportKind::axolotl, R"({"base_model": "meta-llama/Llama-3.1-8B", "sequence_len": 2048,
+      "micro_batch_size": 1, "gradient_accumulation_steps": 1})", "{}", ImportOptions{});
+  CHECK(known.model_asked.empty());
+}

@@ -103,9 +103,9 @@ test('the base is remembered only when it is not the default; storage that refus
   rememberBase('http://x', refusing);
 });
 
-test('the question the panel answers: each importer that names a model by its Hub id asks it in the words NOT_A_PRESET reads, and takes the config.json as options.model', async () => {
+test('the question the panel answers: each importer that names a model by its Hub id asks for it by rule id and model_asked (no message read), and takes the config.json as options.model', async () => {
   const { loadEngine } = await import('./load.mjs');
-  const { NOT_A_PRESET, parseDocument } = await import('../../web/js/import-panel.js');
+  const { MODEL_NOT_A_PRESET, modelAsked, parseDocument } = await import('../../web/js/import-panel.js');
   const engine = await loadEngine();
   const fixture = (path) => readFile(new URL(`../import/fixtures/${path}`, import.meta.url), 'utf8');
   const qwen = await readFile(new URL('../data/hf/qwen2.5-14b.json', import.meta.url), 'utf8');
@@ -120,9 +120,10 @@ test('the question the panel answers: each importer that names a model by its Hu
     const { tree } = await parseDocument(text, format);
     const asked = engine.importFramework(kind, tree, options, {});
     assert.equal(asked.ok, false, kind);
-    const question = asked.issues.map((i) => NOT_A_PRESET.exec(i.message)).find(Boolean);
+    const question = asked.issues.find((i) => i.rule === MODEL_NOT_A_PRESET);
     assert.ok(question, `${kind}: ${JSON.stringify(asked.issues)}`);
-    assert.deepEqual([question[1], question[2]], [key, 'Qwen/Qwen2.5-14B'], kind);
+    assert.deepEqual([question.field, modelAsked(asked)], [key, 'Qwen/Qwen2.5-14B'], kind);
+    assert.ok(question.message.includes('"Qwen/Qwen2.5-14B" is not the Hugging Face repository of a trainmem preset'), question.message);
     const answered = engine.importFramework(kind, tree, { ...options, model: qwen }, {});
     assert.equal(answered.ok, true, `${kind}: ${JSON.stringify(answered.issues)}`);
     assert.equal(answered.config.num_layers, 48, kind);

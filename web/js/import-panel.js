@@ -56,8 +56,14 @@ const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', '
 // (the core's options.model; the CLI's --model).
 const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed']);
 // The core's question when such a name is no preset (core/src/import/mapping.cpp
-// model_from_hub_name): the key, the name, and the CLI's way to answer it.
-export const NOT_A_PRESET = /^([\w.-]+): "([^"]+)" is not the Hugging Face repository of a trainmem preset; give its config\.json with --model$/;
+// model_from_hub_name): an issue with this rule id, on the source's key, and the result's
+// model_asked, the repository it names. The page asks in its own words (the core's name the CLI's
+// --model); it reads no message.
+export const MODEL_NOT_A_PRESET = 'import/model-not-a-preset';
+
+/** The repository an import that could not run asks a config.json for, or null. */
+export const modelAsked = (result) =>
+  (!result.ok && result.model_asked && result.issues.some((i) => i.rule === MODEL_NOT_A_PRESET) ? result.model_asked : null);
 // The kinds whose override line is the launch command (sent whole, for the core to split).
 const LAUNCHED = new Set(['accelerate', 'deepspeed']);
 // What the override line holds, by kind: its label and an example.
@@ -333,7 +339,7 @@ export class ImportPanel {
     if (this.fileName) label = `${label} (${this.fileName})`;
     this.fileName = null;
     this.report(result, label);
-    if (!result.ok) this.askForModel(result.issues);
+    if (!result.ok) this.askForModel(result);
     if (result.ok) this.apply(result.config, label, result.unresolved ?? [], { kind, keys: result.keys });
     return result;
   }
@@ -342,14 +348,14 @@ export class ImportPanel {
    * A model that is no preset: the model box opens with the name filled in as the Hub id, and the
    * question says what to do in the page's words (the core's names the CLI's --model).
    */
-  askForModel(issues) {
+  askForModel(result) {
     const m = this.model;
-    const asked = issues.map((i) => NOT_A_PRESET.exec(i.message)).find(Boolean);
-    if (!asked || !m?.box) return;
+    const name = modelAsked(result);
+    if (!name || !m?.box) return;
     m.box.hidden = false;
-    if (!m.id.value.trim() || m.asked !== asked[2]) m.id.value = asked[2];
-    m.asked = asked[2];
-    this.modelStatus(`${asked[2]} is not one of the presets: paste or upload its config.json, or fetch it from the Hub.`, true);
+    if (!m.id.value.trim() || m.asked !== name) m.id.value = name;
+    m.asked = name;
+    this.modelStatus(`${name} is not one of the presets: paste or upload its config.json, or fetch it from the Hub.`, true);
     m.box.scrollIntoView?.({ block: 'nearest' });
     m.fetch.focus({ preventScroll: true });
   }
@@ -364,8 +370,9 @@ export class ImportPanel {
       const ul = document.createElement('ul');
       ul.className = 'import-issues';
       for (const issue of result.issues) {
-        const asked = NOT_A_PRESET.exec(issue.message);
-        const text = asked ? `${asked[1]}: "${asked[2]}" is not the Hugging Face repository of a trainmem preset; give its config.json below (paste, upload or fetch it from the Hub)` : issue.message;
+        const text = issue.rule === MODEL_NOT_A_PRESET && result.model_asked
+          ? `${issue.field}: "${result.model_asked}" is not the Hugging Face repository of a trainmem preset; give its config.json below (paste, upload or fetch it from the Hub)`
+          : issue.message;
         ul.append(Object.assign(document.createElement('li'), { textContent: text }));
       }
       parts.push(ul);

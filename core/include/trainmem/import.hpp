@@ -35,6 +35,10 @@ struct ImportResult {
                                      //  (no head_dim)": defaults and conventions applied
   std::vector<std::string> ignored;  // "sliding_window = 4096: ... not modelled ..."
   std::vector<Issue> issues;         // when not empty, `input` must not be used
+  // The Hugging Face repository the source names for its model when it is no preset's: the model
+  // must be given as a config.json (the CLI's --model, the page's model box). Its issue carries
+  // rule k_model_not_a_preset, so a view asks for it without reading the message.
+  std::string model_asked;
   // What the source leaves for the user to give, each as {field, why}: "seq_length" with "the
   // recipe's tokenizer.max_seq_len is null and dataset.packed is false, so the length follows the
   // data". import_over_base adds the why to the merged config's problem on that field.
@@ -67,6 +71,9 @@ std::span<const std::string_view> enum_names<ImportKind>();
 // source's reason where it left that field open ("seq_length: is required: the recipe's
 // tokenizer.max_seq_len is null ..."). The CLI refuses such an import with those messages (exit
 // 2); the page loads the config and asks for each field in the form.
+// Issue::rule of the issue that asks for a model's config.json (ImportResult::model_asked).
+inline constexpr std::string_view k_model_not_a_preset = "import/model-not-a-preset";
+
 struct ImportOverBase : ImportResult {
   ConfigInput config;  // `input` over the base (merge_import)
   std::vector<Issue> unresolved;

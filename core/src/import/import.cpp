@@ -97,6 +97,7 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
   ImportResult imported = import_source(kind, text, options);
   if (!imported.ok()) {
     out.issues = std::move(imported.issues);
+    out.model_asked = std::move(imported.model_asked);
     return out;
   }
   // The base is read only for a good import, so a bad source is reported alone.

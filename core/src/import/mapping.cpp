@@ -484,6 +484,8 @@ bool Mapper::model_from_hub_name(const std::string& name, std::string_view key) 
                                             (same ? "" : " (matched by name to " + repo + ")"));
   }
   fail(key, trainmem::quoted(name) + " is not the Hugging Face repository of a trainmem preset; give its config.json with --model");
+  out_.issues.back().rule = std::string(k_model_not_a_preset);
+  out_.model_asked = name;
   return false;
 }
 

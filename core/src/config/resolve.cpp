@@ -396,6 +396,12 @@ void resolve_trainmem_fields(const ConfigInput& in, Config& c, std::vector<Issue
     if (fw == Framework::fsdp2 && c.zero_stage < 2)
       fail("zero_stage", "must be 2 (shard gradients and optimizer) or 3 (full shard) with fsdp2, got " +
                              std::to_string(c.zero_stage), {field::optimizer});
+    // FSDP1 (fsdp_version 1) is modelled without pipelining only: torch.distributed.pipelining,
+    // as torchtitan runs it, composes with fully_shard (FSDP2).
+    if (fw == Framework::fsdp2 && c.fsdp_version == 1 && c.pipeline_model_parallel_size > 1)
+      fail("fsdp_version", "1 (FullyShardedDataParallel) is not modelled with pipeline_model_parallel_size above 1 "
+                           "(torch.distributed.pipelining runs with fully_shard, fsdp_version 2)",
+           {field::pipeline_model_parallel_size});
   } else if (in.zero_stage) {
     fail("zero_stage", "applies to deepspeed and fsdp2; framework " + fw_name() +
                            (fw == Framework::megatron ? " shards with use_distributed_optimizer" : " does not shard"), {field::framework, field::use_distributed_optimizer});

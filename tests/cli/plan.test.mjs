@@ -47,7 +47,9 @@ test('--format text prints a table', () => {
   assert.equal(lines[0], 'Plan for 8 GPUs (8 per node) of 38.15 MiB, headroom 10.0%: a layout may use 34.33 MiB '
     + '(device bytes, trainmem profile)');
   assert.match(lines[1], /^rank +TP +PP stages +VPP +CP +EP ETP +DP sharding recompute +MBS +seq +memory headroom$/);
-  assert.match(lines[2], /^ +1 +2 +1 even +- +1 +- +- +4 dist-opt none +2 +256 +31\.86 MiB +16\.5%$/);
+  // 32.00 MiB (31.86 with the 5 % factor alone): the default reserved figure takes the simulated
+  // caching allocator where it is larger, as its whole segments are on a model this small.
+  assert.match(lines[2], /^ +1 +2 +1 even +- +1 +- +- +4 dist-opt none +2 +256 +32\.00 MiB +16\.1%$/);
   assert.match(lines.at(-1), /^Search complete: /);
 });
 

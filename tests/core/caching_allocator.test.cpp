@@ -274,3 +274,36 @@ TEST_CASE("caching allocator: a pending block does not merge until it completes"
   CHECK(merged.reserved == 20 * MiB);
   CHECK(merged.allocated == 18 * MiB);
 }
+
+TEST_CASE("caching allocator: FSDP1's backward prefetch holds three gathered units' blocks", "[caching_allocator][fsdp1]") {
+  // FSDP1 backward with BACKWARD_PRE, units 4 … 0 of 100 MiB unsharded flat parameters on
+  // stream 1 (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+  // 3ade90a6aaa939cd6238e314c321b9f920db1471: _pre_backward_hook unshards the unit unless
+  // prefetched, then _prefetch_handles unshards the next one in backward order; _unshard first
+  // synchronises the oldest queued free event when two are queued, complete_pending(1) here;
+  // _post_backward_hook reshards the unit, a free after use on the compute stream).
+  // Unit 4: a segment (1); prefetch of 3: unit 4 not yet freed, a segment (2); 4 freed, pending.
+  // Unit 3's prefetch of 2: one pending, nothing completes, a segment (3); 3 freed (pending 4, 3).
+  // Unit 2's prefetch of 1: 4 completes, its block reused; 2 freed. Unit 1's prefetch of 0: 3
+  // completes, reused. Reserved 300 MiB in 3 segments, never more than two allocated (200 MiB).
+  std::vector<Event> backward;
+  int32_t prefetched = -1;
+  for (int32_t unit = 4; unit >= 0; --unit) {
+    int32_t current = prefetched;
+    if (unit == 4) {
+      backward.push_back(Event::complete_pending(1));
+      backward.push_back(Event::allocate(unit, 100 * MiB, 1));
+      current = unit;
+    }
+    if (unit > 0) {
+      backward.push_back(Event::complete_pending(1));
+      backward.push_back(Event::allocate(unit - 1, 100 * MiB, 1));
+      prefetched = unit - 1;
+    }
+    backward.push_back(Event::free_after_use(current));
+  }
+  const AllocatorPeaks peaks = simulate_caching_allocator(backward);
+  CHECK(peaks.reserved == 300 * MiB);
+  CHECK(peaks.allocated == 200 * MiB);
+  CHECK(peaks.segments == 3);
+}

@@ -365,7 +365,8 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
     }
   }
   // Rules the seeded walk does not reach, each broken on purpose (the walk's odd values rarely
-  // make these pairs).
+  // make these pairs, and a new field shifts the walk): a new rule row that the walk misses gets
+  // its breaking config here.
   const std::pair<std::string_view, std::string_view> targeted[] = {
       {"num_attention_heads/profile", R"("profile": "megatron-bridge", "num_attention_heads": 0)"},
       {"vocab_size/profile", R"("profile": "megatron-lm", "vocab_size": 0)"},
@@ -395,6 +396,17 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"fused_linear_cross_entropy/tensor-parallel", R"("framework": "ddp", "fused_linear_cross_entropy": true, "tensor_model_parallel_size": 2)"},
       {"cut_cross_entropy/quantized-lm-head", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "cut_cross_entropy": true)"},
       {"paged_optimizer/offload", R"("framework": "ddp", "paged_optimizer": true, "optimizer_offload_fraction": 0.5)"},
+      {"fsdp_version/pipeline", R"("framework": "fsdp2", "fsdp_version": 1, "pipeline_model_parallel_size": 2)"},
+      {"moe_shared_expert_intermediate_size/tensor-parallel", R"("num_moe_experts": 4, "moe_router_topk": 2, "tensor_model_parallel_size": 2, "moe_shared_expert_intermediate_size": 3)"},
+      {"sequence_parallel/moe", R"("num_moe_experts": 4, "moe_router_topk": 2, "tensor_model_parallel_size": 2, "expert_model_parallel_size": 2, "data_parallel_size": 2, "sequence_parallel": false)"},
+      {"optimizer_in_backward/pipeline", R"("framework": "fsdp2", "optimizer_in_backward": true, "pipeline_model_parallel_size": 2)"},
+      {"activation_offload/megatron-recompute", R"("framework": "megatron", "activation_offload": true, "recompute_granularity": "full")"},
+      {"activation_offload/deepspeed-recompute", R"("framework": "deepspeed", "activation_offload": true)"},
+      {"fused_linear_cross_entropy/loss-fusion", R"("framework": "ddp", "fused_linear_cross_entropy": true, "cross_entropy_loss_fusion": true)"},
+      {"cut_cross_entropy/other-loss", R"("framework": "ddp", "params_dtype": "bf16", "cut_cross_entropy": true, "cross_entropy_chunks": 4)"},
+      {"optimizer_implementation/paged", R"("framework": "ddp", "paged_optimizer": true, "optimizer_implementation": "fused")"},
+      {"cross_entropy_chunks/loss-fusion", R"("framework": "ddp", "cross_entropy_chunks": 4, "cross_entropy_loss_fusion": true)"},
+      {"cross_entropy_chunks/liger", R"("framework": "ddp", "cross_entropy_chunks": 4, "fused_linear_cross_entropy": true)"},
   };
   for (const auto& [id, extra] : targeted) {
     const ParsedConfig parsed = parse_config_json("{" + shape + ", " + std::string(extra) + "}");

@@ -394,8 +394,29 @@ TEST_CASE("axolotl QLoRA with FSDP offload: the Llama 3 70B example") {
   CHECK(r.input.global_batch_size == 8);  // 1 × 4 × 2
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.fsdp_version == 1);  // no fsdp_version: accelerate's FullyShardedDataParallel
   CHECK(r.input.offload_params == true);
   CHECK(r.input.optimizer_implementation == OptimizerImplementation::fused);
+}
+
+TEST_CASE("axolotl: fsdp_version at the top or in fsdp_config, 1 or 2", "[fsdp1]") {
+  const auto with = [](const std::string& version) {
+    ImportOptions o;
+    o.gpus = 8;
+    return import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1, "fsdp": ["full_shard", "auto_wrap"], )" +
+                              version + "}",
+                          o);
+  };
+  ImportResult r = with(R"("fsdp_version": 2)");
+  REQUIRE(r.ok());
+  CHECK(r.input.fsdp_version == 2);
+  CHECK(has_line(r.read, "fsdp_version ← fsdp_version = 2 (fully_shard)"));
+  r = with(R"("fsdp_config": {"version": 1})");
+  REQUIRE(r.ok());
+  CHECK(r.input.fsdp_version == 1);
+  r = with(R"("fsdp_config": {"fsdp_version": 3})");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "fsdp_config.fsdp_version: must be 1 or 2, got 3");
 }
 
 TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
@@ -1116,6 +1137,7 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   REQUIRE(r.ok());
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.fsdp_version == 2);  // fully_shard
   CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
   CHECK(has_line(r.read, "fsdp_config ← --fsdp_config (the Trainer's): "));
   CHECK(has_line(r.read, "fsdp_version → fsdp_config.fsdp_version"));
@@ -1125,6 +1147,15 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
   REQUIRE(r.ok());
   CHECK(r.input.zero_stage == 2);
+  CHECK(r.input.fsdp_version == 1);  // FullyShardedDataParallel
+  CHECK(has_line(r.read, "fsdp_version ← fsdp_config.fsdp_version = 1 (FullyShardedDataParallel)"));
+  // No version at all: accelerate's FullyShardedDataParallel (FSDP1).
+  t.hf_args_json = R"({"fsdp_config": {"reshard_after_forward": "full_shard"}})";
+  r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.fsdp_version == 1);
+  CHECK(has_line(r.assumed, "fsdp_version ← 1 (no fsdp_version: accelerate wraps with FullyShardedDataParallel (FSDP1))"));
   // transformers reads flags with str_to_bool (true/false in any case) and the version with int():
   // "False" is FSDP2 keeping the weights gathered, not a strategy; a string checkpointing flag
   // works; anything else is named on the Trainer's key.

@@ -75,7 +75,7 @@ const PUBLISHED_KEYS = Object.freeze({
   paged_optimizer: 'paged', cross_entropy_chunks: 'cec', model_implementation: 'mimpl', torch_compile: 'tc',
   fused_linear_cross_entropy: 'flce', moe_routing_imbalance: 'mri', fsdp_embedding_units: 'feu',
   op_sac_saves_cudnn_attention: 'sacc', nf4_double_quant: 'dq', quantize_lm_head: 'qlmh', kbit_upcast: 'kbu',
-  bnb_keeps_matmul_input: 'bkmi', cut_cross_entropy: 'cce',
+  bnb_keeps_matmul_input: 'bkmi', cut_cross_entropy: 'cce', fsdp_version: 'fsdpv',
 });
 
 test('every published link key still names its field, every field has a key and a label, and no two share a key', () => {

@@ -136,7 +136,7 @@ struct ConfigInput {
   std::optional<RecomputeGranularity> recompute_granularity;
   // Frameworks, precisions, optimizers and offload (read by the trainmem profile only).
   std::optional<Framework> framework;
-  std::optional<int64_t> zero_stage, data_parallel_shard_size, gpus_per_node;
+  std::optional<int64_t> zero_stage, data_parallel_shard_size, fsdp_version, gpus_per_node;
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
   std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
@@ -244,6 +244,7 @@ struct Config {
   Framework framework = Framework::megatron;
   int64_t zero_stage = 0;                // deepspeed 0..3, fsdp2 2 or 3
   int64_t data_parallel_shard_size = 1;  // fsdp2 shard group (HSDP); = DP when unset
+  int64_t fsdp_version = 2;              // fsdp2: 2 = fully_shard (FSDP2), 1 = FullyShardedDataParallel (FSDP1)
   int64_t gpus_per_node = 8;
   Dtype params_dtype = Dtype::bf16;
   Dtype main_params_dtype = Dtype::fp32;
@@ -269,9 +270,12 @@ struct Config {
   double optimizer_offload_fraction = 0;
   double additional_buffer_factor = 1.5;
   double gpu_memory_bytes = 0;  // 0: not given
-  // Runtime overheads (trainmem): reserved = allocated × (1 + fragmentation); device = reserved +
-  // CUDA context + NCCL buffers per communicator + library workspaces.
-  double allocator_fragmentation = 0.05;
+  // Runtime overheads (trainmem): device = reserved + CUDA context + NCCL buffers per
+  // communicator + library workspaces. Reserved: unset, the larger of allocated × (1 +
+  // k_fragmentation_floor) and the simulated caching allocator; > 0, allocated × (1 + this); 0,
+  // the simulated allocator alone.
+  std::optional<double> allocator_fragmentation;
+  static constexpr double k_fragmentation_floor = 0.05;
   double cuda_context_bytes = 512.0 * 1024 * 1024;
   double nccl_bytes_per_communicator = 720.0 * 1024 * 1024;
   bool nccl_nvls = false;

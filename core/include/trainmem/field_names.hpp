@@ -65,6 +65,7 @@ TRAINMEM_FIELD(framework)
 TRAINMEM_FIELD(model_implementation)
 TRAINMEM_FIELD(zero_stage)
 TRAINMEM_FIELD(data_parallel_shard_size)
+TRAINMEM_FIELD(fsdp_version)
 TRAINMEM_FIELD(gpus_per_node)
 TRAINMEM_FIELD(params_dtype)
 TRAINMEM_FIELD(expert_params_dtype)
@@ -185,6 +186,7 @@ inline constexpr FieldName all[] = {
     model_implementation,
     zero_stage,
     data_parallel_shard_size,
+    fsdp_version,
     gpus_per_node,
     params_dtype,
     expert_params_dtype,

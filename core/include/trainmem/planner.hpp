@@ -86,6 +86,9 @@ struct PlanStats {
   int64_t pruned_by_state = 0;   // candidates skipped: model state alone does not fit
   int64_t pruned_by_batch = 0;   // candidates skipped: a smaller micro batch did not fit
   int64_t pruned_by_rank = 0;    // candidates skipped: they could not enter the top max_results
+  // Of the full estimates that fit by the allocator factor, those estimated again with the
+  // simulated caching allocator (allocator_fragmentation unset; not counted in evaluations()).
+  int64_t simulated = 0;
   int64_t evaluations() const { return estimates + state_estimates; }
 };
 

@@ -73,8 +73,13 @@ struct ConfigLink {
 
 // A Config value as a field value: enumerations by name, a set of choices as a bit mask.
 template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
 FieldValue field_value_of(T v) {
-  if constexpr (std::is_same_v<T, bool>) return v;
+  if constexpr (is_optional<T>::value) return v ? field_value_of(*v) : FieldValue(std::monostate{});
+  else if constexpr (std::is_same_v<T, bool>) return v;
   else if constexpr (std::is_enum_v<T>) return std::string(name_of(v));
   else return double(v);
 }
@@ -434,6 +439,17 @@ constexpr Field k_field_rows[] = {
           "fsdp2: ranks one shard group spans (HSDP replicates the "
           "shards over data_parallel_size / this).")), fsdp2,
           "applies to fsdp2 (hybrid sharding) only", {field::framework}),
+      applies_when(trainmem_only(int_field<&C::fsdp_version, &Config::fsdp_version>(
+          {field::fsdp_version, "fsdpv", "FSDP version"}, G::training, 1, 2, "", from_config(),
+          "fsdp2: which PyTorch FSDP runs it, as accelerate's fsdp_version names them: 2 = "
+          "fully_shard (FSDP2, per-parameter DTensor shards), 1 = FullyShardedDataParallel "
+          "(FSDP1: one FlatParameter per wrapped unit; no forward prefetch, so one gathered unit "
+          "in forward and two in backward with BACKWARD_PRE; gathered units and unsharded "
+          "gradients freed with record_stream, at most two all-gathers in flight under "
+          "limit_all_gathers; the gradient cast to reduce_dtype only when it differs). "
+          "zero_stage 3 is FULL_SHARD, 2 SHARD_GRAD_OP; data_parallel_shard_size "
+          "HYBRID_SHARD; NO_SHARD is framework ddp with gradient_as_bucket_view.")), fsdp2,
+          "applies to fsdp2 only", {field::framework}),
       trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
           {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),
@@ -523,13 +539,17 @@ constexpr Field k_field_rows[] = {
           "gives the minimum number of devices and what of paged optimizer states stays on it."),
       // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
       trainmem_only(number_field<&C::allocator_fragmentation, &Config::allocator_fragmentation>(
-          {field::allocator_fragmentation, "frag", "Allocator fragmentation (fraction)"}, G::training, 0, 10, "", from_config(),
-          "PyTorch's caching allocator: reserved = allocated × (1 + this); 5 % is a planning "
-          "default, set it from torch.cuda.memory_stats of a run. 0: reserved from a model of "
-          "the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small and large "
-          "pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept cached, "
-          "each stream its own blocks; expandable segments where the launcher sets them, "
-          "torchtitan's) run over two steps' allocations, never below the allocated peak.")),
+          {field::allocator_fragmentation, "frag", "Allocator fragmentation (fraction)"}, G::training, 0, 10, "",
+          none_means("the larger of 5 % over the allocated peak and the simulated allocator"),
+          "PyTorch's caching allocator. Unset: reserved is the larger of the allocated peak × 1.05 "
+          "and a model of the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small "
+          "and large pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept "
+          "cached, each stream its own blocks, record_stream'ed frees waiting for their streams; "
+          "expandable segments where the launcher sets them, torchtitan's) run over two steps' "
+          "allocations. The factor is a floor where the model sees lumps (backward and optimizer "
+          "temporaries it does not know as separate tensors); the model is the mechanism "
+          "elsewhere. Set above 0: reserved = allocated × (1 + this) alone (from "
+          "torch.cuda.memory_stats of a run); 0: the model alone, never below the allocated peak.")),
       trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
           {field::cuda_context_bytes, "ctx", "CUDA context"}, G::training, 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "

@@ -562,6 +562,14 @@ const Rule k_trainmem_rules[] = {
        return "applies to deepspeed and fsdp2; framework " + std::string(name_of(c.framework)) +
               (c.framework == Framework::megatron ? " shards with use_distributed_optimizer" : " does not shard");
      }},
+    // FSDP1 (fsdp_version 1) is modelled without pipelining only: torch.distributed.pipelining,
+    // as torchtitan runs it, composes with fully_shard (FSDP2).
+    {"fsdp_version/pipeline", f::fsdp_version, {f::pipeline_model_parallel_size}, "1 only with pipeline_model_parallel_size 1",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.framework != Framework::fsdp2 || c.fsdp_version != 1 || c.pipeline_model_parallel_size <= 1) return ok;
+       return std::string("1 (FullyShardedDataParallel) is not modelled with pipeline_model_parallel_size above 1 "
+                          "(torch.distributed.pipelining runs with fully_shard, fsdp_version 2)");
+     }},
     {"use_distributed_optimizer/framework", f::use_distributed_optimizer, {f::framework, f::zero_stage}, "framework megatron only",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (!c.use_distributed_optimizer || c.framework == Framework::megatron) return ok;

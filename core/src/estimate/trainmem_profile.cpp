@@ -393,6 +393,12 @@ struct StageState {
   double params_stored = 0;        // of them, what this GPU stores at rest (ZeRO-3/FSDP2 shards)
   double dense_local = 0, expert_local = 0;
   double adapter_local = 0;        // peft: adapter parameters on this GPU
+  // FSDP1 (fsdp_version 1) at zero_stage 3, for the allocation sequence: one unit's unsharded
+  // flat parameter (`gather`), its unsharded gradient as autograd makes it (`gradient`) and the
+  // reduce_dtype copy of it (`reduce_copy`, 0 when the dtypes agree). 0: not FSDP1 full shard.
+  struct {
+    double gather = 0, gradient = 0, reduce_copy = 0;
+  } fsdp1_unit;
 };
 
 // Sharding group sizes for dense and expert parameters' data-parallel state.
@@ -1102,18 +1108,43 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       largest_unit_params = std::max(largest_unit_params, t.elements());
     }
     const double layer_gather = peft ? largest_layer.gather_bytes : w16 * largest_layer.params;
+    // FSDP1 (FullyShardedDataParallel), docs/trainmem-profile.md "FSDP1". Its forward does not
+    // prefetch (forward_prefetch False by default): _pre_forward unshards the unit and
+    // _post_forward reshards it, freeing the unsharded flat parameter with record_stream
+    // (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+    // 3ade90a6aaa939cd6238e314c321b9f920db1471, _pre_forward_unshard, _post_forward_reshard;
+    // _flat_param.py @ fe03cf693c7c774a88c01cd0bc52f80402b8437f, _free_unsharded_flat_param),
+    // which takes it out of the allocated figure at once: one gathered unit in forward. Its
+    // backward with BACKWARD_PRE (the default) unshards the next unit in the pre-backward hook
+    // before computing this one's gradient (_pre_backward_hook, _prefetch_handles): two, the
+    // second only in backward. FSDP2 instead keeps the previous all-gather's output until the
+    // next one's copy-in (no record_stream; RFC pytorch/pytorch#114299), two in both.
+    const bool fsdp1 = c.fsdp_version == 1;
     if (stage == 3) {
       if (units) {
         st.buffers.dense += layer_gather + std::max(layer_gather, largest_unit);
       } else {
         st.buffers.embedding += root;
-        st.buffers.dense += 2 * layer_gather;
+        st.buffers.dense += fsdp1 ? layer_gather : 2 * layer_gather;
+        if (fsdp1) out.backward_temporary += layer_gather;
       }
     }
     const double grad_bytes = bytes_per_element(c.main_grads_dtype);
+    // FSDP1's post-backward casts the unsharded gradient to reduce_dtype only when it differs
+    // (_post_backward_hook: `if ... flat_param.grad.dtype != handle._reduce_dtype`); FSDP2's
+    // foreach_reduce is counted with its copy.
+    const auto reduce_copy = [&](double unsharded_bytes) {
+      return fsdp1 && unsharded_bytes == grad_bytes ? 0.0 : grad_bytes;
+    };
+    if (fsdp1 && stage == 3 && !units) {
+      out.fsdp1_unit.gather = layer_gather;
+      out.fsdp1_unit.gradient = peft ? adapter_w * largest_layer.adapter_params : w16 * largest_layer.params;
+      out.fsdp1_unit.reduce_copy = peft ? reduce_copy(adapter_w) * largest_layer.adapter_params
+                                        : reduce_copy(w16) * largest_layer.params;
+    }
     if (peft) {
       // A layer's adapter gradients, unsharded in their dtype, and their reduce_dtype copy.
-      const double layer_reduce = (adapter_w + grad_bytes) * largest_layer.adapter_params;
+      const double layer_reduce = (adapter_w + reduce_copy(adapter_w)) * largest_layer.adapter_params;
       st.buffers.dense += layer_reduce;
       // The saved copies (modules_to_save) belong to the root, whose post-backward runs when the
       // whole backward has: their unsharded gradients, in their own dtype, are made first (the
@@ -1128,7 +1159,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       // A unit's unsharded gradient (param_dtype) and its reduce_dtype copy.
       const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)
                                                  : largest_layer.params;
-      st.buffers.dense += (w16 + grad_bytes) * reduced;
+      st.buffers.dense += (w16 + reduce_copy(w16)) * reduced;
       // The root group (no units) runs its post-backward in the final callback, at the end of
       // backward: its forward inputs, the token ids, need no gradient, so no hook fires earlier
       // (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _root_post_backward_final_callback:
@@ -1584,6 +1615,9 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     return id;
   };
   const auto release = [&](int32_t id) { events.push_back(AllocatorEvent::free(id)); };
+  // A free after use on another stream (record_stream): cached only once complete_pending says
+  // the work before it has completed.
+  const auto release_after_use = [&](int32_t id) { events.push_back(AllocatorEvent::free_after_use(id)); };
 
   // Layer groups: how many of the stage's layers one round of allocations covers.
   double tensors_per_layer = 0;
@@ -1702,6 +1736,34 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     return sum > 0 ? act.loss_chunk / sum : 0.0;
   }();
 
+  // FSDP1 at full shard (fsdp_version 1, zero_stage 3; StageState::fsdp1_unit): each unit's
+  // unsharded flat parameter is allocated on the unshard stream (_runtime_utils.py @ 3ade90a6,
+  // _unshard: `with state._device_handle.stream(unshard_stream): handle.unshard()`, whose
+  // _alloc_padded_unsharded_flat_param allocates it) and freed after its use on the compute
+  // stream with record_stream (_flat_param.py @ fe03cf69, _free_unsharded_flat_param), so its
+  // block waits for its event. limit_all_gathers (True by default) bounds the waiting: _reshard
+  // records and enqueues a free event after each free, and _unshard, when two are queued,
+  // dequeues the oldest and event.synchronize()s it before allocating (_limiter_utils.py @
+  // e6401a21c0a1c8bad6dc3a8a27d90fd3d555320a, _FreeEventQueue, _max_num_inflight_all_gathers = 2):
+  // here complete_pending(1) before each unit's allocation, every pending free but the newest
+  // completing (a host wait on the compute stream's later event finds the earlier ones done). The
+  // unit's unsharded gradient, made by autograd on the compute stream, is record_stream'ed on the
+  // post-backward stream that reduce-scatters it (_post_backward_hook: _no_dispatch_record_stream(
+  // autograd_computed_grad, post_backward)): pending in the same order, completing at the same
+  // host waits (no later sync orders the post-backward stream before them: erring high, it is
+  // not reused sooner). The reduce_dtype copy and the sharded gradient are made on the
+  // post-backward stream. These leave the lumps: the gathered unit and the gradient buffers
+  // (forward_backward_only) and the backward prefetch (backward's working set).
+  const auto& unit = st.fsdp1_unit;
+  const bool fsdp1_units = unit.gather > 0;
+  constexpr uint8_t k_unshard_stream = 1;
+  const double fsdp1_lump = fsdp1_units ? unit.gather + unit.gradient + unit.reduce_copy : 0.0;
+  const double backward_lump = fsdp1_units ? std::max(0.0, in.backward_working - unit.gather) : in.backward_working;
+  const auto unshard = [&]() {
+    events.push_back(AllocatorEvent::complete_pending(1));
+    return alloc(unit.gather, k_unshard_stream);
+  };
+
   for (int step = 0; step < 2; ++step) {
     // The forward-to-backward buffers. FSDP2 with zero_stage 2 (reshard_after_forward=False)
     // holds every parameter unsharded, and under pipelining every parameter's unsharded
@@ -1715,7 +1777,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     if (per_parameter_buffers) {
       for (int64_t k = 0; k < rounds; ++k) class_round(buffer_row, false, k, &gathered);
     } else {
-      gathered.push_back(alloc(st.forward_backward_only));
+      gathered.push_back(alloc(std::max(0.0, st.forward_backward_only - fsdp1_lump)));
     }
     const int32_t pipeline = alloc(act.pipeline_step);
     // Forward: every microbatch in flight saves its layers' tensors.
@@ -1724,7 +1786,9 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
       for (const SavedTensor& t : embedding) saved.push_back(alloc(t.bytes * saved_scale));
       for (int64_t k = 0; k < rounds; ++k) {
         const double in_round = std::min(group, layers - double(k) * group);
+        const int32_t unit_params = fsdp1_units ? unshard() : -1;
         for (const SavedTensor& t : dense_layer) saved.push_back(alloc(t.bytes * saved_scale * in_round));
+        if (fsdp1_units) release_after_use(unit_params);
       }
     }
     loss_ids.clear();
@@ -1747,11 +1811,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
     }
     // Backward: the loss chunk's first, then the layers' in reverse, making their gradients.
     for (int32_t id : loss_ids) release(id);
-    const int32_t working = alloc(in.backward_working);
+    const int32_t working = alloc(backward_lump);
     const bool make_gradients = freed || !have_gradients;
     if (make_gradients) gradients.clear();
     const size_t per_microbatch = saved.size() / size_t(microbatches);
+    int32_t prefetched = -1;
     for (int64_t k = rounds - 1; k >= 0; --k) {
+      // FSDP1: the unit (prefetched by the one after it, the last one unsharded here), the next
+      // unit's prefetch (BACKWARD_PRE), then this unit's unsharded gradient.
+      int32_t unit_params = -1, unit_gradient = -1;
+      if (fsdp1_units) {
+        unit_params = k == rounds - 1 ? unshard() : prefetched;
+        prefetched = k > 0 ? unshard() : -1;
+        unit_gradient = alloc(unit.gradient);
+      }
       if (make_gradients) {
         class_round(b.gradients, false, k, &gradients, gradients_on_reduce_stream);
         class_round(b.adapter_gradients, true, k, &gradients, gradients_on_reduce_stream);
@@ -1759,6 +1832,11 @@ double simulated_reserved_bytes(const StageSequenceInputs& in) {
       // The first microbatch's saved tensors of round k (the others are freed after it).
       const size_t from = size_t(embedding.size()) + size_t(k) * dense_layer.size();
       for (size_t j = 0; j < dense_layer.size() && from + j < per_microbatch; ++j) release(saved[from + j]);
+      if (fsdp1_units) {
+        release_after_use(unit_params);
+        release(alloc(unit.reduce_copy, k_reduce_scatter_stream));
+        release_after_use(unit_gradient);
+      }
     }
     for (size_t j = 0; j < embedding.size() && j < per_microbatch; ++j) release(saved[j]);
     for (size_t j = per_microbatch; j < saved.size(); ++j) release(saved[j]);
@@ -1842,8 +1920,10 @@ JobMoments job_moments(const Config& c, const StageState& state, double model_st
   return job;
 }
 
+// `simulate`: run the caching allocator's simulation for the reserved figure (trainmem_estimate
+// asks it for the most-loaded stage only).
 StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_t r, const LayerSize& largest_layer,
-                           bool include_activation, Trace* trace, StageKind* middle = nullptr) {
+                           bool include_activation, Trace* trace, StageKind* middle = nullptr, bool simulate = true) {
   StageResult out;
   const Shard gpu{double(c.tensor_model_parallel_size), double(c.expert_model_parallel_size),
                   double(c.expert_tensor_parallel_size)};
@@ -2015,7 +2095,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // The caching allocator simulated over two steps (simulated_reserved_bytes), from the stage's
   // state at rest, before the breakdown below takes out the gradients a peak moment has not made
   // yet: the sequence makes and frees them itself.
-  const double simulated = c.allocator_fragmentation > 0
+  const bool factor_alone = c.allocator_fragmentation && *c.allocator_fragmentation > 0;
+  const double simulated = factor_alone || !simulate
                                ? 0.0
                                : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation, loss_transient,
                                                            backward_working, moe.forward});
@@ -2054,17 +2135,27 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                 output_layer.bytes + output_layer.absent_gradients,
                                 last_layer.bytes + last_layer.absent_gradients, first_layer.bytes,
                                 optimizer_step.bytes + optimizer_step.absent_gradients});
-  if (c.allocator_fragmentation > 0) {
+  const double factor_floor = std::max(s.total_bytes, held) * (1 + Config::k_fragmentation_floor);
+  if (factor_alone) {
     // The override: reserved as a fraction over the allocated peak (allocator_fragmentation).
-    s.reserved_bytes = std::max(s.total_bytes, held) * (1 + c.allocator_fragmentation);
-  } else {
-    // 0: the caching allocator simulated over two steps' allocations (simulated_reserved_bytes),
-    // never below the moments with every gradient held, which the sequence's coarse parts
+    s.reserved_bytes = std::max(s.total_bytes, held) * (1 + *c.allocator_fragmentation);
+  } else if (c.allocator_fragmentation) {
+    // 0: the caching allocator simulated over two steps' allocations (simulated_reserved_bytes)
+    // alone, never below the moments with every gradient held, which the sequence's coarse parts
     // (lumped buffers and temporaries) could otherwise undercut.
     s.reserved_bytes = std::max({simulated, s.total_bytes, held});
+  } else {
+    // Unset (the default): the larger of the factor and the simulation. The simulation is the
+    // mechanism where the sequence knows the tensors; where it sees lumps (backward's working
+    // set, the optimizer's temporaries, the loss's transient as a few pieces) PyTorch carves
+    // the same bytes out of many blocks and caches the remainders, which the model cannot
+    // see, so the 5 % planning factor stays as a floor. The planner prunes with the factor
+    // figure (a lower bound of this one) and simulates only what survives (planner/search.cpp).
+    s.reserved_bytes = std::max({simulated, s.total_bytes, held, factor_floor});
+  }
+  if (!factor_alone && simulate)
     note(trace, "trainmem.simulated_reserved_bytes", simulated,
          "peak reserved of PyTorch's caching allocator over two steps' allocations");
-  }
   return out;
 }
 
@@ -2137,19 +2228,35 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   StageKind middle;  // the middle stages' shared figures
   int64_t heaviest = -1;
   StageResult best;
-  for (int64_t r = 0; r < layout.p; ++r) {
-    StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle);
+  const auto overheads = [&](StageResult& stage) {
     stage.summary.device_bytes = stage.summary.reserved_bytes + runtime;
     // Paged optimizer states are in unified memory, not PyTorch's allocator: only in the device
     // figure, as far as the GPU holds them (the driver evicts pages to CPU memory when it is full).
     stage.summary.device_bytes += paged_resident_bytes(c, stage.summary.device_bytes, stage.state.paged);
     stage.summary.reserved_overhead_bytes = stage.summary.reserved_bytes - stage.summary.total_bytes;
     stage.summary.device_overhead_bytes = stage.summary.device_bytes - stage.summary.total_bytes;
+  };
+  // The caching allocator is simulated for the most-loaded stage only, whose figures the
+  // estimate reports (the stage of the largest allocated figure, which the simulation does not
+  // change): a pipeline's other stages list the factor's reserved figure (with
+  // allocator_fragmentation 0, their allocated moments'). One simulation per estimate whatever
+  // the pipeline's length; a single stage is simulated in the loop.
+  const bool simulate_each = layout.p == 1;
+  const size_t listed_before = stages ? stages->size() : 0;
+  for (int64_t r = 0; r < layout.p; ++r) {
+    StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle, simulate_each);
+    overheads(stage);
     if (stages) stages->push_back(stage.summary);
     if (heaviest < 0 || stage.summary.total_bytes > best.summary.total_bytes) {
       heaviest = r;
       best = stage;
     }
+  }
+  const bool factor_alone = c.allocator_fragmentation && *c.allocator_fragmentation > 0;
+  if (!simulate_each && !factor_alone && heaviest >= 0) {
+    best = evaluate_stage(c, layout, heaviest, largest_layer, include_activation, nullptr);
+    overheads(best);
+    if (stages) (*stages)[listed_before + size_t(heaviest)] = best.summary;
   }
   if (trace) evaluate_stage(c, layout, heaviest, largest_layer, include_activation, trace);  // its intermediates
 

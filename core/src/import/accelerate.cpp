@@ -682,9 +682,16 @@ void AccelerateReader::read_fsdp() {
     m_.read(field::framework, std::string("ddp"), "fsdp_config.fsdp_sharding_strategy", "NO_SHARD (every rank keeps everything, as DDP)");
     m_.assume(field::gradient_as_bucket_view, true, "NO_SHARD all-reduces each flat gradient in place (FSDP _reduce_grad_no_shard): no bucket copy", "fsdp_config.fsdp_sharding_strategy");
   } else {
-    m_.read(field::framework, std::string("fsdp2"), "distributed_type",
-            "FSDP" + std::string(version == 1 ? " (FSDP1's flat parameters shard as FSDP2's do)" : " (fsdp_version 2)"));
+    m_.read(field::framework, std::string("fsdp2"), "distributed_type", "FSDP");
     m_.read(field::zero_stage, reshard ? 3.0 : 2.0, version == 2 ? "fsdp_config.fsdp_reshard_after_forward" : "fsdp_config.fsdp_sharding_strategy", reshard_why);
+    // [fsdp] fsdp_version: 1 wraps with torch's FullyShardedDataParallel (FSDP1), 2 with
+    // fully_shard (FSDP2). Absent, FSDP1: the plugin @ 24d8b63 has no fsdp_version and wraps with
+    // FullyShardedDataParallel, and the importer reads version 1 for an absent key (above).
+    if (m_.has("fsdp_config.fsdp_version"))
+      m_.read(field::fsdp_version, double(version), "fsdp_config.fsdp_version",
+              version == 1 ? "1 (FullyShardedDataParallel)" : "2 (fully_shard)");
+    else
+      m_.assume(field::fsdp_version, 1.0, "no fsdp_version: accelerate wraps with FullyShardedDataParallel (FSDP1)", "fsdp_config");
   }
   m_.assume(field::data_parallel_size, double(gpus_), "every process is a data-parallel rank", "num_processes");
   if (strategy.rfind("HYBRID", 0) == 0) {

@@ -328,7 +328,22 @@ void AxolotlReader::read_layout() {
       return m_.fail("fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy) + " shards within a node, which an axolotl "
                                                            "file does not size: use trainmem import accelerate with its config, or set data_parallel_shard_size");
     const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(named == "full_shard");
-    m_.assume(field::framework, std::string("fsdp2"), "fsdp = " + show(*fsdp) + " (FSDP1 and FSDP2 shard alike)", "fsdp");
+    m_.assume(field::framework, std::string("fsdp2"), "fsdp = " + show(*fsdp), "fsdp");
+    // [fsdp] axolotl's FSDP version: fsdp_version at the top (AxolotlInputConfig) or in
+    // fsdp_config (FSDPConfig.fsdp_version, alias version; src/axolotl/utils/schemas/fsdp.py @
+    // 9399b5a914d8a6a09f4496fed2ef12f96b2ed160), default None: accelerate's plugin then wraps
+    // with FullyShardedDataParallel (FSDP1, accelerate.cpp [fsdp]); 2 runs fully_shard.
+    std::string version_key;
+    for (const char* key : {"fsdp_version", "fsdp_config.fsdp_version", "fsdp_config.version"})
+      if (version_key.empty() && m_.has(key)) version_key = key;
+    if (!version_key.empty()) {
+      const std::optional<int64_t> v = m_.integer(version_key);
+      if (!v) return;
+      if (*v != 1 && *v != 2) return m_.fail(version_key, "must be 1 or 2, got " + number_text(double(*v)));
+      m_.read(field::fsdp_version, double(*v), version_key, *v == 1 ? "1 (FullyShardedDataParallel)" : "2 (fully_shard)");
+    } else {
+      m_.assume(field::fsdp_version, 1.0, "no fsdp_version: accelerate wraps with FullyShardedDataParallel (FSDP1)", "fsdp");
+    }
     m_.read(field::zero_stage, reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
     m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
     if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) || has("offload")) {

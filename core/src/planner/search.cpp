@@ -26,6 +26,13 @@ int recompute_rank(RecomputeGranularity r) {
 
 }  // namespace
 
+Config factor_only(const Config& config) {
+  Config out = config;
+  if (out.profile == Profile::trainmem && !out.allocator_fragmentation)
+    out.allocator_fragmentation = Config::k_fragmentation_floor;
+  return out;
+}
+
 Sharding sharding_of(const Config& c) {
   if (c.profile != Profile::trainmem || c.framework == Framework::megatron) return Sharding::distributed_optimizer;
   if (c.framework == Framework::deepspeed || c.framework == Framework::fsdp2) return Sharding::zero_stage;
@@ -181,31 +188,49 @@ StateFit Search::state_fit(const Layout& l, RecomputeGranularity r, int64_t mbs,
   if (!budget()) return StateFit::unknown;
   const Resolved res = resolve(input_for(l, r, mbs, seq));
   if (!res.ok()) return StateFit::invalid;
-  const Estimate est = estimate_training_memory(res.config, res.config.num_microbatches, false);
+  // The factor's reserved figure: a lower bound of the simulated one, so the pruning stays sound.
+  const Estimate est = estimate_training_memory(factor_only(res.config), res.config.num_microbatches, false);
   ++stats.state_estimates;
   return metric(est) <= limit_ ? StateFit::fits : StateFit::too_big;
 }
 
-Outcome Search::evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found) {
+Outcome Search::evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found,
+                         bool simulate) {
   if (!budget()) return Outcome::out_of_budget;
   const Resolved res = resolve(input_for(l, r, mbs, seq));
   if (!res.ok()) {
     ++stats.invalid;
     return Outcome::invalid;
   }
-  const Estimate est = estimate_training_memory(res.config, res.config.num_microbatches, true);
-  ++stats.estimates;
+  // First with the allocator factor alone: its reserved and device figures are lower bounds of
+  // the default's (the larger of the factor and the simulated allocator), so a candidate that
+  // does not fit by them does not fit at all, and only one that does pays for the simulation.
+  const Config floor = factor_only(res.config);
+  const bool deferred = floor.allocator_fragmentation != res.config.allocator_fragmentation;
+  const auto take = [&](const Estimate& est, bool exact) {
+    found.metric = metric(est);
+    found.allocated = est.total_bytes;
+    found.reserved = est.reserved_bytes;
+    found.device = est.device_bytes;
+    found.state = est.weight_and_optimizer_bytes;
+    found.activation = est.activation_bytes;
+    found.stage = est.most_loaded_stage;
+    found.exact = exact;
+  };
   found.layout = l;
   found.recompute = r;
   found.mbs = mbs;
   found.seq = seq;
-  found.metric = metric(est);
-  found.allocated = est.total_bytes;
-  found.reserved = est.reserved_bytes;
-  found.device = est.device_bytes;
-  found.state = est.weight_and_optimizer_bytes;
-  found.activation = est.activation_bytes;
-  found.stage = est.most_loaded_stage;
+  take(estimate_training_memory(floor, res.config.num_microbatches, true), !deferred);
+  ++stats.estimates;
+  found.fits_by_factor = found.metric <= limit_;
+  if (!found.fits_by_factor) return Outcome::too_big;
+  // The allocated metric does not depend on the allocator: the listed entries get their
+  // reserved and device figures when they are written (make_entry).
+  if (simulate && deferred && options_.metric != PlanMetric::allocated) {
+    take(estimate_training_memory(res.config, res.config.num_microbatches, true), true);
+    ++stats.simulated;
+  }
   return found.metric <= limit_ ? Outcome::fits : Outcome::too_big;
 }
 

@@ -33,7 +33,20 @@ struct Found {
   int64_t mbs = 1, seq = 1;
   double metric = 0, allocated = 0, reserved = 0, device = 0, state = 0, activation = 0;
   int64_t stage = 0;
+  // False when reserved and device are the allocator factor's lower bound only (the metric is
+  // allocated, which the simulated allocator leaves unchanged): make_entry estimates them again.
+  bool exact = true;
+  // Whether it fits by the allocator factor's figures (a lower bound of the default's, and
+  // monotone in the micro batch and the sequence where the simulated allocator need not be):
+  // a candidate too big by them is too big at any larger micro batch or sequence.
+  bool fits_by_factor = false;
 };
+
+// The config whose reserved figure is the 5 % factor alone: with allocator_fragmentation unset,
+// reserved is the larger of that factor and the simulated caching allocator, so this config's
+// reserved and device figures are lower bounds of the config's own, at a small part of the cost.
+// The config itself when it sets allocator_fragmentation or is a reference profile.
+Config factor_only(const Config& config);
 
 // The documented ranking: least recompute, smallest footprint, largest micro batch, least
 // memory, then the layout's fields in order.
@@ -66,8 +79,10 @@ class Search {
   ConfigInput input_for(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq) const;
   // Model state alone (a lower bound of the full estimate), once per layout.
   StateFit state_fit(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq);
-  // The full estimate; `found` holds its figures whether it fits or not.
-  Outcome evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found);
+  // The full estimate; `found` holds its figures whether it fits or not. `simulate` false: the
+  // allocator factor's figures only (whether it fits by them; found.exact false).
+  Outcome evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found,
+                   bool simulate = true);
 
  private:
   struct Split {

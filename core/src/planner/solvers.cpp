@@ -78,7 +78,9 @@ Listing list_fits(Search& search, int64_t gpus, int64_t keep, bool prune) {
           if (outcome == Outcome::out_of_budget) return finish();
           ++visited;
           if (outcome == Outcome::fits) out.fits.push_back(f);
-          if (outcome == Outcome::too_big && prune) {
+          // Too big by the factor's figures: so is every larger micro batch. Too big only by the
+          // simulated allocator's, which need not grow with the micro batch: the next is tried.
+          if (outcome == Outcome::too_big && prune && !f.fits_by_factor) {
             search.stats.pruned_by_batch += n - k - 1, visited += n - k - 1;
             break;
           }
@@ -151,14 +153,24 @@ std::optional<Found> solve_max_micro_batch(Search& search, int64_t gpus) {
       if (state[i] == StateFit::unknown) state[i] = search.state_fit(l, r, mbs[0], seq);
       if (search.out_of_budget) return best;
       if (state[i] != StateFit::fits) continue;
+      // The largest micro batch that fits by the allocator factor's figures (monotone), by
+      // binary search; then down from it, the first that fits with the simulated allocator
+      // (which need not grow with the micro batch, and is never below the factor's figures).
       Found lo_found;
-      const Outcome first = search.evaluate(l, r, mbs[from], seq, lo_found);
+      const Outcome first = search.evaluate(l, r, mbs[from], seq, lo_found, false);
       if (first == Outcome::out_of_budget) return best;
       if (first != Outcome::fits) continue;
-      int64_t lo = int64_t(from);  // mbs[lo] fits; mbs[size] is out of range
-      auto fits = [&](int64_t k, Found& f) { return search.evaluate(l, r, mbs[size_t(k)], seq, f); };
+      int64_t lo = int64_t(from);  // mbs[lo] fits by the factor; mbs[size] is out of range
+      auto fits = [&](int64_t k, Found& f) { return search.evaluate(l, r, mbs[size_t(k)], seq, f, false); };
       if (!bisect_largest_fitting(lo, int64_t(mbs.size()), lo_found, fits)) return best;
-      keep_larger(best, lo_found, &Found::mbs);
+      std::optional<Found> fitting;
+      for (int64_t k = lo; k >= int64_t(from) && !fitting; --k) {
+        Found f;
+        const Outcome o = search.evaluate(l, r, mbs[size_t(k)], seq, f);
+        if (o == Outcome::out_of_budget) return best;
+        if (o == Outcome::fits) fitting = f;
+      }
+      if (fitting) keep_larger(best, *fitting, &Found::mbs);
     }
   }
   return best;
@@ -228,7 +240,7 @@ int64_t min_gpus_bound(Search& search, double limit) {
     whole.etp = search.base().is_moe() ? 1 : 0;
     const Resolved res = resolve(search.input_for(whole, RecomputeGranularity::none, 1, search.base().seq_length));
     if (!res.ok()) continue;
-    const StateBreakdown st = estimate_training_memory(res.config, res.config.num_microbatches, false).state;
+    const StateBreakdown st = estimate_training_memory(factor_only(res.config), res.config.num_microbatches, false).state;
     const double bytes = st.weights.total() + st.gradients.total() + st.master_weights.total() +
                          st.optimizer_states.total() + st.frozen_weights.total() + st.adapters();
     if (one_copy < 0 || bytes < one_copy) one_copy = bytes;
@@ -242,10 +254,18 @@ PlanEntry make_entry(const Search& search, const Found& f, double capacity) {
   ConfigInput in = search.input_for(f.layout, f.recompute, f.mbs, f.seq);
   if (search.base().gpu_memory_bytes > 0) in.gpu_memory_bytes = search.base().gpu_memory_bytes;
   e.config = resolve(in).config;
+  if (!f.exact) {
+    // Fitted by the allocated figure with the allocator factor's reserved: the entry shows the
+    // config's own reserved and device figures (the simulated allocator's where it is larger).
+    const Estimate est = estimate_training_memory(e.config, e.config.num_microbatches, true);
+    e.reserved_bytes = est.reserved_bytes;
+    e.device_bytes = est.device_bytes;
+  } else {
+    e.reserved_bytes = f.reserved;
+    e.device_bytes = f.device;
+  }
   e.metric_bytes = f.metric;
   e.allocated_bytes = f.allocated;
-  e.reserved_bytes = f.reserved;
-  e.device_bytes = f.device;
   e.weight_and_optimizer_bytes = f.state;
   e.activation_bytes = f.activation;
   e.headroom_bytes = capacity - f.metric;

@@ -1,0 +1,87 @@
+// FSDP1 (fsdp_version 1: torch's FullyShardedDataParallel) against FSDP2 (fully_shard), and the
+// reserved figure's default (the larger of the 5 % factor and the simulated caching allocator).
+// Every difference worked out by hand from the rules in docs/trainmem-profile.md ("FSDP1").
+#include "support.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// k_small_llama on 2 GPUs under fsdp2 full shard, pure bf16 (weights, gradients and AdamW states
+// bf16, no master: the reduce dtype equals the parameters'), no recomputation, no runtime
+// overheads beyond the allocator's.
+std::string pure_bf16(const std::string& more) {
+  return small_llama(R"("framework": "fsdp2", "zero_stage": 3, "data_parallel_size": 2, "params_dtype": "bf16",
+      "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+      "optimizer": "adamw", "model_implementation": "hf-transformers")" + (more.empty() ? "" : ", " + more));
+}
+
+}  // namespace
+
+TEST_CASE("fsdp1: one gathered unit in forward, two in backward, no reduce copy in the same dtype", "[fsdp1]") {
+  // One decoder layer of k_small_llama: attention 4 · 1024² = 4,194,304, SwiGLU MLP
+  // 3 · 1024 · 4096 = 12,582,912, two RMSNorm weights 2 · 1024 = 2,048: P = 16,779,264
+  // parameters, 2 B each in bf16: a gathered unit is 33,558,528 B, its unsharded gradient too.
+  constexpr double P = 16779264, unit = 2 * P;
+  const Estimate two = estimate_of(pure_bf16(R"("fsdp_version": 2)"));
+  const Estimate one = estimate_of(pure_bf16(R"("fsdp_version": 1)"));
+  // FSDP2 holds from forward to backward two gathered units (2 · unit) and a unit's unsharded
+  // gradient with its reduce_dtype copy (2 · unit). FSDP1 holds one gathered unit in forward (no
+  // forward prefetch; the previous one freed with record_stream) and no reduce copy (the cast
+  // to reduce_dtype happens only when the dtypes differ): forward 2 · unit less.
+  CHECK(two.moments.forward - one.moments.forward == Approx(2 * unit).margin(1));
+  // Backward: FSDP1's BACKWARD_PRE prefetch brings the second gathered unit back: only the reduce
+  // copy (one unit's bytes) is missing.
+  CHECK(two.moments.backward - one.moments.backward == Approx(unit).margin(1));
+}
+
+TEST_CASE("fsdp1: a reduce dtype other than the parameters' keeps the copy", "[fsdp1]") {
+  // bf16 parameters with fp32 gradients (main_grads_dtype fp32 = reduce_dtype): FSDP1 casts the
+  // unsharded bf16 gradient to fp32 as FSDP2 does, so the backward moments agree and the forward
+  // differs by the one gathered unit (2 B · P).
+  constexpr double P = 16779264;
+  const std::string fp32_grads = R"("main_grads_dtype": "fp32")";
+  const Estimate two = estimate_of(pure_bf16(fp32_grads + R"(, "fsdp_version": 2)"));
+  const Estimate one = estimate_of(pure_bf16(fp32_grads + R"(, "fsdp_version": 1)"));
+  CHECK(two.moments.forward - one.moments.forward == Approx(2 * P).margin(1));
+  CHECK(two.moments.backward == Approx(one.moments.backward).margin(1));
+}
+
+TEST_CASE("fsdp_version: applies to fsdp2 only, and not with pipelining", "[fsdp1]") {
+  const std::vector<std::string> ddp = messages_for(small_llama(R"("framework": "ddp", "fsdp_version": 1)"));
+  REQUIRE(ddp.size() == 1);
+  CHECK(ddp[0] == "fsdp_version: applies to fsdp2 only");
+  const std::vector<std::string> pp = messages_for(pure_bf16(R"("fsdp_version": 1, "pipeline_model_parallel_size": 2)"));
+  REQUIRE(pp.size() == 1);
+  CHECK(pp[0] == "fsdp_version: 1 (FullyShardedDataParallel) is not modelled with pipeline_model_parallel_size above 1 "
+                 "(torch.distributed.pipelining runs with fully_shard, fsdp_version 2)");
+  CHECK(messages_for(pure_bf16(R"("fsdp_version": 3)")).size() == 1);
+}
+
+TEST_CASE("reserved: unset fragmentation takes the larger of the factor and the simulation", "[fsdp1][reserved]") {
+  // The definition, checked against the two overrides: 0.05 gives the factor alone
+  // (max(allocated, moments with every gradient) × 1.05), 0 the simulation alone (never below
+  // those moments); unset is the larger of the two, for FSDP2 and FSDP1 alike.
+  for (const char* version : {"1", "2"}) {
+    const std::string v = std::string(R"("fsdp_version": )") + version;
+    const Estimate unset = estimate_of(pure_bf16(v));
+    const Estimate factor = estimate_of(pure_bf16(v + R"(, "allocator_fragmentation": 0.05)"));
+    const Estimate simulated = estimate_of(pure_bf16(v + R"(, "allocator_fragmentation": 0)"));
+    CHECK(unset.reserved_bytes == std::max(factor.reserved_bytes, simulated.reserved_bytes));
+    CHECK(unset.total_bytes == factor.total_bytes);
+    CHECK(unset.reserved_bytes >= unset.total_bytes * 1.05);
+  }
+}
+
+TEST_CASE("reserved: FSDP1's record_stream'ed units reserve more than FSDP2's gathered pair", "[fsdp1][reserved]") {
+  // The simulated allocator alone (fragmentation 0): FSDP1 allocates each unit on the unshard
+  // stream, freed after use, with at most two all-gathers in flight: three unit-sized blocks of
+  // that stream in backward (the caching_allocator case "FSDP1's backward prefetch"), where
+  // FSDP2's pair sits in one default-stream buffer. Its allocated peak is lower (one unit less
+  // in forward, no reduce copy): reserved over allocated grows.
+  const Estimate two = estimate_of(pure_bf16(R"("fsdp_version": 2, "allocator_fragmentation": 0)"));
+  const Estimate one = estimate_of(pure_bf16(R"("fsdp_version": 1, "allocator_fragmentation": 0)"));
+  CHECK(one.total_bytes < two.total_bytes);
+  CHECK(one.reserved_bytes - one.total_bytes > two.reserved_bytes - two.total_bytes);
+}

@@ -42,6 +42,7 @@ export const FRAMEWORK_KEYS = {
   "accelerate": {
     "attention_backend": "--use_flash_attn",
     "framework": "distributed_type",
+    "fsdp_version": "fsdp_config.fsdp_version",
     "lora_dropout": "--lora_dropout",
     "lora_rank": "--lora_r",
     "micro_batch_size": "--per_device_train_batch_size",

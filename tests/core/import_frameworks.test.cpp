@@ -1141,7 +1141,13 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
   CHECK(has_line(r.read, "fsdp_config ← --fsdp_config (the Trainer's): "));
   CHECK(has_line(r.read, "fsdp_version → fsdp_config.fsdp_version"));
-  CHECK(has_line(r.ignored, "--fsdp_config limit_all_gathers: trainmem gathers the current and the next layer"));
+  CHECK(has_line(r.ignored, "--fsdp_config limit_all_gathers: FSDP1's rate limiter (at most two all-gathers in flight), as trainmem assumes; FSDP2 has none"));
+  // Turned off it is named as what trainmem does not model, with the direction of the error.
+  t.hf_args_json = R"({"fsdp_config": {"fsdp_version": 1, "limit_all_gathers": false}})";
+  ImportResult off = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);
+  REQUIRE(off.ok());
+  CHECK(has_line(off.ignored, "--fsdp_config limit_all_gathers: false is not modelled: FSDP1 without its rate limiter may hold "
+                              "more gathered units than the two trainmem counts, so the estimate may read low"));
   // FSDP1: reshard_after_forward names the strategy.
   t.hf_args_json = R"({"fsdp_config": {"version": 1, "reshard_after_forward": "shard_grad_op"}})";
   r = import_accelerate(R"({"distributed_type": "MULTI_GPU"})", t);

@@ -370,10 +370,20 @@ void AccelerateReader::read_trainer_fsdp_config(bool trainer_fsdp) {
       v = *flag;
     } else if (listed(passed_on, base)) {
       target = "fsdp_" + base;
-    } else if (base == "limit_all_gathers" || base.rfind("xla", 0) == 0) {
-      out_.ignored.push_back("--fsdp_config " + key + ": " + (base == "limit_all_gathers"
-                                 ? std::string("trainmem gathers the current and the next layer")
-                                 : std::string("XLA (TPU) FSDP is not modelled")));
+    } else if (base == "limit_all_gathers") {
+      // FSDP1's rate limiter (torch/distributed/fsdp/_limiter_utils.py @ e6401a21, at most two
+      // all-gathers in flight) is what trainmem's FSDP1 assumes; fully_shard (FSDP2) has no such
+      // option. Without it the CPU may issue all-gathers ahead of the GPU: more gathered units
+      // than trainmem counts, so it is named, not silently taken.
+      const std::optional<bool> flag = as_flag(value);
+      out_.ignored.push_back("--fsdp_config " + key + ": " +
+                             (flag == false ? std::string("false is not modelled: FSDP1 without its rate limiter may hold more "
+                                                          "gathered units than the two trainmem counts, so the estimate may read low")
+                                            : std::string("FSDP1's rate limiter (at most two all-gathers in flight), as trainmem "
+                                                          "assumes; FSDP2 has none")));
+      continue;
+    } else if (base.rfind("xla", 0) == 0) {
+      out_.ignored.push_back("--fsdp_config " + key + ": XLA (TPU) FSDP is not modelled");
       continue;
     } else {
       out_.ignored.push_back("--fsdp_config " + key + ": not an option the Trainer passes to FSDP");

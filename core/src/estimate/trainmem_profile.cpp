@@ -1585,6 +1585,10 @@ struct StageSequenceInputs {
 
 constexpr size_t k_max_events = 16384;
 
+// allocator_fragmentation above 0: reserved is the factor over the allocated peak alone, and no
+// stage is simulated (unset: the larger of the 5 % factor and the simulation; 0: the simulation).
+bool factor_alone(const Config& c) { return c.allocator_fragmentation && *c.allocator_fragmentation > 0; }
+
 double simulated_reserved_bytes(const StageSequenceInputs& in) {
   const Config& c = *in.c;
   const StageState& st = *in.state;
@@ -2102,8 +2106,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // The caching allocator simulated over two steps (simulated_reserved_bytes), from the stage's
   // state at rest, before the breakdown below takes out the gradients a peak moment has not made
   // yet: the sequence makes and frees them itself.
-  const bool factor_alone = c.allocator_fragmentation && *c.allocator_fragmentation > 0;
-  const double simulated = factor_alone || !simulate
+  const double simulated = factor_alone(c) || !simulate
                                ? 0.0
                                : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation, loss_transient,
                                                            backward_working, moe.forward});
@@ -2143,7 +2146,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                 last_layer.bytes + last_layer.absent_gradients, first_layer.bytes,
                                 optimizer_step.bytes + optimizer_step.absent_gradients});
   const double factor_floor = std::max(s.total_bytes, held) * (1 + Config::k_fragmentation_floor);
-  if (factor_alone) {
+  if (factor_alone(c)) {
     // The override: reserved as a fraction over the allocated peak (allocator_fragmentation).
     s.reserved_bytes = std::max(s.total_bytes, held) * (1 + *c.allocator_fragmentation);
   } else if (c.allocator_fragmentation) {
@@ -2160,7 +2163,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     // figure (a lower bound of this one) and simulates only what survives (planner/search.cpp).
     s.reserved_bytes = std::max({simulated, s.total_bytes, held, factor_floor});
   }
-  if (!factor_alone && simulate)
+  if (!factor_alone(c) && simulate)
     note(trace, "trainmem.simulated_reserved_bytes", simulated,
          "peak reserved of PyTorch's caching allocator over two steps' allocations");
   return out;
@@ -2259,8 +2262,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
       best = stage;
     }
   }
-  const bool factor_alone = c.allocator_fragmentation && *c.allocator_fragmentation > 0;
-  if (!simulate_each && !factor_alone && heaviest >= 0) {
+  if (!simulate_each && !factor_alone(c) && heaviest >= 0) {
     best = evaluate_stage(c, layout, heaviest, largest_layer, include_activation, nullptr);
     overheads(best);
     if (stages) (*stages)[listed_before + size_t(heaviest)] = best.summary;

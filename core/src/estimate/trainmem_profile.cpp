@@ -621,12 +621,15 @@ double nf4_dequant_bytes(const Config& c, double elements) {
 
 // ---- Framework byte models: one row per framework, one line per copy of a trainable tensor ----
 //
-// What a framework keeps of each trainable tensor (the model's own, or an adapter under peft), as
-// data: each copy's class (the StateBreakdown row), its bytes per element, the group it is
-// sharded over, what moves it to CPU memory, whether a paged optimizer pages it, and how long it
-// lives. stage_state walks the row of the config's framework (apply_copy); what is not per
-// tensor (gathered layers, buckets, reduce buffers) is the framework's buffer code after the walk.
-// Adding a framework is a row here, its buffer code, and its tests.
+// What a framework keeps of each tensor, as data: each copy's class (the StateBreakdown row), its
+// bytes per element, the group it is sharded over, what moves it to CPU memory, whether a paged
+// optimizer pages it, and how long it lives. A trainable tensor (the model's own, or an adapter
+// under peft) has every copy of its framework's row; a frozen one (peft's base model,
+// requires_grad False) has only the copies of its weight (frozen_has_copy): no gradient, no
+// master, no optimizer state, no bucket. stage_state walks the row of the config's framework for
+// each tensor; what is not per tensor (gathered layers, buckets, reduce buffers) is the
+// framework's buffer function (FrameworkByteModel::buffers), called once after the walk.
+// Adding a framework is a row here, its buffer function, and its tests.
 
 // The StateBreakdown row a copy adds to (the adapters' rows for an adapter).
 enum class CopyClass : uint8_t {
@@ -687,11 +690,54 @@ struct StateCopy {
   bool forward_to_backward = false;  // freed before the optimizer step
   bool one_at_a_time = false;        // gradients: optimizer_in_backward frees each as it is made
   bool unsharded_under_pipeline = false;  // gradients: FSDP2 under PP keeps them whole until the last backward
+  // The unsharded copy an all-gather makes: only what is sharded is gathered, so a frozen
+  // tensor's replicated part (bitsandbytes' QuantState, replicated_quant_state_bytes) is not in it.
+  bool gathered = false;
 };
 
+// A frozen tensor has the copies of its weight only: the weight as stored (whole or sharded) and
+// the unsharded copy gathered from it, and autocast's compute-dtype cast. Autocast caches a cast
+// only for a weight that requires grad (pytorch/pytorch aten/src/ATen/autocast_mode.cpp @
+// 008ec6b1840c94ff6d0f685bc10fbf585167c673, cached_cast: can_try_cache needs arg.requires_grad()
+// && arg.is_leaf()), so a frozen linear's cast is made anew in each forward; the matmul saves it
+// for the input gradient, so it lives from the forward to the backward all the same.
+constexpr bool frozen_has_copy(CopyClass cls) {
+  return cls == CopyClass::weights || cls == CopyClass::stored || cls == CopyClass::weight_copies;
+}
+
+// What torch.optim's step iterates over on a GPU (TorchStep): nothing of torch.optim's (Megatron's
+// and DeepSpeed's own optimizers), each whole tensor less an offloaded share (DDP), or each rank's
+// shards, one DTensor per parameter sharded on dim 0 (FSDP2).
+enum class TorchStepOver : uint8_t { none, whole_tensors, shards };
+
+// What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
+// each kind on this GPU: `params` its parameters; with peft `gather_bytes` its frozen weights in
+// their storage type and adapters in theirs, `adapter_params` the adapters (the only gradients).
+struct LayerSize {
+  double params = 0, gather_bytes = 0, adapter_params = 0;
+};
+
+// What the framework's buffer function reads of the stage, once its tensors are walked.
+struct StageExtremes {
+  const Config& c;
+  const Inventory& inv;
+  const LayerSize& largest_layer;
+  Trace* trace;
+  double largest_tensor = 0;         // elements of the largest tensor (ZeRO-3 gathers it whole)
+  double largest_frozen_bytes = 0;   // peft: the largest frozen tensor as gathered (its sharded part)
+  double largest_adapter_bytes = 0;  // peft: the largest trainable tensor, in its dtype
+  // PEFT modules_to_save under FSDP2: each saved copy's unsharded gradient and reduce_dtype copy,
+  // all of them and the largest one.
+  double copies_reduce = 0, largest_copy_reduce = 0;
+};
+using BufferFunction = void (*)(const StageExtremes&, StageState&);
+
 struct FrameworkByteModel {
-  std::span<const StateCopy> trainable;
-  bool te_fp8_weight_caches = false;  // Transformer Engine's FP8 weight copies
+  std::span<const StateCopy> copies;
+  BufferFunction buffers = nullptr;   // gathered layers, buckets, reduce buffers; none: nullptr
+  TorchStepOver step_over = TorchStepOver::none;
+  bool full_state_dict_gathers = false;  // a full state dict gathers each tensor whole (job_moments)
+  bool te_fp8_weight_caches = false;     // Transformer Engine's FP8 weight copies
 };
 
 using CC = CopyClass;
@@ -720,7 +766,7 @@ constexpr StateCopy k_deepspeed_copies[] = {
     {CC::gradients, CW::params_dtype, CS::zero_2, CO::optimizer_dropped, CopyWhen::mixed_below_zero_3},
     {CC::gradients, CW::fp32, CS::zero_fp32_gradients, CO::optimizer},
     {CC::master_weights, CW::master, CS::zero_1, CO::optimizer},
-    {CC::optimizer_states, CW::optimizer, CS::zero_1, CO::optimizer, CopyWhen::always, true},
+    {.cls = CC::optimizer_states, .width = CW::optimizer, .shard = CS::zero_1, .offload = CO::optimizer, .paged = true},
 };
 // FSDP2 (torch.distributed.fsdp.fully_shard): each rank stores its shard of every parameter in the
 // original dtype (the fp32 master when MixedPrecisionPolicy casts to a lower param_dtype), sharded
@@ -735,9 +781,12 @@ constexpr StateCopy k_deepspeed_copies[] = {
 // parameter of its own either way), beside the shard.
 constexpr StateCopy k_fsdp2_copies[] = {
     {CC::stored, CW::stored, CS::always, CO::params},
-    {CC::gradients, CW::main_grads, CS::always, CO::params_then_optimizer, CopyWhen::always, false, false, true, true},
-    {CC::optimizer_states, CW::optimizer, CS::always, CO::params_then_optimizer, CopyWhen::always, true},
-    {CC::weights, CW::weight, CS::none, CO::none, CopyWhen::zero_stage_2, false, true},
+    {.cls = CC::gradients, .width = CW::main_grads, .shard = CS::always, .offload = CO::params_then_optimizer,
+     .one_at_a_time = true, .unsharded_under_pipeline = true},
+    {.cls = CC::optimizer_states, .width = CW::optimizer, .shard = CS::always, .offload = CO::params_then_optimizer,
+     .paged = true},
+    {.cls = CC::weights, .width = CW::weight, .when = CopyWhen::zero_stage_2, .forward_to_backward = true,
+     .gathered = true},
 };
 // PyTorch DDP: full weights and .grad in the parameter dtype on every rank, plus the all-reduce
 // buckets unless gradient_as_bucket_view (DDP docs); the buckets belong to the
@@ -749,30 +798,174 @@ constexpr StateCopy k_fsdp2_copies[] = {
 // cache_enabled), so the optimizer step has none.
 constexpr StateCopy k_ddp_copies[] = {
     {CC::weights, CW::weight},
-    {CC::gradients, CW::params_dtype, CS::none, CO::none, CopyWhen::always, false, false, true},
-    {CC::buffers, CW::params_dtype, CS::none, CO::none, CopyWhen::ddp_buckets},
+    {.cls = CC::gradients, .width = CW::params_dtype, .one_at_a_time = true},
+    {.cls = CC::buffers, .width = CW::params_dtype, .when = CopyWhen::ddp_buckets},
     {CC::master_weights, CW::master, CS::none, CO::optimizer},
-    {CC::optimizer_states, CW::optimizer, CS::none, CO::optimizer, CopyWhen::always, true},
-    {CC::weight_copies, CW::compute, CS::none, CO::none, CopyWhen::narrower_compute, false, true},
+    {.cls = CC::optimizer_states, .width = CW::optimizer, .offload = CO::optimizer, .paged = true},
+    {.cls = CC::weight_copies, .width = CW::compute, .when = CopyWhen::narrower_compute, .forward_to_backward = true},
 };
+
+// Whether a copy is divided over its group (Groups) in this config; `needs_master`: the tensor
+// has an fp32 master copy (mixed precision), for ZeRO's fp32 gradients.
+bool copy_sharded(const Config& c, const StateCopy& copy, bool needs_master) {
+  switch (copy.shard) {
+    case CS::none: return false;
+    case CS::always: return true;
+    case CS::distributed_optimizer: return c.use_distributed_optimizer;
+    case CS::zero_1: return c.zero_stage >= 1;
+    case CS::zero_2: return c.zero_stage >= 2;
+    case CS::zero_3: return c.zero_stage == 3;
+    case CS::zero_fp32_gradients: return needs_master ? c.zero_stage >= 1 : c.zero_stage >= 2;
+  }
+  return false;
+}
+
+// DeepSpeed ZeRO's buffers. ZeRO-3 gathers the largest module's 16-bit params and gradients
+// (4 × largest_layer_params in DeepSpeed's estimator); with peft the gather carries the frozen
+// weights in their storage type (NF4 included) and the adapters in theirs.
+// Its reduce bucket is in the trainable parameters' type (the optimizer's first param's dtype:
+// the adapters' with peft), reduce_bucket_size elements whatever the model's size. ZeRO-3
+// (zero/stage3.py _setup_for_real_optimizer: with contiguous_gradients, __ipg_bucket_flat_buffer =
+// torch.empty(reduce_bucket_size, dtype=self.dtype)) keeps it from the engine's start; ZeRO-1/2
+// (zero/stage_1_and_2.py backward(): with contiguous_gradients, ipg_buffer gets one such tensor,
+// two with overlap_comm, released after the reduction) hold it through each backward pass. ZeRO-0
+// has no ZeRO optimizer and no bucket.
+void deepspeed_buffers(const StageExtremes& x, StageState& out) {
+  const Config& c = x.c;
+  StateBreakdown& st = out.gpu;
+  const bool peft = c.peft_on();
+  const double w16 = bytes_per_element(c.params_dtype);
+  const double adapter_w = bytes_per_element(lora_adapter_dtype(c));
+  if (c.zero_stage == 3) {
+    if (peft)
+      st.buffers.dense += x.largest_frozen_bytes + 2 * x.largest_adapter_bytes;
+    else
+      st.buffers.dense += 2 * w16 * x.largest_tensor;
+  }
+  if (c.zero_stage >= 1 && c.contiguous_gradients) {
+    const double bucket = c.reduce_bucket_size * (peft ? adapter_w : w16);
+    if (c.zero_stage == 3) st.buffers.dense += bucket;
+    else out.backward_temporary += bucket * (c.overlap_comm ? 2 : 1);
+  }
+}
+
+// FSDP2's buffers, as torchtitan and the fully_shard docs apply it (each transformer block, then
+// the model): the root group is what no block holds, the embedding and the output layer of this
+// stage; its reshard_after_forward is forced to False ("the root FSDP state has its value
+// specially set to False", fully_shard docs), so it stays unsharded in param_dtype from the
+// forward to the end of backward. Full shard (3) gathers the current block and prefetches the
+// next (2 × param_dtype); reduce-scattering a block's gradient takes its unsharded gradient in
+// param_dtype and the reduce_dtype copy FSDP2 casts it to (foreach_reduce). zero_stage 2 holds
+// every weight unsharded already (its row in k_fsdp2_copies). With peft the gathers carry the
+// frozen weights in their storage type (NF4 included) and the adapters in theirs; only the
+// adapters have gradients to reduce.
+void fsdp2_buffers(const StageExtremes& x, StageState& out) {
+  const Config& c = x.c;
+  const Inventory& inv = x.inv;
+  const LayerSize& largest_layer = x.largest_layer;
+  Trace* trace = x.trace;
+  StateBreakdown& st = out.gpu;
+  const bool peft = c.peft_on();
+  const int64_t stage = c.zero_stage;
+  const double w16 = bytes_per_element(c.params_dtype);
+  const double adapter_w = bytes_per_element(lora_adapter_dtype(c));
+  const double largest_copy_reduce = x.largest_copy_reduce, copies_reduce = x.copies_reduce;
+  // All of them live from the forward to the end of backward, none in the optimizer step.
+  // With fsdp_embedding_units (torchtune shard_model, training/_distributed.py @
+  // 3e5b0408e636e20ca18e9c6c58c68b4da9339129: fully_shard on each module custom_sharded_layers
+  // names, then the root) the root holds no weight: the embedding and the output layer are
+  // gathered like blocks, one at a time beside the next block, and reduce their gradients as a
+  // block does; the largest of them sets the gathered pair and the reduce-scatter.
+  const double before = st.buffers.total();
+  const bool units = c.fsdp_embedding_units;
+  // The root's bytes; the largest embedding-side tensor's bytes and parameters.
+  double root = 0, largest_unit = 0, largest_unit_params = 0;
+  for (int i = 0; i < inv.n; ++i) {
+    const Tensors& t = inv.items[size_t(i)];
+    if (t.part != Part::embedding) continue;
+    // bitsandbytes' QuantState of a quantised output layer is not gathered (every rank has it).
+    const double bytes = peft ? stored_bytes(c, t) - replicated_quant_state_bytes(c, t) : w16 * t.params();
+    root += bytes;
+    largest_unit = std::max(largest_unit, bytes / t.count);
+    largest_unit_params = std::max(largest_unit_params, t.elements());
+  }
+  const double layer_gather = peft ? largest_layer.gather_bytes : w16 * largest_layer.params;
+  // FSDP1 (FullyShardedDataParallel), docs/trainmem-profile.md "FSDP1". Its forward does not
+  // prefetch (forward_prefetch False by default): _pre_forward unshards the unit and
+  // _post_forward reshards it, freeing the unsharded flat parameter with record_stream
+  // (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
+  // 3ade90a6aaa939cd6238e314c321b9f920db1471, _pre_forward_unshard, _post_forward_reshard;
+  // _flat_param.py @ fe03cf693c7c774a88c01cd0bc52f80402b8437f, _free_unsharded_flat_param),
+  // which takes it out of the allocated figure at once: one gathered unit in forward. Its
+  // backward with BACKWARD_PRE (the default) unshards the next unit in the pre-backward hook
+  // before computing this one's gradient (_pre_backward_hook, _prefetch_handles): two, the
+  // second only in backward. FSDP2 instead keeps the previous all-gather's output until the
+  // next one's copy-in (no record_stream; RFC pytorch/pytorch#114299), two in both.
+  const bool fsdp1 = c.fsdp_version == 1;
+  if (stage == 3) {
+    if (units) {
+      st.buffers.dense += layer_gather + std::max(layer_gather, largest_unit);
+    } else {
+      st.buffers.embedding += root;
+      st.buffers.dense += fsdp1 ? layer_gather : 2 * layer_gather;
+      if (fsdp1) out.backward_temporary += layer_gather;
+    }
+  }
+  const double grad_bytes = bytes_per_element(c.main_grads_dtype);
+  // FSDP1's post-backward casts the unsharded gradient to reduce_dtype only when it differs
+  // (_post_backward_hook: `if ... flat_param.grad.dtype != handle._reduce_dtype`); FSDP2's
+  // foreach_reduce is counted with its copy.
+  const auto reduce_copy = [&](double unsharded_bytes) {
+    return fsdp1 && unsharded_bytes == grad_bytes ? 0.0 : grad_bytes;
+  };
+  if (fsdp1 && stage == 3 && !units) {
+    out.fsdp1_unit.gather = layer_gather;
+    out.fsdp1_unit.gradient = peft ? adapter_w * largest_layer.adapter_params : w16 * largest_layer.params;
+    out.fsdp1_unit.reduce_copy = peft ? reduce_copy(adapter_w) * largest_layer.adapter_params
+                                      : reduce_copy(w16) * largest_layer.params;
+  }
+  if (peft) {
+    // A layer's adapter gradients, unsharded in their dtype, and their reduce_dtype copy.
+    const double layer_reduce = (adapter_w + reduce_copy(adapter_w)) * largest_layer.adapter_params;
+    st.buffers.dense += layer_reduce;
+    // The saved copies (modules_to_save) belong to the root, whose post-backward runs when the
+    // whole backward has: their unsharded gradients, in their own dtype, are made first (the
+    // output layer's) and wait for it, then take their reduce_dtype copy. As units of their
+    // own they reduce as a block does, one at a time.
+    const double copies = units && stage == 3 ? std::max(0.0, largest_copy_reduce - layer_reduce) : copies_reduce;
+    out.backward_temporary += copies;
+    if (copies > 0)
+      note(trace, "trainmem.saved_copy_reduce_bytes", copies,
+           "modules_to_save: the copies' unsharded gradients and reduce_dtype copies in backward");
+  } else {
+    // A unit's unsharded gradient (param_dtype) and its reduce_dtype copy.
+    const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)
+                                               : largest_layer.params;
+    st.buffers.dense += (w16 + reduce_copy(w16)) * reduced;
+    // The root group (no units) runs its post-backward in the final callback, at the end of
+    // backward: its forward inputs, the token ids, need no gradient, so no hook fires earlier
+    // (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _root_post_backward_final_callback:
+    // "Run post-backward in case forward inputs did not require gradient so the autograd
+    // backward did not run"). The output layer's unsharded gradient, in param_dtype, is made
+    // first and waits there through the backward. Under pipelining every gradient stays
+    // unsharded already (above).
+    if (!(units && stage == 3) && c.pipeline_model_parallel_size == 1 && inv.output_item >= 0)
+      out.backward_temporary += w16 * inv.items[size_t(inv.output_item)].params();
+  }
+  out.forward_backward_only += st.buffers.total() - before;
+}
 
 // Indexed by Framework. Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and
 // columnwise FP8 weights; torchao's Float8Linear (fsdp2, ddp) casts the weight inside each matmul
 // and keeps no copy (torchao float8_linear.py).
 constexpr FrameworkByteModel k_byte_models[] = {
-    {k_megatron_copies, true},
-    {k_deepspeed_copies, true},
-    {k_fsdp2_copies, false},
-    {k_ddp_copies, false},
+    {.copies = k_megatron_copies, .te_fp8_weight_caches = true},
+    {.copies = k_deepspeed_copies, .buffers = deepspeed_buffers, .te_fp8_weight_caches = true},
+    {.copies = k_fsdp2_copies, .buffers = fsdp2_buffers, .step_over = TorchStepOver::shards,
+     .full_state_dict_gathers = true},
+    {.copies = k_ddp_copies, .step_over = TorchStepOver::whole_tensors},
 };
 static_assert(std::size(k_byte_models) == size_t(Framework::count));
-
-// What one FSDP2 unit (a decoder layer) gathers and reduces (framework fsdp2), from one layer of
-// each kind on this GPU: `params` its parameters; with peft `gather_bytes` its frozen weights in
-// their storage type and adapters in theirs, `adapter_params` the adapters (the only gradients).
-struct LayerSize {
-  double params = 0, gather_bytes = 0, adapter_params = 0;
-};
 
 // `largest_layer`: the largest decoder layer on this GPU (FSDP2's unit of gathering).
 StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& largest_layer,
@@ -785,7 +978,6 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   const Fp8RecipeInfo& fp8 = fp8_recipe_info(c.fp8_recipe);
   const double offload = c.optimizer_offload_fraction;
   const bool peft = c.peft_on();
-  const Dtype adapter_dtype = lora_adapter_dtype(c);
 
   // The largest tensor a GPU must gather whole (ZeRO-3 module) and the largest layer (FSDP unit).
   double largest_tensor = 0;
@@ -815,12 +1007,25 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     if (one > in_backward_grad.bytes) in_backward_grad = {one, &row, part};
   };
 
+  // The framework's row (k_byte_models). It keeps only a shard of each weight between uses when
+  // the weight's copy that always exists is sharded: DeepSpeed ZeRO-3 (stage3.py partitions every
+  // parameter) and FSDP2 (fully_shard); Megatron, DDP and ZeRO-1/2 keep the whole of it.
+  const FrameworkByteModel& model = k_byte_models[size_t(fw)];
+  bool weights_sharded = false;
+  for (const StateCopy& copy : model.copies)
+    if ((copy.cls == CC::weights || copy.cls == CC::stored) && copy.when == CopyWhen::always)
+      weights_sharded = copy_sharded(c, copy, false);
+  const double on_gpu = c.offload_params ? 0 : 1;
+  const double compute = bytes_per_element(c.compute_dtype);
+
   TorchStep step;  // what a torch.optim step (ddp, fsdp2) iterates over on this GPU
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
     const double P = t.params();
     const Part part = t.part;
     const double n = part == Part::expert ? groups.expert : groups.dense;
+    // A frozen base tensor (peft, requires_grad False): only its weight's copies (frozen_has_copy).
+    const bool frozen = peft && !t.adapter;
     if (t.adapter) {
       out.adapter_local += P;
       const double bytes = stored_bytes(c, t);
@@ -833,105 +1038,68 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     } else {
       out.params_local += P;
       (part == Part::expert ? out.expert_local : out.dense_local) += P;
-      // DeepSpeed ZeRO-3 (stage3.py partitions every parameter) and FSDP2 (fully_shard) keep
-      // 1/n of each weight between uses; Megatron, DDP and ZeRO-1/2 keep the whole of it.
-      const bool weights_sharded = fw == Framework::fsdp2 || (fw == Framework::deepspeed && stage == 3);
-      // offload_params moves those shards to CPU memory.
+      // offload_params moves the shards to CPU memory.
       out.params_stored += !weights_sharded ? P : c.offload_params ? 0 : P / n;
     }
 
-    if (peft && !t.adapter) {
-      // A frozen base tensor (requires_grad False): its weights only, sharded like any
-      // parameter by ZeRO-3 (stage3.py partitions every parameter) and FSDP2 (fully_shard).
-      // `sharded`: what ZeRO-3 and FSDP2 partition, gather and offload; `whole`: bitsandbytes'
-      // QuantState, on every rank's GPU in full (replicated_quant_state_bytes).
-      const Dtype fd = frozen_dtype(c, t);
-      const double frozen = stored_bytes(c, t);
-      const double whole = replicated_quant_state_bytes(c, t), sharded = frozen - whole;
+    // What a copy of the weight as stored weighs, and of it the part every rank keeps whole
+    // (`replicated`: bitsandbytes' QuantState of a frozen NF4 tensor, replicated_quant_state_bytes),
+    // which is never sharded, gathered or offloaded; the rest is what ZeRO-3 and FSDP2 partition,
+    // gather and offload. A frozen tensor's weight is its storage (frozen_dtype, NF4 included);
+    // a trainable one's the FP8 copy itself with fp8_param_gather.
+    const Dtype weight_dtype = frozen      ? frozen_dtype(c, t)
+                               : t.adapter ? trainable_dtype(c, t)
+                               : part == Part::expert ? c.expert_params_dtype
+                                                      : c.params_dtype;
+    const double w = bytes_per_element(weight_dtype);
+    const double frozen_bytes = frozen ? stored_bytes(c, t) : 0;
+    const double replicated_bytes = frozen ? replicated_quant_state_bytes(c, t) : 0;
+    if (frozen) {
+      const double sharded = frozen_bytes - replicated_bytes;
       largest_frozen_bytes = std::max(largest_frozen_bytes, sharded / t.count);
       // The output layer (the only linear of Part::embedding) is dequantised beside the logits,
       // not beside a decoder layer's recomputation: it has its own moment (stage_moments).
-      if (fd == Dtype::nf4) out.largest_nf4_elements = std::max(out.largest_nf4_elements, t.elements());
+      if (weight_dtype == Dtype::nf4) out.largest_nf4_elements = std::max(out.largest_nf4_elements, t.elements());
       // A full state dict gathers each frozen tensor whole in its storage type (the packed NF4
       // data; bitsandbytes' QuantState is on every rank already); torchtune's saver then
       // dequantises an NF4 tensor to its original dtype on the GPU beside it (job_moments).
-      if (fw == Framework::fsdp2) {
-        const bool dequantised = fd == Dtype::nf4 && c.model_implementation == ModelImplementation::torchtune;
+      if (model.full_state_dict_gathers) {
+        const bool dequantised =
+            weight_dtype == Dtype::nf4 && c.model_implementation == ModelImplementation::torchtune;
         const double whole_tensor =
             sharded / t.count + (dequantised ? t.elements() * bytes_per_element(unquantized_dtype(c)) : 0);
         out.largest_gathered_bytes = std::max(out.largest_gathered_bytes, whole_tensor);
       }
-      if (fd == Dtype::nf4 && t.part == Part::embedding) {
+      if (weight_dtype == Dtype::nf4 && t.part == Part::embedding) {
         out.output_dequant = nf4_dequant_bytes(c, t.elements());
         out.output_rows = t.rows;
-      } else if (fd == Dtype::nf4) {
+      } else if (weight_dtype == Dtype::nf4) {
         largest_quantized = std::max(largest_quantized, t.elements());
       }
-      switch (fw) {
-        case Framework::megatron: part_add(st.frozen_weights, part, frozen); break;
-        case Framework::deepspeed:
-          if (stage == 3) {
-            part_add(st.frozen_weights, part, whole + sharded / n * (c.offload_params ? 0 : 1));
-            if (c.offload_params) out.cpu.weights += sharded / n;
-          } else {
-            part_add(st.frozen_weights, part, frozen);
-          }
-          break;
-        case Framework::fsdp2: {
-          const double on_gpu = c.offload_params ? 0 : 1;
-          part_add(st.frozen_weights, part, whole + sharded / n * on_gpu);
-          out.cpu.weights += (1 - on_gpu) * sharded / n;
-          // zero_stage 2 (reshard_after_forward=False): the gathered base stays from its
-          // forward to the end of backward, beside the shards.
-          if (stage == 2) out.forward_backward_only += part_add(st.frozen_weights, part, sharded);
-          break;
-        }
-        case Framework::ddp: {
-          part_add(st.frozen_weights, part, frozen);
-          // Autocast caches the compute-dtype cast of a weight only when it requires grad
-          // (pytorch/pytorch aten/src/ATen/autocast_mode.cpp @ 008ec6b1840c94ff6d0f685bc10fbf585167c673,
-          // cached_cast: can_try_cache needs arg.requires_grad() && arg.is_leaf()), so a frozen
-          // linear's cast is made anew in each forward; the matmul saves it for the input
-          // gradient, so it lives from the forward to the backward all the same.
-          const double compute = bytes_per_element(c.compute_dtype);
-          if (t.linear && fd != Dtype::nf4 && compute < bytes_per_element(fd))
-            out.forward_backward_only += part_add(st.weight_copies, part, P * compute);
-          break;
-        }
-        case Framework::count: break;
-      }
-      continue;
     }
 
-    // A trainable tensor: the model's own (no peft) or an adapter, in rows of its own.
     // The output layer's weight, its adapter or its saved copy (not the embedding's copy, whose
     // gradient is the backward's last).
     const bool output_side = i == inv.output_item || (t.adapter && part == Part::embedding && t.linear);
     const double gradients_so_far = st.gradients.total(), adapter_gradients_so_far = st.adapter_gradients.total();
-    PartBytes& weights = t.adapter ? st.adapter_weights : st.weights;
+    PartBytes& weights = frozen ? st.frozen_weights : t.adapter ? st.adapter_weights : st.weights;
     PartBytes& gradients = t.adapter ? st.adapter_gradients : st.gradients;
     PartBytes& master_weights = t.adapter ? st.adapter_master_weights : st.master_weights;
     PartBytes& optimizer_states = t.adapter ? st.adapter_optimizer_states : st.optimizer_states;
 
-    Dtype weight_dtype = t.adapter ? trainable_dtype(c, t)
-                                   : part == Part::expert ? c.expert_params_dtype : c.params_dtype;
-    const double w = bytes_per_element(weight_dtype);
     // FP8 weights (fp8_param_gather) are the low-precision copy itself.
-    const bool fp8_weight = c.fp8_param_gather && t.linear && part != Part::embedding;
+    const bool fp8_weight = !frozen && c.fp8_param_gather && t.linear && part != Part::embedding;
     const double stored_w = fp8_weight ? fp8.copy_bytes_per_element : w;
     const bool needs_master =
-        c.master_weights && (fp8_weight || bytes_per_element(c.main_params_dtype) > w);
+        !frozen && c.master_weights && (fp8_weight || bytes_per_element(c.main_params_dtype) > w);
     const double master = needs_master ? bytes_per_element(c.main_params_dtype) : 0;
     const double grad = bytes_per_element(c.main_grads_dtype);
-    const double optimizer = optimizer_state_bytes(c, t);
+    const double optimizer = frozen ? 0 : optimizer_state_bytes(c, t);
 
-    // The framework's copies of this tensor (k_byte_models).
-    const FrameworkByteModel& model = k_byte_models[size_t(fw)];
-    if (model.te_fp8_weight_caches && c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
+    if (!frozen && model.te_fp8_weight_caches && c.fp8_recipe != Fp8Recipe::none && t.linear && part != Part::embedding)
       part_add(st.weight_copies, part, P * fp8.copy_bytes_per_element * (fp8.copies - (fp8_weight ? 1 : 0)));
-    const double on_gpu = c.offload_params ? 0 : 1;
-    const double compute = bytes_per_element(c.compute_dtype);
-    for (const StateCopy& copy : model.trainable) {
+    for (const StateCopy& copy : model.copies) {
+      if (frozen && !frozen_has_copy(copy.cls)) continue;
       const bool exists = copy.when == CopyWhen::always ||
                           (copy.when == CopyWhen::mixed_below_zero_3 && needs_master && stage < 3) ||
                           (copy.when == CopyWhen::ddp_buckets && !c.gradient_as_bucket_view && c.data_parallel_size > 1) ||
@@ -949,18 +1117,12 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
         case CW::compute: per_element = compute; break;
         case CW::optimizer: break;
       }
-      const double bytes = copy.width == CW::optimizer ? optimizer : P * per_element;
-      bool sharded = false;
-      switch (copy.shard) {
-        case CS::none: break;
-        case CS::always: sharded = true; break;
-        case CS::distributed_optimizer: sharded = c.use_distributed_optimizer; break;
-        case CS::zero_1: sharded = stage >= 1; break;
-        case CS::zero_2: sharded = stage >= 2; break;
-        case CS::zero_3: sharded = stage == 3; break;
-        case CS::zero_fp32_gradients: sharded = needs_master ? stage >= 1 : stage >= 2; break;
-      }
-      const double shard = sharded ? n : 1;
+      // A frozen tensor's weight copies weigh its storage; its cast, P × compute_dtype.
+      const bool frozen_storage = frozen && copy.width != CW::compute;
+      const double bytes = frozen_storage ? frozen_bytes : copy.width == CW::optimizer ? optimizer : P * per_element;
+      const double shardable = bytes - (frozen_storage ? replicated_bytes : 0);
+      const double replicated = frozen_storage && !copy.gathered ? replicated_bytes : 0;
+      const double shard = copy_sharded(c, copy, needs_master) ? n : 1;
       // The share on the GPU, the share kept in CPU memory, and the share of the parameters on
       // the GPU (what a paged optimizer can page).
       double gpu = 1, cpu = 0, params_on_gpu = 1;
@@ -983,7 +1145,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
                        : copy.cls == CC::buffers                         ? st.buffers
                        : copy.cls == CC::weight_copies                   ? st.weight_copies
                                                                          : weights;
-      const double on_device = (bytes - paged) / shard * gpu;
+      const double on_device = replicated + (shardable - paged) / shard * gpu;
       if (copy.unsharded_under_pipeline && c.pipeline_model_parallel_size > 1) {
         // Whole until the last microbatch's backward reduce-scatters it.
         add_gradient(row, part, bytes, t.count);
@@ -999,21 +1161,22 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
                         : copy.cls == CC::master_weights || stored_master ? out.cpu.master_weights
                         : copy.cls == CC::optimizer_states                ? out.cpu.optimizer_states
                                                                           : out.cpu.weights;
-      cpu_row += bytes / shard * cpu;
+      cpu_row += shardable / shard * cpu;
     }
-    // What a torch.optim step iterates over on this GPU (ddp: the whole tensor, less an offloaded
-    // share; fsdp2: each rank's shards, one DTensor per parameter, sharded on dim 0), and what a
-    // full state dict gathers whole (fsdp2, job_moments: each parameter in its sharded storage
-    // type, then each optimizer state, one at a time).
-    if (fw == Framework::ddp) {
+    if (frozen) continue;  // torch.optim steps only what trains; a state dict's frozen part is above
+    // What a torch.optim step iterates over on this GPU (TorchStepOver), and what a full state
+    // dict gathers whole (job_moments: each parameter in its sharded storage type, then each
+    // optimizer state, one at a time).
+    if (model.step_over == TorchStepOver::whole_tensors) {
       step.elements += P * (1 - offload);
       step.largest = std::max(step.largest, t.elements() * (1 - offload));
-    } else if (fw == Framework::fsdp2) {
+    } else if (model.step_over == TorchStepOver::shards) {
       step.elements += P / n * on_gpu;
       step.largest = std::max(step.largest, t.elements() / n * on_gpu);
+    }
+    if (model.full_state_dict_gathers)
       out.largest_gathered_bytes = std::max(
           {out.largest_gathered_bytes, t.elements() * (needs_master ? master : stored_w), optimizer / t.count});
-    }
     if (output_side) {
       out.output_gradients += st.gradients.total() - gradients_so_far;
       out.output_adapter_gradients += st.adapter_gradients.total() - adapter_gradients_so_far;
@@ -1029,7 +1192,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     out.backward_temporary += torch_adam_temporary(c, TorchStep{step.largest, step.largest, 2 * step.largest});
   } else {
     // A whole unsharded copy of the model steps on each rank (ddp): its eager order is known.
-    if (c.framework == Framework::ddp && !(c.optimizer_offload_fraction > 0))
+    if (model.step_over == TorchStepOver::whole_tensors && !(c.optimizer_offload_fraction > 0))
       step.forloop_peak = forloop_peak(eager_step_order(c));
     out.optimizer_temporary += torch_adam_temporary(c, step);
   }
@@ -1056,122 +1219,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     out.backward_temporary += local_experts * double(c.hidden_size) * width * bytes_per_element(c.params_dtype);
   }
 
-  // Gathered buffers. DeepSpeed ZeRO-3: the largest module's 16-bit params and gradients
-  // (4 × largest_layer_params in DeepSpeed's estimator).
-  // FSDP2, as torchtitan and the fully_shard docs apply it (each transformer block, then the
-  // model): the root group is what no block holds, the embedding and the output layer of this
-  // stage; its reshard_after_forward is forced to False ("the root FSDP state has its value
-  // specially set to False", fully_shard docs), so it stays unsharded in param_dtype from the
-  // forward to the end of backward. Full shard (3) gathers the current block and prefetches the
-  // next (2 × param_dtype); reduce-scattering a block's gradient takes its unsharded gradient in
-  // param_dtype and the reduce_dtype copy FSDP2 casts it to (foreach_reduce). zero_stage 2 holds
-  // every weight unsharded already (above).
-  // With peft the gathers carry the frozen weights in their storage type (NF4 included) and the
-  // adapters in theirs; only the adapters have gradients to reduce.
-  const double w16 = bytes_per_element(c.params_dtype);
-  const double adapter_w = bytes_per_element(adapter_dtype);
-  if (fw == Framework::deepspeed && stage == 3) {
-    if (peft)
-      st.buffers.dense += largest_frozen_bytes + 2 * largest_adapter_bytes;
-    else
-      st.buffers.dense += 2 * w16 * largest_tensor;
-  }
-  // DeepSpeed's reduce bucket, in the trainable parameters' type (the optimizer's first param's
-  // dtype: the adapters' with peft), reduce_bucket_size elements whatever the model's size.
-  // ZeRO-3 (zero/stage3.py _setup_for_real_optimizer: with contiguous_gradients,
-  // __ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size, dtype=self.dtype)) keeps it from
-  // the engine's start; ZeRO-1/2 (zero/stage_1_and_2.py backward(): with contiguous_gradients,
-  // ipg_buffer gets one such tensor, two with overlap_comm, released after the reduction) hold it
-  // through each backward pass. ZeRO-0 has no ZeRO optimizer and no bucket.
-  if (fw == Framework::deepspeed && stage >= 1 && c.contiguous_gradients) {
-    const double bucket = c.reduce_bucket_size * (peft ? adapter_w : w16);
-    if (stage == 3) st.buffers.dense += bucket;
-    else out.backward_temporary += bucket * (c.overlap_comm ? 2 : 1);
-  } else if (fw == Framework::fsdp2) {
-    // All of them live from the forward to the end of backward, none in the optimizer step.
-    // With fsdp_embedding_units (torchtune shard_model, training/_distributed.py @
-    // 3e5b0408e636e20ca18e9c6c58c68b4da9339129: fully_shard on each module custom_sharded_layers
-    // names, then the root) the root holds no weight: the embedding and the output layer are
-    // gathered like blocks, one at a time beside the next block, and reduce their gradients as a
-    // block does; the largest of them sets the gathered pair and the reduce-scatter.
-    const double before = st.buffers.total();
-    const bool units = c.fsdp_embedding_units;
-    // The root's bytes; the largest embedding-side tensor's bytes and parameters.
-    double root = 0, largest_unit = 0, largest_unit_params = 0;
-    for (int i = 0; i < inv.n; ++i) {
-      const Tensors& t = inv.items[size_t(i)];
-      if (t.part != Part::embedding) continue;
-      // bitsandbytes' QuantState of a quantised output layer is not gathered (every rank has it).
-      const double bytes = peft ? stored_bytes(c, t) - replicated_quant_state_bytes(c, t) : w16 * t.params();
-      root += bytes;
-      largest_unit = std::max(largest_unit, bytes / t.count);
-      largest_unit_params = std::max(largest_unit_params, t.elements());
-    }
-    const double layer_gather = peft ? largest_layer.gather_bytes : w16 * largest_layer.params;
-    // FSDP1 (FullyShardedDataParallel), docs/trainmem-profile.md "FSDP1". Its forward does not
-    // prefetch (forward_prefetch False by default): _pre_forward unshards the unit and
-    // _post_forward reshards it, freeing the unsharded flat parameter with record_stream
-    // (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py @
-    // 3ade90a6aaa939cd6238e314c321b9f920db1471, _pre_forward_unshard, _post_forward_reshard;
-    // _flat_param.py @ fe03cf693c7c774a88c01cd0bc52f80402b8437f, _free_unsharded_flat_param),
-    // which takes it out of the allocated figure at once: one gathered unit in forward. Its
-    // backward with BACKWARD_PRE (the default) unshards the next unit in the pre-backward hook
-    // before computing this one's gradient (_pre_backward_hook, _prefetch_handles): two, the
-    // second only in backward. FSDP2 instead keeps the previous all-gather's output until the
-    // next one's copy-in (no record_stream; RFC pytorch/pytorch#114299), two in both.
-    const bool fsdp1 = c.fsdp_version == 1;
-    if (stage == 3) {
-      if (units) {
-        st.buffers.dense += layer_gather + std::max(layer_gather, largest_unit);
-      } else {
-        st.buffers.embedding += root;
-        st.buffers.dense += fsdp1 ? layer_gather : 2 * layer_gather;
-        if (fsdp1) out.backward_temporary += layer_gather;
-      }
-    }
-    const double grad_bytes = bytes_per_element(c.main_grads_dtype);
-    // FSDP1's post-backward casts the unsharded gradient to reduce_dtype only when it differs
-    // (_post_backward_hook: `if ... flat_param.grad.dtype != handle._reduce_dtype`); FSDP2's
-    // foreach_reduce is counted with its copy.
-    const auto reduce_copy = [&](double unsharded_bytes) {
-      return fsdp1 && unsharded_bytes == grad_bytes ? 0.0 : grad_bytes;
-    };
-    if (fsdp1 && stage == 3 && !units) {
-      out.fsdp1_unit.gather = layer_gather;
-      out.fsdp1_unit.gradient = peft ? adapter_w * largest_layer.adapter_params : w16 * largest_layer.params;
-      out.fsdp1_unit.reduce_copy = peft ? reduce_copy(adapter_w) * largest_layer.adapter_params
-                                        : reduce_copy(w16) * largest_layer.params;
-    }
-    if (peft) {
-      // A layer's adapter gradients, unsharded in their dtype, and their reduce_dtype copy.
-      const double layer_reduce = (adapter_w + reduce_copy(adapter_w)) * largest_layer.adapter_params;
-      st.buffers.dense += layer_reduce;
-      // The saved copies (modules_to_save) belong to the root, whose post-backward runs when the
-      // whole backward has: their unsharded gradients, in their own dtype, are made first (the
-      // output layer's) and wait for it, then take their reduce_dtype copy. As units of their
-      // own they reduce as a block does, one at a time.
-      const double copies = units && stage == 3 ? std::max(0.0, largest_copy_reduce - layer_reduce) : copies_reduce;
-      out.backward_temporary += copies;
-      if (copies > 0)
-        note(trace, "trainmem.saved_copy_reduce_bytes", copies,
-             "modules_to_save: the copies' unsharded gradients and reduce_dtype copies in backward");
-    } else {
-      // A unit's unsharded gradient (param_dtype) and its reduce_dtype copy.
-      const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)
-                                                 : largest_layer.params;
-      st.buffers.dense += (w16 + reduce_copy(w16)) * reduced;
-      // The root group (no units) runs its post-backward in the final callback, at the end of
-      // backward: its forward inputs, the token ids, need no gradient, so no hook fires earlier
-      // (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _root_post_backward_final_callback:
-      // "Run post-backward in case forward inputs did not require gradient so the autograd
-      // backward did not run"). The output layer's unsharded gradient, in param_dtype, is made
-      // first and waits there through the backward. Under pipelining every gradient stays
-      // unsharded already (above).
-      if (!(units && stage == 3) && c.pipeline_model_parallel_size == 1 && inv.output_item >= 0)
-        out.backward_temporary += w16 * inv.items[size_t(inv.output_item)].params();
-    }
-    out.forward_backward_only += st.buffers.total() - before;
-  }
+  if (model.buffers)
+    model.buffers({c, inv, largest_layer, trace, largest_tensor, largest_frozen_bytes, largest_adapter_bytes,
+                   copies_reduce, largest_copy_reduce},
+                  out);
   note(trace, "trainmem.params_on_gpu", out.params_local, "Σ tensors of the stage, after TP/EP split");
   note(trace, "trainmem.dense_shard_group", groups.dense, "DP·CP (fsdp2: shard size·CP)");
   note(trace, "trainmem.expert_shard_group", groups.expert, "DP·TP·CP / (EP·ETP)");

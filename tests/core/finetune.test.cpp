@@ -525,8 +525,8 @@ TEST_CASE("fine-tuning rules name the field and the rule", "[finetune][validatio
         one("peft: \"qlora\" needs framework ddp, fsdp2 or deepspeed (bitsandbytes or torchao NF4 "
             "linears; Megatron has none), got framework megatron"));
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "bf16")")) ==
-        one("params_dtype: must be \"nf4\" with peft \"qlora\" (the frozen base linears in 4-bit "
-            "NF4), got \"bf16\""));
+        one("params_dtype: must be \"nf4\" (or \"int8\": LLM.int8) with peft \"qlora\" (the frozen base "
+            "linears in 4 or 8 bits), got \"bf16\""));
   CHECK(messages_for(small(R"("params_dtype": "nf4")")) ==
         one("params_dtype: \"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft \"none\""));
   CHECK(messages_for(small(R"("lora_rank": 16)")) ==

@@ -424,12 +424,17 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   // lora_modules_to_save [embed_tokens, lm_head], sequence_len 4096 packed, micro 2 × accumulation 4.
   const ImportResult r = import_axolotl(yaml_tree("axolotl/llama-3-lora-8b.yml"), {});
   REQUIRE(r.ok());
-  CHECK(get_field(r.input, "peft") == FieldValue(std::string("lora")));
+  // load_in_8bit with adapter lora is LoRA over bitsandbytes' LLM.int8 base: peft qlora with
+  // int8 weights (transformers' BitsAndBytesConfig(load_in_8bit=True)), prepared by axolotl's
+  // patched prepare_model_for_kbit_training.
+  CHECK(get_field(r.input, "peft") == FieldValue(std::string("qlora")));
+  CHECK(get_field(r.input, "params_dtype") == FieldValue(std::string("int8")));
+  CHECK(get_field(r.input, "kbit_upcast") == FieldValue(std::string("axolotl")));
   CHECK(get_field(r.input, "lora_rank") == FieldValue(32.0));
   CHECK(r.input.optimizer == Optimizer::adam8bit);
   CHECK(r.input.seq_length == 4096);
   CHECK(r.input.global_batch_size == 8);
-  CHECK(has_line(r.ignored, "load_in_8bit"));
+  CHECK_FALSE(has_line(r.ignored, "load_in_8bit"));
   // PEFT's modules_to_save: trained copies of the embedding and the output layer.
   CHECK(get_field(r.input, "lora_modules_to_save") ==
         FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));

@@ -73,7 +73,7 @@ TEST_CASE("kbit_upcast: named errors for combinations that do not exist", "[qlor
   CHECK(messages_for(lora) == one("kbit_upcast: applies to peft \"qlora\" only"));
   std::string lora_bnb = small(R"("bnb_keeps_matmul_input": true)");
   lora_bnb.replace(lora_bnb.find("\"peft\": \"qlora\""), 15, "\"peft\": \"lora\"");
-  CHECK(messages_for(lora_bnb) == one("bnb_keeps_matmul_input: applies to peft \"qlora\" only"));
+  CHECK(messages_for(lora_bnb) == one("bnb_keeps_matmul_input: applies to peft \"qlora\" with params_dtype \"nf4\" only"));
   CHECK(messages_for(small(R"("model_implementation": "torchtune", "kbit_upcast": "peft")")) ==
         one("kbit_upcast: must be \"none\" with model_implementation \"torchtune\" (torchtune does not "
             "call PEFT's prepare_model_for_kbit_training)"));

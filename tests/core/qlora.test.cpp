@@ -143,7 +143,7 @@ TEST_CASE("quantize_lm_head follows torchtune's LoRA on the output", "[qlora]") 
 
 TEST_CASE("QLoRA quantisation fields: named errors", "[qlora]") {
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "nf4_double_quant": true)")) ==
-        one("nf4_double_quant: applies to peft \"qlora\" only"));
+        one("nf4_double_quant: applies to peft \"qlora\" with params_dtype \"nf4\" only"));
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "quantize_lm_head": true)")) ==
         one("quantize_lm_head: applies to peft \"qlora\" only"));
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "model_implementation": "torchtune",
@@ -215,4 +215,73 @@ TEST_CASE("importers read double quantisation and a quantised lm_head where the 
   CHECK(r.issues[0].field == "bnb_config_kwargs.llm_int8_skip_modules");
   CHECK(r.issues[0].message == "bnb_config_kwargs.llm_int8_skip_modules: \"self_attn\" keeps decoder linears out of the 4-bit conversion, which is not "
                                "modelled (trainmem counts every decoder linear in NF4); only \"lm_head\" is read");
+}
+
+// LLM.int8 (params_dtype "int8" under peft "qlora": bitsandbytes Linear8bitLt, load_in_8bit).
+// The small model above, kbit_upcast "none" (the rest as loaded, bf16), one sequence of 1,024
+// tokens. Int8Params keeps CB (1 B an element) and SCB (fp32, one per output row).
+TEST_CASE("LLM.int8: int8 weights with fp32 row statistics, and MatMul8bitLt's transients", "[qlora][int8]") {
+  const std::string base = R"("framework": "ddp", "peft": "qlora", "params_dtype": "int8", "kbit_upcast": "none")";
+  // Per layer: q, k, v, o 1,048,576 + 4 · 1,024 = 1,052,672 B each (4,210,688); gate and up
+  // (1,024 → 4,096) 4,194,304 + 4 · 4,096 = 4,210,688 each, down (4,096 → 1,024) 4,194,304 +
+  // 4,096 = 4,198,400: 12,619,776. Per layer 16,830,464, two layers 33,660,928, and the bf16 rest
+  // 65,546,240 (as for NF4 above): 99,207,168 B.
+  Trace trace;
+  const Config c = config_from(small(base));
+  CHECK(c.compute_dtype == Dtype::bf16);
+  const FullEstimate e = full_estimate(c, &trace);
+  CHECK(e.state.frozen_weights.total() == 99207168);
+  // Forward of gate or up (the largest): the bf16 input's fp16 copy and CA, 1,024 · 1,024 · 3 =
+  // 3,145,728; SCA 4 · 1,024 = 4,096; the int32 product and the fp16 result, 1,024 · 4,096 · 6 =
+  // 25,165,824: 28,315,648 B. Backward: the dequantised gate in bf16, 4,194,304 · 2, and the
+  // fp32 factor per row, 4 · 4,096: 8,404,992. The larger: 28,315,648.
+  CHECK(trace_value(trace, "trainmem.int8_transient_bytes") == 28315648);
+  // Loading: the weights at rest and one fp16 copy of the largest int8 linear, 2 · 4,194,304.
+  CHECK(e.moments.loading == 99207168.0 + 8388608);
+
+  // fp16 compute: no fp16 copy of the input, no second cast of the result: gate's forward is
+  // 1,048,576 (CA) + 4,096 + 1,024 · 4,096 · 4 = 17,829,888; backward 4,194,304 · 2 + 16,384.
+  Trace fp16;
+  full_estimate(config_from(small(base + R"(, "compute_dtype": "fp16")")), &fp16);
+  CHECK(trace_value(fp16, "trainmem.int8_transient_bytes") == 17829888);
+  // PEFT's upcast (the default): the norms fp32, so every int8 linear's input is fp32 and the
+  // dequantised weight is too: gate's backward 4,194,304 · 4 + 16,384 = 16,793,600, below its
+  // forward (the same 28,315,648 as bf16: an fp32 input is not fp16 either).
+  Trace upcast;
+  full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "int8")")), &upcast);
+  CHECK(trace_value(upcast, "trainmem.int8_transient_bytes") == 28315648);
+}
+
+TEST_CASE("LLM.int8: MatMul8bitLt keeps every int8 linear's input", "[qlora][int8]") {
+  // An adapter on q_proj only, no dropout, no recomputation. MatMul8bitLt keeps the input of each
+  // int8 linear whose input needs a gradient (ctx.tensors, outside autograd's saved tensors),
+  // unless something keeps that storage already; bitsandbytes ≥ 0.43.2 keeps none on an NF4 base:
+  // - q, k, v read the norm output, which q's adapter does not keep (PEFT's fp32 adapters read
+  //   their own fp32 copy of it): 1,024 · 1,024 · 2 = 2,097,152 B, in the second layer only (the
+  //   first layer's norm output needs no gradient: a frozen embedding, and no
+  //   enable_input_require_grads without checkpointing);
+  // - o_proj reads SDPA's output, which SDPA keeps: nothing more;
+  // - gate and up read the MLP's norm output, 2,097,152 B, and down the product,
+  //   1,024 · 4,096 · 2 = 8,388,608 B, in both layers.
+  // 2,097,152 + 2 · 10,485,760 = 23,068,672 B more than the same run on an NF4 base.
+  const std::string run = R"("framework": "ddp", "peft": "qlora", "kbit_upcast": "none",
+      "lora_target_modules": ["q_proj"], "lora_dropout": 0)";
+  const Estimate int8 = estimate_of(small(run + R"(, "params_dtype": "int8")"));
+  const Estimate nf4 = estimate_of(small(run));
+  CHECK(int8.activation_bytes - nf4.activation_bytes == 23068672);
+}
+
+TEST_CASE("LLM.int8: named errors", "[qlora][int8]") {
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "lora", "params_dtype": "int8")")) ==
+        one("params_dtype: \"int8\" needs peft \"qlora\" (a frozen 8-bit base: bitsandbytes LLM.int8), got peft \"lora\""));
+  CHECK(messages_for(small(R"("framework": "fsdp2", "data_parallel_size": 2, "peft": "qlora", "params_dtype": "int8",
+      "model_implementation": "hf-transformers")")) ==
+        one("params_dtype: \"int8\" (LLM.int8) is modelled with framework \"ddp\", or \"deepspeed\" below zero_stage 3, "
+            "and model_implementation \"hf-transformers\" (bitsandbytes' Linear8bitLt is not sharded), got framework "
+            "\"fsdp2\", model_implementation \"hf-transformers\""));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "int8", "quantize_lm_head": true,
+      "share_embeddings_and_output_weights": false)")) ==
+        one("quantize_lm_head: models an NF4 output layer only, got params_dtype \"int8\" (LLM.int8's lm_head is not modelled)"));
+  CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "int8", "nf4_double_quant": true)")) ==
+        one("nf4_double_quant: applies to peft \"qlora\" with params_dtype \"nf4\" only"));
 }

@@ -216,6 +216,8 @@ bool per_op_recompute(const Config& c) {
 bool torch_pipelining(const Config& c) { return c.torch_pipelining(); }
 bool peft_on(const Config& c) { return c.peft_on(); }
 bool qlora_on(const Config& c) { return c.peft == Peft::qlora; }
+// bitsandbytes' 4-bit fields (double quantisation, MatMul4Bit's kept input): an NF4 base.
+bool qlora_nf4(const Config& c) { return c.peft == Peft::qlora && c.params_dtype == Dtype::nf4; }
 // When fields the core accepts anywhere have an effect (the page showed them by rules of its
 // own, web/js/layout.js APPLIES, until these rows carried them).
 bool pipelined(const Config& c) { return c.pipeline_model_parallel_size > 1; }
@@ -455,12 +457,13 @@ constexpr Field k_field_rows[] = {
           "GPUs per node, for CPU memory per node.")),
       trainmem_only(choice_field<&C::params_dtype, &Config::params_dtype>(
           {field::params_dtype, "dt", "Weights dtype"}, G::training, derived("bf16 (ddp: fp32; peft qlora: nf4)"),
-          "Storage type of the model weights (nf4: the frozen base linears of peft qlora).")),
+          "Storage type of the model weights (nf4: the frozen base linears of peft qlora; int8: "
+          "those of peft qlora as bitsandbytes LLM.int8 stores them, load_in_8bit).")),
       in_effect_when(trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
           {field::expert_params_dtype, "edt", "Expert weights dtype"}, G::training, derived("params_dtype"),
           "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")), moe_model),
       trainmem_only(choice_field<&C::compute_dtype, &Config::compute_dtype>(
-          {field::compute_dtype, "cdt", "Compute dtype"}, G::training, derived("params_dtype (ddp or nf4 weights: bf16)"),
+          {field::compute_dtype, "cdt", "Compute dtype"}, G::training, derived("params_dtype (ddp, nf4 or int8 weights: bf16)"),
           "Type the matmuls run in; below params_dtype it "
           "is autocast, which caches low-precision weight copies.")),
       trainmem_only(bool_field<&C::master_weights, &Config::master_weights>(
@@ -713,8 +716,8 @@ constexpr Field k_field_rows[] = {
           "QLoRA's double quantisation (bitsandbytes compress_statistics; transformers "
           "bnb_4bit_use_double_quant, TRL use_bnb_nested_quant, PEFT's examples use_nested_quant): "
           "each NF4 block of 64 keeps its absmax as one uint8 plus an fp32 per 256 blocks "
-          "(0.516 B per parameter) instead of one fp32 (0.5625 B).")), qlora_on,
-          "applies to peft \"qlora\" only", {field::peft}),
+          "(0.516 B per parameter) instead of one fp32 (0.5625 B).")), qlora_nf4,
+          "applies to peft \"qlora\" with params_dtype \"nf4\" only", {field::peft, field::params_dtype}),
       applies_when(trainmem_only(bool_field<&C::quantize_lm_head, &Config::quantize_lm_head>(
           {field::quantize_lm_head, "qlmh", "Output layer in 4 bits too (lm_head quantised)"}, G::finetuning,
           derived("true with model_implementation torchtune when lm_head is among "
@@ -730,7 +733,7 @@ constexpr Field k_field_rows[] = {
           "(ctx.tensors, beside autograd's saved tensors) until backward, even for a linear "
           "without an adapter; fixed in 0.43.2 (PR #1270, 2024-07), which the default follows. "
           "Under reentrant gradient checkpointing only the recomputed layer's inputs stay.")),
-          qlora_on, "applies to peft \"qlora\" only", {field::peft}),
+          qlora_nf4, "applies to peft \"qlora\" with params_dtype \"nf4\" only", {field::peft, field::params_dtype}),
       applies_when(trainmem_only(choice_field<&C::kbit_upcast, &Config::kbit_upcast>(
           {field::kbit_upcast, "kbu", "Unquantised weights after prepare_model_for_kbit_training"}, G::finetuning,
           derived("\"none\" with model_implementation torchtune, framework fsdp2 or deepspeed "

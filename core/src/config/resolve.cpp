@@ -68,7 +68,8 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
                                                                     : Dtype::bf16);
   c.expert_params_dtype = in.expert_params_dtype.value_or(c.params_dtype);
   c.compute_dtype = in.compute_dtype.value_or(
-      fw == Framework::ddp || c.params_dtype == Dtype::nf4 ? Dtype::bf16 : c.params_dtype);
+      fw == Framework::ddp || c.params_dtype == Dtype::nf4 || c.params_dtype == Dtype::int8 ? Dtype::bf16
+                                                                                          : c.params_dtype);
   // The model's own code (issue 13 item 11). Megatron trains its own GPTModel (Megatron Core);
   // the frameworks around plain PyTorch train whatever module they are given, by default the
   // code their users run: torchtitan's models under FSDP2 (torchtitan), Hugging Face

@@ -593,15 +593,37 @@ const Rule k_trainmem_rules[] = {
        if (c.params_dtype != Dtype::nf4 || qlora(c)) return ok;
        return "\"nf4\" needs peft \"qlora\" (a frozen 4-bit base), got peft " + q(c.peft);
      }},
+    // LLM.int8 (bitsandbytes Linear8bitLt, transformers' and axolotl's load_in_8bit) is QLoRA's
+    // 8-bit base, as LLaMA-Factory names it ("QLoRA 8-bit", quantization_bit 8).
+    {"params_dtype/int8-needs-qlora", f::params_dtype, {f::peft}, "int8 needs peft \"qlora\"",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.params_dtype != Dtype::int8 || qlora(c)) return ok;
+       return "\"int8\" needs peft \"qlora\" (a frozen 8-bit base: bitsandbytes LLM.int8), got peft " + q(c.peft);
+     }},
     {"params_dtype/dtype", f::params_dtype, {f::fp8_param_gather}, "fp32, bf16 or fp16 otherwise",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (c.params_dtype == Dtype::nf4 || sixteen_or_32(c.params_dtype)) return ok;
+       if (c.params_dtype == Dtype::nf4 || c.params_dtype == Dtype::int8 || sixteen_or_32(c.params_dtype)) return ok;
        return "must be \"fp32\", \"bf16\" or \"fp16\" (FP8 weights: fp8_param_gather), got " + q(c.params_dtype);
      }},
-    {"params_dtype/qlora-needs-nf4", f::params_dtype, {f::peft}, "nf4 with peft \"qlora\"",
+    {"params_dtype/qlora-needs-nf4", f::params_dtype, {f::peft}, "nf4 (or int8, LLM.int8) with peft \"qlora\"",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (!qlora(c) || !sixteen_or_32(c.params_dtype)) return ok;
-       return "must be \"nf4\" with peft \"qlora\" (the frozen base linears in 4-bit NF4), got " + q(c.params_dtype);
+       return "must be \"nf4\" (or \"int8\": LLM.int8) with peft \"qlora\" (the frozen base linears in 4 or 8 "
+              "bits), got " + q(c.params_dtype);
+     }},
+    // LLM.int8 keeps whole Int8Params on every GPU: transformers' BitsAndBytesConfig has a storage
+    // type for FSDP and ZeRO-3 to shard (bnb_4bit_quant_storage) for 4-bit weights only
+    // (src/transformers/utils/quantization_config.py @ 000e2231167497a632d7661a78f13e27b5d67a5d),
+    // and torchtune's QLoRA is torchao's NF4.
+    {"params_dtype/int8-whole", f::params_dtype, {f::framework, f::zero_stage, f::model_implementation},
+     "int8: framework ddp, or deepspeed below zero_stage 3, with model_implementation hf-transformers",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.params_dtype != Dtype::int8 || !qlora(c)) return ok;
+       const bool whole = c.framework == Framework::ddp || (c.framework == Framework::deepspeed && c.zero_stage < 3);
+       if (whole && hf(c)) return ok;
+       return "\"int8\" (LLM.int8) is modelled with framework \"ddp\", or \"deepspeed\" below zero_stage 3, and "
+              "model_implementation \"hf-transformers\" (bitsandbytes' Linear8bitLt is not sharded), got framework " +
+              q(c.framework) + ", model_implementation " + q(c.model_implementation);
      }},
     {"expert_params_dtype/nf4-needs-qlora", f::expert_params_dtype, {f::peft}, "nf4 needs peft \"qlora\"",
      [](const ConfigInput& in, const Config& c) -> Broken {
@@ -796,6 +818,11 @@ const Rule k_trainmem_rules[] = {
        if (!qlora(c) || !torchtune(c) || c.nf4_double_quant) return ok;
        return std::string("must be true with model_implementation \"torchtune\" (torchao's NF4Tensor always "
                           "double-quantises its block scales)");
+     }},
+    {"quantize_lm_head/nf4", f::quantize_lm_head, {f::params_dtype}, "an NF4 base",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!qlora(c) || !c.quantize_lm_head || c.params_dtype == Dtype::nf4) return ok;
+       return "models an NF4 output layer only, got params_dtype " + q(c.params_dtype) + " (LLM.int8's lm_head is not modelled)";
      }},
     {"quantize_lm_head/vocabulary", f::quantize_lm_head, {f::vocab_size}, "an output layer",
      [](const ConfigInput&, const Config& c) -> Broken {

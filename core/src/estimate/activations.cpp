@@ -174,6 +174,13 @@ constexpr std::string_view k_src_bnb_matmul_input =
     "stays until backward; A = Linear4bit.forward's x.to(compute_dtype), a copy for an fp32 "
     "input, else the input itself. 0.43.2 (ce53caf3, PR #1270, commit 9e753741) keeps (None, B)";
 
+constexpr std::string_view k_src_bnb_int8_input =
+    "bitsandbytes autograd/_functions.py MatMul8bitLt @ 95f9af309d4d5793847169c39288dcd3fcbdf564 "
+    "(the same since c5c38ca1, 2023-02): ctx.tensors = (CAt, subA, A) when the input needs a "
+    "gradient, a plain attribute (no saved_tensors_hooks) that stays until backward; A is the "
+    "input reshaped, the input's own storage in its own dtype (Linear8bitLt.forward passes x as "
+    "it is); CAt is None for a frozen weight and subA the outlier columns (a few, left out)";
+
 constexpr std::string_view k_src_kbit_lm_head_cast =
     "PEFT prepare_model_for_kbit_training (other.py @ 5d602fdb) leaves lm_head fp32; under bf16 "
     "autocast F.linear casts the frozen weight (autocast_mode.cpp cached_cast: no cache for a "
@@ -257,6 +264,9 @@ struct Shape {
   // QLoRA on bitsandbytes 0.41.0 … 0.43.1 (bnb_keeps_matmul_input): MatMul4Bit keeps each
   // Linear4bit's input A (k_src_bnb_matmul_input).
   bool bnb_input = false;
+  // LLM.int8 (params_dtype int8): MatMul8bitLt keeps every Linear8bitLt's input A, the input
+  // itself, on ctx (k_src_bnb_int8_input).
+  bool int8_input = false;
   bool targeted(LoraTarget t) const { return peft && ((lora_targets >> unsigned(t)) & 1u); }
   // Whether a linear's saved input stays: always for trainable weights (no peft). A frozen
   // linear's matmul saves its input only for the weight gradient, which is not computed
@@ -327,7 +337,8 @@ Shape shape_of(const Config& c) {
     // Each adapter reads the fp32 norm output through its own cast (k_src_kbit_adapter_cast).
     x.adapter_copy = true;
   }
-  x.bnb_input = qlora_hf && c.bnb_keeps_matmul_input;
+  x.int8_input = qlora_hf && c.params_dtype == Dtype::int8;
+  x.bnb_input = qlora_hf && c.bnb_keeps_matmul_input && !x.int8_input;
   return x;
 }
 
@@ -1264,6 +1275,11 @@ struct EagerWalk {
       out.add("bnb.matmul_input", module, copies * x.e * in_width * tokens, x.act_dtype,
               k_src_bnb_matmul_input);
     }
+    // LLM.int8: every Linear8bitLt keeps its input itself, one storage for the linears reading
+    // it (fp32 after an fp32 norm), nothing more when an adapter or another node keeps it.
+    if (x.int8_input && quantized && in_rg && !keep && !kept_already)
+      out.add("bnb.int8_matmul_input", module, (fp32_in ? 4 : x.e) * in_width * tokens,
+              fp32_in ? "fp32" : x.act_dtype, k_src_bnb_int8_input);
     if (adapters)
       for (LoraTarget t : targets) adapter_entries(x, t, in_width, tokens, in_rg, out);
   }
@@ -1358,8 +1374,10 @@ struct EagerWalk {
   bool ffn(const ActivationNames& n, std::string_view input_name, std::string_view up_name,
            bool in_rg, double f, double tokens, double in_tokens, bool adapters) const {
     const bool gated = c.gated_linear_unit;
-    // Linear4bit experts only when the experts' base is NF4 (expert_params_dtype).
-    const bool quantized = adapters || c.expert_params_dtype == Dtype::nf4;
+    // Linear4bit (or Linear8bitLt) experts only when the experts' base is quantised
+    // (expert_params_dtype).
+    const bool quantized = adapters || c.expert_params_dtype == Dtype::nf4 ||
+                           (c.peft == Peft::qlora && c.expert_params_dtype == Dtype::int8);
     if (gated)
       linear_inputs({LoraTarget::gate_proj, LoraTarget::up_proj}, in_rg, x.h, in_tokens, input_name,
                     n.module, false, adapters, x.kbit_fp32, quantized);

@@ -107,8 +107,8 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "optimizer states; a trained embedding keeps its token ids and a trained output layer its "
     "input.",
     "The job's other moments modelled for this run need less than the training step: loading a "
-    "bitsandbytes 4-bit model with from_pretrained (the weights and one 16-bit copy of the largest "
-    "quantised linear, quantised one at a time on the GPU) and saving a full state dict under "
+    "bitsandbytes 4-bit or 8-bit model with from_pretrained (the weights and one 16-bit copy of the "
+    "largest quantised linear, quantised one at a time on the GPU) and saving a full state dict under "
     "FSDP2 (the state without gradients and one tensor gathered whole at a time). --verbose "
     "traces their figures.",
     "The job's peak is outside the training step, while from_pretrained loads the model: "

@@ -163,9 +163,9 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
 
   // QLoRA's base is a PyTorch model (resolve(): no megatron), whose q/k/v and gate/up are separate
   // linears (transformers LlamaAttention and LlamaMLP, torchtune MultiHeadAttention and
-  // FeedForward), each quantised to NF4 and dequantised by itself: one tensor each here, where
-  // Megatron Core fuses them (linear_qkv, linear_fc1). The parameters are the same.
-  const bool separate = c.params_dtype == Dtype::nf4;
+  // FeedForward), each quantised (NF4, or int8 for LLM.int8) and dequantised by itself: one tensor
+  // each here, where Megatron Core fuses them (linear_qkv, linear_fc1). The parameters are the same.
+  const bool separate = c.params_dtype == Dtype::nf4 || (c.params_dtype == Dtype::int8 && c.peft == Peft::qlora);
   const double fc1_linears = separate ? glu : 1;  // gate and up as one tensor, or two
 
   const bool attention = c.num_attention_heads > 0;  // 0: a block without attention
@@ -389,6 +389,7 @@ struct StageState {
   // (the output layer's too) and, under fsdp2, the largest single tensor a full state dict
   // gathers whole on the GPU (bytes, with NF4's dequantised copy where the saver makes one).
   double largest_nf4_elements = 0, largest_gathered_bytes = 0;
+  double largest_int8_elements = 0;  // the largest LLM.int8 linear (peft qlora, params_dtype int8)
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double params_stored = 0;        // of them, what this GPU stores at rest (ZeRO-3/FSDP2 shards)
   double dense_local = 0, expert_local = 0;
@@ -535,6 +536,13 @@ double forloop_peak(const std::vector<double>& order) {
   return peak;
 }
 
+// A QLoRA base stored by bitsandbytes: NF4 (Linear4bit, or torchao's NF4Tensor under torchtune)
+// or, with params_dtype int8, LLM.int8 (Linear8bitLt with Int8Params: transformers'
+// load_in_8bit, axolotl's load_in_8bit, PEFT's "int8 training").
+bool quantized_base(const Config& c, Dtype stored) {
+  return stored == Dtype::nf4 || (stored == Dtype::int8 && c.peft == Peft::qlora);
+}
+
 // The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
 // (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps every embedding, norm and
 // bias, and the output layer unless quantize_lm_head, in the compute dtype; torchtune quantises
@@ -545,8 +553,8 @@ double forloop_peak(const std::vector<double>& order) {
 Dtype kbit_upcast_dtype(const Config& c, const Tensors& t);
 Dtype frozen_dtype(const Config& c, const Tensors& t) {
   const Dtype stored = t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
-  if (stored != Dtype::nf4) return stored;
-  if (t.linear && (t.part != Part::embedding || c.quantize_lm_head)) return Dtype::nf4;
+  if (!quantized_base(c, stored)) return stored;
+  if (t.linear && (t.part != Part::embedding || c.quantize_lm_head)) return stored;
   return kbit_upcast_dtype(c, t);
 }
 
@@ -580,11 +588,22 @@ Dtype trainable_dtype(const Config& c, const Tensors& t) {
   return t.saved_copy ? unquantized_dtype(c) : lora_adapter_dtype(c);
 }
 
+// A frozen LLM.int8 linear (peft qlora, params_dtype int8): Int8Params._quantize keeps CB, the
+// int8 weight ([out, in], 1 B an element), and SCB, one fp32 absmax per output row
+// (bitsandbytes-foundation/bitsandbytes bitsandbytes/nn/modules.py @
+// 95f9af309d4d5793847169c39288dcd3fcbdf564: `CB, SCB, _ = bnb.functional.int8_vectorwise_quant(B)`),
+// not the block-wise absmax of int8 optimizer states (tensor_bytes' int8). A Tensors group is
+// [in (rows) → out (cols)], so one tensor is elements + 4 · cols bytes.
+bool llm_int8_weight(const Config& c, const Tensors& t, Dtype dtype) {
+  return !t.adapter && dtype == Dtype::int8 && c.peft == Peft::qlora;
+}
+
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
 // frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
 double stored_bytes(const Config& c, const Tensors& t) {
-  return t.count * tensor_bytes(t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t), t.elements(),
-                               c.nf4_double_quant);
+  const Dtype dtype = t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t);
+  if (llm_int8_weight(c, t, dtype)) return t.count * (t.elements() + 4 * t.cols);
+  return t.count * tensor_bytes(dtype, t.elements(), c.nf4_double_quant);
 }
 
 // The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
@@ -617,6 +636,38 @@ double nf4_dequant_bytes(const Config& c, double elements) {
   if (elements <= 0) return 0;
   const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
   return elements * bytes_per_element(c.compute_dtype) + absmax;
+}
+
+// LLM.int8 (params_dtype int8 under peft qlora) around one frozen int8 linear of `in` → `out`
+// features over `tokens` rows whose input is of dtype `input` (A's dtype, int8_input_dtype), from
+// bitsandbytes-foundation/bitsandbytes @ 95f9af309d4d5793847169c39288dcd3fcbdf564,
+// autograd/_functions.py MatMul8bitLt (the same since c5c38ca1, 2023-02) and
+// backends/cuda/ops.py, backends/default/ops.py:
+// - forward: A.to(torch.float16) (a copy unless A is fp16), then int8_vectorwise_quant's CA
+//   (int8, [tokens, in]) and SCA (fp32 per row); int8_scaled_mm makes int8_linear_matmul's
+//   int32 product [tokens, out] and, while it is referenced, int8_mm_dequant's fp16 output,
+//   cast to A's dtype (that cast is the linear's output, counted with the activations). Beyond
+//   the output: 2·tokens·in (A ≠ fp16) + tokens·in + 4·tokens + 4·tokens·out + 2·tokens·out
+//   (A ≠ fp16). The outlier columns above the 6.0 threshold (A[:, outlier_cols] and the
+//   dequantised weight columns) depend on the data, a few columns: left out.
+// - backward (grad_A): state.CB.to(dtype_A, copy=True).mul_(state.SCB.unsqueeze(1).mul(1/127)):
+//   the whole weight dequantised in A's dtype and an fp32 [out] factor; grad_output is in A's
+//   dtype already (the output's).
+double int8_forward_bytes(double tokens, double in, double out, Dtype input) {
+  const double not_fp16 = input == Dtype::fp16 ? 0 : 1;
+  return tokens * in * (1 + 2 * not_fp16) + 4 * tokens + tokens * out * (4 + 2 * not_fp16);
+}
+double int8_backward_bytes(double in, double out, Dtype input) {
+  return in * out * bytes_per_element(input) + 4 * out;
+}
+// A's dtype at an int8 linear: fp32 when PEFT's or TRL's upcast leaves the norms fp32 (the norm
+// outputs, the MLP product and what follows are fp32: activations.cpp k_src_kbit_fp32_residual),
+// else the compute dtype.
+Dtype int8_input_dtype(const Config& c) {
+  const bool fp32_norms = (c.kbit_upcast == KbitUpcast::peft || c.kbit_upcast == KbitUpcast::trl) &&
+                          c.normalization != Normalization::none &&
+                          c.model_implementation == ModelImplementation::hf_transformers;
+  return fp32_norms ? Dtype::fp32 : c.compute_dtype;
 }
 
 // ---- Framework byte models: one row per framework, one line per copy of a trainable tensor ----
@@ -987,6 +1038,11 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   // dtype) and the largest NF4 linear (elements), which bitsandbytes dequantises whole in the
   // compute dtype.
   double largest_frozen_bytes = 0, largest_adapter_bytes = 0, largest_quantized = 0;
+  // LLM.int8: the largest transient of one int8 linear, forward (with its recomputation) and
+  // backward (int8_forward_bytes, int8_backward_bytes), over one microbatch's tokens.
+  double int8_forward = 0, int8_backward = 0;
+  const Dtype int8_input = int8_input_dtype(c);
+  const double tokens = double(c.seq_length) * double(c.micro_batch_size) / double(c.context_parallel_size);
   // PEFT modules_to_save under FSDP2: each trainable copy's unsharded gradient (its dtype) and
   // reduce_dtype copy, all of them and the largest one.
   double copies_reduce = 0, largest_copy_reduce = 0;
@@ -1075,6 +1131,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
         out.output_rows = t.rows;
       } else if (weight_dtype == Dtype::nf4) {
         largest_quantized = std::max(largest_quantized, t.elements());
+      } else if (weight_dtype == Dtype::int8 && t.linear) {
+        out.largest_int8_elements = std::max(out.largest_int8_elements, t.elements());
+        int8_forward = std::max(int8_forward, int8_forward_bytes(tokens, t.rows, t.cols, int8_input));
+        int8_backward = std::max(int8_backward, int8_backward_bytes(t.rows, t.cols, int8_input));
       }
     }
 
@@ -1199,6 +1259,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
   out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
+  // LLM.int8's transients, the larger of one linear's forward and its backward, at the backward
+  // moment: where gradient checkpointing recomputes the forward beside the backward's state, and
+  // high by the forward's when nothing is recomputed (the forward's moment holds less).
+  out.backward_temporary += std::max(int8_forward, int8_backward);
   // transformers' experts as 3D parameters (moe_fused_expert_params; GptOssExperts.forward's
   // training loop, huggingface/transformers src/transformers/models/gpt_oss/modeling_gpt_oss.py @
   // 00d4b3d2142cb4ced2f51b90614b5d26bc045015): each hit expert multiplies by
@@ -1232,6 +1296,10 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     note(trace, "trainmem.nf4_dequant_bytes", nf4_dequant_bytes(c, largest_quantized),
          "largest NF4 decoder linear's elements × compute dtype (dequantised one at a time), with "
          "double quantisation + its fp32 absmax (4 B per block of 64)");
+  if (int8_forward > 0 || int8_backward > 0)
+    note(trace, "trainmem.int8_transient_bytes", std::max(int8_forward, int8_backward),
+         "LLM.int8, the largest int8 linear: max(forward: tokens × in × (1 + 2 unless the input is fp16) + "
+         "4 × tokens + tokens × out × (4 + 2 unless fp16); backward: in × out × the input's bytes + 4 × out)");
   if (out.output_dequant > 0)
     note(trace, "trainmem.nf4_output_dequant_bytes", out.output_dequant,
          "quantize_lm_head: the output layer dequantised whole (elements × compute dtype, + fp32 "
@@ -1959,6 +2027,14 @@ JobMoments job_moments(const Config& c, const StageState& state, double model_st
     const double base = st.weights.total() + st.frozen_weights.total();
     job.loading = base + n * bytes_per_element(unquantized_dtype(c)) + 4 * std::ceil(n / 64);
   }
+  // LLM.int8 (params_dtype int8): Int8Params._quantize makes an fp16 copy of each weight on the
+  // GPU (`B = self.data.contiguous().to(device=device, dtype=torch.float16)`), quantises it to CB
+  // and SCB, and drops it (bitsandbytes nn/modules.py @ 95f9af309d4d5793847169c39288dcd3fcbdf564):
+  // one tensor at a time, so the model at rest and one fp16 copy of the largest int8 linear.
+  if (c.peft == Peft::qlora && hf && whole_model_per_gpu && state.largest_int8_elements > 0) {
+    const StateBreakdown& st = state.gpu;
+    job.loading = st.weights.total() + st.frozen_weights.total() + 2 * state.largest_int8_elements;
+  }
   // Saving a full state dict under fsdp2 (torchtune's and transformers' models; torchtitan saves
   // sharded, through torch.distributed.checkpoint). torchtune's gather_cpu_state_dict
   // (pytorch/torchtune torchtune/training/_distributed.py @ 0696355d852611de9e136b4d236c08d2b46d25b5)
@@ -2180,7 +2256,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   m.checkpoint_save = job.checkpoint_save;
   if (job.loading > 0)
     note(trace, "trainmem.loading_moment", job.loading,
-         "from_pretrained with bitsandbytes 4-bit: the weights + the largest NF4 linear's 16-bit copy and fp32 absmax");
+         c.params_dtype == Dtype::int8
+             ? "from_pretrained with bitsandbytes 8-bit: the weights + the largest int8 linear's fp16 copy"
+             : "from_pretrained with bitsandbytes 4-bit: the weights + the largest NF4 linear's 16-bit copy and fp32 absmax");
   if (job.checkpoint_save > 0)
     note(trace, "trainmem.checkpoint_save_moment", job.checkpoint_save,
          "fsdp2 full state dict: the model state without gradients and gathered layers + the largest tensor whole");

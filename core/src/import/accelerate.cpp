@@ -470,8 +470,13 @@ void AccelerateReader::read_adapter() {
     for (const char* nested : {"use_nested_quant", "use_bnb_nested_quant"})
       if (trainer().given(nested))
         out_.ignored.push_back(std::string("--") + nested + ": double quantisation of a 4-bit base; the base is not 4-bit");
-    m_.read(field::peft, std::string("lora"), std::string("--") + peft_flag, "true");
-    if (in8) m_.ignore_value(std::string("--") + in8_flag, "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
+    if (in8) {
+      // BitsAndBytesConfig(load_in_8bit=True) in both scripts: Linear8bitLt, LLM.int8.
+      m_.read(field::peft, std::string("qlora"), std::string("--") + in8_flag, "true (LoRA over a bitsandbytes 8-bit base)");
+      m_.assume(field::params_dtype, std::string("int8"), std::string("--") + in8_flag + ": bitsandbytes LLM.int8 (Linear8bitLt)", in8_flag);
+    } else {
+      m_.read(field::peft, std::string("lora"), std::string("--") + peft_flag, "true");
+    }
   }
   // Targets [sft] [trl]: a comma list or "all-linear" (every linear layer but the output).
   std::vector<std::string> targets;

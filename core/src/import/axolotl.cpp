@@ -191,8 +191,14 @@ void AxolotlReader::read_adapter() {
       m_.read(field::peft, std::string("qlora"), "load_in_4bit", "true (LoRA over a 4-bit base)");
       m_.assume(field::params_dtype, std::string("nf4"), "load_in_4bit: bitsandbytes NF4", "load_in_4bit");
     } else {
-      m_.read(field::peft, std::string("lora"), "adapter", "\"lora\"");
-      if (in8) m_.ignore_value("load_in_8bit", "an int8 (LLM.int8) frozen base: " + std::string(mapping::k_no_field) + "; counted in the compute dtype");
+      if (in8) {
+        // load_in_8bit: transformers' BitsAndBytesConfig(load_in_8bit=True), Linear8bitLt
+        // (axolotl src/axolotl/loaders/model.py @ 067b021c8b87a9e5e380b9173c704cf7340e30f5).
+        m_.read(field::peft, std::string("qlora"), "adapter", "\"lora\" with load_in_8bit (LoRA over a bitsandbytes 8-bit base)");
+        m_.assume(field::params_dtype, std::string("int8"), "load_in_8bit: bitsandbytes LLM.int8 (Linear8bitLt)", "load_in_8bit");
+      } else {
+        m_.read(field::peft, std::string("lora"), "adapter", "\"lora\"");
+      }
     }
   } else {
     return m_.fail("adapter", "must be \"lora\" or \"qlora\" (or absent for full fine-tuning), got " + trainmem::quoted(*adapter));
@@ -204,7 +210,7 @@ void AxolotlReader::read_adapter() {
   // _prepare_model_for_quantization), patched to leave embed_tokens and lm_head alone
   // (monkeypatch/peft/utils.py), then casts modules named *norm* and the embeddings to the
   // training dtype (_convert_embedding_modules_dtype): "axolotl", only biases stay fp32.
-  if (*adapter == "qlora" || in4) {
+  if (*adapter == "qlora" || in4 || in8) {
     const bool sharded = fsdp_ || (out_.input.zero_stage && *out_.input.zero_stage == 3 && deepspeed_);
     if (sharded)
       m_.assume(field::kbit_upcast, std::string("none"),

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "support.hpp"
+#include "trainmem/field_names.hpp"
 
 #ifndef __EMSCRIPTEN__
 #include <fstream>
@@ -29,7 +30,7 @@ namespace {
 
 std::vector<std::string> targets(const ConfigInput& in) {
   std::vector<std::string> out;
-  const FieldValue v = get_field(in, "lora_target_modules");
+  const FieldValue v = get_field(in, field::lora_target_modules.text);
   if (const auto* list = std::get_if<std::vector<std::string>>(&v)) out = *list;
   return out;
 }
@@ -75,9 +76,9 @@ TEST_CASE("torchtune llama3_2 3B LoRA single device: the builder, its LoRA argum
   CHECK(in.num_attention_heads == 24);
   CHECK(in.num_query_groups == 8);
   CHECK(in.share_embeddings_and_output_weights == true);
-  CHECK(get_field(in, "peft") == FieldValue(std::string("lora")));
+  CHECK(get_field(in, field::peft.text) == FieldValue(std::string("lora")));
   CHECK(targets(in) == std::vector<std::string>{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
-  CHECK(get_field(in, "lora_rank") == FieldValue(64.0));
+  CHECK(get_field(in, field::lora_rank.text) == FieldValue(64.0));
   CHECK(in.micro_batch_size == 4);
   CHECK(in.global_batch_size == 32);  // 4 × 8 × 1 rank
   CHECK(in.framework == Framework::ddp);
@@ -88,7 +89,7 @@ TEST_CASE("torchtune llama3_2 3B LoRA single device: the builder, its LoRA argum
   CHECK(in.recompute_granularity == RecomputeGranularity::full);
   CHECK(in.optimizer == Optimizer::adamw);
   CHECK(in.optimizer_implementation == OptimizerImplementation::fused);
-  CHECK(get_field(in, "cross_entropy_chunks") == FieldValue(8.0));
+  CHECK(get_field(in, field::cross_entropy_chunks.text) == FieldValue(8.0));
   CHECK(!in.seq_length);  // max_seq_len null, not packed: the data decides
   CHECK(has_line(r.ignored, "tokenizer.max_seq_len = null"));
   // compile: False in the recipe reads as torch_compile false.
@@ -109,14 +110,14 @@ TEST_CASE("torchtune overrides in tune run's syntax: the README's QLoRA row") {
                        "tokenizer.max_seq_len=4096", "gradient_accumulation_steps=1", "epochs=1", "batch_size=2"};
   const ImportResult r = import_torchtune(yaml_tree("torchtune/llama3_2-3B_qlora_single_device.yaml"), options);
   REQUIRE(r.ok());
-  CHECK(get_field(r.input, "peft") == FieldValue(std::string("qlora")));  // qlora_llama3_2_3b
-  CHECK(get_field(r.input, "params_dtype") == FieldValue(std::string("nf4")));
+  CHECK(get_field(r.input, field::peft.text) == FieldValue(std::string("qlora")));  // qlora_llama3_2_3b
+  CHECK(get_field(r.input, field::params_dtype.text) == FieldValue(std::string("nf4")));
   CHECK(r.input.seq_length == 4096);       // packed to max_seq_len
   CHECK(r.input.micro_batch_size == 2);
   CHECK(r.input.global_batch_size == 2);
-  CHECK(get_field(r.input, "activation_offload") == FieldValue(true));
-  CHECK(get_field(r.input, "optimizer_in_backward") == FieldValue(false));
-  CHECK(get_field(r.input, "cross_entropy_chunks") == FieldValue(8.0));
+  CHECK(get_field(r.input, field::activation_offload.text) == FieldValue(true));
+  CHECK(get_field(r.input, field::optimizer_in_backward.text) == FieldValue(false));
+  CHECK(get_field(r.input, field::cross_entropy_chunks.text) == FieldValue(8.0));
   CHECK(r.input.optimizer_implementation == OptimizerImplementation::fused);  // optimizer.fused True kept
   CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
 }
@@ -126,10 +127,10 @@ TEST_CASE("torchtune full fine-tune: optimizer in backward with paged 8-bit Adam
   // optimizer_in_bwd True, gradient_accumulation_steps 1, batch_size 4.
   const ImportResult r = import_torchtune(yaml_tree("torchtune/llama3_2-3B_full_single_device.yaml"), {});
   REQUIRE(r.ok());
-  CHECK(get_field(r.input, "peft") == FieldValue(std::string("none")));
+  CHECK(get_field(r.input, field::peft.text) == FieldValue(std::string("none")));
   CHECK(r.input.optimizer == Optimizer::adam8bit);
-  CHECK(get_field(r.input, "paged_optimizer") == FieldValue(true));
-  CHECK(get_field(r.input, "optimizer_in_backward") == FieldValue(true));
+  CHECK(get_field(r.input, field::paged_optimizer.text) == FieldValue(true));
+  CHECK(get_field(r.input, field::optimizer_in_backward.text) == FieldValue(true));
   CHECK(!r.input.optimizer_implementation);  // bitsandbytes steps in its own kernel
 }
 
@@ -386,9 +387,9 @@ TEST_CASE("axolotl QLoRA with FSDP offload: the Llama 3 70B example") {
   const ImportResult r = import_axolotl(yaml_tree("axolotl/llama-3-qlora-fsdp-70b.yaml"), options);
   REQUIRE(r.ok());
   CHECK(r.input.num_layers == 80);  // Llama 3 70B: the Llama 3.1 70B shape
-  CHECK(get_field(r.input, "peft") == FieldValue(std::string("qlora")));
+  CHECK(get_field(r.input, field::peft.text) == FieldValue(std::string("qlora")));
   CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
-  CHECK(get_field(r.input, "lora_rank") == FieldValue(8.0));
+  CHECK(get_field(r.input, field::lora_rank.text) == FieldValue(8.0));
   CHECK(r.input.seq_length == 512);
   CHECK(r.input.micro_batch_size == 1);
   CHECK(r.input.global_batch_size == 8);  // 1 × 4 × 2
@@ -427,16 +428,16 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   // load_in_8bit with adapter lora is LoRA over bitsandbytes' LLM.int8 base: peft qlora with
   // int8 weights (transformers' BitsAndBytesConfig(load_in_8bit=True)), prepared by axolotl's
   // patched prepare_model_for_kbit_training.
-  CHECK(get_field(r.input, "peft") == FieldValue(std::string("qlora")));
-  CHECK(get_field(r.input, "params_dtype") == FieldValue(std::string("int8")));
-  CHECK(get_field(r.input, "kbit_upcast") == FieldValue(std::string("axolotl")));
-  CHECK(get_field(r.input, "lora_rank") == FieldValue(32.0));
+  CHECK(get_field(r.input, field::peft.text) == FieldValue(std::string("qlora")));
+  CHECK(get_field(r.input, field::params_dtype.text) == FieldValue(std::string("int8")));
+  CHECK(get_field(r.input, field::kbit_upcast.text) == FieldValue(std::string("axolotl")));
+  CHECK(get_field(r.input, field::lora_rank.text) == FieldValue(32.0));
   CHECK(r.input.optimizer == Optimizer::adam8bit);
   CHECK(r.input.seq_length == 4096);
   CHECK(r.input.global_batch_size == 8);
   CHECK_FALSE(has_line(r.ignored, "load_in_8bit"));
   // PEFT's modules_to_save: trained copies of the embedding and the output layer.
-  CHECK(get_field(r.input, "lora_modules_to_save") ==
+  CHECK(get_field(r.input, field::lora_modules_to_save.text) ==
         FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));
   CHECK(has_line(r.read, "lora_modules_to_save ← lora_modules_to_save"));
   // A module trainmem has no copy for is listed, the others kept; a non-list is named.
@@ -452,7 +453,7 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   };
   const ImportResult other = with_save("[model.embed_tokens, norm]");
   REQUIRE(other.ok());
-  CHECK(get_field(other.input, "lora_modules_to_save") == FieldValue(std::vector<std::string>{"embed_tokens"}));
+  CHECK(get_field(other.input, field::lora_modules_to_save.text) == FieldValue(std::vector<std::string>{"embed_tokens"}));
   CHECK(has_line(other.ignored, "lora_modules_to_save: \"norm\""));
   const ImportResult bad = with_save("{lm_head: 1}");
   REQUIRE(bad.issues.size() == 1);
@@ -754,7 +755,7 @@ TEST_CASE("a preset's whole model, lists included: torchtitan deepseek_v3 16B ke
   REQUIRE(r.ok());
   std::vector<double> expected(27, 1.0);
   expected[0] = 0.0;
-  CHECK(get_field(r.input, "moe_layer_freq") == FieldValue(expected));
+  CHECK(get_field(r.input, field::moe_layer_freq.text) == FieldValue(expected));
 }
 
 TEST_CASE("a long value in a note is cut at a character boundary (the module's JSON must be UTF-8)") {
@@ -1251,7 +1252,7 @@ TEST_CASE("accelerate: launch lines as shell scripts write them (found by review
              "--lora_modules_to_save embed_tokens lm_head";
   r = import_accelerate(R"({"distributed_type": "NO"})", o);
   CHECK(std::none_of(r.issues.begin(), r.issues.end(), [](const Issue& i) { return i.message.find("is not a flag") != std::string::npos; }));
-  CHECK(get_field(r.input, "lora_modules_to_save") == FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));
+  CHECK(get_field(r.input, field::lora_modules_to_save.text) == FieldValue(std::vector<std::string>{"embed_tokens", "lm_head"}));
   // dynamo_config that is no mapping is named, with or without the launcher's flag over it.
   o = {};
   o.launch = "accelerate launch --dynamo_backend inductor train.py --model_name_or_path meta-llama/Llama-3.1-8B";

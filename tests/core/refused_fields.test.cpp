@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support.hpp"
+#include "trainmem/field_names.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/import.hpp"
@@ -96,7 +97,7 @@ TEST_CASE("LoRA on MoE experts: the importers", "[refused][experts][import]") {
       "lora_r": 8, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";
   const ImportResult experts = import_axolotl(mixtral + R"("lora_target_modules": ["q_proj", "w1", "w2", "w3"]})", {});
   REQUIRE(experts.ok());
-  CHECK(get_field(experts.input, "lora_target_modules") ==
+  CHECK(get_field(experts.input, field::lora_target_modules.text) ==
         FieldValue(std::vector<std::string>{"q_proj", "gate_proj", "up_proj", "down_proj"}));
   // Mixtral 8x7B, r = 8: per layer q_proj 4096·8 + 8·4096 = 65,536 and per expert
   // gate 4096·8 + 8·14336 = 147,456, up 147,456, down 14336·8 + 8·4096 = 147,456: 442,368;
@@ -232,11 +233,11 @@ TEST_CASE("cross_entropy_chunks: axolotl's chunked_cross_entropy", "[refused][lo
       "lora_target_linear": true, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";
   const ImportResult fallback = import_axolotl(base + R"("chunked_cross_entropy": true})", {});
   REQUIRE(fallback.ok());
-  CHECK(get_field(fallback.input, "cross_entropy_chunks") == FieldValue(8.0));
+  CHECK(get_field(fallback.input, field::cross_entropy_chunks.text) == FieldValue(8.0));
   CHECK(has_line(fallback.assumed, "patch_chunked_ce_loss_fn's default 8"));
   const ImportResult four = import_axolotl(base + R"("chunked_cross_entropy": true, "chunked_cross_entropy_num_chunks": 4})", {});
   REQUIRE(four.ok());
-  CHECK(get_field(four.input, "cross_entropy_chunks") == FieldValue(4.0));
+  CHECK(get_field(four.input, field::cross_entropy_chunks.text) == FieldValue(4.0));
   const ImportResult off = import_axolotl(base + R"("chunked_cross_entropy_num_chunks": 4})", {});
   REQUIRE(off.ok());
   CHECK_FALSE(off.input.cross_entropy_chunks.has_value());

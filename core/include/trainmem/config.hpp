@@ -115,7 +115,7 @@ struct ConfigInput {
       kv_channels, ffn_hidden_size, vocab_size, make_vocab_size_divisible_by,
       max_position_embeddings;
   std::optional<bool> should_pad_vocab, share_embeddings_and_output_weights, gated_linear_unit,
-      swiglu, add_bias_linear, add_qkv_bias, qk_layernorm;
+      swiglu, add_bias_linear, add_qkv_bias, qk_layernorm, attention_sinks;
   std::optional<ActivationFunc> activation_func;
   std::optional<Normalization> normalization;
   // Mixture of experts and multi-token prediction.
@@ -201,6 +201,7 @@ struct Config {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;  // biases on Q, K, V only (Qwen2); implied by add_bias_linear
   bool qk_layernorm = false;  // a norm on each query and key head (Qwen3, OLMo 2)
+  bool attention_sinks = false;  // a learned sink logit per head (gpt-oss's GptOssAttention.sinks)
 
   int64_t num_moe_experts = 0;  // 0: dense model
   int64_t moe_layer_freq = 1;

@@ -38,6 +38,7 @@ TRAINMEM_FIELD(normalization)
 TRAINMEM_FIELD(add_bias_linear)
 TRAINMEM_FIELD(add_qkv_bias)
 TRAINMEM_FIELD(qk_layernorm)
+TRAINMEM_FIELD(attention_sinks)
 TRAINMEM_FIELD(num_moe_experts)
 TRAINMEM_FIELD(moe_layer_freq)
 TRAINMEM_FIELD(moe_ffn_hidden_size)
@@ -159,6 +160,7 @@ inline constexpr FieldName all[] = {
     add_bias_linear,
     add_qkv_bias,
     qk_layernorm,
+    attention_sinks,
     num_moe_experts,
     moe_layer_freq,
     moe_ffn_hidden_size,

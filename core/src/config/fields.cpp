@@ -332,6 +332,13 @@ constexpr Field k_field_rows[] = {
           {field::qk_layernorm, "qkln", "Norm on each query and key head"}, G::model, from_config(),
           "A norm on each query and key head (Qwen3, OLMo 2); not counted by the reference "
           "profiles."),
+      bool_field<&C::attention_sinks, &Config::attention_sinks>(
+          {field::attention_sinks, "sink", "Learned attention sinks (gpt-oss)"}, G::model, from_config(),
+          "A learned sink logit per head and layer that joins each row of scores before the softmax "
+          "(gpt-oss, GptOssAttention.sinks): num_attention_heads parameters a layer, and in eager "
+          "attention a softmax over s + 1 columns. transformers' gpt-oss has no SDPA path, so "
+          "model_implementation hf-transformers defaults attention_backend to unfused (eager). Not "
+          "counted by the reference profiles."),
       // MoE and MTP.
       int_field<&C::num_moe_experts, &Config::num_moe_experts>(
           {field::num_moe_experts, "E", "Routed experts (0 = dense)"}, G::moe, 0, k_max_count, "experts", none_means("dense model"),
@@ -578,7 +585,8 @@ constexpr Field k_field_rows[] = {
           "CI's after-step allocation sits 99 MiB above model state on H100.")),
       // Activations: the trainmem profile (issue 5).
       trainmem_only(choice_field<&C::attention_backend, &Config::attention_backend>(
-          {field::attention_backend, "attn", "Attention kernel"}, G::training, from_config(),
+          {field::attention_backend, "attn", "Attention kernel"}, G::training,
+          derived("flash (attention_sinks with model_implementation hf-transformers: unfused, transformers' eager)"),
           "Attention kernel: flash keeps the softmax statistics; fused (cuDNN's fused attention: "
           "Transformer Engine FusedAttention, PyTorch SDPA's cuDNN backend, which torchtitan puts "
           "first on sm100 GPUs such as B200 since its PR #1196) keeps the same; unfused keeps the "

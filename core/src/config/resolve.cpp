@@ -79,6 +79,12 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
       : fw == Framework::fsdp2  ? ModelImplementation::torchtitan
                                 : ModelImplementation::hf_transformers);
   if (c.peft == Peft::qlora) derive_qlora_defaults(in, c);
+  // transformers' gpt-oss has no SDPA path (GptOssPreTrainedModel._supports_sdpa = False,
+  // src/transformers/models/gpt_oss/modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015):
+  // from_pretrained falls back to eager_attention_forward, with the sinks, unless a kernel that
+  // takes them is asked for (attn_implementation "kernels-community/vllm-flash-attn3": flash).
+  if (!in.attention_backend && c.attention_sinks && c.model_implementation == ModelImplementation::hf_transformers)
+    c.attention_backend = AttentionBackend::unfused;
   c.pipeline_schedule = in.pipeline_schedule.value_or(c.virtual_pipeline_model_parallel_size > 0
                                                           ? PipelineSchedule::interleaved
                                                           : PipelineSchedule::one_f_one_b);

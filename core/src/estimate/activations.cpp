@@ -1019,6 +1019,12 @@ constexpr std::string_view k_src_hf_eager_softmax =
     "eager_attention_forward: softmax(dtype=float32) keeps its fp32 output; .to(query.dtype) in "
     "16-bit is a copy the matmul with V keeps; dropout keeps a bool mask and the matmul its "
     "output";
+constexpr std::string_view k_src_hf_eager_sinks =
+    "transformers modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015 "
+    "eager_attention_forward: cat([scores, sinks]) keeps nothing; combined - combined.max(dim=-1, "
+    "keepdim=True).values keeps max's int64 indices [b, a, s, 1]; softmax(dtype=combined.dtype) "
+    "keeps its output [b, a, s, s + 1] in the scores' dtype; probs[..., :-1] is a view of it, "
+    "which the matmul with V keeps (no fp32 copy, unlike Llama's eager path)";
 constexpr std::string_view k_src_hf_eager_v =
     "eager_attention_forward: matmul(attn_weights, repeat_kv(value)) keeps the value repeated to "
     "a heads";
@@ -1315,24 +1321,39 @@ struct EagerWalk {
         if (q_rg) out.add("attention.k", "attention", x.e * key_heads * k * T, x.act_dtype, k_src_hf_eager_qk);
         if (k_rg) out.add("attention.q", "attention", x.e * q_width * T, x.act_dtype, k_src_hf_eager_qk);
         const bool cast = x.e != 4;  // the fp32 softmax is cast back to the compute dtype
-        if (compiled && cast) {
-          // Recomputed in backward from the scores and the two row reductions.
-          if (p_rg) {
-            out.add("attention.scores", "attention", x.e * scores, x.act_dtype, k_src_compiled_softmax);
-            out.add("attention.softmax_row_stats", "attention", 8 * a_l * T, "fp32", k_src_compiled_softmax);
+        if (c.attention_sinks && !compiled) {
+          // gpt-oss: the softmax over the scores and the sink column, in the scores' dtype.
+          const double combined = a_l * T * (x.s + 1);
+          if (p_rg) out.add("attention.sinks_max_indices", "attention", 8 * a_l * T, "int64", k_src_hf_eager_sinks);
+          if (p_rg || (!x.attention_dropout && v_rg))
+            out.add("attention.softmax_output", "attention", x.e * combined, x.act_dtype, k_src_hf_eager_sinks);
+          if (x.attention_dropout) {
+            if (p_rg) out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_hf_eager_softmax);
+            if (v_rg)
+              out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
+                      k_src_hf_eager_softmax);
           }
-        } else if (p_rg || (!cast && !x.attention_dropout && v_rg)) {
-          out.add("attention.softmax_output", "attention", 4 * scores, "fp32", k_src_hf_eager_softmax);
+          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+        } else {
+          if (compiled && cast) {
+            // Recomputed in backward from the scores and the two row reductions.
+            if (p_rg) {
+              out.add("attention.scores", "attention", x.e * scores, x.act_dtype, k_src_compiled_softmax);
+              out.add("attention.softmax_row_stats", "attention", 8 * a_l * T, "fp32", k_src_compiled_softmax);
+            }
+          } else if (p_rg || (!cast && !x.attention_dropout && v_rg)) {
+            out.add("attention.softmax_output", "attention", 4 * scores, "fp32", k_src_hf_eager_softmax);
+          }
+          if (x.attention_dropout) {
+            if (p_rg) out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_hf_eager_softmax);
+            if (v_rg)
+              out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
+                      k_src_hf_eager_softmax);
+          } else if (cast && v_rg) {
+            out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_hf_eager_softmax);
+          }
+          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
         }
-        if (x.attention_dropout) {
-          if (p_rg) out.add("attention.softmax_dropout_mask", "attention", scores, "mask", k_src_hf_eager_softmax);
-          if (v_rg)
-            out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
-                    k_src_hf_eager_softmax);
-        } else if (cast && v_rg) {
-          out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_hf_eager_softmax);
-        }
-        if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
       } else {
         if (q_rg) out.add("attention.k_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);
         if (k_rg) out.add("attention.q_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);

@@ -201,6 +201,10 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
     if (bias || c.add_qkv_bias) inv.add_biases(Part::dense, layers, (a + 2 * g) * k / s.t);
     if (bias) inv.add_biases(Part::dense, layers, h);
   }
+  // gpt-oss's sinks: one logit per head and layer (GptOssAttention.sinks, nn.Parameter of
+  // num_attention_heads; modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015), split
+  // with the heads under TP.
+  if (attention && c.attention_sinks) inv.add_vectors(Part::dense, layers, a / s.t);
   if (attention && c.qk_layernorm) {
     const double head = c.multi_latent_attention ? double(c.qk_head_dim + c.qk_pos_emb_head_dim) : k;
     inv.add_vectors(Part::dense, 2 * n * layers, head);

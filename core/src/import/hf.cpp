@@ -186,7 +186,7 @@ class HfReader {
   }
 
   // Sets a trainmem field; a value the field rejects is reported against the HF key.
-  bool put(std::string_view field, const FieldValue& value, std::string_view key) {
+  bool put(FieldName field, const FieldValue& value, std::string_view key) {
     if (auto problem = set_field(out_.input, field, value)) {
       const std::string rule(rule_of(*problem));
       fail(key, rule);
@@ -194,19 +194,19 @@ class HfReader {
     }
     return true;
   }
-  void put_int(std::string_view field, int64_t value, std::string_view key) {
+  void put_int(FieldName field, int64_t value, std::string_view key) {
     if (!put(field, double(value), key)) return;
     out_.read.push_back(std::string(field) + " ← " + std::string(key) + " = " + number_text(double(value)));
     mapping::note_key(out_, field, key);
   }
   // A class default: "vocab_size ← 262208 (no vocab_size: Gemma3TextConfig default)".
-  void assume_default(std::string_view field, int64_t value, std::string_view key) {
+  void assume_default(FieldName field, int64_t value, std::string_view key) {
     if (put(field, double(value), key))
       out_.assumed.push_back(std::string(field) + " ← " + number_text(double(value)) + " (no " +
                              std::string(key) + ": " + std::string(type_.source) + " default)");
   }
   // A derived value: "kv_channels ← hidden_size / num_attention_heads = 128 (no head_dim)".
-  void assume_formula(std::string_view field, int64_t value, std::string_view key,
+  void assume_formula(FieldName field, int64_t value, std::string_view key,
                       const std::string& formula) {
     if (put(field, double(value), key))
       out_.assumed.push_back(std::string(field) + " ← " + formula + " = " +
@@ -237,26 +237,26 @@ void HfReader::read_shape(int64_t& layers, int64_t& hidden, int64_t& heads) {
   const std::string k_layers = key("num_hidden_layers", "n_layer");
   const std::string k_hidden = key("hidden_size", "n_embd");
   const std::string k_heads = key("num_attention_heads", "n_head");
-  if (auto v = integer(k_layers, true)) put_int("num_layers", layers = *v, k_layers);
-  if (auto v = integer(k_hidden, true)) put_int("hidden_size", hidden = *v, k_hidden);
-  if (auto v = integer(k_heads, true)) put_int("num_attention_heads", heads = *v, k_heads);
+  if (auto v = integer(k_layers, true)) put_int(field::num_layers, layers = *v, k_layers);
+  if (auto v = integer(k_hidden, true)) put_int(field::hidden_size, hidden = *v, k_hidden);
+  if (auto v = integer(k_heads, true)) put_int(field::num_attention_heads, heads = *v, k_heads);
 }
 
 void HfReader::read_attention(int64_t hidden, int64_t heads) {
   // Query groups: num_key_value_heads, else the class default (LlamaConfig and others: None ->
   // num_attention_heads; MistralConfig 8, Qwen2Config 32, ...). GPT-2 and GPT-NeoX are MHA.
   if (type_.gpt2_names || type_.name == "gpt_neox") {
-    if (heads > 0 && put("num_query_groups", double(heads), "num_attention_heads"))
+    if (heads > 0 && put(field::num_query_groups, double(heads), "num_attention_heads"))
       out_.assumed.push_back(
           "num_query_groups ← num_attention_heads = " + number_text(double(heads)) +
           " (model_type " + std::string(type_.name) + " has multi-head attention)");
   } else if (auto v = integer("num_key_value_heads", false)) {
-    put_int("num_query_groups", *v, "num_key_value_heads");
+    put_int(field::num_query_groups, *v, "num_key_value_heads");
   } else if (!find("num_key_value_heads")) {
     if (type_.kv_heads_default > 0)
-      assume_default("num_query_groups", type_.kv_heads_default, "num_key_value_heads");
+      assume_default(field::num_query_groups, type_.kv_heads_default, "num_key_value_heads");
     else if (heads > 0)
-      assume_formula("num_query_groups", heads, "num_key_value_heads", "num_attention_heads");
+      assume_formula(field::num_query_groups, heads, "num_key_value_heads", "num_attention_heads");
   }
 
   // Head size: head_dim (NeMo-converted Nemotron configs write kv_channels), else the class
@@ -269,18 +269,18 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
       head_dim = integer("kv_channels", false);
     }
     if (head_dim) {
-      put_int("kv_channels", *head_dim, head_key);
+      put_int(field::kv_channels, *head_dim, head_key);
     } else if (find(head_key)) {
       // wrong type: already reported
     } else if (type_.head_dim_default > 0) {
-      assume_default("kv_channels", type_.head_dim_default, "head_dim");
+      assume_default(field::kv_channels, type_.head_dim_default, "head_dim");
     } else if (hidden > 0 && heads > 0) {
       if (hidden % heads != 0)
         fail("head_dim", "missing from config.json, and hidden_size (" + number_text(double(hidden)) +
                              ") is not divisible by num_attention_heads (" +
                              number_text(double(heads)) + ")");
       else
-        assume_formula("kv_channels", hidden / heads, "head_dim",
+        assume_formula(field::kv_channels, hidden / heads, "head_dim",
                        "hidden_size / num_attention_heads");
     }
   }
@@ -290,13 +290,13 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
   // gate_up_proj_bias, GptOssTopKRouter bias). Qwen2/Qwen2-MoE: q/k/v only (Qwen2Attention).
   // Others: attention_bias (q, k, v, o) and mlp_bias, both False by default.
   if (type_.all_bias) {
-    put("add_bias_linear", true, "attention_bias");
+    put(field::add_bias_linear, true, "attention_bias");
     out_.assumed.push_back("add_bias_linear ← true (model_type " + std::string(type_.name) +
                            ": every linear layer has a bias)");
   } else if (type_.qkv_bias) {
-    put("add_bias_linear", false, "attention_bias");
+    put(field::add_bias_linear, false, "attention_bias");
     const bool qkv = boolean("qkv_bias").value_or(true);
-    put("add_qkv_bias", qkv, "qkv_bias");
+    put(field::add_qkv_bias, qkv, "qkv_bias");
     if (find("qkv_bias"))
       out_.read.push_back(std::string("add_qkv_bias ← qkv_bias = ") + (qkv ? "true" : "false"));
     else
@@ -306,8 +306,8 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
     const std::optional<bool> attention = boolean("attention_bias");
     const std::optional<bool> mlp = boolean("mlp_bias");
     const bool a = attention.value_or(false), m = mlp.value_or(false);
-    put("add_bias_linear", a && m, "attention_bias");
-    put("add_qkv_bias", a && !m, "attention_bias");
+    put(field::add_bias_linear, a && m, "attention_bias");
+    put(field::add_qkv_bias, a && !m, "attention_bias");
     if (a && m) {
       out_.read.push_back("add_bias_linear ← attention_bias = true, mlp_bias = true");
     } else if (a) {
@@ -328,14 +328,14 @@ void HfReader::read_attention(int64_t hidden, int64_t heads) {
   // Norms on queries and keys: Qwen3/Qwen3-MoE/Gemma 3 per head (q_norm, k_norm over head_dim),
   // OLMo 2 over the whole q and k projections (Olmo2Attention q_norm over heads·head_dim).
   if (type_.qk_norm) {
-    put("qk_layernorm", true, "model_type");
+    put(field::qk_layernorm, true, "model_type");
     out_.assumed.push_back("qk_layernorm ← true (model_type " + std::string(type_.name) +
                            (type_.name == "olmo2"
                                 ? ": q_norm and k_norm over the whole q and k projections, counted "
                                   "as per-head norms)"
                                 : ": q_norm and k_norm on every head)"));
   } else {
-    put("qk_layernorm", false, "model_type");
+    put(field::qk_layernorm, false, "model_type");
   }
 }
 
@@ -361,20 +361,20 @@ void HfReader::read_mlp(int64_t hidden) {
     return;
   }
   const std::string gated = type_.gated ? "true" : "false";
-  put("gated_linear_unit", type_.gated, "model_type");
+  put(field::gated_linear_unit, type_.gated, "model_type");
   out_.assumed.push_back(
       "gated_linear_unit ← " + gated + " (model_type " + std::string(type_.name) +
       (type_.gated ? ": gate_proj, up_proj and down_proj)" : ": two MLP matrices)"));
   if (type_.name == "gpt_oss") {
     // GptOssExperts: gate · sigmoid(1.702 · gate) · (up + 1), clamped at swiglu_limit: a gated
     // quick-GELU, which Megatron-Bridge's GPTOSSProvider models as quick_gelu (counted as gelu).
-    put("activation_func", std::string("gelu"), act_key);
+    put(field::activation_func, std::string("gelu"), act_key);
     out_.assumed.push_back(
         "activation_func ← \"gelu\" (model_type gpt_oss: the clamped gate is "
         "x·σ(1.702x), quick-GELU, as Megatron-Bridge's GPTOSSProvider; " +
         std::string(act_key) + " = " + trainmem::quoted(act_name) + " not used)");
   } else {
-    put("activation_func", std::string(name_of(*func)), act_key);
+    put(field::activation_func, std::string(name_of(*func)), act_key);
     if (act) {
       out_.read.push_back("activation_func ← " + std::string(act_key) + " = " +
                           trainmem::quoted(act_name));
@@ -386,7 +386,7 @@ void HfReader::read_mlp(int64_t hidden) {
                              trainmem::quoted(act_name) + ")");
   }
 
-  put("normalization", std::string(name_of(type_.norm)), "model_type");
+  put(field::normalization, std::string(name_of(type_.norm)), "model_type");
   out_.assumed.push_back(
       "normalization ← " + std::string(name_of(type_.norm)) + " (model_type " +
       std::string(type_.name) +
@@ -395,11 +395,11 @@ void HfReader::read_mlp(int64_t hidden) {
   // MLP width: intermediate_size (GPT-2: n_inner, None -> 4 · n_embd, GPT2MLP).
   if (type_.gpt2_names) {
     if (auto v = integer("n_inner", false))
-      put_int("ffn_hidden_size", *v, "n_inner");
+      put_int(field::ffn_hidden_size, *v, "n_inner");
     else if (!find("n_inner") && hidden > 0)
-      assume_formula("ffn_hidden_size", 4 * hidden, "n_inner", "4 × n_embd");
+      assume_formula(field::ffn_hidden_size, 4 * hidden, "n_inner", "4 × n_embd");
   } else if (auto v = integer("intermediate_size", true)) {
-    put_int("ffn_hidden_size", *v, "intermediate_size");
+    put_int(field::ffn_hidden_size, *v, "intermediate_size");
   }
 }
 
@@ -410,13 +410,13 @@ void HfReader::set_layer_pattern(const std::vector<uint8_t>& pattern, const std:
     bool fits = true;
     for (size_t i = 0; i < L && fits; ++i) fits = (pattern[i] != 0) == (i % n == 0);
     if (fits) {
-      put("moe_layer_freq", double(n), "moe_layer_freq");
+      put(field::moe_layer_freq, double(n), "moe_layer_freq");
       out_.read.push_back("moe_layer_freq ← " + how + ": " + number_text(double(n)) +
                           (n == 1 ? " (every layer)" : ""));
       return;
     }
   }
-  put("moe_layer_freq", std::vector<double>(pattern.begin(), pattern.end()), "moe_layer_freq");
+  put(field::moe_layer_freq, std::vector<double>(pattern.begin(), pattern.end()), "moe_layer_freq");
   out_.read.push_back("moe_layer_freq ← " + how + ": " + moe_layer_freq_expression(pattern));
 }
 
@@ -426,25 +426,25 @@ void HfReader::read_moe(int64_t layers) {
   const std::string experts_key = deepseek ? "n_routed_experts"
                                   : qwen   ? "num_experts"
                                            : "num_local_experts";
-  if (auto v = integer(experts_key, true)) put_int("num_moe_experts", *v, experts_key);
+  if (auto v = integer(experts_key, true)) put_int(field::num_moe_experts, *v, experts_key);
   // GptOssConfig also writes experts_per_token (its original name) next to num_experts_per_tok.
   std::string topk_key = "num_experts_per_tok";
   if (type_.name == "gpt_oss" && !find(topk_key) && find("experts_per_token"))
     topk_key = "experts_per_token";
-  if (auto v = integer(topk_key, true)) put_int("moe_router_topk", *v, topk_key);
+  if (auto v = integer(topk_key, true)) put_int(field::moe_router_topk, *v, topk_key);
   // GptOssExperts keeps every expert in 3D parameters (gate_up_proj, down_proj) that its training
   // loop indexes per expert (modeling_gpt_oss.py @ 00d4b3d2); Mixtral and Qwen-MoE have one
   // nn.Linear per expert.
-  if (type_.name == "gpt_oss" && put("moe_fused_expert_params", true, "model_type"))
+  if (type_.name == "gpt_oss" && put(field::moe_fused_expert_params, true, "model_type"))
     out_.assumed.push_back("moe_fused_expert_params ← true (model_type gpt_oss: GptOssExperts' "
                            "gate_up_proj and down_proj are 3D parameters indexed per expert)");
 
   std::optional<int64_t> expert_width;
   if (qwen || deepseek) {
     expert_width = integer("moe_intermediate_size", true);
-    if (expert_width) put_int("moe_ffn_hidden_size", *expert_width, "moe_intermediate_size");
+    if (expert_width) put_int(field::moe_ffn_hidden_size, *expert_width, "moe_intermediate_size");
   } else if (auto v = integer("intermediate_size", false)) {
-    put_int("moe_ffn_hidden_size", *v, "intermediate_size");  // the experts are the MLP
+    put_int(field::moe_ffn_hidden_size, *v, "intermediate_size");  // the experts are the MLP
   }
 
   // Shared experts: Qwen2-MoE one shared expert of shared_expert_intermediate_size with a sigmoid
@@ -452,14 +452,14 @@ void HfReader::read_moe(int64_t layers) {
   // experts of moe_intermediate_size each (DeepseekV2MoE.shared_experts).
   if (type_.name == "qwen2_moe") {
     if (auto v = integer("shared_expert_intermediate_size", true, 0))
-      put_int("moe_shared_expert_intermediate_size", *v, "shared_expert_intermediate_size");
-    put("moe_shared_expert_gate", true, "shared_expert_intermediate_size");
+      put_int(field::moe_shared_expert_intermediate_size, *v, "shared_expert_intermediate_size");
+    put(field::moe_shared_expert_gate, true, "shared_expert_intermediate_size");
     out_.assumed.push_back(
         "moe_shared_expert_gate ← true (model_type qwen2_moe: shared_expert_gate)");
   } else if (deepseek) {
     const std::optional<int64_t> shared = integer("n_shared_experts", true, 0);
     if (shared && expert_width) {
-      if (put("moe_shared_expert_intermediate_size", double(*shared * *expert_width),
+      if (put(field::moe_shared_expert_intermediate_size, double(*shared * *expert_width),
               "n_shared_experts"))
         out_.read.push_back(
             "moe_shared_expert_intermediate_size ← n_shared_experts × "
@@ -467,10 +467,10 @@ void HfReader::read_moe(int64_t layers) {
             number_text(double(*shared)) + " × " + number_text(double(*expert_width)) + " = " +
             number_text(double(*shared * *expert_width)));
     }
-    put("moe_shared_expert_gate", false, "n_shared_experts");
+    put(field::moe_shared_expert_gate, false, "n_shared_experts");
   } else {
-    put("moe_shared_expert_intermediate_size", 0.0, experts_key);
-    put("moe_shared_expert_gate", false, experts_key);
+    put(field::moe_shared_expert_intermediate_size, 0.0, experts_key);
+    put(field::moe_shared_expert_gate, false, experts_key);
   }
   if (layers <= 0 || !out_.issues.empty()) return;
 
@@ -503,7 +503,7 @@ void HfReader::read_moe(int64_t layers) {
     set_layer_pattern(pattern, "first_k_dense_replace = " + number_text(double(first_dense)) +
                                    ", moe_layer_freq = " + number_text(double(freq)));
   } else {
-    put("moe_layer_freq", 1.0, "model_type");
+    put(field::moe_layer_freq, 1.0, "model_type");
     out_.assumed.push_back("moe_layer_freq ← 1 (model_type " + std::string(type_.name) +
                            ": every layer is MoE)");
   }
@@ -511,7 +511,7 @@ void HfReader::read_moe(int64_t layers) {
 
 void HfReader::read_mla() {
   if (!type_.mla) return;
-  put("multi_latent_attention", true, "model_type");
+  put(field::multi_latent_attention, true, "model_type");
   out_.assumed.push_back("multi_latent_attention ← true (model_type " + std::string(type_.name) +
                          ")");
   // q_lora_rank: null means full-rank queries (DeepSeek-V2-Lite); absent, the config classes'
@@ -520,19 +520,19 @@ void HfReader::read_mla() {
   if (q_rank != cfg_.end() && q_rank->is_null()) {
     out_.read.push_back("q_lora_rank ← q_lora_rank = null (full-rank queries)");
   } else if (q_rank == cfg_.end()) {
-    assume_default("q_lora_rank", 1536, "q_lora_rank");
+    assume_default(field::q_lora_rank, 1536, "q_lora_rank");
   } else if (auto v = integer("q_lora_rank", false)) {
-    put_int("q_lora_rank", *v, "q_lora_rank");
+    put_int(field::q_lora_rank, *v, "q_lora_rank");
   }
-  if (auto v = integer("kv_lora_rank", true)) put_int("kv_lora_rank", *v, "kv_lora_rank");
-  if (auto v = integer("qk_nope_head_dim", true)) put_int("qk_head_dim", *v, "qk_nope_head_dim");
+  if (auto v = integer("kv_lora_rank", true)) put_int(field::kv_lora_rank, *v, "kv_lora_rank");
+  if (auto v = integer("qk_nope_head_dim", true)) put_int(field::qk_head_dim, *v, "qk_nope_head_dim");
   if (auto v = integer("qk_rope_head_dim", true, 0))
-    put_int("qk_pos_emb_head_dim", *v, "qk_rope_head_dim");
+    put_int(field::qk_pos_emb_head_dim, *v, "qk_rope_head_dim");
   if (auto v = integer("v_head_dim", true)) {
-    put_int("v_head_dim", *v, "v_head_dim");
+    put_int(field::v_head_dim, *v, "v_head_dim");
     // Megatron's DeepSeek recipes pass --kv-channels equal to v_head_dim; only the Bridge
     // profile's MHA-shaped attention count reads it.
-    if (put("kv_channels", double(*v), "v_head_dim"))
+    if (put(field::kv_channels, double(*v), "v_head_dim"))
       out_.assumed.push_back("kv_channels ← v_head_dim = " + number_text(double(*v)) +
                              " (MLA: as Megatron's DeepSeek recipes set --kv-channels)");
   }
@@ -540,17 +540,17 @@ void HfReader::read_mla() {
 
 void HfReader::read_embeddings() {
   if (auto v = integer("vocab_size", type_.vocab_default == 0)) {
-    put_int("vocab_size", *v, "vocab_size");
+    put_int(field::vocab_size, *v, "vocab_size");
   } else if (!find("vocab_size") && type_.vocab_default > 0) {
-    assume_default("vocab_size", type_.vocab_default, "vocab_size");
+    assume_default(field::vocab_size, type_.vocab_default, "vocab_size");
   }
   if (auto tie = boolean("tie_word_embeddings")) {
-    put("share_embeddings_and_output_weights", *tie, "tie_word_embeddings");
+    put(field::share_embeddings_and_output_weights, *tie, "tie_word_embeddings");
     out_.read.push_back(
         std::string("share_embeddings_and_output_weights ← tie_word_embeddings = ") +
         (*tie ? "true" : "false"));
   } else if (!find("tie_word_embeddings")) {
-    put("share_embeddings_and_output_weights", type_.tie_default, "tie_word_embeddings");
+    put(field::share_embeddings_and_output_weights, type_.tie_default, "tie_word_embeddings");
     out_.assumed.push_back(std::string("share_embeddings_and_output_weights ← ") +
                            (type_.tie_default ? "true" : "false") +
                            " (no tie_word_embeddings: " + std::string(type_.source) + " default)");
@@ -559,7 +559,7 @@ void HfReader::read_embeddings() {
   // rotary embeddings, which have no parameters.
   if (type_.gpt2_names) {
     if (auto v = integer("n_positions", true))
-      put_int("max_position_embeddings", *v, "n_positions");
+      put_int(field::max_position_embeddings, *v, "n_positions");
   } else if (find("max_position_embeddings")) {
     ignore("max_position_embeddings",
            "rotary positions have no parameters (the sequence length comes from the training "
@@ -568,7 +568,7 @@ void HfReader::read_embeddings() {
   // Multi-token prediction (DeepSeek-V3: the MTP module after the decoder, which transformers
   // does not instantiate but the checkpoint and Megatron's --mtp-num-layers carry).
   if (auto v = integer("num_nextn_predict_layers", false, 0))
-    put_int("mtp_num_layers", *v, "num_nextn_predict_layers");
+    put_int(field::mtp_num_layers, *v, "num_nextn_predict_layers");
 }
 
 void HfReader::read_unmodelled() {
@@ -604,10 +604,13 @@ void HfReader::read_unmodelled() {
     out_.ignored.push_back(
         "post_attention_layernorm, post_feedforward_layernorm (model_type " + name +
         "): the two extra RMSNorms per layer (2 × hidden_size) are not modelled");
-  if (name == "gpt_oss")
-    out_.ignored.push_back(
-        "sinks (model_type gpt_oss): the learned attention sinks "
-        "(num_attention_heads per layer) are not modelled");
+  // GptOssAttention.sinks, a learned logit per head (modeling_gpt_oss.py @
+  // 00d4b3d2142cb4ced2f51b90614b5d26bc045015): in the parameters, and in eager attention.
+  if (name == "gpt_oss" && put(field::attention_sinks, true, "model_type"))
+    out_.assumed.push_back(
+        "attention_sinks ← true (model_type gpt_oss: GptOssAttention.sinks, a learned logit per "
+        "head joining each row's softmax; transformers' gpt-oss has no SDPA path, so attention is "
+        "eager unless a kernel that takes the sinks is asked for)");
 }
 
 void HfReader::run() {

@@ -315,13 +315,13 @@ class MegatronReader {
       if (a.name == name) a.used = true, last = &a;
     return last;
   }
-  bool flag(std::string_view name, std::string_view field) {
+  bool flag(std::string_view name, FieldName field) {
     Arg* a = get(name);
     if (a && !a->values.empty())
       fail(field, name, "takes no value, got " + shown(joined(a->values)));
     return a != nullptr;
   }
-  std::optional<std::string> word(std::string_view name, std::string_view field) {
+  std::optional<std::string> word(std::string_view name, FieldName field) {
     Arg* a = get(name);
     if (!a) return std::nullopt;
     if (a->values.empty()) {
@@ -346,7 +346,7 @@ class MegatronReader {
       note_read(field, std::string(name) + " " + *w);
     return true;
   }
-  std::optional<int64_t> integer(std::string_view name, std::string_view field) {
+  std::optional<int64_t> integer(std::string_view name, FieldName field) {
     std::optional<std::string> w = word(name, field);
     if (!w) return std::nullopt;
     std::optional<int64_t> v = mapping::parse_int(*w);
@@ -356,7 +356,7 @@ class MegatronReader {
                (w->find('$') != std::string::npos ? " (shell variables are not expanded)" : ""));
     return v;
   }
-  std::optional<double> number(std::string_view name, std::string_view field) {
+  std::optional<double> number(std::string_view name, FieldName field) {
     std::optional<std::string> w = word(name, field);
     if (!w) return std::nullopt;
     std::optional<double> v = parse_float(*w);
@@ -470,11 +470,11 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
 void MegatronReader::read_model(bool defines_model) {
   // Group-query attention: --num-query-groups counts only with --group-query-attention, and then
   // defaults to 1 (arguments.py: --num-query-groups default=1).
-  if (flag("--group-query-attention", "num_query_groups")) {
+  if (flag("--group-query-attention", field::num_query_groups)) {
     if (get("--num-query-groups")) {
-      if (auto g = integer("--num-query-groups", "num_query_groups");
+      if (auto g = integer("--num-query-groups", field::num_query_groups);
           g && put(field::num_query_groups, double(*g), "--num-query-groups"))
-        note_read("num_query_groups",
+        note_read(field::num_query_groups,
                   "--group-query-attention --num-query-groups " + number_text(double(*g)));
     } else if (put(field::num_query_groups, 1.0, "--group-query-attention")) {
       out_.assumed.push_back(
@@ -486,12 +486,12 @@ void MegatronReader::read_model(bool defines_model) {
   // Activation (megatron/training/arguments.py core_transformer_config_from_args): --swiglu is
   // gated SiLU, --quick-geglu gated quick-GELU (counted as gelu), --squared-relu squared ReLU;
   // the default is GELU without a gate. They exclude each other (asserted there).
-  const bool swiglu = flag("--swiglu", "activation_func");
-  const bool geglu = flag("--quick-geglu", "activation_func");
-  const bool sq_relu = flag("--squared-relu", "activation_func");
-  flag("--openai-gelu", "activation_func");  // GELU's tanh variant: still gelu
+  const bool swiglu = flag("--swiglu", field::activation_func);
+  const bool geglu = flag("--quick-geglu", field::activation_func);
+  const bool sq_relu = flag("--squared-relu", field::activation_func);
+  flag("--openai-gelu", field::activation_func);  // GELU's tanh variant: still gelu
   if (int(swiglu) + int(geglu) + int(sq_relu) > 1) {
-    fail("activation_func", swiglu ? "--swiglu" : "--quick-geglu",
+    fail(field::activation_func, swiglu ? "--swiglu" : "--quick-geglu",
          std::string("cannot be combined with ") + (sq_relu ? "--squared-relu" : "--quick-geglu") +
              " (Megatron-LM asserts it)");
   } else if (swiglu || geglu || sq_relu || defines_model) {
@@ -530,17 +530,17 @@ void MegatronReader::read_model(bool defines_model) {
     out_.assumed.push_back("normalization ← LayerNorm (no --normalization: Megatron-LM's default)");
 
   {
-    if (auto text = word("--moe-layer-freq", "moe_layer_freq")) {
+    if (auto text = word("--moe-layer-freq", field::moe_layer_freq)) {
       LayerFreqValue v = parse_moe_layer_freq(*text);
       if (!v.error.empty()) {
-        fail("moe_layer_freq", "--moe-layer-freq", v.error);
+        fail(field::moe_layer_freq, "--moe-layer-freq", v.error);
       } else if (v.every) {
         if (put(field::moe_layer_freq, double(*v.every), "--moe-layer-freq"))
-          note_read("moe_layer_freq", "--moe-layer-freq " + *text);
+          note_read(field::moe_layer_freq, "--moe-layer-freq " + *text);
       } else {
         std::vector<double> list(v.pattern.begin(), v.pattern.end());
         if (put(field::moe_layer_freq, list, "--moe-layer-freq"))
-          note_read("moe_layer_freq",
+          note_read(field::moe_layer_freq,
                     "--moe-layer-freq " + *text + " (" + std::to_string(list.size()) + " layers)");
       }
     }
@@ -550,18 +550,18 @@ void MegatronReader::read_model(bool defines_model) {
   // (max_position_embeddings × hidden) is a parameter; rope and none have none.
   std::string pos_type = "learned_absolute";
   bool pos_given = false;
-  if (auto t = word("--position-embedding-type", "max_position_embeddings"))
+  if (auto t = word("--position-embedding-type", field::max_position_embeddings))
     pos_type = *t, pos_given = true;
-  if (flag("--use-rotary-position-embeddings", "max_position_embeddings"))
+  if (flag("--use-rotary-position-embeddings", field::max_position_embeddings))
     pos_type = "rope", pos_given = true;
-  if (flag("--no-position-embedding", "max_position_embeddings"))
+  if (flag("--no-position-embedding", field::max_position_embeddings))
     pos_type = "none", pos_given = true;
   if (Arg* a = get("--max-position-embeddings")) {
     a->used = false;
-    if (auto n = integer("--max-position-embeddings", "max_position_embeddings")) {
+    if (auto n = integer("--max-position-embeddings", field::max_position_embeddings)) {
       if (pos_type == "learned_absolute") {
         if (put(field::max_position_embeddings, double(*n), "--max-position-embeddings"))
-          note_read("max_position_embeddings",
+          note_read(field::max_position_embeddings,
                     "--max-position-embeddings " + number_text(double(*n)) +
                         (pos_given ? " (--position-embedding-type learned_absolute)"
                                    : " (learned absolute positions: Megatron-LM's "
@@ -677,7 +677,7 @@ bool MegatronReader::read_layout() {
     note_read(vpp, std::string(arg) + " " + *text + ": " + n(n_stages) + " stages over PP " + n(pp) + " = " + n(chunks));
   if (!expressible) {
     if (put(field::pipeline_stage_layers, std::vector<double>(count.begin(), count.end()), arg))
-      note_read("pipeline_stage_layers", "[" + split + "] (" + std::string(arg) + ": decoder layers per stage)");
+      note_read(field::pipeline_stage_layers, "[" + split + "] (" + std::string(arg) + ": decoder layers per stage)");
     return true;
   }
   // Even when every rank holds the first rank's count (with PP 2 there is no middle rank).
@@ -776,13 +776,13 @@ void MegatronReader::read_parallel() {
   const int64_t model = tp * pp * cp;
   const std::string sizes = "(" + n(tp) + " × " + n(pp) + " × " + n(cp) + ")";
   if (*world_size_ % model != 0) {
-    fail("data_parallel_size", world_source_,
+    fail(field::data_parallel_size, world_source_,
          "the world size " + n(*world_size_) +
              " must be divisible by tensor × pipeline × context parallel sizes " + sizes);
     return;
   }
   if (put(field::data_parallel_size, double(*world_size_ / model), world_source_))
-    note_read("data_parallel_size", world_source_ + " / (TP × PP × CP) = " + n(*world_size_) +
+    note_read(field::data_parallel_size, world_source_ + " / (TP × PP × CP) = " + n(*world_size_) +
                                         " / " + sizes + " = " + n(*world_size_ / model));
 }
 
@@ -805,21 +805,21 @@ constexpr std::string_view k_fp8_formats[] = {"e4m3", "hybrid"};  // both keep o
 // (DistributedDataParallelConfig.grad_reduce_in_fp32). So fp16 keeps fp16 gradients unless
 // --accumulate-allreduce-grads-in-fp32 is given.
 void MegatronReader::read_precision(bool defines_model) {
-  const bool bf16 = flag("--bf16", "params_dtype");
-  const bool fp16 = flag("--fp16", "params_dtype");
-  const bool fp32_grads = flag("--accumulate-allreduce-grads-in-fp32", "main_grads_dtype");
+  const bool bf16 = flag("--bf16", field::params_dtype);
+  const bool fp16 = flag("--fp16", field::params_dtype);
+  const bool fp32_grads = flag("--accumulate-allreduce-grads-in-fp32", field::main_grads_dtype);
   if (bf16 && fp16) {
-    fail("params_dtype", "--bf16", "cannot be combined with --fp16 (Megatron-LM asserts it)");
+    fail(field::params_dtype, "--bf16", "cannot be combined with --fp16 (Megatron-LM asserts it)");
     return;
   }
-  if (bf16 && put(field::params_dtype, std::string("bf16"), "--bf16")) note_read("params_dtype", "bf16 (--bf16)");
+  if (bf16 && put(field::params_dtype, std::string("bf16"), "--bf16")) note_read(field::params_dtype, "bf16 (--bf16)");
   if (fp16 && put(field::params_dtype, std::string("fp16"), "--fp16")) {
-    note_read("params_dtype", "fp16 (--fp16)");
+    note_read(field::params_dtype, "fp16 (--fp16)");
     if (get("--main-grads-dtype")) {
       // read below, as given
     } else if (fp32_grads) {
       if (put(field::main_grads_dtype, std::string("fp32"), "--accumulate-allreduce-grads-in-fp32"))
-        note_read("main_grads_dtype", "fp32 (--accumulate-allreduce-grads-in-fp32)");
+        note_read(field::main_grads_dtype, "fp32 (--accumulate-allreduce-grads-in-fp32)");
     } else if (put(field::main_grads_dtype, std::string("fp16"), "--fp16")) {
       out_.assumed.push_back(
           "main_grads_dtype ← fp16 (--fp16 without --accumulate-allreduce-grads-in-fp32: Megatron-LM's "
@@ -840,39 +840,39 @@ void MegatronReader::read_precision(bool defines_model) {
 
   // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how
   // the scales are kept; --fp8-param-gather keeps the weights themselves in FP8.
-  if (auto format = word("--fp8-format", "fp8_recipe")) {
+  if (auto format = word("--fp8-format", field::fp8_recipe)) {
     if (!one_of(*format, k_fp8_formats)) {
-      fail("fp8_recipe", "--fp8-format", "must be " + choices_text(k_fp8_formats) + " (Megatron-LM's choices), got " + shown(*format));
+      fail(field::fp8_recipe, "--fp8-format", "must be " + choices_text(k_fp8_formats) + " (Megatron-LM's choices), got " + shown(*format));
       return;
     }
     std::string recipe = "delayed";
     std::string from = "--fp8-format (--fp8-recipe's default: delayed)";
-    if (auto r = word("--fp8-recipe", "fp8_recipe")) {
+    if (auto r = word("--fp8-recipe", field::fp8_recipe)) {
       if (!one_of(*r, k_fp8_recipes)) {
-        fail("fp8_recipe", "--fp8-recipe", "must be " + choices_text(k_fp8_recipes) + " (Megatron-LM's choices), got " + shown(*r));
+        fail(field::fp8_recipe, "--fp8-recipe", "must be " + choices_text(k_fp8_recipes) + " (Megatron-LM's choices), got " + shown(*r));
         return;
       }
       recipe = *r, from = "--fp8-recipe " + *r;
     }
-    if (put(field::fp8_recipe, recipe, "--fp8-recipe")) note_read("fp8_recipe", from);
+    if (put(field::fp8_recipe, recipe, "--fp8-recipe")) note_read(field::fp8_recipe, from);
   } else if (Arg* r = get("--fp8-recipe")) {
     out_.ignored.push_back("--fp8-recipe " + joined(r->values) + ": FP8 is off without --fp8-format");
   }
-  if (flag("--fp8-param-gather", "fp8_param_gather") && put(field::fp8_param_gather, true, "--fp8-param-gather"))
-    note_read("fp8_param_gather", "true (--fp8-param-gather)");
+  if (flag("--fp8-param-gather", field::fp8_param_gather) && put(field::fp8_param_gather, true, "--fp8-param-gather"))
+    note_read(field::fp8_param_gather, "true (--fp8-param-gather)");
 }
 
 // Full recompute's grouping and selective recompute's modules (a list of words).
 void MegatronReader::read_recompute() {
   choice("--recompute-method", field::recompute_method, k_recompute_methods);
-  if (auto n = integer("--recompute-num-layers", "recompute_num_layers");
+  if (auto n = integer("--recompute-num-layers", field::recompute_num_layers);
       n && put(field::recompute_num_layers, double(*n), "--recompute-num-layers"))
-    note_read("recompute_num_layers", "--recompute-num-layers " + number_text(double(*n)));
+    note_read(field::recompute_num_layers, "--recompute-num-layers " + number_text(double(*n)));
   if (Arg* a = get("--recompute-modules")) {
     if (a->values.empty()) {
-      fail("recompute_modules", "--recompute-modules", "needs a value");
+      fail(field::recompute_modules, "--recompute-modules", "needs a value");
     } else if (put(field::recompute_modules, a->values, "--recompute-modules")) {
-      note_read("recompute_modules", "--recompute-modules " + joined(a->values));
+      note_read(field::recompute_modules, "--recompute-modules " + joined(a->values));
     }
   }
 }
@@ -883,19 +883,30 @@ void MegatronReader::read_recompute() {
 // under auto, Transformer Engine picks by GPU and version unless NVTE_FLASH_ATTN=0 or
 // NVTE_FUSED_ATTN=0 rules a kernel out (both off leaves its unfused attention).
 void MegatronReader::read_attention(bool defines_model) {
+  // --softmax-type (TransformerConfig.softmax_type, generated by ArgumentGroupFactory;
+  // megatron/core/transformer/transformer_config.py @ d98e8a64ddf34856e74b24714e3bedb2f5a39553):
+  // learnable is a per-head offset in each softmax's denominator, gpt-oss's sinks; off-by-one adds
+  // a fixed 1 and no parameter, vanilla neither.
+  if (auto type = word("--softmax-type", field::attention_sinks)) {
+    if (*type != "vanilla" && *type != "off-by-one" && *type != "learnable") {
+      fail(field::attention_sinks, "--softmax-type", "must be vanilla, off-by-one or learnable, got " + shown(*type));
+    } else if (put(field::attention_sinks, *type == "learnable", "--softmax-type")) {
+      note_read(field::attention_sinks, std::string(*type == "learnable" ? "true" : "false") + " (--softmax-type " + *type + ")");
+    }
+  }
   std::string backend = "auto";
   std::string from = "--attention-backend's default";
-  if (auto b = word("--attention-backend", "attention_backend")) {
+  if (auto b = word("--attention-backend", field::attention_backend)) {
     if (!one_of(*b, k_attention_backends)) {
-      fail("attention_backend", "--attention-backend",
+      fail(field::attention_backend, "--attention-backend",
            "must be " + choices_text(k_attention_backends) + " (Megatron-LM's choices), got " + shown(*b));
       return;
     }
     backend = *b, from = "--attention-backend " + *b;
   }
-  if (auto impl = word("--transformer-impl", "attention_backend"); impl && *impl == "local" && backend == "auto")
+  if (auto impl = word("--transformer-impl", field::attention_backend); impl && *impl == "local" && backend == "auto")
     backend = "local", from = "--transformer-impl local (Megatron's own DotProductAttention)";
-  if (flag("--use-flash-attn", "attention_backend") && backend == "auto")
+  if (flag("--use-flash-attn", field::attention_backend) && backend == "auto")
     backend = "flash", from = "--use-flash-attn";
   if (backend == "auto") {
     const bool flash = nvte_flash_.value_or(true), fused = nvte_fused_.value_or(true);
@@ -912,15 +923,15 @@ void MegatronReader::read_attention(bool defines_model) {
   }
   const std::string field_value = backend == "local" ? "unfused" : backend;
   if (put(field::attention_backend, field_value, "--attention-backend"))
-    note_read("attention_backend", field_value + " (" + from + ")");
+    note_read(field::attention_backend, field_value + " (" + from + ")");
 }
 
 void MegatronReader::read_rest() {
   // Recomputation: --recompute-activations means selective (validate_args), and wins.
   choice("--recompute-granularity", field::recompute_granularity, k_recompute_granularities);
-  if (flag("--recompute-activations", "recompute_granularity") &&
+  if (flag("--recompute-activations", field::recompute_granularity) &&
       put(field::recompute_granularity, std::string("selective"), "--recompute-activations"))
-    note_read("recompute_granularity", "selective (--recompute-activations)");
+    note_read(field::recompute_granularity, "selective (--recompute-activations)");
 
   // Dropout probabilities (default 0.1 each, as the fields'), the expert capacity factor: as given.
   for (const auto& [arg, field] : {std::pair<std::string_view, FieldName>{"--attention-dropout", field::attention_dropout},
@@ -931,25 +942,25 @@ void MegatronReader::read_rest() {
   // --moe-router-dtype fp32 (Megatron-LM's choices fp32, fp64; default None: the compute dtype).
   if (Arg* a = get("--moe-router-dtype"); a && a->values.size() == 1 && a->values[0] == "fp32") {
     if (put(field::moe_router_dtype, a->values[0], "--moe-router-dtype"))
-      note_read("moe_router_dtype", "--moe-router-dtype fp32");
+      note_read(field::moe_router_dtype, "--moe-router-dtype fp32");
   } else if (a) {
     a->used = false;  // listed with the others below, as not modelled
   }
   // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
   // one state): the optimizer table's rows of the same names.
   if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {
-    if (put(field::optimizer, a->values[0], "--optimizer")) note_read("optimizer", "--optimizer " + a->values[0]);
+    if (put(field::optimizer, a->values[0], "--optimizer")) note_read(field::optimizer, "--optimizer " + a->values[0]);
   } else if (a) {
     a->used = false;  // listed with the others below, as not modelled
   }
   // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
   // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
   const std::string_view fraction_arg = "--optimizer-offload-fraction";
-  if (flag("--optimizer-cpu-offload", "optimizer_offload_fraction")) {
+  if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction)) {
     const bool given = get(fraction_arg) != nullptr;
-    if (const std::optional<double> fraction = given ? number(fraction_arg, "optimizer_offload_fraction") : 1.0;
+    if (const std::optional<double> fraction = given ? number(fraction_arg, field::optimizer_offload_fraction) : 1.0;
         fraction && put(field::optimizer_offload_fraction, *fraction, fraction_arg))
-      note_read("optimizer_offload_fraction",
+      note_read(field::optimizer_offload_fraction,
                 given ? "--optimizer-cpu-offload " + std::string(fraction_arg) + " " + get(fraction_arg)->values[0]
                       : "--optimizer-cpu-offload (" + std::string(fraction_arg) + "'s default: 1.0)");
   } else if (Arg* f = get(fraction_arg)) {
@@ -961,13 +972,13 @@ void MegatronReader::read_rest() {
   // fused_vocab_parallel_cross_entropy (megatron/core/fusions/fused_cross_entropy.py) still casts
   // the logits to fp32 and saves the fp32 exp_logits for backward, as the unfused loss does.
   const std::string_view impl_arg = "--cross-entropy-fusion-impl";
-  const std::optional<std::string> impl = get(impl_arg) ? word(impl_arg, "cross_entropy_loss_fusion") : std::nullopt;
+  const std::optional<std::string> impl = get(impl_arg) ? word(impl_arg, field::cross_entropy_loss_fusion) : std::nullopt;
   if (impl && *impl != "native" && *impl != "te") {
-    fail("cross_entropy_loss_fusion", impl_arg, "must be native or te, got " + shown(*impl));
-  } else if (flag("--cross-entropy-loss-fusion", "cross_entropy_loss_fusion")) {
+    fail(field::cross_entropy_loss_fusion, impl_arg, "must be native or te, got " + shown(*impl));
+  } else if (flag("--cross-entropy-loss-fusion", field::cross_entropy_loss_fusion)) {
     if (impl && *impl == "te") {
       if (put(field::cross_entropy_loss_fusion, true, "--cross-entropy-loss-fusion"))
-        note_read("cross_entropy_loss_fusion", "true (--cross-entropy-loss-fusion " + std::string(impl_arg) + " te)");
+        note_read(field::cross_entropy_loss_fusion, "true (--cross-entropy-loss-fusion " + std::string(impl_arg) + " te)");
     } else if (put(field::cross_entropy_loss_fusion, false, "--cross-entropy-loss-fusion")) {
       out_.assumed.push_back("cross_entropy_loss_fusion ← false (--cross-entropy-loss-fusion with " + std::string(impl_arg) + " " +
                              (impl ? "native" : "native, its default") +
@@ -980,11 +991,11 @@ void MegatronReader::read_rest() {
   // Megatron-LM's NullTokenizer (--tokenizer-type NullTokenizer, the tests' mock data) counts an
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
   // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).
-  if (auto type = word("--tokenizer-type", "vocab_size"); type && *type == "NullTokenizer") {
+  if (auto type = word("--tokenizer-type", field::vocab_size); type && *type == "NullTokenizer") {
     if (const std::optional<int64_t> n = int_field("vocab_size"); n && put(field::vocab_size, double(*n + 1), "--vocab-size")) {
       const std::string plain = "vocab_size ← --vocab-size " + number_text(double(*n));
       std::erase(out_.read, plain);
-      note_read("vocab_size", "--vocab-size " + number_text(double(*n)) + " + 1 (--tokenizer-type NullTokenizer adds the EOD token)");
+      note_read(field::vocab_size, "--vocab-size " + number_text(double(*n)) + " + 1 (--tokenizer-type NullTokenizer adds the EOD token)");
     }
   } else if (type) {
     get("--tokenizer-type")->used = false;  // listed below with the other tokenizer arguments
@@ -1041,7 +1052,7 @@ void MegatronReader::run_words(const std::vector<std::string>& command) {
   // A Megatron-LM line describes a Megatron run: the trainmem profile follows Megatron's byte
   // model (the reference profiles do not read the field; merge_import leaves it out for them).
   if (put(field::framework, std::string("megatron"), "command line"))
-    note_read("framework", "megatron (a Megatron-LM command line)");
+    note_read(field::framework, "megatron (a Megatron-LM command line)");
   read_precision(defines_model);
   read_recompute();
   read_attention(defines_model);

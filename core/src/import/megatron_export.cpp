@@ -139,6 +139,9 @@ MegatronExport export_megatron_args(const Config& c) {
   if (!c.add_bias_linear) a.push_back("--disable-bias-linear");
   if (c.add_qkv_bias) a.push_back("--add-qkv-bias");
   if (c.qk_layernorm) a.push_back("--qk-layernorm");
+  // Megatron Core's learnable softmax offset, gpt-oss's sinks (TransformerConfig.softmax_type,
+  // megatron/core/transformer/transformer_config.py @ d98e8a64ddf34856e74b24714e3bedb2f5a39553).
+  if (c.attention_sinks) a.push_back("--softmax-type learnable");
   if (!c.share_embeddings_and_output_weights) a.push_back("--untie-embeddings-and-output-weights");
 
   if (c.is_moe()) {

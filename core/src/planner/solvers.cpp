@@ -299,19 +299,19 @@ PlanOptions options_as_run(const Config& base, const PlanOptions& given, std::ve
                                          quoted(name_of(base.profile)) + ")"));
   // Held fields (keep): the knob that varies a held field is not searched; data_parallel_size is
   // held by the search itself (Search::layouts keeps the base's DP).
-  static constexpr std::pair<std::string_view, PlanKnob> k_held_knobs[] = {
-      {"tensor_model_parallel_size", PlanKnob::tp},        {"sequence_parallel", PlanKnob::tp},
-      {"pipeline_model_parallel_size", PlanKnob::pp},      {"num_layers_in_first_pipeline_stage", PlanKnob::pp},
-      {"num_layers_in_last_pipeline_stage", PlanKnob::pp}, {"pipeline_stage_layers", PlanKnob::pp},
-      {"virtual_pipeline_model_parallel_size", PlanKnob::vpp},
-      {"context_parallel_size", PlanKnob::cp},             {"expert_model_parallel_size", PlanKnob::ep},
-      {"expert_tensor_parallel_size", PlanKnob::etp},      {"use_distributed_optimizer", PlanKnob::sharding},
-      {"zero_stage", PlanKnob::sharding},                  {"data_parallel_shard_size", PlanKnob::sharding},
-      {"recompute_granularity", PlanKnob::recompute},      {"recompute_method", PlanKnob::recompute},
-      {"recompute_num_layers", PlanKnob::recompute},       {"micro_batch_size", PlanKnob::micro_batch_size}};
+  static constexpr std::pair<FieldName, PlanKnob> k_held_knobs[] = {
+      {field::tensor_model_parallel_size, PlanKnob::tp},        {field::sequence_parallel, PlanKnob::tp},
+      {field::pipeline_model_parallel_size, PlanKnob::pp},      {field::num_layers_in_first_pipeline_stage, PlanKnob::pp},
+      {field::num_layers_in_last_pipeline_stage, PlanKnob::pp}, {field::pipeline_stage_layers, PlanKnob::pp},
+      {field::virtual_pipeline_model_parallel_size, PlanKnob::vpp},
+      {field::context_parallel_size, PlanKnob::cp},             {field::expert_model_parallel_size, PlanKnob::ep},
+      {field::expert_tensor_parallel_size, PlanKnob::etp},      {field::use_distributed_optimizer, PlanKnob::sharding},
+      {field::zero_stage, PlanKnob::sharding},                  {field::data_parallel_shard_size, PlanKnob::sharding},
+      {field::recompute_granularity, PlanKnob::recompute},      {field::recompute_method, PlanKnob::recompute},
+      {field::recompute_num_layers, PlanKnob::recompute},       {field::micro_batch_size, PlanKnob::micro_batch_size}};
   for (const std::string& field : o.keep)
     for (const auto& [name, knob] : k_held_knobs)
-      if (field == name) o.search &= ~(1u << unsigned(knob));
+      if (field == name.text) o.search &= ~(1u << unsigned(knob));
   if (o.solve == PlanSolve::max_micro_batch && o.keeps(field::micro_batch_size))
     issues.push_back(issue("keep", "micro_batch_size cannot be held while solve " +
                                        quoted(name_of(PlanSolve::max_micro_batch)) + " varies it"));

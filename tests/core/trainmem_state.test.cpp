@@ -334,3 +334,37 @@ TEST_CASE("byte-model properties across frameworks", "[trainmem][property]") {
       REQUIRE_THAT(offloaded.cpu_bytes / 4, WithinRel(moved, k_rel_tol_exact));  // 4 GPUs on the node
   }
 }
+
+TEST_CASE("deepspeed ZeRO-3 with each layer checkpointed: the coordinator's gathered weights", "[trainmem][golden][deepspeed]") {
+  // DeepSpeed's partitioned_param_coordinator.py (@ edaa7221) replayed by hand for a
+  // transformers model (separate q, k, v linears) whose
+  // every weight is X = 8192 · 8192 = 67,108,864 elements: 2 layers of q, k, v, o (MHA, 64 heads
+  // of 128), fc1, fc2 (f = 8192, no gate), an untied embedding E and output layer H of 8192 ·
+  // 8192. DeepSpeed's defaults: prefetch bucket 5e7 (< X: each prefetch gathers one tensor),
+  // reuse distance and live parameters 1e9 (14.9 X). The step's trace (40 module uses): E,
+  // layer 0, layer 1, H, H (its backward), layer 1 recomputed then backward (fc2 … q), layer 0
+  // likewise, E.
+  //   forward: each use gathers the next tensor; layer 0's linears recur 25 uses later (25 X,
+  //     past the window) and are released; layer 1's recur 7 uses later (their recomputation
+  //     follows H) and stay: at the second H, layer 1's six linears, H, and the prefetched
+  //     layer-0 q and k: 9 X;
+  //   H's backward: H is released (its next use is beyond the trace);
+  //   layer 1's recomputation: each use prefetches one more of layer 0's recomputation (k, v, o,
+  //     fc1, fc2) and the last reaches E, whose backward ends the trace; every tensor popped ahead
+  //     stays, so at layer 1's fc1 all but H are gathered: 13 X, the peak.
+  // 13 · 67,108,864 · 2 B (bf16) = 1,744,830,464 B, beside a reduce bucket of 1,000 · 2 B.
+  const std::string model = R"("profile": "trainmem", "num_layers": 2, "hidden_size": 8192, "num_attention_heads": 64,
+      "ffn_hidden_size": 8192, "vocab_size": 8192, "make_vocab_size_divisible_by": 1,
+      "share_embeddings_and_output_weights": false, "swiglu": false, "normalization": "RMSNorm",
+      "add_bias_linear": false, "attention_dropout": 0, "hidden_dropout": 0, "seq_length": 1024,
+      "micro_batch_size": 1, "gpus_per_node": 1, "framework": "deepspeed", "zero_stage": 3,
+      "data_parallel_size": 4, "params_dtype": "bf16", "reduce_bucket_size": 1000,
+      "model_implementation": "hf-transformers")";
+  const Estimate checkpointed = state_of("{" + model + R"(, "recompute_granularity": "full",
+      "recompute_method": "uniform", "recompute_num_layers": 1})");
+  CHECK(checkpointed.state.buffers.total() == 1'744'830'464.0 + 2'000.0);
+  // Without recompute the count stays the largest tensor group gathered twice (current and next),
+  // the inventory's q, k and v of 3 X elements: 2 · 3 · 67,108,864 · 2 B = 805,306,368 B.
+  const Estimate plain = state_of("{" + model + "}");
+  CHECK(plain.state.buffers.total() == 805'306'368.0 + 2'000.0);
+}

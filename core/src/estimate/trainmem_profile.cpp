@@ -875,6 +875,127 @@ bool copy_sharded(const Config& c, const StateCopy& copy, bool needs_master) {
   return false;
 }
 
+// DeepSpeed ZeRO-3 with each decoder layer checkpointed: the most bytes of weights gathered at
+// once, from a replay of the parameter coordinator over one training step's module trace
+// (deepspeedai/DeepSpeed deepspeed/runtime/zero/partitioned_param_coordinator.py @
+// edaa7221267243c7be7fb49c5d5f5c4fb97b4641):
+// - fetch_sub_module gathers the current module's weight, pops its entry off the trace queue,
+//   then pops further entries and gathers those not gathered yet (whole tensors) until
+//   stage3_prefetch_bucket_size elements are in flight; an entry popped for a tensor already
+//   gathered is skipped but remembered (__most_recent_step_id_param_fetched_for);
+// - release_sub_module (__params_to_release) frees the weight after the module's forward or
+//   backward unless its next use was already popped by the prefetch, or it recurs within
+//   stage3_max_reuse_distance elements of the trace that follows.
+// Because the prefetch counts only what it newly gathers, small tensors (k and v under GQA) let
+// several large ones be in flight; and a checkpointed layer's recomputation is followed by its
+// own backward, so its last linears stay gathered from one to the other (Llama 2 70B: gate, up
+// and down, 705 M elements, while o_proj is prefetched). The trace: the embedding, each layer's
+// linears in module order (transformers' Llama-style q, k, v, o; gate, up, down, or fc1, fc2;
+// norms and biases stay gathered, under stage3_param_persistence_threshold, and are not counted),
+// the output layer; in backward the output layer, each layer from the last its recomputation then
+// its backward (linears in reverse), the embedding; every layer of the model, since the prefetch
+// runs ahead over whatever is still gathered until stage3_max_live_parameters stops it (its
+// documented meaning: "the maximum number of parameters resident per GPU before releasing").
+// DeepSpeed's defaults, which no field sets yet
+// (runtime/zero/config.py: prefetch_bucket_size 5e7, max_reuse_distance 1e9, max_live_parameters
+// 1e9). Bytes are the weights as ZeRO-3 gathers them: the 16-bit parameters, or under peft each
+// frozen tensor in its storage less bitsandbytes' quantisation state, which no rank gathers.
+// 0 where this does not apply (another framework or stage, another model implementation,
+// recompute that is not per layer, experts): the caller keeps its own count there.
+double zero3_checkpointed_gather_bytes(const Config& c) {
+  constexpr double k_prefetch_bucket = 5e7, k_max_reuse_distance = 1e9, k_max_live = 1e9;
+  if (c.framework != Framework::deepspeed || c.zero_stage != 3 || c.is_moe() ||
+      c.model_implementation != ModelImplementation::hf_transformers)
+    return 0;
+  if (c.recompute_granularity != RecomputeGranularity::full || c.recompute_method != RecomputeMethod::uniform ||
+      c.recompute_num_layers > 1 || c.num_layers <= 0)
+    return 0;
+  const double h = double(c.hidden_size), ffn = double(c.ffn_hidden_size), vocab = double(c.vocab_size);
+  const double q_out = double(c.num_attention_heads) * double(c.kv_channels);
+  const double kv_out = double(c.num_query_groups) * double(c.kv_channels);
+  const double tp = double(std::max<int64_t>(1, c.tensor_model_parallel_size));
+  // The tensors: one layer's linears, then the embedding and the output layer (one when tied).
+  std::array<double, 9> numel{}, bytes{};
+  int m = 0;
+  const auto gathered_bytes = [&](Part part, double rows, double cols, bool linear) {
+    if (!c.peft_on()) return rows * cols * bytes_per_element(c.params_dtype);
+    const Tensors t{part, 1, rows, cols, linear, part == Part::dense, false, false};
+    return stored_bytes(c, t) - replicated_quant_state_bytes(c, t);
+  };
+  const auto linear = [&](double in, double out) {
+    numel[size_t(m)] = in * out / tp;
+    bytes[size_t(m)] = gathered_bytes(Part::dense, in, out / tp, true);
+    ++m;
+  };
+  linear(h, q_out), linear(h, kv_out), linear(h, kv_out), linear(q_out, h);
+  if (c.gated_linear_unit) linear(h, ffn), linear(h, ffn), linear(ffn, h);
+  else linear(h, ffn), linear(ffn, h);
+  const int embedding = m, output = c.share_embeddings_and_output_weights ? m : m + 1;
+  numel[size_t(embedding)] = vocab * h / tp;
+  bytes[size_t(embedding)] = gathered_bytes(Part::embedding, vocab / tp, h, false);
+  numel[size_t(output)] = vocab * h / tp;
+  bytes[size_t(output)] = gathered_bytes(Part::embedding, vocab / tp, h, true);
+  // The trace of one step; a tensor is (layer, index), layer -1 for the embedding side. At most
+  // 160 layers are replayed (Llama 3.1 405B has 126): the window and the live limit span
+  // 1e9 elements, so beyond that only a model of layers under 6 M elements would change, and the
+  // replay stays a few thousand uses.
+  const int layers = int(std::min<int64_t>(c.num_layers, 160));
+  struct Use { int layer, index; };
+  std::vector<Use> trace(size_t(3 * m * layers + 4));
+  int n = 0;
+  trace[size_t(n++)] = {-1, embedding};
+  for (int l = 0; l < layers; ++l)
+    for (int i = 0; i < m; ++i) trace[size_t(n++)] = {l, i};
+  trace[size_t(n++)] = {-1, output};
+  trace[size_t(n++)] = {-1, output};
+  for (int l = layers - 1; l >= 0; --l) {
+    for (int i = 0; i < m; ++i) trace[size_t(n++)] = {l, i};
+    for (int i = m - 1; i >= 0; --i) trace[size_t(n++)] = {l, i};
+  }
+  trace[size_t(n++)] = {-1, embedding};
+  const auto id = [&](const Use& u) { return u.layer < 0 ? layers * m + (u.index - m) : u.layer * m + u.index; };
+  const auto size_of = [&](const Use& u) { return numel[size_t(u.index)]; };
+  std::vector<char> gathered(size_t(layers * m + 2), 0);
+  std::vector<int> fetched_for(size_t(layers * m + 2), -1);
+  double live = 0, live_bytes = 0, peak = 0;
+  const auto gather = [&](const Use& u) {
+    if (gathered[size_t(id(u))]) return;
+    gathered[size_t(id(u))] = true;
+    live += size_of(u);
+    live_bytes += bytes[size_t(u.index)];
+  };
+  int queue = 0;  // the next entry of the trace queue
+  for (int s = 0; s < n; ++s) {
+    const Use& u = trace[size_t(s)];
+    gather(u);
+    if (fetched_for[size_t(id(u))] < s && queue == s) fetched_for[size_t(id(u))] = queue++;
+    const double budget = std::min(k_max_live - live, k_prefetch_bucket);
+    double prefetched = 0;
+    while (queue < n && prefetched < budget) {
+      const Use& next = trace[size_t(queue)];
+      fetched_for[size_t(id(next))] = std::max(fetched_for[size_t(id(next))], queue);
+      ++queue;
+      if (gathered[size_t(id(next))]) continue;
+      gather(next);
+      prefetched += size_of(next);
+    }
+    peak = std::max(peak, live_bytes);
+    // Release after the module ran, unless its next use was popped or recurs within the window.
+    if (fetched_for[size_t(id(u))] > s + 1) continue;
+    bool recurs = false;
+    double traversed = 0;
+    for (int t = s + 1; t < n && traversed < k_max_reuse_distance; ++t) {
+      if (id(trace[size_t(t)]) == id(u)) { recurs = true; break; }
+      traversed += size_of(trace[size_t(t)]);
+    }
+    if (recurs) continue;
+    gathered[size_t(id(u))] = false;
+    live -= size_of(u);
+    live_bytes -= bytes[size_t(u.index)];
+  }
+  return peak;
+}
+
 // DeepSpeed ZeRO's buffers. ZeRO-3 gathers the largest module's 16-bit params and gradients
 // (4 × largest_layer_params in DeepSpeed's estimator); with peft the gather carries the frozen
 // weights in their storage type (NF4 included) and the adapters in theirs.
@@ -892,10 +1013,13 @@ void deepspeed_buffers(const StageExtremes& x, StageState& out) {
   const double w16 = bytes_per_element(c.params_dtype);
   const double adapter_w = bytes_per_element(lora_adapter_dtype(c));
   if (c.zero_stage == 3) {
+    // With each layer checkpointed, the parameter coordinator's replay where it applies
+    // (zero3_checkpointed_gather_bytes, 0 elsewhere).
+    const double replayed = zero3_checkpointed_gather_bytes(c);
     if (peft)
-      st.buffers.dense += x.largest_frozen_bytes + 2 * x.largest_adapter_bytes;
+      st.buffers.dense += std::max(x.largest_frozen_bytes, replayed) + 2 * x.largest_adapter_bytes;
     else
-      st.buffers.dense += 2 * w16 * x.largest_tensor;
+      st.buffers.dense += std::max(2 * w16 * x.largest_tensor, replayed);
   }
   if (c.zero_stage >= 1 && c.contiguous_gradients) {
     const double bucket = c.reduce_bucket_size * (peft ? adapter_w : w16);

@@ -1664,6 +1664,29 @@ async function eachSectionOnce(page, when) {
   expect(doubles.length === 0, `${when}: shown twice: ${doubles.join(', ')}`);
 }
 
+/**
+ * No figure of another state (issue 32 "no screen ever shows a figure made from values they did
+ * not give"): while the page has no result (an import's open question), no detail card under the
+ * headline is laid out, the suggestions neither; "On every GPU" kept the state before's figure.
+ */
+const DETAIL_CARDS = ['#gpu-card', '#gpu-fit-card', '#stages-card', '#compare-card', '#share-card', '#peak-card', '#params-card',
+  '#assumptions-card', '#report-card', '#trace-card', '#suggestions'];
+async function noDetailShown(page, when) {
+  const shown = await page.evaluate((ids) => ids.filter((id) => document.querySelector(id)?.checkVisibility()), DETAIL_CARDS);
+  expect(shown.length === 0, `${when}: shown with no result: ${shown.join(', ')}`);
+  const figures = await page.$$eval('#gpu-fit-card tbody tr, #breakdown-body tr, #params div, #peak div, #assumptions li', (rows) => rows.length);
+  expect(figures === 0, `${when}: ${figures} rows of another state's figures are still in the cards`);
+}
+/** The cards are back with the next result: the breakdown, "On every GPU" (its row for the page's GPU is the headline), the parameters. */
+async function detailsBack(page, when) {
+  const missing = await page.evaluate(() => ['#gpu-card', '#gpu-fit-card', '#share-card', '#params-card', '#assumptions-card']
+    .filter((id) => !document.querySelector(id)?.checkVisibility()));
+  expect(missing.length === 0, `${when}: not back after the answer: ${missing.join(', ')}`);
+  const chosen = await page.$eval('#gpu-fit-card tr.chosen td:nth-child(3)', (td) => td.textContent);
+  expect(chosen === await total(page), `${when}: "On every GPU" says ${chosen} for the page's GPU, the headline ${await total(page)}`);
+  expect(await page.$$eval('#breakdown-body tr', (rows) => rows.length) > 3 && await page.$$eval('#params div', (rows) => rows.length) > 2, `${when}: the breakdown or the parameters are empty`);
+}
+
 await check('More options by topic: closed on the fresh page, opened by what is set or wrong with a count, nothing lost while closed (1280x900 and 390x844)', async (keep) => {
   for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const { page, problems } = await open('', { viewport });
@@ -1769,6 +1792,7 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     await topicsFollowTheState(page, `${tag} after a setup`);
     await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, `walk-setup-${tag}.png`) });
+    await page.click('#pin'); // the compare card too follows the state: none while there is no result
     // Task 1: an import after that setup takes nothing from it: the recipe's null max_seq_len is
     // asked for in the form, no figure until it is given, then the same figure at both sizes (the
     // desktop one is the CLI's: the check "an import fills nothing from the screen").
@@ -1783,6 +1807,8 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(await page.inputValue('#f-seq_length') === '' && /max_seq_len is null/.test(await page.textContent('#e-seq_length')), `${tag}: the import did not ask for the sequence length`);
     expect(!/GiB$/.test(await total(page)), `${tag}: a figure without a sequence length: ${await total(page)}`);
     expect(await page.evaluate(() => document.activeElement.id) === 'f-seq_length', `${tag}: the question does not take the focus`);
+    await noDetailShown(page, `${tag} the import's open question`);
+    expect(await page.textContent('#stale') === 'No figure until the marked fields are given.', `${tag}: the note under the open question: ${await page.textContent('#stale')}`);
     // The framework's words first: each field read from one key of the recipe names it, then the field.
     const hint = await page.textContent('#h-micro_batch_size');
     expect(hint.startsWith('torchtune: batch_size · micro_batch_size'), `${tag}: the micro batch's hint after the import: ${hint}`);
@@ -1791,8 +1817,12 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(!/\d/.test(await page.getAttribute('#f-seq_length', 'placeholder')), `${tag}: the open question's placeholder: ${await page.getAttribute('#f-seq_length', 'placeholder')}`);
     await page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `walk-import-asks-${tag}.png`) });
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.screenshot({ path: join(SHOTS, `walk-import-asks-results-${tag}.png`), fullPage: true });
     await typeInto(page, '#f-seq_length', '2048');
     await fitsKeepsItsPromise(page, `${tag} after the import's answer`);
+    await detailsBack(page, `${tag} after the import's answer`);
+    expect(await page.isVisible('#compare-card') && Number(await page.getAttribute('#compare-diff', 'data-count')) > 0, `${tag}: the comparison with the setup is not back`);
     importedBytes[tag] = await page.getAttribute('#total', 'data-bytes');
     await page.$eval('#import-panel', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `walk-import-${tag}.png`) });
@@ -2294,6 +2324,13 @@ await check('a state with no figure: the page, the embed and the element show it
     expect(left.length === 0, `${file}: after a link with no figure, still marked: ${left.join(', ')}`);
     const issues = file === 'index.html' ? await page.textContent('#e-num_layers') : await page.textContent('#general-issues'); // the page shows it at its field
     expect(/num_layers/.test(issues), `${file}: the issue is not shown: "${issues}"`);
+    if (file === 'index.html') { // no card of the state before (its "On every GPU" figures), back with the next link
+      await noDetailShown(page, 'a link with no figure');
+      await page.evaluate((hash) => { location.hash = hash; }, SHORT_FORM);
+      await page.waitForFunction(() => /GiB$/.test(document.querySelector('#total').textContent), null, { timeout: 5000 });
+      await settled(page);
+      await detailsBack(page, 'the link after it');
+    }
   }
   await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: hostPage(
     `<script type="module" src="js/trainmem-element.js"></script><trainmem-calculator ${attributesOfFragment(SHORT_FORM).map(([k, v]) => `${k}="${v}"`).join(' ')}></trainmem-calculator>`) }));

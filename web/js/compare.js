@@ -100,6 +100,15 @@ export class ComparePanel {
     this.page.load(pinned);
   }
 
+  /** No comparison while the page has no result (the pin stays, for the next one). */
+  clear() {
+    const { ui } = this;
+    ui.card.hidden = true;
+    ui.names.textContent = '';
+    ui.body.replaceChildren();
+    ui.diffBody?.replaceChildren();
+  }
+
   /**
    * @param {object} result the current result
    * @param {{label: string, unit: string, figure: string, capacity: number|null, capacityLabel: string}} view

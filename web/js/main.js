@@ -32,7 +32,7 @@ const findElements = () => ({
   setupNotice: $('setup-notice'), gpu: $('gpu'), planGpu: $('plan-gpu'),
   capacityField: $('capacity-field'), capacityInput: $('capacity-input'), capacityError: $('capacity-error'),
   notice: $('link-notice'), summary: $('summary'), runLine: $('run-line'), suggestions: $('suggestions'),
-  stagesCard: $('stages-card'), stagesHint: $('stages-hint'), version: $('version'),
+  stagesCard: $('stages-card'), stagesHint: $('stages-hint'), version: $('version'), results: $('results'),
 });
 let ui;
 
@@ -220,6 +220,21 @@ function renderHeadline() {
   if (badCapacity) ui.capacityError.textContent ||= 'Enter a size such as 96 GB or 80 GiB.';
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
   renderRunLine();
+  markNoResult();
+}
+
+/**
+ * A state with no result (a link or an import that does not resolve: the import's open question,
+ * a bad field) shows no figure under the headline either, the state before's or any: issue 32,
+ * "no screen ever shows a figure made from values they did not give" ("On every GPU" kept the
+ * state before's 8.61 GiB on every row). The stylesheet lays out no result card while #results
+ * carries data-no-result, with the headline's question; each detail step also empties its card
+ * (clearDetails), so that no export, screen reader or search reads the state before's figures.
+ * The cards come back with the next result, in its frame; their contents follow a step a frame.
+ */
+function markNoResult() {
+  const none = !lastOk;
+  if (ui.results.hasAttribute('data-no-result') !== none) ui.results.toggleAttribute('data-no-result', none);
 }
 
 /** The GPUs of a resolved config and their layout: "8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". */
@@ -243,8 +258,10 @@ function renderDetails() {
 /** The breakdown table beside the headline and the suggestions under the verdict. */
 function renderTable() {
   const result = lastOk?.result;
-  if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
+  if (!result) { // a state that shows no result: nothing of an earlier state stays in the breakdown
     view.clearTable();
+    ui.suggestions.hidden = true;
+    ui.suggestions.replaceChildren();
     return;
   }
   view.renderTable(result, state.unit, state.figure);
@@ -277,7 +294,11 @@ function renderCharts() {
 /** The cards below the breakdown: the GPU table, the peak, the compare panel, the parameters, the notes, the trace. */
 function renderCards() {
   const result = lastOk?.result;
-  if (!result) return;
+  if (!result) { // nothing of an earlier state's peak, parameters, notes, trace or comparison
+    view.clearCards();
+    compare.clear();
+    return;
+  }
   const capacity = capacityBytes();
   const { unit, figure } = state;
   const capacityLabel = Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '';
@@ -327,7 +348,10 @@ const gpuFitCapacities = () => gpuFitRows().map((row) => row.capacity);
  * fits_at_capacities; a paged optimizer's share on the GPU is the only figure a capacity changes).
  */
 function renderGpuFit() {
-  if (!lastOk) return;
+  if (!lastOk) { // a state with no result has no figure on any GPU
+    gpuFit.clear();
+    return;
+  }
   const { result } = lastOk;
   const rows = gpuFitRows();
   const headline = headlineOf(result, state.figure);

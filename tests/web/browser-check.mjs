@@ -701,7 +701,11 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
     expect(/^Llama 3\.1 8B QLoRA · torchtune · 1× RTX 4090: the GPU \(1 × NVIDIA GeForce RTX 4090 24GB\) and \d+ settings changed; \d+ of your settings went back to their defaults\. Undo$/.test(notice), `notice: ${notice}`);
     await page.click('#setup-notice summary');
     const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
-    expect(items.includes('Method (full, LoRA or QLoRA): none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
+    // Each in the setup's framework's words, its recipe's key first and the field's name second (as
+    // its hint and the problems list); a field the recipe has no key for, its label and its name.
+    expect(items.includes('Method (full, LoRA or QLoRA) torchtune: model._component_ · peft: none → qlora')
+      && items.includes('Sequence length torchtune: tokenizer.max_seq_len · seq_length: 8192 → 2048')
+      && items.includes('Tensor parallel (TP) tensor_model_parallel_size: 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
     // The link holds the setup and its fields.
     await settleUrl(page);
     const hash = await hashNow(page);
@@ -1582,7 +1586,14 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const start = await total(page);
     await select(page, '#f-peft', 'qlora');
     const notice = await page.textContent('#method-notice');
-    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, activation recompute (recompute_granularity) selective → full ('), `notice: ${notice}`);
+    // In the words of the framework the run is in now, as the fields' hints say them: a Llama on
+    // ddp is Hugging Face model code launched by accelerate (framework-words.js frameworksInUse),
+    // its key first, the field's name second.
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set accelerate: distributed_type · framework megatron → ddp, accelerate: --gradient_checkpointing · recompute_granularity selective → full ('), `notice: ${notice}`);
+    for (const name of ['framework', 'recompute_granularity']) {
+      const hint = await page.textContent(`#h-${name}`);
+      expect(notice.includes(hint.slice(0, hint.indexOf(name) + name.length)), `the notice's words for ${name} are not its hint's: ${hint}`);
+    }
     expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
     expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     // The CLI's figure for the same fields: the preset's model, the first screen's training fields
@@ -1612,6 +1623,9 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
     expect(title === `These ${diff.length} settings differ` && diff.length > 5, `title "${title}", ${diff.length} rows`);
     const row = (name) => diff.find((r) => r[0] === name)?.slice(1, 3).join(' | ');
+    // Each setting in the words of the run on screen (the axolotl setup's file), as its hint.
+    const named = await page.$eval('#compare-diff-body tr[data-field="seq_length"] th', (th) => th.textContent);
+    expect(named === 'Sequence length axolotl: sequence_len · seq_length', `the compare row's words: ${named}`);
     expect(row('tensor_model_parallel_size') === '2 | 1' && row('seq_length') === '8192 | 4096' && row('micro_batch_size') === '1 | 2' &&
       row('kbit_upcast') === 'peft | axolotl' && row('lora_rank') === '8 | 32', `rows: ${JSON.stringify(diff)}`);
     // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's).

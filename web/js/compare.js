@@ -65,7 +65,7 @@ export class ComparePanel {
    * @param {(pin: Pin) => void} page.load puts a pinned configuration into the form
    * @param {(config: object) => Set<string>} [page.inEffect] the fields the core reads for a config
    * @param {string[]} [page.order] the fields in the page's order
-   * @param {(name: string) => string} [page.label] a field's label (the core's field row)
+   * @param {(name: string) => (Node|string)[]} [page.nameNodes] a field's words: its label, the framework's key, its name
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -161,7 +161,7 @@ export class ComparePanel {
       const tr = document.createElement('tr');
       tr.dataset.field = name;
       const th = Object.assign(document.createElement('th'), { scope: 'row' });
-      th.append(this.page.label ? this.page.label(name) : name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name }));
+      th.append(...(this.page.nameNodes ? this.page.nameNodes(name) : [name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name })]));
       let effect;
       if (delta === null) effect = td('not valid alone', 'muted');
       else {

@@ -601,7 +601,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  }, form.specs);
+  }, (name) => form.nameNodes(name));
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
@@ -701,15 +701,6 @@ function pinnedEstimate(config) {
 }
 
 /**
- * A field in a message: the form's words first (its label, without the label's aside), the field's
- * name second ("activation recompute (recompute_granularity)"); the name alone where they agree.
- */
-function inWords(name) {
-  const words = (form.specs.get(name)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
-  return !words || words === name || words === name.replaceAll('_', ' ') ? name : `${words} (${name})`;
-}
-
-/**
  * A method chosen (peft): where the run's settings conflict with it, the core's objections are
  * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
  */
@@ -721,7 +712,10 @@ function onMethodChange(peft) {
   const box = methodNoticeBox();
   if (changes.length && box) {
     form.setValues(state.fields);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, inWords), () => {
+    // The notice names each field in the words of the framework the run is in now (the hints'
+    // words, form.nameText): QLoRA's ddp is no Megatron run any more.
+    form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name)), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();
@@ -746,7 +740,7 @@ function bindPanels() {
     load: (pin) => loadFields({ ...pin.config }, pin.preset, pin.preset ? null : pin.label.replace(/^Imported /, '')),
     inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
     order: [...form.fields.keys()],
-    label: (name) => form.specs.get(name)?.label || name.replaceAll('_', ' '),
+    nameNodes: (name) => form.nameNodes(name), // the framework's words, as the hints and problems name the field
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,

@@ -1576,38 +1576,35 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
 
 // Issue 32, task 5: a QLoRA run built by hand from the first screen (Megatron, selective
 // recompute, 8 GPUs) used to error twice, then read another figure than the setup's with no word
-// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) in one
-// line with an Undo, the figure is the CLI's for those fields, and pinned against the axolotl
-// QLoRA setup the compare view lists every setting that differs.
+// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) and
+// takes back the opening example's 8-GPU pretraining layout (method-defaults.js
+// startLayoutToClear), in one line with an Undo. The newcomer's walk then meets no error: QLoRA,
+// an RTX 4090, 1 GPU, sequence 2048 is four inputs and a figure, the CLI's for those fields; pinned
+// against the setup "Llama 3.1 8B QLoRA · torchtune · 1× RTX 4090", the compare view lists every
+// setting that differs, the largest first.
 for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-  await check(`choosing QLoRA on a hand-built run sets the framework and recompute it needs, with an Undo; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
+  await check(`a newcomer's QLoRA run: choosing QLoRA sets the framework and recompute it needs and clears the example's layout, with an Undo; QLoRA, 4090, 1 GPU, 2048 meets no error; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
     const { page, problems } = await open('', { viewport });
     keep(page);
     const start = await total(page);
+    const noProblems = async (when) => expect(!(await page.isVisible('#form-problems')), `${when}: problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     await select(page, '#f-peft', 'qlora');
     const notice = await page.textContent('#method-notice');
     // In the words of the framework the run is in now, as the fields' hints say them: a Llama on
     // ddp is Hugging Face model code launched by accelerate (framework-words.js frameworksInUse),
     // its key first, the field's name second.
-    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set accelerate: distributed_type · framework megatron → ddp, accelerate: --gradient_checkpointing · recompute_granularity selective → full ('), `notice: ${notice}`);
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set accelerate: distributed_type · framework megatron → ddp, accelerate: --gradient_checkpointing · recompute_granularity selective → full, '), `notice: ${notice}`);
     for (const name of ['framework', 'recompute_granularity']) {
       const hint = await page.textContent(`#h-${name}`);
       expect(notice.includes(hint.slice(0, hint.indexOf(name) + name.length)), `the notice's words for ${name} are not its hint's: ${hint}`);
     }
+    // The example's layout back to the core's defaults (its PP 1 is the default already: not named).
+    for (const part of ['tensor parallel (tensor_model_parallel_size) 2 → 1 (default)', 'data parallel (data_parallel_size) 4 → 1 (default)', 'sequence_parallel on → off (default)']) {
+      expect(notice.includes(part), `the notice lacks "${part}": ${notice}`);
+    }
+    expect(!/pipeline_model_parallel_size|seq_length|micro_batch_size/.test(notice), `the notice names a field it left: ${notice}`);
     expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
-    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
-    // The CLI's figure for the same fields: the preset's model, the first screen's training fields
-    // (START), the method and what the notice set. use_distributed_optimizer is Megatron's: DDP does
-    // not read it (the core's fields in effect), so the page does not send it.
-    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
-    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
-    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
-    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
-    const { use_distributed_optimizer: _megatronOnly, ...training } = START.fields;
-    const fields = { ...llama.config, ...training, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: h100 };
-    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
-    const handBuilt = await page.getAttribute('#total', 'data-bytes');
-    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    await noProblems('QLoRA');
     await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
     await page.screenshot({ path: join(SHOTS, `method-qlora-${tag}.png`) });
     // Undo: back to the run before the method, the notice gone.
@@ -1615,27 +1612,50 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     await settled(page);
     expect(await total(page) === start && await page.inputValue('#f-peft') === '' && await page.inputValue('#f-framework') === '' && !(await page.isVisible('#method-notice')),
       `after Undo: ${await total(page)} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
-    // Again, pinned, then the setup: the compare view explains the two figures.
+    expect(/8 GPUs = TP 2 × PP 1 × CP 1 × DP 4$/.test(await page.textContent('#run-line')), `the layout after Undo: ${await page.textContent('#run-line')}`);
+    // The newcomer's walk: each input answers with a figure, none with a problem.
     await select(page, '#f-peft', 'qlora');
+    await noProblems('QLoRA again');
+    await select(page, '#gpu', 'rtx-4090');
+    await typeInto(page, '#f-world_size', '1');
+    await noProblems('1 GPU');
+    await typeInto(page, '#f-seq_length', '2048');
+    await noProblems('sequence 2048');
+    // The CLI's figure for the same fields: the preset's model, the example's micro batch (the
+    // first screen shows it), what the user gave and what the notice set; nothing else.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const rtx4090 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'rtx-4090').memory_bytes;
+    const fields = { ...llama.config, seq_length: 2048, micro_batch_size: START.fields.micro_batch_size, world_size: 1, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: rtx4090 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    const handBuilt = await page.getAttribute('#total', 'data-bytes');
+    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    // Pinned, then the setup: the compare view explains the two figures.
     await page.click('#pin');
-    await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1x4090');
+    await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    const setupBytes = await page.getAttribute('#total', 'data-bytes');
+    expect(setupBytes !== handBuilt, 'the hand-built run and the setup give one figure: nothing to explain');
     const title = await page.textContent('#compare-diff-title');
     const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
     expect(title === `These ${diff.length} settings differ` && diff.length > 5, `title "${title}", ${diff.length} rows`);
     const row = (name) => diff.find((r) => r[0] === name)?.slice(1, 3).join(' | ');
-    // Each setting in the words of the run on screen (the axolotl setup's file), as its hint.
-    const named = await page.$eval('#compare-diff-body tr[data-field="seq_length"] th', (th) => th.textContent);
-    expect(named === 'Sequence length axolotl: sequence_len · seq_length', `the compare row's words: ${named}`);
-    expect(row('tensor_model_parallel_size') === '2 | 1' && row('seq_length') === '8192 | 4096' && row('micro_batch_size') === '1 | 2' &&
-      row('kbit_upcast') === 'peft | axolotl' && row('lora_rank') === '8 | 32', `rows: ${JSON.stringify(diff)}`);
-    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's).
-    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers'].includes(r[0])), `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
+    // Each setting in the words of the run on screen (the setup's torchtune recipe), as its hint.
+    const named = await page.$eval('#compare-diff-body tr[data-field="micro_batch_size"] th', (th) => th.textContent);
+    expect(named === 'Micro-batch size torchtune: batch_size · micro_batch_size', `the compare row's words: ${named}`);
+    // What differs is the recipe's, not the layout or the sequence the user gave.
+    expect(row('model_implementation') === 'hf-transformers | torchtune' && row('micro_batch_size') === '1 | 2' &&
+      row('kbit_upcast') === 'peft | none' && row('torch_compile') === 'off | on', `rows: ${JSON.stringify(diff)}`);
+    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's),
+    // and what the two runs share is none either.
+    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers', 'seq_length', 'world_size', 'tensor_model_parallel_size', 'recompute_granularity'].includes(r[0])),
+      `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
     // Largest effect first; the totals are the two runs' figures.
     const size = (text) => (/^[+−]/.test(text) ? Number(text.slice(1).replace(/[^\d.]/g, '')) : text === '=' ? 0 : -1);
     const sizes = diff.map((r) => size(r[3]));
     expect(sizes.every((v, i) => i === 0 || v <= sizes[i - 1]), `not largest first: ${JSON.stringify(diff.map((r) => r[3]))}`);
     const totals = await page.$eval('#compare-body tr:last-child', (tr) => [...tr.querySelectorAll('td')].map((c) => c.getAttribute('title')));
-    const setupBytes = await page.getAttribute('#total', 'data-bytes');
     const wholeBytes = (text) => String(Math.round(Number(text.replace(/[^\d.]/g, ''))));
     expect(wholeBytes(totals[0]) === handBuilt, `pinned total ${totals[0]}, hand-built ${handBuilt}`);
     expect(wholeBytes(totals[1]) === setupBytes, `current total ${totals[1]}, setup ${setupBytes}`);

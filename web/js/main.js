@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { chooseMethod, methodNotice, methodNoticeBox } from './method-defaults.js';
+import { chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -707,7 +707,12 @@ function pinnedEstimate(config) {
 function onMethodChange(peft) {
   const before = { ...state.fields };
   const resolvedBefore = lastOk?.result.config ?? {};
-  const { fields, changes, result } = chooseMethod(state.fields, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  // On the fresh page, the opening example's pretraining layout goes first (method-defaults.js).
+  const cleared = startLayoutToClear(startFields, state.fields, form.touched, form.specs, peft);
+  const base = { ...state.fields };
+  for (const c of cleared) delete base[c.name];
+  const { fields, changes: answered, result } = chooseMethod(base, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  const changes = [...answered, ...cleared];
   state.fields = fields;
   const box = methodNoticeBox();
   if (changes.length && box) {

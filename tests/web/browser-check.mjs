@@ -1820,7 +1820,10 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, `walk-link-${tag}.png`) });
     // A setup.
+    expect(await page.isVisible('#link-notice'), `${tag}: the link (no checksum) gives no notice`);
     await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    // The link's notice is about the link: the setup is a whole new state.
+    expect(!(await page.isVisible('#link-notice')), `${tag}: the link's notice stays after a setup: ${await page.textContent('#link-notice')}`);
     await eachSectionOnce(page, `${tag} after a setup`);
     await fitsKeepsItsPromise(page, `${tag} after a setup`);
     await topicsFollowTheState(page, `${tag} after a setup`);

@@ -636,6 +636,9 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
   followed = null;
   ui.setupNotice.hidden = true;
+  // What a link before did not use, or what a preset change kept, is no word on this state.
+  ui.notice.hidden = true;
+  ui.presetNotice.hidden = true;
   const methodBox = document.getElementById('method-notice');
   if (methodBox) methodBox.hidden = true;
   syncControls();

@@ -1830,6 +1830,9 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, `walk-setup-${tag}.png`) });
     await page.click('#pin'); // the compare card too follows the state: none while there is no result
+    // The planner's layouts for this setup (one 4090): another run's once the import is loaded.
+    await page.click('#plan-run');
+    await page.waitForSelector('#plan-body tr', { timeout: 90000 });
     // Task 1: an import after that setup takes nothing from it: the recipe's null max_seq_len is
     // asked for in the form, no figure until it is given, then the same figure at both sizes (the
     // desktop one is the CLI's: the check "an import fills nothing from the screen").
@@ -1845,6 +1848,8 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(!/GiB$/.test(await total(page)), `${tag}: a figure without a sequence length: ${await total(page)}`);
     expect(await page.evaluate(() => document.activeElement.id) === 'f-seq_length', `${tag}: the question does not take the focus`);
     await noDetailShown(page, `${tag} the import's open question`);
+    expect(!(await page.isVisible('#plan-table')) && await page.$$eval('#plan-body tr', (rows) => rows.length) === 0
+      && /another run's/.test(await page.textContent('#plan-status')), `${tag}: the planner keeps the setup's layouts: ${await page.textContent('#plan-status')}`);
     expect(await page.textContent('#stale') === 'No figure until the marked fields are given.', `${tag}: the note under the open question: ${await page.textContent('#stale')}`);
     // The framework's words first: each field read from one key of the recipe names it, then the field.
     const hint = await page.textContent('#h-micro_batch_size');

@@ -453,6 +453,7 @@ function applyLink(fragment) {
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
+  plan.forget();
   importedLabel = null;
   showLinkNotice(ui.notice, link.rejected, link.notes);
 }
@@ -639,6 +640,7 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   // What a link before did not use, or what a preset change kept, is no word on this state.
   ui.notice.hidden = true;
   ui.presetNotice.hidden = true;
+  plan.forget();
   const methodBox = document.getElementById('method-notice');
   if (methodBox) methodBox.hidden = true;
   syncControls();

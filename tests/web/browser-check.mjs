@@ -34,7 +34,7 @@ let passed = 0;
 let failed = 0;
 
 /** Opens the page; collects console errors/warnings, page errors and CSP violations. */
-async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light' } = {}) {
+async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light', base = url } = {}) {
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   await page.emulateMedia({ colorScheme });
@@ -46,7 +46,7 @@ async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light' } = {
   await page.addInitScript(() => {
     document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
   });
-  await page.goto(`${url}index.html${hash}`);
+  await page.goto(`${base}index.html${hash}`);
   await page.waitForSelector('body[data-ready]', { timeout: 20000 });
   const state = await page.getAttribute('body', 'data-ready');
   if (state !== '1') throw new Error(`page did not start: ${await page.textContent('#general-issues')}`);
@@ -1559,6 +1559,8 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
     for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
     expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
     expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
+    // So is the default it resolves to (the core's "none" is full fine-tuning).
+    expect(await page.$eval('#f-peft option[value=""]', (e) => e.textContent) === 'default (full fine-tuning)', `the method's default: ${await page.$eval('#f-peft option[value=""]', (e) => e.textContent)}`);
     // The planner's toggles there say what they do as everywhere: the first screen sets the micro batch (held), not the framework (free).
     const holds = Object.fromEntries(await page.$$eval('#section-run button.hold', (bs) => bs.map((b) => [b.dataset.hold, b.textContent])));
     expect(holds.micro_batch_size === 'held' && holds.framework === 'free' && holds.recompute_granularity === 'held', `toggles: ${JSON.stringify(holds)}`);
@@ -1765,12 +1767,19 @@ await check('More options by topic: closed on the fresh page, opened by what is 
 
 // Issue 32 item 10: tasks 1-3 and 10 walked end to end at both sizes, with the screenshots the
 // issue asks for (the first screen, a link, a setup and an import), each looked at.
-await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an import asks instead of filling from the screen, "Fits" never in the headroom band, each section once, the phone\'s targets, jump and one-line errors', async (keep) => {
+// It walks web/ as the development server serves it and dist/ as npm start serves it (built here,
+// its prerendered first answer included: the served page showed a second, stale "On every GPU").
+await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844, on web/ and on the served dist/: an import asks instead of filling from the screen, "Fits" never in the headroom band, each section once, the phone\'s targets, jump and one-line errors', async (keep) => {
   const fixture = fileURLToPath(new URL('../import/fixtures/torchtune/llama3_1-8B_qlora_single_device.yaml', import.meta.url));
   const recipe = await readFile(fixture, 'utf8');
   const importedBytes = {};
-  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-    const { page, problems } = await open('', { viewport });
+  const dist = await mkdtemp(join(tmpdir(), 'trainmem-walk-dist-'));
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), dist], { stdio: 'pipe' });
+  const served = await serve({ port: 0, root: dist });
+  try {
+  for (const [site, base] of [['web', url], ['dist', served.url]]) for (const [viewport, size] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const tag = site === 'web' ? size : `${size}-dist`;
+    const { page, problems } = await open('', { viewport, base });
     keep(page);
     await eachSectionOnce(page, `${tag} fresh page`);
     await fitsKeepsItsPromise(page, `${tag} fresh page`);
@@ -1860,7 +1869,7 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     await page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `walk-import-asks-${tag}.png`) });
     await page.evaluate(() => scrollTo(0, 0));
-    await page.screenshot({ path: join(SHOTS, `walk-import-asks-results-${tag}.png`), fullPage: true });
+    await page.screenshot({ path: join(SHOTS, `walk-import-asks-results-${tag}.png`) });
     await typeInto(page, '#f-seq_length', '2048');
     await fitsKeepsItsPromise(page, `${tag} after the import's answer`);
     await detailsBack(page, `${tag} after the import's answer`);
@@ -1871,7 +1880,12 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(problems.length === 0, problems.join('\n'));
     await page.close();
   }
-  expect(importedBytes['1280x900'] && importedBytes['1280x900'] === importedBytes['390x844'], `the import's figure by size: ${JSON.stringify(importedBytes)}`);
+  } finally {
+    served.server.close();
+    await rm(dist, { recursive: true, force: true });
+  }
+  const figures = Object.values(importedBytes);
+  expect(figures.length === 4 && figures.every((b) => b && b === figures[0]), `the import's figure by size and site: ${JSON.stringify(importedBytes)}`);
 });
 
 await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {

@@ -3,7 +3,7 @@
 // core stops objecting. Every expectation below is the core's own rule, read back from the core.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { METHOD_RULES, chooseMethod, methodNotice, startLayoutToClear } from '../../web/js/method-defaults.js';
+import { METHOD_RULES, answerGpuCount, chooseMethod, methodNotice, startLayoutToClear } from '../../web/js/method-defaults.js';
 import { START, coreConfig } from '../../web/js/link-config.js';
 import { loadEngine } from './load.mjs';
 
@@ -135,4 +135,26 @@ test('the example\'s layout stays where it is the user\'s: edited, changed, a li
   assert.deepEqual(startLayoutToClear(null, screen, new Set(), specs, 'qlora'), []);
   // Full training is what the example is: nothing.
   for (const peft of ['none', undefined]) assert.deepEqual(startLayoutToClear(startFields, screen, new Set(), specs, peft), []);
+});
+
+test('a GPU count the example\'s layout cannot divide takes the example\'s layout back, once the core agrees', () => {
+  // "1 GPU" under the example's TP 2: the core's world_size/divisible, answered by its defaults.
+  const one = { ...firstScreen(), world_size: 1 };
+  delete one.data_parallel_size; // the page's GPU count and DP: the one typed last is kept
+  assert.ok(estimate(one).issues.some((i) => i.rule === 'world_size/divisible'));
+  const { fields, changes } = answerGpuCount(startFields, one, new Set(['world_size']), specs, estimate);
+  assert.deepEqual(changes.map((c) => c.name).sort(), ['sequence_parallel', 'tensor_model_parallel_size', 'use_distributed_optimizer']);
+  const result = estimate(fields);
+  assert.equal(result.ok, true, JSON.stringify(result.issues));
+  assert.equal(result.config.world_size, 1);
+  assert.equal(String(result.config.tensor_model_parallel_size), specs.get('tensor_model_parallel_size').default);
+  // What the example leaves and the user did not touch stays: its sequence, micro batch, recompute.
+  for (const name of ['seq_length', 'micro_batch_size', 'recompute_granularity']) assert.equal(fields[name], START.fields[name], name);
+  // A count the layout divides (16 under TP 2), a TP the user set, or a link's page: nothing.
+  assert.deepEqual(answerGpuCount(startFields, { ...one, world_size: 16 }, new Set(), specs, estimate).changes, []);
+  assert.deepEqual(answerGpuCount(startFields, one, new Set(['tensor_model_parallel_size']), specs, estimate).changes, []);
+  assert.deepEqual(answerGpuCount(null, one, new Set(), specs, estimate).changes, []);
+  // A count the core still refuses after it (3 GPUs under PP 2 the user gave) changes nothing.
+  const pp = { ...one, world_size: 3, pipeline_model_parallel_size: 2 };
+  assert.deepEqual(answerGpuCount(startFields, pp, new Set(['pipeline_model_parallel_size']), specs, estimate), { fields: pp, changes: [] });
 });

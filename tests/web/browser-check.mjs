@@ -1668,6 +1668,46 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
   });
 }
 
+// Issue 32, task 5, in the other order: a GPU count first. "1 GPU" on the fresh page met the
+// example's TP 2 ("world_size: must be divisible by ... (2)"); once the count is given (the field
+// left), the example's layout the user did not edit goes back to the core's defaults, with an Undo
+// (method-defaults.js answerGpuCount). A count the example divides keeps it.
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`a GPU count the opening example cannot divide takes its layout back, with an Undo; one it divides keeps it (${tag})`, async (keep) => {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const giveCount = async (count) => {
+      await page.fill('#f-world_size', count);
+      await page.press('#f-world_size', 'Tab'); // the count is given when the field is left
+      await settled(page);
+    };
+    await giveCount('16');
+    expect(!(await page.isVisible('#method-notice')) && /16 GPUs = TP 2 × PP 1 × CP 1 × DP 8$/.test(await page.textContent('#run-line')), `16 GPUs: ${await page.textContent('#run-line')}`);
+    await giveCount('1');
+    const notice = await page.textContent('#method-notice');
+    expect(await page.isVisible('#method-notice') && notice.startsWith('1 GPU: set ') && notice.includes('tensor_model_parallel_size 2 → 1 (default)') && notice.includes('8-GPU pretraining layout is not your run'), `notice: ${notice}`);
+    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
+    expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    // The CLI's figure for the fields left: the model, the example's sequence, micro batch and recompute, one GPU.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+    const { seq_length, micro_batch_size, recompute_granularity } = START.fields;
+    const fields = { ...llama.config, seq_length, micro_batch_size, recompute_granularity, world_size: 1, gpu_memory_bytes: h100 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    expect(await page.getAttribute('#total', 'data-bytes') === String(Math.round(expected.device_bytes)), `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected.device_bytes} B`);
+    await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `gpu-count-${tag}.png`) });
+    // Undo: the example's layout again, and the core's objection to it.
+    await page.click('#method-notice button');
+    await settled(page);
+    expect(/world_size/.test(await page.textContent('#form-problems')) && await page.inputValue('#f-tensor_model_parallel_size') === '2', 'Undo does not bring the example\'s layout back');
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  });
+}
+
 // Issue 32 item 5: everything after "Your run" sits behind "More options", one closed topic each,
 // and nothing is lost with them closed. A topic opens itself when it holds a field set (by the
 // user, or by a link, an import or a setup to a value other than the default) or a problem, and

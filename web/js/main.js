@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear } from './method-defaults.js';
+import { answerGpuCount, changesNotice, chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -691,6 +691,39 @@ function onFieldChange(name, value) {
 }
 
 /**
+ * An edit finished (the field left, Enter, a choice made): a history entry. A GPU count is
+ * answered then, not at each keystroke ("1" on the way to "16" is no count the user chose).
+ */
+function onFieldCommit() {
+  if (lastEdited === 'world_size' && state.fields.world_size !== undefined && answerTheExample()) recompute();
+  share.commit();
+}
+
+/**
+ * A GPU count the fresh page's example cannot divide (its TP 2 under "1 GPU"): the example's
+ * layout the user has not edited goes back to the core's defaults (method-defaults.js
+ * answerGpuCount), said in the notice of "Your run" with an Undo.
+ */
+function answerTheExample() {
+  const before = { ...state.fields };
+  const estimate = (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config);
+  const { fields, changes } = answerGpuCount(startFields, state.fields, form.touched, form.specs, estimate);
+  const box = methodNoticeBox();
+  if (!changes.length || !box) return false;
+  state.fields = fields;
+  form.setValues(state.fields);
+  const world = state.fields.world_size;
+  const after = estimate(state.fields);
+  showUndoNotice(box, changesNotice(`${world} GPU${world === 1 ? '' : 's'}`, changes, lastOk?.result.config ?? {}, after.config ?? {}, (n) => form.nameText(n)), () => {
+    state.fields = before;
+    form.setValues(state.fields);
+    recompute();
+    share.commit();
+  });
+  return true;
+}
+
+/**
  * A configuration's result on the page's GPU for the compare view (the pinned run, and the pinned
  * run with one setting changed: "what it does alone"), remembered by config and capacity, so that
  * a keystroke on the configuration on screen re-estimates only what it changed.
@@ -868,7 +901,7 @@ async function start() {
   // What the module has done so far, for the benchmark's calls and passes per keystroke
   // (tests/bench/calls-bench.mjs).
   window.trainmemStats.engineWork = () => ({ ...engine.calls, passes: engine.passes() });
-  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
+  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, onFieldCommit);
   pointToSetups();
   view ??= new ResultsView();
   gpuFit = new GpuFitTable($('gpu-card'), (id) => {

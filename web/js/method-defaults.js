@@ -101,7 +101,15 @@ export function chooseMethod(fields, peft, estimate) {
  * @returns {{name: string, from: unknown, to: undefined, why: string}[]}
  */
 export function startLayoutToClear(startFields, fields, touched, specs, peft) {
-  if (!startFields || (peft !== 'lora' && peft !== 'qlora')) return [];
+  if (peft !== 'lora' && peft !== 'qlora') return [];
+  return exampleLayout(startFields, fields, touched, specs);
+}
+
+const EXAMPLE_WHY = 'the opening example\'s 8-GPU pretraining layout is not your run';
+
+/** The example's layout fields the user has not edited and that still hold its value (startLayoutToClear). */
+function exampleLayout(startFields, fields, touched, specs) {
+  if (!startFields) return [];
   const answered = new Set(METHOD_RULES.map((r) => r.set));
   return Object.entries(startFields)
     .filter(([name, value]) => {
@@ -110,13 +118,34 @@ export function startLayoutToClear(startFields, fields, touched, specs, peft) {
       return spec && spec.default !== 'required' && String(value) !== spec.default
         && !answered.has(name) && !touched.has(name) && same(fields[name], value);
     })
-    .map(([name, value]) => ({ name, from: value, to: undefined, why: 'the opening example\'s 8-GPU pretraining layout is not your run' }));
+    .map(([name, value]) => ({ name, from: value, to: undefined, why: EXAMPLE_WHY }));
+}
+
+/**
+ * A GPU count typed on the fresh page that the example's layout cannot divide ("1 GPU" under its
+ * TP 2: the core's rule world_size/divisible, by its id): the example's layout the user has not
+ * edited is taken back as a method does (startLayoutToClear), and kept only when the core then no
+ * longer objects to the count. `estimate(fields)` is the page's estimate of a field set.
+ * @returns {{fields: object, changes: {name: string, from: unknown, to: undefined, why: string}[]}}
+ */
+export function answerGpuCount(startFields, fields, touched, specs, estimate) {
+  const divides = (result) => !(result.issues ?? []).some((i) => i.rule === 'world_size/divisible');
+  if (fields.world_size === undefined || divides(estimate(fields))) return { fields, changes: [] };
+  const changes = exampleLayout(startFields, fields, touched, specs);
+  const next = { ...fields };
+  for (const c of changes) delete next[c.name];
+  return changes.length && divides(estimate(next)) ? { fields: next, changes } : { fields, changes: [] };
 }
 
 const METHOD_NAMES = { none: 'Full fine-tuning', lora: 'LoRA', qlora: 'QLoRA' };
 
 /** "QLoRA: framework megatron → ddp, recompute_granularity selective → full (...)": the one line. */
 export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
+  return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label);
+}
+
+/** "<title>: set a x → y, b z → w (why; why)." for any list of changes (a method's, a GPU count's). */
+export function changesNotice(title, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
   const shown = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
   const parts = changes.map((c) => {
     const from = c.from === undefined ? resolvedBefore[c.name] : c.from;
@@ -124,7 +153,7 @@ export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter =
     return `${label(c.name)} ${shown(from)} → ${to}`;
   });
   const whys = [...new Set(changes.map((c) => c.why))];
-  return `${METHOD_NAMES[peft ?? 'none'] ?? peft}: set ${parts.join(', ')} (${whys.join('; ')}).`;
+  return `${title}: set ${parts.join(', ')} (${whys.join('; ')}).`;
 }
 
 /** The notice under the title of the section that holds the method (made once; the form builds the section). */

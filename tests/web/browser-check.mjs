@@ -864,6 +864,9 @@ await check('the GPU count is an input: DP follows from it, and the summary says
   expect(await page.inputValue('#f-data_parallel_size') === '' && /16/.test(await page.getAttribute('#f-data_parallel_size', 'placeholder')),
     `DP after 32 GPUs: "${await page.inputValue('#f-data_parallel_size')}" / ${await page.getAttribute('#f-data_parallel_size', 'placeholder')}`);
   expect(/32 GPUs = TP 2 × PP 1 × CP 1 × DP 16$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+  // TP 2 typed: the user's own (else leaving "31" would take the opening example's TP 2 back:
+  // the check "a GPU count the opening example cannot divide").
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-world_size', '31'); // not a multiple of TP 2
   expect(/world_size: must be divisible/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');
   await typeInto(page, '#f-data_parallel_size', '2');
@@ -1637,6 +1640,8 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     // Pinned, then the setup: the compare view explains the two figures.
     await page.click('#pin');
     await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    // The method's notice (its Undo goes back to a run no longer on screen) is the state before's.
+    expect(!(await page.isVisible('#method-notice')), 'the method notice stays after a setup');
     const setupBytes = await page.getAttribute('#total', 'data-bytes');
     expect(setupBytes !== handBuilt, 'the hand-built run and the setup give one figure: nothing to explain');
     const title = await page.textContent('#compare-diff-title');

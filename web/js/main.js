@@ -228,8 +228,9 @@ function renderHeadline() {
  * a bad field) shows no figure under the headline either, the state before's or any: issue 32,
  * "no screen ever shows a figure made from values they did not give" ("On every GPU" kept the
  * state before's 8.61 GiB on every row). The stylesheet lays out no result card while #results
- * carries data-no-result, with the headline's question; each detail step also empties its card
- * (clearDetails), so that no export, screen reader or search reads the state before's figures.
+ * carries data-no-result, the headline saying what is missing; each detail step also empties its
+ * card (renderTable, renderCharts, renderGpuFit, renderCards), so that no export, screen reader or
+ * search reads the state before's figures.
  * The cards come back with the next result, in its frame; their contents follow a step a frame.
  */
 function markNoResult() {
@@ -453,7 +454,7 @@ function applyLink(fragment) {
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
-  plan.forget();
+  forgetTheStateBefore();
   importedLabel = null;
   showLinkNotice(ui.notice, link.rejected, link.notes);
 }
@@ -624,6 +625,19 @@ function topicBaseline() {
   return { ...startFields, ...presetById(engine, state.preset)?.config };
 }
 
+/**
+ * A whole new state (a link, a setup, an import, a pin loaded): the notices about the state before
+ * (a setup's, a preset's, a method's, each with an Undo back to a state no longer on screen) and
+ * the planner's layouts for it go.
+ */
+function forgetTheStateBefore() {
+  ui.setupNotice.hidden = true;
+  ui.presetNotice.hidden = true;
+  const methodBox = document.getElementById('method-notice');
+  if (methodBox) methodBox.hidden = true;
+  plan.forget();
+}
+
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
 function loadFields(fields, preset, label, setup = null, questions = []) {
   importQuestions = new Map(questions.map((q) => [q.field, q.message]));
@@ -636,13 +650,8 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   importedLabel = label;
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
   followed = null;
-  ui.setupNotice.hidden = true;
-  // What a link before did not use, or what a preset change kept, is no word on this state.
-  ui.notice.hidden = true;
-  ui.presetNotice.hidden = true;
-  plan.forget();
-  const methodBox = document.getElementById('method-notice');
-  if (methodBox) methodBox.hidden = true;
+  ui.notice.hidden = true; // what a link before did not use is no word on this state
+  forgetTheStateBefore();
   syncControls();
   // What the state before resolved its unset fields to is no hint for this one ("auto: 2048"
   // under an import's open question was the screen before's sequence): the new result writes them.

@@ -514,8 +514,10 @@ export class Form {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
-        // In the words its own choice shows ("default (full fine-tuning)", not the core's "none").
-        const text = r !== undefined && r !== null ? `default (${CHOICE_LABELS[name]?.[r] ?? r})` : 'default';
+        // In the words its own choice shows ("default (full fine-tuning)", not the core's "none";
+        // "default: none (no checkpointing)" where those words have their own parentheses).
+        const words = CHOICE_LABELS[name]?.[r] ?? r;
+        const text = r === undefined || r === null ? 'default' : String(words).includes('(') ? `default: ${words}` : `default (${words})`;
         if (first && first.value === '' && first.textContent !== text) first.textContent = text; // only a change is laid out
       } else {
         const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r, f.spec.type);

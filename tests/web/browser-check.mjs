@@ -1637,11 +1637,15 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const handBuilt = await page.getAttribute('#total', 'data-bytes');
     expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
     expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
-    // Pinned, then the setup: the compare view explains the two figures.
-    await page.click('#pin');
+    // Then the setup, and from its notice the comparison with the run before: the compare view
+    // explains the two figures.
+    expect(!(await page.isVisible('#compare-card')), 'a comparison before anything was pinned');
     await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
     // The method's notice (its Undo goes back to a run no longer on screen) is the state before's.
     expect(!(await page.isVisible('#method-notice')), 'the method notice stays after a setup');
+    await page.click('#setup-notice .compare-before');
+    await settled(page);
+    expect(await page.isVisible('#compare-card') && !(await page.isVisible('#setup-notice .compare-before')), 'the setup notice\'s "Compare with your run before" shows no comparison');
     const setupBytes = await page.getAttribute('#total', 'data-bytes');
     expect(setupBytes !== handBuilt, 'the hand-built run and the setup give one figure: nothing to explain');
     const title = await page.textContent('#compare-diff-title');
@@ -1885,6 +1889,7 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844, on we
     await page.screenshot({ path: join(SHOTS, `walk-setup-${tag}.png`) });
     await page.click('#pin'); // the compare card too follows the state: none while there is no result
     // The planner's layouts for this setup (one 4090): another run's once the import is loaded.
+    await page.$eval('#plan-run', (e) => e.scrollIntoView({ block: 'center' })); // clear of a phone's sticky headline
     await page.click('#plan-run');
     await page.waitForSelector('#plan-body tr', { timeout: 90000 });
     // Task 1: an import after that setup takes nothing from it: the recipe's null max_seq_len is

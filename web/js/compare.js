@@ -84,9 +84,18 @@ export class ComparePanel {
   }
 
   pinCurrent() {
-    const current = this.page.current();
-    if (!current) return;
-    this.pin = current;
+    this.pinRun(this.page.current());
+  }
+
+  /** The run on screen as a pin (null without a result): to pin it later, once the page has moved on. */
+  currentRun() {
+    return this.page.current();
+  }
+
+  /** Pins `pin` (a run on screen before: currentRun() then) and shows the comparison. */
+  pinRun(pin) {
+    if (!pin) return;
+    this.pin = pin;
     this.page.changed();
     this.ui.card.scrollIntoView?.({ block: 'nearest' });
   }

@@ -589,6 +589,7 @@ function applySetup(setup) {
     fields: { ...state.fields }, preset: state.preset, gpu: state.gpu, capacityText: state.capacityText, label: importedLabel,
     setup: state.setup, resolved: lastOk?.result.config ?? {},
   };
+  const runBefore = compare.currentRun(); // the run on screen, to compare with from the notice
   if (engine.gpus.some((g) => g.id === setup.gpu)) state.gpu = setup.gpu;
   state.capacityText = '';
   lastEdited = null;
@@ -603,7 +604,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  }, (name) => form.nameNodes(name));
+  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null);
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */

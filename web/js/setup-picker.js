@@ -94,8 +94,10 @@ export class SetupPicker {
  * @param {() => void} undo
  * @param {(name: string) => (Node|string)[]} nameNodes a field's words (form.nameNodes: its label,
  *   the setup's framework's key, its name), as the hints and the problems list name it
+ * @param {(() => void) | null} [compareBefore] pins the run before the setup to compare (issue 32:
+ *   "a compare view explains any two results that differ"); null when there was no result
  */
-export function showSetupNotice(box, setup, changes, names, undo, nameNodes) {
+export function showSetupNotice(box, setup, changes, names, undo, nameNodes, compareBefore = null) {
   const parts = [];
   if (changes.model) parts.push(`the model (${names.preset})`);
   if (changes.gpu) parts.push(`the GPU (${names.gpu})`);
@@ -112,5 +114,11 @@ export function showSetupNotice(box, setup, changes, names, undo, nameNodes) {
   ];
   const details = items.length
     ? [el('details', {}, el('summary', { textContent: 'What changed' }), el('ul', {}, ...items))] : [];
-  showUndoNotice(box, summary, undo, details);
+  const compare = compareBefore && (changes.model || n || k)
+    ? [el('p', {}, el('button', { type: 'button', className: 'link-button compare-before', textContent: 'Compare with your run before' }))] : [];
+  compare[0]?.firstChild.addEventListener('click', () => {
+    compare[0].hidden = true;
+    compareBefore();
+  });
+  showUndoNotice(box, summary, undo, [...compare, ...details]); // the comparison before the long list
 }

@@ -872,6 +872,7 @@ function showLinkAnswer() {
   view.renderSummary(result.ok ? result : null, capacity, link.gpuLabel, link.unit, !result.ok, link.figure);
   if (result.ok) view.renderTable(result, link.unit, link.figure);
   else view.clearTable();
+  $('results').toggleAttribute('data-no-result', !result.ok); // no card of dist/'s prerendered fresh page either (markNoResult)
   $('run-line').textContent = result.ok ? `${link.name} · ${layoutText(result.config)}` : '';
   document.querySelector('main').removeAttribute('data-prerendered'); // dist/: the answer is the link's now
   document.documentElement.setAttribute('data-answer', '');

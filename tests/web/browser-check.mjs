@@ -2432,6 +2432,9 @@ await check('a state with no figure: the page, the embed and the element show it
     expect(/num_layers/.test(issues), `${file}: the issue is not shown: "${issues}"`);
     if (file === 'index.html') { // no card of the state before (its "On every GPU" figures), back with the next link
       await noDetailShown(page, 'a link with no figure');
+      const opened = await open(`#${NO_FIGURE}`); // and none when the page opens on it
+      await noDetailShown(opened.page, 'a page opened on a link with no figure');
+      await opened.page.close();
       await page.evaluate((hash) => { location.hash = hash; }, SHORT_FORM);
       await page.waitForFunction(() => /GiB$/.test(document.querySelector('#total').textContent), null, { timeout: 5000 });
       await settled(page);

@@ -3,7 +3,7 @@
 // core stops objecting. Every expectation below is the core's own rule, read back from the core.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { METHOD_RULES, chooseMethod, methodNotice } from '../../web/js/method-defaults.js';
+import { METHOD_RULES, answerGpuCount, chooseMethod, methodNotice, startLayoutToClear } from '../../web/js/method-defaults.js';
 import { START, coreConfig } from '../../web/js/link-config.js';
 import { loadEngine } from './load.mjs';
 
@@ -93,4 +93,68 @@ test('every answer names rules the core has and a field the core has, with a val
       assert.ok(spec.choices.includes(answer.to), `${answer.set}: ${answer.to} is not among ${spec.choices}`);
     }
   }
+});
+
+// The fresh page's example is an 8-GPU pretraining layout none of which the user gave: an adapter
+// method chosen on it takes the layout back to the core's defaults (issue 32 task 5: "1 GPU" met
+// "world_size: must be divisible by ... (2)"), and leaves what the user edited or was given.
+const specs = new Map(engine.fieldSpecs.map((s) => [s.name, s]));
+const startFields = { ...START.fields };
+
+test('an adapter method on the fresh page clears the example\'s layout the user did not edit: the core\'s defaults apply', () => {
+  for (const peft of ['lora', 'qlora']) {
+    const cleared = startLayoutToClear(startFields, firstScreen(), new Set(), specs, peft);
+    // Every START field but the required ones (sequence, micro batch), the one the core's rules
+    // answer (recompute) and the one already at its default (PP 1).
+    const expected = Object.keys(START.fields).filter((name) => specs.get(name).default !== 'required'
+      && !METHOD_RULES.some((r) => r.set === name) && String(START.fields[name]) !== specs.get(name).default);
+    assert.deepEqual(cleared.map((c) => c.name).sort(), expected.sort(), peft);
+    assert.deepEqual(cleared.map((c) => c.name).sort(), ['data_parallel_size', 'sequence_parallel', 'tensor_model_parallel_size', 'use_distributed_optimizer'], peft);
+    const base = { ...firstScreen() };
+    for (const c of cleared) delete base[c.name];
+    const { result } = chooseMethod(base, peft, estimate);
+    assert.equal(result.ok, true, `${peft}: ${JSON.stringify(result.issues)}`);
+    // The core's own defaults, read from its specs: one GPU, TP 1, no sequence parallelism.
+    assert.equal(String(result.config.tensor_model_parallel_size), specs.get('tensor_model_parallel_size').default);
+    assert.equal(String(result.config.data_parallel_size), specs.get('data_parallel_size').default);
+    assert.equal(String(result.config.sequence_parallel), specs.get('sequence_parallel').default);
+    assert.equal(result.config.world_size, 1);
+    // ... and a GPU count of 1 typed next is no problem (it was: world_size 1 with TP 2).
+    assert.equal(estimate({ ...chooseMethod(base, peft, estimate).fields, world_size: 1 }).ok, true);
+    assert.ok(estimate({ ...firstScreen(), peft, framework: 'ddp', recompute_granularity: 'full', world_size: 1 }).issues.some((i) => i.rule === 'world_size/divisible'));
+  }
+});
+
+test('the example\'s layout stays where it is the user\'s: edited, changed, a link or setup, or full training', () => {
+  const screen = firstScreen();
+  // Edited (touched), even back to the example's value: kept.
+  assert.ok(!startLayoutToClear(startFields, screen, new Set(['tensor_model_parallel_size']), specs, 'qlora').some((c) => c.name === 'tensor_model_parallel_size'));
+  // A value other than the example's: kept.
+  assert.ok(!startLayoutToClear(startFields, { ...screen, data_parallel_size: 2 }, new Set(), specs, 'lora').some((c) => c.name === 'data_parallel_size'));
+  // Not the fresh page (a link, a setup, an import: startFields null): nothing.
+  assert.deepEqual(startLayoutToClear(null, screen, new Set(), specs, 'qlora'), []);
+  // Full training is what the example is: nothing.
+  for (const peft of ['none', undefined]) assert.deepEqual(startLayoutToClear(startFields, screen, new Set(), specs, peft), []);
+});
+
+test('a GPU count the example\'s layout cannot divide takes the example\'s layout back, once the core agrees', () => {
+  // "1 GPU" under the example's TP 2: the core's world_size/divisible, answered by its defaults.
+  const one = { ...firstScreen(), world_size: 1 };
+  delete one.data_parallel_size; // the page's GPU count and DP: the one typed last is kept
+  assert.ok(estimate(one).issues.some((i) => i.rule === 'world_size/divisible'));
+  const { fields, changes } = answerGpuCount(startFields, one, new Set(['world_size']), specs, estimate);
+  assert.deepEqual(changes.map((c) => c.name).sort(), ['sequence_parallel', 'tensor_model_parallel_size', 'use_distributed_optimizer']);
+  const result = estimate(fields);
+  assert.equal(result.ok, true, JSON.stringify(result.issues));
+  assert.equal(result.config.world_size, 1);
+  assert.equal(String(result.config.tensor_model_parallel_size), specs.get('tensor_model_parallel_size').default);
+  // What the example leaves and the user did not touch stays: its sequence, micro batch, recompute.
+  for (const name of ['seq_length', 'micro_batch_size', 'recompute_granularity']) assert.equal(fields[name], START.fields[name], name);
+  // A count the layout divides (16 under TP 2), a TP the user set, or a link's page: nothing.
+  assert.deepEqual(answerGpuCount(startFields, { ...one, world_size: 16 }, new Set(), specs, estimate).changes, []);
+  assert.deepEqual(answerGpuCount(startFields, one, new Set(['tensor_model_parallel_size']), specs, estimate).changes, []);
+  assert.deepEqual(answerGpuCount(null, one, new Set(), specs, estimate).changes, []);
+  // A count the core still refuses after it (3 GPUs under PP 2 the user gave) changes nothing.
+  const pp = { ...one, world_size: 3, pipeline_model_parallel_size: 2 };
+  assert.deepEqual(answerGpuCount(startFields, pp, new Set(['pipeline_model_parallel_size']), specs, estimate), { fields: pp, changes: [] });
 });

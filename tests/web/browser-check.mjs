@@ -34,7 +34,7 @@ let passed = 0;
 let failed = 0;
 
 /** Opens the page; collects console errors/warnings, page errors and CSP violations. */
-async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light' } = {}) {
+async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light', base = url } = {}) {
   const page = await context.newPage();
   await page.setViewportSize(viewport);
   await page.emulateMedia({ colorScheme });
@@ -46,7 +46,7 @@ async function open(hash = '', { viewport = DESKTOP, colorScheme = 'light' } = {
   await page.addInitScript(() => {
     document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
   });
-  await page.goto(`${url}index.html${hash}`);
+  await page.goto(`${base}index.html${hash}`);
   await page.waitForSelector('body[data-ready]', { timeout: 20000 });
   const state = await page.getAttribute('body', 'data-ready');
   if (state !== '1') throw new Error(`page did not start: ${await page.textContent('#general-issues')}`);
@@ -701,7 +701,11 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
     expect(/^Llama 3\.1 8B QLoRA · torchtune · 1× RTX 4090: the GPU \(1 × NVIDIA GeForce RTX 4090 24GB\) and \d+ settings changed; \d+ of your settings went back to their defaults\. Undo$/.test(notice), `notice: ${notice}`);
     await page.click('#setup-notice summary');
     const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
-    expect(items.includes('Method (full, LoRA or QLoRA): none → qlora') && items.includes('Tensor parallel (TP): 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
+    // Each in the setup's framework's words, its recipe's key first and the field's name second (as
+    // its hint and the problems list); a field the recipe has no key for, its label and its name.
+    expect(items.includes('Method (full, LoRA or QLoRA) torchtune: model._component_ · peft: none → qlora')
+      && items.includes('Sequence length torchtune: tokenizer.max_seq_len · seq_length: 8192 → 2048')
+      && items.includes('Tensor parallel (TP) tensor_model_parallel_size: 2 → 1 (default)'), `changes: ${items.join(' | ')}`);
     // The link holds the setup and its fields.
     await settleUrl(page);
     const hash = await hashNow(page);
@@ -860,6 +864,9 @@ await check('the GPU count is an input: DP follows from it, and the summary says
   expect(await page.inputValue('#f-data_parallel_size') === '' && /16/.test(await page.getAttribute('#f-data_parallel_size', 'placeholder')),
     `DP after 32 GPUs: "${await page.inputValue('#f-data_parallel_size')}" / ${await page.getAttribute('#f-data_parallel_size', 'placeholder')}`);
   expect(/32 GPUs = TP 2 × PP 1 × CP 1 × DP 16$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+  // TP 2 typed: the user's own (else leaving "31" would take the opening example's TP 2 back:
+  // the check "a GPU count the opening example cannot divide").
+  await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-world_size', '31'); // not a multiple of TP 2
   expect(/world_size: must be divisible/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');
   await typeInto(page, '#f-data_parallel_size', '2');
@@ -1555,6 +1562,8 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
     for (const b of boxes.slice(2)) expect(b.section === 'section-run', `${b.id} is in ${b.section}`);
     expect(await page.$eval('#section-run > legend', (e) => e.textContent) === 'Your run', 'no "Your run" section');
     expect(await page.$eval('#f-peft option[value="qlora"]', (e) => e.textContent) === 'QLoRA (4-bit base)', 'the method\'s choices are not in words');
+    // So is the default it resolves to (the core's "none" is full fine-tuning).
+    expect(await page.$eval('#f-peft option[value=""]', (e) => e.textContent) === 'default (full fine-tuning)', `the method's default: ${await page.$eval('#f-peft option[value=""]', (e) => e.textContent)}`);
     // The planner's toggles there say what they do as everywhere: the first screen sets the micro batch (held), not the framework (free).
     const holds = Object.fromEntries(await page.$$eval('#section-run button.hold', (bs) => bs.map((b) => [b.dataset.hold, b.textContent])));
     expect(holds.micro_batch_size === 'held' && holds.framework === 'free' && holds.recompute_granularity === 'held', `toggles: ${JSON.stringify(holds)}`);
@@ -1572,31 +1581,35 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
 
 // Issue 32, task 5: a QLoRA run built by hand from the first screen (Megatron, selective
 // recompute, 8 GPUs) used to error twice, then read another figure than the setup's with no word
-// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) in one
-// line with an Undo, the figure is the CLI's for those fields, and pinned against the axolotl
-// QLoRA setup the compare view lists every setting that differs.
+// on why. Choosing QLoRA now answers the core's objections (framework ddp, full recompute) and
+// takes back the opening example's 8-GPU pretraining layout (method-defaults.js
+// startLayoutToClear), in one line with an Undo. The newcomer's walk then meets no error: QLoRA,
+// an RTX 4090, 1 GPU, sequence 2048 is four inputs and a figure, the CLI's for those fields; pinned
+// against the setup "Llama 3.1 8B QLoRA · torchtune · 1× RTX 4090", the compare view lists every
+// setting that differs, the largest first.
 for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-  await check(`choosing QLoRA on a hand-built run sets the framework and recompute it needs, with an Undo; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
+  await check(`a newcomer's QLoRA run: choosing QLoRA sets the framework and recompute it needs and clears the example's layout, with an Undo; QLoRA, 4090, 1 GPU, 2048 meets no error; the compare view names the settings that differ from the setup (${tag})`, async (keep) => {
     const { page, problems } = await open('', { viewport });
     keep(page);
     const start = await total(page);
+    const noProblems = async (when) => expect(!(await page.isVisible('#form-problems')), `${when}: problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     await select(page, '#f-peft', 'qlora');
     const notice = await page.textContent('#method-notice');
-    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set framework megatron → ddp, activation recompute (recompute_granularity) selective → full ('), `notice: ${notice}`);
+    // In the words of the framework the run is in now, as the fields' hints say them: a Llama on
+    // ddp is Hugging Face model code launched by accelerate (framework-words.js frameworksInUse),
+    // its key first, the field's name second.
+    expect(await page.isVisible('#method-notice') && notice.startsWith('QLoRA: set accelerate: distributed_type · framework megatron → ddp, accelerate: --gradient_checkpointing · recompute_granularity selective → full, '), `notice: ${notice}`);
+    for (const name of ['framework', 'recompute_granularity']) {
+      const hint = await page.textContent(`#h-${name}`);
+      expect(notice.includes(hint.slice(0, hint.indexOf(name) + name.length)), `the notice's words for ${name} are not its hint's: ${hint}`);
+    }
+    // The example's layout back to the core's defaults (its PP 1 is the default already: not named).
+    for (const part of ['tensor parallel (tensor_model_parallel_size) 2 → 1 (default)', 'data parallel (data_parallel_size) 4 → 1 (default)', 'sequence_parallel on → off (default)']) {
+      expect(notice.includes(part), `the notice lacks "${part}": ${notice}`);
+    }
+    expect(!/pipeline_model_parallel_size|seq_length|micro_batch_size/.test(notice), `the notice names a field it left: ${notice}`);
     expect(await page.inputValue('#f-framework') === 'ddp' && await page.inputValue('#f-recompute_granularity') === 'full', 'fields not set');
-    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
-    // The CLI's figure for the same fields: the preset's model, the first screen's training fields
-    // (START), the method and what the notice set. use_distributed_optimizer is Megatron's: DDP does
-    // not read it (the core's fields in effect), so the page does not send it.
-    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
-    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
-    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
-    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
-    const { use_distributed_optimizer: _megatronOnly, ...training } = START.fields;
-    const fields = { ...llama.config, ...training, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: h100 };
-    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
-    const handBuilt = await page.getAttribute('#total', 'data-bytes');
-    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    await noProblems('QLoRA');
     await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
     await page.screenshot({ path: join(SHOTS, `method-qlora-${tag}.png`) });
     // Undo: back to the run before the method, the notice gone.
@@ -1604,29 +1617,101 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     await settled(page);
     expect(await total(page) === start && await page.inputValue('#f-peft') === '' && await page.inputValue('#f-framework') === '' && !(await page.isVisible('#method-notice')),
       `after Undo: ${await total(page)} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
-    // Again, pinned, then the setup: the compare view explains the two figures.
+    expect(/8 GPUs = TP 2 × PP 1 × CP 1 × DP 4$/.test(await page.textContent('#run-line')), `the layout after Undo: ${await page.textContent('#run-line')}`);
+    // The newcomer's walk: each input answers with a figure, none with a problem.
     await select(page, '#f-peft', 'qlora');
-    await page.click('#pin');
-    await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1x4090');
+    await noProblems('QLoRA again');
+    await select(page, '#gpu', 'rtx-4090');
+    await typeInto(page, '#f-world_size', '1');
+    await noProblems('1 GPU');
+    await typeInto(page, '#f-seq_length', '2048');
+    await noProblems('sequence 2048');
+    // The CLI's figure for the same fields: the preset's model, the example's micro batch (the
+    // first screen shows it), what the user gave and what the notice set; nothing else.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const rtx4090 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'rtx-4090').memory_bytes;
+    const fields = { ...llama.config, seq_length: 2048, micro_batch_size: START.fields.micro_batch_size, world_size: 1, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full', gpu_memory_bytes: rtx4090 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    const handBuilt = await page.getAttribute('#total', 'data-bytes');
+    expect(handBuilt === String(Math.round(expected.device_bytes)), `page ${handBuilt} B, CLI ${expected.device_bytes} B`);
+    expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    // Then the setup, and from its notice the comparison with the run before: the compare view
+    // explains the two figures.
+    expect(!(await page.isVisible('#compare-card')), 'a comparison before anything was pinned');
+    await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    // The method's notice (its Undo goes back to a run no longer on screen) is the state before's.
+    expect(!(await page.isVisible('#method-notice')), 'the method notice stays after a setup');
+    await page.click('#setup-notice .compare-before');
+    await settled(page);
+    expect(await page.isVisible('#compare-card') && !(await page.isVisible('#setup-notice .compare-before')), 'the setup notice\'s "Compare with your run before" shows no comparison');
+    const setupBytes = await page.getAttribute('#total', 'data-bytes');
+    expect(setupBytes !== handBuilt, 'the hand-built run and the setup give one figure: nothing to explain');
     const title = await page.textContent('#compare-diff-title');
     const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
     expect(title === `These ${diff.length} settings differ` && diff.length > 5, `title "${title}", ${diff.length} rows`);
     const row = (name) => diff.find((r) => r[0] === name)?.slice(1, 3).join(' | ');
-    expect(row('tensor_model_parallel_size') === '2 | 1' && row('seq_length') === '8192 | 4096' && row('micro_batch_size') === '1 | 2' &&
-      row('kbit_upcast') === 'peft | axolotl' && row('lora_rank') === '8 | 32', `rows: ${JSON.stringify(diff)}`);
-    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's).
-    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers'].includes(r[0])), `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
+    // Each setting in the words of the run on screen (the setup's torchtune recipe), as its hint.
+    const named = await page.$eval('#compare-diff-body tr[data-field="micro_batch_size"] th', (th) => th.textContent);
+    expect(named === 'Micro-batch size torchtune: batch_size · micro_batch_size', `the compare row's words: ${named}`);
+    // What differs is the recipe's, not the layout or the sequence the user gave.
+    expect(row('model_implementation') === 'hf-transformers | torchtune' && row('micro_batch_size') === '1 | 2' &&
+      row('kbit_upcast') === 'peft | none' && row('torch_compile') === 'off | on', `rows: ${JSON.stringify(diff)}`);
+    // Fields neither run reads are no difference (DDP has no ZeRO stage, neither run is Megatron's),
+    // and what the two runs share is none either.
+    expect(!diff.some((r) => ['zero_stage', 'use_distributed_optimizer', 'framework', 'peft', 'num_layers', 'seq_length', 'world_size', 'tensor_model_parallel_size', 'recompute_granularity'].includes(r[0])),
+      `rows: ${JSON.stringify(diff.map((r) => r[0]))}`);
     // Largest effect first; the totals are the two runs' figures.
     const size = (text) => (/^[+−]/.test(text) ? Number(text.slice(1).replace(/[^\d.]/g, '')) : text === '=' ? 0 : -1);
     const sizes = diff.map((r) => size(r[3]));
     expect(sizes.every((v, i) => i === 0 || v <= sizes[i - 1]), `not largest first: ${JSON.stringify(diff.map((r) => r[3]))}`);
     const totals = await page.$eval('#compare-body tr:last-child', (tr) => [...tr.querySelectorAll('td')].map((c) => c.getAttribute('title')));
-    const setupBytes = await page.getAttribute('#total', 'data-bytes');
     const wholeBytes = (text) => String(Math.round(Number(text.replace(/[^\d.]/g, ''))));
     expect(wholeBytes(totals[0]) === handBuilt, `pinned total ${totals[0]}, hand-built ${handBuilt}`);
     expect(wholeBytes(totals[1]) === setupBytes, `current total ${totals[1]}, setup ${setupBytes}`);
     await page.$eval('#compare-card', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `compare-settings-${tag}.png`) });
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  });
+}
+
+// Issue 32, task 5, in the other order: a GPU count first. "1 GPU" on the fresh page met the
+// example's TP 2 ("world_size: must be divisible by ... (2)"); once the count is given (the field
+// left), the example's layout the user did not edit goes back to the core's defaults, with an Undo
+// (method-defaults.js answerGpuCount). A count the example divides keeps it.
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`a GPU count the opening example cannot divide takes its layout back, with an Undo; one it divides keeps it (${tag})`, async (keep) => {
+    const { page, problems } = await open('', { viewport });
+    keep(page);
+    const giveCount = async (count) => {
+      await page.fill('#f-world_size', count);
+      await page.press('#f-world_size', 'Tab'); // the count is given when the field is left
+      await settled(page);
+    };
+    await giveCount('16');
+    expect(!(await page.isVisible('#method-notice')) && /16 GPUs = TP 2 × PP 1 × CP 1 × DP 8$/.test(await page.textContent('#run-line')), `16 GPUs: ${await page.textContent('#run-line')}`);
+    await giveCount('1');
+    const notice = await page.textContent('#method-notice');
+    expect(await page.isVisible('#method-notice') && notice.startsWith('1 GPU: set ') && notice.includes('tensor_model_parallel_size 2 → 1 (default)') && notice.includes('8-GPU pretraining layout is not your run'), `notice: ${notice}`);
+    expect(!(await page.isVisible('#form-problems')), `problems: ${await page.textContent('#form-problems').catch(() => '')}`);
+    expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    // The CLI's figure for the fields left: the model, the example's sequence, micro batch and recompute, one GPU.
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const preset = JSON.parse(execFileSync(cli, ['presets']).toString());
+    const llama = (preset.presets ?? preset).find((p) => p.id === 'llama-3.1-8b');
+    const h100 = JSON.parse(execFileSync(cli, ['gpus']).toString()).gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+    const { seq_length, micro_batch_size, recompute_granularity } = START.fields;
+    const fields = { ...llama.config, seq_length, micro_batch_size, recompute_granularity, world_size: 1, gpu_memory_bytes: h100 };
+    const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(fields) }).toString());
+    expect(await page.getAttribute('#total', 'data-bytes') === String(Math.round(expected.device_bytes)), `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected.device_bytes} B`);
+    await page.$eval('#method-notice', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `gpu-count-${tag}.png`) });
+    // Undo: the example's layout again, and the core's objection to it.
+    await page.click('#method-notice button');
+    await settled(page);
+    expect(/world_size/.test(await page.textContent('#form-problems')) && await page.inputValue('#f-tensor_model_parallel_size') === '2', 'Undo does not bring the example\'s layout back');
     expect(problems.length === 0, problems.join('\n'));
     return page;
   });
@@ -1662,6 +1747,29 @@ async function eachSectionOnce(page, when) {
       ...seen([...document.querySelectorAll('.sticky-sentinel, .setup-pointer, .topics-title')].map((e) => e.className))];
   });
   expect(doubles.length === 0, `${when}: shown twice: ${doubles.join(', ')}`);
+}
+
+/**
+ * No figure of another state (issue 32 "no screen ever shows a figure made from values they did
+ * not give"): while the page has no result (an import's open question), no detail card under the
+ * headline is laid out, the suggestions neither; "On every GPU" kept the state before's figure.
+ */
+const DETAIL_CARDS = ['#gpu-card', '#gpu-fit-card', '#stages-card', '#compare-card', '#share-card', '#peak-card', '#params-card',
+  '#assumptions-card', '#report-card', '#trace-card', '#suggestions'];
+async function noDetailShown(page, when) {
+  const shown = await page.evaluate((ids) => ids.filter((id) => document.querySelector(id)?.checkVisibility()), DETAIL_CARDS);
+  expect(shown.length === 0, `${when}: shown with no result: ${shown.join(', ')}`);
+  const figures = await page.$$eval('#gpu-fit-card tbody tr, #breakdown-body tr, #params div, #peak div, #assumptions li', (rows) => rows.length);
+  expect(figures === 0, `${when}: ${figures} rows of another state's figures are still in the cards`);
+}
+/** The cards are back with the next result: the breakdown, "On every GPU" (its row for the page's GPU is the headline), the parameters. */
+async function detailsBack(page, when) {
+  const missing = await page.evaluate(() => ['#gpu-card', '#gpu-fit-card', '#share-card', '#params-card', '#assumptions-card']
+    .filter((id) => !document.querySelector(id)?.checkVisibility()));
+  expect(missing.length === 0, `${when}: not back after the answer: ${missing.join(', ')}`);
+  const chosen = await page.$eval('#gpu-fit-card tr.chosen td:nth-child(3)', (td) => td.textContent);
+  expect(chosen === await total(page), `${when}: "On every GPU" says ${chosen} for the page's GPU, the headline ${await total(page)}`);
+  expect(await page.$$eval('#breakdown-body tr', (rows) => rows.length) > 3 && await page.$$eval('#params div', (rows) => rows.length) > 2, `${when}: the breakdown or the parameters are empty`);
 }
 
 await check('More options by topic: closed on the fresh page, opened by what is set or wrong with a count, nothing lost while closed (1280x900 and 390x844)', async (keep) => {
@@ -1708,12 +1816,19 @@ await check('More options by topic: closed on the fresh page, opened by what is 
 
 // Issue 32 item 10: tasks 1-3 and 10 walked end to end at both sizes, with the screenshots the
 // issue asks for (the first screen, a link, a setup and an import), each looked at.
-await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an import asks instead of filling from the screen, "Fits" never in the headroom band, each section once, the phone\'s targets, jump and one-line errors', async (keep) => {
+// It walks web/ as the development server serves it and dist/ as npm start serves it (built here,
+// its prerendered first answer included: the served page showed a second, stale "On every GPU").
+await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844, on web/ and on the served dist/: an import asks instead of filling from the screen, "Fits" never in the headroom band, each section once, the phone\'s targets, jump and one-line errors', async (keep) => {
   const fixture = fileURLToPath(new URL('../import/fixtures/torchtune/llama3_1-8B_qlora_single_device.yaml', import.meta.url));
   const recipe = await readFile(fixture, 'utf8');
   const importedBytes = {};
-  for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-    const { page, problems } = await open('', { viewport });
+  const dist = await mkdtemp(join(tmpdir(), 'trainmem-walk-dist-'));
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), dist], { stdio: 'pipe' });
+  const served = await serve({ port: 0, root: dist });
+  try {
+  for (const [site, base] of [['web', url], ['dist', served.url]]) for (const [viewport, size] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+    const tag = site === 'web' ? size : `${size}-dist`;
+    const { page, problems } = await open('', { viewport, base });
     keep(page);
     await eachSectionOnce(page, `${tag} fresh page`);
     await fitsKeepsItsPromise(page, `${tag} fresh page`);
@@ -1763,12 +1878,20 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, `walk-link-${tag}.png`) });
     // A setup.
+    expect(await page.isVisible('#link-notice'), `${tag}: the link (no checksum) gives no notice`);
     await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+    // The link's notice is about the link: the setup is a whole new state.
+    expect(!(await page.isVisible('#link-notice')), `${tag}: the link's notice stays after a setup: ${await page.textContent('#link-notice')}`);
     await eachSectionOnce(page, `${tag} after a setup`);
     await fitsKeepsItsPromise(page, `${tag} after a setup`);
     await topicsFollowTheState(page, `${tag} after a setup`);
     await page.evaluate(() => scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, `walk-setup-${tag}.png`) });
+    await page.click('#pin'); // the compare card too follows the state: none while there is no result
+    // The planner's layouts for this setup (one 4090): another run's once the import is loaded.
+    await page.$eval('#plan-run', (e) => e.scrollIntoView({ block: 'center' })); // clear of a phone's sticky headline
+    await page.click('#plan-run');
+    await page.waitForSelector('#plan-body tr', { timeout: 90000 });
     // Task 1: an import after that setup takes nothing from it: the recipe's null max_seq_len is
     // asked for in the form, no figure until it is given, then the same figure at both sizes (the
     // desktop one is the CLI's: the check "an import fills nothing from the screen").
@@ -1783,6 +1906,10 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(await page.inputValue('#f-seq_length') === '' && /max_seq_len is null/.test(await page.textContent('#e-seq_length')), `${tag}: the import did not ask for the sequence length`);
     expect(!/GiB$/.test(await total(page)), `${tag}: a figure without a sequence length: ${await total(page)}`);
     expect(await page.evaluate(() => document.activeElement.id) === 'f-seq_length', `${tag}: the question does not take the focus`);
+    await noDetailShown(page, `${tag} the import's open question`);
+    expect(!(await page.isVisible('#plan-table')) && await page.$$eval('#plan-body tr', (rows) => rows.length) === 0
+      && /another run's/.test(await page.textContent('#plan-status')), `${tag}: the planner keeps the setup's layouts: ${await page.textContent('#plan-status')}`);
+    expect(await page.textContent('#stale') === 'No figure until the marked fields are given.', `${tag}: the note under the open question: ${await page.textContent('#stale')}`);
     // The framework's words first: each field read from one key of the recipe names it, then the field.
     const hint = await page.textContent('#h-micro_batch_size');
     expect(hint.startsWith('torchtune: batch_size · micro_batch_size'), `${tag}: the micro batch's hint after the import: ${hint}`);
@@ -1791,15 +1918,24 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844: an im
     expect(!/\d/.test(await page.getAttribute('#f-seq_length', 'placeholder')), `${tag}: the open question's placeholder: ${await page.getAttribute('#f-seq_length', 'placeholder')}`);
     await page.$eval('#section-run', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `walk-import-asks-${tag}.png`) });
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.screenshot({ path: join(SHOTS, `walk-import-asks-results-${tag}.png`) });
     await typeInto(page, '#f-seq_length', '2048');
     await fitsKeepsItsPromise(page, `${tag} after the import's answer`);
+    await detailsBack(page, `${tag} after the import's answer`);
+    expect(await page.isVisible('#compare-card') && Number(await page.getAttribute('#compare-diff', 'data-count')) > 0, `${tag}: the comparison with the setup is not back`);
     importedBytes[tag] = await page.getAttribute('#total', 'data-bytes');
     await page.$eval('#import-panel', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `walk-import-${tag}.png`) });
     expect(problems.length === 0, problems.join('\n'));
     await page.close();
   }
-  expect(importedBytes['1280x900'] && importedBytes['1280x900'] === importedBytes['390x844'], `the import's figure by size: ${JSON.stringify(importedBytes)}`);
+  } finally {
+    served.server.close();
+    await rm(dist, { recursive: true, force: true });
+  }
+  const figures = Object.values(importedBytes);
+  expect(figures.length === 4 && figures.every((b) => b && b === figures[0]), `the import's figure by size and site: ${JSON.stringify(importedBytes)}`);
 });
 
 await check('export: JSON and CSV carry the inputs, every category and every stage; the CSV is one table with whole bytes and a header block naming the run; a PNG with title, method, GPU count, sequence, ±N %, link, legend and verdict', async (keep) => {
@@ -2294,6 +2430,16 @@ await check('a state with no figure: the page, the embed and the element show it
     expect(left.length === 0, `${file}: after a link with no figure, still marked: ${left.join(', ')}`);
     const issues = file === 'index.html' ? await page.textContent('#e-num_layers') : await page.textContent('#general-issues'); // the page shows it at its field
     expect(/num_layers/.test(issues), `${file}: the issue is not shown: "${issues}"`);
+    if (file === 'index.html') { // no card of the state before (its "On every GPU" figures), back with the next link
+      await noDetailShown(page, 'a link with no figure');
+      const opened = await open(`#${NO_FIGURE}`); // and none when the page opens on it
+      await noDetailShown(opened.page, 'a page opened on a link with no figure');
+      await opened.page.close();
+      await page.evaluate((hash) => { location.hash = hash; }, SHORT_FORM);
+      await page.waitForFunction(() => /GiB$/.test(document.querySelector('#total').textContent), null, { timeout: 5000 });
+      await settled(page);
+      await detailsBack(page, 'the link after it');
+    }
   }
   await page.route(`${url}element-host.html`, (r) => r.fulfill({ contentType: 'text/html', body: hostPage(
     `<script type="module" src="js/trainmem-element.js"></script><trainmem-calculator ${attributesOfFragment(SHORT_FORM).map(([k, v]) => `${k}="${v}"`).join(' ')}></trainmem-calculator>`) }));

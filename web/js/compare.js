@@ -65,7 +65,7 @@ export class ComparePanel {
    * @param {(pin: Pin) => void} page.load puts a pinned configuration into the form
    * @param {(config: object) => Set<string>} [page.inEffect] the fields the core reads for a config
    * @param {string[]} [page.order] the fields in the page's order
-   * @param {(name: string) => string} [page.label] a field's label (the core's field row)
+   * @param {(name: string) => (Node|string)[]} [page.nameNodes] a field's words: its label, the framework's key, its name
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -84,9 +84,18 @@ export class ComparePanel {
   }
 
   pinCurrent() {
-    const current = this.page.current();
-    if (!current) return;
-    this.pin = current;
+    this.pinRun(this.page.current());
+  }
+
+  /** The run on screen as a pin (null without a result): to pin it later, once the page has moved on. */
+  currentRun() {
+    return this.page.current();
+  }
+
+  /** Pins `pin` (a run on screen before: currentRun() then) and shows the comparison. */
+  pinRun(pin) {
+    if (!pin) return;
+    this.pin = pin;
     this.page.changed();
     this.ui.card.scrollIntoView?.({ block: 'nearest' });
   }
@@ -98,6 +107,15 @@ export class ComparePanel {
     const pinned = this.pin;
     this.pin = current;
     this.page.load(pinned);
+  }
+
+  /** No comparison while the page has no result (the pin stays, for the next one). */
+  clear() {
+    const { ui } = this;
+    ui.card.hidden = true;
+    ui.names.textContent = '';
+    ui.body.replaceChildren();
+    ui.diffBody?.replaceChildren();
   }
 
   /**
@@ -152,7 +170,7 @@ export class ComparePanel {
       const tr = document.createElement('tr');
       tr.dataset.field = name;
       const th = Object.assign(document.createElement('th'), { scope: 'row' });
-      th.append(this.page.label ? this.page.label(name) : name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name }));
+      th.append(...(this.page.nameNodes ? this.page.nameNodes(name) : [name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name })]));
       let effect;
       if (delta === null) effect = td('not valid alone', 'muted');
       else {

@@ -247,6 +247,30 @@ export class Form {
     return { before, key, after };
   }
 
+  /**
+   * A field in a line that names it (a problem, a notice, the compare view's row): its label, then
+   * the framework in use's key and the field's name ("Micro-batch size torchtune: batch_size ·
+   * micro_batch_size"), as the field's hint names it; its label and name alone where the framework
+   * has no key of its own for it. Nodes, the key as code that breaks after its separators.
+   */
+  nameNodes(field) {
+    const word = this.frameworkWords?.get(field);
+    return [this.specs.get(field)?.label || field, ' ',
+      el('span', { class: 'field-words' }, ...(word ? [`${word.framework}: `, keyCode(word.key), ' · '] : []), el('code', { text: field }))];
+  }
+
+  /**
+   * A field in a one-line notice, as text: the framework's key first, the field's name second
+   * ("torchtune: enable_activation_checkpointing · recompute_granularity"); where the framework has
+   * no key for it, the form's words and its name ("tensor parallel (tensor_model_parallel_size)").
+   */
+  nameText(field) {
+    const { before } = this.wordsAround(field);
+    if (before) return `${before}${field}`;
+    const words = (this.specs.get(field)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
+    return !words || words === field || words === field.replaceAll('_', ' ') ? field : `${words} (${field})`;
+  }
+
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */
   resetTopics() {
     this.topicsReset = true;
@@ -490,7 +514,10 @@ export class Form {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
-        const text = r !== undefined && r !== null ? `default (${r})` : 'default';
+        // In the words its own choice shows ("default (full fine-tuning)", not the core's "none";
+        // "default: none (no checkpointing)" where those words have their own parentheses).
+        const words = CHOICE_LABELS[name]?.[r] ?? r;
+        const text = r === undefined || r === null ? 'default' : String(words).includes('(') ? `default: ${words}` : `default (${words})`;
         if (first && first.value === '' && first.textContent !== text) first.textContent = text; // only a change is laid out
       } else {
         const shown = r === undefined || r === null || r === 0 && f.spec.min > 0 ? '' : displayValue(r, f.spec.type);
@@ -591,9 +618,7 @@ export class Form {
       if (f) {
         // The field's words first (its label, as the form shows it, and the framework's key),
         // its name second (what links and the core's rules call it).
-        const word = this.frameworkWords?.get(field);
-        const go = el('button', { type: 'button', class: 'link-button' }, f.spec.label || field, ' ',
-          ...(word ? [`${word.framework}: `, keyCode(word.key), ' · '] : []), el('code', { text: field }));
+        const go = el('button', { type: 'button', class: 'link-button' }, ...this.nameNodes(field));
         go.addEventListener('click', () => this.focusField(field));
         li.append(go, ...oneLine(`: ${rules.join(' ')}`, `Show the whole rule for ${field}`));
       } else {

@@ -31,6 +31,12 @@ export class GpuFitTable {
     this.onPick = onPick;
   }
 
+  /** No rows and no card: a state that has no result has no figure on any GPU. */
+  clear() {
+    this.card.hidden = true;
+    this.body.replaceChildren();
+  }
+
   /**
    * @param {{id: string, name: string, capacity: number, bytes: number | null, verdict: object | null, chosen: boolean}[]} rows
    *   verdict: verdictOf the row's result (verdict.js)

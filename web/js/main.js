@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { chooseMethod, methodNotice, methodNoticeBox } from './method-defaults.js';
+import { answerGpuCount, changesNotice, chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -32,7 +32,7 @@ const findElements = () => ({
   setupNotice: $('setup-notice'), gpu: $('gpu'), planGpu: $('plan-gpu'),
   capacityField: $('capacity-field'), capacityInput: $('capacity-input'), capacityError: $('capacity-error'),
   notice: $('link-notice'), summary: $('summary'), runLine: $('run-line'), suggestions: $('suggestions'),
-  stagesCard: $('stages-card'), stagesHint: $('stages-hint'), version: $('version'),
+  stagesCard: $('stages-card'), stagesHint: $('stages-hint'), version: $('version'), results: $('results'),
 });
 let ui;
 
@@ -220,6 +220,22 @@ function renderHeadline() {
   if (badCapacity) ui.capacityError.textContent ||= 'Enter a size such as 96 GB or 80 GiB.';
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
   renderRunLine();
+  markNoResult();
+}
+
+/**
+ * A state with no result (a link or an import that does not resolve: the import's open question,
+ * a bad field) shows no figure under the headline either, the state before's or any: issue 32,
+ * "no screen ever shows a figure made from values they did not give" ("On every GPU" kept the
+ * state before's 8.61 GiB on every row). The stylesheet lays out no result card while #results
+ * carries data-no-result, the headline saying what is missing; each detail step also empties its
+ * card (renderTable, renderCharts, renderGpuFit, renderCards), so that no export, screen reader or
+ * search reads the state before's figures.
+ * The cards come back with the next result, in its frame; their contents follow a step a frame.
+ */
+function markNoResult() {
+  const none = !lastOk;
+  if (ui.results.hasAttribute('data-no-result') !== none) ui.results.toggleAttribute('data-no-result', none);
 }
 
 /** The GPUs of a resolved config and their layout: "8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". */
@@ -243,8 +259,10 @@ function renderDetails() {
 /** The breakdown table beside the headline and the suggestions under the verdict. */
 function renderTable() {
   const result = lastOk?.result;
-  if (!result) { // a link that shows no result: nothing of an earlier state stays in the breakdown
+  if (!result) { // a state that shows no result: nothing of an earlier state stays in the breakdown
     view.clearTable();
+    ui.suggestions.hidden = true;
+    ui.suggestions.replaceChildren();
     return;
   }
   view.renderTable(result, state.unit, state.figure);
@@ -277,7 +295,11 @@ function renderCharts() {
 /** The cards below the breakdown: the GPU table, the peak, the compare panel, the parameters, the notes, the trace. */
 function renderCards() {
   const result = lastOk?.result;
-  if (!result) return;
+  if (!result) { // nothing of an earlier state's peak, parameters, notes, trace or comparison
+    view.clearCards();
+    compare.clear();
+    return;
+  }
   const capacity = capacityBytes();
   const { unit, figure } = state;
   const capacityLabel = Number.isFinite(capacity) ? `${currentGpuLabel()} ${formatSize(capacity, unit)}` : '';
@@ -327,7 +349,10 @@ const gpuFitCapacities = () => gpuFitRows().map((row) => row.capacity);
  * fits_at_capacities; a paged optimizer's share on the GPU is the only figure a capacity changes).
  */
 function renderGpuFit() {
-  if (!lastOk) return;
+  if (!lastOk) { // a state with no result has no figure on any GPU
+    gpuFit.clear();
+    return;
+  }
   const { result } = lastOk;
   const rows = gpuFitRows();
   const headline = headlineOf(result, state.figure);
@@ -429,6 +454,7 @@ function applyLink(fragment) {
   lastOk = null; // a new state: the result of the one before is not kept as this one's
   followed = null;
   compare.pin = link.pin;
+  forgetTheStateBefore();
   importedLabel = null;
   showLinkNotice(ui.notice, link.rejected, link.notes);
 }
@@ -563,6 +589,7 @@ function applySetup(setup) {
     fields: { ...state.fields }, preset: state.preset, gpu: state.gpu, capacityText: state.capacityText, label: importedLabel,
     setup: state.setup, resolved: lastOk?.result.config ?? {},
   };
+  const runBefore = compare.currentRun(); // the run on screen, to compare with from the notice
   if (engine.gpus.some((g) => g.id === setup.gpu)) state.gpu = setup.gpu;
   state.capacityText = '';
   lastEdited = null;
@@ -577,7 +604,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  }, form.specs);
+  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null);
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
@@ -599,6 +626,19 @@ function topicBaseline() {
   return { ...startFields, ...presetById(engine, state.preset)?.config };
 }
 
+/**
+ * A whole new state (a link, a setup, an import, a pin loaded): the notices about the state before
+ * (a setup's, a preset's, a method's, each with an Undo back to a state no longer on screen) and
+ * the planner's layouts for it go.
+ */
+function forgetTheStateBefore() {
+  ui.setupNotice.hidden = true;
+  ui.presetNotice.hidden = true;
+  const methodBox = document.getElementById('method-notice');
+  if (methodBox) methodBox.hidden = true;
+  plan.forget();
+}
+
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
 function loadFields(fields, preset, label, setup = null, questions = []) {
   importQuestions = new Map(questions.map((q) => [q.field, q.message]));
@@ -611,9 +651,8 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   importedLabel = label;
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
   followed = null;
-  ui.setupNotice.hidden = true;
-  const methodBox = document.getElementById('method-notice');
-  if (methodBox) methodBox.hidden = true;
+  ui.notice.hidden = true; // what a link before did not use is no word on this state
+  forgetTheStateBefore();
   syncControls();
   // What the state before resolved its unset fields to is no hint for this one ("auto: 2048"
   // under an import's open question was the screen before's sequence): the new result writes them.
@@ -662,6 +701,39 @@ function onFieldChange(name, value) {
 }
 
 /**
+ * An edit finished (the field left, Enter, a choice made): a history entry. A GPU count is
+ * answered then, not at each keystroke ("1" on the way to "16" is no count the user chose).
+ */
+function onFieldCommit() {
+  if (lastEdited === 'world_size' && state.fields.world_size !== undefined && answerTheExample()) recompute();
+  share.commit();
+}
+
+/**
+ * A GPU count the fresh page's example cannot divide (its TP 2 under "1 GPU"): the example's
+ * layout the user has not edited goes back to the core's defaults (method-defaults.js
+ * answerGpuCount), said in the notice of "Your run" with an Undo.
+ */
+function answerTheExample() {
+  const before = { ...state.fields };
+  const estimate = (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config);
+  const { fields, changes } = answerGpuCount(startFields, state.fields, form.touched, form.specs, estimate);
+  const box = methodNoticeBox();
+  if (!changes.length || !box) return false;
+  state.fields = fields;
+  form.setValues(state.fields);
+  const world = state.fields.world_size;
+  const after = estimate(state.fields);
+  showUndoNotice(box, changesNotice(`${world} GPU${world === 1 ? '' : 's'}`, changes, lastOk?.result.config ?? {}, after.config ?? {}, (n) => form.nameText(n)), () => {
+    state.fields = before;
+    form.setValues(state.fields);
+    recompute();
+    share.commit();
+  });
+  return true;
+}
+
+/**
  * A configuration's result on the page's GPU for the compare view (the pinned run, and the pinned
  * run with one setting changed: "what it does alone"), remembered by config and capacity, so that
  * a keystroke on the configuration on screen re-estimates only what it changed.
@@ -677,27 +749,26 @@ function pinnedEstimate(config) {
 }
 
 /**
- * A field in a message: the form's words first (its label, without the label's aside), the field's
- * name second ("activation recompute (recompute_granularity)"); the name alone where they agree.
- */
-function inWords(name) {
-  const words = (form.specs.get(name)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
-  return !words || words === name || words === name.replaceAll('_', ' ') ? name : `${words} (${name})`;
-}
-
-/**
  * A method chosen (peft): where the run's settings conflict with it, the core's objections are
  * answered (method-defaults.js) and the notice says what changed, in one line, with an Undo.
  */
 function onMethodChange(peft) {
   const before = { ...state.fields };
   const resolvedBefore = lastOk?.result.config ?? {};
-  const { fields, changes, result } = chooseMethod(state.fields, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  // On the fresh page, the opening example's pretraining layout goes first (method-defaults.js).
+  const cleared = startLayoutToClear(startFields, state.fields, form.touched, form.specs, peft);
+  const base = { ...state.fields };
+  for (const c of cleared) delete base[c.name];
+  const { fields, changes: answered, result } = chooseMethod(base, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
+  const changes = [...answered, ...cleared];
   state.fields = fields;
   const box = methodNoticeBox();
   if (changes.length && box) {
     form.setValues(state.fields);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, inWords), () => {
+    // The notice names each field in the words of the framework the run is in now (the hints'
+    // words, form.nameText): QLoRA's ddp is no Megatron run any more.
+    form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
+    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name)), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();
@@ -722,7 +793,7 @@ function bindPanels() {
     load: (pin) => loadFields({ ...pin.config }, pin.preset, pin.preset ? null : pin.label.replace(/^Imported /, '')),
     inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
     order: [...form.fields.keys()],
-    label: (name) => form.specs.get(name)?.label || name.replaceAll('_', ' '),
+    nameNodes: (name) => form.nameNodes(name), // the framework's words, as the hints and problems name the field
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,
@@ -801,6 +872,7 @@ function showLinkAnswer() {
   view.renderSummary(result.ok ? result : null, capacity, link.gpuLabel, link.unit, !result.ok, link.figure);
   if (result.ok) view.renderTable(result, link.unit, link.figure);
   else view.clearTable();
+  $('results').toggleAttribute('data-no-result', !result.ok); // no card of dist/'s prerendered fresh page either (markNoResult)
   $('run-line').textContent = result.ok ? `${link.name} · ${layoutText(result.config)}` : '';
   document.querySelector('main').removeAttribute('data-prerendered'); // dist/: the answer is the link's now
   document.documentElement.setAttribute('data-answer', '');
@@ -840,7 +912,7 @@ async function start() {
   // What the module has done so far, for the benchmark's calls and passes per keystroke
   // (tests/bench/calls-bench.mjs).
   window.trainmemStats.engineWork = () => ({ ...engine.calls, passes: engine.passes() });
-  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, () => share.commit());
+  form = new Form(ui.fields, engine.fieldSpecs, onFieldChange, onFieldCommit);
   pointToSetups();
   view ??= new ResultsView();
   gpuFit = new GpuFitTable($('gpu-card'), (id) => {

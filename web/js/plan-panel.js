@@ -65,6 +65,23 @@ export class PlanPanel {
     if (this.els.gpus.value !== text) this.els.gpus.value = text;
   }
 
+  /**
+   * A whole new state (a link, a setup, an import, a pin loaded): the layouts found for the state
+   * before are another run's figures, and its GPU count follows the new run's again. A search
+   * under way answers the state before: its answer is dropped.
+   */
+  forget() {
+    this.typed = false;
+    if (!this.layouts.length && !this.els.run.disabled && !this.els.status.textContent) return; // nothing searched yet
+    this.seq += 1;
+    this.idle();
+    this.layouts = [];
+    this.result = null;
+    this.els.table.hidden = true;
+    this.els.body.replaceChildren();
+    this.els.status.textContent = 'The layouts found before were another run\'s: Find layouts searches this one.';
+  }
+
   worker() {
     if (this.w !== undefined) return this.w;
     try {

@@ -343,6 +343,8 @@ export class ResultsView {
     setText(ui.gpuName, gpuName);
     ui.summary.classList.toggle('stale', stale);
     if (ui.stale.hidden !== !stale) ui.stale.hidden = !stale;
+    // With no result at all (an import's open question) there is no last valid result to show.
+    if (stale) setText(ui.stale, result ? 'Showing the last valid result: fix the marked fields.' : 'No figure until the marked fields are given.');
     const verdict = verdictOf(result, headline, unit);
     if (!verdict) {
       setClass(ui.verdict, 'verdict');
@@ -412,6 +414,14 @@ export class ResultsView {
   clearTable() {
     this.ui.tableHead.replaceChildren();
     this.ui.tableBody.replaceChildren();
+  }
+
+  /** No peak, parameters, notes or trace: a state that has no result (main.js markNoResult). */
+  clearCards() {
+    const { ui } = this;
+    ui.peakCard.hidden = true;
+    for (const list of [ui.peak, ui.params, ui.assumptions, ui.traceBody]) list.replaceChildren();
+    for (const text of [ui.report, ui.summaryText, ui.profile]) setText(text, '');
   }
 
   /** Moments of the step, the most-loaded stage, CPU per node, minimum devices, DeepSpeed's figures. */

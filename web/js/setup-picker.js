@@ -92,10 +92,12 @@ export class SetupPicker {
  * @param {ReturnType<typeof setupChanges>} changes
  * @param {{preset: string, gpu: string}} names
  * @param {() => void} undo
- * @param {Map<string, {label: string}>} specs the core's field specs by name (their labels)
+ * @param {(name: string) => (Node|string)[]} nameNodes a field's words (form.nameNodes: its label,
+ *   the setup's framework's key, its name), as the hints and the problems list name it
+ * @param {(() => void) | null} [compareBefore] pins the run before the setup to compare (issue 32:
+ *   "a compare view explains any two results that differ"); null when there was no result
  */
-export function showSetupNotice(box, setup, changes, names, undo, specs) {
-  const label = (name) => specs.get(name)?.label || name;
+export function showSetupNotice(box, setup, changes, names, undo, nameNodes, compareBefore = null) {
   const parts = [];
   if (changes.model) parts.push(`the model (${names.preset})`);
   if (changes.gpu) parts.push(`the GPU (${names.gpu})`);
@@ -107,10 +109,16 @@ export function showSetupNotice(box, setup, changes, names, undo, specs) {
     ? `${setup.name}: ${list} changed${k ? `; ${k} of your settings went back to ${k === 1 ? 'its default' : 'their defaults'}` : ''}.`
     : `${setup.name}: nothing changed, the page already was this setup.`;
   const items = [
-    ...changes.changed.map((c) => el('li', { textContent: `${label(c.name)}: ${valueText(c.from)} → ${valueText(c.to)}` })),
-    ...changes.cleared.map((c) => el('li', { textContent: `${label(c.name)}: ${valueText(c.from)} → ${c.to === undefined ? 'cleared' : `${valueText(c.to)} (default)`}` })),
+    ...changes.changed.map((c) => el('li', {}, ...nameNodes(c.name), `: ${valueText(c.from)} → ${valueText(c.to)}`)),
+    ...changes.cleared.map((c) => el('li', {}, ...nameNodes(c.name), `: ${valueText(c.from)} → ${c.to === undefined ? 'cleared' : `${valueText(c.to)} (default)`}`)),
   ];
   const details = items.length
     ? [el('details', {}, el('summary', { textContent: 'What changed' }), el('ul', {}, ...items))] : [];
-  showUndoNotice(box, summary, undo, details);
+  const compare = compareBefore && (changes.model || n || k)
+    ? [el('p', {}, el('button', { type: 'button', className: 'link-button compare-before', textContent: 'Compare with your run before' }))] : [];
+  compare[0]?.firstChild.addEventListener('click', () => {
+    compare[0].hidden = true;
+    compareBefore();
+  });
+  showUndoNotice(box, summary, undo, [...compare, ...details]); // the comparison before the long list
 }

@@ -161,6 +161,9 @@ emscripten::val result_numbers() {
 
 std::string result_text() { return g_result.text; }
 
+std::string method_settings_text() {
+  return guarded([] { return trainmem::method_settings_text(); });
+}
 std::string slot_tables() {
   return guarded([] { return trainmem::slot_tables(); });
 }
@@ -318,6 +321,7 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("resultNumbers", &result_numbers);
   emscripten::function("resultText", &result_text);
   emscripten::function("slotTables", &slot_tables);
+  emscripten::function("methodSettingsText", &method_settings_text);
   emscripten::function("resultSchemaText", &result_schema_text);
 #if TRAINMEM_WASM_TOOLS
   emscripten::function("estimate", &estimate);

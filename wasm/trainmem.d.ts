@@ -486,6 +486,8 @@ export interface PlanResult {
 export interface TrainmemModule {
   /** FieldSpec[] as text, one field per line (core slots.hpp field_specs_text; web/js/slots.js parseFieldSpecs) */
   fieldSpecsText(): string;
+  /** What each fine-tuning method usually runs with: one line each, peft TAB field TAB value TAB why (escaped). */
+  methodSettingsText(): string;
   /** JSON { schema: 1, presets: Preset[] } */
   presets(): string;
   /** JSON { schema: 1, gpus: Gpu[] } */

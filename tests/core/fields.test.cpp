@@ -1,4 +1,5 @@
 // The field table documents what an unset field resolves to; resolve() must agree with it.
+#include <algorithm>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -7,6 +8,7 @@
 #include "support.hpp"
 #include "trainmem/field_names.hpp"
 #include "trainmem/json_io.hpp"
+#include "trainmem/slots.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
@@ -428,4 +430,29 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
     INFO("rule " << id << " never fired");
     CHECK(fired.count(std::string(id)) == 1);
   }
+}
+
+TEST_CASE("method settings: each names a field with a value it accepts, and a method's settings resolve together", "[fields]") {
+  REQUIRE_FALSE(method_settings().empty());
+  for (const MethodSetting& m : method_settings()) {
+    INFO(m.field << " = " << m.value);
+    const FieldSpec* spec = find_field(m.field);
+    REQUIRE(spec != nullptr);
+    CHECK_FALSE(m.why.empty());
+    ConfigInput in;
+    CHECK_FALSE(set_field(in, m.field, FieldValue(std::string(m.value))).has_value());
+  }
+  // LoRA and QLoRA with their usual settings on the small model: no issue, and they are in effect.
+  for (const Peft peft : {Peft::lora, Peft::qlora}) {
+    std::string extra = "\"peft\": \"" + std::string(name_of(peft)) + "\"";
+    for (const MethodSetting& m : method_settings())
+      if (m.peft == peft) extra += ", \"" + std::string(m.field) + "\": \"" + std::string(m.value) + "\"";
+    const Config c = config_from(small_llama(extra));
+    CHECK(c.framework == Framework::ddp);
+    CHECK(c.recompute_granularity == RecomputeGranularity::full);
+  }
+  // The text the page reads: one line each, four columns.
+  const std::string text = method_settings_text();
+  CHECK(text.find("lora\tframework\tddp\t") != std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == std::ptrdiff_t(method_settings().size()));
 }

@@ -3,7 +3,7 @@
 // core stops objecting. Every expectation below is the core's own rule, read back from the core.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { METHOD_RULES, answerGpuCount, chooseMethod, methodNotice, startLayoutToClear } from '../../web/js/method-defaults.js';
+import { METHOD_RULES, answerGpuCount, chooseMethod, methodNotice, startLayoutToClear, usualSettings } from '../../web/js/method-defaults.js';
 import { START, coreConfig } from '../../web/js/link-config.js';
 import { loadEngine } from './load.mjs';
 
@@ -157,4 +157,30 @@ test('a GPU count the example\'s layout cannot divide takes the example\'s layou
   // A count the core still refuses after it (3 GPUs under PP 2 the user gave) changes nothing.
   const pp = { ...one, world_size: 3, pipeline_model_parallel_size: 2 };
   assert.deepEqual(answerGpuCount(startFields, pp, new Set(['pipeline_model_parallel_size']), specs, estimate), { fields: pp, changes: [] });
+});
+
+test('LoRA or QLoRA on the fresh page takes the method\'s usual framework and recompute from the core, where the example\'s stand', () => {
+  // The core's method_settings (core/src/config/fields.cpp): LoRA and QLoRA on ddp with full recompute.
+  const settings = engine.methodSettings;
+  for (const peft of ['lora', 'qlora']) {
+    const mine = settings.filter((s) => s.peft === peft);
+    assert.deepEqual(mine.map((s) => [s.field, s.value]).sort(), [['framework', 'ddp'], ['recompute_granularity', 'full']]);
+    const fields = firstScreen();
+    const usual = usualSettings(START.fields, fields, new Set(), settings, peft);
+    assert.deepEqual(usual.map((c) => [c.name, c.from, c.to]), [['framework', undefined, 'ddp'], ['recompute_granularity', 'selective', 'full']]);
+    // With them (and the example's layout taken back, as the page does), the core accepts the run
+    // and resolves it as the settings say.
+    const base = { ...fields };
+    for (const c of startLayoutToClear(START.fields, fields, new Set(), new Map(engine.fieldSpecs.map((s) => [s.name, s])), peft)) delete base[c.name];
+    for (const c of usual) base[c.name] = c.to;
+    const { result } = chooseMethod(base, peft, estimate);
+    assert.equal(result.ok, true, JSON.stringify(result.issues));
+    assert.equal(result.config.framework, 'ddp');
+    assert.equal(result.config.recompute_granularity, 'full');
+  }
+  // A field the user edited, a value the user changed, a link or setup (no example), full training: nothing.
+  assert.deepEqual(usualSettings(START.fields, firstScreen(), new Set(['framework', 'recompute_granularity']), settings, 'lora'), []);
+  assert.deepEqual(usualSettings(START.fields, { ...firstScreen(), framework: 'fsdp2' }, new Set(), settings, 'lora').map((c) => c.name), ['recompute_granularity']);
+  assert.deepEqual(usualSettings(null, firstScreen(), new Set(), settings, 'lora'), []);
+  assert.deepEqual(usualSettings(START.fields, firstScreen(), new Set(), settings, 'none'), []);
 });

@@ -3,7 +3,7 @@
 // exports, the planner, the JSON documents) as JSON.stringify in, JSON.parse out.
 // Two modules: trainmem.mjs (the estimator: everything a result needs) and trainmem-tools.mjs (the
 // estimator plus importers, exporters and the planner), loaded on first use.
-import { SlotCodec, parseFieldSpecs } from './slots.js';
+import { SlotCodec, parseFieldSpecs, parseMethodSettings } from './slots.js';
 
 /** @typedef {import('../../wasm/trainmem').TrainmemModule} TrainmemModule */
 /** @typedef {import('../../wasm/trainmem').TrainmemToolsModule} TrainmemToolsModule */
@@ -62,6 +62,8 @@ export class Engine {
     this.fieldSpecs = parseFieldSpecs(module.fieldSpecsText());
     /** the same specs by field name */
     this.fieldSpecsByName = new Map(this.fieldSpecs.map((s) => [s.name, s]));
+    /** what each fine-tuning method usually runs with (core method_settings) */
+    this.methodSettings = parseMethodSettings(module.methodSettingsText());
     this.presets = JSON.parse(module.presets()).presets;
     this.gpus = JSON.parse(module.gpus()).gpus;
     /** the fine-tuning setups (core/data/setups.json): complete runs to start from */

@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { answerGpuCount, changesNotice, chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear } from './method-defaults.js';
+import { answerGpuCount, changesNotice, chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear, usualSettings } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -757,10 +757,14 @@ function onMethodChange(peft) {
   const resolvedBefore = lastOk?.result.config ?? {};
   // On the fresh page, the opening example's pretraining layout goes first (method-defaults.js).
   const cleared = startLayoutToClear(startFields, state.fields, form.touched, form.specs, peft);
+  // Then the method's usual framework and recompute, where the example's still stand (the core's
+  // method_settings).
+  const usual = usualSettings(startFields, state.fields, form.touched, engine.methodSettings, peft);
   const base = { ...state.fields };
   for (const c of cleared) delete base[c.name];
+  for (const c of usual) base[c.name] = c.to;
   const { fields, changes: answered, result } = chooseMethod(base, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
-  const changes = [...answered, ...cleared];
+  const changes = [...usual, ...answered, ...cleared];
   state.fields = fields;
   const box = methodNoticeBox();
   if (changes.length && box) {

@@ -107,6 +107,28 @@ export function startLayoutToClear(startFields, fields, touched, specs, peft) {
 
 const EXAMPLE_WHY = 'the opening example\'s 8-GPU pretraining layout is not your run';
 
+/**
+ * The method's usual settings (the core's method_settings, engine.methodSettings: LoRA and QLoRA
+ * run on PyTorch DDP with every layer checkpointed, each with its reason and source in
+ * core/src/config/fields.cpp), applied on the fresh page to the fields the user has not edited
+ * and that still hold the opening example's value (or none): the example is a Megatron
+ * pretraining run, not the user's. On a link, a setup or an import every field is the user's:
+ * nothing. Each change goes into the method's notice, with its Undo.
+ * @param {object | null} startFields the fresh page's example fields (null: not the fresh page)
+ * @param {object} fields the fields on screen
+ * @param {Set<string>} touched the fields the user edited
+ * @param {{peft: string, field: string, value: string, why: string}[]} settings engine.methodSettings
+ * @param {string | undefined} peft the method chosen
+ * @returns {{name: string, from: unknown, to: string, why: string}[]}
+ */
+export function usualSettings(startFields, fields, touched, settings, peft) {
+  if (!startFields || !peft) return [];
+  return settings
+    .filter((s) => s.peft === peft && !touched.has(s.field) && same(fields[s.field], startFields[s.field])
+      && !same(fields[s.field], s.value))
+    .map((s) => ({ name: s.field, from: fields[s.field], to: s.value, why: s.why }));
+}
+
 /** The example's layout fields the user has not edited and that still hold its value (startLayoutToClear). */
 function exampleLayout(startFields, fields, touched, specs) {
   if (!startFields) return [];

@@ -43,6 +43,18 @@ export function parseFieldSpecs(text) {
   });
 }
 
+/**
+ * What each fine-tuning method usually runs with, from the module's methodSettingsText() (core
+ * method_settings, cited in core/src/config/fields.cpp).
+ * @returns {{peft: string, field: string, value: string, why: string}[]}
+ */
+export function parseMethodSettings(text) {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const [peft, field, value, why] = columns(line);
+    return { peft, field, value, why };
+  });
+}
+
 /** The tables the result's indices name, from the module's slotTables(): table name -> entries. */
 function parseTables(text) {
   const tables = {};

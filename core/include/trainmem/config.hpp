@@ -388,6 +388,15 @@ struct FieldSpec {
 };
 
 std::span<const FieldSpec> field_specs();
+// What a fine-tuning method usually runs with (issue 32: choosing a method on a run built by hand
+// sets them where the user has not): for peft `peft`, `field` takes `value` (its name as a link
+// or JSON spells it), for the reason `why`. Data, cited where it is defined (config/fields.cpp);
+// resolve() does not apply it: a config means what it says.
+struct MethodSetting {
+  Peft peft;
+  std::string_view field, value, why;
+};
+std::span<const MethodSetting> method_settings();
 // The ids of the rules that are rows of the core's rule table (config/rules.cpp), in the order
 // resolve() checks them: what Issue::rule holds. Stable and append-only, like link keys.
 std::vector<std::string_view> rule_ids();

@@ -103,6 +103,9 @@ void write_result_slots(const Config& config, const FullEstimate& estimate, Slot
 // library.
 std::string field_specs_text();
 
+// method_settings(), one line each: peft, field, value, why, separated by tabs, texts escaped.
+std::string method_settings_text();
+
 // The tables the result's entries index, once: one "<table>\t<entry>" line per entry (escaped),
 // each table in index order: assumption, component and component_kind (ComponentKind, then
 // "activation"), moment, overhead, figure, confidence_match, fit, fit_reason, profile and

@@ -1178,4 +1178,24 @@ void check_fields_apply(const ConfigInput& in, const Config& c, std::vector<Issu
   }
 }
 
+// The usual run of each adapter method (MethodSetting). LoRA and QLoRA are PEFT's, trained by
+// transformers' Trainer (TRL's SFTTrainer) on PyTorch, one process per GPU through accelerate:
+// framework ddp, model_implementation following it (hf-transformers). TRL's SFTConfig turns
+// gradient checkpointing on by default ("gradient_checkpointing: Defaults to True instead of
+// False", huggingface/trl trl/trainer/sft_config.py @ f2cd5771), which checkpoints whole layers:
+// recompute_granularity full; so do the project's fine-tuning setups (core/data/setups.json).
+// Full fine-tuning has no usual framework of its own: nothing.
+constexpr std::string_view k_adapter_framework_why =
+    "PEFT's adapters are trained with transformers' Trainer (TRL's SFTTrainer) on PyTorch DDP";
+constexpr std::string_view k_adapter_recompute_why =
+    "TRL's SFTConfig checkpoints every layer by default (gradient_checkpointing)";
+constexpr MethodSetting k_method_settings[] = {
+    {Peft::lora, field::framework.text, "ddp", k_adapter_framework_why},
+    {Peft::lora, field::recompute_granularity.text, "full", k_adapter_recompute_why},
+    {Peft::qlora, field::framework.text, "ddp", k_adapter_framework_why},
+    {Peft::qlora, field::recompute_granularity.text, "full", k_adapter_recompute_why},
+};
+
+std::span<const MethodSetting> method_settings() { return k_method_settings; }
+
 }  // namespace trainmem

@@ -429,6 +429,13 @@ std::string field_specs_text() {
   return out;
 }
 
+std::string method_settings_text() {
+  std::string out;
+  for (const MethodSetting& m : method_settings())
+    out += escaped(name_of(m.peft)) + "\t" + escaped(m.field) + "\t" + escaped(m.value) + "\t" + escaped(m.why) + "\n";
+  return out;
+}
+
 std::string slot_tables() {
   std::string out;
   auto entry = [&](std::string_view table, std::string_view name) { out += std::string(table) + "\t" + escaped(name) + "\n"; };

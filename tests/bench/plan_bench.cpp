@@ -43,8 +43,9 @@ void run(const char* label, const trainmem::Config& base, trainmem::PlanOptions 
   }
   const trainmem::PlanStats& s = result.stats;
   const double covered = double(s.candidates - s.pruned_by_rank);
-  std::printf("%-38s %8.1f ms  %9lld estimates + %8lld model-state  %6.2f M estimates/s", label, best * 1e3,
-              (long long)s.estimates, (long long)s.state_estimates, double(s.evaluations()) / best / 1e6);
+  std::printf("%-38s %8.1f ms  %9lld estimates + %8lld model-state + %7lld simulated  %6.2f M estimates/s", label,
+              best * 1e3, (long long)s.estimates, (long long)s.state_estimates, (long long)s.simulated,
+              double(s.evaluations()) / best / 1e6);
   if (options.solve == trainmem::PlanSolve::none)
     std::printf("  %7.1f M candidates/s (%lld fit%s)", covered / best / 1e6, (long long)result.n_fitting,
                 result.counted_all ? "" : ", top bound");

@@ -89,6 +89,10 @@ struct PlanStats {
   // Of the full estimates that fit by the allocator factor, those estimated again with the
   // simulated caching allocator (allocator_fragmentation unset; not counted in evaluations()).
   int64_t simulated = 0;
+  // Listing with pruning: candidates that fit by the allocator factor's figures but were not
+  // simulated, because the best max_results were settled before them (they may or may not fit
+  // by the default's figures, and are not in n_fitting).
+  int64_t not_simulated = 0;
   int64_t evaluations() const { return estimates + state_estimates; }
 };
 
@@ -169,7 +173,7 @@ struct PlanResult {
   Profile profile = Profile::trainmem;
   double limit_bytes = 0;        // gpu_memory_bytes × (1 − headroom): what a layout may use
   std::vector<PlanEntry> layouts;  // best first, at most max_results (plan without solve)
-  int64_t n_fitting = 0;         // fitting layouts found (≥ layouts.size())
+  int64_t n_fitting = 0;         // fitting layouts found and confirmed (≥ layouts.size())
   bool counted_all = false;      // n_fitting is every fitting layout: no bound cut the search
   bool complete = false;         // false: stopped at max_evaluations; see `stopped`
   std::string stopped;           // why the search stopped early; empty when it did not

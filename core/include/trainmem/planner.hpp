@@ -39,6 +39,11 @@
 //     first one that does not fit ends that layout's micro batches;
 //   * ranking bound: candidates are visited in ranking order of (recompute, footprint); once a
 //     group is done with max_results fits found, nothing later can enter the top max_results;
+//   * the simulated allocator only for what is listed (trainmem profile, allocator_fragmentation
+//     unset): candidates are estimated with the allocator factor's figures, lower bounds of the
+//     default's, and the listing is a best-first walk that simulates the best-ranked candidate
+//     until the best-ranked has its own figures (solvers.cpp, settle_best); n_fitting then
+//     counts the fits confirmed by the default's figures;
 //   * min-gpus starts from a lower bound: summed over its GPUs, any layout holds at least one
 //     copy of the weights, gradients, master weights and optimizer states (parallelism and
 //     sharding split or replicate them, never drop them); its most-loaded GPU holds at least the

@@ -33,7 +33,11 @@ trainmem::Config preset(const std::string& id, int64_t global_batch_size) {
   std::exit(1);
 }
 
+// argv[1], when given: run only the searches whose label contains it ("best 100,000").
+const char* g_only = nullptr;
+
 void run(const char* label, const trainmem::Config& base, trainmem::PlanOptions options, int repeats) {
+  if (g_only && std::string(label).find(g_only) == std::string::npos) return;
   double best = 1e300;
   trainmem::PlanResult result;
   for (int i = 0; i < repeats; ++i) {
@@ -43,8 +47,9 @@ void run(const char* label, const trainmem::Config& base, trainmem::PlanOptions 
   }
   const trainmem::PlanStats& s = result.stats;
   const double covered = double(s.candidates - s.pruned_by_rank);
-  std::printf("%-38s %8.1f ms  %9lld estimates + %8lld model-state  %6.2f M estimates/s", label, best * 1e3,
-              (long long)s.estimates, (long long)s.state_estimates, double(s.evaluations()) / best / 1e6);
+  std::printf("%-38s %8.1f ms  %9lld estimates + %8lld model-state + %7lld simulated  %6.2f M estimates/s", label,
+              best * 1e3, (long long)s.estimates, (long long)s.state_estimates, (long long)s.simulated,
+              double(s.evaluations()) / best / 1e6);
   if (options.solve == trainmem::PlanSolve::none)
     std::printf("  %7.1f M candidates/s (%lld fit%s)", covered / best / 1e6, (long long)result.n_fitting,
                 result.counted_all ? "" : ", top bound");
@@ -59,11 +64,16 @@ void estimate_speed(const char* label, const trainmem::PlanResult& plan) {
   if (plan.layouts.empty()) return;
   const trainmem::Config& c = plan.layouts.front().config;
   for (bool activation : {true, false}) {
-    const int n = 20000;
+    // Up to 20,000 estimates or one second, whichever comes first.
+    int n = 0;
     volatile double sink = 0;
     const auto start = clock_type::now();
-    for (int i = 0; i < n; ++i) sink = sink + trainmem::estimate_training_memory(c, c.num_microbatches, activation).device_bytes;
-    const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    double seconds = 0;
+    while (n < 20000 && seconds < 1.0) {
+      sink = sink + trainmem::estimate_training_memory(c, c.num_microbatches, activation).device_bytes;
+      ++n;
+      seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    }
     std::printf("%-38s %8.2f us per %s estimate (PP %lld)\n", label, seconds / n * 1e6,
                 activation ? "full" : "model-state", (long long)c.pipeline_model_parallel_size);
   }
@@ -71,7 +81,9 @@ void estimate_speed(const char* label, const trainmem::PlanResult& plan) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) g_only = argv[1];
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   trainmem::PlanOptions options;
   options.gpu_memory_bytes = 80.0 * 1024 * 1024 * 1024;
   options.allow_uneven_pipeline = true;

@@ -39,6 +39,11 @@
 //     first one that does not fit ends that layout's micro batches;
 //   * ranking bound: candidates are visited in ranking order of (recompute, footprint); once a
 //     group is done with max_results fits found, nothing later can enter the top max_results;
+//   * the simulated allocator only for what is listed (trainmem profile, allocator_fragmentation
+//     unset): candidates are estimated with the allocator factor's figures, lower bounds of the
+//     default's, and the listing is a best-first walk that simulates the best-ranked candidate
+//     until the best-ranked has its own figures (solvers.cpp, settle_best); n_fitting then
+//     counts the fits confirmed by the default's figures;
 //   * min-gpus starts from a lower bound: summed over its GPUs, any layout holds at least one
 //     copy of the weights, gradients, master weights and optimizer states (parallelism and
 //     sharding split or replicate them, never drop them); its most-loaded GPU holds at least the
@@ -89,6 +94,10 @@ struct PlanStats {
   // Of the full estimates that fit by the allocator factor, those estimated again with the
   // simulated caching allocator (allocator_fragmentation unset; not counted in evaluations()).
   int64_t simulated = 0;
+  // Listing with pruning: candidates that fit by the allocator factor's figures but were not
+  // simulated, because the best max_results were settled before them (they may or may not fit
+  // by the default's figures, and are not in n_fitting).
+  int64_t not_simulated = 0;
   int64_t evaluations() const { return estimates + state_estimates; }
 };
 
@@ -169,7 +178,7 @@ struct PlanResult {
   Profile profile = Profile::trainmem;
   double limit_bytes = 0;        // gpu_memory_bytes × (1 − headroom): what a layout may use
   std::vector<PlanEntry> layouts;  // best first, at most max_results (plan without solve)
-  int64_t n_fitting = 0;         // fitting layouts found (≥ layouts.size())
+  int64_t n_fitting = 0;         // fitting layouts found and confirmed (≥ layouts.size())
   bool counted_all = false;      // n_fitting is every fitting layout: no bound cut the search
   bool complete = false;         // false: stopped at max_evaluations; see `stopped`
   std::string stopped;           // why the search stopped early; empty when it did not

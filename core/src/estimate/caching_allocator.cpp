@@ -25,6 +25,21 @@ uint64_t allocation_size(uint64_t rounded) {
 
 using namespace caching_allocator;
 
+void CachingAllocatorModel::reset(AllocatorOptions options) {
+  options_ = options;
+  blocks_.clear();
+  spare_.clear();
+  segments_.clear();
+  small_pool_.clear();
+  large_pool_.clear();
+  block_of_.clear();
+  pending_.clear();
+  pending_done_ = 0;
+  for (auto& per_stream : expandable_) per_stream[0] = per_stream[1] = -1;
+  reserved_ = allocated_ = 0;
+  peaks_ = AllocatorPeaks{};
+}
+
 int32_t CachingAllocatorModel::new_block(Block b) {
   if (!spare_.empty()) {
     const int32_t i = spare_.back();
@@ -207,7 +222,10 @@ void CachingAllocatorModel::free_block(int32_t b) {
 }
 
 AllocatorPeaks simulate_caching_allocator(std::span<const AllocatorEvent> events, AllocatorOptions options) {
-  CachingAllocatorModel model(options);
+  // One model per thread, reset for each sequence: its vectors keep their room, so a pipeline's
+  // stages and a planner's candidates do not fault in fresh pages for each simulation.
+  static thread_local CachingAllocatorModel model;
+  model.reset(options);
   model.reserve(events.size());
   for (const AllocatorEvent& e : events) {
     switch (e.kind) {

@@ -174,7 +174,9 @@ std::string plan_to_json(const PlanResult& r, int indent) {
                   {"state_estimates", s.state_estimates},
                   {"pruned_by_state", s.pruned_by_state},
                   {"pruned_by_batch", s.pruned_by_batch},
-                  {"pruned_by_rank", s.pruned_by_rank}};
+                  {"pruned_by_rank", s.pruned_by_rank},
+                  {"simulated", s.simulated},
+                  {"not_simulated", s.not_simulated}};
   return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

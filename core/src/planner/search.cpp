@@ -194,6 +194,19 @@ StateFit Search::state_fit(const Layout& l, RecomputeGranularity r, int64_t mbs,
   return metric(est) <= limit_ ? StateFit::fits : StateFit::too_big;
 }
 
+namespace {
+void take_figures(Found& found, const Estimate& est, double metric, bool exact) {
+  found.metric = metric;
+  found.allocated = est.total_bytes;
+  found.reserved = est.reserved_bytes;
+  found.device = est.device_bytes;
+  found.state = est.weight_and_optimizer_bytes;
+  found.activation = est.activation_bytes;
+  found.stage = est.most_loaded_stage;
+  found.exact = exact;
+}
+}  // namespace
+
 Outcome Search::evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found,
                          bool simulate) {
   if (!budget()) return Outcome::out_of_budget;
@@ -207,30 +220,30 @@ Outcome Search::evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, i
   // does not fit by them does not fit at all, and only one that does pays for the simulation.
   const Config floor = factor_only(res.config);
   const bool deferred = floor.allocator_fragmentation != res.config.allocator_fragmentation;
-  const auto take = [&](const Estimate& est, bool exact) {
-    found.metric = metric(est);
-    found.allocated = est.total_bytes;
-    found.reserved = est.reserved_bytes;
-    found.device = est.device_bytes;
-    found.state = est.weight_and_optimizer_bytes;
-    found.activation = est.activation_bytes;
-    found.stage = est.most_loaded_stage;
-    found.exact = exact;
-  };
   found.layout = l;
   found.recompute = r;
   found.mbs = mbs;
   found.seq = seq;
-  take(estimate_training_memory(floor, res.config.num_microbatches, true), !deferred);
+  const Estimate first = estimate_training_memory(floor, res.config.num_microbatches, true);
+  take_figures(found, first, metric(first), !deferred);
   ++stats.estimates;
   found.fits_by_factor = found.metric <= limit_;
   if (!found.fits_by_factor) return Outcome::too_big;
-  // The allocated metric does not depend on the allocator: the listed entries get their
-  // reserved and device figures when they are written (make_entry).
-  if (simulate && deferred && options_.metric != PlanMetric::allocated) {
-    take(estimate_training_memory(res.config, res.config.num_microbatches, true), true);
-    ++stats.simulated;
-  }
+  if (simulate && !metric_final(found)) return settle(found);
+  return found.metric <= limit_ ? Outcome::fits : Outcome::too_big;
+}
+
+// Even the allocated metric waits for the simulation: the estimate reports the stage of the
+// largest device figure (trainmem_estimate), which the simulated allocator can change.
+bool Search::metric_final(const Found& found) const { return found.exact; }
+
+Outcome Search::settle(Found& found) {
+  if (metric_final(found)) return found.metric <= limit_ ? Outcome::fits : Outcome::too_big;
+  const Resolved res = resolve(input_for(found.layout, found.recompute, found.mbs, found.seq));
+  if (!res.ok()) return Outcome::invalid;  // evaluate resolved the same input: not reached
+  const Estimate est = estimate_training_memory(res.config, res.config.num_microbatches, true);
+  take_figures(found, est, metric(est), true);
+  ++stats.simulated;
   return found.metric <= limit_ ? Outcome::fits : Outcome::too_big;
 }
 

@@ -33,8 +33,8 @@ struct Found {
   int64_t mbs = 1, seq = 1;
   double metric = 0, allocated = 0, reserved = 0, device = 0, state = 0, activation = 0;
   int64_t stage = 0;
-  // False when reserved and device are the allocator factor's lower bound only (the metric is
-  // allocated, which the simulated allocator leaves unchanged): make_entry estimates them again.
+  // False when the figures are the allocator factor's only (reserved and device lower bounds of
+  // the default's): make_entry estimates them again.
   bool exact = true;
   // Whether it fits by the allocator factor's figures (a lower bound of the default's, and
   // monotone in the micro batch and the sequence where the simulated allocator need not be):
@@ -83,6 +83,12 @@ class Search {
   // allocator factor's figures only (whether it fits by them; found.exact false).
   Outcome evaluate(const Layout& l, RecomputeGranularity r, int64_t mbs, int64_t seq, Found& found,
                    bool simulate = true);
+  // Whether found.metric is the default's own figure (simulated). Otherwise it is the allocator
+  // factor's lower bound.
+  bool metric_final(const Found& found) const;
+  // A candidate that fit by the factor's figures, estimated with the default (the simulated
+  // allocator) when its metric is not final yet: fits or too_big by the default's figures.
+  Outcome settle(Found& found);
 
  private:
   struct Split {

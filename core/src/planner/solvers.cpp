@@ -18,9 +18,20 @@ namespace {
 // The best `keep` layouts that fit on `gpus` GPUs, best first, and how many fit. Candidates are
 // visited in ranking order of (recompute, footprint); with pruning the search ends with the
 // first such group that brings the fits to `keep`.
+//
+// With pruning, only what is listed is simulated. A candidate that fits by the allocator
+// factor's figures is kept with them (Found::exact false): its metric is a lower bound of the
+// default's (the larger of the factor and the simulated allocator), and since the metric is the
+// fourth key of the ranking (rank_less) and the keys before it do not depend on the allocator,
+// its place by that bound is at or before its place by the default's figure. The listing is a
+// best-first walk over them (settle_best): the best-ranked is taken; if its metric is final it
+// is listed, since every other candidate ranks at or after it by its bound and so by its own
+// figure; if not, it is simulated and put back when it still fits (dropped when it does not).
+// Candidates of groups not visited yet rank after every candidate of the groups visited, so a
+// walk run at a group's end lists what a search of every candidate would list first.
 struct Listing {
-  std::vector<Found> fits;
-  int64_t n_fitting = 0;
+  std::vector<Found> fits;  // the listing: final metrics, ranking order
+  int64_t n_fitting = 0;    // fits confirmed by the default's figures
   bool cut_by_rank = false;
 };
 
@@ -31,6 +42,34 @@ void keep_best(std::vector<Found>& fits, int64_t keep) {
     fits.resize(size_t(keep));
   }
   std::sort(fits.begin(), fits.end(), rank_less);
+}
+
+// The best-first walk above over `pool` (candidates that fit by the factor's figures, some
+// settled): up to `keep` candidates with final metrics that fit by them, in ranking order, moved
+// to the front of `pool`; the others follow (the ones dropped no longer in it). Returns how many
+// were listed.
+int64_t settle_best(Search& search, std::vector<Found>& pool, int64_t keep) {
+  const auto after = [](const Found& a, const Found& b) { return rank_less(b, a); };  // min-heap
+  std::vector<Found> listed;
+  std::make_heap(pool.begin(), pool.end(), after);
+  size_t n = pool.size();
+  while (n > 0 && int64_t(listed.size()) < keep) {
+    std::pop_heap(pool.begin(), pool.begin() + std::ptrdiff_t(n), after);
+    Found& top = pool[n - 1];
+    if (search.metric_final(top)) {
+      listed.push_back(top);
+      --n;
+      continue;
+    }
+    if (search.settle(top) == Outcome::fits) {
+      std::push_heap(pool.begin(), pool.begin() + std::ptrdiff_t(n), after);
+    } else {
+      --n;  // too big by the default's figures: out of the pool
+    }
+  }
+  pool.resize(n);
+  pool.insert(pool.begin(), listed.begin(), listed.end());
+  return int64_t(listed.size());
 }
 
 Listing list_fits(Search& search, int64_t gpus, int64_t keep, bool prune) {
@@ -45,9 +84,23 @@ Listing list_fits(Search& search, int64_t gpus, int64_t keep, bool prune) {
 
   std::vector<StateFit> state;
   state.resize(layouts.size(), StateFit::unknown);
-  int64_t dropped = 0;  // fits counted but no longer kept
+  int64_t dropped = 0;  // fits counted but no longer kept (without pruning: every fit settled)
+  // At the end or a cut: the listing. Without pruning every fit was settled as it was found.
+  // With it, the walk settles the best `keep`; the rest of the pool fit by the factor's figures,
+  // those with final metrics fit by the default's too and are counted, the others (not
+  // simulated) may or may not fit and are not.
   auto finish = [&]() {
-    out.n_fitting = dropped + int64_t(out.fits.size());
+    if (prune) {
+      const int64_t listed = settle_best(search, out.fits, keep);
+      int64_t confirmed = listed;
+      for (size_t j = size_t(listed); j < out.fits.size(); ++j)
+        if (search.metric_final(out.fits[j])) ++confirmed;
+        else ++search.stats.not_simulated;
+      out.fits.resize(size_t(listed));
+      out.n_fitting = confirmed;
+    } else {
+      out.n_fitting = dropped + int64_t(out.fits.size());
+    }
     keep_best(out.fits, keep);
     return out;
   };
@@ -74,7 +127,9 @@ Listing list_fits(Search& search, int64_t gpus, int64_t keep, bool prune) {
         }
         for (int64_t k = 0; k < n; ++k) {
           Found f;
-          const Outcome outcome = search.evaluate(l, r, mbs[size_t(k)], seq, f);
+          // With pruning the fits by the factor's figures are settled by the walk (finish),
+          // without it each one as it is found.
+          const Outcome outcome = search.evaluate(l, r, mbs[size_t(k)], seq, f, !prune);
           if (outcome == Outcome::out_of_budget) return finish();
           ++visited;
           if (outcome == Outcome::fits) out.fits.push_back(f);
@@ -86,13 +141,17 @@ Listing list_fits(Search& search, int64_t gpus, int64_t keep, bool prune) {
           }
         }
       }
-      if (prune && int64_t(out.fits.size()) >= keep) {
+      // The ranking bound: `keep` fits by the default's figures among the groups visited. The
+      // pool's fits are by the factor's, a floor of the default's: when there are `keep` of them
+      // the walk settles the best; when some do not fit by the default's figures and fewer
+      // than `keep` remain, the search goes on (the settled ones stay settled).
+      if (prune && int64_t(out.fits.size()) >= keep && settle_best(search, out.fits, keep) >= keep) {
         out.cut_by_rank = true;
         search.stats.pruned_by_rank += total - visited;
         return finish();
       }
       // Without the bound every fit is counted, but only the best `keep` are kept.
-      if (int64_t(out.fits.size()) > 4 * keep + 4096) {
+      if (!prune && int64_t(out.fits.size()) > 4 * keep + 4096) {
         dropped += int64_t(out.fits.size()) - keep;
         keep_best(out.fits, keep);
       }

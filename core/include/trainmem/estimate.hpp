@@ -362,6 +362,10 @@ struct Estimate {
   StateBreakdown state;
   // trainmem profile (zero in the reference profiles):
   int64_t most_loaded_stage = 0;    // the pipeline stage whose peak is the largest
+  // The largest allocated figure of any stage: total_bytes is the most-loaded stage's (chosen by
+  // its device figure), which another stage's allocated peak may exceed. The reference profiles:
+  // total_bytes.
+  double largest_stage_allocated_bytes = 0;
   // total_bytes is what torch.cuda.max_memory_allocated would show; reserved adds the caching
   // allocator's rounding and fragmentation; device adds what nvidia-smi sees besides PyTorch.
   double reserved_bytes = 0, device_bytes = 0;

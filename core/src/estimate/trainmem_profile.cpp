@@ -2572,6 +2572,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
     StageResult stage = evaluate_stage(c, layout, r, largest_layer, include_activation, nullptr, &middle, true, &memo);
     overheads(stage);
     if (stages) stages->push_back(stage.summary);
+    est.largest_stage_allocated_bytes = std::max(est.largest_stage_allocated_bytes, stage.summary.total_bytes);
     if (heaviest < 0 || heavier(stage.summary, best.summary)) {
       heaviest = r;
       best = stage;

@@ -335,7 +335,10 @@ double Search::metric(const Estimate& est) const {
   switch (options_.metric) {
     case PlanMetric::reserved: return est.reserved_bytes;
     case PlanMetric::device: return est.device_bytes;
-    default: return est.total_bytes;
+    // Allocated: the largest of any stage, which no allocator figure changes, so the factor's
+    // pass gives it exactly and the pruning stays sound; the most-loaded stage is chosen by device
+    // figure and may hold less (Estimate::largest_stage_allocated_bytes).
+    default: return std::max(est.total_bytes, est.largest_stage_allocated_bytes);
   }
 }
 

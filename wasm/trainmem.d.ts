@@ -453,6 +453,10 @@ export interface PlanStats {
   pruned_by_state: number;
   pruned_by_batch: number;
   pruned_by_rank: number;
+  /** candidates that paid the simulated caching allocator (allocator_fragmentation unset) */
+  simulated: number;
+  /** candidates that fit by the 5 % factor's figure (a lower bound) and were never simulated: not counted in n_fitting */
+  not_simulated: number;
 }
 
 /** plan() on success (core/include/trainmem/planner.hpp; keys in README.md) */

@@ -386,7 +386,9 @@ PlanOptions options_as_run(const Config& base, const PlanOptions& given, std::ve
 void list_layouts(Search& search, const PlanOptions& o, PlanResult& result) {
   const Listing listing = list_fits(search, o.gpus, o.max_results, o.prune);
   result.n_fitting = listing.n_fitting;
-  result.counted_all = !listing.cut_by_rank && !search.out_of_budget;
+  // A candidate that fits by the factor's figure but was never simulated (the listing had its
+  // best already) is not counted: n_fitting is then a lower bound.
+  result.counted_all = !listing.cut_by_rank && !search.out_of_budget && search.stats.not_simulated == 0;
   for (const Found& f : listing.fits) result.layouts.push_back(make_entry(search, f, o.gpu_memory_bytes));
   if (search.out_of_budget)
     result.stopped = budget_message(o, std::string("the layouts listed are") + k_not_necessarily_best);

@@ -361,7 +361,7 @@ struct Estimate {
   LayerCounts layers;
   StateBreakdown state;
   // trainmem profile (zero in the reference profiles):
-  int64_t most_loaded_stage = 0;    // the pipeline stage whose peak is the largest
+  int64_t most_loaded_stage = 0;    // the pipeline stage whose device figure is the largest
   // The largest allocated figure of any stage: total_bytes is the most-loaded stage's (chosen by
   // its device figure), which another stage's allocated peak may exceed. The reference profiles:
   // total_bytes.

@@ -73,8 +73,9 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "×1.05, and no division by TP.",
     "Megatron-LM reads neither context_parallel_size nor uneven pipeline stage sizes.",
     "Megatron-LM puts the whole multi-token-prediction block on the most-loaded shard.",
-    "The most-loaded GPU is the pipeline stage whose peak (the largest moment of a step) is "
-    "largest. Allocated bytes include the library workspaces; reserved and device bytes add the "
+    "The most-loaded GPU is the pipeline stage whose device figure is largest (each stage's "
+    "caching allocator simulated), its allocated peak (the largest moment of a step) breaking "
+    "ties; every stage lists its own figures. Allocated bytes include the library workspaces; reserved and device bytes add the "
     "caching allocator, the CUDA context and NCCL buffers from their fields' documented "
     "defaults: set them from a run for the best match.",
     "Adafactor's factored statistics (rows + columns per matrix) are divided over the optimizer's "

@@ -9,7 +9,7 @@
 //    (tables.hpp) and a sharding group; optimizer states come from the optimizer table.
 // 4. Activations per microbatch (activations.cpp) times the microbatches the schedule keeps in
 //    flight on each stage; the peak of a stage is the largest of the moments of a step.
-// The most-loaded GPU is the stage whose peak is largest.
+// The most-loaded GPU is the stage whose device figure is largest (trainmem_estimate).
 #include <algorithm>
 #include <array>
 #include <cmath>

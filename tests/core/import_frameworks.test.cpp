@@ -1519,3 +1519,39 @@ TEST_CASE("a model that is no preset is asked for by rule id and name, never onl
       "micro_batch_size": 1, "gradient_accumulation_steps": 1})", "{}", ImportOptions{});
   CHECK(known.model_asked.empty());
 }
+
+TEST_CASE("axolotl's newer FSDP form: fsdp_config alone turns FSDP on; attn_implementation names the kernel") {
+  // axolotl loaders/model.py @ 067b021c is_fsdp_enabled: fsdp_config or fsdp; setup_fsdp_envs
+  // passes offload_params, reshard_after_forward and activation_checkpointing to accelerate,
+  // whose plugin reshards after forward unless told not to.
+  const auto with = [](const std::string& more) {
+    ImportOptions o;
+    o.gpus = 8;
+    return import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1, "sequence_len": 2048, )" + more + "}", o);
+  };
+  ImportResult r = with(R"("fsdp_version": 2, "fsdp_config": {"auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": true})");
+  REQUIRE(r.ok());
+  CHECK(r.input.framework == Framework::fsdp2);
+  CHECK(r.input.fsdp_version == 2);
+  CHECK(r.input.zero_stage == 3);
+  CHECK(r.input.data_parallel_size == 8);
+  r = with(R"("fsdp_version": 2, "fsdp_config": {"reshard_after_forward": false})");
+  REQUIRE(r.ok());
+  CHECK(r.input.zero_stage == 2);
+  r = with(R"("fsdp_version": 2, "fsdp_config": {"offload_params": true, "activation_checkpointing": true})");
+  REQUIRE(r.ok());
+  CHECK(r.input.offload_params == true);
+  CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
+  // attn_implementation: eager keeps the scores; any other kernel, a Hub path included, its statistics.
+  r = with(R"("attn_implementation": "eager")");
+  REQUIRE(r.ok());
+  CHECK(r.input.attention_backend == AttentionBackend::unfused);
+  r = with(R"("attn_implementation": "kernels-community/vllm-flash-attn3")");
+  REQUIRE(r.ok());
+  CHECK(r.input.attention_backend == AttentionBackend::flash);
+  r = with(R"("attn_implementation": "fast")");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message ==
+        "attn_implementation: must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention, xformers, sage, fp8 "
+        "or a Hub kernel path, got \"fast\"");
+}

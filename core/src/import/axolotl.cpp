@@ -302,12 +302,18 @@ void AxolotlReader::read_layout() {
     return;
   }
   m_.put(field::model_implementation, std::string("hf-transformers"), "base_model");
-  if (fsdp) {
+  // FSDP is on with the fsdp list or with fsdp_config alone, the newer form (axolotl
+  // src/axolotl/loaders/model.py @ 067b021c, is_fsdp_enabled: "fsdp_config is not None or fsdp is
+  // not None"; utils/trainer.py setup_fsdp_envs passes fsdp_config's offload_params,
+  // reshard_after_forward and activation_checkpointing to accelerate's plugin).
+  const json* fsdp_config = m_.get("fsdp_config");
+  const bool fsdp_config_only = !fsdp && fsdp_config && fsdp_config->is_object();
+  if (fsdp || fsdp_config_only) {
     fsdp_ = true;
     m_.touch("fsdp_config");
-    if (!fsdp->is_array()) return m_.fail("fsdp", "must be a list of FSDP options (full_shard, auto_wrap, offload, ...), got " + show(*fsdp));
+    if (fsdp && !fsdp->is_array()) return m_.fail("fsdp", "must be a list of FSDP options (full_shard, auto_wrap, offload, ...), got " + show(*fsdp));
     std::vector<std::string> items;
-    for (const json& x : *fsdp) {
+    for (const json& x : fsdp ? *fsdp : json::array()) {
       if (!x.is_string()) return m_.fail("fsdp", "entries must be FSDP option names, got " + show(x));
       items.push_back(x.get<std::string>());
     }
@@ -333,8 +339,12 @@ void AxolotlReader::read_layout() {
     if (named != "full_shard" && named != "shard_grad_op")
       return m_.fail("fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy) + " shards within a node, which an axolotl "
                                                            "file does not size: use trainmem import accelerate with its config, or set data_parallel_shard_size");
-    const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward").value_or(named == "full_shard");
-    m_.assume(field::framework, std::string("fsdp2"), "fsdp = " + show(*fsdp), "fsdp");
+    // The newer keys drop the fsdp_ prefix; accelerate's plugin reshards after forward unless told
+    // not to (FullyShardedDataParallelPlugin: FSDP_RESHARD_AFTER_FORWARD defaults to true).
+    const bool reshard = m_.boolean("fsdp_config.fsdp_reshard_after_forward")
+                             .value_or(m_.boolean("fsdp_config.reshard_after_forward").value_or(named == "full_shard"));
+    m_.assume(field::framework, std::string("fsdp2"), fsdp ? "fsdp = " + show(*fsdp) : std::string("fsdp_config given (FSDP on)"),
+              fsdp ? "fsdp" : "fsdp_config");
     // [fsdp] axolotl's FSDP version: fsdp_version at the top (AxolotlInputConfig) or in
     // fsdp_config (FSDPConfig.fsdp_version, alias version; src/axolotl/utils/schemas/fsdp.py @
     // 9399b5a914d8a6a09f4496fed2ef12f96b2ed160), default None: accelerate's plugin then wraps
@@ -350,9 +360,16 @@ void AxolotlReader::read_layout() {
     } else {
       m_.assume(field::fsdp_version, 1.0, "no fsdp_version: accelerate wraps with FullyShardedDataParallel (FSDP1)", "fsdp");
     }
-    m_.read(field::zero_stage, reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
+    if (fsdp_config_only && !m_.has("fsdp_config.fsdp_sharding_strategy"))
+      m_.read(field::zero_stage, reshard ? 3.0 : 2.0, "fsdp_config.reshard_after_forward",
+              reshard ? "true, or unset (accelerate reshards after forward by default)" : "false");
+    else
+      m_.read(field::zero_stage, reshard ? 3.0 : 2.0, "fsdp_config.fsdp_sharding_strategy", trainmem::quoted(strategy));
     m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
-    if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) || has("offload")) {
+    if (m_.boolean("fsdp_config.activation_checkpointing").value_or(false))
+      m_.full_recompute_per_layer("fsdp_config.activation_checkpointing", "true", "decoder layer");
+    if (m_.boolean("fsdp_config.fsdp_offload_params").value_or(false) ||
+        m_.boolean("fsdp_config.offload_params").value_or(false) || has("offload")) {
       if (!reshard)
         return m_.fail("fsdp_config.fsdp_offload_params", "with parameters kept gathered (" + trainmem::quoted(strategy) +
                                                                "): trainmem offloads the parameters of a full shard only");
@@ -413,7 +430,23 @@ void AxolotlReader::read_training() {
       m_.fail("gradient_checkpointing", "must be true, false, \"offload\", \"offload_disk\" or \"unsloth\", got " + show(*gc));
     }
   }
-  if (m_.boolean("flash_attention").value_or(false) || m_.boolean("sdp_attention").value_or(false))
+  // attn_implementation (axolotl src/axolotl/utils/schemas/config.py @ 067b021c: "eager, sdpa,
+  // flash_attention_2, flash_attention_3, flex_attention, xformers, sage, fp8" or a Hub kernel
+  // path, passed to transformers; the booleans below are its deprecated forms): eager keeps the
+  // s² scores (unfused); every other kernel keeps the output and its softmax statistics (flash).
+  const std::optional<std::string> impl = m_.has("attn_implementation") ? m_.string("attn_implementation") : std::nullopt;
+  if (impl) {
+    const bool kernel = *impl == "sdpa" || *impl == "flash_attention_2" || *impl == "flash_attention_3" ||
+                        *impl == "flex_attention" || *impl == "xformers" || *impl == "sage" || *impl == "fp8" ||
+                        impl->find('/') != std::string::npos;
+    if (*impl == "eager")
+      m_.read(field::attention_backend, std::string("unfused"), "attn_implementation", "\"eager\"");
+    else if (kernel)
+      m_.read(field::attention_backend, std::string("flash"), "attn_implementation", show(json(*impl)));
+    else
+      m_.fail("attn_implementation", "must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention, xformers, "
+                                      "sage, fp8 or a Hub kernel path, got " + show(json(*impl)));
+  } else if (m_.boolean("flash_attention").value_or(false) || m_.boolean("sdp_attention").value_or(false))
     m_.read(field::attention_backend, std::string("flash"), m_.has("flash_attention") ? "flash_attention" : "sdp_attention", "true");
   else if (m_.boolean("eager_attention").value_or(false))
     m_.read(field::attention_backend, std::string("unfused"), "eager_attention", "true");

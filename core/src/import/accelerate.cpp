@@ -808,9 +808,12 @@ void AccelerateReader::read_training() {
   } else if (const json* impl = a.given("attn_implementation")) {
     const std::string name = impl->is_string() ? impl->get<std::string>() : "";
     if (name == "eager") m_.read(field::attention_backend, std::string("unfused"), "--attn_implementation", "eager");
-    else if (name == "sdpa" || name.rfind("flash", 0) == 0 || name.find("flash_attn") != std::string::npos)
+    // A Hub kernel path (transformers passes "org/name" to the kernels library, as gpt-oss's
+    // kernels-community/vllm-flash-attn3) keeps the output and statistics, as flash does.
+    else if (name == "sdpa" || name == "flex_attention" || name.rfind("flash", 0) == 0 ||
+             name.find("flash_attn") != std::string::npos || name.find('/') != std::string::npos)
       m_.read(field::attention_backend, std::string("flash"), "--attn_implementation", name);
-    else return m_.fail("--attn_implementation", "must be eager, sdpa or flash_attention_2, got " + show(*impl));
+    else return m_.fail("--attn_implementation", "must be eager, sdpa, flash_attention_2, flex_attention or a Hub kernel path, got " + show(*impl));
   } else {
     m_.assume(field::attention_backend, std::string("flash"), "no attention flag: transformers' default sdpa (its fused kernel)", "attn_implementation");
   }

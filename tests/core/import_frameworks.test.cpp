@@ -1555,3 +1555,19 @@ TEST_CASE("axolotl's newer FSDP form: fsdp_config alone turns FSDP on; attn_impl
         "attn_implementation: must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention, xformers, sage, fp8 "
         "or a Hub kernel path, got \"fast\"");
 }
+
+TEST_CASE("accelerate: gpt-oss with no attention flag runs eager attention (transformers has no SDPA path for it)") {
+  ImportOptions o;
+  o.preset = "gpt-oss-20b";
+  o.gpus = 1;
+  o.overrides = words("--per_device_train_batch_size 1 --max_seq_length 2048 --use_peft --bf16");
+  const ImportResult r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.attention_sinks == true);
+  CHECK(r.input.attention_backend == AttentionBackend::unfused);
+  // A model without sinks keeps transformers' default sdpa (flash).
+  o.preset = "llama-3.1-8b";
+  const ImportResult llama = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(llama.ok());
+  CHECK(llama.input.attention_backend == AttentionBackend::flash);
+}

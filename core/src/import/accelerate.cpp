@@ -814,6 +814,12 @@ void AccelerateReader::read_training() {
              name.find("flash_attn") != std::string::npos || name.find('/') != std::string::npos)
       m_.read(field::attention_backend, std::string("flash"), "--attn_implementation", name);
     else return m_.fail("--attn_implementation", "must be eager, sdpa, flash_attention_2, flex_attention or a Hub kernel path, got " + show(*impl));
+  } else if (out_.input.attention_sinks.value_or(false)) {
+    // gpt-oss: transformers has no SDPA path for it (GptOssPreTrainedModel._supports_sdpa =
+    // False, modeling_gpt_oss.py @ 00d4b3d2), so with no flag it falls back to eager.
+    m_.assume(field::attention_backend, std::string("unfused"),
+              "no attention flag, and the model has attention sinks (gpt-oss): transformers has no SDPA path for it, eager",
+              "attn_implementation");
   } else {
     m_.assume(field::attention_backend, std::string("flash"), "no attention flag: transformers' default sdpa (its fused kernel)", "attn_implementation");
   }

@@ -1549,6 +1549,9 @@ TEST_CASE("axolotl's newer FSDP form: fsdp_config alone turns FSDP on; attn_impl
   r = with(R"("attn_implementation": "kernels-community/vllm-flash-attn3")");
   REQUIRE(r.ok());
   CHECK(r.input.attention_backend == AttentionBackend::flash);
+  r = with(R"("fsdp_config": "full_shard")");
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "fsdp_config: must be a mapping of FSDP options, got \"full_shard\"");
   r = with(R"("attn_implementation": "fast")");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message ==

@@ -56,6 +56,10 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer);
 // reduce-scattered copies, the returning all-to-all's output; the largest set alive at once), and
 // what the dispatcher object keeps of the layer until its next forward (routing probabilities and
 // map; `after_backward`: also the permutation indices, no longer counted as saved).
+// QLoRA through transformers with PEFT's or TRL's k-bit upcast: the norms stay fp32, so their
+// outputs, the quantised linears' outputs after them and the residual stream are fp32
+// (activations.cpp k_src_kbit_fp32_residual); what a quantised linear reads is then fp32.
+bool kbit_fp32_activations(const Config& config);
 double moe_dispatch_transient_bytes(const Config& config);
 double moe_dispatcher_state_bytes(const Config& config, bool after_backward);
 

@@ -283,6 +283,16 @@ struct Shape {
   }
 };
 
+}  // namespace
+
+bool kbit_fp32_activations(const Config& c) {
+  return c.peft == Peft::qlora && c.model_implementation == ModelImplementation::hf_transformers &&
+         c.normalization != Normalization::none &&
+         (c.kbit_upcast == KbitUpcast::peft || c.kbit_upcast == KbitUpcast::trl);
+}
+
+namespace {
+
 double padded_vocab(const Config& c) {
   return double(c.should_pad_vocab ? padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
                                                        c.tensor_model_parallel_size)
@@ -327,8 +337,7 @@ Shape shape_of(const Config& c) {
   x.adapter_copy = x.peft && c.framework == Framework::ddp &&
                    (x.autocast || bytes_per_element(lora_adapter_dtype(c)) != x.e);
   const bool qlora_hf = c.peft == Peft::qlora && c.model_implementation == ModelImplementation::hf_transformers;
-  x.kbit_fp32 = qlora_hf && x.has_norm &&
-                (c.kbit_upcast == KbitUpcast::peft || c.kbit_upcast == KbitUpcast::trl);
+  x.kbit_fp32 = kbit_fp32_activations(c);
   x.ffn_e = x.kbit_fp32 ? 4 : x.e;
   x.ffn_dtype = x.kbit_fp32 ? "fp32" : x.act_dtype;
   if (x.kbit_fp32) {

@@ -29,6 +29,13 @@ namespace {
 
 enum class Part : uint8_t { dense, embedding, expert };
 
+// A QLoRA base stored by bitsandbytes: NF4 (Linear4bit, or torchao's NF4Tensor under torchtune)
+// or, with params_dtype int8, LLM.int8 (Linear8bitLt with Int8Params: transformers'
+// load_in_8bit, axolotl's load_in_8bit, PEFT's "int8 training").
+bool quantized_base(const Config& c, Dtype stored) {
+  return stored == Dtype::nf4 || (stored == Dtype::int8 && c.peft == Peft::qlora);
+}
+
 // Identical parameter tensors on one GPU. cols == 1 for vectors (norms, biases).
 // Trivially constructible on purpose: an Inventory's slots stay uninitialised until add() fills
 // them (the planner builds millions of inventories).
@@ -165,7 +172,7 @@ void add_layer(Inventory& inv, const Config& c, const Shard& s, bool moe, double
   // linears (transformers LlamaAttention and LlamaMLP, torchtune MultiHeadAttention and
   // FeedForward), each quantised (NF4, or int8 for LLM.int8) and dequantised by itself: one tensor
   // each here, where Megatron Core fuses them (linear_qkv, linear_fc1). The parameters are the same.
-  const bool separate = c.params_dtype == Dtype::nf4 || (c.params_dtype == Dtype::int8 && c.peft == Peft::qlora);
+  const bool separate = quantized_base(c, c.params_dtype);
   const double fc1_linears = separate ? glu : 1;  // gate and up as one tensor, or two
 
   const bool attention = c.num_attention_heads > 0;  // 0: a block without attention
@@ -540,12 +547,6 @@ double forloop_peak(const std::vector<double>& order) {
   return peak;
 }
 
-// A QLoRA base stored by bitsandbytes: NF4 (Linear4bit, or torchao's NF4Tensor under torchtune)
-// or, with params_dtype int8, LLM.int8 (Linear8bitLt with Int8Params: transformers'
-// load_in_8bit, axolotl's load_in_8bit, PEFT's "int8 training").
-bool quantized_base(const Config& c, Dtype stored) {
-  return stored == Dtype::nf4 || (stored == Dtype::int8 && c.peft == Peft::qlora);
-}
 
 // The storage type of a frozen tensor (peft): QLoRA quantises the linear layers to NF4
 // (bitsandbytes replaces nn.Linear with Linear4bit; transformers keeps every embedding, norm and
@@ -599,7 +600,7 @@ Dtype trainable_dtype(const Config& c, const Tensors& t) {
 // not the block-wise absmax of int8 optimizer states (tensor_bytes' int8). A Tensors group is
 // [in (rows) → out (cols)], so one tensor is elements + 4 · cols bytes.
 bool llm_int8_weight(const Config& c, const Tensors& t, Dtype dtype) {
-  return !t.adapter && dtype == Dtype::int8 && c.peft == Peft::qlora;
+  return !t.adapter && dtype == Dtype::int8 && quantized_base(c, dtype);
 }
 
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
@@ -668,10 +669,7 @@ double int8_backward_bytes(double in, double out, Dtype input) {
 // outputs, the MLP product and what follows are fp32: activations.cpp k_src_kbit_fp32_residual),
 // else the compute dtype.
 Dtype int8_input_dtype(const Config& c) {
-  const bool fp32_norms = (c.kbit_upcast == KbitUpcast::peft || c.kbit_upcast == KbitUpcast::trl) &&
-                          c.normalization != Normalization::none &&
-                          c.model_implementation == ModelImplementation::hf_transformers;
-  return fp32_norms ? Dtype::fp32 : c.compute_dtype;
+  return kbit_fp32_activations(c) ? Dtype::fp32 : c.compute_dtype;
 }
 
 // ---- Framework byte models: one row per framework, one line per copy of a trainable tensor ----

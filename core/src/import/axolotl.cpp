@@ -307,6 +307,8 @@ void AxolotlReader::read_layout() {
   // not None"; utils/trainer.py setup_fsdp_envs passes fsdp_config's offload_params,
   // reshard_after_forward and activation_checkpointing to accelerate's plugin).
   const json* fsdp_config = m_.get("fsdp_config");
+  if (!fsdp && fsdp_config && !fsdp_config->is_null() && !fsdp_config->is_object())
+    return m_.fail("fsdp_config", "must be a mapping of FSDP options, got " + show(*fsdp_config));
   const bool fsdp_config_only = !fsdp && fsdp_config && fsdp_config->is_object();
   if (fsdp || fsdp_config_only) {
     fsdp_ = true;

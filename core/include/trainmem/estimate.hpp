@@ -318,6 +318,13 @@ FitVerdict fit_verdict(double figure_bytes, double capacity_bytes, double spread
 // The figure a config's verdict, suggestions and planner compare: device bytes in the trainmem
 // profile (what nvidia-smi shows), the total in the reference ones.
 double compared_figure(const Config& config, const Estimate& estimate);
+// The config whose reserved figure is the 5 % factor alone: with allocator_fragmentation unset,
+// reserved is the larger of that factor and the simulated caching allocator, so this config's
+// reserved and device figures (and so its compared_figure: the most-loaded stage's device bytes,
+// the largest over the stages) are lower bounds of the config's own, at a small part of the
+// cost. The config itself when it sets allocator_fragmentation or is a reference profile. The
+// suggestions and the planner test a candidate with it first and simulate only one that fits.
+Config factor_only(const Config& config);
 
 // A change that makes a run fit: `fields` written over the config (resolve()d and estimated again)
 // give `figure_bytes` (device bytes in the trainmem profile, the total in the reference ones), at

@@ -389,6 +389,13 @@ double compared_figure(const Config& config, const Estimate& e) {
   return config.profile == Profile::trainmem ? e.device_bytes : e.total_bytes;
 }
 
+Config factor_only(const Config& config) {
+  Config out = config;
+  if (out.profile == Profile::trainmem && !out.allocator_fragmentation)
+    out.allocator_fragmentation = Config::k_fragmentation_floor;
+  return out;
+}
+
 FitVerdict fit_verdict(double figure_bytes, double capacity_bytes, double spread, double headroom) {
   FitVerdict v;
   v.figure_bytes = figure_bytes;

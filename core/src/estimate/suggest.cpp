@@ -103,7 +103,16 @@ std::vector<Suggestion> suggest_changes(const Config& config, const Estimate& no
       if (set_field(input, field, value)) return std::nullopt;
     const Resolved resolved = resolve(input);
     if (!resolved.ok()) return std::nullopt;  // the change breaks a rule (heads not divisible by TP, ...)
-    return compared_figure(resolved.config, estimate_training_memory(resolved.config, resolved.config.num_microbatches));
+    const Config& changed = resolved.config;
+    // The factor's figure first (factor_only: a lower bound of the default's): a change that does
+    // not fit by it does not fit at all, and only one that does pays for the simulated allocator.
+    // The figure of a change that does not fit is never shown, so the answer is the same.
+    const Config floor = factor_only(changed);
+    if (floor.allocator_fragmentation != changed.allocator_fragmentation) {
+      const double lower = compared_figure(floor, estimate_training_memory(floor, floor.num_microbatches));
+      if (lower > limit) return lower;
+    }
+    return compared_figure(changed, estimate_training_memory(changed, changed.num_microbatches));
   };
   const auto fits = [&](const std::optional<double>& figure) { return figure && *figure <= limit; };
   for (Candidate candidate : candidates(config)) {

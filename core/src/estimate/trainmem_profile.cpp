@@ -2689,7 +2689,10 @@ double minimum_devices(const Config& c, const Estimate& now, Trace* trace) {
   const bool one_replica_already = whole == as_given;
   const bool fits = compared_figure(c, now) <= fit_verdict(0, c.gpu_memory_bytes, 0).limit_bytes;
   if (!one_replica_already && fits) return 0;
-  const double needed = one_replica_already ? now.total_bytes : trainmem_estimate(whole, true, nullptr, nullptr).total_bytes;
+  // Only the allocated total is read, which the simulated allocator does not change for one stage
+  // (PP 1 here): the factor's estimate gives it without simulating the whole model.
+  const double needed =
+      one_replica_already ? now.total_bytes : trainmem_estimate(factor_only(whole), true, nullptr, nullptr).total_bytes;
   const double devices = std::ceil(needed / c.gpu_memory_bytes);
   note(trace, "trainmem.minimum_devices", devices,
        "ceil((one replica's model state + one microbatch's activations) / gpu_memory_bytes)");

@@ -26,13 +26,6 @@ int recompute_rank(RecomputeGranularity r) {
 
 }  // namespace
 
-Config factor_only(const Config& config) {
-  Config out = config;
-  if (out.profile == Profile::trainmem && !out.allocator_fragmentation)
-    out.allocator_fragmentation = Config::k_fragmentation_floor;
-  return out;
-}
-
 Sharding sharding_of(const Config& c) {
   if (c.profile != Profile::trainmem || c.framework == Framework::megatron) return Sharding::distributed_optimizer;
   if (c.framework == Framework::deepspeed || c.framework == Framework::fsdp2) return Sharding::zero_stage;

@@ -42,12 +42,6 @@ struct Found {
   bool fits_by_factor = false;
 };
 
-// The config whose reserved figure is the 5 % factor alone: with allocator_fragmentation unset,
-// reserved is the larger of that factor and the simulated caching allocator, so this config's
-// reserved and device figures are lower bounds of the config's own, at a small part of the cost.
-// The config itself when it sets allocator_fragmentation or is a reference profile.
-Config factor_only(const Config& config);
-
 // The documented ranking: least recompute, smallest footprint, largest micro batch, least
 // memory, then the layout's fields in order.
 bool rank_less(const Found& a, const Found& b);

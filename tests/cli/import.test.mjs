@@ -111,6 +111,23 @@ test('import megatron-args reads stdin by default and reports bad values', () =>
   assert.equal(bad.stderr, '--moe-layer-freq: cannot add a list and an integer in "[0]*2+1"\n');
 });
 
+test('import megatron-args says that an MoE model without a dispatcher runs allgather, which is not counted', () => {
+  const dispatcher = (stderr) => notes(stderr, 'assumed: ').filter((l) => l.includes('MoE token dispatcher'));
+  // Megatron-LM's default dispatcher is allgather (arguments.py @ 020d85e5): the note names it.
+  const plain = run(['import', 'megatron-args'], '--num-experts 4 --moe-router-topk 1');
+  assert.equal(plain.status, 0, plain.stderr);
+  assert.deepEqual(dispatcher(plain.stderr), ['assumed: MoE token dispatcher: none given, so Megatron-LM runs ' +
+    "its default, allgather; trainmem counts the alltoall dispatcher's buffers (the allgather dispatcher's " +
+    'gathered tokens of the expert-TP × EP group are not counted)']);
+  // Given, the flag is read (alltoall) or reported as not modelled (allgather): no assumption.
+  const given = run(['import', 'megatron-args'], '--num-experts 4 --moe-token-dispatcher-type alltoall');
+  assert.equal(given.status, 0, given.stderr);
+  assert.deepEqual(dispatcher(given.stderr), []);
+  // A dense model has no dispatcher to speak of.
+  const dense = run(['import', 'megatron-args'], '--num-layers 2 --hidden-size 64');
+  assert.deepEqual(dispatcher(dense.stderr), []);
+});
+
 test('import megatron-args reads Megatron-LM\'s functional-test config (YAML) with --gpus', () => {
   const file = join(dir, 'model_config.yaml');
   writeFileSync(file, [

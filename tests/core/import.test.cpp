@@ -1116,6 +1116,14 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
                   "--moe-router-dtype fp64: not modelled: fp64 routing (trainmem models the compute "
                   "dtype and fp32)") != fp64.ignored.end());
   CHECK_FALSE(fp64.input.moe_router_dtype.has_value());
+  // No --moe-token-dispatcher-type: Megatron-LM's default, allgather (arguments.py @ 020d85e5),
+  // is named as an assumption, since trainmem counts alltoall's buffers.
+  CHECK(std::count_if(fp64.assumed.begin(), fp64.assumed.end(), [](const std::string& line) {
+          return line.starts_with("MoE token dispatcher: none given, so Megatron-LM runs its default, allgather");
+        }) == 1);
+  CHECK(std::none_of(r.assumed.begin(), r.assumed.end(), [](const std::string& line) {
+    return line.starts_with("MoE token dispatcher");
+  }));
   CHECK(fp64.input.moe_pad_expert_input_to_capacity == std::optional<bool>(true));
   const ImportResult a2a = import_megatron_args(
       "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "

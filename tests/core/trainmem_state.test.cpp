@@ -368,3 +368,23 @@ TEST_CASE("deepspeed ZeRO-3 with each layer checkpointed: the coordinator's gath
   const Estimate plain = state_of("{" + model + "}");
   CHECK(plain.state.buffers.total() == 805'306'368.0 + 2'000.0);
 }
+
+TEST_CASE("megatron: the offloaded optimizer's copy back holds one fp32 parameter on the GPU", "[trainmem][golden][megatron]") {
+  // HybridDeviceOptimizer copies each fp32 CPU parameter back into its bf16 GPU parameter with a
+  // non-blocking copy_, which converts on the GPU through a buffer of the source's dtype
+  // (hybrid_optimizer.py @ 0d41ecd8, Copy.cu @ 007aa8ae): one parameter at a time, so the step
+  // holds 4 B × the largest trainable tensor. Here the tied embedding, Megatron's padded
+  // 1,024 × 64 = 65,536 elements: 262,144 B. Nothing else of the step depends on the offload,
+  // so the optimizer-step moment less the model state grows by exactly that.
+  const std::string dist = R"("use_distributed_optimizer": true, "data_parallel_size": 4)";
+  const Estimate kept = state_of(small(dist));
+  const Estimate offloaded = state_of(small(dist + R"(, "optimizer_offload_fraction": 0.5)"));
+  const auto beyond_state = [](const Estimate& e) {
+    return e.moments.optimizer_step - e.weight_and_optimizer_bytes;
+  };
+  CHECK(beyond_state(offloaded) - beyond_state(kept) == 4.0 * 1'024 * 64);
+  // fp32 parameters: the copy is a plain cudaMemcpyAsync, no buffer.
+  const std::string fp32 = dist + R"(, "params_dtype": "fp32")";
+  CHECK(beyond_state(state_of(small(fp32 + R"(, "optimizer_offload_fraction": 0.5)"))) ==
+        beyond_state(state_of(small(fp32))));
+}

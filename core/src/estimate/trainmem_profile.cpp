@@ -450,6 +450,25 @@ Groups data_parallel_groups(const Config& c) {
 //             (transformers' AdamW, the Trainer's adamw_hf, keeps one: sqrt().add_(eps).)
 //   fused     _fused_adamw_ updates in one kernel per group: no temporaries.
 // A paged optimizer is bitsandbytes', which updates in its own kernel: no temporaries either.
+// Megatron's optimizer CPU offload copies each offloaded parameter back after the CPU step:
+// HybridDeviceOptimizer's step post-hook runs gpu_param.data.copy_(param.data, non_blocking=True)
+// from its fp32 CPU copy (param_update_in_fp32=True, which Megatron always passes) into the
+// 16-bit parameter, one parameter at a time (NVIDIA/Megatron-LM
+// megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py @ 0d41ecd8b5388da7e8ea98ff88086e43d3371b30,
+// _register_param_copy_back_gpu_hook; megatron/core/optimizer/__init__.py @
+// 020d85e50ddf0f0282802002acb3662129a519c5). A non-blocking copy between dtypes converts on the
+// GPU since PyTorch PR #121341 (2024-03, PyTorch 2.3): copy_kernel_cuda makes
+// at::empty_like(dst, <the source's dtype>) on the GPU, copies into it and converts from it
+// (pytorch/pytorch aten/src/ATen/native/cuda/Copy.cu @ 007aa8aee7ee70454229698ca4b2e45283f15239),
+// so the step holds one fp32 buffer of the parameter being copied. The largest trainable tensor
+// on this GPU is taken whole (a distributed-optimizer shard is at most that; high when it is
+// split across ranks). With fp32 parameters the copy is a plain cudaMemcpyAsync: nothing.
+double megatron_offload_copy_back_bytes(const Config& c, double largest_trainable_elements) {
+  if (c.framework != Framework::megatron || !(c.optimizer_offload_fraction > 0)) return 0;
+  if (c.params_dtype == Dtype::fp32) return 0;
+  return bytes_per_element(Dtype::fp32) * largest_trainable_elements;
+}
+
 struct TorchStep {
   double elements = 0;      // parameters this GPU steps
   double largest = 0;       // elements of its largest tensor (shard)
@@ -1201,6 +1220,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   const double compute = bytes_per_element(c.compute_dtype);
 
   TorchStep step;  // what a torch.optim step (ddp, fsdp2) iterates over on this GPU
+  double largest_trainable = 0;  // elements of the largest trainable tensor on this GPU
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
     const double P = t.params();
@@ -1350,6 +1370,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       cpu_row += shardable / shard * cpu;
     }
     if (frozen) continue;  // torch.optim steps only what trains; a state dict's frozen part is above
+    largest_trainable = std::max(largest_trainable, t.elements());
     // What a torch.optim step iterates over on this GPU (TorchStepOver), and what a full state
     // dict gathers whole (job_moments: each parameter in its sharded storage type, then each
     // optimizer state, one at a time).
@@ -1382,6 +1403,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       step.forloop_peak = forloop_peak(eager_step_order(c));
     out.optimizer_temporary += torch_adam_temporary(c, step);
   }
+  out.optimizer_temporary += megatron_offload_copy_back_bytes(c, largest_trainable);
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
   out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);

@@ -988,6 +988,21 @@ void MegatronReader::read_rest() {
     out_.ignored.push_back(std::string(impl_arg) + " " + *impl + ": no --cross-entropy-loss-fusion, the loss is unfused");
   }
 
+  // An MoE model without --moe-token-dispatcher-type runs Megatron-LM's default dispatcher,
+  // allgather (NVIDIA/Megatron-LM megatron/training/arguments.py @
+  // 020d85e50ddf0f0282802002acb3662129a519c5: default='allgather'; TransformerConfig's
+  // moe_token_dispatcher_type the same), whose buffers trainmem does not count: it counts
+  // alltoall's (docs/trainmem-profile.md §9). Said, not passed over in silence.
+  // (Looked up without marking it used: the loop below reports a given dispatcher.)
+  const bool dispatcher_given = std::any_of(args_.begin(), args_.end(), [](const Arg& a) {
+    return a.name == "--moe-token-dispatcher-type";
+  });
+  if (int_field("num_moe_experts").value_or(0) > 0 && !dispatcher_given)
+    out_.assumed.push_back(
+        "MoE token dispatcher: none given, so Megatron-LM runs its default, allgather; trainmem "
+        "counts the alltoall dispatcher's buffers (the allgather dispatcher's gathered tokens of "
+        "the expert-TP × EP group are not counted)");
+
   // Megatron-LM's NullTokenizer (--tokenizer-type NullTokenizer, the tests' mock data) counts an
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
   // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).

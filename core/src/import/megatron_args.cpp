@@ -363,7 +363,7 @@ class MegatronReader {
     if (!v) fail(field, name, "must be a number, got " + shown(*w));
     return v;
   }
-  std::optional<int64_t> int_field(std::string_view field) const {
+  std::optional<int64_t> int_field(FieldName field) const {
     for (const auto& [f, v] : ints_)
       if (f == field) return v;
     return std::nullopt;
@@ -574,8 +574,8 @@ void MegatronReader::read_model(bool defines_model) {
   }
 
   // --ffn-hidden-size defaults to 4h, or int(4h · 2/3 / 64) · 64 with --swiglu (arguments.py).
-  const std::optional<int64_t> hidden = int_field("hidden_size");
-  if (!int_field("ffn_hidden_size") && hidden && *hidden > 0) {
+  const std::optional<int64_t> hidden = int_field(field::hidden_size);
+  if (!int_field(field::ffn_hidden_size) && hidden && *hidden > 0) {
     const int64_t ffn = swiglu
                             ? static_cast<int64_t>((4.0 * double(*hidden) * 2.0 / 3.0) / 64.0) * 64
                             : 4 * *hidden;
@@ -635,7 +635,7 @@ bool MegatronReader::read_layout() {
     else if (c == 'E' || c == 't' || c == 'm' || c == 'L') stages.back() += c;
     else return bad(std::string("has '") + c + "', which is no layer (E, t, m, L; Megatron-LM's characters)");
   }
-  const int64_t pp = int_field("pipeline_model_parallel_size").value_or(1);
+  const int64_t pp = int_field(field::pipeline_model_parallel_size).value_or(1);
   const int64_t n_stages = int64_t(stages.size());
   auto n = [](int64_t v) { return number_text(double(v)); };
   if (pp < 1 || n_stages % pp != 0)
@@ -653,10 +653,10 @@ bool MegatronReader::read_layout() {
   }
   if (mtp > std::count(stages.back().begin(), stages.back().end(), 'm'))
     return bad("places MTP layers (m) outside the last stage; trainmem keeps them with the loss in the last stage");
-  if (const std::optional<int64_t> layers = int_field("num_layers"); layers && *layers != total)
+  if (const std::optional<int64_t> layers = int_field(field::num_layers); layers && *layers != total)
     return bad("places " + n(total) + " decoder layers where --num-layers is " + n(*layers));
-  if (mtp != int_field("mtp_num_layers").value_or(0))
-    return bad("places " + n(mtp) + " MTP layers where --mtp-num-layers is " + n(int_field("mtp_num_layers").value_or(0)));
+  if (mtp != int_field(field::mtp_num_layers).value_or(0))
+    return bad("places " + n(mtp) + " MTP layers where --mtp-num-layers is " + n(int_field(field::mtp_num_layers).value_or(0)));
   // Every chunk of a rank equal, and the middle ranks alike: rank r's chunk v is stage v·PP + r.
   auto chunk = [&](int64_t rank, int64_t v) { return count[size_t(v * pp + rank)]; };
   std::optional<int64_t> first, middle, last;
@@ -694,12 +694,12 @@ bool MegatronReader::read_layout() {
 }
 
 void MegatronReader::read_parallel() {
-  const int64_t layers = int_field("num_layers").value_or(0);
-  const int64_t tp = int_field("tensor_model_parallel_size").value_or(1);
-  const int64_t pp = int_field("pipeline_model_parallel_size").value_or(1);
-  const int64_t cp = int_field("context_parallel_size").value_or(1);
-  const bool uneven = int_field("num_layers_in_first_pipeline_stage") ||
-                      int_field("num_layers_in_last_pipeline_stage");
+  const int64_t layers = int_field(field::num_layers).value_or(0);
+  const int64_t tp = int_field(field::tensor_model_parallel_size).value_or(1);
+  const int64_t pp = int_field(field::pipeline_model_parallel_size).value_or(1);
+  const int64_t cp = int_field(field::context_parallel_size).value_or(1);
+  const bool uneven = int_field(field::num_layers_in_first_pipeline_stage) ||
+                      int_field(field::num_layers_in_last_pipeline_stage);
   auto n = [](int64_t v) { return number_text(double(v)); };
   const FieldName vpp = field::virtual_pipeline_model_parallel_size;
 
@@ -764,7 +764,7 @@ void MegatronReader::read_parallel() {
 
   // Data-parallel size: trainmem's --data-parallel-size, else WORLD_SIZE / (TP · PP · CP) as
   // validate_args computes it from the launcher's world size.
-  if (int_field("data_parallel_size")) return;
+  if (int_field(field::data_parallel_size)) return;
   if (!world_size_) {
     out_.assumed.push_back(
         "data_parallel_size: not set (Megatron derives it from the launcher as "
@@ -997,7 +997,7 @@ void MegatronReader::read_rest() {
   const bool dispatcher_given = std::any_of(args_.begin(), args_.end(), [](const Arg& a) {
     return a.name == "--moe-token-dispatcher-type";
   });
-  if (int_field("num_moe_experts").value_or(0) > 0 && !dispatcher_given)
+  if (int_field(field::num_moe_experts).value_or(0) > 0 && !dispatcher_given)
     out_.assumed.push_back(
         "MoE token dispatcher: none given, so Megatron-LM runs its default, allgather; trainmem "
         "counts the alltoall dispatcher's buffers (the allgather dispatcher's gathered tokens of "
@@ -1007,7 +1007,7 @@ void MegatronReader::read_rest() {
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
   // (megatron/training/tokenizer/tokenizer.py _NullTokenizer.vocab_size).
   if (auto type = word("--tokenizer-type", field::vocab_size); type && *type == "NullTokenizer") {
-    if (const std::optional<int64_t> n = int_field("vocab_size"); n && put(field::vocab_size, double(*n + 1), "--vocab-size")) {
+    if (const std::optional<int64_t> n = int_field(field::vocab_size); n && put(field::vocab_size, double(*n + 1), "--vocab-size")) {
       const std::string plain = "vocab_size ← --vocab-size " + number_text(double(*n));
       std::erase(out_.read, plain);
       note_read(field::vocab_size, "--vocab-size " + number_text(double(*n)) + " + 1 (--tokenizer-type NullTokenizer adds the EOD token)");
@@ -1015,7 +1015,7 @@ void MegatronReader::read_rest() {
   } else if (type) {
     get("--tokenizer-type")->used = false;  // listed below with the other tokenizer arguments
   }
-  const bool has_vocab = int_field("vocab_size").has_value();
+  const bool has_vocab = int_field(field::vocab_size).has_value();
   for (Arg& a : args_) {
     if (a.used) continue;
     a.used = true;
@@ -1060,7 +1060,7 @@ void MegatronReader::run_words(const std::vector<std::string>& command) {
     }
   // A line that gives the model's shape describes the whole model: Megatron-LM's defaults hold
   // for everything it leaves out.
-  const bool defines_model = int_field("hidden_size") || int_field("num_layers");
+  const bool defines_model = int_field(field::hidden_size) || int_field(field::num_layers);
   out_.whole_model = defines_model;
   read_model(defines_model);
   read_parallel();

@@ -128,3 +128,29 @@ TEST_CASE("FSDP1's wrap leaves its blocks reserved, and the root is unsharded on
   const FullEstimate two = full_estimate(config_from(fsdp2));
   CHECK(two.reserved_bytes < 644 * MiB);
 }
+
+TEST_CASE("FSDP1 with CPUOffload copies each unit's shard to the GPU on a stream of its own",
+          "[fsdp1][allocator]") {
+  // The run of the case above with offload_params. The wrap makes the same segments (the shard,
+  // moved to the CPU at once, still took its 130 MiB segment): 644 MiB. Each unshard first
+  // copies the unit's CPU shard to the GPU on the pre-unshard stream (_flat_param.py
+  // pre_unshard, flat_param_to(device)) and frees it once the all-gather's output replaces it:
+  // the root's, 128 MiB + 256 B, is a 130 MiB segment of that stream, beside the root's
+  // unsharded 258 MiB on the unshard stream.
+  //   at least 644 + 258 + 130 = 1,032 MiB,
+  // and the rest as above (the layers' shard copies, 0.6 MiB, are split from the root's block or
+  // a 2 MiB small segment): below 1,032 + 68 = 1,100 MiB.
+  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
+    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
+    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
+    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
+    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
+    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
+    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
+    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2, "offload_params": true})";
+  constexpr double MiB = 1024.0 * 1024;
+  const FullEstimate offloaded = full_estimate(config_from(json));
+  CHECK(offloaded.reserved_bytes >= 1032 * MiB);
+  CHECK(offloaded.reserved_bytes < 1100 * MiB);
+}

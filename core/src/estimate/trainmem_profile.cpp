@@ -2125,9 +2125,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
   constexpr uint8_t k_unshard_stream = 1;
   const double fsdp1_lump = fsdp1_units ? unit.gather + unit.gradient + unit.reduce_copy : 0.0;
   const double backward_lump = fsdp1_units ? std::max(0.0, in.backward_working - unit.gather) : in.backward_working;
+  // With CPUOffload(offload_params) each unshard first copies the unit's CPU shard to the GPU on
+  // the pre-unshard stream (_flat_param.py @ fe03cf69, pre_unshard: `self.flat_param_to(
+  // self.device, non_blocking=True)`, "This creates a new tensor distinct from any attributes",
+  // run by _unshard under `stream(pre_unshard_stream)`), all-gathers from it, and drops it when
+  // the unsharded flat parameter takes its place (_use_unsharded_flat_param): one shard-sized
+  // block of a third stream per unshard, freed at once.
+  constexpr uint8_t k_pre_unshard_stream = 3;
+  const double offloaded_shard_share = c.offload_params ? 1.0 / data_parallel_groups(c).dense : 0.0;
   const auto unshard = [&](double bytes) {
     events.push_back(AllocatorEvent::complete_pending(1));
-    return alloc(bytes, k_unshard_stream);
+    const int32_t shard_copy = offloaded_shard_share > 0 ? alloc(bytes * offloaded_shard_share, k_pre_unshard_stream) : -1;
+    const int32_t unsharded = alloc(bytes, k_unshard_stream);
+    if (shard_copy >= 0) release(shard_copy);
+    return unsharded;
   };
   // The root's unsharded flat parameter (fsdp2_buffers counts it in the embedding buffers).
   const double fsdp1_root = fsdp1_units ? b.buffers.embedding : 0.0;

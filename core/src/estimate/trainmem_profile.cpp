@@ -1876,7 +1876,10 @@ bool same_events(std::span<const AllocatorEvent> a, std::span<const AllocatorEve
 // Adapters form units of their own (fsdp_qlora train.py's lambda policy, PEFT's
 // fsdp_auto_wrap_policy) of a few MiB: not counted. Bytes are the weights as stored (a QLoRA
 // base's packed NF4 data; bitsandbytes' QuantState stays out of the flat parameter).
-std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Inventory& inv, double layers) {
+// `master`: the sharded flat parameter is the fp32 master copy (main_params_dtype; FSDP1 keeps
+// the model's dtype in the flat parameter and makes MixedPrecision's low-precision copy per
+// unshard), otherwise the weights in params_dtype (expert_params_dtype for experts).
+std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Inventory& inv, double layers, bool master) {
   std::vector<std::vector<double>> units;
   if (!(c.framework == Framework::fsdp2 && c.fsdp_version == 1 && c.zero_stage == 3 &&
         c.pipeline_model_parallel_size == 1 && !c.fsdp_embedding_units))
@@ -1884,7 +1887,8 @@ std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Invento
   const bool peft = c.peft_on();
   const auto whole_bytes = [&](const Tensors& t) {
     if (peft) return stored_bytes(c, t) - replicated_quant_state_bytes(c, t);
-    return bytes_per_element(t.part == Part::expert ? c.expert_params_dtype : c.params_dtype) * t.params();
+    const Dtype stored = master ? c.main_params_dtype : t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
+    return bytes_per_element(stored) * t.params();
   };
   const int64_t n_layers = int64_t(std::max(1.0, layers));
   units.assign(size_t(n_layers) + 1, {});
@@ -2058,12 +2062,17 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
   }
   // FSDP1's wrap before the training (fsdp1_wrap_units): per unit its whole parameters, the
   // unsharded flat parameter and this rank's shard, then the flat parameter and the originals
-  // freed. Each shard stays: it is the unit's sharded weights for the rest of the run (a QLoRA
-  // base's frozen row, the weights row otherwise), which the setup below then does not allocate
-  // again; with offload_params it moves to the CPU. No empty_cache follows the wrap (fsdp_qlora's
-  // train.py, accelerate's prepare), so every block it made stays reserved.
-  const std::vector<std::vector<double>> wrap_units = fsdp1_wrap_units(c, inv, layers);
-  const PartBytes* wrapped_row = wrap_units.empty() ? nullptr : c.peft_on() ? &b.frozen_weights : &b.weights;
+  // freed. Each shard stays: it is the unit's sharded weights for the rest of the run (a PEFT
+  // base's frozen row, the master row when there is one, the weights row otherwise), which the
+  // setup below then does not allocate again; with offload_params it moves to the CPU. No
+  // empty_cache follows the wrap (fsdp_qlora's train.py, accelerate's prepare), so every block it
+  // made stays reserved.
+  const bool master_shards = !c.peft_on() && b.master_weights.total() > 0;
+  const std::vector<std::vector<double>> wrap_units = fsdp1_wrap_units(c, inv, layers, master_shards);
+  const PartBytes* wrapped_row = wrap_units.empty() ? nullptr
+                                 : c.peft_on()      ? &b.frozen_weights
+                                 : master_shards    ? &b.master_weights
+                                                    : &b.weights;
   double wrapped_shards = 0;
   {
     const double shard_count = data_parallel_groups(c).dense;

@@ -85,3 +85,72 @@ TEST_CASE("reserved: FSDP1's record_stream'ed units reserve more than FSDP2's ga
   CHECK(one.total_bytes < two.total_bytes);
   CHECK(one.reserved_bytes - one.total_bytes > two.reserved_bytes - two.total_bytes);
 }
+
+TEST_CASE("FSDP1's wrap leaves its blocks reserved, and the root is unsharded on the unshard stream",
+          "[fsdp1][allocator]") {
+  // A model whose root unit (embedding and output layer) dwarfs its layers: 2 layers of h = 256
+  // (4 heads of 64, SwiGLU f = 512), vocabulary 262,144 untied, bf16, LoRA r 8 on q and v, FSDP1
+  // full shard over 2 GPUs, one sequence of 16 tokens. The embedding and the output layer are
+  // each 262,144 · 256 · 2 = 134,217,728 B = 128 MiB; the final norm 512 B.
+  // The wrap (fsdp1_wrap_units; docs/trainmem-profile.md §4): the root comes last. Its two
+  // tensors arrive on the GPU whole, 128 MiB each, each a segment of its own (above 10 MiB a
+  // request is its own segment, rounded to 2 MiB); the flat parameter, 256 MiB + 512 B, needs a
+  // new 258 MiB segment; the shard, half of it, a new 130 MiB one. Then the flat parameter and
+  // the originals are freed but stay reserved: 128 + 128 + 258 + 130 = 644 MiB.
+  // The step: the root's unsharded flat parameter (258 MiB) is allocated on the unshard stream,
+  // whose requests cannot take the default stream's cached blocks: a new 258 MiB segment.
+  //   at least 644 + 258 = 902 MiB.
+  // The rest can add at most: the layers' flat parameters (1,311,744 B each, one 20 MiB segment
+  // on the default stream at the wrap, one or two on the unshard stream in the step), the small
+  // pool's 2 MiB segments (every other layer tensor is under 1 MiB), and nothing for the
+  // activations and the loss (16 tokens: fp32 logits 16 MiB, which the cached 128 MiB blocks
+  // hold): below 902 + 20 + 40 + 8 = 970 MiB.
+  // Without the wrap and with the root on the default stream, the step alone reserves about
+  // the allocated peak (about 531 MiB here).
+  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
+    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
+    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
+    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
+    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
+    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
+    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
+    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2})";
+  constexpr double MiB = 1024.0 * 1024;
+  const FullEstimate fsdp1 = full_estimate(config_from(json));
+  CHECK(fsdp1.reserved_bytes >= 902 * MiB);
+  CHECK(fsdp1.reserved_bytes < 970 * MiB);
+  // train.py resets the peak statistics after the wrap: the allocated figure is the step's.
+  CHECK(fsdp1.total_bytes < 644 * MiB);
+  // FSDP2 (fully_shard) has no such wrap: its reserved stays near its allocated peak.
+  std::string fsdp2 = json;
+  fsdp2.replace(fsdp2.find(R"("fsdp_version": 1)"), 17, R"("fsdp_version": 2)");
+  const FullEstimate two = full_estimate(config_from(fsdp2));
+  CHECK(two.reserved_bytes < 644 * MiB);
+}
+
+TEST_CASE("FSDP1 with CPUOffload copies each unit's shard to the GPU on a stream of its own",
+          "[fsdp1][allocator]") {
+  // The run of the case above with offload_params. The wrap makes the same segments (the shard,
+  // moved to the CPU at once, still took its 130 MiB segment): 644 MiB. Each unshard first
+  // copies the unit's CPU shard to the GPU on the pre-unshard stream (_flat_param.py
+  // pre_unshard, flat_param_to(device)) and frees it once the all-gather's output replaces it:
+  // the root's, 128 MiB + 256 B, is a 130 MiB segment of that stream, beside the root's
+  // unsharded 258 MiB on the unshard stream.
+  //   at least 644 + 258 + 130 = 1,032 MiB,
+  // and the rest as above (the layers' shard copies, 0.6 MiB, are split from the root's block or
+  // a 2 MiB small segment): below 1,032 + 68 = 1,100 MiB.
+  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
+    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
+    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
+    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
+    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
+    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
+    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
+    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2, "offload_params": true})";
+  constexpr double MiB = 1024.0 * 1024;
+  const FullEstimate offloaded = full_estimate(config_from(json));
+  CHECK(offloaded.reserved_bytes >= 1032 * MiB);
+  CHECK(offloaded.reserved_bytes < 1100 * MiB);
+}

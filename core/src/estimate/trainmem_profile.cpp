@@ -14,6 +14,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <span>
 #include <vector>
 
 #include "estimate/caching_allocator.hpp"
@@ -1878,6 +1879,56 @@ bool same_events(std::span<const AllocatorEvent> a, std::span<const AllocatorEve
   });
 }
 
+// FSDP1's wrap (fsdp_version 1 at zero_stage 3), which runs before the first step and leaves its
+// blocks in the caching allocator: the units in the order FullyShardedDataParallel builds them
+// (the auto-wrap policy wraps children first: the decoder layers in order, the root, the
+// embedding and output layer with the final norm, last), each the bytes of its parameters as
+// they arrive on the GPU whole, one allocation per tensor group of a layer. For each unit
+// (pytorch/pytorch torch/distributed/fsdp/_init_utils.py @ 00743e70eda2c19bf968748cb3e9c3630594b26e,
+// _init_param_handle_from_module): the module's parameters come to the GPU whole, moved from
+// the CPU to device_id (_move_module_to_device) or materialised there by param_init_fn (a
+// meta-device module on the ranks that receive sync_module_states' broadcast); FlatParamHandle
+// concatenates them into one unsharded flat parameter (torch.cat in
+// flatten_tensors_into_flat_param); handle.shard() clones this rank's chunk and frees the
+// unsharded storage (_flat_param.py, shard: orig_storage._resize_(0)); the original parameters
+// die only when _init_param_handle_from_params returns, since its `params` list holds them; with
+// CPUOffload(offload_params) the shard then moves to the CPU (flat_param_to(cpu_device)).
+// sync_module_states' broadcast flattens at most a bucket of the unit's parameters before the
+// flat parameter exists, so the flat parameter, at least as large, takes its block: not counted.
+// Adapters form units of their own (fsdp_qlora train.py's lambda policy, PEFT's
+// fsdp_auto_wrap_policy) of a few MiB: not counted. Bytes are the weights as stored (a QLoRA
+// base's packed NF4 data; bitsandbytes' QuantState stays out of the flat parameter).
+// `master`: the sharded flat parameter is the fp32 master copy (main_params_dtype; FSDP1 keeps
+// the model's dtype in the flat parameter and makes MixedPrecision's low-precision copy per
+// unshard), otherwise the weights in params_dtype (expert_params_dtype for experts).
+std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Inventory& inv, double layers, bool master) {
+  std::vector<std::vector<double>> units;
+  if (!(c.framework == Framework::fsdp2 && c.fsdp_version == 1 && c.zero_stage == 3 &&
+        c.pipeline_model_parallel_size == 1 && !c.fsdp_embedding_units))
+    return units;
+  const bool peft = c.peft_on();
+  const auto whole_bytes = [&](const Tensors& t) {
+    if (peft) return stored_bytes(c, t) - replicated_quant_state_bytes(c, t);
+    const Dtype stored = master ? c.main_params_dtype : t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
+    return bytes_per_element(stored) * t.params();
+  };
+  const int64_t n_layers = int64_t(std::max(1.0, layers));
+  units.assign(size_t(n_layers) + 1, {});
+  for (int i = 0; i < inv.n; ++i) {
+    const Tensors& t = inv.items[size_t(i)];
+    if (t.adapter) continue;
+    const double bytes = whole_bytes(t);
+    if (!(bytes > 0)) continue;
+    if (t.part == Part::embedding) {
+      // The root's tensors one by one (embedding, output layer, final norm).
+      for (double k = 0; k < t.count; ++k) units.back().push_back(bytes / t.count);
+    } else {
+      for (auto& unit : std::span(units).first(size_t(n_layers))) unit.push_back(bytes / double(n_layers));
+    }
+  }
+  return units;
+}
+
 double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* memo = nullptr) {
   const Config& c = *in.c;
   const StageState& st = *in.state;
@@ -2031,8 +2082,40 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     if (total > 0) buffer_row = PartBytes{own[int(Part::dense)] * unscale, own[int(Part::embedding)] * unscale,
                                           own[int(Part::expert)] * unscale};
   }
+  // FSDP1's wrap before the training (fsdp1_wrap_units): per unit its whole parameters, the
+  // unsharded flat parameter and this rank's shard, then the flat parameter and the originals
+  // freed. Each shard stays: it is the unit's sharded weights for the rest of the run (a PEFT
+  // base's frozen row, the master row when there is one, the weights row otherwise), which the
+  // setup below then does not allocate again; with offload_params it moves to the CPU. No
+  // empty_cache follows the wrap (fsdp_qlora's train.py, accelerate's prepare), so every block it
+  // made stays reserved.
+  const bool master_shards = !c.peft_on() && b.master_weights.total() > 0;
+  const std::vector<std::vector<double>> wrap_units = fsdp1_wrap_units(c, inv, layers, master_shards);
+  const PartBytes* wrapped_row = wrap_units.empty() ? nullptr
+                                 : c.peft_on()      ? &b.frozen_weights
+                                 : master_shards    ? &b.master_weights
+                                                    : &b.weights;
+  double wrapped_shards = 0;
+  {
+    const double shard_count = data_parallel_groups(c).dense;
+    std::vector<int32_t> params;
+    for (const std::vector<double>& unit : wrap_units) {
+      params.clear();
+      double sum = 0;
+      for (double bytes : unit) { params.push_back(alloc(bytes)); sum += bytes; }
+      const int32_t flat = alloc(sum);
+      const int32_t shard = alloc(sum / shard_count);
+      release(flat);
+      for (int32_t id : params) release(id);
+      if (c.offload_params) release(shard);
+      else wrapped_shards += sum / shard_count;
+    }
+  }
   // Setup: the model state that lives through the run, and the library workspaces.
-  for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights}) whole_class(*row, false, nullptr);
+  for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights})
+    if (row != wrapped_row) whole_class(*row, false, nullptr);
+  // What the wrapped row holds beyond the shards (bitsandbytes' QuantState, on every rank).
+  if (wrapped_row) alloc(std::max(0.0, row_scale * wrapped_row->total() - wrapped_shards));
   for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights}) whole_class(*row, true, nullptr);
   alloc(state_budget - row_scale * per_tensor_rows);  // buffers and whatever else lives through the run
   alloc(c.workspace_bytes);
@@ -2073,10 +2156,23 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
   constexpr uint8_t k_unshard_stream = 1;
   const double fsdp1_lump = fsdp1_units ? unit.gather + unit.gradient + unit.reduce_copy : 0.0;
   const double backward_lump = fsdp1_units ? std::max(0.0, in.backward_working - unit.gather) : in.backward_working;
-  const auto unshard = [&]() {
+  // With CPUOffload(offload_params) each unshard first copies the unit's CPU shard to the GPU on
+  // the pre-unshard stream (_flat_param.py @ fe03cf69, pre_unshard: `self.flat_param_to(
+  // self.device, non_blocking=True)`, "This creates a new tensor distinct from any attributes",
+  // run by _unshard under `stream(pre_unshard_stream)`), all-gathers from it, and drops it when
+  // the unsharded flat parameter takes its place (_use_unsharded_flat_param): one shard-sized
+  // block of a third stream per unshard, freed at once.
+  constexpr uint8_t k_pre_unshard_stream = 3;
+  const double offloaded_shard_share = c.offload_params ? 1.0 / data_parallel_groups(c).dense : 0.0;
+  const auto unshard = [&](double bytes) {
     events.push_back(AllocatorEvent::complete_pending(1));
-    return alloc(unit.gather, k_unshard_stream);
+    const int32_t shard_copy = offloaded_shard_share > 0 ? alloc(bytes * offloaded_shard_share, k_pre_unshard_stream) : -1;
+    const int32_t unsharded = alloc(bytes, k_unshard_stream);
+    if (shard_copy >= 0) release(shard_copy);
+    return unsharded;
   };
+  // The root's unsharded flat parameter (fsdp2_buffers counts it in the embedding buffers).
+  const double fsdp1_root = fsdp1_units ? b.buffers.embedding : 0.0;
 
   for (int step = 0; step < 2; ++step) {
     // The forward-to-backward buffers. FSDP2 with zero_stage 2 (reshard_after_forward=False)
@@ -2091,8 +2187,14 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     if (per_parameter_buffers) {
       for (int64_t k = 0; k < rounds; ++k) class_round(buffer_row, false, k, &gathered);
     } else {
-      gathered.push_back(alloc(std::max(0.0, st.forward_backward_only - fsdp1_lump)));
+      gathered.push_back(alloc(std::max(0.0, st.forward_backward_only - fsdp1_lump - fsdp1_root)));
     }
+    // FSDP1's root unit (the embedding and output layer) is unsharded on the unshard stream too
+    // (_root_pre_forward, then _pre_forward_unshard: the same _unshard as every unit), and kept
+    // unsharded until its post-backward frees it with record_stream (_post_forward_reshard
+    // leaves the root: `free_unsharded_flat_param = not state._is_root and ...`): blocks the
+    // default stream cached, such as the wrap's, cannot hold it.
+    const int32_t root_unsharded = fsdp1_root > 0 ? unshard(fsdp1_root) : -1;
     const int32_t pipeline = alloc(act.pipeline_step);
     // Forward: every microbatch in flight saves its layers' tensors.
     saved.clear();
@@ -2101,7 +2203,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       for (const SavedTensor& t : embedding) saved.push_back(alloc(t.bytes * saved_scale * together));
       for (int64_t k = 0; k < rounds; ++k) {
         const double in_round = std::min(group, layers - double(k) * group);
-        const int32_t unit_params = fsdp1_units ? unshard() : -1;
+        const int32_t unit_params = fsdp1_units ? unshard(unit.gather) : -1;
         for (const SavedTensor& t : dense_layer) saved.push_back(alloc(t.bytes * saved_scale * in_round * together));
         if (fsdp1_units) release_after_use(unit_params);
       }
@@ -2137,8 +2239,8 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       // unit's prefetch (BACKWARD_PRE), then this unit's unsharded gradient.
       int32_t unit_params = -1, unit_gradient = -1;
       if (fsdp1_units) {
-        unit_params = k == rounds - 1 ? unshard() : prefetched;
-        prefetched = k > 0 ? unshard() : -1;
+        unit_params = k == rounds - 1 ? unshard(unit.gather) : prefetched;
+        prefetched = k > 0 ? unshard(unit.gather) : -1;
         unit_gradient = alloc(unit.gradient);
       }
       if (make_gradients) {
@@ -2159,6 +2261,13 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     have_gradients = true;
     release(working);
     for (int32_t id : gathered) release(id);
+    if (root_unsharded >= 0) release_after_use(root_unsharded);
+    // The loop reads the loss on the host after backward (fsdp_qlora train.py @ 50efa1ef:
+    // `ddp_loss[0] += loss.item() * bs * gradient_accumulation_steps` before optimizer.step();
+    // transformers' Trainer tests torch.isnan(tr_loss_step) in a Python condition under its
+    // default logging_nan_inf_filter): the host waits for the backward, so every block freed
+    // after its use on another stream is free again before the next unshard.
+    if (fsdp1_units) events.push_back(AllocatorEvent::complete_pending(0));
     // Optimizer step: the states at the first one, the temporaries, then zero_grad.
     if (!have_states) {
       whole_class(b.optimizer_states, false, nullptr);

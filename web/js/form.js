@@ -5,7 +5,7 @@ import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
-import { formWords, runFrameworks } from './framework-words.js';
+import { formWords, runFrameworks, valueSpelling } from './framework-words.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -269,6 +269,16 @@ export class Form {
     if (before) return `${before}${field}`;
     const words = (this.specs.get(field)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
     return !words || words === field || words === field.replaceAll('_', ' ') ? field : `${words} (${field})`;
+  }
+
+  /**
+   * A value of `field` in a notice, as the framework in use spells it first and trainmem's words
+   * second ("FSDP (fsdp2)", "true (full)"), where the generated table knows the spelling
+   * (framework-words.js valueSpelling); `text`, trainmem's words for it, elsewhere.
+   */
+  valueText(field, value, text = String(value)) {
+    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    return spelled === undefined || spelled === text ? text : `${spelled} (${text})`;
   }
 
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */

@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { chooseMethod, methodNotice, methodNoticeBox, usualSettings } from './method-defaults.js';
+import { chooseMethod, methodNotice, methodNoticeBox, methodSummary, usualSettings } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -604,7 +604,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null);
+  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null, (name, v, text) => form.valueText(name, v, text));
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
@@ -741,12 +741,12 @@ function onMethodChange(peft) {
     // The notice names each field in the words of the framework the run is in now (the hints'
     // words, form.nameText): QLoRA's ddp is no Megatron run any more.
     form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name)), () => {
+    showUndoNotice(box, methodSummary(peft, changes), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();
       share.commit();
-    });
+    }, [], methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name), (name, v, text) => form.valueText(name, v, text)));
   } else if (box) box.hidden = true;
   recompute();
 }
@@ -767,6 +767,7 @@ function bindPanels() {
     inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
     order: [...form.fields.keys()],
     nameNodes: (name) => form.nameNodes(name), // the framework's words, as the hints and problems name the field
+    valueText: (name, v, text) => form.valueText(name, v, text), // its spelling of a value first, where it has one
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,

@@ -107,14 +107,22 @@ export function usualSettings(startFields, fields, touched, settings, peft) {
 const METHOD_NAMES = { none: 'Full fine-tuning', lora: 'LoRA', qlora: 'QLoRA' };
 
 /** "QLoRA: framework megatron → ddp, recompute_granularity selective → full (...)": the one line. */
-export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
-  return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label);
+export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name, valueWords = (name, v, text) => text) {
+  return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label, valueWords);
+}
+
+/** The method notice's one line (its sentence, methodNotice, sits behind "Details"): "QLoRA chosen: 2 settings changed." */
+export function methodSummary(peft, changes) {
+  const n = changes.length;
+  return `${METHOD_NAMES[peft ?? 'none'] ?? peft} chosen: ${n} setting${n === 1 ? '' : 's'} changed.`;
 }
 
 /** "<title>: set a x → y, b z → w (why; why)." for any list of changes (a method's, a GPU count's). */
-export function changesNotice(title, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
-  const shown = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+export function changesNotice(title, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name, valueWords = (name, v, text) => text) {
+  const plain = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+  // `valueWords` (form.valueText): the framework in use's spelling first, where it has one.
   const parts = changes.map((c) => {
+    const shown = (v) => (v === undefined || v === null ? plain(v) : valueWords(c.name, v, plain(v)));
     const from = c.from === undefined ? resolvedBefore[c.name] : c.from;
     const to = c.to === undefined ? `${resolvedAfter[c.name] === undefined ? '' : `${shown(resolvedAfter[c.name])} `}(default)` : shown(c.to);
     return `${label(c.name)} ${shown(from)} → ${to}`;

@@ -42,11 +42,18 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   assert.equal(start.setup.id, setup.id);
   assert.equal(setup.method, 'LoRA');
   assert.deepEqual([start.preset.id, start.gpu, start.name], [setup.preset, setup.gpu, 'Llama 3.1 8B']);
-  assert.deepEqual(start.fields, setup.config);
+  // The setup's fields, but the global batch: torchtune has none to set (batch × accumulation ×
+  // ranks), so the core derives it and a GPU count typed next meets no fixed product.
+  const { global_batch_size: gbs, ...rest } = setup.config;
+  assert.equal(gbs, 2);
+  assert.deepEqual(start.fields, rest);
   assert.deepEqual([start.rejected, start.notes], [[], []]);
-  // The fresh page is the setup's own link ("#su=<id>"), byte for byte.
+  // The fresh page is the setup's own link ("#su=<id>"): the same GPU, the same bytes.
   const asLink = restoreLink(`su=${setup.id}`, engine);
-  assert.deepEqual([asLink.fields, asLink.gpu, asLink.config], [start.fields, start.gpu, start.config]);
+  assert.deepEqual([asLink.fields, asLink.gpu], [setup.config, start.gpu]);
+  assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
+  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
+  assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));
   // The native CLI's figure for the setup (`trainmem setups ID`: its config and its GPU's memory).
   const cli = new URL('../../build/core/cli/trainmem', import.meta.url).pathname;
   const config = execFileSync(cli, ['setups', setup.id]);

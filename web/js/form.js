@@ -524,6 +524,13 @@ export class Form {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
+        // A field that is set resolves to its own value: what "default" would resolve to is not
+        // known without asking the core for the config without it, so it says "default" alone
+        // (a setup's LoRA showed "default (LoRA)").
+        if (values[name] !== undefined) {
+          if (first && first.value === '' && first.textContent !== 'default') first.textContent = 'default';
+          continue;
+        }
         // In the words its own choice shows ("default (full fine-tuning)", not the core's "none";
         // "default: none (no checkpointing)" where those words have their own parentheses).
         const words = CHOICE_LABELS[name]?.[r] ?? r;

@@ -35,6 +35,12 @@ export const CUSTOM_GPU = 'custom';
  */
 export const START = Object.freeze({
   setup: ['llama-3.1-8b-lora-torchtune-1x4090', 'llama-3.1-8b-qlora-torchtune-1x4090'],
+  // Left unset, so the core derives them as the framework does: torchtune has no global batch
+  // setting (its global batch is batch_size × gradient_accumulation_steps × ranks), so a GPU count
+  // typed on the example must not meet the setup's product for one GPU ("global_batch_size 2
+  // must be divisible by micro batch × DP"). Unset, the core takes one microbatch per step, the
+  // setup's own accumulation (1): the same bytes (tests/wasm/link-config.test.mjs).
+  unset: ['global_batch_size'],
   unit: 'GiB',
 });
 
@@ -297,13 +303,14 @@ function readLink(fragment, engine) {
 }
 
 /**
- * START's state: the first of its setups the engine holds (its fields, model and GPU, as "#su=<id>"
- * gives them), else LINK_FALLBACK's run.
+ * START's state: the first of its setups the engine holds (its fields but START.unset, its model
+ * and GPU, as "#su=<id>" gives them), else LINK_FALLBACK's run.
  */
 function startState(engine) {
   const setup = START.setup.map((id) => setupById(engine, id)).find(Boolean);
   const preset = setup ? presetById(engine, setup.preset) : pickFirst(LINK_FALLBACK.preset, engine.presets) ?? null;
   const fields = setup ? { ...setup.config } : { ...LINK_FALLBACK.fields, ...preset?.config };
+  if (setup) for (const name of START.unset) delete fields[name];
   const gpu = setup && gpuById(engine, setup.gpu) ? setup.gpu : pickFirst(LINK_FALLBACK.gpu, engine.gpus).id;
   return viewState(engine, {
     fields, preset, setup: setup ?? null, gpu, capacityText: '', unit: START.unit, figure: DEFAULT_FIGURE,

@@ -111,10 +111,10 @@ export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter =
   return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label, valueWords);
 }
 
-/** The method notice's one line (its sentence, methodNotice, sits behind "Details"): "QLoRA chosen: 2 settings changed." */
+/** The method notice's one line (its sentence, methodNotice, sits behind "Details"): "QLoRA: 2 settings changed." */
 export function methodSummary(peft, changes) {
   const n = changes.length;
-  return `${METHOD_NAMES[peft ?? 'none'] ?? peft} chosen: ${n} setting${n === 1 ? '' : 's'} changed.`;
+  return `${METHOD_NAMES[peft ?? 'none'] ?? peft}: ${n} setting${n === 1 ? '' : 's'} changed.`;
 }
 
 /** "<title>: set a x → y, b z → w (why; why)." for any list of changes (a method's, a GPU count's). */

@@ -380,7 +380,7 @@ export class ResultsView {
     });
     if (empty.length) {
       const names = empty.map((c) => c.label.toLowerCase()).join(', ');
-      rows.push(`<tr class="empty-classes"><th scope="row" colspan="${columns}"><span class="row-note">No bytes in this run: ${escapeHtml(names)}</span></th></tr>`);
+      rows.push(`<tr class="empty-classes"><td colspan="${columns}" class="row-note">No bytes in this run: ${escapeHtml(names)}</td></tr>`);
     }
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
@@ -405,7 +405,8 @@ export class ResultsView {
       // Each figure in turn: the core's lines that add up to it from the one before, then the figure.
       const lines = overheadLines(result, fig);
       for (const key of FIGURE_ORDER) {
-        for (const o of lines.filter((line) => line.adds_to === key)) {
+        // A line with no bytes in this run (NCCL's buffers on one GPU) is no row either.
+        for (const o of lines.filter((line) => line.adds_to === key && line.bytes > 0)) {
           rows.push(withLine(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`, o.key));
         }
         const bytes = result[`${key}_bytes`];

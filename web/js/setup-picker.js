@@ -80,7 +80,9 @@ export class SetupPicker {
     const { repo, path, commit, url } = setup.source;
     const link = el('a', { href: url, rel: 'noopener', textContent: `${repo} ${path.split('/').pop()}` });
     link.title = `${repo}/${path} @ ${commit}`;
-    this.els.source.replaceChildren(`${setup.summary} From `, link, ` @ ${commit.slice(0, 7)}.`);
+    // The summary in its own span: a phone leaves it out (the setup's name says the run; the
+    // source stays), so the first screen's questions stay within one screen there.
+    this.els.source.replaceChildren(el('span', { className: 'setup-summary', textContent: `${setup.summary} ` }), 'From ', link, ` @ ${commit.slice(0, 7)}.`);
   }
 }
 

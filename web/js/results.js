@@ -380,7 +380,7 @@ export class ResultsView {
     });
     if (empty.length) {
       const names = empty.map((c) => c.label.toLowerCase()).join(', ');
-      rows.push(`<tr class="empty-classes"><td colspan="${columns}" class="row-note">No bytes in this run: ${escapeHtml(names)}</td></tr>`);
+      rows.push(`<tr class="empty-classes"><td colspan="${columns}">No bytes in this run: ${escapeHtml(names)}</td></tr>`);
     }
     const act = result.activation_bytes;
     const known = Number.isFinite(act);

@@ -880,8 +880,7 @@ await check('the GPU count is an input: DP follows from it, and the summary says
   expect(await page.inputValue('#f-data_parallel_size') === '' && /16/.test(await page.getAttribute('#f-data_parallel_size', 'placeholder')),
     `DP after 32 GPUs: "${await page.inputValue('#f-data_parallel_size')}" / ${await page.getAttribute('#f-data_parallel_size', 'placeholder')}`);
   expect(/32 GPUs = TP 2 × PP 1 × CP 1 × DP 16$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
-  // TP 2 typed: the user's own (else leaving "31" would take the opening example's TP 2 back:
-  // the check "a GPU count the opening example cannot divide").
+  // TP 2 typed: the user's own, as the link's is.
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-world_size', '31'); // not a multiple of TP 2
   expect(/world_size: must be divisible/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');

@@ -2040,7 +2040,7 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
 });
 
 await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
-  const { page, problems } = await open();
+  const { page, problems } = await open(MEGATRON);
   keep(page);
   // The planner's GPU count starts at the calculator's (the run line's "N GPUs = ...") and follows it until one is typed there.
   const world = () => page.evaluate(() => /^.* · (\d+) GPUs? = /.exec(document.getElementById('run-line').textContent)?.[1]);
@@ -2052,7 +2052,7 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
   // The panel starts its worker when the GPU field gets focus (before the first click), so the
   // worker is looked for once the search has answered rather than raced against the click.
   await typeInto(page, '#plan-gpus', '16');
-  // Held by default: what the page has set (the fresh page's TP 2 and DP 4) stays in every layout
+  // Held by default: what the page has set (the Megatron run's TP 2 and DP 4) stays in every layout
   // the planner lists (issue 16: "What is the largest micro batch with my layout?").
   const heldFields = await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).map((b) => b.dataset.hold));
   expect(heldFields.includes('tensor_model_parallel_size') && heldFields.includes('data_parallel_size'), `held: ${heldFields}`);
@@ -2064,7 +2064,8 @@ await check('Find layouts: held fields stay in every layout, released ones vary;
   await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).forEach((b) => b.click()));
   expect((await page.$$eval('button.hold[aria-pressed="true"]', (bs) => bs.filter((b) => b.offsetParent).length)) === 0, 'a hold stays pressed');
   await page.click('#plan-run');
-  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 3, null, { timeout: 90000 });
+  // The rows of the held search are still there while this one runs: wait for its status too.
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 3 && /layouts fit/.test(document.getElementById('plan-status').textContent), null, { timeout: 90000 });
   const workers = page.workers().map((w) => w.url());
   expect(workers.some((url) => url.endsWith('plan-worker.js')), `workers: ${workers.join(', ')}`);
   const status = await page.textContent('#plan-status');

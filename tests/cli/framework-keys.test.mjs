@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { FRAMEWORK_KEYS } from '../../web/js/framework-keys.js';
+import { FRAMEWORK_KEYS, FRAMEWORK_VALUES } from '../../web/js/framework-keys.js';
 import { KEYS_FILE, KINDS, collectKeys, moduleText } from '../import/framework-keys.mjs';
 import { readSetups } from '../import/setups.mjs';
 import { load_points } from '../validation/points.mjs';
@@ -16,7 +16,7 @@ const root = new URL('../../', import.meta.url).pathname;
 const fresh = collectKeys();
 
 test('web/js/framework-keys.js is what the importers give now', () => {
-  assert.equal(readFileSync(KEYS_FILE, 'utf8'), moduleText(fresh.table),
+  assert.equal(readFileSync(KEYS_FILE, 'utf8'), moduleText(fresh.table, fresh.values),
     'the table differs from a fresh run: node tests/import/framework-keys.mjs --write');
   assert.deepEqual(Object.keys(FRAMEWORK_KEYS), KINDS);
   assert.ok(fresh.runs >= 150, `${fresh.runs} imports`);
@@ -105,4 +105,30 @@ test('a count only decided by a key, and a field read from several keys, have no
   // GPT-2's config.json says n_layer where Llama's says num_hidden_layers: no one key.
   assert.equal(FRAMEWORK_KEYS.hf.num_layers, undefined);
   assert.ok(fresh.several.some((line) => line.startsWith('hf num_layers: ')), fresh.several.join('; '));
+});
+
+test('each value spelling is written in a file of its framework, for a field the table names', () => {
+  for (const [kind, fields] of Object.entries(FRAMEWORK_VALUES)) {
+    const text = frameworkText(kind);
+    for (const [field, spellings] of Object.entries(fields)) {
+      assert.ok(FRAMEWORK_KEYS[kind][field], `${kind}: a spelling for ${field}, which has no key`);
+      for (const [value, spelled] of Object.entries(spellings)) {
+        assert.notEqual(String(spelled), value, `${kind} ${field}: the spelling is trainmem's own`);
+        // YAML's booleans are written True as often as true (torchtune's recipes).
+        const written = typeof spelled === 'boolean' ? text.toLowerCase().includes(String(spelled)) : text.includes(spelled);
+        assert.ok(written, `${kind}: ${field} ${value} ← ${spelled}, but no ${kind} file writes ${spelled}`);
+      }
+    }
+  }
+});
+
+test('the frameworks\' own spellings of a value, read by hand from their files', () => {
+  // accelerate's FSDP config writes `distributed_type: FSDP` (tests/import/fixtures/accelerate/
+  // peft-fsdp_config_qlora.yaml, from huggingface/peft's examples), which the importer reads as
+  // framework fsdp2; torchtune's recipes write `enable_activation_checkpointing: True` for every
+  // layer checkpointed (llama3_1-8B_qlora_single_device.yaml), trainmem's recompute "full".
+  assert.equal(FRAMEWORK_VALUES.accelerate.framework.fsdp2, 'FSDP');
+  assert.equal(FRAMEWORK_VALUES.torchtune.recompute_granularity.full, true);
+  // ddp is no accelerate spelling here: no accelerate file of the project launches a plain DDP run.
+  assert.equal(FRAMEWORK_VALUES.accelerate.framework.ddp, undefined);
 });

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { keysRead } from '../../web/js/framework-words.js';
+import { frameworksInUse, keysRead, valueSpelling } from '../../web/js/framework-words.js';
+import { methodNotice } from '../../web/js/method-defaults.js';
 import { parseDocument } from '../../web/js/import-panel.js';
 import { loadEngine } from './load.mjs';
 
@@ -133,4 +134,30 @@ test('a Megatron-LM command line pasted in the import panel (kind "megatron") ta
   const words = formWords({ kind: 'megatron', keys: { num_layers: '--num-layers' } }, runFrameworks(resolvedOf({}), {}, true));
   assert.equal(shown(words, 'num_layers'), 'Megatron-LM: --num-layers');
   assert.equal(shown(words, 'seq_length'), 'Megatron-LM: --seq-length');
+});
+
+test('a value in the notices as the framework in use spells it, where its files spell it; trainmem\'s elsewhere', () => {
+  // An accelerate run (the Trainer on FSDP): the files' `distributed_type: FSDP` for fsdp2
+  // (tests/import/fixtures/accelerate/peft-fsdp_config_qlora.yaml); ddp and megatron have no
+  // spelling in any accelerate file the importer reads (a plain DDP file's note is an assumption).
+  const accelerate = formWords(null, frameworksInUse('hf-transformers', 'fsdp2'));
+  assert.equal(valueSpelling(accelerate.get('framework'), 'framework', 'fsdp2'), 'FSDP');
+  assert.equal(valueSpelling(accelerate.get('framework'), 'framework', 'ddp'), undefined);
+  // torchtune: `enable_activation_checkpointing: True` is recompute "full"; "selective" is no
+  // torchtune setting, and a field without a key of torchtune's has no spelling either.
+  const torchtune = formWords(null, frameworksInUse('torchtune', 'ddp'));
+  assert.equal(valueSpelling(torchtune.get('recompute_granularity'), 'recompute_granularity', 'full'), 'true');
+  assert.equal(valueSpelling(torchtune.get('recompute_granularity'), 'recompute_granularity', 'selective'), undefined);
+  assert.equal(valueSpelling(torchtune.get('params_dtype'), 'params_dtype', 'bf16'), undefined);
+  // A file's own key that is not the table's has no spelling from the table.
+  const file = formWords({ kind: 'torchtune', keys: { recompute_granularity: 'some_other_key' } }, frameworksInUse('torchtune', 'ddp'));
+  assert.equal(valueSpelling(file.get('recompute_granularity'), 'recompute_granularity', 'full'), undefined);
+  // The method notice with the form's words: the spelling first, trainmem's value second.
+  const valueText = (name, v, text) => {
+    const spelled = valueSpelling(torchtune.get(name), name, v);
+    return spelled === undefined ? text : `${spelled} (${text})`;
+  };
+  const label = (name) => (torchtune.get(name) ? `torchtune: ${torchtune.get(name).key} · ${name}` : name);
+  assert.equal(methodNotice('lora', [{ name: 'recompute_granularity', from: 'selective', to: 'full', why: 'w' }], {}, {}, label, valueText),
+    'LoRA: set torchtune: enable_activation_checkpointing · recompute_granularity selective → true (full) (w).');
 });

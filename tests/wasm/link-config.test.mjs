@@ -2,9 +2,10 @@
 // <trainmem-calculator> element all call restoreLink, so these properties hold for all three.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { START, configFromLink, editableState, estimateView, linkOfAttributes, restoreLink, splitViewOptions } from '../../web/js/link-config.js';
+import { LINK_FALLBACK, START, configFromLink, editableState, estimateView, linkOfAttributes, restoreLink, splitViewOptions } from '../../web/js/link-config.js';
 import { elementAttributes } from '../../web/js/share.js';
 import { loadEngine } from './load.mjs';
+import { execFileSync } from 'node:child_process';
 
 const engine = await loadEngine();
 const presetConfig = (id) => engine.presets.find((p) => p.id === id).config;
@@ -35,16 +36,68 @@ test('the page, the embed view and the element read the same state the same way'
   for (const v of views) assert.deepEqual([v.gpu, v.unit, v.figure, v.name], ['h100-80gb', 'GiB', 'device', 'Llama 3.1 70B']);
 });
 
-test('no state is START for every view; an unknown GPU falls back to the same GPU', () => {
+test('no state is START for every view: a fine-tuning setup, as its own link gives it; the CLI gives its figure', () => {
   const start = restoreLink('', engine);
-  assert.equal(start.preset.id, START.preset[0]);
-  assert.equal(start.gpu, START.gpu[0]);
-  assert.deepEqual(start.fields, { ...START.fields, ...presetConfig(START.preset[0]) });
-  assert.deepEqual(start.rejected, []);
+  const setup = engine.setups.find((s) => s.id === START.setup[0]);
+  assert.equal(start.setup.id, setup.id);
+  assert.equal(setup.method, 'LoRA');
+  assert.deepEqual([start.preset.id, start.gpu, start.name], [setup.preset, setup.gpu, 'Llama 3.1 8B']);
+  // The setup's fields, but the global batch: torchtune has none to set (batch × accumulation ×
+  // ranks), so the core derives it and a GPU count typed next meets no fixed product.
+  const { global_batch_size: gbs, ...rest } = setup.config;
+  assert.equal(gbs, 2);
+  assert.deepEqual(start.fields, rest);
+  assert.deepEqual([start.rejected, start.notes], [[], []]);
+  // The fresh page is the setup's own link ("#su=<id>"): the same GPU, the same bytes.
+  const asLink = restoreLink(`su=${setup.id}`, engine);
+  assert.deepEqual([asLink.fields, asLink.gpu], [setup.config, start.gpu]);
+  assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
+  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
+  assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));
+  // The native CLI's figure for the setup (`trainmem setups ID`: its config and its GPU's memory).
+  const cli = new URL('../../build/core/cli/trainmem', import.meta.url).pathname;
+  const config = execFileSync(cli, ['setups', setup.id]);
+  const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: config }).toString());
+  const view = estimateView(engine, editableState(start));
+  assert.equal(view.headline.bytes, Math.round(expected.device_bytes));
+  assert.equal(view.result.verdicts.device.fit, 'fits');
+});
+
+test("old links keep their bytes: what a link lacks still comes from the Megatron example links of format 1 were read against", () => {
+  // The values links were read against before the fresh page became a fine-tuning run, written
+  // out here by hand (not read from LINK_FALLBACK): Llama 3.1 8B on an H100 80GB, sequence 8192,
+  // micro batch 1; a field the link gives is its own.
+  const llama = presetConfig('llama-3.1-8b');
+  const h100 = engine.gpus.find((g) => g.id === 'h100-80gb').memory_bytes;
+  const cli = new URL('../../build/core/cli/trainmem', import.meta.url).pathname;
+  const cliBytes = (config) => Math.round(JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(config) }).toString()).device_bytes);
+  const cases = [
+    // A whole link as the page wrote one (every applicable field, its checksum), from the old opening.
+    ['v=1&m=llama-3.1-8b&tp=2&pp=1&dp=4&s=8192&b=1&sp=1&dopt=1&rc=selective&gpu=h100-80gb', { ...llama, seq_length: 8192, micro_batch_size: 1,
+      tensor_model_parallel_size: 2, pipeline_model_parallel_size: 1, data_parallel_size: 4, sequence_parallel: true, use_distributed_optimizer: true, recompute_granularity: 'selective' }],
+    // Partial ones: no GPU, no sequence, no micro batch, no model.
+    ['v=1&m=llama-3.1-8b&tp=2&dp=4', { ...llama, seq_length: 8192, micro_batch_size: 1, tensor_model_parallel_size: 2, data_parallel_size: 4 }],
+    ['v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&b=2', { ...presetConfig('llama-3.1-70b'), seq_length: 8192, micro_batch_size: 2, tensor_model_parallel_size: 8, pipeline_model_parallel_size: 2, data_parallel_size: 4 }],
+    ['v=1&s=4096&tp=2', { ...llama, seq_length: 4096, micro_batch_size: 1, tensor_model_parallel_size: 2 }],
+    ['v=1&peft=qlora&fw=ddp&rc=full&s=2048', { ...llama, seq_length: 2048, micro_batch_size: 1, peft: 'qlora', framework: 'ddp', recompute_granularity: 'full' }],
+  ];
+  for (const [fragment, expected] of cases) {
+    const link = restoreLink(fragment, engine);
+    assert.deepEqual([link.gpu, link.rejected], ['h100-80gb', []], fragment);
+    const { gpu_memory_bytes: capacity, ...config } = link.config;
+    assert.deepEqual([config, capacity], [expected, h100], fragment);
+    const view = estimateView(engine, editableState(link));
+    assert.equal(view.headline?.bytes, cliBytes({ ...expected, gpu_memory_bytes: h100 }), fragment);
+  }
+  assert.deepEqual([LINK_FALLBACK.fields.seq_length, LINK_FALLBACK.fields.micro_batch_size, LINK_FALLBACK.gpu[0], LINK_FALLBACK.preset[0]],
+    [8192, 1, 'h100-80gb', 'llama-3.1-8b']);
+});
+
+test('an unknown GPU falls back to the links\' GPU, as a link of format 1 always did', () => {
   const unknown = restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1&gpu=no-such-gpu', engine);
-  assert.equal(unknown.gpu, start.gpu);
+  assert.equal(unknown.gpu, 'h100-80gb');
   assert.deepEqual(unknown.rejected.map((r) => r.key), ['gpu']);
-  assert.equal(restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1', engine).gpu, start.gpu);
+  assert.equal(restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1', engine).gpu, 'h100-80gb');
 });
 
 test('what the core rejects is dropped, named, and falls back to the preset or to unset', () => {
@@ -61,7 +114,7 @@ test('what the core rejects is dropped, named, and falls back to the preset or t
 
 test('a link that lacks a required field or names no known preset still shows a result', () => {
   const cut = restoreLink('v=1&m=llama-3.1-70b&L=80', engine);
-  assert.equal(cut.fields.micro_batch_size, START.fields.micro_batch_size);
+  assert.equal(cut.fields.micro_batch_size, LINK_FALLBACK.fields.micro_batch_size);
   assert.ok(engine.estimate(cut.config).ok);
   const unknown = restoreLink('v=1&m=no-such-model&s=4096', engine);
   assert.deepEqual(unknown.rejected.map((r) => r.key), ['m']);
@@ -130,7 +183,8 @@ test('a link field that does not apply to the state is named when the core rejec
 });
 
 test('what applies follows the change at once: FSDP2 makes the model code torchtitan, so torch.compile applies and the chunked loss does not', () => {
-  const start = editableState(restoreLink('', engine));
+  // A Megatron run from a link (the links' example: Llama 3.1 8B, TP 2 × DP 4 on H100s).
+  const start = editableState(restoreLink('v=1&m=llama-3.1-8b&tp=2&dp=4&sp=1&dopt=1&s=8192&b=1', engine));
   const megatron = estimateView(engine, { ...start, fields: { ...start.fields, recompute_granularity: 'full' } });
   assert.ok(megatron.result.ok && !megatron.names.includes('torch_compile'));
   // The core answers for the fields as they are now: fsdp2 resolves the model code to torchtitan.

@@ -11,7 +11,7 @@
 // Seeded: ONE_PASS_SEED=1234 node --test tests/wasm/one-pass.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { coreConfig, editableState, estimateView, linkOfAttributes, restoreLink, splitViewOptions, START, withCapacity } from '../../web/js/link-config.js';
+import { coreConfig, editableState, estimateView, linkOfAttributes, restoreLink, splitViewOptions, LINK_FALLBACK, withCapacity } from '../../web/js/link-config.js';
 import { keyOf, valueToText } from '../../web/js/url-state.js';
 import { MODEL_GROUPS } from '../../web/js/layout.js';
 import { loadEngine } from './load.mjs';
@@ -79,9 +79,9 @@ test('engine.view: the fields in effect and the filtered config\'s result, in on
 });
 
 test('a keystroke on a run that fits is one module call and one trainmem pass', () => {
-  const link = restoreLink('', engine);
+  const link = restoreLink('', engine); // the fresh page: LoRA of Llama 3.1 8B on one RTX 4090
   const state = editableState(link);
-  for (const seq of [2048, 4096, 8192]) {
+  for (const seq of [1024, 2048, 4096]) {
     state.fields = { ...state.fields, seq_length: seq };
     const calls = { ...engine.calls };
     const passes = engine.passes();
@@ -124,14 +124,14 @@ function handWrittenLink(r) {
 
 /**
  * The CLI's config for a link: the preset's fields when it names one (a preset may carry its
- * sequence length), then the link's; the required training fields neither gives from START (the
+ * sequence length), then the link's; the required training fields neither gives from LINK_FALLBACK (the
  * view says so); no model of another's.
  */
 function cliConfig({ fields, preset, gpu }) {
   const hasModel = Object.keys(fields).some((name) => MODEL_GROUPS.has(SPECS.get(name).group));
-  const base = preset ? { ...preset.config } : hasModel ? {} : { ...engine.presets.find((p) => p.id === START.preset[0]).config };
-  for (const [name, value] of Object.entries(START.fields)) if (SPECS.get(name).required && !(name in fields) && !(name in base)) base[name] = value;
-  const capacity = engine.gpus.find((g) => g.id === (gpu ?? START.gpu[0])).memory_bytes;
+  const base = preset ? { ...preset.config } : hasModel ? {} : { ...engine.presets.find((p) => p.id === LINK_FALLBACK.preset[0]).config };
+  for (const [name, value] of Object.entries(LINK_FALLBACK.fields)) if (SPECS.get(name).required && !(name in fields) && !(name in base)) base[name] = value;
+  const capacity = engine.gpus.find((g) => g.id === (gpu ?? LINK_FALLBACK.gpu[0])).memory_bytes;
   return { ...base, ...fields, gpu_memory_bytes: capacity };
 }
 
@@ -172,7 +172,7 @@ test("the issue's hand-written link: the six fields mean what they mean to the C
   const link = restoreLink(fragment, engine);
   const view = estimateView(engine, editableState(link));
   const cli = engine.estimateJson({ num_layers: 4, hidden_size: 256, num_attention_heads: 8, vocab_size: 1000, seq_length: 2048,
-    micro_batch_size: 1, gpu_memory_bytes: engine.gpus.find((g) => g.id === START.gpu[0]).memory_bytes });
+    micro_batch_size: 1, gpu_memory_bytes: engine.gpus.find((g) => g.id === LINK_FALLBACK.gpu[0]).memory_bytes });
   assert.equal(view.headline.bytes, Math.round(cli.device_bytes));
   assert.equal(view.result.config.ffn_hidden_size, 1024); // 4h, the core's rule, not Llama 3.1 8B's 14,336
   assert.equal(view.result.config.num_query_groups, 8);   // as many as the heads

@@ -87,18 +87,19 @@ test('the page writes the setup it started from into the link, and reads it back
 });
 
 test('what starting from a setup changes: the model, the GPU, each setting, and what goes back to its default', () => {
-  const start = restoreLink('', engine);
+  // From a Megatron pretraining run (a link: Llama 3.1 8B, TP 2 × DP 4, sequence 8192, on H100s).
+  const start = restoreLink('v=1&m=llama-3.1-8b&tp=2&dp=4&sp=1&dopt=1&rc=selective&s=8192&b=1', engine);
   const resolvedOf = (fields, gpu) => engine.estimate({ ...fields, gpu_memory_bytes: capacityOf(gpu) }).config;
   const before = { fields: start.fields, preset: start.preset.id, gpu: start.gpu, resolved: resolvedOf(start.fields, start.gpu) };
   const changes = setupChanges(before, qlora, specs, resolvedOf(qlora.config, qlora.gpu));
-  assert.equal(changes.model, false, 'the start preset is Llama 3.1 8B: the setup keeps its shapes');
+  assert.equal(changes.model, false, 'the link\'s preset is Llama 3.1 8B: the setup keeps its shapes');
   assert.equal(changes.gpu, true);
   const changed = new Map(changes.changed.map((c) => [c.name, c]));
   // An unset field shows what it had resolved to.
   assert.deepEqual([changed.get('peft').from, changed.get('peft').to], ['none', 'qlora']);
   assert.deepEqual([changed.get('framework').from, changed.get('framework').to], ['megatron', 'ddp']);
   assert.deepEqual([changed.get('seq_length').from, changed.get('seq_length').to], [8192, 2048]);
-  // START's TP 2 goes back to 1; its PP 1 stays 1 (the default), so it is no change.
+  // The link's TP 2 goes back to 1; its PP 1 stays 1 (the default), so it is no change.
   const cleared = new Map(changes.cleared.map((c) => [c.name, c]));
   assert.deepEqual([cleared.get('tensor_model_parallel_size').from, cleared.get('tensor_model_parallel_size').to], [2, 1]);
   assert.ok(!cleared.has('pipeline_model_parallel_size'));
@@ -109,6 +110,14 @@ test('what starting from a setup changes: the model, the GPU, each setting, and 
   const seventy = setupChanges(before, setupById(engine, 'llama-3.1-70b-lora-torchtune-8xa100'), specs);
   assert.equal(seventy.model, true);
   assert.ok(!seventy.changed.some((c) => c.name === 'num_layers'));
+  // From the fresh page (LoRA of the same model on the same GPU): the method and what follows it.
+  const fresh = restoreLink('', engine);
+  const fromFresh = setupChanges({ fields: fresh.fields, preset: fresh.preset.id, gpu: fresh.gpu, resolved: resolvedOf(fresh.fields, fresh.gpu) },
+    qlora, specs, resolvedOf(qlora.config, qlora.gpu));
+  assert.deepEqual([fromFresh.model, fromFresh.gpu], [false, false]);
+  const fromLora = new Map(fromFresh.changed.map((c) => [c.name, c]));
+  assert.deepEqual([fromLora.get('peft').from, fromLora.get('peft').to], ['lora', 'qlora']);
+  assert.ok(!fromLora.has('framework') && !fromLora.has('seq_length'), [...fromLora.keys()].join());
   assert.equal(valueText(['q_proj', 'v_proj']), 'q_proj, v_proj');
   assert.equal(valueText(undefined), 'unset');
 });
@@ -118,6 +127,6 @@ test('a setup\'s link with an unknown GPU falls back to the setup\'s GPU, not th
   assert.deepEqual(link.rejected.map((r) => r.key), ['gpu']);
   assert.equal(link.gpu, qlora.gpu);
   assert.equal(link.capacity, capacityOf(qlora.gpu));
-  // Without a setup an unknown GPU is START's, as before.
+  // Without a setup an unknown GPU is the links' (link-config.js LINK_FALLBACK), as before.
   assert.equal(restoreLink('v=1&gpu=no-such-gpu', engine).gpu, 'h100-80gb');
 });

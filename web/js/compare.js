@@ -66,6 +66,7 @@ export class ComparePanel {
    * @param {(config: object) => Set<string>} [page.inEffect] the fields the core reads for a config
    * @param {string[]} [page.order] the fields in the page's order
    * @param {(name: string) => (Node|string)[]} [page.nameNodes] a field's words: its label, the framework's key, its name
+   * @param {(name: string, value: unknown, text: string) => string} [page.valueText] a value as the framework spells it first (form.valueText)
    */
   constructor(page) {
     const ui = elementsById(IDS);
@@ -178,7 +179,8 @@ export class ComparePanel {
           : td(`${delta > 0 ? '+' : '−'}${formatBytes(Math.abs(delta), unit)}`, delta > 0 ? 'up' : 'down');
         effect.title = formatExactBytes(delta);
       }
-      tr.append(th, td(valueText(a)), td(valueText(b)), effect);
+      const value = (v) => (v === undefined || v === null || typeof v === 'object' || !this.page.valueText ? valueText(v) : this.page.valueText(name, v, valueText(v)));
+      tr.append(th, td(value(a)), td(value(b)), effect);
       return tr;
     }));
   }

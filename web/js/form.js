@@ -5,7 +5,7 @@ import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
-import { formWords, runFrameworks } from './framework-words.js';
+import { formWords, runFrameworks, valueSpelling } from './framework-words.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -271,6 +271,16 @@ export class Form {
     return !words || words === field || words === field.replaceAll('_', ' ') ? field : `${words} (${field})`;
   }
 
+  /**
+   * A value of `field` in a notice, as the framework in use spells it first and trainmem's words
+   * second ("FSDP (fsdp2)", "true (full)"), where the generated table knows the spelling
+   * (framework-words.js valueSpelling); `text`, trainmem's words for it, elsewhere.
+   */
+  valueText(field, value, text = String(value)) {
+    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    return spelled === undefined || spelled === text ? text : `${spelled} (${text})`;
+  }
+
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */
   resetTopics() {
     this.topicsReset = true;
@@ -514,6 +524,13 @@ export class Form {
         if (values[name] === undefined && typeof r === 'boolean') f.input.checked = r;
       } else if (f.spec.type === 'choice') {
         const first = f.input.options[0];
+        // A field that is set resolves to its own value: what "default" would resolve to is not
+        // known without asking the core for the config without it, so it says "default" alone
+        // (a setup's LoRA showed "default (LoRA)").
+        if (values[name] !== undefined) {
+          if (first && first.value === '' && first.textContent !== 'default') first.textContent = 'default';
+          continue;
+        }
         // In the words its own choice shows ("default (full fine-tuning)", not the core's "none";
         // "default: none (no checkpointing)" where those words have their own parentheses).
         const words = CHOICE_LABELS[name]?.[r] ?? r;

@@ -129,3 +129,51 @@ export const FRAMEWORK_KEYS = {
     "vocab_size": "--vocab-size"
   }
 };
+
+// How each framework's files spell a value of such a field (a choice or a switch), from the same
+// imports: the read note's literal ("read: framework ← distributed_type = FSDP") beside the
+// value the field took. A value spelled two ways in the files, or spelled as trainmem spells it,
+// is not listed.
+export const FRAMEWORK_VALUES = {
+  "torchtune": {
+    "optimizer": {
+      "adamw": "torch.optim.AdamW"
+    },
+    "optimizer_implementation": {
+      "fused": true
+    },
+    "recompute_granularity": {
+      "full": true
+    }
+  },
+  "torchtitan": {
+    "optimizer": {
+      "adamw": "AdamW"
+    }
+  },
+  "axolotl": {
+    "attention_backend": {
+      "flash": true
+    },
+    "optimizer": {
+      "adam8bit": "adamw_bnb_8bit"
+    },
+    "paged_optimizer": {
+      "true": "paged_adamw_32bit"
+    },
+    "recompute_granularity": {
+      "full": true
+    }
+  },
+  "accelerate": {
+    "attention_backend": {
+      "flash": true
+    },
+    "framework": {
+      "fsdp2": "FSDP"
+    },
+    "recompute_granularity": {
+      "full": true
+    }
+  }
+};

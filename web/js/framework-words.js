@@ -13,7 +13,7 @@
 //   not in it.
 // Nothing here reads a message's text: a problem line takes its field's key from the issue's
 // `field`.
-import { FRAMEWORK_KEYS } from './framework-keys.js';
+import { FRAMEWORK_KEYS, FRAMEWORK_VALUES } from './framework-keys.js';
 
 /** How the form names each importer kind's framework (the import panel's kinds). */
 export const FRAMEWORK_NAMES = {
@@ -72,7 +72,7 @@ function wordsOf(layers) {
   for (const { kind, keys = FRAMEWORK_KEYS[TABLE_KIND[kind] ?? kind] ?? {}, only = () => true, file = false } of layers) {
     for (const [field, key] of Object.entries(keys)) {
       if (key === field || words.has(field) || !only(key)) continue;
-      words.set(field, { framework: FRAMEWORK_NAMES[kind] ?? kind, key, file });
+      words.set(field, { framework: FRAMEWORK_NAMES[kind] ?? kind, kind: TABLE_KIND[kind] ?? kind, key, file });
     }
   }
   return words;
@@ -114,4 +114,23 @@ export function formWords(named, run) {
   if (named.kind === 'hf') return wordsOf([file, ...run]);
   const kind = TABLE_KIND[named.kind] ?? named.kind;
   return wordsOf([file, ...(run.some((layer) => layer.kind === kind) ? run : [])]);
+}
+
+/**
+ * How the framework whose key names a field spells one of its values, where the generated table
+ * knows it (framework-keys.js FRAMEWORK_VALUES: the importers' read notes beside the value each
+ * file gave the field): accelerate's distributed_type "FSDP" for framework fsdp2, torchtune's
+ * enable_activation_checkpointing true for recompute_granularity full. Only under the key the
+ * table's spelling belongs to; undefined elsewhere (the page then shows trainmem's value). No
+ * value is worked out here: a value no file of the framework spelled has no spelling.
+ * @param {{kind: string, key: string} | undefined} word the field's words (formWords)
+ * @param {string} field
+ * @param {unknown} value trainmem's value
+ * @returns {string | undefined}
+ */
+export function valueSpelling(word, field, value) {
+  if (!word || value === undefined || value === null || typeof value === 'object') return undefined;
+  if (FRAMEWORK_KEYS[word.kind]?.[field] !== word.key) return undefined;
+  const spelled = FRAMEWORK_VALUES[word.kind]?.[field]?.[String(value)];
+  return spelled === undefined ? undefined : String(spelled);
 }

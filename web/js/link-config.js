@@ -3,14 +3,22 @@
 // restoreLink, so the same link shows the same bytes everywhere. The views differ only in how
 // they show it (the page fills its form and names what was rejected in a notice).
 //
+// No state at all (a fresh page; an embed or an element given none) is START: a fine-tuning
+// setup (core/data/setups.json), the whole run as choosing it on the page sets it.
+//
 // What a link means: the fields it carries. A field it lacks is unset and the core resolves it,
 // as the CLI does for a config without it; so "#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1"
 // means Megatron's defaults for everything else (no sequence parallelism, no distributed
 // optimizer, no recompute). Only what the core cannot resolve is filled in, so that every link
-// shows a result: the model's shapes from the link's preset (else the start preset) and the
-// required training fields from the preset, else from START. A link that names a fine-tuning
+// shows a result: the model's shapes from the link's preset (else LINK_FALLBACK's preset) and the
+// required training fields from the preset, else from LINK_FALLBACK. A link that names a fine-tuning
 // setup ("#su=<id>", core/data/setups.json) takes what it leaves out from the setup instead: the
 // setup's fields, model and GPU. A value the core rejects is dropped and falls back the same way.
+//
+// LINK_FALLBACK is what the fresh page opened on until links of format 1 had been made for years
+// (a Megatron run of Llama 3.1 8B on H100s, sequence 8192, micro batch 1): a link made then that
+// lacks a required field was read against it, and still is, so it keeps its bytes. It is no longer
+// what a fresh page shows (START is).
 import { PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
@@ -21,13 +29,29 @@ export const CUSTOM_GPU = 'custom';
 
 /**
  * What a view shows when it is given no state (a fresh page; an embed or an element without
- * one): a preset everyone knows on a common GPU, with a training setup that is valid for it.
- * Ids are tried in order, so a renamed preset or GPU still finds one.
+ * one): an everyday fine-tuning run a newcomer recognises, LoRA of Llama 3.1 8B on one RTX 4090
+ * as torchtune's recipe runs it (the setup cites its recipe and settings). Ids are tried in order,
+ * so a renamed setup still finds one; with none of them, LINK_FALLBACK's run.
  */
 export const START = Object.freeze({
+  setup: ['llama-3.1-8b-lora-torchtune-1x4090', 'llama-3.1-8b-qlora-torchtune-1x4090'],
+  // Left unset, so the core derives them as the framework does: torchtune has no global batch
+  // setting (its global batch is batch_size × gradient_accumulation_steps × ranks), so a GPU count
+  // typed on the example must not meet the setup's product for one GPU ("global_batch_size 2
+  // must be divisible by micro batch × DP"). Unset, the core takes one microbatch per step, the
+  // setup's own accumulation (1): the same bytes (tests/wasm/link-config.test.mjs).
+  unset: ['global_batch_size'],
+  unit: 'GiB',
+});
+
+/**
+ * What fills a link's gaps (see the top): frozen, since a link of format 1 made before START
+ * became a fine-tuning run was read against these values. Only the model preset, the GPU and the
+ * fields the core requires are used from it.
+ */
+export const LINK_FALLBACK = Object.freeze({
   preset: ['llama-3.1-8b', 'llama3.1-8b', 'llama-3-8b'],
   gpu: ['h100-80gb', 'h100'],
-  unit: 'GiB',
   fields: Object.freeze({
     seq_length: 8192, micro_batch_size: 1, tensor_model_parallel_size: 2,
     pipeline_model_parallel_size: 1, data_parallel_size: 4, use_distributed_optimizer: true,
@@ -215,7 +239,7 @@ export function configFromLink(fragment, engine) {
 export function restoreLink(fragment, engine) {
   const { state, link, fallback } = readLink(fragment, engine);
   const specs = fieldSpecs(engine);
-  if (!link) return { ...state, ...coreConfig(engine, state.fields, state.capacity) }; // START is valid as it is
+  if (!link) return { ...state, ...coreConfig(engine, state.fields, state.capacity) }; // START is valid as it is (tests/wasm/link-config.test.mjs)
   const rejected = [...state.rejected];
   const pin = link.pin ? pinnedFromLink(engine, specs, link.pin, rejected) : null;
   const fields = { ...state.fields };
@@ -228,14 +252,7 @@ export function restoreLink(fragment, engine) {
 /** configFromLink's state, with the decoded link and the fallbacks for restoreLink (link: null for START). */
 function readLink(fragment, engine) {
   const specs = fieldSpecs(engine);
-  if (!String(fragment ?? '').replace(/^#/, '')) {
-    const preset = pickFirst(START.preset, engine.presets) ?? null;
-    const state = viewState(engine, {
-      fields: { ...START.fields, ...preset?.config }, preset, setup: null, gpu: pickFirst(START.gpu, engine.gpus).id,
-      capacityText: '', unit: START.unit, figure: DEFAULT_FIGURE, pin: null, rejected: [], notes: [],
-    });
-    return { state, link: null };
-  }
+  if (!String(fragment ?? '').replace(/^#/, '')) return { state: startState(engine), link: null };
   const link = decodeState(fragment, specs);
   const rejected = [...link.rejected];
   const notes = [...link.notes];
@@ -250,9 +267,9 @@ function readLink(fragment, engine) {
   const named = presetById(engine, link.preset);
   const preset = named ?? (link.preset ? null : presetById(engine, setup?.preset));
   if (link.preset && !named) rejected.push({ key: PAGE_KEYS.preset, reason: `unknown model preset "${link.preset}"` });
-  // The link's GPU, else its setup's (also in place of an unknown one), else START's.
+  // The link's GPU, else its setup's (also in place of an unknown one), else LINK_FALLBACK's.
   const known = (id) => id === CUSTOM_GPU || Boolean(gpuById(engine, id));
-  const gpu = [link.gpu, setup?.gpu].find(known) ?? pickFirst(START.gpu, engine.gpus).id;
+  const gpu = [link.gpu, setup?.gpu].find(known) ?? pickFirst(LINK_FALLBACK.gpu, engine.gpus).id;
   if (link.gpu && gpu !== link.gpu) rejected.push({ key: PAGE_KEYS.gpu, reason: `unknown GPU "${link.gpu}"` });
 
   // What the link leaves out: a setup's fields (the whole run, as choosing it on the page sets
@@ -260,9 +277,9 @@ function readLink(fragment, engine) {
   // the preset's. A link that describes its own model (model fields, and no preset named, known
   // or not) keeps it as the CLI reads it: what it leaves out resolves by the core's rules (an FFN size of 4h, as many
   // query groups as heads), never from another model. Only a link with no model at all gets
-  // START's, and says so; the training fields the core requires come from START, said too.
+  // LINK_FALLBACK's, and says so; the training fields the core requires come from it, said too.
   const ownModel = !link.preset && !setup && Object.keys({ ...link.fields, ...link.auto }).some((name) => MODEL_GROUPS.has(specs.get(name)?.group));
-  const startPreset = pickFirst(START.preset, engine.presets);
+  const startPreset = pickFirst(LINK_FALLBACK.preset, engine.presets);
   const modelless = !preset && !setup && !ownModel;
   const fallback = setup
     ? Object.assign(fallbackFields(specs, null), setup.config, named && modelFields(specs, named.config))
@@ -276,13 +293,29 @@ function readLink(fragment, engine) {
     }
   }
   Object.assign(fields, link.fields);
-  if (modelless && !link.preset) notes.push(`The link names no model: ${startPreset?.name ?? 'the start page\'s'} was used.`);
-  if (filled.length) notes.push(`The link does not give ${filled.map((f) => f.split(' ')[0]).join(', ')}: the start page's values were used (${filled.join(', ')}).`);
+  if (modelless && !link.preset) notes.push(`The link names no model: ${startPreset?.name ?? 'the links\' default model'} was used.`);
+  if (filled.length) notes.push(`The link does not give ${filled.map((f) => f.split(' ')[0]).join(', ')}: the links' defaults were used (${filled.join(', ')}).`);
   const state = viewState(engine, {
     fields, preset, setup, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
     figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes,
   });
   return { state, link, fallback };
+}
+
+/**
+ * START's state: the first of its setups the engine holds (its fields but START.unset, its model
+ * and GPU, as "#su=<id>" gives them), else LINK_FALLBACK's run.
+ */
+function startState(engine) {
+  const setup = START.setup.map((id) => setupById(engine, id)).find(Boolean);
+  const preset = setup ? presetById(engine, setup.preset) : pickFirst(LINK_FALLBACK.preset, engine.presets) ?? null;
+  const fields = setup ? { ...setup.config } : { ...LINK_FALLBACK.fields, ...preset?.config };
+  if (setup) for (const name of START.unset) delete fields[name];
+  const gpu = setup && gpuById(engine, setup.gpu) ? setup.gpu : pickFirst(LINK_FALLBACK.gpu, engine.gpus).id;
+  return viewState(engine, {
+    fields, preset, setup: setup ?? null, gpu, capacityText: '', unit: START.unit, figure: DEFAULT_FIGURE,
+    pin: null, rejected: [], notes: [],
+  });
 }
 
 /** A LinkState: the given parts, with the model's name and the GPU's label and capacity. */
@@ -309,7 +342,7 @@ const modelFields = (specs, config) => Object.fromEntries(Object.entries(config)
 
 /** What a field the link lacks, or whose value the core rejects, becomes (see the top). */
 function fallbackFields(specs, preset) {
-  const required = Object.entries(START.fields).filter(([name]) => specs.get(name)?.required);
+  const required = Object.entries(LINK_FALLBACK.fields).filter(([name]) => specs.get(name)?.required);
   return Object.assign(Object.fromEntries(required), preset?.config);
 }
 

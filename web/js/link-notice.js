@@ -6,21 +6,40 @@ import { reasonText } from './link-config.js';
 
 /**
  * Says what a change did (`text`), with an Undo that hides the notice and calls `undo`, and
- * optional nodes under it (a list of the changes).
+ * optional nodes under it (a list of the changes). With `details` the line stays short (a phone
+ * shows it in one line): the whole sentence sits behind a "Details" button beside the Undo
+ * (aria-expanded, a button: a tap, Enter or Space opens it).
  * @param {HTMLElement} box
  * @param {string} text
  * @param {() => void} undo
  * @param {Node[]} [more]
+ * @param {string} [details]
  */
-export function showUndoNotice(box, text, undo, more = []) {
+export function showUndoNotice(box, text, undo, more = [], details = '') {
   const button = Object.assign(document.createElement('button'), { type: 'button', textContent: 'Undo' });
   button.addEventListener('click', () => {
     box.hidden = true;
     undo();
   });
   const line = document.createElement('p');
-  line.append(text, ' ', button);
-  box.replaceChildren(line, ...more);
+  line.className = 'notice-line';
+  line.append(text, ' ');
+  const nodes = [line];
+  if (details) {
+    const full = Object.assign(document.createElement('p'), { className: 'notice-details', hidden: true, textContent: details });
+    full.id = `${box.id || 'notice'}-details`;
+    const toggle = Object.assign(document.createElement('button'), { type: 'button', className: 'link-button notice-toggle', textContent: 'Details' });
+    toggle.setAttribute('aria-expanded', 'false');
+    toggle.setAttribute('aria-controls', full.id);
+    toggle.addEventListener('click', () => {
+      full.hidden = !full.hidden;
+      toggle.setAttribute('aria-expanded', String(!full.hidden));
+    });
+    line.append(toggle, ' ');
+    nodes.push(full);
+  }
+  line.append(button);
+  box.replaceChildren(...nodes, ...more);
   box.hidden = false;
 }
 

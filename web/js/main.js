@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { answerGpuCount, changesNotice, chooseMethod, methodNotice, methodNoticeBox, startLayoutToClear, usualSettings } from './method-defaults.js';
+import { chooseMethod, methodNotice, methodNoticeBox, methodSummary, usualSettings } from './method-defaults.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -448,7 +448,7 @@ function applyLink(fragment) {
   const link = earlyLink?.state === linkState ? earlyLink.link : restoreLink(linkState, engine);
   earlyLink = null;
   Object.assign(state, editableState(link));
-  startFields = linkState.replace(/^#/, '') ? null : START.fields; // the fresh page's start is no setting of the user's
+  startFields = linkState.replace(/^#/, '') ? null : { ...link.fields }; // the fresh page's start (START) is no setting of the user's
   form?.resetTopics();
   form?.showFrameworkKeys(null);
   lastOk = null; // a new state: the result of the one before is not kept as this one's
@@ -604,7 +604,7 @@ function applySetup(setup) {
     state.gpu = before.gpu;
     state.capacityText = before.capacityText;
     loadFields(before.fields, before.preset, before.label, before.setup);
-  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null);
+  }, (name) => form.nameNodes(name), runBefore ? () => compare.pinRun(runBefore) : null, (name, v, text) => form.valueText(name, v, text));
 }
 
 /** The Fine-tuning group points to the setups (the select sits under the model preset). */
@@ -700,37 +700,9 @@ function onFieldChange(name, value) {
   recompute();
 }
 
-/**
- * An edit finished (the field left, Enter, a choice made): a history entry. A GPU count is
- * answered then, not at each keystroke ("1" on the way to "16" is no count the user chose).
- */
+/** An edit finished (the field left, Enter, a choice made): a history entry. */
 function onFieldCommit() {
-  if (lastEdited === 'world_size' && state.fields.world_size !== undefined && answerTheExample()) recompute();
   share.commit();
-}
-
-/**
- * A GPU count the fresh page's example cannot divide (its TP 2 under "1 GPU"): the example's
- * layout the user has not edited goes back to the core's defaults (method-defaults.js
- * answerGpuCount), said in the notice of "Your run" with an Undo.
- */
-function answerTheExample() {
-  const before = { ...state.fields };
-  const estimate = (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config);
-  const { fields, changes } = answerGpuCount(startFields, state.fields, form.touched, form.specs, estimate);
-  const box = methodNoticeBox();
-  if (!changes.length || !box) return false;
-  state.fields = fields;
-  form.setValues(state.fields);
-  const world = state.fields.world_size;
-  const after = estimate(state.fields);
-  showUndoNotice(box, changesNotice(`${world} GPU${world === 1 ? '' : 's'}`, changes, lastOk?.result.config ?? {}, after.config ?? {}, (n) => form.nameText(n)), () => {
-    state.fields = before;
-    form.setValues(state.fields);
-    recompute();
-    share.commit();
-  });
-  return true;
 }
 
 /**
@@ -755,16 +727,13 @@ function pinnedEstimate(config) {
 function onMethodChange(peft) {
   const before = { ...state.fields };
   const resolvedBefore = lastOk?.result.config ?? {};
-  // On the fresh page, the opening example's pretraining layout goes first (method-defaults.js).
-  const cleared = startLayoutToClear(startFields, state.fields, form.touched, form.specs, peft);
-  // Then the method's usual framework and recompute, where the example's still stand (the core's
-  // method_settings).
+  // On the fresh page, the method's usual framework and recompute where the example's still
+  // stand (the core's method_settings).
   const usual = usualSettings(startFields, state.fields, form.touched, engine.methodSettings, peft);
   const base = { ...state.fields };
-  for (const c of cleared) delete base[c.name];
   for (const c of usual) base[c.name] = c.to;
   const { fields, changes: answered, result } = chooseMethod(base, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
-  const changes = [...usual, ...answered, ...cleared];
+  const changes = [...usual, ...answered];
   state.fields = fields;
   const box = methodNoticeBox();
   if (changes.length && box) {
@@ -772,12 +741,12 @@ function onMethodChange(peft) {
     // The notice names each field in the words of the framework the run is in now (the hints'
     // words, form.nameText): QLoRA's ddp is no Megatron run any more.
     form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
-    showUndoNotice(box, methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name)), () => {
+    showUndoNotice(box, methodSummary(peft, changes), () => {
       state.fields = before;
       form.setValues(state.fields);
       recompute();
       share.commit();
-    });
+    }, [], methodNotice(peft, changes, resolvedBefore, result.config ?? {}, (name) => form.nameText(name), (name, v, text) => form.valueText(name, v, text)));
   } else if (box) box.hidden = true;
   recompute();
 }
@@ -798,6 +767,7 @@ function bindPanels() {
     inEffect: (config) => engine.fieldsInEffect(withCapacity(config, capacityBytes())),
     order: [...form.fields.keys()],
     nameNodes: (name) => form.nameNodes(name), // the framework's words, as the hints and problems name the field
+    valueText: (name, v, text) => form.valueText(name, v, text), // its spelling of a value first, where it has one
   });
   share = new SharePanel({
     engine, linkState, pin: () => compare.pin,

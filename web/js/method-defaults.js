@@ -81,39 +81,14 @@ export function chooseMethod(fields, peft, estimate) {
 }
 
 /**
- * The fresh page opens on an example (link-config.js START): a Megatron pretraining layout of 8
- * GPUs, TP 2 × DP 4 with sequence parallelism and the distributed optimizer. None of it is the
- * user's; a fine-tuner who chooses LoRA or QLoRA and then types "1 GPU" met "world_size: must be
- * divisible by tensor_model_parallel_size × ... (2)" (issue 32 task 5, "fights pretraining
- * defaults"). So an adapter method chosen on the fresh page clears the example's layout fields the
- * user has not edited and that still hold the example's value: the core's defaults apply to them
- * (tensor, pipeline and data parallel 1, no sequence parallelism, no distributed optimizer: the
- * field specs' defaults, core/src/config/fields.cpp), and the GPU count is the user's to give in
- * "Your run". The page computes nothing here: it takes back values it put there itself. The
- * example's sequence and micro batch stay (the core requires both; they are on the first screen),
- * and so does its recompute, which the core's rules answer (METHOD_RULES).
- * @param {object | null} startFields the fresh page's example fields (null: the page is a link, a
- *   setup or an import, whose fields are the user's)
- * @param {object} fields the fields on screen
- * @param {Set<string>} touched the fields the user edited
- * @param {Map<string, {default: string}>} specs the core's field specs
- * @param {string | undefined} peft the method chosen
- * @returns {{name: string, from: unknown, to: undefined, why: string}[]}
- */
-export function startLayoutToClear(startFields, fields, touched, specs, peft) {
-  if (peft !== 'lora' && peft !== 'qlora') return [];
-  return exampleLayout(startFields, fields, touched, specs);
-}
-
-const EXAMPLE_WHY = 'the opening example\'s 8-GPU pretraining layout is not your run';
-
-/**
  * The method's usual settings (the core's method_settings, engine.methodSettings: LoRA and QLoRA
  * run on PyTorch DDP with every layer checkpointed, each with its reason and source in
  * core/src/config/fields.cpp), applied on the fresh page to the fields the user has not edited
- * and that still hold the opening example's value (or none): the example is a Megatron
- * pretraining run, not the user's. On a link, a setup or an import every field is the user's:
- * nothing. Each change goes into the method's notice, with its Undo.
+ * and that still hold the opening example's value (or none): the example (link-config.js START)
+ * is no setting of the user's. On a link, a setup or an import every field is the user's:
+ * nothing. Each change goes into the method's notice, with its Undo. Today's example (a LoRA run
+ * on ddp with every layer checkpointed) already holds LoRA's and QLoRA's usual settings, so this
+ * changes nothing there; it keeps an example's values from passing for the user's choice.
  * @param {object | null} startFields the fresh page's example fields (null: not the fresh page)
  * @param {object} fields the fields on screen
  * @param {Set<string>} touched the fields the user edited
@@ -129,47 +104,25 @@ export function usualSettings(startFields, fields, touched, settings, peft) {
     .map((s) => ({ name: s.field, from: fields[s.field], to: s.value, why: s.why }));
 }
 
-/** The example's layout fields the user has not edited and that still hold its value (startLayoutToClear). */
-function exampleLayout(startFields, fields, touched, specs) {
-  if (!startFields) return [];
-  const answered = new Set(METHOD_RULES.map((r) => r.set));
-  return Object.entries(startFields)
-    .filter(([name, value]) => {
-      const spec = specs.get(name);
-      // A field already at its default is no change (the example's PP 1).
-      return spec && spec.default !== 'required' && String(value) !== spec.default
-        && !answered.has(name) && !touched.has(name) && same(fields[name], value);
-    })
-    .map(([name, value]) => ({ name, from: value, to: undefined, why: EXAMPLE_WHY }));
-}
-
-/**
- * A GPU count typed on the fresh page that the example's layout cannot divide ("1 GPU" under its
- * TP 2: the core's rule world_size/divisible, by its id): the example's layout the user has not
- * edited is taken back as a method does (startLayoutToClear), and kept only when the core then no
- * longer objects to the count. `estimate(fields)` is the page's estimate of a field set.
- * @returns {{fields: object, changes: {name: string, from: unknown, to: undefined, why: string}[]}}
- */
-export function answerGpuCount(startFields, fields, touched, specs, estimate) {
-  const divides = (result) => !(result.issues ?? []).some((i) => i.rule === 'world_size/divisible');
-  if (fields.world_size === undefined || divides(estimate(fields))) return { fields, changes: [] };
-  const changes = exampleLayout(startFields, fields, touched, specs);
-  const next = { ...fields };
-  for (const c of changes) delete next[c.name];
-  return changes.length && divides(estimate(next)) ? { fields: next, changes } : { fields, changes: [] };
-}
-
 const METHOD_NAMES = { none: 'Full fine-tuning', lora: 'LoRA', qlora: 'QLoRA' };
 
 /** "QLoRA: framework megatron → ddp, recompute_granularity selective → full (...)": the one line. */
-export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
-  return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label);
+export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name, valueWords = (name, v, text) => text) {
+  return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label, valueWords);
+}
+
+/** The method notice's one line (its sentence, methodNotice, sits behind "Details"): "QLoRA: 2 settings changed." */
+export function methodSummary(peft, changes) {
+  const n = changes.length;
+  return `${METHOD_NAMES[peft ?? 'none'] ?? peft}: ${n} setting${n === 1 ? '' : 's'} changed.`;
 }
 
 /** "<title>: set a x → y, b z → w (why; why)." for any list of changes (a method's, a GPU count's). */
-export function changesNotice(title, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name) {
-  const shown = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+export function changesNotice(title, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name, valueWords = (name, v, text) => text) {
+  const plain = (v) => (v === undefined || v === null ? 'default' : typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+  // `valueWords` (form.valueText): the framework in use's spelling first, where it has one.
   const parts = changes.map((c) => {
+    const shown = (v) => (v === undefined || v === null ? plain(v) : valueWords(c.name, v, plain(v)));
     const from = c.from === undefined ? resolvedBefore[c.name] : c.from;
     const to = c.to === undefined ? `${resolvedAfter[c.name] === undefined ? '' : `${shown(resolvedAfter[c.name])} `}(default)` : shown(c.to);
     return `${label(c.name)} ${shown(from)} → ${to}`;

@@ -363,7 +363,11 @@ export class ResultsView {
   /** The breakdown table: the accessible twin of the GPU chart. Empty parts get no column. */
   renderTable(result, unit, figure = DEFAULT_FIGURE) {
     const trainmem = isTrainmem(result);
-    const categories = categoriesOf(result);
+    // A class with no bytes in this result (QLoRA's frozen base has no gradients, master weights
+    // or optimizer states) gets no row of empty cells: one line names the classes that are empty.
+    const listed = categoriesOf(result);
+    const categories = listed.filter((c) => classBytes(result, c.key) > 0);
+    const empty = listed.filter((c) => !(classBytes(result, c.key) > 0));
     const parts = PARTS.filter((p) => categories.some((c) => result.state?.[c.key]?.[p.key] > 0));
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
@@ -374,6 +378,10 @@ export class ResultsView {
       const row = result.state?.[c.key] ?? {};
       return `<tr><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
     });
+    if (empty.length) {
+      const names = empty.map((c) => c.label.toLowerCase()).join(', ');
+      rows.push(`<tr class="empty-classes"><td colspan="${columns}">No bytes in this run: ${escapeHtml(names)}</td></tr>`);
+    }
     const act = result.activation_bytes;
     const known = Number.isFinite(act);
     const span = parts.length ? `<td colspan="${parts.length}"></td>` : '';
@@ -397,7 +405,8 @@ export class ResultsView {
       // Each figure in turn: the core's lines that add up to it from the one before, then the figure.
       const lines = overheadLines(result, fig);
       for (const key of FIGURE_ORDER) {
-        for (const o of lines.filter((line) => line.adds_to === key)) {
+        // A line with no bytes in this run (NCCL's buffers on one GPU) is no row either.
+        for (const o of lines.filter((line) => line.adds_to === key && line.bytes > 0)) {
           rows.push(withLine(`<tr data-line="${escapeHtml(o.key)}" data-bytes="${o.bytes}">${th(o.color.slice('--c-'.length), escapeHtml(o.label), o.key === 'nccl' ? ncclNote : '', o.key)}${span}${cell(o.bytes)}</tr>`, o.key));
         }
         const bytes = result[`${key}_bytes`];

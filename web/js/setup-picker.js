@@ -80,7 +80,9 @@ export class SetupPicker {
     const { repo, path, commit, url } = setup.source;
     const link = el('a', { href: url, rel: 'noopener', textContent: `${repo} ${path.split('/').pop()}` });
     link.title = `${repo}/${path} @ ${commit}`;
-    this.els.source.replaceChildren(`${setup.summary} From `, link, ` @ ${commit.slice(0, 7)}.`);
+    // The summary in its own span: a phone leaves it out (the setup's name says the run; the
+    // source stays), so the first screen's questions stay within one screen there.
+    this.els.source.replaceChildren(el('span', { className: 'setup-summary', textContent: `${setup.summary} ` }), 'From ', link, ` @ ${commit.slice(0, 7)}.`);
   }
 }
 
@@ -96,8 +98,12 @@ export class SetupPicker {
  *   the setup's framework's key, its name), as the hints and the problems list name it
  * @param {(() => void) | null} [compareBefore] pins the run before the setup to compare (issue 32:
  *   "a compare view explains any two results that differ"); null when there was no result
+ * @param {(name: string, value: unknown, text: string) => string} [valueWords] a value in the
+ *   framework's spelling first (form.valueText)
  */
-export function showSetupNotice(box, setup, changes, names, undo, nameNodes, compareBefore = null) {
+export function showSetupNotice(box, setup, changes, names, undo, nameNodes, compareBefore = null, valueWords = (name, v, text) => text) {
+  // A value as the setup's framework spells it first, where it has a spelling (form.valueText).
+  const shown = (name, v) => (v === undefined || v === null || typeof v === 'object' ? valueText(v) : valueWords(name, v, valueText(v)));
   const parts = [];
   if (changes.model) parts.push(`the model (${names.preset})`);
   if (changes.gpu) parts.push(`the GPU (${names.gpu})`);
@@ -109,8 +115,8 @@ export function showSetupNotice(box, setup, changes, names, undo, nameNodes, com
     ? `${setup.name}: ${list} changed${k ? `; ${k} of your settings went back to ${k === 1 ? 'its default' : 'their defaults'}` : ''}.`
     : `${setup.name}: nothing changed, the page already was this setup.`;
   const items = [
-    ...changes.changed.map((c) => el('li', {}, ...nameNodes(c.name), `: ${valueText(c.from)} → ${valueText(c.to)}`)),
-    ...changes.cleared.map((c) => el('li', {}, ...nameNodes(c.name), `: ${valueText(c.from)} → ${c.to === undefined ? 'cleared' : `${valueText(c.to)} (default)`}`)),
+    ...changes.changed.map((c) => el('li', {}, ...nameNodes(c.name), `: ${shown(c.name, c.from)} → ${shown(c.name, c.to)}`)),
+    ...changes.cleared.map((c) => el('li', {}, ...nameNodes(c.name), `: ${shown(c.name, c.from)} → ${c.to === undefined ? 'cleared' : `${shown(c.name, c.to)} (default)`}`)),
   ];
   const details = items.length
     ? [el('details', {}, el('summary', { textContent: 'What changed' }), el('ul', {}, ...items))] : [];

@@ -1644,8 +1644,12 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
       `the first screen: method ${await page.inputValue('#f-peft')}, GPU ${await page.inputValue('#gpu')}, setup ${await page.inputValue('#setup')}`);
     expect(/1 GPU = TP 1 × PP 1 × CP 1 × DP 1$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
     const noProblems = async (when) => expect(!(await page.isVisible('#form-problems')), `${when}: problems: ${await page.textContent('#form-problems').catch(() => '')}`);
+    // The setup's name under the select is the run on screen until something of it is edited.
+    const edits = async () => (await page.isVisible('#setup-source .setup-edits') ? await page.textContent('#setup-source .setup-edits') : '');
+    expect(await edits() === '', `the fresh page says it was edited: ${await edits()}`);
     await select(page, '#f-peft', 'qlora');
     await settled(page);
+    expect(/^Edited since: .*peft/.test(await edits()), `after QLoRA, under the setup: "${await edits()}"`);
     // One short line: what happened, Details, Undo. The sentence is behind Details.
     const line = await page.textContent('#method-notice .notice-line');
     expect(await page.isVisible('#method-notice') && line.startsWith('QLoRA: 1 setting changed.'), `notice line: ${line}`);
@@ -1685,6 +1689,7 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     await settled(page);
     expect(await page.getAttribute('#total', 'data-bytes') === start && await page.inputValue('#f-peft') === 'lora' && !(await page.isVisible('#method-notice')),
       `after Undo: ${await page.getAttribute('#total', 'data-bytes')} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
+    expect(await edits() === '', `after Undo, under the setup: "${await edits()}"`);
     // QLoRA again, then the QLoRA setup, and from its notice the comparison with the run before.
     await select(page, '#f-peft', 'qlora');
     await noProblems('QLoRA again');
@@ -2436,6 +2441,18 @@ await check("the documentation's examples: the page, the embed and the element s
   }
   console.log(`     ${report.join('\n     ')}`);
   expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// Issue 32: an embed is read without the form beside it, so its run line says how the run trains.
+await check('the embed names the method beside the model: a QLoRA setup link reads "QLoRA rank N", a LoRA one "LoRA rank N"', async (keep) => {
+  const page = keep(await context.newPage());
+  for (const [setup, method] of [['llama-3.1-8b-qlora-torchtune-1x4090', /^Llama 3\.1 8B · QLoRA rank \d+ \(4-bit NF4 base\) · /], ['llama-3.1-8b-lora-torchtune-1x4090', /^Llama 3\.1 8B · LoRA rank \d+ · /]]) {
+    await page.goto(`${url}embed.html#v=1&su=${setup}`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    const line = await page.textContent('#model-name');
+    expect(method.test(line), `embed of ${setup}: "${line}"`);
+  }
   return page;
 });
 

@@ -8,6 +8,7 @@ import { adoptPalette, applyTheme } from './theme.js';
 import { estimateView, linkProblems, restoreLink, splitViewOptions } from './link-config.js';
 import { formatSize } from './format.js';
 import { formulaLookup } from './formulas.js';
+import { methodText } from './share.js';
 
 const $ = (id) => document.getElementById(id);
 let engine;
@@ -32,7 +33,9 @@ function render() {
   const link = restoreLink(state, engine);
   const { result, capacity } = estimateView(engine, link, { verbose: Boolean(chart) });
   $('open-full').href = `index.html${state ? `#${state}` : ''}`;
-  $('model-name').textContent = link.name;
+  // The model and, for a result, how it trains (LoRA / QLoRA rank, framework, recompute): an embed
+  // is read without the form beside it.
+  $('model-name').textContent = result.ok ? `${link.name} · ${methodText(result)}` : link.name;
   document.title = `${link.name} · trainmem`;
   const problems = linkProblems(link, result);
   const issues = $('general-issues');

@@ -15,7 +15,7 @@ import { formulaLookup } from './formulas.js';
 import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
 import { showLinkNotice, showUndoNotice } from './link-notice.js';
 import { PresetPicker } from './preset-picker.js';
-import { SetupPicker, setupChanges, showSetupNotice } from './setup-picker.js';
+import { SetupPicker, editsSinceSetup, setupChanges, showSetupNotice } from './setup-picker.js';
 import { ImportPanel } from './import-panel.js';
 import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
@@ -122,6 +122,9 @@ function settle() {
   pending = null;
   form.showApplicable(names);
   form.showHolds(state.fields);
+  // The setup the page started from, and what was edited since: its name alone is not the run.
+  setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, START.unset)
+    .map((name) => (name === 'gpu' ? 'the GPU' : form.nameText(name))));
   // The framework in use names the fields (framework-words.js): this result's, or the last valid one's.
   form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
   // Every problem is listed at the top of the form (those no visible field can show too); each

@@ -73,6 +73,7 @@ export class SetupPicker {
   set(id) {
     const setup = this.byId(id);
     this.els.select.value = setup?.id ?? '';
+    this.edits = null;
     if (!setup) {
       this.els.source.textContent = 'Sets the model, the training fields and the GPU of a published fine-tuning run.';
       return;
@@ -82,8 +83,37 @@ export class SetupPicker {
     link.title = `${repo}/${path} @ ${commit}`;
     // The summary in its own span: a phone leaves it out (the setup's name says the run; the
     // source stays), so the first screen's questions stay within one screen there.
-    this.els.source.replaceChildren(el('span', { className: 'setup-summary', textContent: `${setup.summary} ` }), 'From ', link, ` @ ${commit.slice(0, 7)}.`);
+    this.edits = el('strong', { className: 'setup-edits', hidden: true });
+    this.els.source.replaceChildren(this.edits, el('span', { className: 'setup-summary', textContent: `${setup.summary} ` }), 'From ', link, ` @ ${commit.slice(0, 7)}.`);
   }
+
+  /**
+   * Under the chosen setup, what the run on screen no longer has of it (issue 32: the select's
+   * name is not to be read as the run on screen once it was edited): `changed`, the words of each
+   * setting edited since (and "the GPU"); an empty list says nothing.
+   * @param {string[]} changed
+   */
+  showEdits(changed) {
+    if (!this.edits) return;
+    this.edits.hidden = changed.length === 0;
+    const n = changed.length;
+    this.edits.textContent = n ? `Edited since: ${n === 1 ? changed[0] : `${n} settings (${changed.join(', ')})`}. ` : '';
+  }
+}
+
+/**
+ * The settings of `setup` that `state` no longer holds as the setup set them ({fields, gpu}),
+ * by name, and 'gpu' when its GPU changed. A field the page leaves unset on purpose where the
+ * setup sets it (`leftUnset`: START.unset on the fresh page) is not an edit.
+ * @returns {string[]}
+ */
+export function editsSinceSetup(setup, state, leftUnset = []) {
+  if (!setup) return [];
+  const names = new Set([...Object.keys(setup.config), ...Object.keys(state.fields)]);
+  const edited = [...names].filter((name) => !same(setup.config[name], state.fields[name])
+    && !(state.fields[name] === undefined && leftUnset.includes(name)));
+  if (state.gpu !== setup.gpu) edited.push('gpu');
+  return edited;
 }
 
 /**

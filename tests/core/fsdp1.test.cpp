@@ -86,6 +86,18 @@ TEST_CASE("reserved: FSDP1's record_stream'ed units reserve more than FSDP2's ga
   CHECK(one.reserved_bytes - one.total_bytes > two.reserved_bytes - two.total_bytes);
 }
 
+// The two wrap cases' run, without its closing brace: a model whose root unit (embedding and
+// output layer, 128 MiB each) dwarfs its two layers, LoRA on q and v, FSDP1 full shard over 2 GPUs.
+const std::string k_big_root_lora = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
+    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
+    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
+    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
+    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
+    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
+    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
+    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2)";
+
 TEST_CASE("FSDP1's wrap leaves its blocks reserved, and the root is unsharded on the unshard stream",
           "[fsdp1][allocator]") {
   // A model whose root unit (embedding and output layer) dwarfs its layers: 2 layers of h = 256
@@ -107,15 +119,7 @@ TEST_CASE("FSDP1's wrap leaves its blocks reserved, and the root is unsharded on
   // hold): below 902 + 20 + 40 + 8 = 970 MiB.
   // Without the wrap and with the root on the default stream, the step alone reserves about
   // the allocated peak (about 531 MiB here).
-  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
-    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
-    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
-    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
-    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
-    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
-    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
-    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
-    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2})";
+  const std::string json = k_big_root_lora + "}";
   constexpr double MiB = 1024.0 * 1024;
   const FullEstimate fsdp1 = full_estimate(config_from(json));
   CHECK(fsdp1.reserved_bytes >= 902 * MiB);
@@ -140,15 +144,7 @@ TEST_CASE("FSDP1 with CPUOffload copies each unit's shard to the GPU on a stream
   //   at least 644 + 258 + 130 = 1,032 MiB,
   // and the rest as above (the layers' shard copies, 0.6 MiB, are split from the root's block or
   // a 2 MiB small segment): below 1,032 + 68 = 1,100 MiB.
-  const std::string json = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,
-    "data_parallel_size": 2, "model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 256,
-    "num_attention_heads": 4, "num_query_groups": 4, "ffn_hidden_size": 512, "vocab_size": 262144,
-    "share_embeddings_and_output_weights": false, "gated_linear_unit": true, "activation_func": "silu",
-    "normalization": "RMSNorm", "add_bias_linear": false, "params_dtype": "bf16", "compute_dtype": "bf16",
-    "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
-    "optimizer": "adamw", "attention_backend": "flash", "attention_dropout": 0, "hidden_dropout": 0,
-    "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
-    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 2, "offload_params": true})";
+  const std::string json = k_big_root_lora + R"(, "offload_params": true})";
   constexpr double MiB = 1024.0 * 1024;
   const FullEstimate offloaded = full_estimate(config_from(json));
   CHECK(offloaded.reserved_bytes >= 1032 * MiB);

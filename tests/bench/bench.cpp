@@ -114,6 +114,24 @@ void run_simulated(const char* label, const char* fragmentation, int n = 2'000) 
   std::printf("%-44s %8.2f us/call  (%zu)\n", label, seconds / n * 1e6, sink % 10);
 }
 
+// A result that does not fit (issue 31's shared link: Llama 3.1 70B, TP 8, PP 2, DP 4, 8192 tokens,
+// no recompute, an 80 GB GPU): the whole answer, its suggestions and minimum GPU count included,
+// each change tested with the allocator factor's figure first (suggest.cpp).
+void run_does_not_fit(int n = 200) {
+  const std::string config = R"({"num_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
+      "num_query_groups": 8, "ffn_hidden_size": 28672, "swiglu": true, "vocab_size": 128256,
+      "normalization": "RMSNorm", "add_bias_linear": false, "share_embeddings_and_output_weights": false,
+      "seq_length": 8192, "micro_batch_size": 1, "tensor_model_parallel_size": 8,
+      "pipeline_model_parallel_size": 2, "data_parallel_size": 4, "gpu_memory_bytes": 85520809984})";
+  const trainmem::Run run = trainmem::run_estimate(config);
+  size_t sink = 0;
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  for (int i = 0; i < n; ++i) sink += trainmem::full_estimate(run.config).suggestions.size() + 1;
+  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  std::printf("%-44s %8.2f us/call  (%zu)\n", "full_estimate, 70B link that does not fit", seconds / n * 1e6, sink % 10);
+}
+
 }  // namespace
 
 int main() {
@@ -128,5 +146,6 @@ int main() {
   run_json();
   run_simulated("  the same, fsdp2 8B, reserved factor 0.05", "0.05");
   run_simulated("  the same, fsdp2 8B, reserved simulated", "0");
+  run_does_not_fit();
   return 0;
 }

@@ -42,3 +42,56 @@ TEST_CASE("suggestions with a global batch: the microbatch count follows the cha
   const std::vector<std::string> held = {"num_microbatches"};
   for (const Suggestion& s : suggest_changes(config, held)) CHECK(s.rank != 1);
 }
+
+TEST_CASE("the allocator factor's figure is a lower bound of the default one, which suggestions and the planner rely on",
+          "[suggest][allocator]") {
+  // factor_only (estimate.hpp): with allocator_fragmentation unset, reserved is the larger of the
+  // 5 % factor and the simulated caching allocator, stage by stage, and the compared figure is the
+  // largest stage's device bytes; so the factor-only config's figure can only be lower or equal.
+  // suggest_changes drops a change too big by it without simulating it: a change that fits would
+  // be lost only if this failed. Pipelines (stages whose simulations differ), FSDP1 and FSDP2,
+  // DeepSpeed, QLoRA on a 20 GB GPU, and a run that does not fit a 12 GB GPU (13.2 GB), whose
+  // suggestions are checked against their changes' own simulated figures.
+  const std::string model = R"("profile": "trainmem", "num_layers": 8, "hidden_size": 2048, "num_attention_heads": 16,
+      "num_query_groups": 4, "ffn_hidden_size": 5632, "swiglu": true, "vocab_size": 32000, "seq_length": 2048,
+      "micro_batch_size": 2, "global_batch_size": 32, )";
+  const char* runs[] = {
+      R"("framework": "megatron", "tensor_model_parallel_size": 2, "pipeline_model_parallel_size": 4, "data_parallel_size": 1, "gpu_memory_bytes": 20e9)",
+      R"("framework": "megatron", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "data_parallel_size": 2, "gpu_memory_bytes": 20e9)",
+      R"("framework": "fsdp2", "zero_stage": 3, "data_parallel_size": 4, "gpu_memory_bytes": 20e9)",
+      R"("framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3, "data_parallel_size": 2, "offload_params": true, "gpu_memory_bytes": 20e9)",
+      R"("framework": "deepspeed", "zero_stage": 2, "data_parallel_size": 4, "gpu_memory_bytes": 20e9)",
+      R"("framework": "ddp", "peft": "qlora", "params_dtype": "nf4", "model_implementation": "hf-transformers", "data_parallel_size": 1, "gpu_memory_bytes": 20e9)",
+      R"("framework": "ddp", "data_parallel_size": 1, "gpu_memory_bytes": 12e9)",
+  };
+  int over = 0;
+  for (const char* run : runs) {
+    CAPTURE(run);
+    const Config config = config_from("{" + model + run + "}");
+    REQUIRE_FALSE(config.allocator_fragmentation.has_value());
+    const Config floor = factor_only(config);
+    REQUIRE(floor.allocator_fragmentation.has_value());
+    const Estimate lower = estimate_training_memory(floor, floor.num_microbatches);
+    const Estimate full = estimate_training_memory(config, config.num_microbatches);
+    CHECK(compared_figure(floor, lower) <= compared_figure(config, full));
+    // The allocated figure does not depend on the simulation.
+    CHECK(lower.largest_stage_allocated_bytes == full.largest_stage_allocated_bytes);
+    const double limit = fit_verdict(0, config.gpu_memory_bytes, 0).limit_bytes;
+    if (compared_figure(config, full) <= limit) continue;
+    // A run that does not fit: every suggestion carries the simulated figure of its change and
+    // fits by it (the factor-first test never stands in for it).
+    ++over;
+    const std::vector<Suggestion> suggestions = suggest_changes(config);
+    CHECK(suggestions.size() >= 2);  // full recompute; activations offloaded to the CPU
+    for (const Suggestion& s : suggestions) {
+      CAPTURE(s.what);
+      ConfigInput input = to_input(config);
+      for (const auto& [field, value] : s.fields) REQUIRE_FALSE(set_field(input, field, value));
+      const Resolved r = resolve(input);
+      REQUIRE(r.ok());
+      CHECK(compared_figure(r.config, estimate_training_memory(r.config, r.config.num_microbatches)) == s.figure_bytes);
+      CHECK(s.figure_bytes <= limit);
+    }
+  }
+  CHECK(over == 1);
+}

@@ -201,6 +201,17 @@ test('regression: exponents with a sign and one-element layer lists survive the 
   assert.deepEqual(decodeState(encodeState(s, SPECS), SPECS).fields, s.fields);
 });
 
+test('regression: a set list whose first entry begins with "~" reads back as itself, not as unset', () => {
+  // Found (seed 601556413): "ltm=,~o_proj,down_proj" reads as the list ["~o_proj", "down_proj"] (the
+  // empty entry dropped); it was written back "~o_proj,down_proj", which reads as unset ("~" first).
+  const read = decodeState('v=1&ltm=,~o_proj,down_proj&gpu=h100-80gb', SPECS);
+  assert.deepEqual(read.fields.lora_target_modules, ['~o_proj', 'down_proj']);
+  const s = { fields: read.fields, names: ['lora_target_modules'], gpu: 'h100-80gb', unit: 'GiB' };
+  const again = decodeState(encodeState(s, SPECS), SPECS);
+  assert.deepEqual(again.fields.lora_target_modules, ['~o_proj', 'down_proj']);
+  assert.equal(again.auto.lora_target_modules, undefined);
+});
+
 test('regression: half a surrogate pair (a cut emoji) is read and written back without throwing', () => {
   // Found (seed 4): a truncation inside "\u{1F600}" left a lone surrogate; re-encoding threw URIError.
   const out = checkFragment('v=1&m=a\uD83D&gpu=\uDE00b&act=x\uD83D', 'lone surrogate');

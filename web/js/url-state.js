@@ -152,7 +152,11 @@ export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, 
   if (setup) pairs.push([PAGE_KEYS.setup, setup]);
   for (const name of names) {
     if (fields[name] !== undefined && fields[name] !== null) {
-      pairs.push([keyOf(specs, name), valueToText(fields[name])]);
+      // A "~" first means an unset field's resolved value. A list set by the user whose first
+      // entry begins with one (read from ",~x": textToValue drops the empty entry) is written the
+      // same way, so that it reads back as itself and not as unset (url-fuzz seed 601556413).
+      const text = valueToText(fields[name]);
+      pairs.push([keyOf(specs, name), text.startsWith('~') && Array.isArray(fields[name]) ? `,${text}` : text]);
     } else if (resolved[name] !== undefined && resolved[name] !== null) {
       pairs.push([keyOf(specs, name), `~${valueToText(resolved[name])}`]);
     }

@@ -9,6 +9,16 @@
 using namespace trainmem;
 using namespace trainmem::test;
 
+namespace {
+// The config with a suggestion's fields written over it, resolved again (as the page and the CLI
+// apply a suggestion).
+Resolved with_suggestion(const Config& config, const Suggestion& s) {
+  ConfigInput input = to_input(config);
+  for (const auto& [field, value] : s.fields) REQUIRE_FALSE(set_field(input, field, value));
+  return resolve(input);
+}
+}  // namespace
+
 TEST_CASE("suggestions with a global batch: the microbatch count follows the change", "[suggest]") {
   // Global batch 128, micro batch 64: num_microbatches resolves to 2. A smaller micro batch
   // changes the count (micro 32: 4 microbatches), so the suggestion unsets it, as it must to be
@@ -30,9 +40,7 @@ TEST_CASE("suggestions with a global batch: the microbatch count follows the cha
   CHECK(std::holds_alternative<std::monostate>(micro->fields[1].second));
   for (const Suggestion& s : all) {
     CAPTURE(s.what);
-    ConfigInput input = to_input(config);
-    for (const auto& [field, value] : s.fields) REQUIRE_FALSE(set_field(input, field, value));
-    const Resolved r = resolve(input);
+    const Resolved r = with_suggestion(config, s);
     REQUIRE(r.ok());
     CHECK(r.config.global_batch_size == 128);
     CHECK(estimate_training_memory(r.config, r.config.num_microbatches).device_bytes == s.figure_bytes);
@@ -85,9 +93,7 @@ TEST_CASE("the allocator factor's figure is a lower bound of the default one, wh
     CHECK(suggestions.size() >= 2);  // full recompute; activations offloaded to the CPU
     for (const Suggestion& s : suggestions) {
       CAPTURE(s.what);
-      ConfigInput input = to_input(config);
-      for (const auto& [field, value] : s.fields) REQUIRE_FALSE(set_field(input, field, value));
-      const Resolved r = resolve(input);
+      const Resolved r = with_suggestion(config, s);
       REQUIRE(r.ok());
       CHECK(compared_figure(r.config, estimate_training_memory(r.config, r.config.num_microbatches)) == s.figure_bytes);
       CHECK(s.figure_bytes <= limit);

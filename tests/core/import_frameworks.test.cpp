@@ -1573,4 +1573,21 @@ TEST_CASE("accelerate: gpt-oss with no attention flag runs eager attention (tran
   const ImportResult llama = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
   REQUIRE(llama.ok());
   CHECK(llama.input.attention_backend == AttentionBackend::flash);
+  // The flag reads transformers' names as axolotl's attn_implementation does (mapping.cpp
+  // hf_attention), without axolotl's own ones: xformers is no transformers implementation.
+  const auto flag = [&](const std::string& name) {
+    o.overrides = words("--per_device_train_batch_size 1 --max_seq_length 2048 --use_peft --bf16 --attn_implementation " + name);
+    return import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  };
+  for (const char* fused : {"sdpa", "flash_attention_3", "flex_attention", "kernels-community/vllm-flash-attn3"}) {
+    CAPTURE(fused);
+    const ImportResult r2 = flag(fused);
+    REQUIRE(r2.ok());
+    CHECK(r2.input.attention_backend == AttentionBackend::flash);
+  }
+  const ImportResult xformers = flag("xformers");
+  REQUIRE(xformers.issues.size() == 1);
+  CHECK(xformers.issues[0].message ==
+        "--attn_implementation: must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention or a Hub kernel "
+        "path, got \"xformers\"");
 }

@@ -367,7 +367,7 @@ export class ResultsView {
     // or optimizer states) gets no row of empty cells: one line names the classes that are empty.
     const listed = categoriesOf(result);
     const categories = listed.filter((c) => classBytes(result, c.key) > 0);
-    const empty = listed.filter((c) => !(classBytes(result, c.key) > 0));
+    const empty = listed.filter((c) => !categories.includes(c));
     const parts = PARTS.filter((p) => categories.some((c) => result.state?.[c.key]?.[p.key] > 0));
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.

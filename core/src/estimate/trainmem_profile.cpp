@@ -1901,7 +1901,9 @@ bool same_events(std::span<const AllocatorEvent> a, std::span<const AllocatorEve
 // `master`: the sharded flat parameter is the fp32 master copy (main_params_dtype; FSDP1 keeps
 // the model's dtype in the flat parameter and makes MixedPrecision's low-precision copy per
 // unshard), otherwise the weights in params_dtype (expert_params_dtype for experts).
-std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Inventory& inv, double layers, bool master) {
+// `rounds`: the sequence's rounds of layers (simulated_reserved_bytes), one decoder unit each, so
+// that the wrap keeps to the sequence's event bound (a round is several layers beyond it).
+std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Inventory& inv, int64_t rounds, bool master) {
   std::vector<std::vector<double>> units;
   if (!(c.framework == Framework::fsdp2 && c.fsdp_version == 1 && c.zero_stage == 3 &&
         c.pipeline_model_parallel_size == 1 && !c.fsdp_embedding_units))
@@ -1912,8 +1914,8 @@ std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Invento
     const Dtype stored = master ? c.main_params_dtype : t.part == Part::expert ? c.expert_params_dtype : c.params_dtype;
     return bytes_per_element(stored) * t.params();
   };
-  const int64_t n_layers = int64_t(std::max(1.0, layers));
-  units.assign(size_t(n_layers) + 1, {});
+  const int64_t decoder_units = std::max<int64_t>(1, rounds);
+  units.assign(size_t(decoder_units) + 1, {});
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
     if (t.adapter) continue;
@@ -1923,7 +1925,7 @@ std::vector<std::vector<double>> fsdp1_wrap_units(const Config& c, const Invento
       // The root's tensors one by one (embedding, output layer, final norm).
       for (double k = 0; k < t.count; ++k) units.back().push_back(bytes / t.count);
     } else {
-      for (auto& unit : std::span(units).first(size_t(n_layers))) unit.push_back(bytes / double(n_layers));
+      for (auto& unit : std::span(units).first(size_t(decoder_units))) unit.push_back(bytes / double(decoder_units));
     }
   }
   return units;
@@ -2090,7 +2092,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
   // empty_cache follows the wrap (fsdp_qlora's train.py, accelerate's prepare), so every block it
   // made stays reserved.
   const bool master_shards = !c.peft_on() && b.master_weights.total() > 0;
-  const std::vector<std::vector<double>> wrap_units = fsdp1_wrap_units(c, inv, layers, master_shards);
+  const std::vector<std::vector<double>> wrap_units = fsdp1_wrap_units(c, inv, rounds, master_shards);
   const PartBytes* wrapped_row = wrap_units.empty() ? nullptr
                                  : c.peft_on()      ? &b.frozen_weights
                                  : master_shards    ? &b.master_weights

@@ -806,14 +806,7 @@ void AccelerateReader::read_training() {
     m_.read(field::attention_backend, std::string(*flash ? "flash" : "unfused"), "--use_flash_attn",
             *flash ? "true (flash_attention_2)" : "false (examples/sft loads attn_implementation \"eager\")");
   } else if (const json* impl = a.given("attn_implementation")) {
-    const std::string name = impl->is_string() ? impl->get<std::string>() : "";
-    if (name == "eager") m_.read(field::attention_backend, std::string("unfused"), "--attn_implementation", "eager");
-    // A Hub kernel path (transformers passes "org/name" to the kernels library, as gpt-oss's
-    // kernels-community/vllm-flash-attn3) keeps the output and statistics, as flash does.
-    else if (name == "sdpa" || name == "flex_attention" || name.rfind("flash", 0) == 0 ||
-             name.find("flash_attn") != std::string::npos || name.find('/') != std::string::npos)
-      m_.read(field::attention_backend, std::string("flash"), "--attn_implementation", name);
-    else return m_.fail("--attn_implementation", "must be eager, sdpa, flash_attention_2, flex_attention or a Hub kernel path, got " + show(*impl));
+    if (!mapping::hf_attention(m_, *impl, "--attn_implementation")) return;
   } else if (out_.input.attention_sinks.value_or(false)) {
     // gpt-oss: transformers has no SDPA path for it (GptOssPreTrainedModel._supports_sdpa =
     // False, modeling_gpt_oss.py @ 00d4b3d2), so with no flag it falls back to eager.

@@ -436,18 +436,8 @@ void AxolotlReader::read_training() {
   // flash_attention_2, flash_attention_3, flex_attention, xformers, sage, fp8" or a Hub kernel
   // path, passed to transformers; the booleans below are its deprecated forms): eager keeps the
   // s² scores (unfused); every other kernel keeps the output and its softmax statistics (flash).
-  const std::optional<std::string> impl = m_.has("attn_implementation") ? m_.string("attn_implementation") : std::nullopt;
-  if (impl) {
-    const bool kernel = *impl == "sdpa" || *impl == "flash_attention_2" || *impl == "flash_attention_3" ||
-                        *impl == "flex_attention" || *impl == "xformers" || *impl == "sage" || *impl == "fp8" ||
-                        impl->find('/') != std::string::npos;
-    if (*impl == "eager")
-      m_.read(field::attention_backend, std::string("unfused"), "attn_implementation", "\"eager\"");
-    else if (kernel)
-      m_.read(field::attention_backend, std::string("flash"), "attn_implementation", show(json(*impl)));
-    else
-      m_.fail("attn_implementation", "must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention, xformers, "
-                                      "sage, fp8 or a Hub kernel path, got " + show(json(*impl)));
+  if (const json* impl = m_.get("attn_implementation")) {
+    mapping::hf_attention(m_, *impl, "attn_implementation", {"xformers", "sage", "fp8"});
   } else if (m_.boolean("flash_attention").value_or(false) || m_.boolean("sdp_attention").value_or(false))
     m_.read(field::attention_backend, std::string("flash"), m_.has("flash_attention") ? "flash_attention" : "sdp_attention", "true");
   else if (m_.boolean("eager_attention").value_or(false))

@@ -769,6 +769,19 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
   }
 }
 
+bool hf_attention(Mapper& m, const json& value, std::string_view key, std::initializer_list<std::string_view> also_fused) {
+  const std::string name = value.is_string() ? value.get<std::string>() : "";
+  if (name == "eager") return m.read(field::attention_backend, std::string("unfused"), key, show(value));
+  const bool fused = name == "sdpa" || name == "flex_attention" || name.rfind("flash", 0) == 0 ||
+                     name.find("flash_attn") != std::string::npos || name.find('/') != std::string::npos ||
+                     std::find(also_fused.begin(), also_fused.end(), name) != also_fused.end();
+  if (fused) return m.read(field::attention_backend, std::string("flash"), key, show(value));
+  std::string known = "eager, sdpa, flash_attention_2, flash_attention_3, flex_attention";
+  for (std::string_view extra : also_fused) known += ", " + std::string(extra);
+  m.fail(key, "must be " + known + " or a Hub kernel path, got " + show(value));
+  return false;
+}
+
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key) {
   // transformers/training_args.py OptimizerNames and trainer.py get_optimizer_cls_and_kwargs:
   // adamw_torch (foreach), adamw_torch_fused, adamw_hf (transformers' own per-parameter AdamW),

@@ -11,6 +11,7 @@
 #include "trainmem/field_names.hpp"
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -247,6 +248,13 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
 // paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no
 // trainmem states.
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key);
+// transformers' attn_implementation (`value`, given under `key`) -> attention_backend: "eager"
+// keeps the s² scores (unfused); a fused kernel keeps the output and its softmax statistics
+// (flash): "sdpa", "flash_attention_2"/"_3" (any name starting "flash" or holding "flash_attn"),
+// "flex_attention", a Hub kernel path "org/name" (which transformers passes to the kernels library,
+// as gpt-oss's kernels-community/vllm-flash-attn3), and `also_fused`, a framework's own names for
+// fused kernels (axolotl's xformers, sage, fp8). Any other value fails, naming `key`: false.
+bool hf_attention(Mapper& m, const json& value, std::string_view key, std::initializer_list<std::string_view> also_fused = {});
 // The ignored note of an optimizer `key` names that trainmem has no states for (the base's
 // optimizer is kept).
 void unknown_optimizer(Mapper& m, std::string_view key);

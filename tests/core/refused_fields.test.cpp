@@ -180,6 +180,52 @@ TEST_CASE("cut_cross_entropy: named errors", "[refused][loss]") {
             "adapter into a wider classifier); drop lm_head from lora_target_modules"));
 }
 
+TEST_CASE("shifted_logits_copy: transformers 4.46-4.48's loss, by hand", "[refused][loss]") {
+  // The dense model above (b = 1, s = 1,024, V = 32,000, bf16, full fine-tuning): the loss of
+  // transformers 4.46 to 4.48 shifts the upcast logits into a copy of b(s - 1) = 1,023 rows.
+  // Saved: the log-probabilities 4·1023·32000 = 130,944,000 and labels[..., 1:] (contiguous
+  // when b = 1: a view of the batch's [1, 1024] labels) 8·1024 = 8,192: 130,952,192 B (current
+  // transformers: 131,080,200, the cut_cross_entropy case above).
+  SavedTensors shifted;
+  output_activation_bytes(config_from(dense(R"("shifted_logits_copy": true)")), &shifted);
+  CHECK(module_bytes(shifted, "loss") == 130952192);
+  CHECK(named(shifted, "loss.log_softmax") == 130944000);
+  // Backward's two fp32 temporaries over the shifted rows: 2·4·1023·32000 = 261,888,000.
+  CHECK(loss_transient_bytes(config_from(dense(R"("shifted_logits_copy": true)"))) == 261888000);
+  // Forward, beside the saved ones: the bf16 logits 2·1024·32000 = 65,536,000, their fp32 upcast
+  // 4·1024·32000 = 131,072,000 and the shifted copy 4·1023·32000 = 130,944,000: 327,552,000.
+  // Current transformers has no such term (its forward, 6 B per logit, stays below backward's 8).
+  CHECK(loss_forward_transient_bytes(config_from(dense(R"("shifted_logits_copy": true)"))) == 327552000);
+  CHECK(loss_forward_transient_bytes(config_from(dense(""))) == 0);
+  // The forward moment: the loss's part is saved + max(backward − target, forward).
+  //   current: 131,080,200 + (262,144,000 − 8,200) = 393,216,000;
+  //   shifted: 130,952,192 + max(261,888,000 − 8,192, 327,552,000) = 458,504,192;
+  //   65,288,192 B more, the rest of the moment alike.
+  const FullEstimate now = full_estimate(config_from(dense("")));
+  const FullEstimate old = full_estimate(config_from(dense(R"("shifted_logits_copy": true)")));
+  CHECK(old.moments.forward - now.moments.forward == 65288192);
+  // Two sequences (b = 2): the shifted labels are a [2, 1023] copy, 8·2046 = 16,368 B.
+  SavedTensors two;
+  output_activation_bytes(config_from(dense(R"("shifted_logits_copy": true, "micro_batch_size": 2)")), &two);
+  CHECK(named(two, "loss.target") == 16368);
+  // fp32 logits: .float() returns them, so no upcast: 4·1024·32000 + 4·1023·32000 = 262,016,000.
+  CHECK(loss_forward_transient_bytes(config_from(dense(R"("shifted_logits_copy": true, "params_dtype": "fp32",
+      "compute_dtype": "fp32")"))) == 262016000);
+}
+
+TEST_CASE("shifted_logits_copy: named errors", "[refused][loss]") {
+  CHECK(messages_for(dense(R"("model_implementation": "torchtune", "shifted_logits_copy": true)")) ==
+        one("shifted_logits_copy: is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", "
+            "got \"torchtune\""));
+  CHECK(messages_for(dense(R"("cross_entropy_chunks": 4, "shifted_logits_copy": true)")) ==
+        one("shifted_logits_copy: is transformers' own loss; with cross_entropy_loss_fusion, "
+            "fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks another loss replaces it: set it "
+            "false"));
+  CHECK(messages_for(dense(R"("torch_compile": true, "shifted_logits_copy": true)")) ==
+        one("shifted_logits_copy: is modelled eager: compiled, the partitioner decides what the loss keeps "
+            "(torch_compile false, or shifted_logits_copy false)"));
+}
+
 TEST_CASE("cut_cross_entropy: axolotl's CutCrossEntropyPlugin", "[refused][loss][import]") {
   const std::string base = R"({"base_model": "NousResearch/Meta-Llama-3-8B", "adapter": "lora",
       "lora_target_linear": true, "sequence_len": 1024, "micro_batch_size": 1, "bf16": true, )";

@@ -289,7 +289,14 @@ class Walk:
             return self.chunked_head(x, chunks)
         logits = self.linear(x, V, "lm_head", "lm_head")
         # logits.float() (a copy in bf16), log_softmax saves its fp32 result; nll_loss the targets
-        if logits.rg:
+        if logits.rg and hf and c.get("shifted_logits_copy"):
+            # transformers 4.46-4.48: log_softmax of the b·(s-1) shifted rows; labels[..., 1:] is
+            # contiguous when b = 1 (a view of the batch's [1, s] labels), a [b, s-1] copy otherwise
+            rows = c["batch"] * (c["seq"] - 1)
+            self.L.save(self.new("loss.log_softmax", rows * V, True, 4, "fp32"), "loss: LogSoftmaxBackward0.result (fp32)")
+            n_labels = c["seq"] if c["batch"] == 1 else rows
+            self.L.save(self.new("loss.labels", n_labels, False, 8, "int64"), "loss: NllLossBackward0.target (shifted labels)")
+        elif logits.rg:
             self.L.save(self.new("loss.log_softmax", T_ * V, True, 4, "fp32"), "loss: LogSoftmaxBackward0.result (fp32)")
             # HF: pad(labels, (0, 1))[..., 1:].contiguous() is a view of the padded [b, s+1]
             # storage when b = 1, a [b, s] copy otherwise; torchtune: hstack makes [b, s]

@@ -396,6 +396,8 @@ class HFLlamaForCausalLM(nn.Module):
             hidden_states = layer_outputs[0]
         hidden_states = self.norm(hidden_states)
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
+        if self.cfg.get("shifted_logits_copy"):
+            return for_causal_lm_loss_shifted(logits, labels, self.cfg["vocab"])
         return for_causal_lm_loss(logits, labels, self.cfg["vocab"])
 
 
@@ -407,6 +409,18 @@ def for_causal_lm_loss(logits, labels, vocab_size, ignore_index=-100):
     logits = logits.view(-1, vocab_size)
     shift_labels = shift_labels.view(-1)
     return F.cross_entropy(logits, shift_labels, ignore_index=ignore_index, reduction="mean")
+
+
+def for_causal_lm_loss_shifted(logits, labels, vocab_size, ignore_index=-100):
+    """HF ForCausalLMLoss as transformers 4.46 to 4.48 wrote it (loss/loss_utils.py before PR #35646,
+    reduction mean): the upcast logits are copied shifted by one token, and the labels sliced the
+    same way."""
+    logits = logits.float()
+    shift_logits = logits[..., :-1, :].contiguous()
+    shift_labels = labels[..., 1:].contiguous()
+    shift_logits = shift_logits.view(-1, vocab_size)
+    shift_labels = shift_labels.view(-1)
+    return F.cross_entropy(shift_logits, shift_labels, ignore_index=ignore_index, reduction="mean")
 
 
 # ---------------------------------------------------------------------------- torchtune llama3 ----

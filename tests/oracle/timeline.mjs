@@ -179,7 +179,7 @@ function openItem(r, line, rows) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2), 'timeline', 8);
+  const opts = parseArgs(process.argv.slice(2), 'timeline', 24);
   const t0 = Date.now();
   const { lines, log } = await runPython('timeline.py', ['--n', String(opts.n), '--seed', String(opts.seed)]);
   const rows = lines.flatMap((line) => compareOne(line, opts));

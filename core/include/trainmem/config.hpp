@@ -166,7 +166,7 @@ struct ConfigInput {
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
-  std::optional<bool> cut_cross_entropy;
+  std::optional<bool> cut_cross_entropy, shifted_logits_copy;
   std::optional<bool> nf4_double_quant, quantize_lm_head;
   std::optional<bool> bnb_keeps_matmul_input;
   std::optional<KbitUpcast> kbit_upcast;
@@ -309,6 +309,9 @@ struct Config {
   int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
   bool fused_linear_cross_entropy = false;  // Liger's LigerFusedLinearCrossEntropy: no logits kept
   bool cut_cross_entropy = false;  // Apple's Cut Cross Entropy (ml-cross-entropy): no logits kept
+  // transformers 4.46-4.48's ForCausalLMLoss: the fp32 logits shifted by one token into a copy of
+  // their own (logits[..., :-1, :].contiguous()) beside the model's logits.
+  bool shifted_logits_copy = false;
   // QLoRA (params_dtype nf4): the block absmax quantised again to uint8 (bitsandbytes
   // compress_statistics, transformers bnb_4bit_use_double_quant); resolve() derives it (torchtune:
   // true, torchao always does; otherwise false, transformers' BitsAndBytesConfig default).

@@ -137,6 +137,7 @@ TRAINMEM_FIELD(torch_compile)
 TRAINMEM_FIELD(cross_entropy_chunks)
 TRAINMEM_FIELD(fused_linear_cross_entropy)
 TRAINMEM_FIELD(cut_cross_entropy)
+TRAINMEM_FIELD(shifted_logits_copy)
 #undef TRAINMEM_FIELD
 
 // All of them, in the field table's order (a test holds the two lists equal).
@@ -259,6 +260,7 @@ inline constexpr FieldName all[] = {
     cross_entropy_chunks,
     fused_linear_cross_entropy,
     cut_cross_entropy,
+    shifted_logits_copy,
 };
 }  // namespace field
 

@@ -246,6 +246,11 @@ bool compilable(const Config& c) {
 bool liger_patchable(const Config& c) {
   return pytorch_framework(c) && c.model_implementation == ModelImplementation::hf_transformers;
 }
+// transformers' own ForCausalLMLoss: a Hugging Face model whose loss nothing replaces or compiles.
+bool plain_hf_loss(const Config& c) {
+  return liger_patchable(c) && !c.cut_cross_entropy && !c.fused_linear_cross_entropy && !c.cross_entropy_loss_fusion &&
+         c.cross_entropy_chunks <= 1 && !c.torch_compile;
+}
 bool fsdp2_full_shard(const Config& c) { return c.framework == Framework::fsdp2 && c.zero_stage == 3; }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
@@ -793,6 +798,15 @@ constexpr Field k_field_rows[] = {
           "run as one kernel that never materialises the logits; forward keeps the output "
           "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
           "block by block.")), liger_patchable),
+      in_effect_when(trainmem_only(bool_field<&C::shifted_logits_copy, &Config::shifted_logits_copy>(
+          {field::shifted_logits_copy, "slc", "Loss copies the shifted logits (transformers 4.46-4.48)"}, G::finetuning,
+          from_config(),
+          "transformers 4.46 to 4.48 (ForCausalLMLoss in loss/loss_utils.py before PR #35646): "
+          "the loss upcasts the model's logits to fp32 and copies them shifted by one token "
+          "(logits[..., :-1, :].contiguous()), so the model's logits, their fp32 copy and the "
+          "shifted copy are alive together when the log-probabilities are made. Later releases "
+          "shift the labels instead (false); 4.45 and earlier upcast in the model and free the "
+          "16-bit logits first, which peaks as false does.")), plain_hf_loss),
 };
 
 std::span<const Field> fields() { return k_field_rows; }

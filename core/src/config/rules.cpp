@@ -1029,6 +1029,38 @@ const Rule k_trainmem_rules[] = {
        return std::string("is not modelled with quantize_lm_head (the kernel reads a 16-bit lm_head.weight)");
      }},
 
+    // transformers 4.46-4.48's ForCausalLMLoss is the loss of transformers' own models, eager and
+    // whole (activations.cpp, k_src_hf_shifted_loss); the other losses replace it.
+    {"shifted_logits_copy/hf", f::shifted_logits_copy, {f::model_implementation}, "model_implementation hf-transformers",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.shifted_logits_copy || hf(c)) return ok;
+       return "is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", got " +
+              q(c.model_implementation);
+     }},
+    {"shifted_logits_copy/other-loss", f::shifted_logits_copy,
+     {f::cross_entropy_loss_fusion, f::fused_linear_cross_entropy, f::cut_cross_entropy, f::cross_entropy_chunks},
+     "not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.shifted_logits_copy || !(c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy ||
+                                       c.cut_cross_entropy || c.cross_entropy_chunks > 1))
+         return ok;
+       return std::string("is transformers' own loss; with cross_entropy_loss_fusion, fused_linear_cross_entropy, "
+                          "cut_cross_entropy or cross_entropy_chunks another loss replaces it: set it false");
+     }},
+    {"shifted_logits_copy/compile", f::shifted_logits_copy, {f::torch_compile}, "not with torch_compile",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.shifted_logits_copy || !c.torch_compile) return ok;
+       return std::string("is modelled eager: compiled, the partitioner decides what the loss keeps (torch_compile "
+                          "false, or shifted_logits_copy false)");
+     }},
+    {"shifted_logits_copy/parallel", f::shifted_logits_copy, {f::tensor_model_parallel_size, f::context_parallel_size},
+     "tensor_model_parallel_size and context_parallel_size 1",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.shifted_logits_copy || (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1)) return ok;
+       return "is modelled on whole logits on each GPU: needs tensor_model_parallel_size and context_parallel_size 1, "
+              "got " + n(double(c.tensor_model_parallel_size)) + " and " + n(double(c.context_parallel_size));
+     }},
+
     // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
     {"paged_optimizer/optimizer", f::paged_optimizer, {f::optimizer}, "optimizer adam, adamw, adam8bit or lion",
      [](const ConfigInput&, const Config& c) -> Broken {

@@ -1093,6 +1093,19 @@ constexpr std::string_view k_src_hf_labels =
     "logits.float(), cross_entropy keeps the fp32 log-probabilities; pad(labels, (0, 1))[..., "
     "1:].contiguous() is a view of the padded [1, s + 1] labels when b = 1, a [b, s] copy "
     "otherwise, kept by nll_loss";
+// transformers 4.46 introduced loss/loss_utils.py (the models call self.loss_function; PR #33902,
+// merged for 4.46, took `logits = logits.float()` out of the models' forward) with a ForCausalLMLoss
+// that upcast the logits and then shifted them: `logits = logits.float(); shift_logits =
+// logits[..., :-1, :].contiguous(); shift_labels = labels[..., 1:].contiguous()`, then
+// cross_entropy over the flattened copies. PR #35646 (huggingface/transformers, opened 2025-01-13,
+// after 4.48.0) dropped the copy: the loss pads the labels instead (k_src_hf_labels, loss_utils.py
+// @ 0114da07), as the snapshot at 65c36f6a (huggingface/pytorch-transformers) shows without the
+// later shift_labels argument. The 4.48 patch releases keep the copy.
+constexpr std::string_view k_src_hf_shifted_loss =
+    "transformers 4.46-4.48 loss/loss_utils.py ForCausalLMLoss (before PR #35646): logits.float(), "
+    "then logits[..., :-1, :].contiguous(), a copy of b(s - 1) rows; cross_entropy keeps the fp32 "
+    "log-probabilities of those rows and labels[..., 1:].contiguous() (a view of the batch's [1, s] "
+    "labels when b = 1, a [b, s - 1] copy otherwise)";
 constexpr std::string_view k_src_tt_chunks =
     "torchtune transformer.py @ 3e5b0408e636e20ca18e9c6c58c68b4da9339129 chunked_output and "
     "loss/ce_chunked_output_loss.py @ ce5433b01eefe4ad4abe2d28d9f34b4e658fd982: h.chunk(n, 1) "
@@ -1697,6 +1710,14 @@ bool hf_chunked_loss(const Config& c) {
          !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy && !c.cut_cross_entropy;
 }
 
+// transformers 4.46-4.48's ForCausalLMLoss (shifted_logits_copy; k_src_hf_shifted_loss): resolve()
+// allows it only for the eager, whole loss of a transformers model on one tensor- and
+// context-parallel rank. Its log-probabilities and their gradients cover the b(s - 1) shifted rows.
+bool shifted_hf_loss(const Config& c) {
+  return c.shifted_logits_copy && c.model_implementation == ModelImplementation::hf_transformers;
+}
+double shifted_loss_rows(const Shape& x) { return x.b * (x.s - 1); }
+
 // Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss, the Hugging
 // Face model compiled with its loss, and axolotl's chunked loss, which compiles its per-chunk
 // cross entropy whatever torch_compile says; torchtitan's compiled loss is
@@ -1784,6 +1805,11 @@ double eager_output(const Config& c, const Shape& x, Ledger& out) {
       const std::string_view src = hf_chunked_loss(c) ? k_src_axolotl_chunks : k_src_compiled_loss;
       out.add("loss.logits", "loss", (fp32_in ? 4 : x.e) * x.logits, fp32_in ? "fp32" : x.act_dtype, src);
       out.add("loss.logsumexp", "loss", 4 * x.tokens, "fp32", src);
+    } else if (shifted_hf_loss(c)) {
+      const double rows = shifted_loss_rows(x);
+      out.add("loss.log_softmax", "loss", 4 * rows * (x.logits / x.tokens), "fp32", k_src_hf_shifted_loss);
+      out.add("loss.target", "loss", 8 * (x.b == 1 ? x.tokens : rows), "int64", k_src_hf_shifted_loss);
+      return out.total();
     } else {
       out.add("loss.log_softmax", "loss", 4 * x.logits, "fp32", hf ? k_src_hf_labels : k_src_torch_ce);
     }
@@ -1879,6 +1905,22 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
   return out.total();
 }
 
+// The loss's forward, when its temporaries beside what it saves outgrow the backward's
+// (loss_transient_bytes). transformers 4.46-4.48 (k_src_hf_shifted_loss): while cross_entropy
+// makes the log-probabilities, the model's logits (e · T · V, held by the caller's frame), their
+// fp32 upcast (none when the logits are fp32 already: .float() returns them) and the shifted
+// fp32 copy (4 · b(s - 1) · V) are alive; they go when the loss returns. Worked by hand, bf16,
+// b 4, s 4096, V 32000: 2·16384·32000 + 4·16384·32000 + 4·16380·32000 = 5,242,368,000 B beside
+// the saved log-probabilities, against the backward's 2·4·16380·32000 = 4,193,280,000 B.
+// Elsewhere the forward's temporaries stay below the backward's (loss_transient_bytes) and this
+// is 0.
+double loss_forward_transient_bytes(const Config& config) {
+  if (config.vocab_size <= 0 || !shifted_hf_loss(config)) return 0;
+  const Shape x = shape_of(config);
+  const double vocab = x.logits / x.tokens;
+  return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + 4 * shifted_loss_rows(x) * vocab;
+}
+
 double stage_boundary_bytes(const Config& config) { return shape_of(config).hidden; }
 
 double model_output_bytes(const Config& config) {
@@ -1961,6 +2003,8 @@ double loss_transient_bytes(const Config& config) {
                            config.cross_entropy_chunks <= 1;
       return (fp32_in ? 4 : x.e) * logits * chunk_share;
     }
+    // transformers 4.46-4.48 (shifted_logits_copy): the same two over the shifted rows.
+    if (shifted_hf_loss(config)) return 2 * 4 * shifted_loss_rows(x) * (logits / x.tokens);
     return (loss_parallel ? 3 : 2) * 4 * logits * chunk_share;
   }
   // Megatron unfused: the 16-bit logits live beside their fp32 copy until the loss's forward

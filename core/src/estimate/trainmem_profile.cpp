@@ -2418,6 +2418,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
          "MoE layers · (e + 1)·E·T_sp (self.probs, self.routing_map)");
   }
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
+  // The loss's forward, where its temporaries outgrow the backward's (the shifted copy of
+  // transformers 4.46-4.48); the target it saves is alive then.
+  const double loss_forward = include_activation && last ? loss_forward_transient_bytes(c) : 0;
+  if (loss_forward > 0)
+    note(trace, "trainmem.loss_forward_transient", loss_forward,
+         "transformers 4.46-4.48 loss: e·T·V logits + fp32 upcast + 4·b(s-1)·V shifted copy");
   // A quantised output layer (quantize_lm_head): MatMul4Bit dequantises its weight whole while
   // the matmul writes the logits in forward, and again in backward while the logits' gradient
   // (the compute dtype) and the input's gradient (tokens × h) are made, after the loss's backward
@@ -2455,7 +2461,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // weight sits beside the logits, after the loss's own saved tensors (output_transient).
   const OutputBackward output_bw = include_activation && last ? output_backward_bytes(c) : OutputBackward{};
   const Candidate forward{model_state - freed + moe.state +
-                              std::max(A + std::max(loss_transient - output_bw.target, moe.forward),
+                              std::max(A + std::max({loss_transient - output_bw.target, loss_forward, moe.forward}),
                                        A - loss_saved + output_transient),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
@@ -2544,7 +2550,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // yet: the sequence makes and frees them itself.
   const double simulated = factor_alone(c) || !simulate
                                ? 0.0
-                               : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation, loss_transient,
+                               : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation,
+                                                           std::max(loss_transient, loss_forward),
                                                            backward_working, moe.forward},
                                                           memo);
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet

@@ -180,50 +180,81 @@ TEST_CASE("cut_cross_entropy: named errors", "[refused][loss]") {
             "adapter into a wider classifier); drop lm_head from lora_target_modules"));
 }
 
-TEST_CASE("shifted_logits_copy: transformers 4.46-4.48's loss, by hand", "[refused][loss]") {
+TEST_CASE("transformers_loss: transformers 4.46-4.48's loss, by hand", "[refused][loss]") {
   // The dense model above (b = 1, s = 1,024, V = 32,000, bf16, full fine-tuning): the loss of
   // transformers 4.46 to 4.48 shifts the upcast logits into a copy of b(s - 1) = 1,023 rows.
   // Saved: the log-probabilities 4·1023·32000 = 130,944,000 and labels[..., 1:] (contiguous
   // when b = 1: a view of the batch's [1, 1024] labels) 8·1024 = 8,192: 130,952,192 B (current
   // transformers: 131,080,200, the cut_cross_entropy case above).
   SavedTensors shifted;
-  output_activation_bytes(config_from(dense(R"("shifted_logits_copy": true)")), &shifted);
+  output_activation_bytes(config_from(dense(R"("transformers_loss": "shift-logits")")), &shifted);
   CHECK(module_bytes(shifted, "loss") == 130952192);
   CHECK(named(shifted, "loss.log_softmax") == 130944000);
   // Backward's two fp32 temporaries over the shifted rows: 2·4·1023·32000 = 261,888,000.
-  CHECK(loss_transient_bytes(config_from(dense(R"("shifted_logits_copy": true)"))) == 261888000);
+  CHECK(loss_transient_bytes(config_from(dense(R"("transformers_loss": "shift-logits")"))) == 261888000);
   // Forward, beside the saved ones: the bf16 logits 2·1024·32000 = 65,536,000, their fp32 upcast
   // 4·1024·32000 = 131,072,000 and the shifted copy 4·1023·32000 = 130,944,000: 327,552,000.
   // Current transformers has no such term (its forward, 6 B per logit, stays below backward's 8).
-  CHECK(loss_forward_transient_bytes(config_from(dense(R"("shifted_logits_copy": true)"))) == 327552000);
+  CHECK(loss_forward_transient_bytes(config_from(dense(R"("transformers_loss": "shift-logits")"))) == 327552000);
   CHECK(loss_forward_transient_bytes(config_from(dense(""))) == 0);
   // The forward moment: the loss's part is saved + max(backward − target, forward).
   //   current: 131,080,200 + (262,144,000 − 8,200) = 393,216,000;
   //   shifted: 130,952,192 + max(261,888,000 − 8,192, 327,552,000) = 458,504,192;
   //   65,288,192 B more, the rest of the moment alike.
   const FullEstimate now = full_estimate(config_from(dense("")));
-  const FullEstimate old = full_estimate(config_from(dense(R"("shifted_logits_copy": true)")));
+  const FullEstimate old = full_estimate(config_from(dense(R"("transformers_loss": "shift-logits")")));
   CHECK(old.moments.forward - now.moments.forward == 65288192);
   // Two sequences (b = 2): the shifted labels are a [2, 1023] copy, 8·2046 = 16,368 B.
   SavedTensors two;
-  output_activation_bytes(config_from(dense(R"("shifted_logits_copy": true, "micro_batch_size": 2)")), &two);
+  output_activation_bytes(config_from(dense(R"("transformers_loss": "shift-logits", "micro_batch_size": 2)")), &two);
   CHECK(named(two, "loss.target") == 16368);
   // fp32 logits: .float() returns them, so no upcast: 4·1024·32000 + 4·1023·32000 = 262,016,000.
-  CHECK(loss_forward_transient_bytes(config_from(dense(R"("shifted_logits_copy": true, "params_dtype": "fp32",
+  CHECK(loss_forward_transient_bytes(config_from(dense(R"("transformers_loss": "shift-logits", "params_dtype": "fp32",
       "compute_dtype": "fp32")"))) == 262016000);
 }
 
-TEST_CASE("shifted_logits_copy: named errors", "[refused][loss]") {
-  CHECK(messages_for(dense(R"("model_implementation": "torchtune", "shifted_logits_copy": true)")) ==
-        one("shifted_logits_copy: is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", "
+TEST_CASE("transformers_loss and model_output_kept: named errors", "[refused][loss]") {
+  CHECK(messages_for(dense(R"("model_implementation": "torchtune", "transformers_loss": "shift-logits")")) ==
+        one("transformers_loss: is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", "
             "got \"torchtune\""));
-  CHECK(messages_for(dense(R"("cross_entropy_chunks": 4, "shifted_logits_copy": true)")) ==
-        one("shifted_logits_copy: is transformers' own loss; with cross_entropy_loss_fusion, "
-            "fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks another loss replaces it: set it "
+  CHECK(messages_for(dense(R"("cross_entropy_chunks": 4, "transformers_loss": "upcast-in-model")")) ==
+        one("transformers_loss: is transformers' own loss; with cross_entropy_loss_fusion, "
+            "fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks another loss replaces it: leave it "
+            "\"pad-labels\""));
+  CHECK(messages_for(dense(R"("torch_compile": true, "transformers_loss": "shift-logits")")) ==
+        one("transformers_loss: is modelled eager: compiled, the partitioner decides what the loss keeps (torch_compile "
+            "false, or transformers_loss \"pad-labels\")"));
+  CHECK(messages_for(dense(R"("fused_linear_cross_entropy": true, "model_output_kept": true)")) ==
+        one("model_output_kept: is modelled for transformers' own loss, whose output holds the whole logits; with "
+            "cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks set it "
             "false"));
-  CHECK(messages_for(dense(R"("torch_compile": true, "shifted_logits_copy": true)")) ==
-        one("shifted_logits_copy: is modelled eager: compiled, the partitioner decides what the loss keeps "
-            "(torch_compile false, or shifted_logits_copy false)"));
+}
+
+TEST_CASE("transformers_loss upcast-in-model and model_output_kept: fsdp_qlora's loop, by hand", "[refused][loss]") {
+  // The dense model (b = 1, s = 1,024, V = 32,000, bf16, full fine-tuning). transformers 4.45 and
+  // earlier: the model's forward rebinds logits = logits.float() (the bf16 logits freed) and
+  // shifts them: 4·1024·32000 = 131,072,000 of fp32 logits + the shifted copy 4·1023·32000 =
+  // 130,944,000 = 262,016,000 beside the saved tensors (as the shifted loss's: 130,952,192).
+  const Config upcast = config_from(dense(R"("transformers_loss": "upcast-in-model")"));
+  CHECK(loss_forward_transient_bytes(upcast) == 262016000);
+  SavedTensors saved;
+  output_activation_bytes(upcast, &saved);
+  CHECK(module_bytes(saved, "loss") == 130952192);
+  // The loop keeps the output: the fp32 logits, 131,072,000 B; with the later losses the
+  // compute dtype's, 2·1024·32000 = 65,536,000 B; dropped before backward (the Trainer): 0.
+  CHECK(kept_output_bytes(config_from(dense(R"("transformers_loss": "upcast-in-model", "model_output_kept": true)"))) ==
+        131072000);
+  CHECK(kept_output_bytes(config_from(dense(R"("model_output_kept": true)"))) == 65536000);
+  CHECK(kept_output_bytes(upcast) == 0);
+  // Held from the loss to the step's end: the optimizer step and the backward moments grow by the
+  // output exactly; the forward moment's loss part, max(backward 261,888,000 − 8,192 + 131,072,000,
+  // forward 262,016,000) = 392,951,808 against max(261,879,808, 262,016,000) = 262,016,000:
+  // 130,935,808 B more.
+  const FullEstimate without = full_estimate(upcast);
+  const FullEstimate with = full_estimate(config_from(dense(R"("transformers_loss": "upcast-in-model", "model_output_kept": true)")));
+  CHECK(with.moments.optimizer_step - without.moments.optimizer_step == 131072000);
+  CHECK(with.moments.backward - without.moments.backward == 131072000);
+  CHECK(with.moments.forward - without.moments.forward == 130935808);
 }
 
 TEST_CASE("cut_cross_entropy: axolotl's CutCrossEntropyPlugin", "[refused][loss][import]") {

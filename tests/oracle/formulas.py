@@ -289,7 +289,7 @@ class Walk:
             return self.chunked_head(x, chunks)
         logits = self.linear(x, V, "lm_head", "lm_head")
         # logits.float() (a copy in bf16), log_softmax saves its fp32 result; nll_loss the targets
-        if logits.rg and hf and c.get("shifted_logits_copy"):
+        if logits.rg and hf and c.get("transformers_loss") in ("shift-logits", "upcast-in-model"):
             # transformers 4.46-4.48: log_softmax of the b·(s-1) shifted rows; labels[..., 1:] is
             # contiguous when b = 1 (a view of the batch's [1, s] labels), a [b, s-1] copy otherwise
             rows = c["batch"] * (c["seq"] - 1)

@@ -134,6 +134,7 @@ class Measurer:
         self.recording = True
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
             loss = self.model(*inputs)
+        self.model.kept_output = None  # a loop's kept output is not a saved tensor
         self.recording = False
         self._name_ops(loss)
         return loss

@@ -378,7 +378,8 @@ class HFLlamaForCausalLM(nn.Module):
         self.gradient_checkpointing = cfg["checkpoint"]
         self.checkpoint_fn = None  # set by the measurer to record what the checkpoint keeps
 
-    def forward(self, input_ids, attention_mask, labels):
+    def decoder(self, input_ids, attention_mask):
+        """LlamaModel.forward: the embedding, the decoder layers and the final norm."""
         inputs_embeds = self.embed_tokens(input_ids)
         cache_position = torch.arange(0, inputs_embeds.shape[1])
         position_ids = cache_position.unsqueeze(0)
@@ -394,9 +395,22 @@ class HFLlamaForCausalLM(nn.Module):
                 layer_outputs = decoder_layer(hidden_states, causal_mask, position_ids, None, False,
                                               False, cache_position, position_embeddings)
             hidden_states = layer_outputs[0]
-        hidden_states = self.norm(hidden_states)
+        return self.norm(hidden_states)
+
+    def forward(self, input_ids, attention_mask, labels):
+        # LlamaModel.forward is a frame of its own in transformers: its locals (the embedding output,
+        # the causal mask, the positions) are gone by the time LlamaForCausalLM.forward computes
+        # the loss; its output, the final norm's, stays with the caller until the loss returns.
+        hidden_states = self.decoder(input_ids, attention_mask)
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
-        if self.cfg.get("shifted_logits_copy"):
+        form = self.cfg.get("transformers_loss", "pad-labels")
+        if form == "upcast-in-model":
+            # transformers 4.45 and earlier: LlamaForCausalLM.forward upcasts and rebinds the logits
+            # (`logits = logits.float()`, removed by PR #33902 for 4.46) and shifts them itself.
+            logits = logits.float()
+        if self.cfg.get("model_output_kept"):
+            self.kept_output = logits  # the loop's `output` (fsdp_qlora train.py keeps it to the step's end)
+        if form in ("shift-logits", "upcast-in-model"):
             return for_causal_lm_loss_shifted(logits, labels, self.cfg["vocab"])
         return for_causal_lm_loss(logits, labels, self.cfg["vocab"])
 

@@ -89,10 +89,15 @@ def draw(rng, i, seed):
             if save:
                 cfg["modules_to_save"] = save
     if cfg["impl"] == "hf-transformers" and not issue:
-        # transformers 4.46-4.48's loss (a shifted fp32 copy of the logits), half the time, from a
-        # generator of its own so that every other draw stays as it was (the issue's configs keep
-        # the current loss).
-        cfg["shifted_logits_copy"] = random.Random(f"shifted-{cfg['seed']}").random() < 0.5
+        # transformers' three losses (transformers_loss) in turn, and a loop that keeps the model's
+        # output half the time, from a generator of its own so that every other draw stays as it
+        # was (the issue's configs keep the current loss and the Trainer's loop).
+        own = random.Random(f"shifted-{cfg['seed']}")
+        form = ["pad-labels", "shift-logits", "upcast-in-model"][i % 3]  # in turn: every form is drawn
+        if form != "pad-labels":
+            cfg["transformers_loss"] = form
+        if own.random() < 0.5:
+            cfg["model_output_kept"] = True
     return kind, cfg
 
 
@@ -134,8 +139,10 @@ def trainmem_config(cfg):
             t["lora_modules_to_save"] = cfg["modules_to_save"]
     if cfg["ce_chunks"] > 1:
         t["cross_entropy_chunks"] = cfg["ce_chunks"]
-    if cfg.get("shifted_logits_copy"):
-        t["shifted_logits_copy"] = True
+    if cfg.get("transformers_loss"):
+        t["transformers_loss"] = cfg["transformers_loss"]
+    if cfg.get("model_output_kept"):
+        t["model_output_kept"] = True
     return t
 
 

@@ -287,6 +287,9 @@ def one_step(model, cfg, opt, inputs_src, marks, holder):
     if marks:
         mark(1)
     loss = model(*inputs)
+    # fsdp_qlora's loop keeps the model's output (its logits) until after the optimizer step.
+    output = getattr(model, "kept_output", None)
+    model.kept_output = None
     if marks:
         mark(2)
     if cfg["impl"] == "hf-transformers":
@@ -313,7 +316,7 @@ def one_step(model, cfg, opt, inputs_src, marks, holder):
             group["foreach"] = False
         mark(7)
     opt.zero_grad(set_to_none=True)
-    del loss, kept
+    del loss, kept, output
     if marks:
         mark(6)
 

@@ -84,8 +84,11 @@ double model_output_bytes(const Config& config);
 // its gradient are computed for one microbatch (e.g. fp32 logits, softmax, grad of logits).
 double loss_transient_bytes(const Config& config);
 // The loss's forward temporaries beside what it saves, where they outgrow the backward's (the
-// shifted fp32 copy of transformers 4.46-4.48's loss); 0 elsewhere.
+// shifted fp32 copy of transformers 4.45-4.48's losses, transformers_loss); 0 elsewhere.
 double loss_forward_transient_bytes(const Config& config);
+// The model's output (its logits) the training loop holds from the loss through the optimizer
+// step (model_output_kept); 0 when the loop drops it before backward.
+double kept_output_bytes(const Config& config);
 
 // The loss's and the output layer's backward on the eager Hugging Face and torchtune models
 // (F.cross_entropy over the whole logits: not chunked, compiled, fused or tensor parallel), as

@@ -84,6 +84,11 @@ enum class ModelImplementation : uint8_t { megatron_core, hf_transformers, torch
 // TRL's peft_module_casting_to_bf16 (trl: norms fp32, embeddings and lm_head back to bf16); axolotl's
 // patched call and its cast back (axolotl: embeddings, lm_head and norms in the training dtype).
 enum class KbitUpcast : uint8_t { none, peft, trl, axolotl, count };
+// Which causal-LM loss a transformers model runs (docs/trainmem-profile.md §8): labels padded
+// (pad_labels, after transformers PR #35646), the upcast logits copied shifted (shift_logits,
+// 4.46 to 4.48), or the model's forward upcasting its logits to fp32 and shifting them
+// (upcast_in_model, 4.45 and earlier).
+enum class TransformersLoss : uint8_t { pad_labels, shift_logits, upcast_in_model, count };
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list, integer_list };
 // The types whose values (or list entries) have a numeric range (FieldSpec::min, max).
 constexpr bool has_range(FieldType t) {
@@ -166,7 +171,8 @@ struct ConfigInput {
   std::optional<double> lora_dropout;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
-  std::optional<bool> cut_cross_entropy, shifted_logits_copy;
+  std::optional<bool> cut_cross_entropy, model_output_kept;
+  std::optional<TransformersLoss> transformers_loss;
   std::optional<bool> nf4_double_quant, quantize_lm_head;
   std::optional<bool> bnb_keeps_matmul_input;
   std::optional<KbitUpcast> kbit_upcast;
@@ -309,9 +315,8 @@ struct Config {
   int64_t cross_entropy_chunks = 1;    // torchtune CEWithChunkedOutputLoss: 1 = unchunked
   bool fused_linear_cross_entropy = false;  // Liger's LigerFusedLinearCrossEntropy: no logits kept
   bool cut_cross_entropy = false;  // Apple's Cut Cross Entropy (ml-cross-entropy): no logits kept
-  // transformers 4.46-4.48's ForCausalLMLoss: the fp32 logits shifted by one token into a copy of
-  // their own (logits[..., :-1, :].contiguous()) beside the model's logits.
-  bool shifted_logits_copy = false;
+  TransformersLoss transformers_loss = TransformersLoss::pad_labels;  // the transformers release's loss
+  bool model_output_kept = false;  // the loop holds the model's output (its logits) through the step
   // QLoRA (params_dtype nf4): the block absmax quantised again to uint8 (bitsandbytes
   // compress_statistics, transformers bnb_4bit_use_double_quant); resolve() derives it (torchtune:
   // true, torchao always does; otherwise false, transformers' BitsAndBytesConfig default).

@@ -137,7 +137,8 @@ TRAINMEM_FIELD(torch_compile)
 TRAINMEM_FIELD(cross_entropy_chunks)
 TRAINMEM_FIELD(fused_linear_cross_entropy)
 TRAINMEM_FIELD(cut_cross_entropy)
-TRAINMEM_FIELD(shifted_logits_copy)
+TRAINMEM_FIELD(transformers_loss)
+TRAINMEM_FIELD(model_output_kept)
 #undef TRAINMEM_FIELD
 
 // All of them, in the field table's order (a test holds the two lists equal).
@@ -260,7 +261,8 @@ inline constexpr FieldName all[] = {
     cross_entropy_chunks,
     fused_linear_cross_entropy,
     cut_cross_entropy,
-    shifted_logits_copy,
+    transformers_loss,
+    model_output_kept,
 };
 }  // namespace field
 

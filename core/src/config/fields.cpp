@@ -798,15 +798,20 @@ constexpr Field k_field_rows[] = {
           "run as one kernel that never materialises the logits; forward keeps the output "
           "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
           "block by block.")), liger_patchable),
-      in_effect_when(trainmem_only(bool_field<&C::shifted_logits_copy, &Config::shifted_logits_copy>(
-          {field::shifted_logits_copy, "slc", "Loss copies the shifted logits (transformers 4.46-4.48)"}, G::finetuning,
+      in_effect_when(trainmem_only(choice_field<&C::transformers_loss, &Config::transformers_loss>(
+          {field::transformers_loss, "tfl", "transformers release's loss"}, G::finetuning, from_config(),
+          "Which ForCausalLMLoss the transformers release runs. \"pad-labels\": pads the labels "
+          "and keeps the logits whole (after transformers PR #35646). \"shift-logits\": 4.46 to "
+          "4.48 (loss/loss_utils.py), which upcasts the logits to fp32 and copies them shifted by "
+          "one token, so the model's logits, the upcast and the shifted copy are alive together. "
+          "\"upcast-in-model\": 4.45 and earlier, whose model forward turns the logits to fp32 "
+          "(the model's output is fp32) and shifts them in place of the loss.")), plain_hf_loss),
+      in_effect_when(trainmem_only(bool_field<&C::model_output_kept, &Config::model_output_kept>(
+          {field::model_output_kept, "mok", "Loop keeps the model's output through the step"}, G::finetuning,
           from_config(),
-          "transformers 4.46 to 4.48 (ForCausalLMLoss in loss/loss_utils.py before PR #35646): "
-          "the loss upcasts the model's logits to fp32 and copies them shifted by one token "
-          "(logits[..., :-1, :].contiguous()), so the model's logits, their fp32 copy and the "
-          "shifted copy are alive together when the log-probabilities are made. Later releases "
-          "shift the labels instead (false); 4.45 and earlier upcast in the model and free the "
-          "16-bit logits first, which peaks as false does.")), plain_hf_loss),
+          "The training loop holds the model's output, its logits, until after the optimizer step "
+          "(fsdp_qlora's train.py sets output = None after optimizer.step()); transformers' "
+          "Trainer drops it when compute_loss returns, before backward (false).")), plain_hf_loss),
 };
 
 std::span<const Field> fields() { return k_field_rows; }

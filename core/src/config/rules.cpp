@@ -32,6 +32,10 @@ bool sharding_framework(const Config& c) {
 }
 bool torchtune(const Config& c) { return c.model_implementation == ModelImplementation::torchtune; }
 bool hf(const Config& c) { return c.model_implementation == ModelImplementation::hf_transformers; }
+// A loss other than transformers' own ForCausalLMLoss.
+bool other_hf_loss(const Config& c) {
+  return c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy || c.cut_cross_entropy || c.cross_entropy_chunks > 1;
+}
 bool qlora(const Config& c) { return c.peft == Peft::qlora; }
 bool lm_head_adapter(const Config& c) { return c.peft_on() && c.lora_targets(LoraTarget::lm_head); }
 bool mlp_target(const Config& c) {
@@ -1029,34 +1033,58 @@ const Rule k_trainmem_rules[] = {
        return std::string("is not modelled with quantize_lm_head (the kernel reads a 16-bit lm_head.weight)");
      }},
 
-    // transformers 4.46-4.48's ForCausalLMLoss is the loss of transformers' own models, eager and
-    // whole (activations.cpp, k_src_hf_shifted_loss); the other losses replace it.
-    {"shifted_logits_copy/hf", f::shifted_logits_copy, {f::model_implementation}, "model_implementation hf-transformers",
+    // transformers' ForCausalLMLoss of a release (activations.cpp, k_src_hf_shifted_loss) and a loop
+    // that keeps the model's output are about transformers' own models and their eager, whole
+    // loss; the other losses replace it.
+    {"transformers_loss/hf", f::transformers_loss, {f::model_implementation}, "model_implementation hf-transformers",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.shifted_logits_copy || hf(c)) return ok;
+       if (c.transformers_loss == TransformersLoss::pad_labels || hf(c)) return ok;
        return "is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", got " +
               q(c.model_implementation);
      }},
-    {"shifted_logits_copy/other-loss", f::shifted_logits_copy,
+    {"transformers_loss/other-loss", f::transformers_loss,
+     {f::cross_entropy_loss_fusion, f::fused_linear_cross_entropy, f::cut_cross_entropy, f::cross_entropy_chunks},
+     "\"pad-labels\" with cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or "
+     "cross_entropy_chunks",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.transformers_loss == TransformersLoss::pad_labels || !other_hf_loss(c)) return ok;
+       return std::string("is transformers' own loss; with cross_entropy_loss_fusion, fused_linear_cross_entropy, "
+                          "cut_cross_entropy or cross_entropy_chunks another loss replaces it: leave it \"pad-labels\"");
+     }},
+    {"transformers_loss/compile", f::transformers_loss, {f::torch_compile}, "\"pad-labels\" with torch_compile",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.transformers_loss == TransformersLoss::pad_labels || !c.torch_compile) return ok;
+       return std::string("is modelled eager: compiled, the partitioner decides what the loss keeps (torch_compile "
+                          "false, or transformers_loss \"pad-labels\")");
+     }},
+    {"transformers_loss/parallel", f::transformers_loss, {f::tensor_model_parallel_size, f::context_parallel_size},
+     "\"pad-labels\" unless tensor_model_parallel_size and context_parallel_size are 1",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.transformers_loss == TransformersLoss::pad_labels ||
+           (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1))
+         return ok;
+       return "is modelled on whole logits on each GPU: needs tensor_model_parallel_size and context_parallel_size 1, "
+              "got " + n(double(c.tensor_model_parallel_size)) + " and " + n(double(c.context_parallel_size));
+     }},
+    {"model_output_kept/hf", f::model_output_kept, {f::model_implementation}, "model_implementation hf-transformers",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.model_output_kept || hf(c)) return ok;
+       return "is modelled for transformers' models (their output's logits): needs model_implementation "
+              "\"hf-transformers\", got " + q(c.model_implementation);
+     }},
+    {"model_output_kept/other-loss", f::model_output_kept,
      {f::cross_entropy_loss_fusion, f::fused_linear_cross_entropy, f::cut_cross_entropy, f::cross_entropy_chunks},
      "not with cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.shifted_logits_copy || !(c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy ||
-                                       c.cut_cross_entropy || c.cross_entropy_chunks > 1))
-         return ok;
-       return std::string("is transformers' own loss; with cross_entropy_loss_fusion, fused_linear_cross_entropy, "
-                          "cut_cross_entropy or cross_entropy_chunks another loss replaces it: set it false");
+       if (!c.model_output_kept || !other_hf_loss(c)) return ok;
+       return std::string("is modelled for transformers' own loss, whose output holds the whole logits; with "
+                          "cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or "
+                          "cross_entropy_chunks set it false");
      }},
-    {"shifted_logits_copy/compile", f::shifted_logits_copy, {f::torch_compile}, "not with torch_compile",
-     [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.shifted_logits_copy || !c.torch_compile) return ok;
-       return std::string("is modelled eager: compiled, the partitioner decides what the loss keeps (torch_compile "
-                          "false, or shifted_logits_copy false)");
-     }},
-    {"shifted_logits_copy/parallel", f::shifted_logits_copy, {f::tensor_model_parallel_size, f::context_parallel_size},
+    {"model_output_kept/parallel", f::model_output_kept, {f::tensor_model_parallel_size, f::context_parallel_size},
      "tensor_model_parallel_size and context_parallel_size 1",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.shifted_logits_copy || (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1)) return ok;
+       if (!c.model_output_kept || (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1)) return ok;
        return "is modelled on whole logits on each GPU: needs tensor_model_parallel_size and context_parallel_size 1, "
               "got " + n(double(c.tensor_model_parallel_size)) + " and " + n(double(c.context_parallel_size));
      }},

@@ -1101,6 +1101,8 @@ constexpr std::string_view k_src_hf_labels =
 // after 4.48.0) dropped the copy: the loss pads the labels instead (k_src_hf_labels, loss_utils.py
 // @ 0114da07), as the snapshot at 65c36f6a (huggingface/pytorch-transformers) shows without the
 // later shift_labels argument. The 4.48 patch releases keep the copy.
+// Releases up to 4.45 did the same inside the model's forward, after `logits = logits.float()`
+// (removed by PR #33902 for 4.46), so the model's output is the fp32 logits.
 constexpr std::string_view k_src_hf_shifted_loss =
     "transformers 4.46-4.48 loss/loss_utils.py ForCausalLMLoss (before PR #35646): logits.float(), "
     "then logits[..., :-1, :].contiguous(), a copy of b(s - 1) rows; cross_entropy keeps the fp32 "
@@ -1710,11 +1712,13 @@ bool hf_chunked_loss(const Config& c) {
          !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy && !c.cut_cross_entropy;
 }
 
-// transformers 4.46-4.48's ForCausalLMLoss (shifted_logits_copy; k_src_hf_shifted_loss): resolve()
-// allows it only for the eager, whole loss of a transformers model on one tensor- and
-// context-parallel rank. Its log-probabilities and their gradients cover the b(s - 1) shifted rows.
+// transformers' losses that shift the logits (transformers_loss "shift-logits", 4.46-4.48, and
+// "upcast-in-model", 4.45 and earlier; k_src_hf_shifted_loss): resolve() allows them only for the
+// eager, whole loss of a transformers model on one tensor- and context-parallel rank. Their
+// log-probabilities and gradients cover the b(s - 1) shifted rows.
 bool shifted_hf_loss(const Config& c) {
-  return c.shifted_logits_copy && c.model_implementation == ModelImplementation::hf_transformers;
+  return c.transformers_loss != TransformersLoss::pad_labels &&
+         c.model_implementation == ModelImplementation::hf_transformers;
 }
 double shifted_loss_rows(const Shape& x) { return x.b * (x.s - 1); }
 
@@ -1912,13 +1916,26 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
 // fp32 copy (4 · b(s - 1) · V) are alive; they go when the loss returns. Worked by hand, bf16,
 // b 4, s 4096, V 32000: 2·16384·32000 + 4·16384·32000 + 4·16380·32000 = 5,242,368,000 B beside
 // the saved log-probabilities, against the backward's 2·4·16380·32000 = 4,193,280,000 B.
-// Elsewhere the forward's temporaries stay below the backward's (loss_transient_bytes) and this
-// is 0.
+// 4.45 and earlier: the model's forward rebinds `logits = logits.float()`, which frees the 16-bit
+// logits, so the fp32 logits (4 · T · V, the model's output) and the shifted copy. Elsewhere the
+// forward's temporaries stay below the backward's (loss_transient_bytes) and this is 0.
 double loss_forward_transient_bytes(const Config& config) {
   if (config.vocab_size <= 0 || !shifted_hf_loss(config)) return 0;
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
-  return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + 4 * shifted_loss_rows(x) * vocab;
+  const double shifted = 4 * shifted_loss_rows(x) * vocab;
+  if (config.transformers_loss == TransformersLoss::upcast_in_model) return 4 * x.logits + shifted;
+  return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
+}
+
+// The model's output the training loop holds from the loss to the end of the optimizer step
+// (model_output_kept; fsdp_qlora train.py @ 02586ac7 keeps `output` until `output = None` after
+// optimizer.step()): its logits, fp32 when the model upcast them (transformers_loss
+// "upcast-in-model", releases up to 4.45), else in the compute dtype. 0 when the loop drops it.
+double kept_output_bytes(const Config& config) {
+  if (config.vocab_size <= 0 || !config.model_output_kept) return 0;
+  const Shape x = shape_of(config);
+  return (config.transformers_loss == TransformersLoss::upcast_in_model ? 4 : x.e) * x.logits;
 }
 
 double stage_boundary_bytes(const Config& config) { return shape_of(config).hidden; }
@@ -2003,7 +2020,7 @@ double loss_transient_bytes(const Config& config) {
                            config.cross_entropy_chunks <= 1;
       return (fp32_in ? 4 : x.e) * logits * chunk_share;
     }
-    // transformers 4.46-4.48 (shifted_logits_copy): the same two over the shifted rows.
+    // transformers' shifting losses (transformers_loss): the same two over the shifted rows.
     if (shifted_hf_loss(config)) return 2 * 4 * shifted_loss_rows(x) * (logits / x.tokens);
     return (loss_parallel ? 3 : 2) * 4 * logits * chunk_share;
   }

@@ -1849,6 +1849,7 @@ struct StageSequenceInputs {
   const StageState* state;
   const StageActivation* act;
   double loss_transient, backward_working, moe_forward;
+  double kept_output = 0;  // the model's output the loop holds from the loss to the step's end
 };
 
 constexpr size_t k_max_events = 16384;
@@ -2212,6 +2213,8 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       m += together;
     }
     loss_ids.clear();
+    // The model's output, made before the loss's tensors and held to the step's end (model_output_kept).
+    const int32_t kept_output = in.kept_output > 0 ? alloc(in.kept_output) : -1;
     for (const SavedTensor& t : loss) loss_ids.push_back(alloc(t.bytes * loss_scale));
     // The loss's backward temporaries are tensors of their own, each at most the size of the
     // largest tensor the loss saved (loss_transient_bytes, activations.cpp: PyTorch's
@@ -2279,6 +2282,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     release(alloc(st.optimizer_temporary));
     if (freed)
       for (int32_t id : gradients) release(id);
+    if (kept_output >= 0) release(kept_output);
     release(pipeline);
   }
   // torchtitan's launcher turns expandable segments on: run_llama_train.sh sets
@@ -2423,7 +2427,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double loss_forward = include_activation && last ? loss_forward_transient_bytes(c) : 0;
   if (loss_forward > 0)
     note(trace, "trainmem.loss_forward_transient", loss_forward,
-         "transformers 4.46-4.48 loss: e·T·V logits + fp32 upcast + 4·b(s-1)·V shifted copy");
+         "transformers' shifting loss: the model's logits (+ fp32 upcast) + 4·b(s-1)·V shifted copy");
+  // The model's output the loop holds from the loss through the optimizer step (model_output_kept):
+  // beside every later moment; the loss's forward counts the logits already (loss_forward).
+  const double kept = include_activation && last ? kept_output_bytes(c) : 0;
+  if (kept > 0) note(trace, "trainmem.kept_output", kept, "the model's logits, held until after optimizer.step()");
   // A quantised output layer (quantize_lm_head): MatMul4Bit dequantises its weight whole while
   // the matmul writes the logits in forward, and again in backward while the logits' gradient
   // (the compute dtype) and the input's gradient (tokens × h) are made, after the loss's backward
@@ -2461,8 +2469,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // weight sits beside the logits, after the loss's own saved tensors (output_transient).
   const OutputBackward output_bw = include_activation && last ? output_backward_bytes(c) : OutputBackward{};
   const Candidate forward{model_state - freed + moe.state +
-                              std::max(A + std::max({loss_transient - output_bw.target, loss_forward, moe.forward}),
-                                       A - loss_saved + output_transient),
+                              std::max(A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
+                                       A - loss_saved + output_transient + kept),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).
@@ -2475,9 +2483,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double made_first =
       c.optimizer_in_backward ? freed : state.output_gradients + state.output_adapter_gradients;
   const double absent_at_last_layer = freed > 0 ? freed - made_first : 0;
-  const Candidate last_layer{model_state - absent_at_last_layer + A - act.loss_chunk + backward_working,
+  const Candidate last_layer{model_state - absent_at_last_layer + A - act.loss_chunk + backward_working + kept,
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
-  const Candidate first_layer{model_state + act.first_layer + backward_working, 0, act.first_layer,
+  const Candidate first_layer{model_state + act.first_layer + backward_working + kept, 0, act.first_layer,
                               Moment::backward};
   // The eager dense layers' backward walked node by node (activations.cpp decoder_backward_bytes):
   // the SwiGLU product's MulBackward0 in the last layer and in the first, and the embedding's
@@ -2493,17 +2501,18 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
   const double swiglu_saved = A - act.loss_chunk - dec.product;
   const Candidate last_swiglu{model_state - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
-                                  backward_working,
+                                  backward_working + kept,
                               absent_with(top_made), swiglu_saved, Moment::backward};
   const Candidate first_swiglu{model_state - absent_with(bottom_made) + swiglu_saved -
-                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
+                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working + kept,
                                absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
                                Moment::backward};
-  const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
+  const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming + kept, 0, dec.token_ids,
+                                     Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
   const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
-  const Candidate final_norm{model_state - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
+  const Candidate final_norm{model_state - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm + kept,
                              absent_with(norm_made), A - act.loss_chunk, Moment::forward};
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
@@ -2517,7 +2526,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // is: the state as at the last layer's backward (the output layer's weight gradient made), the
   // saved activations less the loss's, the logits' and the input's gradients.
   const Candidate output_layer{
-      model_state - absent_at_last_layer + A - output_bw.loss_saved + output_bw.output_layer + moe.state,
+      model_state - absent_at_last_layer + A - output_bw.loss_saved + output_bw.output_layer + moe.state + kept,
       absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
   const Candidate& forward_moment =
       output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
@@ -2535,7 +2544,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate optimizer_step{
       model_state - stepped - state.forward_backward_only +
           std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + state.optimizer_temporary) +
-          moe.state_after_backward,
+          moe.state_after_backward + kept,
       stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
   m.forward = forward_at.bytes;
@@ -2552,7 +2561,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                ? 0.0
                                : simulated_reserved_bytes({&c, &layout, r, &out.state, &out.activation,
                                                            std::max(loss_transient, loss_forward),
-                                                           backward_working, moe.forward},
+                                                           backward_working, moe.forward, kept},
                                                           memo);
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
   // made are not in it: none at the end of forward, the output layer's at the backward's start),

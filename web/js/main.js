@@ -802,7 +802,9 @@ function bindPanels() {
 /**
  * Marks the summary "stuck" while it sticks to the top of a phone's screen (a sentinel just above
  * it has scrolled away): the stylesheet keeps it short then, the headline, the verdict and the
- * switches on three lines.
+ * switches on three lines. Its height while stuck is the page's --summary-height (0 where it does
+ * not stick: a wide window), which the stylesheet gives jump targets as their scroll-margin-top,
+ * so a section a link or a button jumps to starts below the headline and not under it.
  */
 function watchSticky(summary) {
   // dist/'s prerendered page keeps the sentinel it was snapshot with: reuse it.
@@ -812,7 +814,23 @@ function watchSticky(summary) {
     sentinel.setAttribute('aria-hidden', 'true');
     summary.before(sentinel);
   }
-  new IntersectionObserver(([entry]) => summary.classList.toggle('stuck', !entry.isIntersecting)).observe(sentinel);
+  // The stuck height, measured in place: while the summary is not stuck the class goes on and off
+  // again within this task, so nothing is painted in between.
+  const keepHeight = () => {
+    let height = 0;
+    if (getComputedStyle(summary).position === 'sticky') {
+      const stuck = summary.classList.contains('stuck');
+      if (!stuck) summary.classList.add('stuck');
+      height = Math.ceil(summary.getBoundingClientRect().height);
+      if (!stuck) summary.classList.remove('stuck');
+    }
+    document.documentElement.style.setProperty('--summary-height', `${height}px`);
+  };
+  new IntersectionObserver(([entry]) => {
+    summary.classList.toggle('stuck', !entry.isIntersecting);
+    keepHeight();
+  }).observe(sentinel);
+  new ResizeObserver(keepHeight).observe(summary);
 }
 
 // ---- start ----

@@ -35,12 +35,11 @@ export const CUSTOM_GPU = 'custom';
  */
 export const START = Object.freeze({
   setup: ['llama-3.1-8b-lora-torchtune-1x4090', 'llama-3.1-8b-qlora-torchtune-1x4090'],
-  // Left unset, so the core derives them as the framework does: torchtune has no global batch
-  // setting (its global batch is batch_size × gradient_accumulation_steps × ranks), so a GPU count
-  // typed on the example must not meet the setup's product for one GPU ("global_batch_size 2
-  // must be divisible by micro batch × DP"). Unset, the core takes one microbatch per step, the
-  // setup's own accumulation (1): the same bytes (tests/wasm/link-config.test.mjs).
-  unset: ['global_batch_size'],
+  // Fields of the setup the fresh page leaves to the core. None: a setup fixes what its framework
+  // fixes, the accumulation (num_microbatches ← gradient_accumulation_steps), not the global batch
+  // (the importers, core/src/import/), so a GPU count typed on the example keeps the accumulation
+  // and the global batch follows, as in torchtune.
+  unset: Object.freeze([]),
   unit: 'GiB',
 });
 

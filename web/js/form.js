@@ -5,7 +5,7 @@ import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
-import { formWords, runFrameworks, valueSpelling } from './framework-words.js';
+import { RECIPE_WORDS, formWords, runFrameworks, valueSpelling } from './framework-words.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -212,10 +212,11 @@ export class Form {
   /** Writes the words into the hints, only when they changed (a keystroke's frame lays out what changed). */
   showWords(refreshIssues = true) {
     const words = formWords(this.namedWords, this.runFrameworks ?? []);
-    const signature = JSON.stringify([...words]);
+    const signature = JSON.stringify([this.recipeKind(), ...words]);
     if (signature === this.wordsSignature) return;
     this.wordsSignature = signature;
     this.frameworkWords = words;
+    this.spellChoices();
     for (const [name, f] of this.fields) {
       const hint = f.wrap.querySelector(`#h-${name}`);
       hint?.querySelector(':scope > .framework-key')?.remove();
@@ -277,8 +278,44 @@ export class Form {
    * (framework-words.js valueSpelling); `text`, trainmem's words for it, elsewhere.
    */
   valueText(field, value, text = String(value)) {
-    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    const spelled = this.spelling(field, value);
     return spelled === undefined || spelled === text ? text : `${spelled} (${text})`;
+  }
+
+  /**
+   * The framework in use's spelling of a value of `field`: its key's value where the generated
+   * table has it (framework-words.js valueSpelling: the field's label and hint name the key), else
+   * for `framework` the words of a framework that picks it by its recipe (RECIPE_WORDS); undefined
+   * where the framework has no words for it.
+   */
+  spelling(field, value) {
+    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    if (spelled !== undefined) return spelled;
+    return field === 'framework' ? RECIPE_WORDS[this.recipeKind()]?.[value] : undefined;
+  }
+
+  /** The importer kind whose code the run is (framework-words.js runFrameworks), or undefined. */
+  recipeKind() {
+    return this.runFrameworks?.[0]?.kind;
+  }
+
+  /**
+   * The choice selects' options in the framework in use's words, trainmem's value second and in
+   * the option's title ("single-device recipe (ddp)" under torchtune, "FSDP (fsdp2)" under
+   * accelerate); trainmem's words alone where the framework has none.
+   */
+  spellChoices() {
+    for (const [name, f] of this.fields) {
+      if (f.spec.type !== 'choice' || f.input.tagName !== 'SELECT') continue;
+      for (const option of f.input.options) {
+        if (!option.value) continue;
+        const own = CHOICE_LABELS[name]?.[option.value] ?? option.value;
+        const spelled = this.spelling(name, option.value);
+        const text = spelled === undefined || spelled === own ? own : `${spelled} (${own})`;
+        if (option.textContent !== text) option.textContent = text;
+        option.title = `trainmem: ${option.value}`;
+      }
+    }
   }
 
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */

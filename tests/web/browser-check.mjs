@@ -1780,7 +1780,7 @@ await check('the setup notice spells a value as the setup\'s framework does: axo
 });
 
 // Issue 32: the framework select names each value as the framework in use does, trainmem's value
-// second and in the option's title: under torchtune (the fresh page's recipe) its recipes
+// in the option's title: under torchtune (the fresh page's recipe) its recipes
 // (framework-words.js RECIPE_WORDS: ddp is the single-device recipe, fsdp2 the distributed one),
 // under the Trainer on FSDP accelerate's distributed_type FSDP (FRAMEWORK_VALUES); a value the
 // framework has no words for keeps trainmem's.
@@ -1789,13 +1789,16 @@ await check('the framework select speaks the framework in use: torchtune\'s reci
   keep(page);
   const options = () => page.$$eval('#f-framework option', (os) => Object.fromEntries(os.filter((o) => o.value).map((o) => [o.value, [o.textContent, o.title]])));
   let shown = await options();
-  expect(await page.inputValue('#f-framework') === 'ddp' && shown.ddp[0] === 'single-device recipe (ddp)' && shown.ddp[1] === 'trainmem: ddp'
-    && shown.fsdp2[0] === 'distributed recipe (fsdp2)' && shown.megatron[0] === 'megatron', `under torchtune: ${JSON.stringify(shown)}`);
+  expect(await page.inputValue('#f-framework') === 'ddp' && shown.ddp[0] === 'single device' && shown.ddp[1] === 'trainmem: ddp'
+    && shown.fsdp2[0] === 'distributed' && shown.megatron[0] === 'megatron' && shown.megatron[1] === 'trainmem: megatron', `under torchtune: ${JSON.stringify(shown)}`);
+  // A switch's spelling: torchtune's enable_activation_checkpointing true is full recompute.
+  const recompute = await page.$eval('#f-recompute_granularity option[value="full"]', (o) => [o.textContent, o.title]);
+  expect(recompute[0] === 'true' && recompute[1] === 'full (every layer) · trainmem: full', `recompute full: ${recompute}`);
   await select(page, '#f-model_implementation', 'hf-transformers');
   await select(page, '#f-framework', 'fsdp2');
   await settled(page);
   shown = await options();
-  expect(shown.fsdp2[0] === 'FSDP (fsdp2)' && shown.ddp[0] === 'ddp' && shown.fsdp2[1] === 'trainmem: fsdp2', `under accelerate: ${JSON.stringify(shown)}`);
+  expect(shown.fsdp2[0] === 'FSDP' && shown.ddp[0] === 'ddp' && shown.fsdp2[1] === 'trainmem: fsdp2', `under accelerate: ${JSON.stringify(shown)}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

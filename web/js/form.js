@@ -300,9 +300,11 @@ export class Form {
   }
 
   /**
-   * The choice selects' options in the framework in use's words, trainmem's value second and in
-   * the option's title ("single-device recipe (ddp)" under torchtune, "FSDP (fsdp2)" under
-   * accelerate); trainmem's words alone where the framework has none.
+   * The choice selects' options in the framework in use's words, trainmem's value in the option's
+   * title ("single device", title "trainmem: ddp", under torchtune; "FSDP" under accelerate; the
+   * field's hint names trainmem's field); trainmem's words where the framework has none. A select
+   * shows its option's text in one line, cut at the field's width, so the framework's words stand
+   * alone there rather than first of a longer text.
    */
   spellChoices() {
     for (const [name, f] of this.fields) {
@@ -311,9 +313,9 @@ export class Form {
         if (!option.value) continue;
         const own = CHOICE_LABELS[name]?.[option.value] ?? option.value;
         const spelled = this.spelling(name, option.value);
-        const text = spelled === undefined || spelled === own ? own : `${spelled} (${own})`;
+        const text = spelled ?? own;
         if (option.textContent !== text) option.textContent = text;
-        option.title = `trainmem: ${option.value}`;
+        option.title = `${spelled === undefined || own === option.value ? '' : `${own} · `}trainmem: ${option.value}`;
       }
     }
   }

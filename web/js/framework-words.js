@@ -124,13 +124,14 @@ export function formWords(named, run) {
  * shard with FSDP2"). This is the one hand-written table of words here (no file of the framework
  * spells the value, so the generated table cannot have it), each from the recipes' source,
  * pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1:
- * - ddp: recipes/{lora,full}_finetune_single_device.py, the model on one device, no wrapper (DP 1);
- * - fsdp2: recipes/{lora,full}_finetune_distributed.py, training.shard_model, which applies
+ * - ddp, "single device": recipes/{lora,full}_finetune_single_device.py, the model on one device,
+ *   no wrapper (DP 1);
+ * - fsdp2, "distributed": recipes/{lora,full}_finetune_distributed.py, training.shard_model, which applies
  *   fully_shard (torchtune/training/_distributed.py): FSDP2.
  * A value the framework does not run (deepspeed under torchtune) has no words.
  */
 export const RECIPE_WORDS = Object.freeze({
-  torchtune: Object.freeze({ ddp: 'single-device recipe', fsdp2: 'distributed recipe' }),
+  torchtune: Object.freeze({ ddp: 'single device', fsdp2: 'distributed' }),
 });
 
 /**

@@ -1794,6 +1794,11 @@ await check('the framework select speaks the framework in use: torchtune\'s reci
   // A switch's spelling: torchtune's enable_activation_checkpointing true is full recompute.
   const recompute = await page.$eval('#f-recompute_granularity option[value="full"]', (o) => [o.textContent, o.title]);
   expect(recompute[0] === 'true' && recompute[1] === 'full (every layer) · trainmem: full', `recompute full: ${recompute}`);
+  // On 2 GPUs torchtune has no single-device recipe and no DDP one: ddp has no torchtune words.
+  await typeInto(page, '#f-world_size', '2');
+  await settled(page);
+  shown = await options();
+  expect(shown.ddp[0] === 'ddp' && shown.fsdp2[0] === 'distributed', `torchtune on 2 GPUs: ${JSON.stringify(shown)}`);
   await select(page, '#f-model_implementation', 'hf-transformers');
   await select(page, '#f-framework', 'fsdp2');
   await settled(page);

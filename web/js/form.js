@@ -201,18 +201,21 @@ export class Form {
    */
   followFramework(resolved, fields, resolves) {
     const run = runFrameworks(resolved, fields, resolves);
+    // Recipe words that hold on one GPU only (RECIPE_WORDS: torchtune's single-device recipe).
+    const oneGpu = resolved ? resolved.world_size === 1 : true;
     // A keystroke that leaves the framework as it was costs no more than this comparison.
-    const signature = run.map((layer) => layer.kind).join(' ');
+    const signature = `${run.map((layer) => layer.kind).join(' ')} ${oneGpu}`;
     if (signature === this.runSignature) return;
     this.runSignature = signature;
     this.runFrameworks = run;
+    this.oneGpu = oneGpu;
     this.showWords(false); // the page shows this result's issues next
   }
 
   /** Writes the words into the hints, only when they changed (a keystroke's frame lays out what changed). */
   showWords(refreshIssues = true) {
     const words = formWords(this.namedWords, this.runFrameworks ?? []);
-    const signature = JSON.stringify([this.recipeKind(), ...words]);
+    const signature = JSON.stringify([this.recipeKind(), this.oneGpu, ...words]);
     if (signature === this.wordsSignature) return;
     this.wordsSignature = signature;
     this.frameworkWords = words;
@@ -291,7 +294,9 @@ export class Form {
   spelling(field, value) {
     const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
     if (spelled !== undefined) return spelled;
-    return field === 'framework' ? RECIPE_WORDS[this.recipeKind()]?.[value] : undefined;
+    if (field !== 'framework') return undefined;
+    const words = RECIPE_WORDS[this.recipeKind()]?.[value];
+    return words?.oneGpu && this.oneGpu === false ? undefined : words?.text;
   }
 
   /** The importer kind whose code the run is (framework-words.js runFrameworks), or undefined. */

@@ -128,10 +128,11 @@ export function formWords(named, run) {
  *   no wrapper (DP 1);
  * - fsdp2, "distributed": recipes/{lora,full}_finetune_distributed.py, training.shard_model, which applies
  *   fully_shard (torchtune/training/_distributed.py): FSDP2.
- * A value the framework does not run (deepspeed under torchtune) has no words.
+ * A value the framework does not run (deepspeed under torchtune; ddp on more than one GPU, for
+ * which torchtune has no recipe: `oneGpu`) has no words.
  */
 export const RECIPE_WORDS = Object.freeze({
-  torchtune: Object.freeze({ ddp: 'single device', fsdp2: 'distributed' }),
+  torchtune: Object.freeze({ ddp: { text: 'single device', oneGpu: true }, fsdp2: { text: 'distributed' } }),
 });
 
 /**

@@ -53,6 +53,10 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   // The fresh page is the setup's own link ("#su=<id>"): the same GPU, the same bytes.
   const asLink = restoreLink(`su=${setup.id}`, engine);
   assert.deepEqual([asLink.fields, asLink.gpu], [setup.config, start.gpu]);
+  // The short link has nothing to keep or check: no note on its version or checksum (a link with a
+  // value beside it keeps both notes).
+  assert.deepEqual([asLink.notes, asLink.rejected], [[], []]);
+  assert.equal(restoreLink(`su=${setup.id}&s=4096`, engine).notes.length, 2);
   assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
   const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
   assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));

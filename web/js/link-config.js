@@ -19,7 +19,7 @@
 // (a Megatron run of Llama 3.1 8B on H100s, sequence 8192, micro batch 1): a link made then that
 // lacks a required field was read against it, and still is, so it keeps its bytes. It is no longer
 // what a fresh page shows (START is).
-import { PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
+import { NO_VERSION_NOTE, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
@@ -254,9 +254,13 @@ function readLink(fragment, engine) {
   if (!String(fragment ?? '').replace(/^#/, '')) return { state: startState(engine), link: null };
   const link = decodeState(fragment, specs);
   const rejected = [...link.rejected];
-  const notes = [...link.notes];
+  // A setup's short link ("#su=<id>", as the documentation and the setup's own link write it)
+  // carries no value to keep or to check: no note on its missing version and checksum.
+  const pairs = String(fragment).replace(/^#/, '').split('&').filter(Boolean);
+  const setupAlone = pairs.length === 1 && pairs[0].startsWith(`${PAGE_KEYS.setup}=`);
+  const notes = setupAlone ? link.notes.filter((n) => n !== NO_VERSION_NOTE) : [...link.notes];
   if (link.integrity === 'mismatch') notes.push(CHECKSUM_NOTE);
-  else if (link.integrity === 'missing') notes.push(NO_CHECKSUM_NOTE);
+  else if (link.integrity === 'missing' && !setupAlone) notes.push(NO_CHECKSUM_NOTE);
   const setup = setupById(engine, link.setup);
   if (link.setup && !setup) {
     const known = (engine.setups ?? []).map((s) => s.id).join(', ');

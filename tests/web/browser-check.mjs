@@ -168,6 +168,7 @@ await check('loads with a result, a drawn chart and no console errors', async (k
   // The fresh page is a torchtune LoRA run: no Megatron log line (issue 32 item 6: only for runs
   // Megatron could run; a Megatron link shows it, 'a share link restores ...' below).
   expect(await page.textContent('#report') === '', `a Megatron log line on a torchtune run: ${await page.textContent('#report')}`);
+  expect(!(await page.isVisible('#report-card')), 'the Megatron log card (its title, "compare this line with your run\'s log") on a torchtune run');
   expect(await page.$$eval('#assumptions li', (l) => l.length) > 0, 'no assumptions');
   expect(!/NaN|undefined/.test(await page.textContent('body')), 'NaN or undefined on the page');
   await page.screenshot({ path: join(SHOTS, 'desktop-1280x900.png') });
@@ -216,6 +217,7 @@ await check('a share link restores the same inputs and result', async (keep) => 
   const { page } = await open('#v=1&m=llama-3.1-8b&tp=2&dp=4&sp=1&dopt=1&rc=selective&s=8192&b=1&gpu=h100-80gb');
   keep(page);
   expect((await page.textContent('#report')).startsWith('Theoretical memory footprints:'), 'no Megatron log line on a Megatron run');
+  expect(await page.isVisible('#report-card'), 'no Megatron log card on a Megatron run');
   await select(page, '#preset', 'mixtral-8x7b');
   await typeInto(page, '#f-pipeline_model_parallel_size', '4');
   await typeInto(page, '#f-expert_model_parallel_size', '2');
@@ -778,6 +780,15 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     expect(await page.getAttribute('#total', 'data-bytes') === expected, `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected} B`);
     await page.$eval('#f-world_size', (e) => e.scrollIntoView({ block: 'center' }));
     await page.screenshot({ path: join(SHOTS, `setup-two-gpus-${tag}.png`) });
+    // A global batch typed next is the user's: the accumulation follows from it in the core (32 =
+    // micro 2 × DP 2 × 8), no "num_microbatches must equal …"; cleared, the setup's 4 is back.
+    await typeInto(page, '#f-global_batch_size', '32');
+    await settled(page);
+    expect(!(await page.isVisible('#form-problems')) && await microbatches() === '',
+      `global batch 32: problems ${await page.textContent('#form-problems').catch(() => '')}, microbatches "${await microbatches()}"`);
+    await typeInto(page, '#f-global_batch_size', '');
+    await settled(page);
+    expect(await microbatches() === '4' && !(await page.isVisible('#form-problems')), `the global batch cleared: microbatches "${await microbatches()}"`);
     expect(problems.length === 0, problems.join('\n'));
     return page;
   });

@@ -455,7 +455,7 @@ function applyLink(fragment) {
   form?.resetTopics();
   form?.showFrameworkKeys(null);
   lastOk = null; // a new state: the result of the one before is not kept as this one's
-  followed = null;
+  followed.clear();
   compare.pin = link.pin;
   forgetTheStateBefore();
   importedLabel = null;
@@ -653,7 +653,7 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   state.setup = setup;
   importedLabel = label;
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
-  followed = null;
+  followed.clear();
   ui.notice.hidden = true; // what a link before did not use is no word on this state
   forgetTheStateBefore();
   syncControls();
@@ -679,11 +679,16 @@ function loadLayout(fields) {
 
 let lastEdited = null; // the field the user's hand is on: its problems are shown there
 
-// The GPU count and DP say one thing (world = TP·PP·CP·DP): the one typed last is kept, the
-// other follows from it in the core. Clearing the one typed gives the other back its value (a bad
-// GPU count typed and cleared again must not cost the user's DP).
-const FOLLOWS = { world_size: 'data_parallel_size', data_parallel_size: 'world_size' };
-let followed = null; // {by, name, value}: the field set aside when `by` was typed
+// Pairs that say one thing: the GPU count and DP (world = TP·PP·CP·DP), the global batch and
+// the accumulation (global = micro × DP × microbatches; a setup or an import gives the
+// accumulation, core/src/import/). The one typed last is kept, the other follows from it in the
+// core. Clearing the one typed gives the other back its value (a bad GPU count typed and cleared
+// again must not cost the user's DP).
+const FOLLOWS = {
+  world_size: 'data_parallel_size', data_parallel_size: 'world_size',
+  global_batch_size: 'num_microbatches', num_microbatches: 'global_batch_size',
+};
+const followed = new Map(); // typed field -> {name, value}: the field set aside when it was typed
 
 function onFieldChange(name, value) {
   lastEdited = name;
@@ -692,12 +697,12 @@ function onFieldChange(name, value) {
   else state.fields[name] = value;
   const other = FOLLOWS[name];
   if (other && value !== undefined && state.fields[other] !== undefined) {
-    followed = { by: name, name: other, value: state.fields[other] };
+    followed.set(name, { name: other, value: state.fields[other] });
     delete state.fields[other];
     form.setValues(state.fields); // the other field shows what it resolves to
-  } else if (other && value === undefined && followed?.by === name && state.fields[other] === undefined) {
-    state.fields[other] = followed.value;
-    followed = null;
+  } else if (other && value === undefined && followed.has(name) && state.fields[other] === undefined) {
+    state.fields[other] = followed.get(name).value;
+    followed.delete(name);
     form.setValues(state.fields);
   }
   recompute();

@@ -28,7 +28,10 @@ test('import torchtune: the 3B LoRA recipe with tune run overrides', () => {
   assert.deepEqual(c.lora_target_modules, ['q_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
   assert.equal(c.seq_length, 4096);
   assert.equal(c.micro_batch_size, 2);
-  assert.equal(c.global_batch_size, 2);
+  // The accumulation, torchtune's knob, not the global batch (batch × accumulation × ranks), which
+  // follows the GPU count.
+  assert.equal(c.num_microbatches, 1);
+  assert.equal(c.global_batch_size, undefined);
   assert.equal(c.cross_entropy_chunks, 8);
   assert.equal(c.framework, 'ddp');
   assert.ok(notes(r.stderr, 'read: ').includes('read: override dataset.packed = true'));
@@ -70,7 +73,8 @@ test('import deepspeed: "auto" values from --hf-args, the model from --preset', 
   assert.equal(c.framework, 'deepspeed');
   assert.equal(c.zero_stage, 3);
   assert.equal(c.micro_batch_size, 2);
-  assert.equal(c.global_batch_size, 64);
+  assert.equal(c.num_microbatches, 8);  // train_batch_size "auto": the Trainer's accumulation (64 = 2 × 8 × 4 follows the GPUs)
+  assert.equal(c.global_batch_size, undefined);
   assert.equal(c.num_layers, 32);
   const missing = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`]);
   assert.equal(missing.status, 2);
@@ -94,7 +98,8 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
   assert.equal(c.framework, 'deepspeed');
   assert.equal(c.zero_stage, 3);
   assert.equal(c.data_parallel_size, 2);
-  assert.equal(c.global_batch_size, 8);  // 2 × 2 × 2
+  assert.equal(c.num_microbatches, 2);  // --gradient_accumulation_steps 2 (global 2 × 2 × 2 follows the GPUs)
+  assert.equal(c.global_batch_size, undefined);
   assert.equal(c.peft, 'qlora');
   assert.equal(c.params_dtype, 'nf4');
   assert.equal(c.vocab_size, 32008);     // 32000 + 5 chatml tokens, to a multiple of 8
@@ -120,7 +125,8 @@ test('import accelerate: the PEFT docs\' QLoRA ZeRO-3 run, config file and launc
   const file = run(['import', 'accelerate', `${fixtures}/accelerate/peft-deepspeed_config_z3_qlora.yaml`, '--launch', script, '--base', base]);
   assert.equal(file.status, 0, file.stderr);
   const f = JSON.parse(file.stdout);
-  assert.equal(f.global_batch_size, 8);
+  assert.equal(f.num_microbatches, 2);
+  assert.equal(f.global_batch_size, undefined);
   assert.equal(f.peft, 'qlora');
 });
 
@@ -131,7 +137,8 @@ test('import deepspeed with the torchrun command that launches it: the world, th
   assert.equal(r.status, 0, r.stderr);
   const c = JSON.parse(r.stdout);
   assert.equal(c.data_parallel_size, 4);
-  assert.equal(c.global_batch_size, 64);  // 2 × 8 × 4
+  assert.equal(c.num_microbatches, 8);  // --gradient_accumulation_steps 8 (global 2 × 8 × 4 follows the GPUs)
+  assert.equal(c.global_batch_size, undefined);
   assert.equal(c.num_layers, 32);
   assert.equal(c.zero_stage, 3);
   assert.ok(notes(r.stderr, 'read: ').includes('read: gpus ← torchrun\'s processes = 4'));
@@ -179,11 +186,13 @@ test('bad values: --gpus, huge counts, wrong types, empty and binary files give 
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /^gpus: must be a positive integer, got /, gpus);
   }
-  // batch_size is within its range, the product with the accumulation overflows (was a wrong
-  // value under the wrong key).
+  // Huge counts: each is named by its key with its field's range (the import multiplies them no
+  // more: the accumulation is the microbatch count; it was once a product that overflowed and a
+  // wrong value under the wrong key).
   let r = run(['import', 'torchtune', full, 'batch_size=9000000000000000', 'gradient_accumulation_steps=9000000000000000']);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /gradient_accumulation_steps: batch_size × gradient_accumulation_steps × data-parallel ranks = 9000000000000000 × 9000000000000000 × 1 overflows a 64-bit integer/);
+  assert.match(r.stderr, /^batch_size: must be at most 1000000000000, got 9000000000000000$/m);
+  assert.match(r.stderr, /^gradient_accumulation_steps: must be at most 1000000000000, got 9000000000000000$/m);
   const write = (name, text) => { const p = join(dir, name); writeFileSync(p, text); return p; };
   const compile = write('compile.yaml', 'model:\n  _component_: torchtune.models.llama3_2.llama3_2_1b\nbatch_size: 2\ncompile: {model: 3}\n');
   r = run(['import', 'torchtune', compile]);

@@ -80,7 +80,8 @@ TEST_CASE("torchtune llama3_2 3B LoRA single device: the builder, its LoRA argum
   CHECK(targets(in) == std::vector<std::string>{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
   CHECK(get_field(in, field::lora_rank.text) == FieldValue(64.0));
   CHECK(in.micro_batch_size == 4);
-  CHECK(in.global_batch_size == 32);  // 4 × 8 × 1 rank
+  CHECK_FALSE(in.global_batch_size);  // the global batch follows the ranks (4 × 8 × ranks)
+  CHECK(in.num_microbatches == 8);     // gradient_accumulation_steps: the recipe's knob
   CHECK(in.framework == Framework::ddp);
   CHECK(in.data_parallel_size == 1);
   CHECK(in.params_dtype == Dtype::bf16);
@@ -114,7 +115,8 @@ TEST_CASE("torchtune overrides in tune run's syntax: the README's QLoRA row") {
   CHECK(get_field(r.input, field::params_dtype.text) == FieldValue(std::string("nf4")));
   CHECK(r.input.seq_length == 4096);       // packed to max_seq_len
   CHECK(r.input.micro_batch_size == 2);
-  CHECK(r.input.global_batch_size == 2);
+  CHECK_FALSE(r.input.global_batch_size);
+  CHECK(r.input.num_microbatches == 1);  // gradient_accumulation_steps 1
   CHECK(get_field(r.input, field::activation_offload.text) == FieldValue(true));
   CHECK(get_field(r.input, field::optimizer_in_backward.text) == FieldValue(false));
   CHECK(get_field(r.input, field::cross_entropy_chunks.text) == FieldValue(8.0));
@@ -145,7 +147,8 @@ TEST_CASE("torchtune distributed: --gpus gives FSDP2, fsdp_cpu_offload the CPU s
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.zero_stage == 3);
   CHECK(r.input.data_parallel_size == 8);
-  CHECK(r.input.global_batch_size == 16);
+  CHECK_FALSE(r.input.global_batch_size);  // was 16 = 2 × 1 × 8 ranks
+  CHECK(r.input.num_microbatches == 1);
   CHECK(r.input.offload_params == true);
   CHECK(r.input.optimizer_offload_fraction == 1.0);
   // custom_sharded_layers ['tok_embeddings', 'output'] is the pair fsdp_embedding_units models.
@@ -194,7 +197,8 @@ TEST_CASE("torchtitan 2024 layout: data_parallel_shard_degree -1 fills the world
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.data_parallel_size == 8);
   CHECK(r.input.micro_batch_size == 2);
-  CHECK(r.input.global_batch_size == 16);
+  CHECK_FALSE(r.input.global_batch_size);  // was 16 = 2 × 1 × 8 ranks
+  CHECK(r.input.num_microbatches == 1);
   CHECK(r.input.seq_length == 8192);
   CHECK(r.input.recompute_granularity == RecomputeGranularity::selective_op);
   CHECK(r.input.params_dtype == Dtype::bf16);
@@ -224,7 +228,10 @@ TEST_CASE("torchtitan 405B on PP 8: torchtitan's 15/16/15 split, microbatches pe
   CHECK(r.input.pipeline_model_parallel_size == 8);
   CHECK(r.input.data_parallel_size == 8);  // 512 / (8 × 8)
   CHECK(r.input.micro_batch_size == 4);    // 32 in 8 microbatches
-  CHECK(r.input.global_batch_size == 256);
+  // No training.global_batch_size: the local batch per rank, 32 = 8 microbatches of 4, stays
+  // when the ranks change (the global batch 256 = 32 × 8 ranks follows them).
+  CHECK_FALSE(r.input.global_batch_size);
+  CHECK(r.input.num_microbatches == 8);
   CHECK(r.input.num_layers_in_first_pipeline_stage == 15);  // 126 // 8
   CHECK(r.input.num_layers_in_last_pipeline_stage == 15);   // 126 − 15 − 6 × 16
   CHECK(r.input.zero_stage == 2);                           // reshard "default" with PP: never
@@ -365,7 +372,10 @@ TEST_CASE("DeepSpeed ZeRO-3 bf16 with \"auto\" values from the Trainer's argumen
   CHECK(r.input.zero_stage == 3);
   CHECK(r.input.params_dtype == Dtype::bf16);
   CHECK(r.input.micro_batch_size == 8);
-  CHECK(r.input.global_batch_size == 256);  // 8 × 4 × 8
+  // train_batch_size "auto": the Trainer's accumulation 4 is the knob, the global batch
+  // (8 × 4 × 8 = 256) follows the ranks.
+  CHECK_FALSE(r.input.global_batch_size);
+  CHECK(r.input.num_microbatches == 4);
   CHECK(r.input.recompute_granularity == RecomputeGranularity::full);
   CHECK(r.input.num_layers == 80);
   CHECK_FALSE(r.input.torch_compile.has_value());
@@ -392,7 +402,8 @@ TEST_CASE("axolotl QLoRA with FSDP offload: the Llama 3 70B example") {
   CHECK(get_field(r.input, field::lora_rank.text) == FieldValue(8.0));
   CHECK(r.input.seq_length == 512);
   CHECK(r.input.micro_batch_size == 1);
-  CHECK(r.input.global_batch_size == 8);  // 1 × 4 × 2
+  CHECK_FALSE(r.input.global_batch_size);  // 1 × 4 × 2 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 4);
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.zero_stage == 3);
   CHECK(r.input.fsdp_version == 1);  // no fsdp_version: accelerate's FullyShardedDataParallel
@@ -434,7 +445,8 @@ TEST_CASE("axolotl LoRA on an 8-bit base: adamw_bnb_8bit, packing") {
   CHECK(get_field(r.input, field::lora_rank.text) == FieldValue(32.0));
   CHECK(r.input.optimizer == Optimizer::adam8bit);
   CHECK(r.input.seq_length == 4096);
-  CHECK(r.input.global_batch_size == 8);
+  CHECK_FALSE(r.input.global_batch_size);
+  CHECK(r.input.num_microbatches == 4);  // micro 2 × accumulation 4
   CHECK_FALSE(has_line(r.ignored, "load_in_8bit"));
   // PEFT's modules_to_save: trained copies of the embedding and the output layer.
   CHECK(get_field(r.input, field::lora_modules_to_save.text) ==
@@ -664,23 +676,30 @@ TEST_CASE("framework importers: products of huge counts are issues naming the ke
   // the wrong key ("gradient_accumulation_steps: must be at least 1, got -1.77e+18").
   ImportOptions o;
   o.gpus = 8;
+  // torchtune, DeepSpeed (without train_batch_size) and axolotl no longer multiply the batch:
+  // the accumulation is read as the microbatch count, so each count meets its own field's range,
+  // named by the file's key.
   ImportResult r = import_torchtune(R"({"model": {"_component_": "torchtune.models.llama3_2.llama3_2_1b"},
                                         "batch_size": 9000000000000000, "gradient_accumulation_steps": 9000000000000000})", o);
   REQUIRE(!r.ok());
-  CHECK(has_line({r.issues.back().message}, "gradient_accumulation_steps: batch_size × gradient_accumulation_steps × data-parallel ranks = "
-                                            "9000000000000000 × 9000000000000000 × 8 overflows a 64-bit integer"));
+  CHECK(has_line({r.issues.back().message}, "gradient_accumulation_steps: must be at most 1000000000000, got 9000000000000000"));
   r = import_torchtitan(R"({"model": {"name": "llama3", "flavor": "8B"},
                            "parallelism": {"data_parallel_shard_degree": 9000000000000000, "tensor_parallel_degree": 9000000000000000}})", o);
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "--gpus: 8 does not match the degrees' product (over 2^63)");
   r = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 4000000000, "gradient_accumulation_steps": 4000000000000})", o);
   REQUIRE(!r.ok());
-  CHECK(r.issues.back().message == "gradient_accumulation_steps: micro × gradient_accumulation_steps × ranks = 4000000000 × "
-                                   "4000000000000 × 8 overflows a 64-bit integer");
+  CHECK(r.issues.back().message == "gradient_accumulation_steps: must be at most 1000000000000, got 4000000000000");
+  // A train_batch_size the file fixes is still checked as DeepSpeed asserts it, as a product.
+  r = import_deepspeed(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4000000000,
+                           "gradient_accumulation_steps": 4000000000000})", o);
+  REQUIRE(!r.ok());
+  CHECK(r.issues.back().message.rfind("train_batch_size: must equal train_micro_batch_size_per_gpu × gradient_accumulation_steps × ranks = (over 2^63)", 0) == 0);
+  // Within the fields each: the import takes them; the micro batch × the accumulation is no field.
   r = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1000000, "gradient_accumulation_steps": 10000000})", {});
-  REQUIRE(r.issues.size() == 1);  // within int64, beyond the field: the field's rule, with the product
-  CHECK(r.issues[0].message == "gradient_accumulation_steps: global_batch_size = micro_batch_size × gradient_accumulation_steps × ranks = "
-                               "1000000 × 10000000 × 1: must be at most 1000000000000, got 10000000000000");
+  CHECK(r.issues.empty());
+  CHECK(r.input.num_microbatches == 10000000);
+  CHECK_FALSE(r.input.global_batch_size);
 }
 
 TEST_CASE("torchtune compile as a mapping: each member a boolean, an issue otherwise (found by review)", "[fuzz]") {
@@ -742,7 +761,8 @@ TEST_CASE("framework importers: -1 fills the world, any other non-positive count
   CHECK(r.input.tensor_model_parallel_size == 2);
   CHECK(r.input.sequence_parallel == true);
   CHECK(r.input.data_parallel_size == 4);
-  CHECK(r.input.global_batch_size == 8);
+  CHECK_FALSE(r.input.global_batch_size);  // 2 × 1 × 4 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 1);
 }
 
 TEST_CASE("a preset's whole model, lists included: torchtitan deepseek_v3 16B keeps its dense first layer") {
@@ -932,7 +952,8 @@ TEST_CASE("axolotl: values axolotl's schema refuses are named, its defaults are 
   r = import_axolotl(base + R"("deepspeed": {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}})", o);
   REQUIRE(r.ok());
   CHECK(r.input.zero_stage == 3);
-  CHECK(r.input.global_batch_size == 8);
+  CHECK_FALSE(r.input.global_batch_size);  // train_batch_size absent: 2 × 1 × 4 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 1);
   CHECK_FALSE(has_line(r.ignored, "a DeepSpeed config does not say it"));  // sequence_len is axolotl's
   // A DeepSpeed value that disagrees with axolotl's was used for the global batch, axolotl's for the micro batch.
   r = import_axolotl(base + R"("deepspeed": {"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 4}})", o);
@@ -995,7 +1016,8 @@ TEST_CASE("accelerate on JSON trees: the plugin's config, the launcher's flags a
   CHECK(r.input.data_parallel_size == 8);       // --num_processes 8 wins over the file's 4
   CHECK(r.input.optimizer_offload_fraction == 1.0);  // offload_optimizer_device cpu
   CHECK(r.input.micro_batch_size == 2);
-  CHECK(r.input.global_batch_size == 48);       // 2 × 3 × 8
+  CHECK_FALSE(r.input.global_batch_size);       // 2 × 3 × 8 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 3);
   CHECK(r.input.seq_length == 4096);            // --max_length with a bare --packing (true)
   CHECK(r.input.num_layers == 32);              // the Llama 3.1 8B preset
   CHECK(r.input.peft == Peft::lora);
@@ -1052,7 +1074,8 @@ TEST_CASE("a DeepSpeed config with the torchrun command that launches it; the Tr
   CHECK(r.input.framework == Framework::deepspeed);
   CHECK(r.input.zero_stage == 3);
   CHECK(r.input.data_parallel_size == 16);   // torchrun: 8 per node × 2 nodes
-  CHECK(r.input.global_batch_size == 128);   // 2 × 4 × 16
+  CHECK_FALSE(r.input.global_batch_size);   // 2 × 4 × 16 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 4);
   CHECK(r.input.num_layers == 32);           // the Llama 3.1 8B preset, by --model_name_or_path
   CHECK(r.input.reduce_bucket_size == 4096.0 * 4096.0);  // "auto": hidden_size²
   CHECK(r.input.peft == Peft::qlora);
@@ -1351,7 +1374,7 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   r = one(fsdp, R"(accelerate launch train.py \ --per_device_train_batch_size "3" \--gradient_accumulation_steps '2')");
   REQUIRE(r.ok());
   CHECK(r.input.micro_batch_size == 3);
-  CHECK(r.input.global_batch_size == 12);  // 3 × 2 × 2
+  CHECK(r.input.num_microbatches == 2);  // --gradient_accumulation_steps '2'
   // The command as text (the page's line, `--launch RUN.sh`): split as the shell splits it, a
   // quoted value with blanks one word, backslash-newline a continuation, # a comment; then the
   // words of overrides.
@@ -1362,7 +1385,7 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   r = import_accelerate(fsdp, o);
   REQUIRE(r.ok());
   CHECK(r.input.micro_batch_size == 4);
-  CHECK(r.input.global_batch_size == 24);  // 4 × 3 × 2
+  CHECK(r.input.num_microbatches == 3);
   CHECK(targets(r.input) == std::vector<std::string>{"q_proj", "v_proj"});
   CHECK(r.input.lora_rank == 64);  // examples/sft/train.py's default
   CHECK(has_line(r.read, "accelerate launch --config_file my configs/fsdp.yaml: the config file given"));
@@ -1370,7 +1393,7 @@ TEST_CASE("accelerate: bad input is named, never guessed") {
   o.launch = "accelerate launch train.py \\ --per_device_train_batch_size 4 \\  --use_peft_lora True";
   r = import_accelerate(fsdp, o);
   REQUIRE(r.ok());
-  CHECK(r.input.global_batch_size == 24);
+  CHECK(r.input.num_microbatches == 3);
   o.launch = "train.py --splits \"train,test";
   o.overrides.clear();
   r = import_accelerate(fsdp, o);
@@ -1393,7 +1416,8 @@ TEST_CASE("accelerate: the PEFT docs' Llama 2 70B runs, config and launch comman
   CHECK(r.input.zero_init == true);
   CHECK(r.input.data_parallel_size == 8);
   CHECK(r.input.micro_batch_size == 8);
-  CHECK(r.input.global_batch_size == 256);  // 8 × 4 × 8
+  CHECK_FALSE(r.input.global_batch_size);  // 8 × 4 × 8 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 4);     // --gradient_accumulation_steps 4
   CHECK(r.input.vocab_size == 32008);
   CHECK(r.input.num_layers == 80);
   CHECK(r.input.seq_length == 2048);
@@ -1416,7 +1440,8 @@ TEST_CASE("accelerate: the PEFT docs' Llama 2 70B runs, config and launch comman
   CHECK(r.input.framework == Framework::fsdp2);
   CHECK(r.input.zero_stage == 3);
   CHECK(r.input.data_parallel_size == 2);
-  CHECK(r.input.global_batch_size == 8);  // 2 × 2 × 2
+  CHECK_FALSE(r.input.global_batch_size);  // 2 × 2 × 2 ranks follows the ranks
+  CHECK(r.input.num_microbatches == 2);
   CHECK(r.input.peft == Peft::qlora);
   CHECK(r.input.params_dtype == Dtype::nf4);
   CHECK(r.input.compute_dtype == Dtype::bf16);  // --bf16 True over mixed_precision 'no'
@@ -1590,4 +1615,34 @@ TEST_CASE("accelerate: gpt-oss with no attention flag runs eager attention (tran
   CHECK(xformers.issues[0].message ==
         "--attn_implementation: must be eager, sdpa, flash_attention_2, flash_attention_3, flex_attention or a Hub kernel "
         "path, got \"xformers\"");
+}
+
+TEST_CASE("an import fixes the accumulation, not the global batch: another GPU count keeps it (issue 32)", "[import]") {
+  // torchtune's 70B LoRA recipe on 8 GPUs with gradient_accumulation_steps 4 (an override); the
+  // user then runs it on 2 GPUs. torchtune keeps batch_size and the accumulation per rank (the
+  // global batch is batch × GPUs × accumulation: 2 × 8 × 4 = 64, then 2 × 2 × 4 = 16), so the
+  // config must resolve on 2 GPUs with the same 4 microbatches, not fail on a global batch of 64.
+  ImportOptions options;
+  options.gpus = 8;
+  options.overrides = {"gradient_accumulation_steps=4", "tokenizer.max_seq_len=2048"};
+  ImportResult r = import_torchtune(yaml_tree("torchtune/llama3_1-70B_lora.yaml"), options);
+  REQUIRE(r.ok());
+  CHECK(r.input.num_microbatches == 4);
+  CHECK_FALSE(r.input.global_batch_size);
+  CHECK(has_line(r.read, "num_microbatches ← gradient_accumulation_steps = 4"));
+  ConfigInput two = r.input;
+  two.data_parallel_size = 2;
+  const Resolved on_two = resolve(two);
+  REQUIRE(on_two.ok());
+  CHECK(on_two.config.num_microbatches == 4);
+  CHECK(on_two.config.micro_batch_size == 2);
+  // DeepSpeed with a train_batch_size of its own fixes the global batch instead
+  // (_set_batch_related_parameters): 2 GPUs then need 4 × 2 × 1 = 8 to divide it, and 32 does.
+  ImportOptions ds;
+  ds.gpus = 8;
+  r = import_deepspeed(R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}})", ds);
+  REQUIRE(r.ok());
+  CHECK(r.input.global_batch_size == 32);
+  CHECK_FALSE(r.input.num_microbatches);
+  CHECK(has_line(r.read, "global_batch_size ← micro × gradient_accumulation_steps × ranks"));
 }

@@ -42,18 +42,26 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   assert.equal(start.setup.id, setup.id);
   assert.equal(setup.method, 'LoRA');
   assert.deepEqual([start.preset.id, start.gpu, start.name], [setup.preset, setup.gpu, 'Llama 3.1 8B']);
-  // The setup's fields, but the global batch: torchtune has none to set (batch × accumulation ×
-  // ranks), so the core derives it and a GPU count typed next meets no fixed product.
-  const { global_batch_size: gbs, ...rest } = setup.config;
-  assert.equal(gbs, 2);
+  // The setup's fields, all of them: the setup fixes the accumulation (torchtune's
+  // gradient_accumulation_steps), not the global batch, so a GPU count typed next meets no fixed
+  // product.
+  const rest = setup.config;
+  assert.equal(rest.global_batch_size, undefined);
+  assert.equal(rest.num_microbatches, 1);
   assert.deepEqual(start.fields, rest);
   assert.deepEqual([start.rejected, start.notes], [[], []]);
   // The fresh page is the setup's own link ("#su=<id>"): the same GPU, the same bytes.
   const asLink = restoreLink(`su=${setup.id}`, engine);
   assert.deepEqual([asLink.fields, asLink.gpu], [setup.config, start.gpu]);
+  // The short link has nothing to keep or check: no note on its version or checksum (a link with a
+  // value beside it keeps both notes).
+  assert.deepEqual([asLink.notes, asLink.rejected], [[], []]);
+  assert.equal(restoreLink(`su=${setup.id}&s=4096`, engine).notes.length, 2);
   assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
   const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
   assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));
+  // Two GPUs keep the setup's accumulation (one batch of 2 per step on each), as torchtune does.
+  assert.deepEqual([twoGpus.result.config.data_parallel_size, twoGpus.result.config.num_microbatches, twoGpus.result.config.micro_batch_size], [2, 1, 2]);
   // The native CLI's figure for the setup (`trainmem setups ID`: its config and its GPU's memory).
   const cli = new URL('../../build/core/cli/trainmem', import.meta.url).pathname;
   const config = execFileSync(cli, ['setups', setup.id]);

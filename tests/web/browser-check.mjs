@@ -168,6 +168,7 @@ await check('loads with a result, a drawn chart and no console errors', async (k
   // The fresh page is a torchtune LoRA run: no Megatron log line (issue 32 item 6: only for runs
   // Megatron could run; a Megatron link shows it, 'a share link restores ...' below).
   expect(await page.textContent('#report') === '', `a Megatron log line on a torchtune run: ${await page.textContent('#report')}`);
+  expect(!(await page.isVisible('#report-card')), 'the Megatron log card (its title, "compare this line with your run\'s log") on a torchtune run');
   expect(await page.$$eval('#assumptions li', (l) => l.length) > 0, 'no assumptions');
   expect(!/NaN|undefined/.test(await page.textContent('body')), 'NaN or undefined on the page');
   await page.screenshot({ path: join(SHOTS, 'desktop-1280x900.png') });
@@ -216,6 +217,7 @@ await check('a share link restores the same inputs and result', async (keep) => 
   const { page } = await open('#v=1&m=llama-3.1-8b&tp=2&dp=4&sp=1&dopt=1&rc=selective&s=8192&b=1&gpu=h100-80gb');
   keep(page);
   expect((await page.textContent('#report')).startsWith('Theoretical memory footprints:'), 'no Megatron log line on a Megatron run');
+  expect(await page.isVisible('#report-card'), 'no Megatron log card on a Megatron run');
   await select(page, '#preset', 'mixtral-8x7b');
   await typeInto(page, '#f-pipeline_model_parallel_size', '4');
   await typeInto(page, '#f-expert_model_parallel_size', '2');
@@ -754,6 +756,43 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
   expect(problems.length === 0, problems.join('\n'));
   return bad;
 });
+
+// Issue 32: a setup fixes its framework's accumulation (num_microbatches ← the file's
+// gradient_accumulation_steps), not a global batch, so the same run on another GPU count answers:
+// axolotl's 8B QLoRA example (micro batch 2, accumulation 4, one RTX 4090) on 2 GPUs keeps 4
+// microbatches of 2 on each, and the figure is the CLI's for the setup's config with 2 GPUs. (With
+// the global batch 8 = 2 × 4 × 1 fixed, 2 GPUs meant "global batch not divisible" or 2 microbatches.)
+for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
+  await check(`a setup link on another GPU count: the page answers, the accumulation unchanged, the CLI's figure (${tag})`, async (keep) => {
+    const id = 'llama-3-8b-qlora-axolotl-1x4090';
+    const { page, problems } = await open(`#su=${id}`, { viewport });
+    keep(page);
+    const microbatches = async () => page.inputValue(await field(page, '#f-num_microbatches'));
+    expect(await page.inputValue('#setup') === id && await microbatches() === '4', `setup ${await page.inputValue('#setup')}, microbatches "${await microbatches()}"`);
+    await typeInto(page, '#f-world_size', '2');
+    await settled(page);
+    expect(!(await page.isVisible('#form-problems')), `problems on 2 GPUs: ${await page.textContent('#form-problems').catch(() => '')}`);
+    expect(await microbatches() === '4', `the accumulation after 2 GPUs: "${await microbatches()}"`);
+    expect(/2 GPUs = TP 1 × PP 1 × CP 1 × DP 2$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+    const { data_parallel_size: _one, ...config } = JSON.parse(execFileSync(cli, ['setups', id]).toString());
+    const expected = String(Math.round(JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...config, world_size: 2 }) }).toString()).device_bytes));
+    expect(await page.getAttribute('#total', 'data-bytes') === expected, `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected} B`);
+    await page.$eval('#f-world_size', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `setup-two-gpus-${tag}.png`) });
+    // A global batch typed next is the user's: the accumulation follows from it in the core (32 =
+    // micro 2 × DP 2 × 8), no "num_microbatches must equal …"; cleared, the setup's 4 is back.
+    await typeInto(page, '#f-global_batch_size', '32');
+    await settled(page);
+    expect(!(await page.isVisible('#form-problems')) && await microbatches() === '',
+      `global batch 32: problems ${await page.textContent('#form-problems').catch(() => '')}, microbatches "${await microbatches()}"`);
+    await typeInto(page, '#f-global_batch_size', '');
+    await settled(page);
+    expect(await microbatches() === '4' && !(await page.isVisible('#form-problems')), `the global batch cleared: microbatches "${await microbatches()}"`);
+    expect(problems.length === 0, problems.join('\n'));
+    return page;
+  });
+}
 
 await check('every GPU at a glance: the figure against each capacity, the chosen one matching the headline; a row picks the GPU', async (keep) => {
   const { page, problems } = await open(MEGATRON);
@@ -1615,7 +1654,7 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
 
 /**
  * The fresh page's run as the CLI has it: `trainmem setups ID` (the setup's config and its GPU's
- * memory), without the fields the page leaves to the core (START.unset: the global batch).
+ * memory), without the fields the page leaves to the core (START.unset, none now).
  */
 function cliStartConfig() {
   const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
@@ -1701,11 +1740,9 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     expect(await page.isVisible('#compare-card'), 'the setup notice\'s "Compare with your run before" shows no comparison');
     const title = await page.textContent('#compare-diff-title');
     const diff = await page.$$eval('#compare-diff-body tr', (trs) => trs.map((tr) => [tr.dataset.field, ...[...tr.querySelectorAll('td')].map((c) => c.textContent)]));
-    // The two runs differ in the adapted linears (torchtune's QLoRA recipe adapts k_proj too),
-    // and in the global batch the fresh page leaves to the core (link-config.js START.unset),
-    // which changes nothing ("=").
-    expect(title === `These ${diff.length} settings differ` && diff[0][0] === 'lora_target_modules' && diff[0][3] !== '=', `title "${title}", rows ${JSON.stringify(diff)}`);
-    expect(diff.slice(1).every((r) => ['global_batch_size', 'num_microbatches'].includes(r[0]) && r[3] === '='), `rows: ${JSON.stringify(diff)}`);
+    // The two runs differ in the adapted linears alone (torchtune's QLoRA recipe adapts k_proj
+    // too): both take the recipes' accumulation, 1 (no global batch left unset any more).
+    expect(title === 'This setting differs' && diff.length === 1 && diff[0][0] === 'lora_target_modules' && diff[0][3] !== '=', `title "${title}", rows ${JSON.stringify(diff)}`);
     expect(diff[0][1] === 'q_proj, v_proj, o_proj, gate_proj, up_proj, down_proj' && diff[0][2] === 'q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj', `row: ${JSON.stringify(diff[0])}`);
     const totals = await page.$eval('#compare-body tr:last-child', (tr) => [...tr.querySelectorAll('td')].map((c) => c.getAttribute('title')));
     const wholeBytes = (text) => String(Math.round(Number(text.replace(/[^\d.]/g, ''))));
@@ -1749,6 +1786,35 @@ await check('the setup notice spells a value as the setup\'s framework does: axo
   const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
   const paged = items.find((t) => t.includes('paged_optimizer:'));
   expect(paged?.endsWith('paged_optimizer: off → paged_adamw_32bit (on)') && paged.includes('axolotl: optimizer · '), `the paged optimizer's line: ${paged} (all: ${JSON.stringify(items)})`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// Issue 32: the framework select names each value as the framework in use does, trainmem's value
+// in the option's title: under torchtune (the fresh page's recipe) its recipes
+// (framework-words.js RECIPE_WORDS: ddp is the single-device recipe, fsdp2 the distributed one),
+// under the Trainer on FSDP accelerate's distributed_type FSDP (FRAMEWORK_VALUES); a value the
+// framework has no words for keeps trainmem's.
+await check('the framework select speaks the framework in use: torchtune\'s recipes, accelerate\'s FSDP', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const options = () => page.$$eval('#f-framework option', (os) => Object.fromEntries(os.filter((o) => o.value).map((o) => [o.value, [o.textContent, o.title]])));
+  let shown = await options();
+  expect(await page.inputValue('#f-framework') === 'ddp' && shown.ddp[0] === 'single device' && shown.ddp[1] === 'trainmem: ddp'
+    && shown.fsdp2[0] === 'distributed' && shown.megatron[0] === 'megatron' && shown.megatron[1] === 'trainmem: megatron', `under torchtune: ${JSON.stringify(shown)}`);
+  // A switch's spelling: torchtune's enable_activation_checkpointing true is full recompute.
+  const recompute = await page.$eval('#f-recompute_granularity option[value="full"]', (o) => [o.textContent, o.title]);
+  expect(recompute[0] === 'true' && recompute[1] === 'full (every layer) · trainmem: full', `recompute full: ${recompute}`);
+  // On 2 GPUs torchtune has no single-device recipe and no DDP one: ddp has no torchtune words.
+  await typeInto(page, '#f-world_size', '2');
+  await settled(page);
+  shown = await options();
+  expect(shown.ddp[0] === 'ddp' && shown.fsdp2[0] === 'distributed', `torchtune on 2 GPUs: ${JSON.stringify(shown)}`);
+  await select(page, '#f-model_implementation', 'hf-transformers');
+  await select(page, '#f-framework', 'fsdp2');
+  await settled(page);
+  shown = await options();
+  expect(shown.fsdp2[0] === 'FSDP' && shown.ddp[0] === 'ddp' && shown.fsdp2[1] === 'trainmem: fsdp2', `under accelerate: ${JSON.stringify(shown)}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -98,7 +98,13 @@ export class ComparePanel {
     if (!pin) return;
     this.pin = pin;
     this.page.changed();
-    this.ui.card.scrollIntoView?.({ block: 'nearest' });
+    // Its head in view: under the sticky phone headline when it is above or below the window
+    // (the page's scroll-padding-top is that headline's height), else the least scroll.
+    const card = this.ui.card;
+    const top = card.getBoundingClientRect?.().top;
+    const clear = parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop) || 0;
+    const headHidden = top !== undefined && (top < clear || top > window.innerHeight - 48);
+    card.scrollIntoView?.({ block: headHidden ? 'start' : 'nearest' });
   }
 
   /** The pinned configuration goes into the form; the one there is pinned instead. */

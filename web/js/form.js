@@ -5,7 +5,7 @@ import { CHOICE_LABELS, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
-import { formWords, runFrameworks, valueSpelling } from './framework-words.js';
+import { RECIPE_WORDS, formWords, runFrameworks, valueSpelling } from './framework-words.js';
 
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
@@ -201,21 +201,25 @@ export class Form {
    */
   followFramework(resolved, fields, resolves) {
     const run = runFrameworks(resolved, fields, resolves);
+    // Recipe words that hold on one GPU only (RECIPE_WORDS: torchtune's single-device recipe).
+    const oneGpu = resolved ? resolved.world_size === 1 : true;
     // A keystroke that leaves the framework as it was costs no more than this comparison.
-    const signature = run.map((layer) => layer.kind).join(' ');
+    const signature = `${run.map((layer) => layer.kind).join(' ')} ${oneGpu}`;
     if (signature === this.runSignature) return;
     this.runSignature = signature;
     this.runFrameworks = run;
+    this.oneGpu = oneGpu;
     this.showWords(false); // the page shows this result's issues next
   }
 
   /** Writes the words into the hints, only when they changed (a keystroke's frame lays out what changed). */
   showWords(refreshIssues = true) {
     const words = formWords(this.namedWords, this.runFrameworks ?? []);
-    const signature = JSON.stringify([...words]);
+    const signature = JSON.stringify([this.recipeKind(), this.oneGpu, ...words]);
     if (signature === this.wordsSignature) return;
     this.wordsSignature = signature;
     this.frameworkWords = words;
+    this.spellChoices();
     for (const [name, f] of this.fields) {
       const hint = f.wrap.querySelector(`#h-${name}`);
       hint?.querySelector(':scope > .framework-key')?.remove();
@@ -277,8 +281,48 @@ export class Form {
    * (framework-words.js valueSpelling); `text`, trainmem's words for it, elsewhere.
    */
   valueText(field, value, text = String(value)) {
-    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    const spelled = this.spelling(field, value);
     return spelled === undefined || spelled === text ? text : `${spelled} (${text})`;
+  }
+
+  /**
+   * The framework in use's spelling of a value of `field`: its key's value where the generated
+   * table has it (framework-words.js valueSpelling: the field's label and hint name the key), else
+   * for `framework` the words of a framework that picks it by its recipe (RECIPE_WORDS); undefined
+   * where the framework has no words for it.
+   */
+  spelling(field, value) {
+    const spelled = valueSpelling(this.frameworkWords?.get(field), field, value);
+    if (spelled !== undefined) return spelled;
+    if (field !== 'framework') return undefined;
+    const words = RECIPE_WORDS[this.recipeKind()]?.[value];
+    return words?.oneGpu && this.oneGpu === false ? undefined : words?.text;
+  }
+
+  /** The importer kind whose code the run is (framework-words.js runFrameworks), or undefined. */
+  recipeKind() {
+    return this.runFrameworks?.[0]?.kind;
+  }
+
+  /**
+   * The choice selects' options in the framework in use's words, trainmem's value in the option's
+   * title ("single device", title "trainmem: ddp", under torchtune; "FSDP" under accelerate; the
+   * field's hint names trainmem's field); trainmem's words where the framework has none. A select
+   * shows its option's text in one line, cut at the field's width, so the framework's words stand
+   * alone there rather than first of a longer text.
+   */
+  spellChoices() {
+    for (const [name, f] of this.fields) {
+      if (f.spec.type !== 'choice' || f.input.tagName !== 'SELECT') continue;
+      for (const option of f.input.options) {
+        if (!option.value) continue;
+        const own = CHOICE_LABELS[name]?.[option.value] ?? option.value;
+        const spelled = this.spelling(name, option.value);
+        const text = spelled ?? own;
+        if (option.textContent !== text) option.textContent = text;
+        option.title = `${spelled === undefined || own === option.value ? '' : `${own} · `}trainmem: ${option.value}`;
+      }
+    }
   }
 
   /** The next showTopics is a whole new state's (a link, an import, a setup): its topics start closed. */

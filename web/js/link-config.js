@@ -19,7 +19,7 @@
 // (a Megatron run of Llama 3.1 8B on H100s, sequence 8192, micro batch 1): a link made then that
 // lacks a required field was read against it, and still is, so it keeps its bytes. It is no longer
 // what a fresh page shows (START is).
-import { PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
+import { NO_VERSION_NOTE, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
 import { parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
@@ -35,12 +35,11 @@ export const CUSTOM_GPU = 'custom';
  */
 export const START = Object.freeze({
   setup: ['llama-3.1-8b-lora-torchtune-1x4090', 'llama-3.1-8b-qlora-torchtune-1x4090'],
-  // Left unset, so the core derives them as the framework does: torchtune has no global batch
-  // setting (its global batch is batch_size × gradient_accumulation_steps × ranks), so a GPU count
-  // typed on the example must not meet the setup's product for one GPU ("global_batch_size 2
-  // must be divisible by micro batch × DP"). Unset, the core takes one microbatch per step, the
-  // setup's own accumulation (1): the same bytes (tests/wasm/link-config.test.mjs).
-  unset: ['global_batch_size'],
+  // Fields of the setup the fresh page leaves to the core. None: a setup fixes what its framework
+  // fixes, the accumulation (num_microbatches ← gradient_accumulation_steps), not the global batch
+  // (the importers, core/src/import/), so a GPU count typed on the example keeps the accumulation
+  // and the global batch follows, as in torchtune.
+  unset: Object.freeze([]),
   unit: 'GiB',
 });
 
@@ -255,9 +254,13 @@ function readLink(fragment, engine) {
   if (!String(fragment ?? '').replace(/^#/, '')) return { state: startState(engine), link: null };
   const link = decodeState(fragment, specs);
   const rejected = [...link.rejected];
-  const notes = [...link.notes];
+  // A setup's short link ("#su=<id>", as the documentation and the setup's own link write it)
+  // carries no value to keep or to check: no note on its missing version and checksum.
+  const pairs = String(fragment).replace(/^#/, '').split('&').filter(Boolean);
+  const setupAlone = pairs.length === 1 && pairs[0].startsWith(`${PAGE_KEYS.setup}=`);
+  const notes = setupAlone ? link.notes.filter((n) => n !== NO_VERSION_NOTE) : [...link.notes];
   if (link.integrity === 'mismatch') notes.push(CHECKSUM_NOTE);
-  else if (link.integrity === 'missing') notes.push(NO_CHECKSUM_NOTE);
+  else if (link.integrity === 'missing' && !setupAlone) notes.push(NO_CHECKSUM_NOTE);
   const setup = setupById(engine, link.setup);
   if (link.setup && !setup) {
     const known = (engine.setups ?? []).map((s) => s.id).join(', ');

@@ -455,7 +455,7 @@ function applyLink(fragment) {
   form?.resetTopics();
   form?.showFrameworkKeys(null);
   lastOk = null; // a new state: the result of the one before is not kept as this one's
-  followed = null;
+  followed.clear();
   compare.pin = link.pin;
   forgetTheStateBefore();
   importedLabel = null;
@@ -653,7 +653,7 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
   state.setup = setup;
   importedLabel = label;
   lastOk = null; // a whole new state: which fields apply follows from it, not from the last result
-  followed = null;
+  followed.clear();
   ui.notice.hidden = true; // what a link before did not use is no word on this state
   forgetTheStateBefore();
   syncControls();
@@ -679,11 +679,16 @@ function loadLayout(fields) {
 
 let lastEdited = null; // the field the user's hand is on: its problems are shown there
 
-// The GPU count and DP say one thing (world = TP·PP·CP·DP): the one typed last is kept, the
-// other follows from it in the core. Clearing the one typed gives the other back its value (a bad
-// GPU count typed and cleared again must not cost the user's DP).
-const FOLLOWS = { world_size: 'data_parallel_size', data_parallel_size: 'world_size' };
-let followed = null; // {by, name, value}: the field set aside when `by` was typed
+// Pairs that say one thing: the GPU count and DP (world = TP·PP·CP·DP), the global batch and
+// the accumulation (global = micro × DP × microbatches; a setup or an import gives the
+// accumulation, core/src/import/). The one typed last is kept, the other follows from it in the
+// core. Clearing the one typed gives the other back its value (a bad GPU count typed and cleared
+// again must not cost the user's DP).
+const FOLLOWS = {
+  world_size: 'data_parallel_size', data_parallel_size: 'world_size',
+  global_batch_size: 'num_microbatches', num_microbatches: 'global_batch_size',
+};
+const followed = new Map(); // typed field -> {name, value}: the field set aside when it was typed
 
 function onFieldChange(name, value) {
   lastEdited = name;
@@ -692,12 +697,12 @@ function onFieldChange(name, value) {
   else state.fields[name] = value;
   const other = FOLLOWS[name];
   if (other && value !== undefined && state.fields[other] !== undefined) {
-    followed = { by: name, name: other, value: state.fields[other] };
+    followed.set(name, { name: other, value: state.fields[other] });
     delete state.fields[other];
     form.setValues(state.fields); // the other field shows what it resolves to
-  } else if (other && value === undefined && followed?.by === name && state.fields[other] === undefined) {
-    state.fields[other] = followed.value;
-    followed = null;
+  } else if (other && value === undefined && followed.has(name) && state.fields[other] === undefined) {
+    state.fields[other] = followed.get(name).value;
+    followed.delete(name);
     form.setValues(state.fields);
   }
   recompute();
@@ -802,7 +807,9 @@ function bindPanels() {
 /**
  * Marks the summary "stuck" while it sticks to the top of a phone's screen (a sentinel just above
  * it has scrolled away): the stylesheet keeps it short then, the headline, the verdict and the
- * switches on three lines.
+ * switches on three lines. Its height while stuck is the page's --summary-height (0 where it does
+ * not stick: a wide window), which the stylesheet gives jump targets as their scroll-margin-top,
+ * so a section a link or a button jumps to starts below the headline and not under it.
  */
 function watchSticky(summary) {
   // dist/'s prerendered page keeps the sentinel it was snapshot with: reuse it.
@@ -812,7 +819,23 @@ function watchSticky(summary) {
     sentinel.setAttribute('aria-hidden', 'true');
     summary.before(sentinel);
   }
-  new IntersectionObserver(([entry]) => summary.classList.toggle('stuck', !entry.isIntersecting)).observe(sentinel);
+  // The stuck height, measured in place: while the summary is not stuck the class goes on and off
+  // again within this task, so nothing is painted in between.
+  const keepHeight = () => {
+    let height = 0;
+    if (getComputedStyle(summary).position === 'sticky') {
+      const stuck = summary.classList.contains('stuck');
+      if (!stuck) summary.classList.add('stuck');
+      height = Math.ceil(summary.getBoundingClientRect().height);
+      if (!stuck) summary.classList.remove('stuck');
+    }
+    document.documentElement.style.setProperty('--summary-height', `${height}px`);
+  };
+  new IntersectionObserver(([entry]) => {
+    summary.classList.toggle('stuck', !entry.isIntersecting);
+    keepHeight();
+  }).observe(sentinel);
+  new ResizeObserver(keepHeight).observe(summary);
 }
 
 // ---- start ----

@@ -315,6 +315,7 @@ const VIEW_IDS = {
   gpuName: 'gpu-name', meter: 'meter', meterFill: 'meter-fill', verdict: 'verdict', stale: 'stale',
   tableHead: 'breakdown-head', tableBody: 'breakdown-body', peakCard: 'peak-card', peak: 'peak', params: 'params',
   assumptions: 'assumptions', report: 'report', summaryText: 'summary-text', profile: 'profile', traceBody: 'trace-body',
+  reportCard: 'report-card',
   confidence: 'confidence', confidenceDetail: 'confidence-detail',
 };
 
@@ -522,6 +523,11 @@ export class ResultsView {
     setText(ui.report, result.report ?? '');
     setText(ui.summaryText, result.summary ?? '');
     setText(ui.profile, result.profile ?? '');
+    // The card is Megatron's training-log line: the core gives one only for a run Megatron-LM
+    // would launch and log (estimate.cpp reference_line); without it the card's title, its
+    // "compare this line with your run's log" and the summary in the log's words would speak of
+    // a log the run does not write (issue 32 item 6; the walk found them on torchtune's 70B LoRA).
+    if (ui.reportCard) ui.reportCard.hidden = !result.report;
   }
 
   /** Every intermediate quantity with its formula (verbose mode), for people who check the math. */

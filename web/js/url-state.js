@@ -170,6 +170,9 @@ export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, 
   return `${body}&ck=${checksum(body)}`;
 }
 
+/** The note on a link without "v=": read as format 1. */
+export const NO_VERSION_NOTE = 'The link has no format version; it was read as version 1.';
+
 /**
  * Splits a fragment into page state. Unknown keys, malformed pairs and values of the wrong shape
  * are listed in `rejected`; everything else is kept.
@@ -210,7 +213,7 @@ export function decodeState(fragment, specs) {
     readPair(out, key, value, specs);
   }
 
-  if (out.version === null) out.notes.push('The link has no format version; it was read as version 1.');
+  if (out.version === null) out.notes.push(NO_VERSION_NOTE);
   else if (out.version > FORMAT_VERSION) {
     out.notes.push(`The link was made by a newer trainmem (link format ${out.version}); fields this version knows were kept.`);
   }

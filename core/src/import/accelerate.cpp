@@ -787,13 +787,16 @@ void AccelerateReader::read_training() {
       }
     }
     m_.assume(field::compute_dtype, compute, precision_why_, "mixed_precision");
-    // The batch: per_device_train_batch_size (TrainingArguments' default 8) × accumulation × ranks.
+    // The batch: per_device_train_batch_size (TrainingArguments' default 8) and the accumulation
+    // (default 1), both per rank: the Trainer's knobs, which stay when the GPU count changes while
+    // the global batch (micro × accumulation × ranks) follows. So the microbatch count is read.
     const int64_t mb = a.count(m_, "per_device_train_batch_size").value_or(8);
     const int64_t ga = a.count(m_, "gradient_accumulation_steps").value_or(1);
     if (!out_.ok()) return;
     if (a.given("per_device_train_batch_size")) m_.read(field::micro_batch_size, double(mb), "--per_device_train_batch_size");
     else m_.assume(field::micro_batch_size, 8.0, "no --per_device_train_batch_size: TrainingArguments' default 8", "per_device_train_batch_size");
-    m_.put_product(field::global_batch_size, "--gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {mb, ga, gpus_});
+    if (a.given("gradient_accumulation_steps")) m_.read(field::num_microbatches, double(ga), "--gradient_accumulation_steps");
+    else m_.assume(field::num_microbatches, 1.0, "no --gradient_accumulation_steps: TrainingArguments' default 1", "gradient_accumulation_steps");
     mapping::read_trainer_arguments(m_, a, false);
   } else {
     read_deepspeed();

@@ -399,10 +399,17 @@ void AxolotlReader::read_training() {
   }
   if (auto mb = m_.integer("micro_batch_size")) {
     m_.read(field::micro_batch_size, double(*mb), "micro_batch_size");
-    const int64_t ga = m_.integer("gradient_accumulation_steps").value_or(1);
-    const int64_t dp = out_.input.data_parallel_size.value_or(gpus_);
-    if (!out_.input.global_batch_size)
-      m_.put_product(field::global_batch_size, "gradient_accumulation_steps", "micro_batch_size × gradient_accumulation_steps × ranks", {*mb, ga, dp});
+    // The accumulation is axolotl's knob (the Trainer's gradient_accumulation_steps, per rank): it
+    // stays when the GPU count changes, and the global batch follows (micro × accumulation ×
+    // ranks), so the microbatch count is what the file fixes. A DeepSpeed file's own batch keys
+    // (read before) win.
+    const std::optional<int64_t> ga = m_.integer("gradient_accumulation_steps");
+    if (!out_.input.global_batch_size && !out_.input.num_microbatches) {
+      if (ga)
+        m_.read(field::num_microbatches, double(*ga), "gradient_accumulation_steps");
+      else if (!m_.has("gradient_accumulation_steps"))
+        m_.assume(field::num_microbatches, 1.0, "no gradient_accumulation_steps: the Trainer's default 1", "gradient_accumulation_steps");
+    }
   } else if (!m_.has("micro_batch_size")) {
     m_.fail("micro_batch_size", "missing (axolotl requires it)");
   }

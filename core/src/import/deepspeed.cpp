@@ -269,6 +269,7 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   if (!micro && (mb = argument("per_device_train_batch_size")))
     out.read.push_back("micro_batch_size ← " + a.key("per_device_train_batch_size") + " = " + number_text(double(*mb)));
   if (!accumulation) ga = argument("gradient_accumulation_steps");
+  const bool ga_argument = !accumulation && ga;  // the Trainer's argument, the file having none
   if (!ga) ga = 1;
   if (tb) {
     // DeepSpeed's _batch_assertion: train_batch_size = micro × accumulation × ranks; the micro
@@ -286,7 +287,26 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   if (mb) {
     m.put(field::micro_batch_size, double(*mb), "train_micro_batch_size_per_gpu");
     out.read.push_back("micro_batch_size ← train_micro_batch_size_per_gpu = " + number_text(double(*mb)));
-    m.put_product(field::global_batch_size, "gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {*mb, *ga, world});
+    // Which batch the run fixes [ds] (DeepSpeedConfig._set_batch_related_parameters,
+    // deepspeed/runtime/config.py @ edaa7221267243c7be7fb49c5d5f5c4fb97b4641): a train_batch_size
+    // given as a number is the global batch, and the micro batch or the accumulation follows from
+    // it and the world size; without one ("auto" filled by the Trainer [hf], or absent) the
+    // accumulation is the knob and the global batch follows (micro × accumulation × world). So a
+    // GPU count changed later keeps what the file fixes.
+    const json* own_total = m.get("train_batch_size");
+    const json* own_accumulation = m.get("gradient_accumulation_steps");
+    if (tb && own_total && !own_total->is_string()) {
+      m.put_product(field::global_batch_size, "gradient_accumulation_steps", "micro × gradient_accumulation_steps × ranks", {*mb, *ga, world});
+    } else if (own_accumulation && !own_accumulation->is_string()) {
+      m.read(field::num_microbatches, double(*ga), "gradient_accumulation_steps");
+    } else if (own_accumulation || ga_argument) {
+      // "auto" (its note says what filled it) or the Trainer's argument.
+      const std::string from = own_accumulation ? "gradient_accumulation_steps = \"auto\"" : a.key("gradient_accumulation_steps");
+      if (m.put(field::num_microbatches, double(*ga), "gradient_accumulation_steps"))
+        out.read.push_back("num_microbatches ← " + from + " = " + number_text(double(*ga)));
+    } else {
+      m.assume(field::num_microbatches, double(*ga), "no gradient_accumulation_steps: the Trainer's default 1", "gradient_accumulation_steps");
+    }
   }
 
   // The optimizer [ds]; without a block, the Trainer's [hf].

@@ -172,11 +172,18 @@ MegatronExport export_megatron_args(const Config& c) {
   if (c.global_batch_size > 0) {
     arg("--global-batch-size", c.global_batch_size);
   } else if (c.num_microbatches > 0) {
-    const int64_t global = c.num_microbatches * c.micro_batch_size * c.data_parallel_size;
-    arg("--global-batch-size", global);
-    out.notes.push_back("num_microbatches = " + n(c.num_microbatches) +
-                        ": exported as --global-batch-size " + n(global) +
-                        " = num_microbatches × micro_batch_size × data_parallel_size");
+    // Imports give the accumulation as num_microbatches; each count is in its field's range, their
+    // product need not be within 64 bits.
+    std::optional<int64_t> global = checked_mul(c.num_microbatches, c.micro_batch_size);
+    if (global) global = checked_mul(*global, c.data_parallel_size);
+    if (!global) {
+      out.notes.push_back("num_microbatches × micro_batch_size × data_parallel_size is over 2^63: no --global-batch-size");
+    } else {
+      arg("--global-batch-size", *global);
+      out.notes.push_back("num_microbatches = " + n(c.num_microbatches) +
+                          ": exported as --global-batch-size " + n(*global) +
+                          " = num_microbatches × micro_batch_size × data_parallel_size");
+    }
   }
   if (c.use_distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (c.sequence_parallel) a.push_back("--sequence-parallel");

@@ -455,10 +455,19 @@ void TorchtitanReader::read_parallelism() {
   } else {
     m_.read(field::micro_batch_size, double(local), local_key, number_text(double(local)));
   }
-  const std::string global_key = global_given ? "training.global_batch_size" : local_key;
-  if (m_.put(field::global_batch_size, double(global), global_key))
-    out_.read.push_back("global_batch_size ← " + std::string(global_given ? "training.global_batch_size" : "local batch × data-parallel ranks") +
-                        " = " + number_text(double(global)));
+  // A global batch the file gives is fixed [train]: the accumulation follows from it and the
+  // data-parallel ranks. Without one (-1) torchtitan takes the local batch × the ranks, so each
+  // rank's step is its local batch (in microbatches of the pipeline schedule) however many ranks
+  // there are: the microbatch count is what stays when the GPU count changes.
+  if (global_given) {
+    if (m_.put(field::global_batch_size, double(global), "training.global_batch_size"))
+      out_.read.push_back("global_batch_size ← training.global_batch_size = " + number_text(double(global)));
+  } else if (out_.input.micro_batch_size && *out_.input.micro_batch_size > 0 && local % *out_.input.micro_batch_size == 0) {
+    const int64_t count = local / *out_.input.micro_batch_size;
+    if (m_.put(field::num_microbatches, double(count), local_key))
+      out_.read.push_back("num_microbatches ← local batch / micro batch = " + number_text(double(count)) +
+                          " (no training.global_batch_size: the global batch is the local batch × data-parallel ranks)");
+  }
 }
 
 // The decoder layers of each stage [pp] [pp01], as pipeline_stage_layers when they are not all

@@ -420,11 +420,17 @@ void TorchtuneReader::read_batch() {
   const std::optional<int64_t> batch = m_.integer("batch_size");
   if (batch) m_.read(field::micro_batch_size, double(*batch), "batch_size");
   else if (!m_.has("batch_size")) m_.fail("batch_size", "missing (torchtune's recipes read cfg.batch_size)");
-  accumulation_ = m_.integer("gradient_accumulation_steps").value_or(1);
-  const int64_t dp = out_.input.data_parallel_size.value_or(1);
-  if (batch)
-    m_.put_product(field::global_batch_size, "gradient_accumulation_steps",
-                   "batch_size × gradient_accumulation_steps × data-parallel ranks", {*batch, accumulation_, dp});
+  // The recipe's knob is the accumulation: each rank runs gradient_accumulation_steps batches of
+  // batch_size per optimizer step, however many ranks there are ("Total Batch Size = batch_size *
+  // number of GPUs * gradient accumulation steps", recipes/full_finetune_distributed.py's docstring
+  // @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1; self._gradient_accumulation_steps =
+  // cfg.gradient_accumulation_steps). So the microbatch count is what the file fixes; the global
+  // batch follows from it and the GPU count, in trainmem as in torchtune.
+  const std::optional<int64_t> accumulation = m_.integer("gradient_accumulation_steps");
+  accumulation_ = accumulation.value_or(1);
+  if (accumulation) m_.read(field::num_microbatches, double(*accumulation), "gradient_accumulation_steps");
+  else if (!m_.has("gradient_accumulation_steps"))
+    m_.assume(field::num_microbatches, 1.0, "no gradient_accumulation_steps: one batch per optimizer step", "gradient_accumulation_steps");
 
   // Sequence length: a packed dataset fills max_seq_len exactly; otherwise batches are padded to
   // their longest sample, at most max_seq_len.

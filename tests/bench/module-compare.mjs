@@ -1,7 +1,7 @@
 // Times the estimator module's calls as the page makes them, for one or more builds of the module in
 // one run (interleaved rounds, so a loaded machine slows each alike), and prints each build's size.
 // Asserts nothing.
-//   node tests/bench/module-compare.mjs [dir-or-wasm ...]     default: web/wasm/trainmem.wasm
+//   [ROUNDS=9] node tests/bench/module-compare.mjs [dir-or-wasm ...]     default: web/wasm/trainmem.wasm
 // Each argument is a trainmem.wasm (or a folder holding one) with its glue trainmem.mjs beside it.
 // Cases: the fresh page's config (restoreLink('')) and issue 31's link (70B, TP 8, PP 2, DP 4,
 // 8,192 tokens on an H100: a run that does not fit, so its answer carries suggestions), each as
@@ -16,7 +16,7 @@ import { restoreLink } from '../../web/js/link-config.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const LINK = 'v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb';
-const ROUNDS = 9;
+const ROUNDS = Number(process.env.ROUNDS ?? 9);
 
 async function wasmPath(arg) {
   const path = resolve(arg);
@@ -82,5 +82,6 @@ for (const [bi, build] of builds.entries()) {
   const gz = gzipSync(build.binary, { level: 9 }).length;
   console.log(`${build.label}: ${(build.binary.length / 1024).toFixed(1)} KB raw, ${(gz / 1024).toFixed(1)} KB gzip;` +
     ` cold start to the link's first view ${median(cold.get(build)).toFixed(0)} ms (median of 3)`);
-  cases[bi].forEach(([name], ci) => console.log(`  ${name.padEnd(36)} ${median(timings[bi][ci]).toFixed(1).padStart(8)} µs of CPU a call (median of ${ROUNDS} rounds)`));
+  cases[bi].forEach(([name], ci) => console.log(`  ${name.padEnd(36)} ${median(timings[bi][ci]).toFixed(1).padStart(8)} µs of CPU a call` +
+    ` (median of ${ROUNDS} rounds; fastest round ${Math.min(...timings[bi][ci]).toFixed(1)} µs)`));
 }

@@ -2,7 +2,7 @@
 // web/wasm/trainmem.wasm by part. It asserts nothing; README's benchmark table quotes it.
 //   node tests/bench/wasm-size.mjs [module.wasm] [--top N] [--build DIR (its build folder: build-wasm)]
 // Parts: the wasm sections; the code section by function (names from the build's symbol map,
-// trainmem.mjs.symbols: configure build-wasm/ with -DTRAINMEM_WASM_SYMBOL_MAP=ON) grouped by the source file
+// build-wasm/wasm/trainmem.mjs.symbols: configure with -DTRAINMEM_WASM_SYMBOL_MAP=ON) grouped by the source file
 // that defines each function (llvm-nm over build-wasm/'s core objects) or by library; the data
 // section split into core/data's embedded files and the other constant data, whose strings are
 // attributed to the core source file that holds their text.
@@ -95,8 +95,9 @@ function dataSegments() {
 
 // ---- names: the symbol map, demangled; each name's defining source file from llvm-nm ----
 function symbolNames() {
-  const map = join(dirname(WASM), basename(WASM, '.wasm') + '.mjs.symbols');
-  if (!existsSync(map)) return null;
+  const name = basename(WASM, '.wasm') + '.mjs.symbols';
+  const map = [join(BUILD, 'wasm', name), join(dirname(WASM), name)].find(existsSync);
+  if (!map) return null;
   const names = new Map();
   for (const line of readFileSync(map, 'utf8').split('\n')) {
     const colon = line.indexOf(':');
@@ -137,6 +138,12 @@ function library(name) {
 
 // ---- the report ----
 console.log(`${relative(process.cwd(), WASM) || WASM}: ${kb(bytes.length)} raw, ${kb(gzip(bytes))} gzip, ${kb(brotli(bytes))} brotli`);
+const GLUE = WASM.replace(/\.wasm$/, '.mjs');
+if (existsSync(GLUE)) {
+  const glue = readFileSync(GLUE);
+  console.log(`its glue ${basename(GLUE)}: ${kb(glue.length)} raw, ${kb(gzip(glue))} gzip, ${kb(brotli(glue))} brotli;` +
+    ` the two: ${kb(gzip(bytes) + gzip(glue))} gzip`);
+}
 console.log('\nsections (each compressed alone):');
 for (const s of sections) if (s.whole.length > 1024) row(s.name, s.whole);
 
@@ -162,7 +169,7 @@ if (names) {
     console.log(`  ${kb(f.body.length).padStart(9)}  ${f.name.length > 110 ? `${f.name.slice(0, 107)}...` : f.name}`);
   }
 } else {
-  console.log('  (no symbol map beside the module: configure with -DTRAINMEM_WASM_SYMBOL_MAP=ON for names)');
+  console.log('  (no symbol map: configure build-wasm/ with -DTRAINMEM_WASM_SYMBOL_MAP=ON for names)');
 }
 
 // Data: core/data's files are found by their text (core/embed_data.cmake embeds them verbatim);

@@ -14,6 +14,8 @@ build/tests/trainmem_plan_bench
 echo "== page"
 node web/scripts/vendor.mjs > /dev/null
 bash web/scripts/build-wasm.sh > /dev/null
+echo "== the estimator module's bytes"
+node tests/bench/wasm-size.mjs --top 10
 node tests/bench/page-bench.mjs "${PAGE_LOADS:-15}"
 echo "== module calls and estimator passes per keystroke"
 node tests/bench/calls-bench.mjs

@@ -123,7 +123,7 @@ function settle() {
   form.showApplicable(names);
   form.showHolds(state.fields);
   // The setup the page started from, and what was edited since: its name alone is not the run.
-  setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, START.unset)
+  setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, START.unset, FOLLOWS)
     .map((name) => (name === 'gpu' ? 'the GPU' : form.nameText(name))));
   // The framework in use names the fields (framework-words.js): this result's, or the last valid one's.
   form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);

@@ -105,15 +105,21 @@ export class SetupPicker {
  * The settings of `setup` that `state` no longer holds as the setup set them ({fields, gpu}),
  * by name, and 'gpu' when its GPU changed. A field the page leaves unset on purpose where the
  * setup sets it (`leftUnset`: START.unset on the fresh page) is not an edit.
+ * @param {Record<string, string>} [follows] pairs that say one thing (main.js FOLLOWS): the one
+ *   set aside when its pair was typed is not counted again
  * @returns {string[]}
  */
-export function editsSinceSetup(setup, state, leftUnset = []) {
+export function editsSinceSetup(setup, state, leftUnset = [], follows = {}) {
   if (!setup) return [];
   const names = new Set([...Object.keys(setup.config), ...Object.keys(state.fields)]);
   const edited = [...names].filter((name) => !same(setup.config[name], state.fields[name])
     && !(state.fields[name] === undefined && leftUnset.includes(name)));
-  if (state.gpu !== setup.gpu) edited.push('gpu');
-  return edited;
+  // A field set aside because its pair was typed (follows: the GPU count and DP, the global batch
+  // and the accumulation) is that one edit, not a second.
+  const typed = (name) => follows[name] !== undefined && state.fields[follows[name]] !== undefined;
+  const counted = edited.filter((name) => !(state.fields[name] === undefined && typed(name)));
+  if (state.gpu !== setup.gpu) counted.push('gpu');
+  return counted;
 }
 
 /**

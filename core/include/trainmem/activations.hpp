@@ -113,6 +113,10 @@ struct OutputBackward {
   double chunked_weight_sum = 0;
 };
 OutputBackward output_backward_bytes(const Config& config);
+// Whether torchtune's chunked output-layer backward (chunked_weight_sum) runs as in eager mode
+// when torch_compile compiles the loss: torchtune compiles the decoder layers and each chunk's
+// cross entropy only, so the output layer stays eager (activations.cpp).
+bool chunked_output_phase_runs_compiled(const Config& config);
 
 // The decoder layers' backward on the eager Hugging Face and torchtune dense Llama layers (no
 // peft, recompute, MoE, parallelism; SwiGLU, RMSNorm), beside the saved activations and the

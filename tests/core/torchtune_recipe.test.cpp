@@ -1,0 +1,52 @@
+// torchtune's recipes as they run under compile=True (issue 29): which part of the loss is
+// compiled, and what that leaves of the output layer's backward. Sources: pytorch/torchtune
+// @ 1814feb17a9038e1a8053ce93111bd26774a8db6 (PR #2003, the README's 'Optimization flags' table):
+// torchtune/training/_compile.py (compile_model, compile_loss) and recipes/*.py.
+#include <string>
+
+#include "support.hpp"
+#include "trainmem/activations.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// The one-layer fp32 Llama of implementations.test.cpp (h 64, 2 heads of 32, f 128, V 512, one
+// sequence of 8 tokens, AdamW, no workspace), as torchtune's model.
+std::string tiny_torchtune(const std::string& more) {
+  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "torchtune", "num_layers": 1, "hidden_size": 64,
+      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
+      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
+      "optimizer_implementation": "foreach", "attention_backend": "unfused", "attention_dropout": 0,
+      "hidden_dropout": 0, "workspace_bytes": 0)" +
+         (more.empty() ? "" : ", " + more) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("compile=True leaves torchtune's chunked output layer eager: its backward walk runs as in eager mode",
+          "[torchtune_recipe][moments][loss]") {
+  const Config eager = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2)"));
+  const Config compiled = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2, "torch_compile": true)"));
+  CHECK_FALSE(chunked_output_phase_runs_compiled(eager));
+  CHECK(chunked_output_phase_runs_compiled(compiled));
+  CHECK_FALSE(chunked_output_phase_runs_compiled(config_from(tiny_torchtune(R"("torch_compile": true)"))));
+  // The walk by hand (2 chunks of 4 tokens, b = 1, e = 4, V = 512, h = 64), the same with the
+  // loss compiled, since the compiled loss nodes have run and freed what they saved before the
+  // first MmBackward0: both chunks' logits' gradients 4·4·512 = 8,192 each; chunk 2's
+  // MmBackward0 (input gradient 4·4·64 = 1,024, weight gradient 4·512·64 = 131,072), chunk 1's
+  // (2·131,072 + 8,192 + 2·1,024 + the whole input 4·8·64 = 2,048: 274,432), then the out-of-place
+  // add of the two weight gradients, 3·131,072 + 2·1,024 = 395,264, the largest; plus the eager
+  // final norm's saved fp32 input 2,048, rsqrt 4·8 = 32 and normalised output 2,048: 399,392 B.
+  CHECK(output_backward_bytes(eager).chunked_weight_sum == 399392);
+  CHECK(output_backward_bytes(compiled).chunked_weight_sum == 399392);
+  // At that moment: the weights and AdamW's two states (no gradient yet: 106,688 parameters ·
+  // 4 B · 3 = 1,280,256 B), the decoder's saved tensors (the compiled layer's), and the walk.
+  const Estimate est = estimate_training_memory(compiled, compiled.num_microbatches);
+  CHECK(est.moments.forward == 1280256 + 399392 + est.activation_bytes - output_activation_bytes(compiled));
+}

@@ -50,3 +50,41 @@ TEST_CASE("compile=True leaves torchtune's chunked output layer eager: its backw
   const Estimate est = estimate_training_memory(compiled, compiled.num_microbatches);
   CHECK(est.moments.forward == 1280256 + 399392 + est.activation_bytes - output_activation_bytes(compiled));
 }
+
+namespace {
+bool keeps_log_probabilities(const Config& c) {
+  SavedTensors saved;
+  output_activation_bytes(c, &saved);
+  for (const SavedTensor& t : saved)
+    if (t.name == "loss.log_softmax") return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("compile=True: torchtune's full fine-tuning and distributed recipes drop compile_loss's module, so a plain loss runs eager",
+          "[torchtune_recipe][loss]") {
+  // training.compile_loss returns torch.compile(loss) for torch.nn.CrossEntropyLoss;
+  // lora_finetune_single_device assigns it, full_finetune_single_device, full_finetune_distributed
+  // and lora_finetune_distributed do not (recipes/*.py @ 1814feb17 and dc0441a09).
+  const std::string lora = R"("peft": "lora", "lora_rank": 2, "lora_target_modules": ["q_proj", "v_proj"])";
+  const Config full_single = config_from(tiny_torchtune(R"("torch_compile": true)"));
+  const Config lora_single = config_from(tiny_torchtune(R"("torch_compile": true, )" + lora));
+  const Config lora_fsdp2 = config_from(tiny_torchtune(R"("torch_compile": true, "framework": "fsdp2", )" + lora));
+  const Config chunked = config_from(tiny_torchtune(R"("torch_compile": true, "cross_entropy_chunks": 2)"));
+  const Config eager = config_from(tiny_torchtune(""));
+  CHECK_FALSE(torchtune_recipe_uses_compiled_loss(full_single));
+  CHECK_FALSE(torchtune_recipe_uses_compiled_loss(lora_fsdp2));
+  CHECK(torchtune_recipe_uses_compiled_loss(lora_single));
+  CHECK(torchtune_recipe_uses_compiled_loss(chunked));  // compiled in place, whatever the recipe does
+  // Eager, F.cross_entropy keeps log_softmax's fp32 output, 4 · 8 tokens · 512 = 16,384 B; the
+  // compiled loss keeps its input logits and a log-sum-exp instead.
+  CHECK(keeps_log_probabilities(eager));
+  CHECK(keeps_log_probabilities(full_single));
+  CHECK(keeps_log_probabilities(lora_fsdp2));
+  CHECK_FALSE(keeps_log_probabilities(lora_single));
+  // So the full fine-tuning recipe's output side under compile is the eager one, byte for byte
+  // (the decoder layer alone is compiled), and its output-layer backward is walked as in eager mode.
+  CHECK(output_activation_bytes(full_single) == output_activation_bytes(eager));
+  CHECK(output_backward_bytes(full_single).modelled);
+  CHECK(output_backward_bytes(full_single).output_layer == output_backward_bytes(eager).output_layer);
+}

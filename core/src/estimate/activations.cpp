@@ -1729,6 +1729,7 @@ double shifted_loss_rows(const Shape& x) { return x.b * (x.s - 1); }
 // loss.
 bool compiled_loss(const Config& c) {
   if (hf_chunked_loss(c)) return true;
+  if (!torchtune_recipe_uses_compiled_loss(c)) return false;
   return c.torch_compile && !c.cross_entropy_loss_fusion && !c.fused_linear_cross_entropy &&
          !c.cut_cross_entropy &&
          (c.model_implementation == ModelImplementation::torchtune ||
@@ -2231,6 +2232,29 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
 bool chunked_output_phase_runs_compiled(const Config& config) {
   return compiled_loss(config) && config.torch_compile && config.model_implementation == ModelImplementation::torchtune &&
          config.cross_entropy_chunks > 1 && !hf_chunked_loss(config);
+}
+
+// ------------------------------------------- torchtune's recipes and compile_loss's result ----
+// Whether a torchtune recipe run with compile=True computes its loss with the compiled module.
+// training.compile_loss compiles a CEWithChunkedOutputLoss in place (it sets the instance's
+// compute_cross_entropy to the compiled function) but any other loss, torch.nn.CrossEntropyLoss
+// among them, as a new module, `loss = torch.compile(loss, backend=backend)`, which it returns
+// (pytorch/torchtune torchtune/training/_compile.py compile_loss @
+// 1814feb17a9038e1a8053ce93111bd26774a8db6; the same at 9c06c8bda3, 2025-04-30, for a loss
+// without apply_compile_strategy). lora_finetune_single_device keeps that module
+// (`self._loss_fn = training.compile_loss(self._loss_fn)`); full_finetune_single_device,
+// full_finetune_distributed and lora_finetune_distributed call `training.compile_loss(self._loss_fn)`
+// and drop what it returns (recipes/*.py @ 1814feb17, from c169bcddd, 2024-09-07, "compile utils
+// and version-gating", to the recipes' last versions @ dc0441a09, 2025-08-08), so there an
+// unchunked loss runs eager: F.cross_entropy keeps the fp32 log-probabilities and its backward
+// writes two fp32 logits-sized gradients, as without compile. Here torchtune's single-device
+// LoRA/QLoRA recipe is framework ddp with peft; full fine-tuning (peft none) and framework fsdp2
+// are the recipes that drop it. Only an unchunked loss is concerned; true for every other
+// implementation (their own rules in compiled_loss).
+bool torchtune_recipe_uses_compiled_loss(const Config& config) {
+  if (config.model_implementation != ModelImplementation::torchtune || !config.torch_compile) return true;
+  if (config.cross_entropy_chunks > 1) return true;
+  return config.peft_on() && config.framework == Framework::ddp;
 }
 
 }  // namespace trainmem

@@ -88,3 +88,23 @@ TEST_CASE("compile=True: torchtune's full fine-tuning and distributed recipes dr
   CHECK(output_backward_bytes(full_single).modelled);
   CHECK(output_backward_bytes(full_single).output_layer == output_backward_bytes(eager).output_layer);
 }
+
+TEST_CASE("FSDP2: the chunked output layer's gradient sum comes before any unit's unsharded gradient and reduce-scatter copy",
+          "[torchtune_recipe][moments][fsdp2]") {
+  // The tiny torchtune model on FSDP2 over 2 GPUs, the embedding and output layer units of their
+  // own (custom_sharded_layers), 2 loss chunks, compiled. fsdp2_buffers counts a unit's unsharded
+  // gradient and its reduce-scatter copy for the largest unit, fp32: a decoder layer,
+  // h(q + 2kv) + qh + 3hf + 2h = 64·192 + 64·64 + 3·64·128 + 2·64 = 41,088 parameters (the output
+  // layer, 512·64 = 32,768, is smaller), 2 · 4 B each: 328,704 B. At the walk's largest point (the
+  // first add of the two chunks' weight gradients, 399,392 B with the final norm's saved tensors,
+  // as in the single-GPU case: the tokens per GPU are the same) they do not exist yet.
+  const Config c = config_from(tiny_torchtune(R"("framework": "fsdp2", "data_parallel_size": 2,
+      "global_batch_size": 2, "fsdp_embedding_units": true, "cross_entropy_chunks": 2,
+      "torch_compile": true)"));
+  // The state then, per GPU: half of the 106,688 parameters' fp32 weights and AdamW's two states,
+  // 53,344 · 12 = 640,128 B (the gradients are made in backward), and of the buffers the gathered
+  // pair, a layer and the largest unit, 2 · 4 · 41,088 = 328,704 B (the reduce pair, 328,704 B
+  // more, not yet): 968,832 B, beside the decoder's saved tensors and the walk.
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 968832 + est.activation_bytes - output_activation_bytes(c) + 399392);
+}

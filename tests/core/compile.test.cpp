@@ -63,17 +63,28 @@ TEST_CASE("compiled eager attention keeps the bf16 scores, not the fp32 softmax"
 }
 
 TEST_CASE("compiled loss: torchtune's fp32 output, a chunk's bf16 logits, transformers' graph", "[compile][loss]") {
-  // torchtune unchunked: the final norm is outside the compiled layers (eager: fp32 input
-  // 65,536, rstd 512, normalised 32,768); lm_head input 32,768; the compiled loss keeps the fp32
-  // logits output(h).float() hands it, 4·T·V = 256,000, and the log-sum-exp 4·T = 512; labels
-  // 8·T = 1,024: 389,120.
+  // torchtune unchunked, full fine-tuning: full_finetune_single_device calls
+  // training.compile_loss(self._loss_fn) and drops the compiled module it returns
+  // (torchtune_recipe_uses_compiled_loss), so the loss runs eager: the final norm (eager: fp32
+  // input 65,536, rstd 512, normalised 32,768), lm_head input 32,768, log_softmax's fp32 output
+  // 4·T·V = 256,000, labels 8·T = 1,024: 388,608; its backward writes two fp32 gradients, 512,000.
   const Config tt = example(R"("model_implementation": "torchtune", "attention_backend": "flash",
       "torch_compile": true)");
-  CHECK(output_activation_bytes(tt) == 389120);
-  // Its backward writes one fp32 gradient of the logits, 4·T·V = 256,000 (eager: two, 512,000).
-  CHECK(loss_transient_bytes(tt) == 256000);
+  CHECK(output_activation_bytes(tt) == 388608);
+  CHECK(loss_transient_bytes(tt) == 512000);
   const Config tt_eager = example(R"("model_implementation": "torchtune", "attention_backend": "flash")");
   CHECK(loss_transient_bytes(tt_eager) == 512000);
+  // lora_finetune_single_device keeps the compiled module: the compiled loss keeps the fp32
+  // logits output(h).float() hands it, 4·T·V = 256,000 (as many bytes as the eager
+  // log-probabilities), and the log-sum-exp 4·T = 512; its backward writes one fp32 gradient of
+  // the logits, 4·T·V = 256,000.
+  const std::string lora = R"(, "peft": "lora", "lora_rank": 2, "lora_target_modules": ["q_proj", "v_proj"])";
+  const Config tt_lora = example(R"("model_implementation": "torchtune", "attention_backend": "flash",
+      "torch_compile": true)" + lora);
+  const Config tt_lora_eager = example(R"("model_implementation": "torchtune", "attention_backend": "flash")" + lora);
+  CHECK(output_activation_bytes(tt_lora) - output_activation_bytes(tt_lora_eager) == 512);
+  CHECK(loss_transient_bytes(tt_lora) == 256000);
+  CHECK(loss_transient_bytes(tt_lora_eager) == 512000);
 
   // Chunked in 8 (chunks of 8 tokens per sequence, b = 2: copies): the output layer's input
   // 32,768 in chunk copies, each chunk's bf16 logits e·V·rows (all chunks: 2·500·128 = 128,000)
@@ -107,13 +118,15 @@ TEST_CASE("full recompute re-runs the compiled layer; the loss is freed before i
   // The checkpoint keeps each layer's bf16 input, e·T·h = 32,768; re-running one compiled layer
   // in backward materialises its saved set less that input: 529,408 − 32,768 = 496,640.
   CHECK(layer_recompute_working_bytes(c, false) == 496640);
-  // Activations: token ids 8·T = 1,024, two checkpoints 65,536, the output side 389,120.
+  // Activations: token ids 8·T = 1,024, two checkpoints 65,536, the output side 388,608 (the
+  // loss eager: full_finetune_single_device drops the compiled loss module, as above).
   const Estimate est = estimate_training_memory(c, c.num_microbatches);
-  CHECK(est.activation_bytes == 1024 + 65536 + 389120);
-  // End of forward: activations + the loss's gradient 256,000. In backward the loss chunk
-  // (389,120) is gone before the top layer is re-run: 1,024 + 65,536 + 496,640. Both moments
-  // hold the same model state, so backward − forward = 563,200 − 711,680.
-  CHECK(est.moments.backward - est.moments.forward == -148480);
+  CHECK(est.activation_bytes == 1024 + 65536 + 388608);
+  // End of forward: activations + the eager loss's two fp32 gradients 512,000 after
+  // NllLossBackward0 has freed the labels it saved (1,024). In backward the loss chunk
+  // (388,608) is gone before the top layer is re-run: 1,024 + 65,536 + 496,640. Both moments
+  // hold the same model state, so backward − forward = 563,200 − (455,168 + 510,976).
+  CHECK(est.moments.backward - est.moments.forward == -402944);
 }
 
 TEST_CASE("torch_compile: where it applies", "[compile][rules]") {

@@ -391,6 +391,9 @@ struct StageState {
   // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
   double output_dequant = 0, output_rows = 0;
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
+  // fsdp2: of the buffers, a unit's unsharded gradient and its reduce-scatter copy, which exist
+  // in a unit's post-backward only (fsdp2_unit_reduce_absent_bytes).
+  double unit_reduce = 0;
   // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
   // them the output layer's, the model's own and its adapter's (both in the embedding part),
   // which the loss's backward creates before any decoder layer's.
@@ -1139,6 +1142,7 @@ void fsdp2_buffers(const StageExtremes& x, StageState& out) {
     const double reduced = units && stage == 3 ? std::max(largest_layer.params, largest_unit_params)
                                                : largest_layer.params;
     st.buffers.dense += (w16 + reduce_copy(w16)) * reduced;
+    out.unit_reduce = (w16 + reduce_copy(w16)) * reduced;
     // The root group (no units) runs its post-backward in the final callback, at the end of
     // backward: its forward inputs, the token ids, need no gradient, so no hook fires earlier
     // (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _root_post_backward_final_callback:
@@ -1151,6 +1155,20 @@ void fsdp2_buffers(const StageExtremes& x, StageState& out) {
   }
   out.forward_backward_only += st.buffers.total() - before;
 }
+
+// ---------------------------------------------- FSDP2's reduce buffers at the output's backward ----
+// The bytes of FSDP2's buffers (fsdp2_buffers) that do not exist while torchtune's chunked output
+// layer's backward sums its weight gradients (activations.cpp output_backward_bytes,
+// chunked_weight_sum): a unit's unsharded gradient and the reduce-scatter copy of it. FSDP2 takes
+// both in the unit's post_backward, which runs once the unit's gradient is in `.grad`
+// (FSDPParamGroup.post_backward: `unsharded_param.grad`, then foreach_reduce's reduce-scatter
+// input and copy-in; pytorch/pytorch torch/distributed/_composable/fsdp/_fsdp_param_group.py and
+// _fsdp_collectives.py, as indexed @ 012c62d62004bbd4896475c11315199d43b037ef). The output layer
+// is the first unit to reach its backward and the chunks' weight gradients reach its AccumulateGrad
+// only when all of them have been summed in its input buffer, so at that sum no unit has a
+// gradient in `.grad` or a reduce-scatter copy: the walk counts the output layer's gradients
+// itself. 0 for any other framework.
+double fsdp2_unit_reduce_absent_bytes(const StageState& state) { return state.unit_reduce; }
 
 // Indexed by Framework. Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and
 // columnwise FP8 weights; torchao's Float8Linear (fsdp2, ddp) casts the weight inside each matmul
@@ -2530,7 +2548,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
       absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
   const Candidate& forward_moment =
       output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
-  const Candidate chunked_output{model_state - freed + A - act.loss_chunk + output_bw.chunked_weight_sum, freed,
+  const Candidate chunked_output{model_state - freed - fsdp2_unit_reduce_absent_bytes(state) + A - act.loss_chunk +
+                                     output_bw.chunked_weight_sum,
+                                 freed,
                                  A - act.loss_chunk, Moment::forward};
   const Candidate& forward_end_or_output =
       output_bw.final_norm > 0 && final_norm.bytes > forward_moment.bytes ? final_norm : forward_moment;

@@ -1,0 +1,110 @@
+// torchtune's recipes as they run under compile=True (issue 29): which part of the loss is
+// compiled, and what that leaves of the output layer's backward. Sources: pytorch/torchtune
+// @ 1814feb17a9038e1a8053ce93111bd26774a8db6 (PR #2003, the README's 'Optimization flags' table):
+// torchtune/training/_compile.py (compile_model, compile_loss) and recipes/*.py.
+#include <string>
+
+#include "support.hpp"
+#include "trainmem/activations.hpp"
+
+using namespace trainmem;
+using namespace trainmem::test;
+
+namespace {
+
+// The one-layer fp32 Llama of implementations.test.cpp (h 64, 2 heads of 32, f 128, V 512, one
+// sequence of 8 tokens, AdamW, no workspace), as torchtune's model.
+std::string tiny_torchtune(const std::string& more) {
+  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "torchtune", "num_layers": 1, "hidden_size": 64,
+      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
+      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
+      "optimizer_implementation": "foreach", "attention_backend": "unfused", "attention_dropout": 0,
+      "hidden_dropout": 0, "workspace_bytes": 0)" +
+         (more.empty() ? "" : ", " + more) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("compile=True leaves torchtune's chunked output layer eager: its backward walk runs as in eager mode",
+          "[torchtune_recipe][moments][loss]") {
+  const Config eager = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2)"));
+  const Config compiled = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2, "torch_compile": true)"));
+  CHECK_FALSE(chunked_output_phase_runs_compiled(eager));
+  CHECK(chunked_output_phase_runs_compiled(compiled));
+  CHECK_FALSE(chunked_output_phase_runs_compiled(config_from(tiny_torchtune(R"("torch_compile": true)"))));
+  // The walk by hand (2 chunks of 4 tokens, b = 1, e = 4, V = 512, h = 64), the same with the
+  // loss compiled, since the compiled loss nodes have run and freed what they saved before the
+  // first MmBackward0: both chunks' logits' gradients 4·4·512 = 8,192 each; chunk 2's
+  // MmBackward0 (input gradient 4·4·64 = 1,024, weight gradient 4·512·64 = 131,072), chunk 1's
+  // (2·131,072 + 8,192 + 2·1,024 + the whole input 4·8·64 = 2,048: 274,432), then the out-of-place
+  // add of the two weight gradients, 3·131,072 + 2·1,024 = 395,264, the largest; plus the eager
+  // final norm's saved fp32 input 2,048, rsqrt 4·8 = 32 and normalised output 2,048: 399,392 B.
+  CHECK(output_backward_bytes(eager).chunked_weight_sum == 399392);
+  CHECK(output_backward_bytes(compiled).chunked_weight_sum == 399392);
+  // At that moment: the weights and AdamW's two states (no gradient yet: 106,688 parameters ·
+  // 4 B · 3 = 1,280,256 B), the decoder's saved tensors (the compiled layer's), and the walk.
+  const Estimate est = estimate_training_memory(compiled, compiled.num_microbatches);
+  CHECK(est.moments.forward == 1280256 + 399392 + est.activation_bytes - output_activation_bytes(compiled));
+}
+
+namespace {
+bool keeps_log_probabilities(const Config& c) {
+  SavedTensors saved;
+  output_activation_bytes(c, &saved);
+  for (const SavedTensor& t : saved)
+    if (t.name == "loss.log_softmax") return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("compile=True: torchtune's full fine-tuning and distributed recipes drop compile_loss's module, so a plain loss runs eager",
+          "[torchtune_recipe][loss]") {
+  // training.compile_loss returns torch.compile(loss) for torch.nn.CrossEntropyLoss;
+  // lora_finetune_single_device assigns it, full_finetune_single_device, full_finetune_distributed
+  // and lora_finetune_distributed do not (recipes/*.py @ 1814feb17 and dc0441a09).
+  const std::string lora = R"("peft": "lora", "lora_rank": 2, "lora_target_modules": ["q_proj", "v_proj"])";
+  const Config full_single = config_from(tiny_torchtune(R"("torch_compile": true)"));
+  const Config lora_single = config_from(tiny_torchtune(R"("torch_compile": true, )" + lora));
+  const Config lora_fsdp2 = config_from(tiny_torchtune(R"("torch_compile": true, "framework": "fsdp2", )" + lora));
+  const Config chunked = config_from(tiny_torchtune(R"("torch_compile": true, "cross_entropy_chunks": 2)"));
+  const Config eager = config_from(tiny_torchtune(""));
+  CHECK_FALSE(torchtune_recipe_uses_compiled_loss(full_single));
+  CHECK_FALSE(torchtune_recipe_uses_compiled_loss(lora_fsdp2));
+  CHECK(torchtune_recipe_uses_compiled_loss(lora_single));
+  CHECK(torchtune_recipe_uses_compiled_loss(chunked));  // compiled in place, whatever the recipe does
+  // Eager, F.cross_entropy keeps log_softmax's fp32 output, 4 · 8 tokens · 512 = 16,384 B; the
+  // compiled loss keeps its input logits and a log-sum-exp instead.
+  CHECK(keeps_log_probabilities(eager));
+  CHECK(keeps_log_probabilities(full_single));
+  CHECK(keeps_log_probabilities(lora_fsdp2));
+  CHECK_FALSE(keeps_log_probabilities(lora_single));
+  // So the full fine-tuning recipe's output side under compile is the eager one, byte for byte
+  // (the decoder layer alone is compiled), and its output-layer backward is walked as in eager mode.
+  CHECK(output_activation_bytes(full_single) == output_activation_bytes(eager));
+  CHECK(output_backward_bytes(full_single).modelled);
+  CHECK(output_backward_bytes(full_single).output_layer == output_backward_bytes(eager).output_layer);
+}
+
+TEST_CASE("FSDP2: the chunked output layer's gradient sum comes before any unit's unsharded gradient and reduce-scatter copy",
+          "[torchtune_recipe][moments][fsdp2]") {
+  // The tiny torchtune model on FSDP2 over 2 GPUs, the embedding and output layer units of their
+  // own (custom_sharded_layers), 2 loss chunks, compiled. fsdp2_buffers counts a unit's unsharded
+  // gradient and its reduce-scatter copy for the largest unit, fp32: a decoder layer,
+  // h(q + 2kv) + qh + 3hf + 2h = 64·192 + 64·64 + 3·64·128 + 2·64 = 41,088 parameters (the output
+  // layer, 512·64 = 32,768, is smaller), 2 · 4 B each: 328,704 B. At the walk's largest point (the
+  // first add of the two chunks' weight gradients, 399,392 B with the final norm's saved tensors,
+  // as in the single-GPU case: the tokens per GPU are the same) they do not exist yet.
+  const Config c = config_from(tiny_torchtune(R"("framework": "fsdp2", "data_parallel_size": 2,
+      "global_batch_size": 2, "fsdp_embedding_units": true, "cross_entropy_chunks": 2,
+      "torch_compile": true)"));
+  // The state then, per GPU: half of the 106,688 parameters' fp32 weights and AdamW's two states,
+  // 53,344 · 12 = 640,128 B (the gradients are made in backward), and of the buffers the gathered
+  // pair, a layer and the largest unit, 2 · 4 · 41,088 = 328,704 B (the reduce pair, 328,704 B
+  // more, not yet): 968,832 B, beside the decoder's saved tensors and the walk.
+  const Estimate est = estimate_training_memory(c, c.num_microbatches);
+  CHECK(est.moments.forward == 968832 + est.activation_bytes - output_activation_bytes(c) + 399392);
+}

@@ -249,22 +249,8 @@ TEST_CASE("torchtitan's per-op checkpointing is unchanged by the eager layer", "
 
 namespace {
 
-// A one-layer eager Llama small enough to count by hand: h 64, 2 heads of 32 (no GQA), f 128,
-// V 512, one sequence of 8 tokens (T = 8), fp32, AdamW, one microbatch per step (the gradients
-// freed by zero_grad between steps), no library workspace: as the timeline oracle runs it
-// (tests/oracle/timeline.py).
-std::string tiny(const std::string& more) {
-  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
-      "model_implementation": "hf-transformers", "num_layers": 1, "hidden_size": 64,
-      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
-      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
-      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
-      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
-      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
-      "attention_backend": "unfused", "attention_dropout": 0, "hidden_dropout": 0,
-      "workspace_bytes": 0)" +
-         (more.empty() ? "" : ", " + more) + "}";
-}
+// The one-layer Llama of support.hpp (tiny_llama), as transformers' model.
+std::string tiny(const std::string& more) { return tiny_llama("hf-transformers", more); }
 
 }  // namespace
 

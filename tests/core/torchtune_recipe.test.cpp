@@ -12,19 +12,9 @@ using namespace trainmem::test;
 
 namespace {
 
-// The one-layer fp32 Llama of implementations.test.cpp (h 64, 2 heads of 32, f 128, V 512, one
-// sequence of 8 tokens, AdamW, no workspace), as torchtune's model.
+// The one-layer fp32 Llama of support.hpp (tiny_llama) as torchtune's model, its AdamW foreach.
 std::string tiny_torchtune(const std::string& more) {
-  return R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
-      "model_implementation": "torchtune", "num_layers": 1, "hidden_size": 64,
-      "num_attention_heads": 2, "num_query_groups": 2, "kv_channels": 32, "ffn_hidden_size": 128,
-      "vocab_size": 512, "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false,
-      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
-      "add_bias_linear": false, "seq_length": 8, "micro_batch_size": 1, "global_batch_size": 1,
-      "params_dtype": "fp32", "compute_dtype": "fp32", "optimizer": "adamw",
-      "optimizer_implementation": "foreach", "attention_backend": "unfused", "attention_dropout": 0,
-      "hidden_dropout": 0, "workspace_bytes": 0)" +
-         (more.empty() ? "" : ", " + more) + "}";
+  return tiny_llama("torchtune", R"("optimizer_implementation": "foreach")" + (more.empty() ? "" : ", " + more));
 }
 
 }  // namespace

@@ -885,17 +885,6 @@ const Rule k_trainmem_rules[] = {
     // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and
     // full_finetune_distributed.py with FSDP2) steps in post-accumulate-grad hooks. Megatron and
     // DeepSpeed step after backward.
-    // torchtune runs one GPU in its single-device recipes (recipes/*_single_device.py, no process
-    // group) and more in its distributed ones (recipes/*_distributed.py: training.shard_model wraps
-    // the model in FSDP2's fully_shard), both @ bd2a0fc7; it has no DDP recipe.
-    {"framework/torchtune-ddp", f::framework, {f::model_implementation, f::data_parallel_size},
-     "\"ddp\" with model_implementation torchtune only on one GPU",
-     [](const ConfigInput&, const Config& c) -> Broken {
-       if (c.framework != Framework::ddp || !torchtune(c) || c.world_size <= 1) return ok;
-       return "\"ddp\" with model_implementation torchtune is its single-device recipes, one GPU; on " +
-              n(double(c.world_size)) + " GPUs torchtune runs its distributed recipes, which shard the model "
-              "with FSDP2 (training.shard_model): framework \"fsdp2\"";
-     }},
     {"optimizer_in_backward/framework", f::optimizer_in_backward, {f::framework, f::optimizer}, "frameworks ddp and fsdp2",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (!c.optimizer_in_backward || (c.framework != Framework::megatron && c.framework != Framework::deepspeed)) return ok;

@@ -58,11 +58,7 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   assert.deepEqual([asLink.notes, asLink.rejected], [[], []]);
   assert.equal(restoreLink(`su=${setup.id}&s=4096`, engine).notes.length, 2);
   assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
-  // Two GPUs are torchtune's distributed recipe, FSDP2: the setup's single-device framework
-  // (ddp) is then a named question, not an estimate of a run torchtune has no recipe for.
-  const onTwo = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
-  assert.ok(!onTwo.result.ok && onTwo.result.issues.some((i) => i.rule === 'framework/torchtune-ddp'), JSON.stringify(onTwo.result.issues));
-  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2, framework: 'fsdp2' } });
+  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
   assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));
   // Two GPUs keep the setup's accumulation (one batch of 2 per step on each), as torchtune does.
   assert.deepEqual([twoGpus.result.config.data_parallel_size, twoGpus.result.config.num_microbatches, twoGpus.result.config.micro_batch_size], [2, 1, 2]);

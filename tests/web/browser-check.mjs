@@ -776,7 +776,7 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     expect(/2 GPUs = TP 1 × PP 1 × CP 1 × DP 2$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
     // One edit: the GPU count typed; the DP it set aside follows from it and is not a second.
     const edits = await page.isVisible('#setup-source .setup-edits') ? await page.textContent('#setup-source .setup-edits') : '';
-    expect(/^Edited since: gpus in all \(world_size\)\. $/i.test(edits), `after 2 GPUs, under the setup: "${edits}"`);
+    expect(/^Edited since: GPUs in all \(world_size\)\. $/.test(edits), `after 2 GPUs, under the setup: "${edits}"`);
     const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
     const { data_parallel_size: _one, ...config } = JSON.parse(execFileSync(cli, ['setups', id]).toString());
     const expected = String(Math.round(JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...config, world_size: 2 }) }).toString()).device_bytes));

@@ -7,6 +7,14 @@ import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
 import { RECIPE_WORDS, formWords, runFrameworks, valueSpelling } from './framework-words.js';
 
+/**
+ * A label in the middle of a sentence: each word in lower case, except a word with a capital
+ * after its first letter, an acronym or a name (GPUs, FSDP, LoRA, DeepSpeed, cuDNN keep theirs).
+ */
+export function midSentence(label) {
+  return label.replace(/\S+/g, (word) => (/[A-Z]/.test(word.slice(1)) ? word : word.toLowerCase()));
+}
+
 const el = (tag, attrs = {}, ...children) => {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -271,8 +279,8 @@ export class Form {
   nameText(field) {
     const { before } = this.wordsAround(field);
     if (before) return `${before}${field}`;
-    const words = (this.specs.get(field)?.label ?? '').replace(/\s*\(.*\)$/, '').toLowerCase();
-    return !words || words === field || words === field.replaceAll('_', ' ') ? field : `${words} (${field})`;
+    const words = midSentence((this.specs.get(field)?.label ?? '').replace(/\s*\(.*\)$/, ''));
+    return !words || words === field || words.toLowerCase() === field.replaceAll('_', ' ') ? field : `${words} (${field})`;
   }
 
   /**

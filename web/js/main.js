@@ -4,7 +4,7 @@
 // share-panel.js (copy link, embed, export), plan-panel.js, import-panel.js; a link is read by
 // link-config.js, as the embed view and the custom element read it.
 import { createEngine } from './engine.js';
-import { Form } from './form.js';
+import { Form, midSentence } from './form.js';
 import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
 import { DEFAULT_FIGURE, FIGURES, ResultsView, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
 import { verdictOf } from './verdict.js';
@@ -568,7 +568,7 @@ function withPresetModel(fields, preset) {
 /** Says what a preset change kept of the page's settings, with an undo back to the model before. */
 function showPresetNotice(preset, kept, before) {
   if (!preset) { ui.presetNotice.hidden = true; return; }
-  const label = (name) => (form.specs.get(name)?.label || name).toLowerCase();
+  const label = (name) => midSentence(form.specs.get(name)?.label || name);
   const text = kept.length
     ? `${preset.name}: the model changed; your ${kept.map((k) => `${label(k.name)} ${k.value}`).join(', ')} stayed (the preset's: ${kept.map((k) => k.preset).join(', ')}).`
     : `${preset.name}: the model changed; training and parallel settings stayed.`;

@@ -23,9 +23,6 @@ TEST_CASE("compile=True leaves torchtune's chunked output layer eager: its backw
           "[torchtune_recipe][moments][loss]") {
   const Config eager = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2)"));
   const Config compiled = config_from(tiny_torchtune(R"("cross_entropy_chunks": 2, "torch_compile": true)"));
-  CHECK_FALSE(chunked_output_phase_runs_compiled(eager));
-  CHECK(chunked_output_phase_runs_compiled(compiled));
-  CHECK_FALSE(chunked_output_phase_runs_compiled(config_from(tiny_torchtune(R"("torch_compile": true)"))));
   // The walk by hand (2 chunks of 4 tokens, b = 1, e = 4, V = 512, h = 64), the same with the
   // loss compiled, since the compiled loss nodes have run and freed what they saved before the
   // first MmBackward0: both chunks' logits' gradients 4·4·512 = 8,192 each; chunk 2's

@@ -1657,12 +1657,11 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
 
 /**
  * The fresh page's run as the CLI has it: `trainmem setups ID` (the setup's config and its GPU's
- * memory), without the fields the page leaves to the core (START.unset, none now).
+ * memory).
  */
 function cliStartConfig() {
   const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
   const config = JSON.parse(execFileSync(cli, ['setups', START.setup[0]]).toString());
-  for (const name of START.unset) delete config[name];
   return { cli, config };
 }
 const cliDeviceBytes = (cli, config) => String(Math.round(JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(config) }).toString()).device_bytes));

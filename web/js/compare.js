@@ -103,7 +103,8 @@ export class ComparePanel {
     const card = this.ui.card;
     const top = card.getBoundingClientRect?.().top;
     const clear = parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop) || 0;
-    const headHidden = top !== undefined && (top < clear || top > window.innerHeight - 48);
+    const HEAD = 48; // px of the card's head (its title line) that must be in view to count as seen
+    const headHidden = top !== undefined && (top < clear || top > window.innerHeight - HEAD);
     card.scrollIntoView?.({ block: headHidden ? 'start' : 'nearest' });
   }
 

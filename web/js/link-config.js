@@ -35,11 +35,6 @@ export const CUSTOM_GPU = 'custom';
  */
 export const START = Object.freeze({
   setup: ['llama-3.1-8b-lora-torchtune-1x4090', 'llama-3.1-8b-qlora-torchtune-1x4090'],
-  // Fields of the setup the fresh page leaves to the core. None: a setup fixes what its framework
-  // fixes, the accumulation (num_microbatches ← gradient_accumulation_steps), not the global batch
-  // (the importers, core/src/import/), so a GPU count typed on the example keeps the accumulation
-  // and the global batch follows, as in torchtune.
-  unset: Object.freeze([]),
   unit: 'GiB',
 });
 
@@ -306,14 +301,14 @@ function readLink(fragment, engine) {
 }
 
 /**
- * START's state: the first of its setups the engine holds (its fields but START.unset, its model
- * and GPU, as "#su=<id>" gives them), else LINK_FALLBACK's run.
+ * START's state: the first of its setups the engine holds (its fields, its model and GPU, as
+ * "#su=<id>" gives them: a setup fixes the accumulation, not the global batch, so a GPU count typed
+ * on it keeps the accumulation, core/src/import/), else LINK_FALLBACK's run.
  */
 function startState(engine) {
   const setup = START.setup.map((id) => setupById(engine, id)).find(Boolean);
   const preset = setup ? presetById(engine, setup.preset) : pickFirst(LINK_FALLBACK.preset, engine.presets) ?? null;
   const fields = setup ? { ...setup.config } : { ...LINK_FALLBACK.fields, ...preset?.config };
-  if (setup) for (const name of START.unset) delete fields[name];
   const gpu = setup && gpuById(engine, setup.gpu) ? setup.gpu : pickFirst(LINK_FALLBACK.gpu, engine.gpus).id;
   return viewState(engine, {
     fields, preset, setup: setup ?? null, gpu, capacityText: '', unit: START.unit, figure: DEFAULT_FIGURE,

@@ -123,7 +123,7 @@ function settle() {
   form.showApplicable(names);
   form.showHolds(state.fields);
   // The setup the page started from, and what was edited since: its name alone is not the run.
-  setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, START.unset, FOLLOWS)
+  setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, FOLLOWS)
     .map((name) => (name === 'gpu' ? 'the GPU' : form.nameText(name))));
   // The framework in use names the fields (framework-words.js): this result's, or the last valid one's.
   form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);
@@ -808,8 +808,8 @@ function bindPanels() {
  * Marks the summary "stuck" while it sticks to the top of a phone's screen (a sentinel just above
  * it has scrolled away): the stylesheet keeps it short then, the headline, the verdict and the
  * switches on three lines. Its height while stuck is the page's --summary-height (0 where it does
- * not stick: a wide window), which the stylesheet gives jump targets as their scroll-margin-top,
- * so a section a link or a button jumps to starts below the headline and not under it.
+ * not stick: a wide window), from which the stylesheet sets the page's scroll-padding-top, so a
+ * section a link or a button jumps to starts below the headline and not under it.
  */
 function watchSticky(summary) {
   // dist/'s prerendered page keeps the sentinel it was snapshot with: reuse it.

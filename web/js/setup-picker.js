@@ -103,17 +103,15 @@ export class SetupPicker {
 
 /**
  * The settings of `setup` that `state` no longer holds as the setup set them ({fields, gpu}),
- * by name, and 'gpu' when its GPU changed. A field the page leaves unset on purpose where the
- * setup sets it (`leftUnset`: START.unset on the fresh page) is not an edit.
+ * by name, and 'gpu' when its GPU changed.
  * @param {Record<string, string>} [follows] pairs that say one thing (main.js FOLLOWS): the one
  *   set aside when its pair was typed is not counted again
  * @returns {string[]}
  */
-export function editsSinceSetup(setup, state, leftUnset = [], follows = {}) {
+export function editsSinceSetup(setup, state, follows = {}) {
   if (!setup) return [];
   const names = new Set([...Object.keys(setup.config), ...Object.keys(state.fields)]);
-  const edited = [...names].filter((name) => !same(setup.config[name], state.fields[name])
-    && !(state.fields[name] === undefined && leftUnset.includes(name)));
+  const edited = [...names].filter((name) => !same(setup.config[name], state.fields[name]));
   // A field set aside because its pair was typed (follows: the GPU count and DP, the global batch
   // and the accumulation) is that one edit, not a second.
   const typed = (name) => follows[name] !== undefined && state.fields[follows[name]] !== undefined;

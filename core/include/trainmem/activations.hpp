@@ -113,10 +113,6 @@ struct OutputBackward {
   double chunked_weight_sum = 0;
 };
 OutputBackward output_backward_bytes(const Config& config);
-// Whether torchtune's chunked output-layer backward (chunked_weight_sum) runs as in eager mode
-// when torch_compile compiles the loss: torchtune compiles the decoder layers and each chunk's
-// cross entropy only, so the output layer stays eager (activations.cpp).
-bool chunked_output_phase_runs_compiled(const Config& config);
 // Whether torchtune's recipe computes an unchunked loss with the module compile_loss returns:
 // only lora_finetune_single_device keeps it; the full fine-tuning recipes and the distributed
 // LoRA recipe drop it, so their plain cross entropy runs eager (activations.cpp).

@@ -2077,15 +2077,24 @@ OutputBackward output_backward_bytes(const Config& config) {
   // only for a contiguous buffer it alone holds; mm_mat2_backward of the transposed weight returns
   // a transposed result, so old + new is a new tensor: three V · h at each add). Every point of
   // that phase is counted, beside the final norm's saved tensors (its backward comes after).
-  // With torch_compile the same phase runs: torchtune compiles each decoder layer and, of
-  // CEWithChunkedOutputLoss, only compute_cross_entropy (the upcast and F.cross_entropy of one
-  // chunk), so the final norm and every chunk's output layer stay eager, and each chunk's
-  // compiled loss node, made after every output-layer node, writes its compute-dtype logits'
-  // gradient (e · t · V) and frees the chunk's logits it saved when it has run
-  // (chunked_output_phase_runs_compiled, below).
+  // With torch_compile this phase runs as in eager mode: compile=True makes the recipe call
+  // training.compile_model, which compiles each
+  // TransformerSelfAttentionLayer on its own (the final norm and the output layer, plain or
+  // TiedLinear, stay eager), and training.compile_loss, which for CEWithChunkedOutputLoss replaces
+  // only compute_cross_entropy (one chunk's logits.float() and F.cross_entropy) with its compiled
+  // form (pytorch/torchtune torchtune/training/_compile.py, compile_model and compile_loss;
+  // recipes/full_finetune_single_device.py, _setup_model / setup; torchtune/modules/loss/
+  // ce_chunked_output_loss.py, forward's per-chunk loop; all @ 1814feb17a9038e1a8053ce93111bd26774a8db6,
+  // "add flags to readme", PR #2003, the commit that adds the README's 'Optimization flags' table).
+  // Each chunk's compiled loss node is made after every output-layer node (the model returns before
+  // the loss runs), so the engine still runs all of them first, each writing its chunk's logits' gradient in the logits'
+  // dtype (the compiled function's input is the compute-dtype chunk; its upcast is inside) and
+  // releasing the chunk's logits and log-sum-exp it saved once it has run; the output layers'
+  // MmBackward0 and the weight gradients' sums then run as in eager mode. The one difference from
+  // eager mode, what the loss saves (a compute-dtype chunk of logits and an fp32 log-sum-exp instead
+  // of fp32 log-probabilities), is gone before that phase begins.
   if (config.cross_entropy_chunks > 1 && eager_kind(config) == Eager::torchtune && loss_chunks(config).count() > 1 &&
       !config.cross_entropy_loss_fusion && !config.fused_linear_cross_entropy &&
-      (!compiled_loss(config) || chunked_output_phase_runs_compiled(config)) &&
       !config.peft_on() && config.tensor_model_parallel_size == 1 && config.context_parallel_size == 1) {
     SavedTensors saved;
     output_activation_bytes(config, &saved);
@@ -2207,31 +2216,6 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   out.norm_params = x.h;
   out.token_ids = 8 * x.tokens;
   return out;
-}
-
-// ------------------------------------------------- torchtune's chunked output under compile ----
-// Whether torchtune's chunked output-layer backward (output_backward_bytes' walk of every chunk's
-// loss backward, then each chunk's MmBackward0 with the weight gradients summed out of place) runs
-// as it does in eager mode while the loss is compiled. It does when torchtune compiles the run:
-// compile=True makes the recipe call training.compile_model, which compiles each
-// TransformerSelfAttentionLayer on its own (the final norm and the output layer, plain or
-// TiedLinear, stay eager), and training.compile_loss, which for CEWithChunkedOutputLoss replaces
-// only compute_cross_entropy (one chunk's logits.float() and F.cross_entropy) with its compiled
-// form (pytorch/torchtune torchtune/training/_compile.py, compile_model and compile_loss;
-// recipes/full_finetune_single_device.py, _setup_model / setup; torchtune/modules/loss/
-// ce_chunked_output_loss.py, forward's per-chunk loop; all @ 1814feb17a9038e1a8053ce93111bd26774a8db6,
-// "add flags to readme", PR #2003, the commit that adds the README's 'Optimization flags' table).
-// Each chunk's compiled loss node is made after every output-layer node (the model returns before
-// the loss runs), so the
-// engine still runs all of them first, each writing its chunk's logits' gradient in the logits'
-// dtype (the compiled function's input is the compute-dtype chunk; its upcast is inside) and
-// releasing the chunk's logits and log-sum-exp it saved once it has run; the output layers'
-// MmBackward0 and the weight gradients' sums then run as in eager mode. The one difference from
-// eager mode, what the loss saves (a compute-dtype chunk of logits and an fp32 log-sum-exp instead
-// of fp32 log-probabilities), is gone before that phase begins.
-bool chunked_output_phase_runs_compiled(const Config& config) {
-  return compiled_loss(config) && config.torch_compile && config.model_implementation == ModelImplementation::torchtune &&
-         config.cross_entropy_chunks > 1 && !hf_chunked_loss(config);
 }
 
 // ------------------------------------------- torchtune's recipes and compile_loss's result ----

@@ -391,8 +391,14 @@ struct StageState {
   // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
   double output_dequant = 0, output_rows = 0;
   double forward_backward_only = 0;  // state bytes freed before the optimizer step
-  // fsdp2: of the buffers, a unit's unsharded gradient and its reduce-scatter copy, which exist
-  // in a unit's post-backward only (fsdp2_unit_reduce_absent_bytes).
+  // fsdp2: of the buffers, a unit's unsharded gradient and its reduce-scatter copy. FSDP2 takes
+  // both in the unit's post_backward, once the unit's gradient is in `.grad`
+  // (FSDPParamGroup.post_backward: `unsharded_param.grad`, then foreach_reduce's reduce-scatter
+  // input and copy-in; pytorch/pytorch torch/distributed/_composable/fsdp/_fsdp_param_group.py and
+  // _fsdp_collectives.py, as indexed @ 012c62d62004bbd4896475c11315199d43b037ef), so they do not
+  // exist while torchtune's chunked output layer sums its weight gradients (the output layer's
+  // gradients reach its AccumulateGrad only when all chunks' are summed in its input buffer; the
+  // walk, chunked_weight_sum, counts them itself).
   double unit_reduce = 0;
   // Gradients that do not exist while the forward runs (gradients_start_each_step_empty), and of
   // them the output layer's, the model's own and its adapter's (both in the embedding part),
@@ -1155,20 +1161,6 @@ void fsdp2_buffers(const StageExtremes& x, StageState& out) {
   }
   out.forward_backward_only += st.buffers.total() - before;
 }
-
-// ---------------------------------------------- FSDP2's reduce buffers at the output's backward ----
-// The bytes of FSDP2's buffers (fsdp2_buffers) that do not exist while torchtune's chunked output
-// layer's backward sums its weight gradients (activations.cpp output_backward_bytes,
-// chunked_weight_sum): a unit's unsharded gradient and the reduce-scatter copy of it. FSDP2 takes
-// both in the unit's post_backward, which runs once the unit's gradient is in `.grad`
-// (FSDPParamGroup.post_backward: `unsharded_param.grad`, then foreach_reduce's reduce-scatter
-// input and copy-in; pytorch/pytorch torch/distributed/_composable/fsdp/_fsdp_param_group.py and
-// _fsdp_collectives.py, as indexed @ 012c62d62004bbd4896475c11315199d43b037ef). The output layer
-// is the first unit to reach its backward and the chunks' weight gradients reach its AccumulateGrad
-// only when all of them have been summed in its input buffer, so at that sum no unit has a
-// gradient in `.grad` or a reduce-scatter copy: the walk counts the output layer's gradients
-// itself. 0 for any other framework.
-double fsdp2_unit_reduce_absent_bytes(const StageState& state) { return state.unit_reduce; }
 
 // Indexed by Framework. Transformer Engine FP8 recipes (megatron, deepspeed) cache rowwise and
 // columnwise FP8 weights; torchao's Float8Linear (fsdp2, ddp) casts the weight inside each matmul
@@ -2450,6 +2442,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // beside every later moment; the loss's forward counts the logits already (loss_forward).
   const double kept = include_activation && last ? kept_output_bytes(c) : 0;
   if (kept > 0) note(trace, "trainmem.kept_output", kept, "the model's logits, held until after optimizer.step()");
+  // Every moment from the loss's backward to the optimizer step's end holds the state and the kept output.
+  const double state_after_loss = model_state + kept;
   // A quantised output layer (quantize_lm_head): MatMul4Bit dequantises its weight whole while
   // the matmul writes the logits in forward, and again in backward while the logits' gradient
   // (the compute dtype) and the input's gradient (tokens × h) are made, after the loss's backward
@@ -2501,9 +2495,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double made_first =
       c.optimizer_in_backward ? freed : state.output_gradients + state.output_adapter_gradients;
   const double absent_at_last_layer = freed > 0 ? freed - made_first : 0;
-  const Candidate last_layer{model_state - absent_at_last_layer + A - act.loss_chunk + backward_working + kept,
+  const Candidate last_layer{state_after_loss - absent_at_last_layer + A - act.loss_chunk + backward_working,
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
-  const Candidate first_layer{model_state + act.first_layer + backward_working + kept, 0, act.first_layer,
+  const Candidate first_layer{state_after_loss + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
   // The eager dense layers' backward walked node by node (activations.cpp decoder_backward_bytes):
   // the SwiGLU product's MulBackward0 in the last layer and in the first, and the embedding's
@@ -2518,19 +2512,18 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double top_made = state.output_gradients + grad_per_param * (dec.norm_params + dec.down_params);
   const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
   const double swiglu_saved = A - act.loss_chunk - dec.product;
-  const Candidate last_swiglu{model_state - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
-                                  backward_working + kept,
+  const Candidate last_swiglu{state_after_loss - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
+                                  backward_working,
                               absent_with(top_made), swiglu_saved, Moment::backward};
-  const Candidate first_swiglu{model_state - absent_with(bottom_made) + swiglu_saved -
-                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working + kept,
+  const Candidate first_swiglu{state_after_loss - absent_with(bottom_made) + swiglu_saved -
+                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
                                absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
                                Moment::backward};
-  const Candidate embedding_backward{model_state + dec.token_ids + dec.incoming + kept, 0, dec.token_ids,
-                                     Moment::backward};
+  const Candidate embedding_backward{state_after_loss + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
   const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
-  const Candidate final_norm{model_state - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm + kept,
+  const Candidate final_norm{state_after_loss - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
                              absent_with(norm_made), A - act.loss_chunk, Moment::forward};
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
@@ -2544,11 +2537,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // is: the state as at the last layer's backward (the output layer's weight gradient made), the
   // saved activations less the loss's, the logits' and the input's gradients.
   const Candidate output_layer{
-      model_state - absent_at_last_layer + A - output_bw.loss_saved + output_bw.output_layer + moe.state + kept,
+      state_after_loss - absent_at_last_layer + A - output_bw.loss_saved + output_bw.output_layer + moe.state,
       absent_at_last_layer, A - output_bw.loss_saved, Moment::forward};
   const Candidate& forward_moment =
       output_bw.modelled && output_layer.bytes > forward.bytes ? output_layer : forward;
-  const Candidate chunked_output{model_state - freed - fsdp2_unit_reduce_absent_bytes(state) + A - act.loss_chunk +
+  const Candidate chunked_output{state_after_loss - freed - state.unit_reduce + A - act.loss_chunk +
                                      output_bw.chunked_weight_sum,
                                  freed,
                                  A - act.loss_chunk, Moment::forward};
@@ -2562,9 +2555,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Stepped in backward, every gradient is gone by then.
   const double stepped = c.optimizer_in_backward ? freed : 0;
   const Candidate optimizer_step{
-      model_state - stepped - state.forward_backward_only +
+      state_after_loss - stepped - state.forward_backward_only +
           std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + state.optimizer_temporary) +
-          moe.state_after_backward + kept,
+          moe.state_after_backward,
       stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
   m.forward = forward_at.bytes;

@@ -403,13 +403,8 @@ void AxolotlReader::read_training() {
     // stays when the GPU count changes, and the global batch follows (micro × accumulation ×
     // ranks), so the microbatch count is what the file fixes. A DeepSpeed file's own batch keys
     // (read before) win.
-    const std::optional<int64_t> ga = m_.integer("gradient_accumulation_steps");
-    if (!out_.input.global_batch_size && !out_.input.num_microbatches) {
-      if (ga)
-        m_.read(field::num_microbatches, double(*ga), "gradient_accumulation_steps");
-      else if (!m_.has("gradient_accumulation_steps"))
-        m_.assume(field::num_microbatches, 1.0, "no gradient_accumulation_steps: the Trainer's default 1", "gradient_accumulation_steps");
-    }
+    mapping::read_accumulation(m_, "no gradient_accumulation_steps: the Trainer's default 1",
+                               !out_.input.global_batch_size && !out_.input.num_microbatches);
   } else if (!m_.has("micro_batch_size")) {
     m_.fail("micro_batch_size", "missing (axolotl requires it)");
   }

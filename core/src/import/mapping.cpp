@@ -769,6 +769,15 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
   }
 }
 
+std::optional<int64_t> read_accumulation(Mapper& m, std::string_view default_why, bool write) {
+  const std::optional<int64_t> steps = m.integer("gradient_accumulation_steps");
+  if (!write) return steps;
+  if (steps) m.read(field::num_microbatches, double(*steps), "gradient_accumulation_steps");
+  else if (!m.has("gradient_accumulation_steps"))
+    m.assume(field::num_microbatches, 1.0, std::string(default_why), "gradient_accumulation_steps");
+  return steps;
+}
+
 bool hf_attention(Mapper& m, const json& value, std::string_view key, std::initializer_list<std::string_view> also_fused) {
   const std::string name = value.is_string() ? value.get<std::string>() : "";
   if (name == "eager") return m.read(field::attention_backend, std::string("unfused"), key, show(value));

@@ -248,6 +248,11 @@ void read_modules_to_save(Mapper& m, ImportResult& out, const json& value, std::
 // paged_optimizer and optimizer_implementation; false (and an ignored note) when the name has no
 // trainmem states.
 bool hf_optimizer(Mapper& m, const std::string& name, std::string_view key);
+// A file's gradient_accumulation_steps (the Trainer's and torchtune's recipes' per-rank knob,
+// which stays when the GPU count changes) -> num_microbatches; absent, 1 is assumed with
+// `default_why`. Checked (a positive integer) either way; written only when `write` (false when the
+// file fixes the batch another way, e.g. a DeepSpeed train_batch_size). The count, if valid.
+std::optional<int64_t> read_accumulation(Mapper& m, std::string_view default_why, bool write = true);
 // transformers' attn_implementation (`value`, given under `key`) -> attention_backend: "eager"
 // keeps the s² scores (unfused); a fused kernel keeps the output and its softmax statistics
 // (flash): "sdpa", "flash_attention_2"/"_3" (any name starting "flash" or holding "flash_attn"),

@@ -426,11 +426,7 @@ void TorchtuneReader::read_batch() {
   // @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1; self._gradient_accumulation_steps =
   // cfg.gradient_accumulation_steps). So the microbatch count is what the file fixes; the global
   // batch follows from it and the GPU count, in trainmem as in torchtune.
-  const std::optional<int64_t> accumulation = m_.integer("gradient_accumulation_steps");
-  accumulation_ = accumulation.value_or(1);
-  if (accumulation) m_.read(field::num_microbatches, double(*accumulation), "gradient_accumulation_steps");
-  else if (!m_.has("gradient_accumulation_steps"))
-    m_.assume(field::num_microbatches, 1.0, "no gradient_accumulation_steps: one batch per optimizer step", "gradient_accumulation_steps");
+  accumulation_ = mapping::read_accumulation(m_, "no gradient_accumulation_steps: one batch per optimizer step").value_or(1);
 
   // Sequence length: a packed dataset fills max_seq_len exactly; otherwise batches are padded to
   // their longest sample, at most max_seq_len.

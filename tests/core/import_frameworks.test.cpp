@@ -1648,3 +1648,63 @@ TEST_CASE("an import fixes the accumulation, not the global batch: another GPU c
   CHECK(has_line(r.read, "global_batch_size ← micro × gradient_accumulation_steps × ranks"));
 }
 #endif
+
+TEST_CASE("evaluation between steps: the Trainer's eval_strategy and axolotl's val_set_size", "[evaluation]") {
+  // transformers' TrainingArguments: eval_strategy (evaluation_strategy before 4.46) "steps" or
+  // "epoch" evaluates per_device_eval_batch_size sequences per GPU, 8 unless given; "no" (the
+  // default) never does.
+  ImportOptions o;
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --per_device_train_batch_size 1 "
+                      "--eval_strategy steps --eval_steps 50");
+  ImportResult r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_micro_batch_size == 8);
+  CHECK(has_line(r.assumed, "TrainingArguments' default 8"));
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --per_device_train_batch_size 1 "
+                      "--evaluation_strategy epoch --per_device_eval_batch_size 2");
+  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_micro_batch_size == 2);
+  CHECK_FALSE(has_line(r.ignored, "per_device_eval_batch_size"));
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --eval_strategy no "
+                      "--per_device_eval_batch_size 2");
+  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.input.eval_micro_batch_size.has_value());
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --eval_strategy sometimes");
+  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  REQUIRE(r.issues.size() == 1);
+  CHECK(r.issues[0].message == "--eval_strategy: must be \"no\", \"steps\" or \"epoch\", got \"sometimes\"");
+
+  // axolotl: an evaluation set (val_set_size > 0, or test_datasets) evaluates eval_batch_size
+  // sequences per GPU, micro_batch_size when unset, unless eval_strategy is "no"; val_set_size's
+  // default 0.0 has no evaluation set.
+  // The example's own val_set_size (0.05) is taken out, each case gives its own.
+  std::string lora = fixture("axolotl/llama-3-lora-8b.yml");
+  const size_t line = lora.find("val_set_size: 0.05\n");
+  REQUIRE(line != std::string::npos);
+  lora.erase(line, std::string("val_set_size: 0.05\n").size());
+  const auto axolotl = [&](const std::string& more) {
+    const DocumentTree tree = yaml_document_tree(lora + "\n" + more, "lora.yml");
+    REQUIRE(tree.ok());
+    return import_axolotl(tree.json, {});
+  };
+  const ImportResult absent = axolotl("");
+  REQUIRE(absent.ok());
+  CHECK_FALSE(absent.input.eval_micro_batch_size.has_value());
+  const ImportResult none = axolotl("val_set_size: 0\n");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none.input.eval_micro_batch_size.has_value());
+  const ImportResult share = axolotl("val_set_size: 0.05\n");
+  REQUIRE(share.ok());
+  CHECK(share.input.eval_micro_batch_size == share.input.micro_batch_size);
+  CHECK(has_line(share.assumed, "axolotl uses micro_batch_size"));
+  const ImportResult own = axolotl("val_set_size: 0.05\neval_batch_size: 4\n");
+  REQUIRE(own.ok());
+  CHECK(own.input.eval_micro_batch_size == 4);
+  const ImportResult off = axolotl("val_set_size: 0.05\neval_strategy: \"no\"\n");
+  REQUIRE(off.ok());
+  CHECK_FALSE(off.input.eval_micro_batch_size.has_value());
+  const ImportResult bad = axolotl("val_set_size: -1\n");
+  CHECK_FALSE(bad.ok());
+}

@@ -122,3 +122,85 @@ TEST_CASE("no full-state-dict moment for torchtitan (sharded saves) or pipelined
     CHECK(full_estimate(config_from(small_llama(more))).moments.checkpoint_save == 0);
   }
 }
+
+namespace {
+// The small model's full fine-tune on one GPU in pure bf16 (weights, gradients and AdamW states;
+// no master copy), FlashAttention, with `more` fields added.
+std::string small_bf16_eval(const std::string& more, const std::string& framework = "ddp") {
+  return small_llama(R"("framework": ")" + framework + R"(", "params_dtype": "bf16", "compute_dtype": "bf16",
+      "master_weights": false, "main_grads_dtype": "bf16", "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16",
+      "optimizer": "adamw", "attention_backend": "flash", )" + more);
+}
+// At rest between steps: bf16 weights 2 · 66,327,552 = 132,655,104 and AdamW states
+// 4 · 66,327,552 = 265,310,208, with the workspaces 100,663,296; zero_grad(set_to_none=True) has
+// freed the gradients (ddp on one GPU).
+constexpr double k_eval_at_rest = 132655104 + 265310208 + k_workspaces;  // 498,628,608
+}  // namespace
+
+TEST_CASE("evaluation: the evaluation batch's logits and the loss's fp32 copies under no_grad", "[job_moments][evaluation]") {
+  // transformers' Trainer.prediction_step, current ForCausalLMLoss ("pad-labels"), evaluation
+  // batch 8 of 1,024 tokens (T = 8,192), no KV cache. At the loss: the final norm's output
+  // 2 · 8,192 · 1,024 = 16,777,216; the logits 8,192 · 32,000 = 262,144,000 elements at 2 B, their
+  // fp32 upcast and log-probabilities at 4 B each, 10 · 262,144,000 = 2,621,440,000; the labels
+  // padded, 8 · 8 · 1,025 = 65,600, and their shifted copy 8 · 8,192 = 65,536.
+  //   498,628,608 + 16,777,216 + 2,621,440,000 + 65,600 + 65,536 = 3,136,976,960 B
+  // The training step (one sequence of 1,024 tokens) holds far less, so evaluation is the job's
+  // peak, and the result says so.
+  Trace trace;
+  const std::string run = small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false)");
+  const FullEstimate est = full_estimate(config_from(run), &trace);
+  CHECK(est.moments.evaluation == 3136976960.0);
+  CHECK(k_eval_at_rest + 16777216 + 2621440000 + 65600 + 65536 == 3136976960.0);
+  CHECK(trace_value(trace, "trainmem.evaluation_moment") == est.moments.evaluation);
+  CHECK(est.moments.peak() < est.moments.evaluation);
+  CHECK(est.total_bytes == est.moments.evaluation);
+  CHECK(est.moments.job_peak() == JobMoment::evaluation);
+  CHECK(est.has(Assumption::trainmem_peak_at_evaluation));
+  CHECK_FALSE(est.has(Assumption::trainmem_job_moments_below));
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(estimate_to_json(config_from(run), est, nullptr));
+  CHECK(doc["moments"]["job_peak"] == "evaluation");
+  CHECK(doc["moments"]["evaluation"] == est.moments.evaluation);
+  // Without evaluation (the default) the moment is 0 and the peak is the step's.
+  const FullEstimate none = full_estimate(config_from(small_bf16_eval(R"("eval_kv_cache": false)")));
+  CHECK(none.moments.evaluation == 0);
+  CHECK(none.moments.job_peak() == JobMoment(none.moments.peak_moment));
+}
+
+TEST_CASE("evaluation: the KV cache transformers builds when config.use_cache is true", "[job_moments][evaluation]") {
+  // LlamaModel.forward disables use_cache only for gradient checkpointing in training mode; each
+  // layer's cache keeps its keys and values, [8, 8, 1,024, 128] each in bf16:
+  //   2 layers · 2 · 8,192 tokens · 8 groups · 128 · 2 B = 67,108,864 B beside the loss.
+  const FullEstimate with = full_estimate(config_from(small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": true)")));
+  const FullEstimate without = full_estimate(config_from(small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false)")));
+  CHECK(with.moments.evaluation - without.moments.evaluation == 67108864.0);
+}
+
+TEST_CASE("evaluation: the losses of earlier transformers releases", "[job_moments][evaluation]") {
+  // Shifted rows b(s - 1) = 8 · 1,023 = 8,184, their logits 8,184 · 32,000 = 261,888,000; the
+  // labels' slice a copy (b > 1), 8 · 8,184 = 65,472; the final hidden state 16,777,216.
+  // "shift-logits" (4.46-4.48): the 16-bit logits 524,288,000, their fp32 upcast 1,048,576,000,
+  // the shifted copy and its log-probabilities 2 · 4 · 261,888,000 = 2,095,104,000:
+  //   498,628,608 + 16,777,216 + 524,288,000 + 1,048,576,000 + 2,095,104,000 + 65,472 = 4,183,439,296 B
+  // "upcast-in-model" (4.45 and earlier): the model's logits.float() holds 2 + 4 B per logit
+  // (1,572,864,000), then frees the 16-bit ones; the loss's shifted copy and log-probabilities
+  // beside the fp32 logits, 1,048,576,000 + 2,095,104,000 = 3,143,680,000, is the larger:
+  //   498,628,608 + 16,777,216 + 3,143,680,000 + 65,472 = 3,659,151,296 B
+  const FullEstimate shift = full_estimate(config_from(
+      small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false, "transformers_loss": "shift-logits")")));
+  CHECK(shift.moments.evaluation == 4183439296.0);
+  const FullEstimate model = full_estimate(config_from(
+      small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false, "transformers_loss": "upcast-in-model")")));
+  CHECK(model.moments.evaluation == 3659151296.0);
+}
+
+TEST_CASE("evaluation: DeepSpeed keeps its gradient partitions, zero_grad frees plain gradients", "[job_moments][evaluation]") {
+  // ZeRO-1 on one GPU: DeepSpeed's gradient partitions live for the whole run, so the moment
+  // holds every byte of the state at rest; under ddp the gradients are gone. Both hold the same
+  // loss (3,136,976,960 - 498,628,608 = 2,638,348,352 B above the state at rest).
+  const FullEstimate ds = full_estimate(config_from(
+      small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false, "zero_stage": 1)", "deepspeed")));
+  CHECK(ds.moments.evaluation == ds.weight_and_optimizer_bytes + k_workspaces + 2638348352.0);
+  CHECK(ds.state.gradients.total() > 0);
+  const FullEstimate plain = full_estimate(config_from(small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false)")));
+  CHECK(plain.moments.evaluation == k_eval_at_rest + 2638348352.0);
+}

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support.hpp"
+#include "trainmem/activations.hpp"
 #include "trainmem/import.hpp"
 #include "trainmem/tables.hpp"
 
@@ -238,6 +239,15 @@ TEST_CASE("LLM.int8: int8 weights with fp32 row statistics, and MatMul8bitLt's t
   CHECK(trace_value(trace, "trainmem.int8_transient_bytes") == 28315648);
   // Loading: the weights at rest and one fp16 copy of the largest int8 linear, 2 · 4,194,304.
   CHECK(e.moments.loading == 99207168.0 + 8388608);
+  // Evaluating 3 sequences per step: the forward's transients, each a multiple of the tokens,
+  // over 3,072 tokens, 3 · 28,315,648 = 84,946,944 B beside the decoder layers' bound (both
+  // phases hold the same state at rest, so it cancels out of the difference).
+  Trace eval_trace;
+  const Config ev = config_from(small(base + R"(, "eval_micro_batch_size": 3)"));
+  full_estimate(ev, &eval_trace);
+  const EvaluationForward forward = evaluation_forward_bytes(ev);
+  const double at_rest = trace_value(eval_trace, "trainmem.evaluation_loss") - forward.loss;
+  CHECK(trace_value(eval_trace, "trainmem.evaluation_layers") - at_rest - forward.layers == 84946944);
 
   // fp16 compute: no fp16 copy of the input, no second cast of the result: gate's forward is
   // 1,048,576 (CA) + 4,096 + 1,024 · 4,096 · 4 = 17,829,888; backward 4,194,304 · 2 + 16,384.

@@ -48,9 +48,10 @@ export function runPython(script, args, accepted = [0]) {
   });
 }
 
-/** The trainmem CLI's JSON estimate of `config`: {ok: true, out} or {ok: false, messages}. */
-export function estimate(cli, config) {
-  const r = spawnSync(cli, ['estimate', '-', '--format', 'json'], { input: JSON.stringify(config), encoding: 'utf8' });
+/** The trainmem CLI's JSON estimate of `config` (with its trace when `verbose`): {ok: true, out} or {ok: false, messages}. */
+export function estimate(cli, config, verbose = false) {
+  const args = ['estimate', '-', '--format', 'json', ...(verbose ? ['--verbose'] : [])];
+  const r = spawnSync(cli, args, { input: JSON.stringify(config), encoding: 'utf8' });
   if (r.error) return { ok: false, messages: [`cannot run ${cli}: ${r.error.message}`] };
   if (r.status !== 0) {
     const messages = (r.stderr || r.stdout || '').split('\n').map((s) => s.trim()).filter(Boolean);

@@ -240,7 +240,7 @@ class LlamaAttention(nn.Module):
         self.v_proj = nn.Linear(h, g * k, bias=False)
         self.o_proj = nn.Linear(a * k, h, bias=False)
 
-    def forward(self, hidden_states, position_embeddings, attention_mask):
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
@@ -248,6 +248,10 @@ class LlamaAttention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past_key_value is not None:
+            # DynamicCache.update on a layer's first call keeps the tensors themselves: the keys
+            # after RoPE and the values, before repeat_kv (modeling_llama.py @ 002272831f).
+            past_key_value.append((key_states, value_states))
         attn_output, _ = eager_attention_forward(
             self, query_states, key_states, value_states, attention_mask, self.scaling,
             dropout_p=0.0 if not self.training else self.attention_dropout)
@@ -328,7 +332,7 @@ class LlamaDecoderLayer(nn.Module):
                 use_cache, cache_position, position_embeddings):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_value)
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
@@ -377,6 +381,7 @@ class HFLlamaForCausalLM(nn.Module):
         self.lm_head = nn.Linear(h, V, bias=False)
         self.gradient_checkpointing = cfg["checkpoint"]
         self.checkpoint_fn = None  # set by the measurer to record what the checkpoint keeps
+        self.on_decoder_return = None  # set by the timeline oracle to mark where the loss's part begins
 
     def decoder(self, input_ids, attention_mask):
         """LlamaModel.forward: the embedding, the decoder layers and the final norm."""
@@ -386,22 +391,27 @@ class HFLlamaForCausalLM(nn.Module):
         causal_mask = hf_causal_mask(attention_mask, inputs_embeds.shape[1], inputs_embeds.dtype, inputs_embeds.shape[0])
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        # config.use_cache, turned off only for gradient checkpointing in training mode; the
+        # reference runs it in evaluation only (the training draws model what trainmem's step does).
+        cache = [] if (not self.training and self.cfg.get("eval_kv_cache")) else None
         for decoder_layer in self.layers:
             if self.gradient_checkpointing and self.training:
                 layer_outputs = self.checkpoint_fn(decoder_layer.__call__, hidden_states, causal_mask,
                                                    position_ids, None, False, False, cache_position,
                                                    position_embeddings)
             else:
-                layer_outputs = decoder_layer(hidden_states, causal_mask, position_ids, None, False,
-                                              False, cache_position, position_embeddings)
+                layer_outputs = decoder_layer(hidden_states, causal_mask, position_ids, cache, False,
+                                              cache is not None, cache_position, position_embeddings)
             hidden_states = layer_outputs[0]
-        return self.norm(hidden_states)
+        return self.norm(hidden_states), cache
 
     def forward(self, input_ids, attention_mask, labels):
         # LlamaModel.forward is a frame of its own in transformers: its locals (the embedding output,
         # the causal mask, the positions) are gone by the time LlamaForCausalLM.forward computes
         # the loss; its output, the final norm's, stays with the caller until the loss returns.
-        hidden_states = self.decoder(input_ids, attention_mask)
+        hidden_states, cache = self.decoder(input_ids, attention_mask)  # the output holds the cache
+        if self.on_decoder_return is not None:
+            self.on_decoder_return()  # the measurer's mark: LlamaModel.forward's locals are gone
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
         form = self.cfg.get("transformers_loss", "pad-labels")
         if form == "upcast-in-model":

@@ -79,6 +79,39 @@ function compareOne(line, opts) {
   return rows;
 }
 
+// The evaluation step (timeline.py measure_evaluation; trainmem's evaluation moment,
+// trainmem_profile.cpp job_moments): the same config with the drawn evaluation batch and KV cache.
+// Three rows: the loss (the output layer and the loss after the final norm: trainmem's rule is
+// exact, so any difference fails), the decoder layers (trainmem counts an upper bound: under
+// fails, over is printed with its size) and the moment (the larger of the two: under fails).
+function compareEvaluation(line, opts) {
+  const ev = line.timeline.evaluation;
+  if (!ev) return [];
+  const config = { ...trainmemConfig(line, 'for-loop'), eval_micro_batch_size: ev.settings.batch,
+                   eval_kv_cache: ev.settings.kv_cache };
+  const r = estimate(opts.cli, config, true);
+  const named = { buffers: line.timeline.base.buffers, batch: ev.batch };
+  const oracle = (phase) => ({ bytes: phase.bytes, named, comparable: phase.bytes - named.buffers - named.batch,
+                               op: phase.op, raw: phase.bytes });
+  const phases = { loss: oracle(ev.loss), layers: oracle(ev.layers) };
+  const bigger = phases.loss.comparable >= phases.layers.comparable ? phases.loss : phases.layers;
+  const rows = [];
+  const traceOf = (name) => r.out.trace.find((t) => t.name === name)?.value;
+  for (const [moment, o, pick] of [
+    ['eval_loss', phases.loss, () => traceOf('trainmem.evaluation_loss')],
+    ['eval_layers', phases.layers, () => traceOf('trainmem.evaluation_layers')],
+    ['evaluation', bigger, () => r.out.moments.evaluation]]) {
+    const row = { id: line.id, kind: line.kind, impl: 'for-loop', moment, oracle: o, settings: ev.settings };
+    if (!r.ok) row.rejected = r.messages.join('; ');
+    else {
+      row.trainmem = pick();
+      row.diff = row.trainmem - o.comparable;
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
 const pad = (s, n) => String(s).padStart(n);
 const padEnd = (s, n) => String(s).padEnd(n);
 const sign = (d) => (d > 0 ? `+${d}` : `${d}`);
@@ -142,6 +175,34 @@ function failures(rows, lines) {
   return { failed: out, open };
 }
 
+function printEvaluation(rows) {
+  if (!rows.length) return;
+  console.log('');
+  console.log('evaluation step (transformers\' prediction_step under no_grad; oracle = live − buffers − batch; diff = trainmem − oracle)');
+  console.log(`  ${padEnd('id', 4)} ${padEnd('moment', 11)} ${padEnd('eval b/kv', 9)} ${pad('oracle B', 10)} ${pad('trainmem B', 10)} ${pad('diff', 9)} ${pad('%', 7)}  op at the oracle's peak`);
+  for (const r of rows) {
+    const tm = r.rejected ? 'rejected' : r.trainmem;
+    const d = r.rejected ? '' : sign(r.diff);
+    const pct = r.rejected ? '' : (r.diff / r.oracle.comparable * 100).toFixed(2);
+    console.log(`  ${padEnd(r.id, 4)} ${padEnd(r.moment, 11)} ${padEnd(`${r.settings.batch}/${r.settings.kv_cache ? 'kv' : '-'}`, 9)} ${pad(r.oracle.comparable, 10)} ${pad(tm, 10)} ${pad(d, 9)} ${pad(pct, 7)}  ${r.oracle.op || '-'}`);
+  }
+  const over = rows.filter((r) => r.moment === 'eval_layers' && !r.rejected).map((r) => r.diff / r.oracle.comparable * 100);
+  const loss = rows.filter((r) => r.moment === 'eval_loss' && !r.rejected);
+  console.log(`  the loss: exact ${loss.filter((r) => r.diff === 0).length}/${loss.length}; the decoder layers' bound over the oracle by ` +
+    `${Math.min(...over).toFixed(1)} % … ${Math.max(...over).toFixed(1)} %`);
+}
+
+// The evaluation rows --strict fails on: the loss off by any byte, or the layers or the moment under.
+function evaluationFailures(rows) {
+  const out = [];
+  for (const r of rows) {
+    if (r.rejected) out.push(`${r.id} ${r.moment}: not expressible: ${r.rejected}`);
+    else if (r.moment === 'eval_loss' ? r.diff !== 0 : r.diff < 0)
+      out.push(`${r.id} ${r.kind} ${r.moment}: trainmem ${r.trainmem} B, oracle ${r.oracle.comparable} B (${sign(r.diff)} B)${r.moment === 'eval_loss' ? '' : ' UNDER'}`);
+  }
+  return out;
+}
+
 // Differences with a sourced cause that the oracle confirms to the byte: none left (the for-loop
 // AdamW step's previous denom, once here, is trainmem's rule now: trainmem_profile.cpp
 // torch_adam_temporary).
@@ -183,10 +244,13 @@ async function main() {
   const t0 = Date.now();
   const { lines, log } = await runPython('timeline.py', ['--n', String(opts.n), '--seed', String(opts.seed)]);
   const rows = lines.flatMap((line) => compareOne(line, opts));
+  const evalRows = lines.flatMap((line) => compareEvaluation(line, opts));
   print(rows, lines, log, opts, (Date.now() - t0) / 1000);
+  printEvaluation(evalRows);
   if (opts.json) writeFileSync(opts.json, JSON.stringify({ rows, configs: lines }, null, 1));
   console.log('');
   const { failed, open } = failures(rows, lines);
+  failed.push(...evaluationFailures(evalRows));
   if (open.length) {
     console.log('');
     console.log(`${open.length} moment${open.length === 1 ? '' : 's'} off where trainmem has no rule yet (open, tests/oracle/README.md):`);

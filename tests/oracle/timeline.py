@@ -85,6 +85,10 @@ import oracle  # noqa: E402
 MARK = 7_777_701  # phase marks: MARK + k bytes (no model tensor has this size: odd, > every draw's)
 PHASES = ["step", "forward", "forward_end", "last_layer_backward", "backward_end", "optimizer_end", "step_end",
           "foreach_end"]
+# The evaluation step's marks (a profile of its own, after the training step): the forward starts,
+# LlamaModel.forward has returned (the decoder layers and the final norm are done, its locals
+# gone), the forward has returned.
+EVAL_PHASES = ["eval", "eval_loss", "eval_end"]
 SCALAR_MAX = 8
 
 
@@ -149,16 +153,16 @@ def allocation_events(prof):
     return events
 
 
-def split_marks(events):
+def split_marks(events, phases=PHASES):
     """Takes the phase marks out; returns (events, {phase: index of the first event after it})."""
     out, at = [], {}
     i = 0
     while i < len(events):
         e = events[i]
         k = e["size"] - MARK
-        if 0 <= k < len(PHASES) and i + 1 < len(events) and events[i + 1]["size"] == -e["size"] \
+        if 0 <= k < len(phases) and i + 1 < len(events) and events[i + 1]["size"] == -e["size"] \
                 and events[i + 1]["ptr"] == e["ptr"]:
-            at[PHASES[k]] = len(out)
+            at[phases[k]] = len(out)
             i += 2
             continue
         out.append(e)
@@ -385,8 +389,70 @@ def measure(cfg):
     sizes = [opt.state[p]["exp_avg_sq"].numel() * opt.state[p]["exp_avg_sq"].element_size() for p in trainable]
     cur["forloop_rule"] = max(2 * s + (sizes[i - 1] if i else 0) for i, s in enumerate(sizes))
     cur["foreach_rule"] = sum(sizes)  # _foreach_sqrt of the whole group, then in place
-    return {"base": base, "torch113": raw, "current": cur,
-            "events": len(events), "gradients": unique_bytes([p.grad for p in trainable if p.grad is not None])}
+    out = {"base": base, "torch113": raw, "current": cur,
+           "events": len(events), "gradients": unique_bytes([p.grad for p in trainable if p.grad is not None])}
+    settings = evaluation_settings(cfg)
+    if settings:
+        # The gradients are gone (zero_grad(set_to_none=True) ended the step); the step counters
+        # stay on the CPU in PyTorch 2.x, so the device holds the weights, buffers and AdamW states.
+        out["evaluation"] = measure_evaluation(model, cfg, settings, before - base["step_counters"])
+    return out
+
+
+def evaluation_settings(cfg):
+    """The evaluation step a transformers run adds, drawn from a generator of its own (so that no
+    other draw changes): per_device_eval_batch_size 1-4 and config.use_cache half the time. Only
+    transformers' models under their own loss (trainmem's eval_micro_batch_size rules)."""
+    if cfg["impl"] != "hf-transformers" or cfg["ce_chunks"] > 1:
+        return None
+    rng = random.Random(cfg["seed"] * 7 + 3)
+    return {"batch": rng.choice([1, 2, 3, 4]), "kv_cache": rng.random() < 0.5}
+
+
+def evaluate(model, inputs_src, marks):
+    """transformers' Trainer.prediction_step (trainer.py @ 000945a9): model.eval() (evaluation_loop),
+    the batch copied to the device, compute_loss under torch.no_grad(); the output and the batch
+    are dropped when it returns. Called between steps, after zero_grad(set_to_none=True)."""
+    model.eval()
+    with torch.no_grad():
+        inputs = tuple(t.clone() for t in inputs_src)
+        if marks:
+            mark(0)
+        loss = model(*inputs)
+        model.kept_output = None
+        if marks:
+            mark(2)
+        del loss, inputs
+    model.train()
+
+
+def measure_evaluation(model, cfg, settings, before):
+    """The evaluation step's allocations, profiled on their own after the training step: the
+    peak of the decoder layers (from the forward's start to LlamaModel.forward's return) and of the
+    output layer and the loss (from there to the forward's return), less the module buffers and
+    the batch's own tensors (input ids, attention mask, labels: the loop's, as in the step) and
+    0-dim scalars (which stay on the CPU in a CUDA run)."""
+    ecfg = dict(cfg, batch=settings["batch"], eval_kv_cache=settings["kv_cache"])
+    model.cfg = dict(model.cfg, eval_kv_cache=settings["kv_cache"])
+    inputs_src = models.make_inputs(ecfg)
+    batch = sum(t.numel() * t.element_size() for t in inputs_src)
+    model.on_decoder_return = lambda: mark(1)
+    evaluate(model, inputs_src, False)  # warm-up: lazily made buffers
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        evaluate(model, inputs_src, True)
+    model.on_decoder_return = None
+    model.cfg = dict(model.cfg, eval_kv_cache=False)
+    raw, raw_at = split_marks(allocation_events(prof), EVAL_PHASES)
+    missing = [p for p in EVAL_PHASES if p not in raw_at]
+    assert not missing, f"evaluation marks not found: {missing}"
+    # Scalars out, the marks' positions carried over to the shorter list.
+    keep = [i for i, e in enumerate(raw) if abs(e["size"]) > SCALAR_MAX]
+    events = [raw[i] for i in keep]
+    at = {p: sum(1 for i in keep if i < idx) for p, idx in raw_at.items()}
+    curve = live_curve(events, before)
+    layers = segment_peak(events, curve, at["eval"], at["eval_loss"], live_at(curve, at["eval"], before))
+    loss = segment_peak(events, curve, at["eval_loss"], at["eval_end"], live_at(curve, at["eval_loss"], before))
+    return {"settings": settings, "batch": batch, "layers": layers, "loss": loss}
 
 
 def batch_unsaved(events, at, m, saved_ptrs):

@@ -443,12 +443,12 @@ export class ResultsView {
     const items = [];
     const m = result.moments ?? {};
     const names = { forward: 'End of forward', backward: 'Backward', optimizer_step: 'Optimizer step',
-      loading: 'Loading the model', checkpoint_save: 'Saving a full checkpoint' };
+      loading: 'Loading the model', checkpoint_save: 'Saving a full checkpoint', evaluation: 'Evaluation step' };
     // The core names the step's peak and the job's (loading or a save can be larger than any step).
     const jobPeak = m.job_peak ?? m.peak;
     for (const [key, label] of Object.entries(names)) {
       if (!Number.isFinite(m[key])) continue;
-      const outsideStep = key === 'loading' || key === 'checkpoint_save';
+      const outsideStep = key === 'loading' || key === 'checkpoint_save' || key === 'evaluation';
       if (outsideStep && !(m[key] > 0)) continue;  // not a moment of this job
       const note = key === jobPeak ? (jobPeak === m.peak ? ' (peak)' : ' (the job\'s peak)')
         : key === m.peak ? ' (the step\'s peak)' : '';

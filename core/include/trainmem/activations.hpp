@@ -90,6 +90,18 @@ double loss_forward_transient_bytes(const Config& config);
 // step (model_output_kept); 0 when the loop drops it before backward.
 double kept_output_bytes(const Config& config);
 
+// Evaluation between steps (eval_micro_batch_size > 0; transformers' Trainer prediction_step under
+// torch.no_grad()), one GPU, the evaluation batch, beyond the model state (activations.cpp
+// evaluation_forward_bytes). All 0 when the job does not evaluate.
+struct EvaluationForward {
+  double layers = 0;    // at the last decoder layer: an upper bound of its forward, the caches
+  double loss = 0;      // at the loss: the final hidden state, the logits, the loss's copies, the caches
+  double kv_cache = 0;  // every layer's keys and values (eval_kv_cache), in both of the above
+  double logits = 0;    // the model's logits (for the output layer's dequantised weight beside them)
+  double hidden = 0;    // the final norm's output, held through the output layer and the loss
+};
+EvaluationForward evaluation_forward_bytes(const Config& config);
+
 // The loss's and the output layer's backward on the eager Hugging Face and torchtune models
 // (F.cross_entropy over the whole logits: not chunked, compiled, fused or tensor parallel), as
 // autograd runs them (activations.cpp output_backward_bytes). `modelled` false: none of this is

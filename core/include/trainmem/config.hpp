@@ -173,6 +173,8 @@ struct ConfigInput {
   std::optional<bool> fused_linear_cross_entropy;
   std::optional<bool> cut_cross_entropy, model_output_kept;
   std::optional<TransformersLoss> transformers_loss;
+  std::optional<int64_t> eval_micro_batch_size;
+  std::optional<bool> eval_kv_cache;
   std::optional<bool> nf4_double_quant, quantize_lm_head;
   std::optional<bool> bnb_keeps_matmul_input;
   std::optional<KbitUpcast> kbit_upcast;
@@ -317,6 +319,11 @@ struct Config {
   bool cut_cross_entropy = false;  // Apple's Cut Cross Entropy (ml-cross-entropy): no logits kept
   TransformersLoss transformers_loss = TransformersLoss::pad_labels;  // the transformers release's loss
   bool model_output_kept = false;  // the loop holds the model's output (its logits) through the step
+  // Evaluation between steps (transformers' Trainer prediction_step, under torch.no_grad()): the
+  // per-GPU evaluation batch (TrainingArguments per_device_eval_batch_size; 0: the job does not
+  // evaluate) and whether the model's forward builds its KV cache then (config.use_cache).
+  int64_t eval_micro_batch_size = 0;
+  bool eval_kv_cache = true;
   // QLoRA (params_dtype nf4): the block absmax quantised again to uint8 (bitsandbytes
   // compress_statistics, transformers bnb_4bit_use_double_quant); resolve() derives it (torchtune:
   // true, torchao always does; otherwise false, transformers' BitsAndBytesConfig default).

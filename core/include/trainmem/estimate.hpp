@@ -6,6 +6,7 @@
 // The entry points mirror Bridge's module so its users recognise them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <iosfwd>
@@ -124,10 +125,11 @@ inline constexpr std::string_view k_cpu_rows[] = {"weights", "gradients", "maste
 
 enum class Moment : uint8_t { forward, backward, optimizer_step, count };
 std::string_view moment_name(Moment moment);  // "forward", "backward", "optimizer_step"
-// The job's moments (trainmem profile): the step's three, then loading the model and saving a
-// full checkpoint (job_moments); the largest is the job's peak, what max_memory_allocated shows.
-enum class JobMoment : uint8_t { forward, backward, optimizer_step, loading, checkpoint_save, count };
-std::string_view job_moment_name(JobMoment moment);  // ..., "loading", "checkpoint_save"
+// The job's moments (trainmem profile): the step's three, then loading the model, saving a full
+// checkpoint and evaluating between steps (job_moments); the largest is the job's peak, what
+// max_memory_allocated shows.
+enum class JobMoment : uint8_t { forward, backward, optimizer_step, loading, checkpoint_save, evaluation, count };
+std::string_view job_moment_name(JobMoment moment);  // ..., "loading", "checkpoint_save", "evaluation"
 
 // The moments of a training step whose largest is the peak (trainmem profile).
 struct Moments {
@@ -140,19 +142,22 @@ struct Moments {
   double peak_activation_bytes = 0;
   double peak_temporary_bytes = 0;
   // The job's moments outside the steady step (trainmem profile, job_moments; 0 where not
-  // modelled): loading a bitsandbytes 4-bit model with from_pretrained, and saving a full state
-  // dict under fsdp2. The stage's total is the largest of these and the step's moments.
+  // modelled): loading a bitsandbytes 4-bit model with from_pretrained, saving a full state dict
+  // under fsdp2, and evaluating between steps (eval_micro_batch_size). The stage's total is the
+  // largest of these and the step's moments.
   double loading = 0;
   double checkpoint_save = 0;
+  double evaluation = 0;
   double peak() const { return forward > backward ? (forward > optimizer_step ? forward : optimizer_step)
                                                   : (backward > optimizer_step ? backward : optimizer_step); }
-  // The job's peak: the step's peak moment, unless loading or a checkpoint save is larger (a tie
-  // goes to the step).
+  // The job's peak: the step's peak moment, unless loading, a checkpoint save or an evaluation is
+  // larger (a tie goes to the step, then to the earlier of the job's moments).
   JobMoment job_peak() const {
     const double step = peak();
-    if (loading > step && loading >= checkpoint_save) return JobMoment::loading;
-    if (checkpoint_save > step) return JobMoment::checkpoint_save;
-    return JobMoment(peak_moment);
+    const double outside = std::max({loading, checkpoint_save, evaluation});
+    if (!(outside > step)) return JobMoment(peak_moment);
+    if (loading == outside) return JobMoment::loading;
+    return checkpoint_save == outside ? JobMoment::checkpoint_save : JobMoment::evaluation;
   }
 };
 
@@ -221,9 +226,10 @@ enum class Assumption : uint8_t {
   trainmem_paged_evicted,       // trainmem: paged states beyond the capacity counted in CPU memory
   trainmem_gradients_per_step,  // trainmem: gradients freed between steps, absent from the forward
   trainmem_peft_saved_copies,   // trainmem: PEFT modules_to_save copies beside the frozen originals
-  trainmem_job_moments_below,   // trainmem: loading / checkpoint save modelled, below the step's peak
+  trainmem_job_moments_below,   // trainmem: loading / checkpoint save / evaluation modelled, below the step's peak
   trainmem_peak_at_loading,     // trainmem: the job's peak is loading (from_pretrained, bitsandbytes)
   trainmem_peak_at_checkpoint_save,  // trainmem: the job's peak is a full-state-dict save (fsdp2)
+  trainmem_peak_at_evaluation,  // trainmem: the job's peak is an evaluation step (eval_micro_batch_size)
   count
 };
 std::string_view assumption_text(Assumption);

@@ -139,6 +139,8 @@ TRAINMEM_FIELD(fused_linear_cross_entropy)
 TRAINMEM_FIELD(cut_cross_entropy)
 TRAINMEM_FIELD(transformers_loss)
 TRAINMEM_FIELD(model_output_kept)
+TRAINMEM_FIELD(eval_micro_batch_size)
+TRAINMEM_FIELD(eval_kv_cache)
 #undef TRAINMEM_FIELD
 
 // All of them, in the field table's order (a test holds the two lists equal).
@@ -263,6 +265,8 @@ inline constexpr FieldName all[] = {
     cut_cross_entropy,
     transformers_loss,
     model_output_kept,
+    eval_micro_batch_size,
+    eval_kv_cache,
 };
 }  // namespace field
 

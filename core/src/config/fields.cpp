@@ -242,10 +242,14 @@ bool chunkable_loss(const Config& c) {
 bool compilable(const Config& c) {
   return pytorch_framework(c) && c.model_implementation != ModelImplementation::megatron_core;
 }
-// Liger and Cut Cross Entropy patch Hugging Face transformers' models.
-bool liger_patchable(const Config& c) {
+// A Hugging Face transformers model under a PyTorch framework (the Trainer's loop).
+bool hf_trainer_model(const Config& c) {
   return pytorch_framework(c) && c.model_implementation == ModelImplementation::hf_transformers;
 }
+// Liger and Cut Cross Entropy patch Hugging Face transformers' models.
+bool liger_patchable(const Config& c) { return hf_trainer_model(c); }
+// The Trainer evaluating between steps (prediction_step), where the KV cache matters.
+bool hf_evaluates(const Config& c) { return hf_trainer_model(c) && c.eval_micro_batch_size > 0; }
 // transformers' own ForCausalLMLoss: a Hugging Face model whose loss nothing replaces or compiles.
 bool plain_hf_loss(const Config& c) {
   return liger_patchable(c) && !c.cut_cross_entropy && !c.fused_linear_cross_entropy && !c.cross_entropy_loss_fusion &&
@@ -812,6 +816,23 @@ constexpr Field k_field_rows[] = {
           "The training loop holds the model's output, its logits, until after the optimizer step "
           "(fsdp_qlora's train.py sets output = None after optimizer.step()); transformers' "
           "Trainer drops it when compute_loss returns, before backward (false).")), plain_hf_loss),
+      in_effect_when(trainmem_only(int_field<&C::eval_micro_batch_size, &Config::eval_micro_batch_size>(
+          {field::eval_micro_batch_size, "evb", "Evaluation batch per GPU (0 = no evaluation)"}, G::finetuning, 0,
+          k_max_count, "sequences", none_means("the job does not evaluate"),
+          "Sequences per GPU in each evaluation step between training steps (transformers "
+          "TrainingArguments per_device_eval_batch_size, 8 unless set; axolotl eval_batch_size, "
+          "its micro_batch_size unless set), at seq_length tokens. Evaluation runs the model's "
+          "forward and its loss under torch.no_grad(), after zero_grad has freed the gradients: "
+          "nothing is saved for backward, but the evaluation batch's logits and the loss's fp32 "
+          "copies exist at once, and may outgrow the training step. Unset or 0: the job does not "
+          "evaluate (eval_strategy \"no\").")), hf_trainer_model),
+      in_effect_when(trainmem_only(bool_field<&C::eval_kv_cache, &Config::eval_kv_cache>(
+          {field::eval_kv_cache, "evkv", "Evaluation builds the KV cache"}, G::finetuning, from_config(),
+          "The model's forward builds its key/value cache during evaluation (transformers "
+          "config.use_cache, true in the released Llama, Mistral and Qwen configs; gradient "
+          "checkpointing turns it off only in training mode): every layer's keys and values stay "
+          "until the evaluation step returns. false when the script sets model.config.use_cache = "
+          "False.")), hf_evaluates),
 };
 
 std::span<const Field> fields() { return k_field_rows; }

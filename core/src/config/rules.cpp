@@ -1089,6 +1089,41 @@ const Rule k_trainmem_rules[] = {
               "got " + n(double(c.tensor_model_parallel_size)) + " and " + n(double(c.context_parallel_size));
      }},
 
+    // Evaluation is modelled as transformers' Trainer runs it (prediction_step under no_grad) on
+    // a Hugging Face model whose logits are whole on each GPU (trainmem_profile.cpp
+    // evaluation_moment): another loop, a split model, or a loss whose evaluation path is not
+    // read is a named gap, never a silent figure.
+    {"eval_micro_batch_size/hf", f::eval_micro_batch_size, {f::model_implementation, f::framework},
+     "model_implementation hf-transformers under a PyTorch framework",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.eval_micro_batch_size == 0 || (hf(c) && c.framework != Framework::megatron)) return ok;
+       return "is modelled for transformers' Trainer (prediction_step) on a Hugging Face model: needs "
+              "model_implementation \"hf-transformers\" and framework ddp, fsdp2 or deepspeed, got " +
+              q(c.model_implementation) + " under " + q(c.framework);
+     }},
+    {"eval_micro_batch_size/parallel", f::eval_micro_batch_size,
+     {f::tensor_model_parallel_size, f::context_parallel_size, f::pipeline_model_parallel_size},
+     "tensor_model_parallel_size, context_parallel_size and pipeline_model_parallel_size 1",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.eval_micro_batch_size == 0 || (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1 &&
+                                            c.pipeline_model_parallel_size <= 1))
+         return ok;
+       return "is modelled with the whole model and its logits on each GPU: needs tensor_model_parallel_size, "
+              "context_parallel_size and pipeline_model_parallel_size 1, got " +
+              tp_pp_cp(c);
+     }},
+    {"eval_micro_batch_size/loss", f::eval_micro_batch_size,
+     {f::cut_cross_entropy, f::cross_entropy_chunks, f::torch_compile, f::cross_entropy_loss_fusion},
+     "not with cut_cross_entropy, cross_entropy_chunks, torch_compile or cross_entropy_loss_fusion",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.eval_micro_batch_size == 0 || !(c.cut_cross_entropy || c.cross_entropy_chunks > 1 || c.torch_compile ||
+                                             c.cross_entropy_loss_fusion))
+         return ok;
+       return std::string("is modelled with transformers' own loss in evaluation (Liger's fused loss materialises "
+                          "the logits there too); what cut_cross_entropy, chunked, compiled or fused losses do "
+                          "under no_grad is not modelled: leave those off or eval_micro_batch_size unset");
+     }},
+
     // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
     {"paged_optimizer/optimizer", f::paged_optimizer, {f::optimizer}, "optimizer adam, adamw, adam8bit or lion",
      [](const ConfigInput&, const Config& c) -> Broken {

@@ -1721,6 +1721,14 @@ bool shifted_hf_loss(const Config& c) {
          c.model_implementation == ModelImplementation::hf_transformers;
 }
 double shifted_loss_rows(const Shape& x) { return x.b * (x.s - 1); }
+// The shifted fp32 logits' own copy: `logits[..., :-1, :].contiguous()` copies only when b > 1.
+// With one sequence the slice [1, s - 1, V] of a contiguous [1, s, V] tensor is contiguous itself
+// (PyTorch's contiguity check skips dimensions of size 1), so contiguous() returns the view and
+// nothing is allocated; the allocation timeline oracle shows it (4 · (s - 1) · V fewer bytes at
+// b = 1, tests/oracle/timeline.py's evaluation step).
+double shifted_logits_copy_bytes(const Shape& x, double vocab) {
+  return x.b > 1 ? 4 * shifted_loss_rows(x) * vocab : 0;
+}
 
 // Whether the loss runs compiled (k_src_compiled_loss): torchtune's compile_loss, the Hugging
 // Face model compiled with its loss, and axolotl's chunked loss, which compiles its per-chunk
@@ -1924,7 +1932,7 @@ double loss_forward_transient_bytes(const Config& config) {
   if (config.vocab_size <= 0 || !shifted_hf_loss(config)) return 0;
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
-  const double shifted = 4 * shifted_loss_rows(x) * vocab;
+  const double shifted = shifted_logits_copy_bytes(x, vocab);
   if (config.transformers_loss == TransformersLoss::upcast_in_model) return 4 * x.logits + shifted;
   return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
 }
@@ -1937,6 +1945,111 @@ double kept_output_bytes(const Config& config) {
   if (config.vocab_size <= 0 || !config.model_output_kept) return 0;
   const Shape x = shape_of(config);
   return (config.transformers_loss == TransformersLoss::upcast_in_model ? 4 : x.e) * x.logits;
+}
+
+// Evaluation between training steps as transformers' Trainer runs it: evaluate() →
+// evaluation_loop() (model.eval(); prediction_loss_only when no compute_metrics is given) →
+// prediction_step(), which calls compute_loss(model, inputs, return_outputs=True) under
+// torch.no_grad() and keeps the model's output (logits, past_key_values) until it returns
+// (huggingface/transformers src/transformers/trainer.py @ 000945a9b726d87a93e61e873b88ff8f3cd411b5).
+// No autograd graph: each op's output lives only while Python holds it.
+//
+// KV cache: LlamaModel.forward takes use_cache from config.use_cache (true in the released
+// configs) and disables it only for `self.gradient_checkpointing and self.training`; each
+// attention layer's past_key_value.update(key_states, value_states) keeps the keys after RoPE
+// and the values, [b, g, s, k] each, and the output returns the cache to the caller
+// (src/transformers/models/llama/modeling_llama.py @ 002272831fba584eb30dca9729c1be456836960a).
+// Multi-latent attention caches the expanded heads: keys of qk_head_dim + qk_pos_emb_head_dim and
+// values of v_head_dim per head. Liger's patched forward computes the logits and calls the
+// model's loss_function whenever the module is not training (linkedin/Liger-Kernel
+// src/liger_kernel/transformers/model/llama.py @ 0fa979842540dd93d7ef50bd458d9968ac8f9d6c
+// lce_forward: "if in inference mode materialize logits"), so fused_linear_cross_entropy does not
+// change this.
+//
+// The loss (exact, the sources of loss_forward_transient_bytes): LlamaForCausalLM.forward holds
+// the final norm's output (`hidden_states = outputs[0]`) and the logits (e · T · V) while the
+// loss runs. "pad-labels" (loss/loss_utils.py @ 0114da07): logits.float() (4 · T · V unless
+// fp32), then cross_entropy's log_softmax (4 · T · V); the labels padded, [b, s + 1] int64, and
+// their shifted slice, a copy when b > 1. "shift-logits": the fp32 upcast and the shifted copy
+// (4 · b(s - 1) · V when b > 1, shifted_logits_copy_bytes), then the log-probabilities of those
+// rows; the labels' slice a copy when b > 1. "upcast-in-model": the model's `logits =
+// logits.float()` holds the 16-bit and the fp32 logits together, then frees the 16-bit; then the
+// shifted copy and its log-probabilities.
+// Worked by hand, bf16, b 8, s 2048, V 32000, h 4096, pad-labels: T = 16384; hidden 2·16384·4096
+// = 134,217,728; logits 2 + 4 + 4 B each over 524,288,000 = 5,242,880,000; labels 8·8·2049 +
+// 8·16384 = 262,208; in all 5,377,359,936 B.
+//
+// The decoder layers (an upper bound, not a walk): what a layer's forward holds at once under
+// no_grad is at most what the same layer saves for backward when every weight trains, nothing is
+// recomputed and nothing drops out (every intermediate of the layer; in fp32 where QLoRA's fp32
+// norms make some of them fp32), plus the layer's output beside its input, plus for LoRA two
+// base-output-sized temporaries (PEFT's `result = result + lora_B(lora_A(x)) * scaling` makes
+// the scaled product and the sum while the base output lives), plus the eager causal mask
+// [b, 1, s, s] and cos/sin that LlamaModel.forward holds through the layers. Checked against the
+// allocation timeline oracle's no_grad evaluation (tests/oracle/timeline.py).
+EvaluationForward evaluation_forward_bytes(const Config& config) {
+  EvaluationForward out;
+  if (config.eval_micro_batch_size <= 0 || config.vocab_size <= 0) return out;
+  Config ev = config;
+  ev.micro_batch_size = config.eval_micro_batch_size;
+  const Shape x = shape_of(ev);
+  const double layers = double(config.num_layers);
+  // The residual stream's and the projections' element bytes (fp32 under autocast over fp32
+  // weights, or QLoRA's fp32 norms).
+  const double stream_e = x.norm_e, proj_e = x.ffn_e;
+  if (config.eval_kv_cache) {
+    const double per_token = config.multi_latent_attention
+                                 ? x.a * double(config.qk_head_dim + config.qk_pos_emb_head_dim + config.v_head_dim)
+                                 : 2 * x.g * x.k;
+    out.kv_cache = layers * x.tokens * per_token * proj_e;
+  }
+  // The decoder layers' bound, the larger layer kind.
+  Config every = ev;
+  every.peft = Peft::none;
+  every.lora_dropout = 0;
+  every.attention_dropout = 0;
+  every.hidden_dropout = 0;
+  every.recompute_granularity = RecomputeGranularity::none;
+  every.torch_compile = false;
+  if (x.kbit_fp32) every.compute_dtype = Dtype::fp32;
+  if (every.params_dtype == Dtype::nf4 || every.params_dtype == Dtype::int8) every.params_dtype = every.compute_dtype;
+  bool has_dense = false, has_moe = false;
+  for (int64_t i = 0; i < config.num_layers; ++i) (config.is_moe_layer(i) ? has_moe : has_dense) = true;
+  double layer = 0;
+  if (has_dense) layer = no_recompute_layer(every, false);
+  if (has_moe) layer = std::max(layer, no_recompute_layer(every, true));
+  const Shape xe = shape_of(every);
+  double widest = std::max({x.h, x.f, x.a * x.k});
+  if (config.is_moe()) widest = std::max(widest, double(config.moe_ffn_hidden_size));
+  const double lora_slack = x.peft ? 2 * x.tokens * widest * proj_e : 0;
+  const double mask = config.attention_backend == AttentionBackend::unfused ? x.norm_e * x.b * x.s * x.s : 0;
+  const double rope = config.max_position_embeddings == 0 && !config.multi_latent_attention ? 2 * x.norm_e * x.s * x.k : 0;
+  out.layers = layer + xe.norm_e * x.h * x.tokens + lora_slack + mask + rope + out.kv_cache;
+  // The loss.
+  const double L = x.logits, V = L / x.tokens;
+  const double hidden = stream_e * x.h * x.tokens;
+  const double upcast = x.e == 4 ? 0 : 4 * L;
+  double loss = 0, labels = 0;
+  const double copy = shifted_logits_copy_bytes(x, V), log_probs = 4 * shifted_loss_rows(x) * V;
+  switch (config.transformers_loss) {
+    case TransformersLoss::pad_labels:
+      loss = x.e * L + upcast + 4 * L;
+      labels = 8 * x.b * (x.s + 1) + (x.b > 1 ? 8 * x.tokens : 0);
+      break;
+    case TransformersLoss::shift_logits:
+      loss = x.e * L + upcast + copy + log_probs;
+      labels = x.b > 1 ? 8 * shifted_loss_rows(x) : 0;
+      break;
+    case TransformersLoss::upcast_in_model:
+      loss = std::max(x.e * L + upcast, 4 * L + copy + log_probs);
+      labels = x.b > 1 ? 8 * shifted_loss_rows(x) : 0;
+      break;
+    case TransformersLoss::count: break;
+  }
+  out.loss = hidden + loss + labels + out.kv_cache;
+  out.logits = x.e * L;
+  out.hidden = hidden;
+  return out;
 }
 
 double stage_boundary_bytes(const Config& config) { return shape_of(config).hidden; }

@@ -109,9 +109,10 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "input.",
     "The job's other moments modelled for this run need less than the training step: loading a "
     "bitsandbytes 4-bit or 8-bit model with from_pretrained (the weights and one 16-bit copy of the "
-    "largest quantised linear, quantised one at a time on the GPU) and saving a full state dict under "
-    "FSDP2 (the state without gradients and one tensor gathered whole at a time). --verbose "
-    "traces their figures.",
+    "largest quantised linear, quantised one at a time on the GPU), saving a full state dict under "
+    "FSDP2 (the state without gradients and one tensor gathered whole at a time) and evaluating "
+    "between steps (the evaluation batch's forward and loss under no_grad). --verbose traces their "
+    "figures.",
     "The job's peak is outside the training step, while from_pretrained loads the model: "
     "bitsandbytes quantises one weight at a time on the GPU, beside the weights already loaded. "
     "The figure is that moment's; the breakdown shows the step's peak, the difference among the "
@@ -119,6 +120,11 @@ constexpr std::array<std::string_view, size_t(Assumption::count)> k_assumption_t
     "The job's peak is outside the training step, while a full state dict is saved: FSDP2 gathers "
     "each tensor whole on the GPU, one at a time, beside the state at rest. The figure is that "
     "moment's; the breakdown shows the step's peak, the difference among the temporaries.",
+    "The job's peak is outside the training step, in an evaluation step: transformers' Trainer "
+    "runs the evaluation batch's forward and loss under no_grad after zero_grad, so nothing is "
+    "saved for backward, but the batch's logits, the loss's fp32 copies and the KV cache "
+    "(eval_kv_cache) exist at once. The figure is that moment's; the breakdown shows the step's "
+    "peak, the difference among the temporaries.",
 };
 
 std::string fixed2(double v) { return two_decimals(v); }
@@ -200,12 +206,12 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   // stage: which one is the peak, or that they are below it.
   const Moments& m = est.moments;
   const double step_peak = m.peak();
-  const bool at_loading = m.loading > step_peak && m.loading >= m.checkpoint_save;
-  const bool at_save = m.checkpoint_save > step_peak && !at_loading;
-  set(est.assumptions, Assumption::trainmem_peak_at_loading, at_loading);
-  set(est.assumptions, Assumption::trainmem_peak_at_checkpoint_save, at_save);
+  const JobMoment job_peak = m.job_peak();
+  set(est.assumptions, Assumption::trainmem_peak_at_loading, job_peak == JobMoment::loading);
+  set(est.assumptions, Assumption::trainmem_peak_at_checkpoint_save, job_peak == JobMoment::checkpoint_save);
+  set(est.assumptions, Assumption::trainmem_peak_at_evaluation, job_peak == JobMoment::evaluation);
   set(est.assumptions, Assumption::trainmem_job_moments_below,
-      (m.loading > 0 || m.checkpoint_save > 0) && !at_loading && !at_save);
+      (m.loading > 0 || m.checkpoint_save > 0 || m.evaluation > 0) && !(std::max({m.loading, m.checkpoint_save, m.evaluation}) > step_peak));
   return est;
 }
 
@@ -316,7 +322,7 @@ std::string_view moment_name(Moment moment) {
 
 std::string_view job_moment_name(JobMoment moment) {
   static constexpr auto names = std::to_array<std::string_view>(
-      {"forward", "backward", "optimizer_step", "loading", "checkpoint_save"});
+      {"forward", "backward", "optimizer_step", "loading", "checkpoint_save", "evaluation"});
   static_assert(names.size() == size_t(JobMoment::count));
   return names[size_t(moment)];
 }

@@ -66,6 +66,11 @@ inline double paged_resident_bytes(double capacity, double device_without_paged,
   return std::clamp(capacity - device_without_paged, 0.0, paged);
 }
 
+// Whether Optimizer.zero_grad(set_to_none=True) frees the gradients after each step (the default
+// since PyTorch 2.0, torch/optim/optimizer.py): fsdp2, and ddp unless its .grad tensors are views
+// of the reducer's buckets (gradient_as_bucket_view at DP > 1). Megatron's main_grad buffer and
+// DeepSpeed's gradient partitions stay for the whole run.
+bool zero_grad_frees_gradients(const Config& config);
 // trainmem: whether the step's forward runs without gradients (they are freed after each step).
 bool gradients_start_each_step_empty(const Config& config);
 

@@ -411,6 +411,9 @@ struct StageState {
   // gathers whole on the GPU (bytes, with NF4's dequantised copy where the saver makes one).
   double largest_nf4_elements = 0, largest_gathered_bytes = 0;
   double largest_int8_elements = 0;  // the largest LLM.int8 linear (peft qlora, params_dtype int8)
+  // LLM.int8: the largest linear's forward transients over one microbatch (int8_forward_bytes),
+  // each term a multiple of the tokens, so an evaluation batch's is this times its share.
+  double int8_forward = 0;
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double params_stored = 0;        // of them, what this GPU stores at rest (ZeRO-3/FSDP2 shards)
   double dense_local = 0, expert_local = 0;
@@ -1422,6 +1425,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   // moment: where gradient checkpointing recomputes the forward beside the backward's state, and
   // high by the forward's when nothing is recomputed (the forward's moment holds less).
   out.backward_temporary += std::max(int8_forward, int8_backward);
+  out.int8_forward = int8_forward;
   // transformers' experts as 3D parameters (moe_fused_expert_params; GptOssExperts.forward's
   // training loop, huggingface/transformers src/transformers/models/gpt_oss/modeling_gpt_oss.py @
   // 00d4b3d2142cb4ced2f51b90614b5d26bc045015): each hit expert multiplies by
@@ -2321,9 +2325,12 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
 // trainmem-profile.md §4, "The job's moments"). `model_state`: the stage's model state at rest
 // with the library workspaces, as every step moment counts it.
 struct JobMoments {
-  double loading = 0, checkpoint_save = 0;
+  double loading = 0, checkpoint_save = 0, evaluation = 0;
+  // The evaluation's two phases, each with the state at rest: the decoder layers (an upper bound)
+  // and the output layer with the loss (exact).
+  double evaluation_layers = 0, evaluation_loss = 0;
 };
-JobMoments job_moments(const Config& c, const StageState& state, double model_state) {
+JobMoments job_moments(const Config& c, const StageState& state, double model_state, bool include_activation) {
   JobMoments job;
   // Loading a QLoRA model with transformers' from_pretrained and a bitsandbytes 4-bit config,
   // where each rank loads the whole model onto its own GPU (frameworks ddp, and deepspeed below
@@ -2376,6 +2383,27 @@ JobMoments job_moments(const Config& c, const StageState& state, double model_st
     const double gradients = st.gradients.total() + st.adapter_gradients.total();
     job.checkpoint_save =
         std::max(0.0, model_state - gradients - state.forward_backward_only) + state.largest_gathered_bytes;
+  }
+  // Evaluation between steps (activations.cpp evaluation_forward_bytes: transformers' Trainer
+  // evaluates from _maybe_log_save_evaluate, after optimizer.step() and model.zero_grad(), so the
+  // gradients zero_grad frees are gone; trainer.py @ 000945a9b726d87a93e61e873b88ff8f3cd411b5). The
+  // model state otherwise as at rest, with the layers FSDP or ZeRO-3 gather for the forward. At a
+  // decoder layer a QLoRA linear's dequantised weight (MatMul4Bit.forward, nf4_dequant_bytes) sits
+  // beside its forward (an LLM.int8 linear's forward transients over the evaluation batch,
+  // int8_forward_bytes); a quantised output layer's, beside the final hidden state and the logits
+  // its matmul writes, before the loss exists.
+  const EvaluationForward ev = include_activation ? evaluation_forward_bytes(c) : EvaluationForward{};
+  if (ev.loss > 0) {
+    const StateBreakdown& st = state.gpu;
+    const double freed = zero_grad_frees_gradients(c) ? st.gradients.total() + st.adapter_gradients.total() : 0;
+    const double eval_share = double(c.eval_micro_batch_size) / double(c.micro_batch_size);
+    const double at_layer = ev.layers + nf4_dequant_bytes(c, state.largest_nf4_elements) + state.int8_forward * eval_share;
+    const double at_output_layer =
+        state.output_dequant > 0 ? ev.hidden + state.output_dequant + ev.logits + ev.kv_cache : 0;
+    const double at_rest = std::max(0.0, model_state - freed);
+    job.evaluation_layers = at_rest + at_layer;
+    job.evaluation_loss = at_rest + std::max(ev.loss, at_output_layer);
+    job.evaluation = std::max(job.evaluation_layers, job.evaluation_loss);
   }
   return job;
 }
@@ -2576,6 +2604,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                                            std::max(loss_transient, loss_forward),
                                                            backward_working, moe.forward, kept},
                                                           memo);
+  // The job's moments outside the step, from the state at rest (before the breakdown below takes
+  // out the gradients the step's peak has not made yet).
+  const JobMoments job = job_moments(c, out.state, model_state, include_activation);
   // The peak's composition, for the breakdown: the model state as it is then (gradients not yet
   // made are not in it: none at the end of forward, the output layer's at the backward's start),
   // the saved activations it holds, and that moment's temporaries.
@@ -2590,9 +2621,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // The job's moments outside the step: when one is larger, it is the stage's total (allocated is
   // max_memory_allocated over the job); the breakdown keeps the step peak's rows and the excess
   // shows among the temporaries, and the assumptions say which moment it is.
-  const JobMoments job = job_moments(c, out.state, model_state);
   m.loading = job.loading;
   m.checkpoint_save = job.checkpoint_save;
+  m.evaluation = job.evaluation;
   if (job.loading > 0)
     note(trace, "trainmem.loading_moment", job.loading,
          c.params_dtype == Dtype::int8
@@ -2601,7 +2632,18 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (job.checkpoint_save > 0)
     note(trace, "trainmem.checkpoint_save_moment", job.checkpoint_save,
          "fsdp2 full state dict: the model state without gradients and gathered layers + the largest tensor whole");
-  s.total_bytes = std::max({s.total_bytes, job.loading, job.checkpoint_save});
+  if (job.evaluation > 0) {
+    note(trace, "trainmem.evaluation_layers", job.evaluation_layers,
+         "the state at rest + a decoder layer's no_grad forward (bound: its saved set with every weight trained, "
+         "its output, LoRA's two temporaries, the eager mask, cos/sin) + the KV cache + a dequantised NF4 linear");
+    note(trace, "trainmem.evaluation_loss", job.evaluation_loss,
+         "the state at rest + the final hidden state + the logits and the loss's fp32 copies + the labels + the KV cache");
+  }
+  if (job.evaluation > 0)
+    note(trace, "trainmem.evaluation_moment", job.evaluation,
+         "transformers' prediction_step under no_grad: the state without the gradients zero_grad frees + "
+         "max(a decoder layer's forward bound, the final hidden state + logits + the loss's fp32 copies) + the KV cache");
+  s.total_bytes = std::max({s.total_bytes, job.loading, job.checkpoint_save, job.evaluation});
   m.peak_temporary_bytes = std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable). The caching allocator
   // keeps what it once reserved: the previous step's gradient blocks, freed by zero_grad, stay
@@ -2651,14 +2693,18 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
 // gradient_as_bucket_view (the .grad tensors are views of the reducer's buckets); and not with
 // gradient accumulation (or an unknown microbatch count), where every microbatch after the first
 // runs its forward beside the gradients accumulated so far.
-bool gradients_start_each_step_empty(const Config& c) {
-  // optimizer_in_backward requires one microbatch per step (resolve()).
-  if (c.num_microbatches != 1 && !c.optimizer_in_backward) return false;
+bool zero_grad_frees_gradients(const Config& c) {
   switch (c.framework) {
     case Framework::fsdp2: return true;
     case Framework::ddp: return !(c.gradient_as_bucket_view && c.data_parallel_size > 1);
     default: return false;
   }
+}
+
+bool gradients_start_each_step_empty(const Config& c) {
+  // optimizer_in_backward requires one microbatch per step (resolve()).
+  if (c.num_microbatches != 1 && !c.optimizer_in_backward) return false;
+  return zero_grad_frees_gradients(c);
 }
 
 ModelState trainmem_param_counts(const Config& c) {

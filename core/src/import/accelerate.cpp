@@ -92,9 +92,9 @@ const std::vector<std::string_view> k_launch_no_memory = {
 const std::vector<std::string_view> k_script_no_memory = {
     "seed", "dataset_name", "dataset_config", "dataset_text_field", "splits", "add_special_tokens",
     "append_concat_token", "num_train_epochs", "max_steps", "logging_steps", "log_level", "logging_strategy",
-    "eval_strategy", "evaluation_strategy", "save_strategy", "save_steps", "eval_steps", "push_to_hub",
+    "save_strategy", "save_steps", "eval_steps", "push_to_hub",
     "hub_private_repo", "hub_strategy", "hub_model_id", "learning_rate", "lr_scheduler_type", "weight_decay",
-    "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "per_device_eval_batch_size", "report_to",
+    "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "report_to",
     "run_name", "logging_dir", "save_total_limit", "lora_alpha", "use_reentrant", "bnb_4bit_compute_dtype",
     "bnb_4bit_quant_type", "model_revision", "trust_remote_code",
     "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
@@ -859,7 +859,8 @@ void AccelerateReader::run() {
       "use_dora", "bnb_4bit_quant_storage_dtype", "use_nested_quant", "use_bnb_nested_quant", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
-      "packing", "optim", "deepspeed", "fsdp", "fsdp_config"};
+      "packing", "optim", "deepspeed", "fsdp", "fsdp_config", "eval_strategy", "evaluation_strategy",
+      "per_device_eval_batch_size"};
   std::string quiet;
   for (const auto& [name, _] : args_.items()) {
     if (listed(read_here, name)) continue;

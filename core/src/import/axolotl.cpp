@@ -31,10 +31,10 @@ using mapping::Mapper;
 using mapping::show;
 
 const std::vector<std::string_view> k_no_memory = {
-    "datasets", "dataset_prepared_path", "val_set_size", "output_dir", "wandb_project", "wandb_entity",
+    "datasets", "dataset_prepared_path", "output_dir", "wandb_project", "wandb_entity",
     "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "learning_rate", "lr_scheduler",
     "num_epochs", "max_steps", "warmup_steps", "warmup_ratio", "logging_steps", "evals_per_epoch",
-    "saves_per_epoch", "eval_steps", "save_steps", "save_strategy", "eval_strategy", "weight_decay",
+    "saves_per_epoch", "eval_steps", "save_steps", "save_strategy", "weight_decay",
     "train_on_inputs", "group_by_length", "early_stopping_patience", "resume_from_checkpoint",
     "auto_resume_from_checkpoints", "local_rank", "debug", "strict", "chat_template", "tokenizer_type",
     "model_type", "is_llama_derived_model", "is_mistral_derived_model", "is_qwen_derived_model",
@@ -87,6 +87,7 @@ class AxolotlReader : mapping::Reader {
   void read_quantization(bool axolotl_bnb_config);
   void read_layout();
   void read_training();
+  void read_evaluation(int64_t micro_batch);
 };
 
 void AxolotlReader::read_precision() {
@@ -384,6 +385,32 @@ void AxolotlReader::read_layout() {
   m_.assume(field::data_parallel_size, double(gpus_), "--gpus", "--gpus");
 }
 
+// Evaluation between steps [schema] [cfg]: axolotl evaluates when val_set_size (0.0 by default,
+// "0 for no eval") or test_datasets gives it an evaluation set, unless eval_strategy is "no"; each
+// evaluation step takes eval_batch_size sequences per GPU, micro_batch_size when unset
+// (src/axolotl/utils/config/__init__.py @ 00ce8882ab23c7e72e4d705b6dec41c9a2dcf94a
+// normalize_config).
+void AxolotlReader::read_evaluation(int64_t micro_batch) {
+  const std::optional<double> share = m_.has("val_set_size") ? m_.number("val_set_size", 0, 9e15) : std::optional<double>(0.0);
+  const json* tests = m_.get("test_datasets");
+  const std::optional<std::string> strategy = m_.has("eval_strategy") ? m_.string("eval_strategy") : std::nullopt;
+  if (!share || !out_.ok()) return;
+  const bool has_tests = tests && !(tests->is_array() && tests->empty());
+  if (!(*share > 0 || has_tests)) return;  // no evaluation set: no evaluation step
+  if (strategy && mapping::lowercase(*strategy) == "no") {
+    out_.read.push_back("eval_micro_batch_size: none (eval_strategy = \"no\": no evaluation between steps)");
+    return;
+  }
+  const std::string why = *share > 0 ? "val_set_size = " + number_text(*share) : std::string("test_datasets");
+  if (m_.has("eval_batch_size")) {
+    if (const std::optional<int64_t> batch = m_.integer("eval_batch_size"))
+      m_.read(field::eval_micro_batch_size, double(*batch), "eval_batch_size", number_text(double(*batch)) + " (" + why + ")");
+  } else {
+    m_.assume(field::eval_micro_batch_size, double(micro_batch),
+              why + " evaluates between steps; no eval_batch_size: axolotl uses micro_batch_size", "eval_batch_size");
+  }
+}
+
 void AxolotlReader::read_training() {
   // Precision [load]: bf16 (or auto) loads the model in bfloat16; without DeepSpeed or FSDP mixed
   // precision the Trainer then trains those weights as they are (states in their dtype).
@@ -405,6 +432,7 @@ void AxolotlReader::read_training() {
     // (read before) win.
     mapping::read_accumulation(m_, "no gradient_accumulation_steps: the Trainer's default 1",
                                !out_.input.global_batch_size && !out_.input.num_microbatches);
+    read_evaluation(*mb);
   } else if (!m_.has("micro_batch_size")) {
     m_.fail("micro_batch_size", "missing (axolotl requires it)");
   }

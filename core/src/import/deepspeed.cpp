@@ -112,6 +112,28 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
       out.ignored.push_back(a.key("use_liger_kernel") + ": Liger's RMSNorm, SwiGLU and RoPE kernels are "
                             "not modelled (the layers are counted as transformers' own)");
   }
+  // Evaluation between steps [ta]: eval_strategy (evaluation_strategy before transformers 4.46)
+  // "steps" or "epoch" has the Trainer evaluate from _maybe_log_save_evaluate, after the optimizer
+  // step and zero_grad, per_device_eval_batch_size sequences per GPU (8 unless given); "no", the
+  // default, never does (trainer.py @ 000945a9b726d87a93e61e873b88ff8f3cd411b5).
+  const char* strategy_name = a.given("eval_strategy") ? "eval_strategy" : "evaluation_strategy";
+  if (const json* strategy = a.given(strategy_name)) {
+    // A launch command's "no" reaches here as false (its words are read as Python's flags are).
+    const std::string value = strategy->is_string() ? lowercase(strategy->get<std::string>())
+                              : *strategy == false    ? "no"
+                                                      : "";
+    if (value == "steps" || value == "epoch") {
+      if (const std::optional<int64_t> batch = a.count(m, "per_device_eval_batch_size"))
+        m.read(field::eval_micro_batch_size, double(*batch), a.key("per_device_eval_batch_size"),
+               number_text(double(*batch)) + " (" + a.key(strategy_name) + " " + show(*strategy) + ")");
+      else if (!a.given("per_device_eval_batch_size"))
+        m.assume(field::eval_micro_batch_size, 8.0,
+                 a.key(strategy_name) + " " + show(*strategy) + " evaluates between steps; no per_device_eval_batch_size: "
+                 "TrainingArguments' default 8", "per_device_eval_batch_size");
+    } else if (value != "no") {
+      m.fail(a.key(strategy_name), "must be \"no\", \"steps\" or \"epoch\", got " + show(*strategy));
+    }
+  }
   // The sequence length: SFTConfig's max_length (max_seq_length before TRL 0.20; max_seq_len in
   // PEFT's examples/sft/train.py as its docs launch it).
   for (const char* name : {"max_length", "max_seq_length", "max_seq_len"}) {

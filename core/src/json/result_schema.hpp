@@ -63,9 +63,10 @@ void walk_moments(Out& out, std::string_view key, const Moments& m) {
     out.entry("peak", "moment", size_t(m.peak_moment), moment_name(m.peak_moment));
     out.figure("peak_activation_bytes", m.peak_activation_bytes);
     out.figure("peak_temporary_bytes", m.peak_temporary_bytes);
-    // The job's moments outside the step (0 where not modelled) and the job's peak among all five.
+    // The job's moments outside the step (0 where not modelled) and the job's peak among all six.
     out.figure("loading", m.loading);
     out.figure("checkpoint_save", m.checkpoint_save);
+    out.figure("evaluation", m.evaluation);
     out.entry("job_peak", "job_moment", size_t(m.job_peak()), job_moment_name(m.job_peak()));
   });
 }

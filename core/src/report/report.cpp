@@ -41,9 +41,12 @@ std::string communicators_line(const NcclCommunicators& nccl) {
 // printed lines add up exactly to the printed totals.
 template <class Line>
 void trainmem_memory_lines(const Config& c, const FullEstimate& est, Line line) {
-  static constexpr const char* moment_names[] = {"the end of forward", "backward", "the optimizer step"};
+  // The job's peak: one of the step's moments, or loading, a checkpoint save or an evaluation step.
+  static constexpr const char* moment_names[] = {"the end of forward", "backward",     "the optimizer step",
+                                                 "loading",            "a full save",  "an evaluation step"};
+  static_assert(std::size(moment_names) == size_t(JobMoment::count));
   line("Memory on the most-loaded GPU (pipeline stage " + std::to_string(est.most_loaded_stage) +
-       ", peak at " + moment_names[size_t(est.moments.peak_moment)] + ")");
+       ", peak at " + moment_names[size_t(est.moments.job_peak())] + ")");
   double running = 0;
   double printed = 0;  // whole bytes: exact below 2^53, past any real GPU
   auto add = [&](const std::string& label, double bytes, bool always = true) {

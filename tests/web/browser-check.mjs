@@ -1761,18 +1761,44 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
 // is the data-parallel width (DP follows the count, the core's world = TP·PP·CP·DP), no problem and
 // no notice; the figure is the CLI's for the setup on that many GPUs.
 for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-  await check(`a GPU count on the fresh page: DP follows it, no problem, the CLI's figure (${tag})`, async (keep) => {
+  // torchtune runs 2 GPUs with its distributed recipe (FSDP2), never DDP (core rule
+  // framework/torchtune-distributed): the framework follows the GPU count, as DP does, with a
+  // one-line notice in torchtune's words; back on one GPU it is the single-device recipe again.
+  await check(`a GPU count on the fresh page: DP follows it, torchtune's recipe follows it (distributed on 2, single device on 1), no problem, the CLI's figure (${tag})`, async (keep) => {
     const { page, problems } = await open('', { viewport });
     keep(page);
+    const framework = async () => [await page.inputValue('#f-framework'),
+      await page.$eval('#f-framework', (e) => e.selectedOptions[0]?.textContent)];
+    expect(JSON.stringify(await framework()) === '["ddp","single device"]' && !(await page.isVisible('#recipe-notice')), `fresh: ${await framework()}`);
     await page.fill('#f-world_size', '2');
     await page.press('#f-world_size', 'Tab'); // the count is given when the field is left
     await settled(page);
     expect(!(await page.isVisible('#method-notice')) && !(await page.isVisible('#form-problems')), `2 GPUs: notice or problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     expect(/2 GPUs = TP 1 × PP 1 × CP 1 × DP 2$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    expect(JSON.stringify(await framework()) === '["fsdp2","distributed"]', `2 GPUs: framework ${await framework()}`);
+    const notice = await page.isVisible('#recipe-notice') ? await page.textContent('#recipe-notice') : '';
+    expect(notice === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+      `the notice on 2 GPUs: "${notice}"`);
     const { cli, config } = cliStartConfig();
     const { data_parallel_size: _dp, ...rest } = config;
-    const expected = cliDeviceBytes(cli, { ...rest, world_size: 2 });
+    const expected = cliDeviceBytes(cli, { ...rest, world_size: 2, framework: 'fsdp2' });
     expect(await page.getAttribute('#total', 'data-bytes') === expected, `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected} B`);
+    // The CLI refuses the single-device framework on 2 GPUs, naming the field and the rule.
+    let refused = '';
+    try {
+      execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...rest, world_size: 2 }), stdio: 'pipe' });
+    } catch (e) { refused = String(e.stderr ?? ''); }
+    expect(/framework: must be "fsdp2" with model_implementation torchtune on 2 GPUs/.test(refused), `the CLI on ddp with 2 GPUs: ${refused.slice(0, 300)}`);
+    await page.$eval('#f-framework', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `fresh-two-gpus-${tag}.png`) });
+    // One GPU again: the single-device recipe, the start's figure.
+    await typeInto(page, '#f-world_size', '1');
+    await page.press('#f-world_size', 'Tab');
+    await settled(page);
+    expect(JSON.stringify(await framework()) === '["ddp","single device"]' && !(await page.isVisible('#form-problems')), `1 GPU: framework ${await framework()}`);
+    expect(await page.textContent('#recipe-notice') === 'torchtune runs one GPU with its single-device recipe, lora_finetune_single_device: framework → single device.',
+      `the notice on 1 GPU: "${await page.textContent('#recipe-notice')}"`);
+    expect(await page.getAttribute('#total', 'data-bytes') === cliDeviceBytes(cli, { ...rest, world_size: 1 }), `1 GPU: page ${await page.getAttribute('#total', 'data-bytes')} B`);
     expect(problems.length === 0, problems.join('\n'));
     return page;
   });
@@ -2203,6 +2229,28 @@ await check('Find layouts at 1280 px: every column in view, Headroom the last; a
   // A count typed in the planner is the user's: the calculator's no longer replaces it.
   await typeInto(page, '#f-data_parallel_size', '2');
   expect(await page.inputValue('#plan-gpus') === '16', `the typed planner count was replaced: ${await page.inputValue('#plan-gpus')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// torchtune's layouts on more than one GPU are its distributed recipe's (recipe-words.js
+// plannerBase): on the fresh page (torchtune's single-device LoRA) the planner on 2 GPUs finds
+// fsdp2 layouts, and a row loaded brings the framework with it, with the notice that says why.
+await check('Find layouts under torchtune: 2 GPUs are searched as the distributed recipe (fsdp2); a row loads with its framework and the notice', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#plan-gpus', '2');
+  await page.click('#plan-run');
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 0 || /No layout/.test(document.getElementById('plan-status').textContent), null, { timeout: 90000 });
+  // Columns: rank, TP, PP, VPP, CP, EP, DP, sharding. FSDP2's stages, never a pipeline (torchtune has none).
+  const rows = await page.$$eval('#plan-body tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  expect(rows.length > 0 && rows.every((r) => /^ZeRO-[23]$/.test(r[7]) && r[2] === '1' && r[3] === '1'), `layouts on 2 GPUs: ${JSON.stringify(rows.slice(0, 3))} ${await page.textContent('#plan-status')}`);
+  await page.click('#plan-body tr:first-child button.load');
+  await settled(page);
+  expect(await page.inputValue('#f-framework') === 'fsdp2' && !(await page.isVisible('#form-problems')), `after loading: framework ${await page.inputValue('#f-framework')}, problems ${await page.textContent('#form-problems').catch(() => '')}`);
+  expect(await page.textContent('#recipe-notice') === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+    `notice: ${await page.textContent('#recipe-notice').catch(() => '')}`);
+  expect(/ 2 GPUs = TP \d × PP 1 × CP \d × DP \d$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

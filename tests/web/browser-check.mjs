@@ -2623,6 +2623,52 @@ await check('a state with no figure: the page, the embed and the element show it
   return page;
 });
 
+// Issue 32 item 7 on a phone: the confidence's line, opened, held a quarter of the screen in the
+// stuck summary (215 px of 844) while the user scrolled on to the form. It closes when the summary
+// sticks and when the page scrolls on while it is open there; the ±N % stays in the stuck
+// headline, and the button opens the line again by tap and by keyboard.
+await check('phone: the confidence line opened closes when the summary sticks and when the page scrolls on; the ±N % stays, a tap or Enter opens it again', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const state = () => page.evaluate(() => ({
+    open: !document.getElementById('confidence-detail').hidden,
+    expanded: document.getElementById('confidence').getAttribute('aria-expanded'),
+    stuck: document.getElementById('summary').classList.contains('stuck'),
+    height: Math.round(document.getElementById('summary').getBoundingClientRect().height),
+    within: document.getElementById('confidence').getBoundingClientRect().height > 0 ? document.querySelector('#confidence .conf-within')?.textContent : '',
+  }));
+  await page.click('#confidence');
+  let now = await state();
+  expect(now.open && now.expanded === 'true' && !now.stuck, `opened at the top: ${JSON.stringify(now)}`);
+  await page.screenshot({ path: join(SHOTS, 'phone-confidence-open.png') });
+  // Scrolled on to the form: the summary sticks, the line closes, the headline keeps ±N %.
+  await page.evaluate(() => document.getElementById('f-framework').scrollIntoView({ block: 'center' }));
+  await page.waitForFunction(() => document.getElementById('summary').classList.contains('stuck'));
+  await settled(page);
+  now = await state();
+  expect(!now.open && now.expanded === 'false' && now.height <= 110 && /^±\d+ %$/.test(now.within), `stuck: ${JSON.stringify(now)}`);
+  await page.screenshot({ path: join(SHOTS, 'phone-confidence-stuck.png') });
+  // Tapped again while stuck: it opens there; a small scroll keeps it, scrolling on closes it.
+  await page.click('#confidence'); // a tap: the page's touch and mouse paths are one click handler
+  await page.waitForTimeout(100);
+  expect((await state()).open, 'a tap in the stuck summary does not open the line');
+  await page.evaluate(() => window.scrollBy(0, 10));
+  await page.waitForTimeout(100);
+  await page.evaluate(() => window.scrollBy(0, 10));
+  await page.waitForTimeout(100);
+  expect((await state()).open, 'a 20 px scroll closed the line');
+  await page.evaluate(() => window.scrollBy(0, 300));
+  await page.waitForFunction(() => document.getElementById('confidence-detail').hidden);
+  // The keyboard: Enter on the button opens it, Escape closes it.
+  await page.focus('#confidence');
+  await page.keyboard.press('Enter');
+  expect((await state()).open, 'Enter does not open the line');
+  await page.keyboard.press('Escape');
+  expect(!(await state()).open, 'Escape does not close the line');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('confidence: beside the headline, "runs like this landed within ±N %", a button that opens the group and its points by click, tap or Enter, alike in the page, the embed and the element; none for a reference profile', async (keep) => {
   const page = keep(await context.newPage());
   const readConfidence = (target, host) => target.evaluate(({ host: h }) => {

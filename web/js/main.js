@@ -6,7 +6,7 @@
 import { createEngine } from './engine.js';
 import { Form, midSentence } from './form.js';
 import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
-import { DEFAULT_FIGURE, FIGURES, ResultsView, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
+import { DEFAULT_FIGURE, FIGURES, ResultsView, closeConfidence, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
 import { verdictOf } from './verdict.js';
 import { adoptPalette, cssColor } from './theme.js';
 import { formatBytes, formatInteger, formatSize } from './format.js';
@@ -893,11 +893,49 @@ function watchSticky(summary) {
     }
     document.documentElement.style.setProperty('--summary-height', `${height}px`);
   };
+  const confidence = closeStuckConfidence(summary);
   new IntersectionObserver(([entry]) => {
     summary.classList.toggle('stuck', !entry.isIntersecting);
+    if (!entry.isIntersecting) confidence.stuck();
     keepHeight();
   }).observe(sentinel);
   new ResizeObserver(keepHeight).observe(summary);
+}
+
+// The scroll, in CSS px, after which a confidence line opened in the stuck phone summary closes:
+// one 44 px tap target's height, so that a tap's own jitter does not close it and a scroll does.
+const CONFIDENCE_SCROLL_CLOSE_PX = 44;
+
+/**
+ * On a phone the stuck summary is the headline in three lines (the stylesheet's max-width 900px):
+ * the confidence's line (the validation group and its points), opened there, holds a quarter of
+ * the screen above the form. It closes when the summary sticks, and, opened while stuck, once the
+ * page scrolls on; the button opens it again by click, tap or keyboard, and where the summary does
+ * not stick it stays open as long as the user wants.
+ * @returns {{stuck: () => void}} what the summary calls when it sticks
+ */
+function closeStuckConfidence(summary) {
+  const button = summary.querySelector('#confidence');
+  const detail = summary.querySelector('#confidence-detail');
+  if (!button || !detail) return { stuck() {} };
+  const phone = window.matchMedia('(max-width: 900px)');
+  const stuckOnPhone = () => phone.matches && summary.classList.contains('stuck');
+  let openedAt = null; // window.scrollY when the page first scrolled with the line open in the stuck summary
+  window.addEventListener('scroll', () => {
+    if (detail.hidden || !stuckOnPhone()) {
+      openedAt = null;
+      return;
+    }
+    if (openedAt === null) openedAt = window.scrollY;
+    else if (Math.abs(window.scrollY - openedAt) > CONFIDENCE_SCROLL_CLOSE_PX) closeConfidence(button, detail);
+  }, { passive: true });
+  button.addEventListener('click', () => { openedAt = null; }); // opened again: the scroll counts from the next
+  return {
+    stuck() {
+      if (phone.matches && !detail.hidden) closeConfidence(button, detail);
+      openedAt = null;
+    },
+  };
 }
 
 // ---- start ----

@@ -2138,6 +2138,52 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
   return page;
 });
 
+// Issue 32 item 8 on the fine-tuning runs a reader exports: the fresh page (torchtune LoRA on a
+// 4090) and a QLoRA setup link (axolotl's 8B example), at 1280x900. The CSV's header block names
+// the method as the run is (LoRA/QLoRA, its rank, torchtune's recipe and no "DDP" for torchtune),
+// the GPU, the verdict and the confidence as the page shows them, the link; whole bytes, one
+// table. The PNG names the method, the GPU count, the sequence, ±N % and the link; the file names
+// carry the method.
+await check('export of a fine-tuning run: the fresh page and a QLoRA setup link, the CSV\'s header block and the PNG name the method, GPU count, sequence, ±N % and the link', async (keep) => {
+  for (const [hash, want] of [
+    ['', { method: 'LoRA rank 8 · torchtune single device recipe · full recompute', stem: 'llama-3.1-8b-lora-tp1-pp1-dp1', seq: '2,048' }],
+    ['#su=llama-3-8b-qlora-axolotl-1x4090', { method: 'QLoRA rank 32 (4-bit NF4 base) · DDP · full recompute', stem: 'llama-3.1-8b-qlora-tp1-pp1-dp1', seq: '4,096' }],
+  ]) {
+    const { page, problems } = await open(hash);
+    keep(page);
+    const save = async (id) => {
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click(id)]);
+      return { name: dl.suggestedFilename(), body: await readFile(await dl.path()) };
+    };
+    const csvFile = await save('#export-csv');
+    expect(csvFile.name === `${want.stem}.csv`, `CSV file name: ${csvFile.name}`);
+    const [header, ...rows] = parseCsv(csvFile.body.toString());
+    expect(header.join(',') === 'section,name,part,value,unit,GiB' && rows.every((r) => r.length === header.length), `${hash}: not one table`);
+    const run = Object.fromEntries(rows.filter((r) => r[0] === 'run').map((r) => [r[1], r[3]]));
+    expect(run.method === want.method, `${hash}: CSV method "${run.method}"`);
+    expect(run.model === 'Llama 3.1 8B' && run.layout === '1 GPU = TP 1 × PP 1 × CP 1 × DP 1', `${hash}: model/layout ${run.model} / ${run.layout}`);
+    expect(run.gpu === await page.textContent('#gpu-name') && run.verdict === await page.textContent('#verdict') && /^Fits · /.test(run.verdict),
+      `${hash}: gpu/verdict ${run.gpu} / ${run.verdict}`);
+    expect(run.confidence === await page.textContent('#confidence') && /±\d+ %/.test(run.confidence) && /validation points/.test(run.confidence_group),
+      `${hash}: confidence ${run.confidence} / ${run.confidence_group}`);
+    expect(run.link === await page.evaluate(() => location.href), `${hash}: link ${run.link}`);
+    expect(Number(run.figure_bytes) === Number(await page.getAttribute('#total', 'data-bytes')), `${hash}: figure ${run.figure_bytes}`);
+    const fractional = rows.filter((r) => r[4] === 'B' && !/^\d+$/.test(r[3]));
+    expect(fractional.length === 0, `${hash}: bytes not whole: ${JSON.stringify(fractional.slice(0, 3))}`);
+    const pngFile = await save('#export-png');
+    expect(pngFile.name === `${want.stem}.png`, `PNG file name: ${pngFile.name}`);
+    const words = pngText(pngFile.body);
+    for (const part of [want.method, '1 GPU = TP 1', `sequence ${want.seq} tokens`, run.confidence, run.verdict]) {
+      expect(words.Description?.includes(part), `${hash}: PNG description lacks "${part}": ${words.Description}`);
+    }
+    expect(words.Source === run.link, `${hash}: PNG link ${words.Source}`);
+    await writeFile(join(SHOTS, `export-${want.stem}.png`), pngFile.body);
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
+  return null;
+});
+
 await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
   const { page, problems } = await open(MEGATRON);
   keep(page);

@@ -702,7 +702,7 @@ const FOLLOWS = {
 };
 const followed = new Map(); // typed field -> {name, value}: the field set aside when it was typed
 
-// torchtune's framework follows its GPU count (framework-words.js recipeFramework): more than one
+// torchtune's framework follows its GPU count (recipe-words.js recipeFramework): more than one
 // GPU is its distributed recipe (fsdp2), one its single-device recipe (ddp). The fields that make
 // the GPU count, and the model code that makes the run torchtune's. The framework chosen by hand
 // is the user's: it is not followed, and a wrong one is the core's named error.

@@ -424,6 +424,7 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"moe_routing_imbalance/capacity", R"("num_moe_experts": 4, "moe_router_topk": 2, "moe_routing_imbalance": 2, "moe_expert_capacity_factor": 1.5)"},
       {"quantize_lm_head/nf4", R"("peft": "qlora", "framework": "ddp", "params_dtype": "int8", "lora_target_modules": ["q_proj"], "quantize_lm_head": true)"},
       {"optimizer_in_backward/ddp-one-rank", R"("framework": "ddp", "optimizer_in_backward": true, "data_parallel_size": 2)"},
+      {"framework/torchtune-distributed", R"("framework": "ddp", "model_implementation": "torchtune", "data_parallel_size": 2)"},
       {"paged_optimizer/optimizer", R"("framework": "ddp", "paged_optimizer": true, "optimizer": "sgd")"},
       {"params_dtype/int8-needs-qlora", R"("peft": "lora", "framework": "ddp", "params_dtype": "int8", "lora_target_modules": ["q_proj"])"},
       {"params_dtype/int8-whole", R"("peft": "qlora", "framework": "fsdp2", "params_dtype": "int8", "model_implementation": "hf-transformers", "lora_target_modules": ["q_proj"])"},

@@ -95,3 +95,26 @@ TEST_CASE("FSDP2: the chunked output layer's gradient sum comes before any unit'
   const Estimate est = estimate_training_memory(c, c.num_microbatches);
   CHECK(est.moments.forward == 968832 + est.activation_bytes - output_activation_bytes(c) + 399392);
 }
+
+TEST_CASE("torchtune on more than one GPU is a distributed recipe (FSDP2), never ddp", "[torchtune_recipe][rules]") {
+  // pytorch/torchtune @ bd2a0fc7c: the *_single_device recipes run one device and `tune run`
+  // refuses them a torchrun launch (_cli/run.py, supports_distributed=False); the *_distributed
+  // recipes shard with training.shard_model (fully_shard). torchtune has no DDP recipe.
+  const std::string two_gpus = R"("model_implementation": "torchtune", "data_parallel_size": 2)";
+  const Resolved refused = resolve(parse_config_json(small_llama(R"("framework": "ddp", )" + two_gpus)).input);
+  REQUIRE(refused.issues.size() == 1);
+  CHECK(refused.issues[0].rule == "framework/torchtune-distributed");
+  CHECK(refused.issues[0].field == "framework");
+  CHECK(messages_for(small_llama(R"("framework": "ddp", )" + two_gpus)) ==
+        std::vector<std::string>{
+            "framework: must be \"fsdp2\" with model_implementation torchtune on 2 GPUs: torchtune runs more than one "
+            "GPU with its distributed recipes, which shard the model with FSDP2 (training.shard_model); \"ddp\" is its "
+            "single-device recipes, one GPU"});
+  // The GPU count given as world_size is the same run.
+  CHECK(messages_for(small_llama(R"("framework": "ddp", "model_implementation": "torchtune", "world_size": 4)")).size() == 1);
+  // What torchtune runs: the distributed recipe on 2 GPUs, the single-device one on 1.
+  CHECK(config_from(small_llama(R"("framework": "fsdp2", )" + two_gpus)).world_size == 2);
+  CHECK(config_from(small_llama(R"("framework": "ddp", "model_implementation": "torchtune", "data_parallel_size": 1)")).world_size == 1);
+  // DDP on 2 GPUs stays the Hugging Face Trainer's (accelerate's MULTI_GPU): the rule is torchtune's.
+  CHECK(config_from(small_llama(R"("framework": "ddp", "model_implementation": "hf-transformers", "data_parallel_size": 2)")).world_size == 2);
+}

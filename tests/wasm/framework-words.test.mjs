@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { frameworksInUse, keysRead, valueSpelling } from '../../web/js/framework-words.js';
+import { TORCHTUNE_DISTRIBUTED_RULE, plannerBase, recipeFramework, recipeNotice } from '../../web/js/recipe-words.js';
 import { methodNotice } from '../../web/js/method-defaults.js';
 import { parseDocument } from '../../web/js/import-panel.js';
 import { loadEngine } from './load.mjs';
@@ -160,4 +161,54 @@ test('a value in the notices as the framework in use spells it, where its files 
   const label = (name) => (torchtune.get(name) ? `torchtune: ${torchtune.get(name).key} · ${name}` : name);
   assert.equal(methodNotice('lora', [{ name: 'recompute_granularity', from: 'selective', to: 'full', why: 'w' }], {}, {}, label, valueText),
     'LoRA: set torchtune: enable_activation_checkpointing · recompute_granularity selective → true (full) (w).');
+});
+
+// torchtune's recipe follows the GPU count (recipe-words.js; core rule
+// framework/torchtune-distributed): torchtune has no DDP recipe, so its single-device framework on
+// 2 GPUs is the core's named error, which the page answers with fsdp2 (the distributed recipe);
+// back on one GPU a framework that followed goes back. The torchtune 8B LoRA setup (the fresh page).
+test('torchtune\'s framework follows its GPU count: the core names ddp on 2 GPUs, fsdp2 answers, one GPU goes back', () => {
+  const setup = engine.setups.find((s) => s.id === 'llama-3.1-8b-lora-torchtune-1x4090');
+  const { data_parallel_size: _dp, ...config } = setup.config;
+  const onTwo = engine.estimate({ ...config, world_size: 2 });
+  assert.equal(onTwo.ok, false);
+  const issue = onTwo.issues.find((i) => i.rule === TORCHTUNE_DISTRIBUTED_RULE);
+  assert.equal(issue?.field, 'framework', JSON.stringify(onTwo.issues));
+  assert.deepEqual(recipeFramework(onTwo, null), { framework: 'fsdp2' });
+  const fsdp2 = engine.estimate({ ...config, world_size: 2, framework: 'fsdp2' });
+  assert.equal(fsdp2.ok, true, JSON.stringify(fsdp2.issues));
+  assert.equal(recipeFramework(fsdp2, { from: 'ddp' }), null); // 2 GPUs, already distributed
+  assert.equal(recipeNotice(fsdp2.config), 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.');
+  const oneGpu = engine.estimate({ ...config, world_size: 1, framework: 'fsdp2' });
+  assert.equal(oneGpu.ok, true);
+  assert.deepEqual(recipeFramework(oneGpu, { from: 'ddp' }), { framework: 'ddp' });
+  assert.equal(recipeFramework(oneGpu, null), null); // fsdp2 chosen on one GPU (a distributed recipe on 1 GPU) stays
+  const single = engine.estimate({ ...config, world_size: 1 });
+  assert.equal(recipeNotice(single.config), 'torchtune runs one GPU with its single-device recipe, lora_finetune_single_device: framework → single device.');
+  // DDP on 2 GPUs under the Hugging Face Trainer is a run: nothing follows.
+  const trainer = engine.estimate({ ...config, world_size: 2, model_implementation: 'hf-transformers' });
+  assert.equal(recipeFramework(trainer, null), null);
+});
+
+test('the planner searches torchtune\'s layouts on more than one GPU as its distributed recipe, and finds them', () => {
+  const setup = engine.setups.find((s) => s.id === 'llama-3.1-8b-lora-torchtune-1x4090');
+  const resolved = engine.estimate(setup.config).config;
+  const noPipeline = ['pipeline_model_parallel_size', 'virtual_pipeline_model_parallel_size'];
+  assert.deepEqual(plannerBase(setup.config, resolved, 1, 'none'), { config: setup.config, layoutFields: {}, keep: noPipeline });
+  const { config, layoutFields, keep } = plannerBase(setup.config, resolved, 2, 'none');
+  assert.deepEqual([config.framework, layoutFields, keep], ['fsdp2', { framework: 'fsdp2' }, noPipeline]);
+  assert.equal(plannerBase(setup.config, resolved, 1, 'min-gpus').config.framework, 'fsdp2');
+  const capacity = engine.gpus.find((g) => g.id === setup.gpu).memory_bytes;
+  const found = engine.plan(config, { gpus: 2, gpu_memory_bytes: capacity, headroom: 0.1, max_results: 50, keep });
+  assert.ok(found.ok && found.layouts.length > 0, JSON.stringify(found.issues ?? found.n_fitting));
+  for (const l of found.layouts) {
+    const r = engine.estimate({ ...setup.config, ...layoutFields, ...l.fields, gpu_memory_bytes: capacity });
+    assert.ok(r.ok && r.config.framework === 'fsdp2' && r.config.world_size === 2 && r.config.pipeline_model_parallel_size === 1, JSON.stringify(r.issues));
+  }
+  // Not torchtune's: searched as it is (the Megatron example's pipeline may vary).
+  const megatron = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 4096, micro_batch_size: 1 };
+  assert.deepEqual(plannerBase(megatron, engine.estimate(megatron).config, 8, 'none'), { config: megatron, layoutFields: {}, keep: [] });
+  // The single-device framework on 2 GPUs finds nothing: every candidate is the core's named error.
+  const ddp = engine.plan(setup.config, { gpus: 2, gpu_memory_bytes: capacity, headroom: 0.1, max_results: 5 });
+  assert.ok(!ddp.ok || ddp.layouts.length === 0);
 });

@@ -58,7 +58,11 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   assert.deepEqual([asLink.notes, asLink.rejected], [[], []]);
   assert.equal(restoreLink(`su=${setup.id}&s=4096`, engine).notes.length, 2);
   assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
-  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
+  // Two GPUs are torchtune's distributed recipe, FSDP2 (the page's framework follows the GPU
+  // count: recipe-words.js): the setup's single-device framework there is the core's named error.
+  const onTwo = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2 } });
+  assert.ok(!onTwo.result.ok && onTwo.result.issues.some((i) => i.rule === 'framework/torchtune-distributed'), JSON.stringify(onTwo.result.issues));
+  const twoGpus = estimateView(engine, { ...editableState(start), fields: { ...rest, data_parallel_size: undefined, world_size: 2, framework: 'fsdp2' } });
   assert.ok(twoGpus.result.ok, JSON.stringify(twoGpus.result.issues));
   // Two GPUs keep the setup's accumulation (one batch of 2 per step on each), as torchtune does.
   assert.deepEqual([twoGpus.result.config.data_parallel_size, twoGpus.result.config.num_microbatches, twoGpus.result.config.micro_batch_size], [2, 1, 2]);

@@ -219,6 +219,12 @@ test('method: full-parameter or LoRA/QLoRA with its rank, the framework with its
   assert.equal(method({ framework: 'fsdp2', peft: 'qlora', params_dtype: 'nf4', lora_rank: 8 }), 'QLoRA rank 8 (4-bit NF4 base) · FSDP2 (stage 3) · no recompute');
   assert.equal(method({ framework: 'deepspeed', zero_stage: 2, data_parallel_size: 4 }), 'full-parameter training · DeepSpeed ZeRO-2 · no recompute');
   assert.equal(method({ profile: 'megatron-lm' }), 'full-parameter training (megatron-lm estimator)');
+  // torchtune has no DDP: the recipe it runs is the framework (framework-words.js RECIPE_WORDS).
+  assert.equal(method({ framework: 'ddp', model_implementation: 'torchtune', peft: 'lora', lora_rank: 8, recompute_granularity: 'full' }),
+    'LoRA rank 8 · torchtune single device recipe · full recompute');
+  assert.equal(method({ framework: 'fsdp2', model_implementation: 'torchtune', data_parallel_size: 8, peft: 'lora', lora_rank: 16, recompute_granularity: 'full' }),
+    'LoRA rank 16 · torchtune distributed recipe, FSDP2 (stage 3) · full recompute');
+  assert.equal(method({ framework: 'ddp', peft: 'lora', lora_rank: 8 }), 'LoRA rank 8 · DDP · no recompute'); // the Trainer's
 });
 
 test('CSV: one table, whole bytes with their GiB, the run named first', () => {

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { configFromLink, coreConfig, editableState, estimateView, restoreLink, setupById } from '../../web/js/link-config.js';
 import { decodeState, encodeState } from '../../web/js/url-state.js';
 import { setupChanges, valueText } from '../../web/js/setup-picker.js';
+import { headlineOf } from '../../web/js/results.js';
 import { loadEngine } from './load.mjs';
 
 const engine = await loadEngine();
@@ -26,6 +27,26 @@ test('setups() is core/data/setups.json as embedded, and each setup estimates on
     // The numeric path the page takes and the JSON path the CLI takes give the same figure.
     const json = engine.estimateJson({ ...s.config, gpu_memory_bytes: capacityOf(s.gpu) });
     assert.equal(r.device_bytes, json.device_bytes, s.id);
+  }
+});
+
+// A setup is offered as a run on its GPU ("1× RTX 4090"): its own estimate must keep that promise.
+// The verdict is the core's (fit_verdict: over the capacity, within the headroom kept free, or
+// with the validation spread crossing the capacity are not "fits"), on the figure the page heads
+// with (results.js headlineOf). axolotl's 8B QLoRA example read 24.49 GiB against a 4090's 23.99.
+test('every setup fits the GPU it names: the headline\'s verdict is "fits", not tight or over', () => {
+  for (const s of engine.setups) {
+    const r = engine.estimate({ ...s.config, gpu_memory_bytes: capacityOf(s.gpu) });
+    const headline = headlineOf(r);
+    const v = r.verdicts?.[headline?.key];
+    assert.ok(v, `${s.id}: no verdict`);
+    assert.equal(v.fit, 'fits', `${s.id} on ${s.gpu}: ${v.fit} (${v.reason ?? ''}), ${v.figure_bytes} of ${v.capacity_bytes} B`);
+    // The name promises the GPU count and the GPU the setup runs on ("· 1× A100 40GB": each word
+    // of it in the GPU's name).
+    const gpu = engine.gpus.find((g) => g.id === s.gpu).name.split(' ');
+    const [, count, words] = s.name.match(/ (\d+)× ([^·]+)$/) ?? [];
+    assert.equal(Number(count), s.gpus, `${s.id}: "${s.name}"`);
+    assert.ok(words.split(' ').every((w) => gpu.includes(w)), `${s.id}: "${s.name}" on ${gpu.join(' ')}`);
   }
 });
 

@@ -1761,18 +1761,44 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
 // is the data-parallel width (DP follows the count, the core's world = TP·PP·CP·DP), no problem and
 // no notice; the figure is the CLI's for the setup on that many GPUs.
 for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
-  await check(`a GPU count on the fresh page: DP follows it, no problem, the CLI's figure (${tag})`, async (keep) => {
+  // torchtune runs 2 GPUs with its distributed recipe (FSDP2), never DDP (core rule
+  // framework/torchtune-distributed): the framework follows the GPU count, as DP does, with a
+  // one-line notice in torchtune's words; back on one GPU it is the single-device recipe again.
+  await check(`a GPU count on the fresh page: DP follows it, torchtune's recipe follows it (distributed on 2, single device on 1), no problem, the CLI's figure (${tag})`, async (keep) => {
     const { page, problems } = await open('', { viewport });
     keep(page);
+    const framework = async () => [await page.inputValue('#f-framework'),
+      await page.$eval('#f-framework', (e) => e.selectedOptions[0]?.textContent)];
+    expect(JSON.stringify(await framework()) === '["ddp","single device"]' && !(await page.isVisible('#recipe-notice')), `fresh: ${await framework()}`);
     await page.fill('#f-world_size', '2');
     await page.press('#f-world_size', 'Tab'); // the count is given when the field is left
     await settled(page);
     expect(!(await page.isVisible('#method-notice')) && !(await page.isVisible('#form-problems')), `2 GPUs: notice or problems: ${await page.textContent('#form-problems').catch(() => '')}`);
     expect(/2 GPUs = TP 1 × PP 1 × CP 1 × DP 2$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
+    expect(JSON.stringify(await framework()) === '["fsdp2","distributed"]', `2 GPUs: framework ${await framework()}`);
+    const notice = await page.isVisible('#recipe-notice') ? await page.textContent('#recipe-notice') : '';
+    expect(notice === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+      `the notice on 2 GPUs: "${notice}"`);
     const { cli, config } = cliStartConfig();
     const { data_parallel_size: _dp, ...rest } = config;
-    const expected = cliDeviceBytes(cli, { ...rest, world_size: 2 });
+    const expected = cliDeviceBytes(cli, { ...rest, world_size: 2, framework: 'fsdp2' });
     expect(await page.getAttribute('#total', 'data-bytes') === expected, `page ${await page.getAttribute('#total', 'data-bytes')} B, CLI ${expected} B`);
+    // The CLI refuses the single-device framework on 2 GPUs, naming the field and the rule.
+    let refused = '';
+    try {
+      execFileSync(cli, ['estimate', '-'], { input: JSON.stringify({ ...rest, world_size: 2 }), stdio: 'pipe' });
+    } catch (e) { refused = String(e.stderr ?? ''); }
+    expect(/framework: must be "fsdp2" with model_implementation torchtune on 2 GPUs/.test(refused), `the CLI on ddp with 2 GPUs: ${refused.slice(0, 300)}`);
+    await page.$eval('#f-framework', (e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(SHOTS, `fresh-two-gpus-${tag}.png`) });
+    // One GPU again: the single-device recipe, the start's figure.
+    await typeInto(page, '#f-world_size', '1');
+    await page.press('#f-world_size', 'Tab');
+    await settled(page);
+    expect(JSON.stringify(await framework()) === '["ddp","single device"]' && !(await page.isVisible('#form-problems')), `1 GPU: framework ${await framework()}`);
+    expect(await page.textContent('#recipe-notice') === 'torchtune runs one GPU with its single-device recipe, lora_finetune_single_device: framework → single device.',
+      `the notice on 1 GPU: "${await page.textContent('#recipe-notice')}"`);
+    expect(await page.getAttribute('#total', 'data-bytes') === cliDeviceBytes(cli, { ...rest, world_size: 1 }), `1 GPU: page ${await page.getAttribute('#total', 'data-bytes')} B`);
     expect(problems.length === 0, problems.join('\n'));
     return page;
   });
@@ -2112,6 +2138,52 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
   return page;
 });
 
+// Issue 32 item 8 on the fine-tuning runs a reader exports: the fresh page (torchtune LoRA on a
+// 4090) and a QLoRA setup link (axolotl's 8B example), at 1280x900. The CSV's header block names
+// the method as the run is (LoRA/QLoRA, its rank, torchtune's recipe and no "DDP" for torchtune),
+// the GPU, the verdict and the confidence as the page shows them, the link; whole bytes, one
+// table. The PNG names the method, the GPU count, the sequence, ±N % and the link; the file names
+// carry the method.
+await check('export of a fine-tuning run: the fresh page and a QLoRA setup link, the CSV\'s header block and the PNG name the method, GPU count, sequence, ±N % and the link', async (keep) => {
+  for (const [hash, want] of [
+    ['', { method: 'LoRA rank 8 · torchtune single device recipe · full recompute', stem: 'llama-3.1-8b-lora-tp1-pp1-dp1', seq: '2,048' }],
+    ['#su=llama-3-8b-qlora-axolotl-1x4090', { method: 'QLoRA rank 32 (4-bit NF4 base) · DDP · full recompute', stem: 'llama-3.1-8b-qlora-tp1-pp1-dp1', seq: '4,096' }],
+  ]) {
+    const { page, problems } = await open(hash);
+    keep(page);
+    const save = async (id) => {
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click(id)]);
+      return { name: dl.suggestedFilename(), body: await readFile(await dl.path()) };
+    };
+    const csvFile = await save('#export-csv');
+    expect(csvFile.name === `${want.stem}.csv`, `CSV file name: ${csvFile.name}`);
+    const [header, ...rows] = parseCsv(csvFile.body.toString());
+    expect(header.join(',') === 'section,name,part,value,unit,GiB' && rows.every((r) => r.length === header.length), `${hash}: not one table`);
+    const run = Object.fromEntries(rows.filter((r) => r[0] === 'run').map((r) => [r[1], r[3]]));
+    expect(run.method === want.method, `${hash}: CSV method "${run.method}"`);
+    expect(run.model === 'Llama 3.1 8B' && run.layout === '1 GPU = TP 1 × PP 1 × CP 1 × DP 1', `${hash}: model/layout ${run.model} / ${run.layout}`);
+    expect(run.gpu === await page.textContent('#gpu-name') && run.verdict === await page.textContent('#verdict') && /^Fits · /.test(run.verdict),
+      `${hash}: gpu/verdict ${run.gpu} / ${run.verdict}`);
+    expect(run.confidence === await page.textContent('#confidence') && /±\d+ %/.test(run.confidence) && /validation points/.test(run.confidence_group),
+      `${hash}: confidence ${run.confidence} / ${run.confidence_group}`);
+    expect(run.link === await page.evaluate(() => location.href), `${hash}: link ${run.link}`);
+    expect(Number(run.figure_bytes) === Number(await page.getAttribute('#total', 'data-bytes')), `${hash}: figure ${run.figure_bytes}`);
+    const fractional = rows.filter((r) => r[4] === 'B' && !/^\d+$/.test(r[3]));
+    expect(fractional.length === 0, `${hash}: bytes not whole: ${JSON.stringify(fractional.slice(0, 3))}`);
+    const pngFile = await save('#export-png');
+    expect(pngFile.name === `${want.stem}.png`, `PNG file name: ${pngFile.name}`);
+    const words = pngText(pngFile.body);
+    for (const part of [want.method, '1 GPU = TP 1', `sequence ${want.seq} tokens`, run.confidence, run.verdict]) {
+      expect(words.Description?.includes(part), `${hash}: PNG description lacks "${part}": ${words.Description}`);
+    }
+    expect(words.Source === run.link, `${hash}: PNG link ${words.Source}`);
+    await writeFile(join(SHOTS, `export-${want.stem}.png`), pngFile.body);
+    expect(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }
+  return null;
+});
+
 await check('Find layouts: held fields stay in every layout, released ones vary; a worker searches, the table sorts, choosing a row loads the layout', async (keep) => {
   const { page, problems } = await open(MEGATRON);
   keep(page);
@@ -2203,6 +2275,28 @@ await check('Find layouts at 1280 px: every column in view, Headroom the last; a
   // A count typed in the planner is the user's: the calculator's no longer replaces it.
   await typeInto(page, '#f-data_parallel_size', '2');
   expect(await page.inputValue('#plan-gpus') === '16', `the typed planner count was replaced: ${await page.inputValue('#plan-gpus')}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
+// torchtune's layouts on more than one GPU are its distributed recipe's (recipe-words.js
+// plannerBase): on the fresh page (torchtune's single-device LoRA) the planner on 2 GPUs finds
+// fsdp2 layouts, and a row loaded brings the framework with it, with the notice that says why.
+await check('Find layouts under torchtune: 2 GPUs are searched as the distributed recipe (fsdp2); a row loads with its framework and the notice', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  await typeInto(page, '#plan-gpus', '2');
+  await page.click('#plan-run');
+  await page.waitForFunction(() => document.querySelectorAll('#plan-body tr').length > 0 || /No layout/.test(document.getElementById('plan-status').textContent), null, { timeout: 90000 });
+  // Columns: rank, TP, PP, VPP, CP, EP, DP, sharding. FSDP2's stages, never a pipeline (torchtune has none).
+  const rows = await page.$$eval('#plan-body tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  expect(rows.length > 0 && rows.every((r) => /^ZeRO-[23]$/.test(r[7]) && r[2] === '1' && r[3] === '1'), `layouts on 2 GPUs: ${JSON.stringify(rows.slice(0, 3))} ${await page.textContent('#plan-status')}`);
+  await page.click('#plan-body tr:first-child button.load');
+  await settled(page);
+  expect(await page.inputValue('#f-framework') === 'fsdp2' && !(await page.isVisible('#form-problems')), `after loading: framework ${await page.inputValue('#f-framework')}, problems ${await page.textContent('#form-problems').catch(() => '')}`);
+  expect(await page.textContent('#recipe-notice') === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+    `notice: ${await page.textContent('#recipe-notice').catch(() => '')}`);
+  expect(/ 2 GPUs = TP \d × PP 1 × CP \d × DP \d$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });
@@ -2572,6 +2666,52 @@ await check('a state with no figure: the page, the embed and the element show it
   const left = await marked(page, 'trainmem-calculator');
   expect(left.length === 0, `element: still marked: ${left.join(', ')}`);
   expect(/num_layers/.test(await page.evaluate(() => document.querySelector('trainmem-calculator').shadowRoot.querySelector('.issues')?.textContent ?? '')), 'element: the issues are not shown');
+  return page;
+});
+
+// Issue 32 item 7 on a phone: the confidence's line, opened, held a quarter of the screen in the
+// stuck summary (215 px of 844) while the user scrolled on to the form. It closes when the summary
+// sticks and when the page scrolls on while it is open there; the ±N % stays in the stuck
+// headline, and the button opens the line again by tap and by keyboard.
+await check('phone: the confidence line opened closes when the summary sticks and when the page scrolls on; the ±N % stays, a tap or Enter opens it again', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const state = () => page.evaluate(() => ({
+    open: !document.getElementById('confidence-detail').hidden,
+    expanded: document.getElementById('confidence').getAttribute('aria-expanded'),
+    stuck: document.getElementById('summary').classList.contains('stuck'),
+    height: Math.round(document.getElementById('summary').getBoundingClientRect().height),
+    within: document.getElementById('confidence').getBoundingClientRect().height > 0 ? document.querySelector('#confidence .conf-within')?.textContent : '',
+  }));
+  await page.click('#confidence');
+  let now = await state();
+  expect(now.open && now.expanded === 'true' && !now.stuck, `opened at the top: ${JSON.stringify(now)}`);
+  await page.screenshot({ path: join(SHOTS, 'phone-confidence-open.png') });
+  // Scrolled on to the form: the summary sticks, the line closes, the headline keeps ±N %.
+  await page.evaluate(() => document.getElementById('f-framework').scrollIntoView({ block: 'center' }));
+  await page.waitForFunction(() => document.getElementById('summary').classList.contains('stuck'));
+  await settled(page);
+  now = await state();
+  expect(!now.open && now.expanded === 'false' && now.height <= 110 && /^±\d+ %$/.test(now.within), `stuck: ${JSON.stringify(now)}`);
+  await page.screenshot({ path: join(SHOTS, 'phone-confidence-stuck.png') });
+  // Tapped again while stuck: it opens there; a small scroll keeps it, scrolling on closes it.
+  await page.click('#confidence'); // a tap: the page's touch and mouse paths are one click handler
+  await page.waitForTimeout(100);
+  expect((await state()).open, 'a tap in the stuck summary does not open the line');
+  await page.evaluate(() => window.scrollBy(0, 10));
+  await page.waitForTimeout(100);
+  await page.evaluate(() => window.scrollBy(0, 10));
+  await page.waitForTimeout(100);
+  expect((await state()).open, 'a 20 px scroll closed the line');
+  await page.evaluate(() => window.scrollBy(0, 300));
+  await page.waitForFunction(() => document.getElementById('confidence-detail').hidden);
+  // The keyboard: Enter on the button opens it, Escape closes it.
+  await page.focus('#confidence');
+  await page.keyboard.press('Enter');
+  expect((await state()).open, 'Enter does not open the line');
+  await page.keyboard.press('Escape');
+  expect(!(await state()).open, 'Escape does not close the line');
+  expect(problems.length === 0, problems.join('\n'));
   return page;
 });
 

@@ -15,6 +15,8 @@
 // `field`.
 import { FRAMEWORK_KEYS, FRAMEWORK_VALUES } from './framework-keys.js';
 
+export { RECIPE_WORDS } from './recipe-words.js';
+
 /** How the form names each importer kind's framework (the import panel's kinds). */
 export const FRAMEWORK_NAMES = {
   hf: 'config.json', megatron: 'Megatron-LM', 'megatron-args': 'Megatron-LM', torchtune: 'torchtune',
@@ -117,25 +119,6 @@ export function formWords(named, run) {
 }
 
 /**
- * How a framework names trainmem's `framework` choices when it has no key for them but picks one
- * by what it runs. torchtune is the one: a run is one of its recipes, and the recipe decides how
- * the model is spread, so the importer decides `framework` from the GPU count (torchtune.cpp: one
- * GPU, ddp, "a plain PyTorch module (single-device recipe)"; more, fsdp2, "the distributed recipes
- * shard with FSDP2"). This is the one hand-written table of words here (no file of the framework
- * spells the value, so the generated table cannot have it), each from the recipes' source,
- * pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1:
- * - ddp, "single device": recipes/{lora,full}_finetune_single_device.py, the model on one device,
- *   no wrapper (DP 1);
- * - fsdp2, "distributed": recipes/{lora,full}_finetune_distributed.py, training.shard_model, which applies
- *   fully_shard (torchtune/training/_distributed.py): FSDP2.
- * A value the framework does not run (deepspeed under torchtune; ddp on more than one GPU, for
- * which torchtune has no recipe: `oneGpu`) has no words.
- */
-export const RECIPE_WORDS = Object.freeze({
-  torchtune: Object.freeze({ ddp: { text: 'single device', oneGpu: true }, fsdp2: { text: 'distributed' } }),
-});
-
-/**
  * How the framework whose key names a field spells one of its values, where the generated table
  * knows it (framework-keys.js FRAMEWORK_VALUES: the importers' read notes beside the value each
  * file gave the field): accelerate's distributed_type "FSDP" for framework fsdp2, torchtune's
@@ -153,3 +136,4 @@ export function valueSpelling(word, field, value) {
   const spelled = FRAMEWORK_VALUES[word.kind]?.[field]?.[String(value)];
   return spelled === undefined ? undefined : String(spelled);
 }
+

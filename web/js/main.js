@@ -6,7 +6,7 @@
 import { createEngine } from './engine.js';
 import { Form, midSentence } from './form.js';
 import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
-import { DEFAULT_FIGURE, FIGURES, ResultsView, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
+import { DEFAULT_FIGURE, FIGURES, ResultsView, closeConfidence, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
 import { verdictOf } from './verdict.js';
 import { adoptPalette, cssColor } from './theme.js';
 import { formatBytes, formatInteger, formatSize } from './format.js';
@@ -23,6 +23,7 @@ import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
 import { chooseMethod, methodNotice, methodNoticeBox, methodSummary, usualSettings } from './method-defaults.js';
+import { plannerBase, recipeFramework, recipeNotice } from './recipe-words.js';
 
 const $ = (id) => document.getElementById(id);
 // main.js runs async, possibly before the body is parsed: elements are looked up in start().
@@ -639,6 +640,9 @@ function forgetTheStateBefore() {
   ui.presetNotice.hidden = true;
   const methodBox = document.getElementById('method-notice');
   if (methodBox) methodBox.hidden = true;
+  const recipeBox = document.getElementById('recipe-notice');
+  if (recipeBox) recipeBox.hidden = true;
+  recipeFollowed = null;
   plan.forget();
 }
 
@@ -666,6 +670,7 @@ function loadFields(fields, preset, label, setup = null, questions = []) {
 
 /** A layout from the planner: its fields over the page's (null: the field is left unset). */
 function loadLayout(fields) {
+  const frameworkBefore = state.fields.framework ?? lastOk?.result.config.framework;
   for (const [name, value] of Object.entries(fields)) {
     if (!form.specs.has(name)) continue;
     if (value === null) delete state.fields[name];
@@ -673,6 +678,13 @@ function loadLayout(fields) {
   }
   syncControls();
   recompute();
+  // A torchtune layout on more than one GPU comes with the distributed recipe's framework
+  // (plannerBase): it followed the GPU count, as a count typed would have.
+  const after = pending?.result;
+  if (fields.framework && fields.framework !== frameworkBefore && after?.ok && after.config.model_implementation === 'torchtune') {
+    recipeFollowed = { from: frameworkBefore };
+    showRecipeNotice(after.config);
+  } else followRecipe();
   share.commit();
   ui.summary.scrollIntoView?.({ block: 'nearest' });
 }
@@ -690,6 +702,50 @@ const FOLLOWS = {
 };
 const followed = new Map(); // typed field -> {name, value}: the field set aside when it was typed
 
+// torchtune's framework follows its GPU count (recipe-words.js recipeFramework): more than one
+// GPU is its distributed recipe (fsdp2), one its single-device recipe (ddp). The fields that make
+// the GPU count, and the model code that makes the run torchtune's. The framework chosen by hand
+// is the user's: it is not followed, and a wrong one is the core's named error.
+const GPU_COUNT_FIELDS = new Set(['world_size', 'data_parallel_size', 'tensor_model_parallel_size',
+  'pipeline_model_parallel_size', 'context_parallel_size', 'model_implementation']);
+let recipeFollowed = null; // {from}: the framework before it followed the GPU count
+
+/** After a GPU count changed: the framework follows where torchtune's recipe does, with a one-line notice. */
+function followRecipe() {
+  const result = pending?.result ?? lastOk?.result;
+  if (!result) return;
+  const to = recipeFramework(result, recipeFollowed);
+  if (!to) return;
+  const from = state.fields.framework ?? lastOk?.result.config.framework ?? 'ddp';
+  recipeFollowed = to.framework === 'fsdp2' ? { from } : null;
+  state.fields.framework = to.framework;
+  form.setValues(state.fields);
+  recompute();
+  if (pending?.result.ok) showRecipeNotice(pending.result.config);
+}
+
+function showRecipeNotice(config) {
+  const box = recipeNoticeBox();
+  if (!box) return;
+  box.replaceChildren(Object.assign(document.createElement('p'), { className: 'notice-line', textContent: recipeNotice(config) }));
+  box.hidden = false;
+}
+
+/**
+ * The notice right under the framework's select (made once; the form builds the field): a row of
+ * the field grid of its own, so that on a phone too it is in view beside the GPU count just typed.
+ */
+function recipeNoticeBox() {
+  let box = $('recipe-notice');
+  if (box) return box;
+  const field = $('f-framework')?.closest('.field');
+  if (!field) return null;
+  box = Object.assign(document.createElement('div'), { id: 'recipe-notice', className: 'notice recipe-notice', hidden: true });
+  box.setAttribute('role', 'status');
+  field.after(box);
+  return box;
+}
+
 function onFieldChange(name, value) {
   lastEdited = name;
   if (name === 'peft') { onMethodChange(value); return; }
@@ -705,7 +761,9 @@ function onFieldChange(name, value) {
     followed.delete(name);
     form.setValues(state.fields);
   }
+  if (name === 'framework') recipeFollowed = null; // the user's own choice from now on
   recompute();
+  if (GPU_COUNT_FIELDS.has(name)) followRecipe();
 }
 
 /** An edit finished (the field left, Enter, a choice made): a history entry. */
@@ -787,10 +845,14 @@ function bindPanels() {
   plan = new PlanPanel({
     solve: $('plan-solve'), gpus: $('plan-gpus'), headroom: $('plan-headroom'), run: $('plan-run'), cancel: $('plan-cancel'),
     progress: $('plan-progress'), status: $('plan-status'), table: $('plan-table'), head: $('plan-head'), body: $('plan-body'),
-  }, () => ({
-    config: configFor(state.fields).config, capacity: capacityBytes(), gpuLabel: currentGpuLabel(), unit: state.unit,
-    keep: form.held(state.fields),
-  }),
+  }, ({ gpus, solve }) => {
+    // torchtune's layouts on more than one GPU are its distributed recipe's (fsdp2), never pipelined.
+    const base = plannerBase(configFor(state.fields).config, lastOk?.result.config ?? null, gpus, solve);
+    return {
+      config: base.config, layoutFields: base.layoutFields, capacity: capacityBytes(), gpuLabel: currentGpuLabel(), unit: state.unit,
+      keep: [...new Set([...form.held(state.fields), ...base.keep])],
+    };
+  },
   loadLayout, () => engine);
   new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
@@ -831,11 +893,49 @@ function watchSticky(summary) {
     }
     document.documentElement.style.setProperty('--summary-height', `${height}px`);
   };
+  const confidence = closeStuckConfidence(summary);
   new IntersectionObserver(([entry]) => {
     summary.classList.toggle('stuck', !entry.isIntersecting);
+    if (!entry.isIntersecting) confidence.stuck();
     keepHeight();
   }).observe(sentinel);
   new ResizeObserver(keepHeight).observe(summary);
+}
+
+// The scroll, in CSS px, after which a confidence line opened in the stuck phone summary closes:
+// one 44 px tap target's height, so that a tap's own jitter does not close it and a scroll does.
+const CONFIDENCE_SCROLL_CLOSE_PX = 44;
+
+/**
+ * On a phone the stuck summary is the headline in three lines (the stylesheet's max-width 900px):
+ * the confidence's line (the validation group and its points), opened there, holds a quarter of
+ * the screen above the form. It closes when the summary sticks, and, opened while stuck, once the
+ * page scrolls on; the button opens it again by click, tap or keyboard, and where the summary does
+ * not stick it stays open as long as the user wants.
+ * @returns {{stuck: () => void}} what the summary calls when it sticks
+ */
+function closeStuckConfidence(summary) {
+  const button = summary.querySelector('#confidence');
+  const detail = summary.querySelector('#confidence-detail');
+  if (!button || !detail) return { stuck() {} };
+  const phone = window.matchMedia('(max-width: 900px)');
+  const stuckOnPhone = () => phone.matches && summary.classList.contains('stuck');
+  let openedAt = null; // window.scrollY when the page first scrolled with the line open in the stuck summary
+  window.addEventListener('scroll', () => {
+    if (detail.hidden || !stuckOnPhone()) {
+      openedAt = null;
+      return;
+    }
+    if (openedAt === null) openedAt = window.scrollY;
+    else if (Math.abs(window.scrollY - openedAt) > CONFIDENCE_SCROLL_CLOSE_PX) closeConfidence(button, detail);
+  }, { passive: true });
+  button.addEventListener('click', () => { openedAt = null; }); // opened again: the scroll counts from the next
+  return {
+    stuck() {
+      if (phone.matches && !detail.hidden) closeConfidence(button, detail);
+      openedAt = null;
+    },
+  };
 }
 
 // ---- start ----

@@ -35,7 +35,9 @@ function sharding(fields) {
 export class PlanPanel {
   /**
    * @param {object} els {gpus, headroom, run, cancel, progress, status, table, head, body, gpuName}
-   * @param {() => {config: object, capacity: number|null, gpuLabel: string, unit: string}} context
+   * @param {(search: {gpus: number, solve: string}) => {config: object, capacity: number|null, gpuLabel: string, unit: string,
+   *   keep?: string[], layoutFields?: object}} context the run to search for this many GPUs; `layoutFields`
+   *   go with every layout found (a framework the search took for the GPU count: framework-words.js plannerBase)
    * @param {(fields: object) => void} load applies a layout's fields to the page
    * @param {() => import('./engine.js').Engine} engine for the no-worker fallback
    */
@@ -96,14 +98,15 @@ export class PlanPanel {
 
   run() {
     const { els } = this;
-    const ctx = this.context();
     const gpus = Number(els.gpus.value.replace(/[\s,_]/g, ''));
+    const solve = els.solve.value;
+    const ctx = this.context({ gpus, solve });
+    this.layoutFields = ctx.layoutFields ?? {};
     const headroomText = els.headroom.value.trim();
     const headroom = headroomText === '' ? 0.1 : Number(headroomText) / 100;
     if (!Number.isInteger(gpus) || gpus < 1) return this.fail('Enter a whole number of GPUs, e.g. 64.');
     if (!(headroom >= 0 && headroom < 1)) return this.fail('Headroom is a percentage from 0 to 99.');
     if (!Number.isFinite(ctx.capacity)) return this.fail('Choose a GPU (or a custom capacity) in Hardware first.');
-    const solve = els.solve.value;
     const options = { gpus, gpu_memory_bytes: ctx.capacity, headroom, max_results: 50, solve, keep: ctx.keep ?? [] };
     // A solver varies its own field: holding it would leave nothing to solve.
     if (solve === 'max-micro-batch') options.keep = options.keep.filter((f) => f !== 'micro_batch_size');
@@ -238,7 +241,7 @@ export class PlanPanel {
       tr.addEventListener('click', () => {
         for (const other of els.body.querySelectorAll('tr.chosen')) other.classList.remove('chosen');
         tr.classList.add('chosen');
-        this.load(l.fields);
+        this.load({ ...this.layoutFields, ...l.fields });
       });
       return tr;
     }));

@@ -221,7 +221,8 @@ export function fillConfidence(button, detail, conf) {
   button.classList.toggle('leans-low', conf.low > 0);
 }
 
-function closeConfidence(button, detail) {
+/** Closes the confidence's line (its button says so: aria-expanded false). */
+export function closeConfidence(button, detail) {
   button.setAttribute('aria-expanded', 'false');
   detail.hidden = true;
 }

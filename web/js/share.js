@@ -4,6 +4,7 @@ import { valueToText } from './url-state.js';
 import { CATEGORIES, PARTS, figureRows, overheadLines, peakParts } from './results.js';
 import { START, attributeOf } from './link-config.js';
 import { escapeHtml } from './dom.js';
+import { RECIPE_WORDS } from './recipe-words.js';
 
 /**
  * The two ways to put the calculator in another page.
@@ -77,10 +78,13 @@ export function methodText(result) {
   const c = result?.config ?? {};
   if (result?.profile !== 'trainmem') return `full-parameter training (${result?.profile ?? 'reference'} estimator)`;
   const training = c.peft === 'lora' ? `LoRA rank ${c.lora_rank}` : c.peft === 'qlora' ? `QLoRA rank ${c.lora_rank} (4-bit NF4 base)` : 'full-parameter training';
-  const framework = {
+  const fsdp2 = `FSDP2${Number.isFinite(c.zero_stage) ? ` (stage ${c.zero_stage})` : ''}`;
+  // torchtune has no DDP: its framework is the recipe it runs (RECIPE_WORDS), one GPU or FSDP2.
+  const recipe = c.model_implementation === 'torchtune' ? RECIPE_WORDS.torchtune[c.framework]?.text : undefined;
+  const framework = recipe ? `torchtune ${recipe} recipe${c.framework === 'fsdp2' ? `, ${fsdp2}` : ''}` : {
     megatron: `Megatron${c.use_distributed_optimizer ? ' with the distributed optimizer' : ''}`,
     deepspeed: `DeepSpeed ZeRO-${c.zero_stage ?? 0}`,
-    fsdp2: `FSDP2${Number.isFinite(c.zero_stage) ? ` (stage ${c.zero_stage})` : ''}`,
+    fsdp2,
     ddp: 'DDP',
   }[c.framework] ?? c.framework ?? '';
   const recompute = c.recompute_granularity && c.recompute_granularity !== 'none' ? `${c.recompute_granularity} recompute` : 'no recompute';
@@ -169,5 +173,7 @@ export function download(name, blob) {
 export function fileStem(name, config) {
   const slug = String(name || 'trainmem').toLowerCase().replace(/[^a-z0-9.]+/g, '-').replace(/^-|-$/g, '');
   const p = (k) => config?.[k] ?? 1;
-  return `${slug}-tp${p('tensor_model_parallel_size')}-pp${p('pipeline_model_parallel_size')}-dp${p('data_parallel_size')}`;
+  // A LoRA or QLoRA run says so: two exports of one model, full and QLoRA, are two files.
+  const method = config?.peft === 'lora' || config?.peft === 'qlora' ? `-${config.peft}` : '';
+  return `${slug}${method}-tp${p('tensor_model_parallel_size')}-pp${p('pipeline_model_parallel_size')}-dp${p('data_parallel_size')}`;
 }

@@ -882,6 +882,20 @@ const Rule k_trainmem_rules[] = {
               "prepare_model_for_kbit_training for sharded QLoRA): use \"none\", or \"peft\" for a script that calls it itself";
      }},
 
+    // torchtune has two kinds of recipe and no DDP (pytorch/torchtune @ bd2a0fc7c): the
+    // *_single_device recipes hold a plain module on one device (framework ddp, DP 1), and `tune
+    // run` refuses them a torchrun launch ("Recipe ... does not support distributed training",
+    // torchtune/_cli/run.py, _recipe_registry.py supports_distributed=False); the *_distributed
+    // recipes (lora_finetune_distributed.py, full_finetune_distributed.py) call
+    // training.shard_model, which applies FSDP2's fully_shard (torchtune/training/_distributed.py).
+    {"framework/torchtune-distributed", f::framework, {f::model_implementation, f::world_size},
+     "fsdp2 with model_implementation torchtune on more than one GPU (torchtune's distributed recipes)",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.framework != Framework::ddp || !torchtune(c) || c.world_size <= 1) return ok;
+       return "must be \"fsdp2\" with model_implementation torchtune on " + n(double(c.world_size)) +
+              " GPUs: torchtune runs more than one GPU with its distributed recipes, which shard the model "
+              "with FSDP2 (training.shard_model); \"ddp\" is its single-device recipes, one GPU";
+     }},
     // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and
     // full_finetune_distributed.py with FSDP2) steps in post-accumulate-grad hooks. Megatron and
     // DeepSpeed step after backward.

@@ -150,3 +150,42 @@ TEST_CASE("FSDP1 with CPUOffload copies each unit's shard to the GPU on a stream
   CHECK(offloaded.reserved_bytes >= 1032 * MiB);
   CHECK(offloaded.reserved_bytes < 1100 * MiB);
 }
+
+TEST_CASE("Megatron's DDP buffers: the parameters move into param_data, their old blocks stay reserved",
+          "[megatron][allocator]") {
+  // Megatron-LM param_and_grad_buffer.py @ 001199898c (docs/trainmem-profile.md §5): the model is
+  // built with each parameter a tensor of its own; DDP then allocates grad_data (fp32 here) and,
+  // with the distributed optimizer, param_data (bf16), copies each parameter in and frees the
+  // original; the fp32 main parameters come after. A model whose embedding and output layer
+  // dwarf its layers: 2 layers of h = 256 (4 heads of 64, SwiGLU f = 512), vocabulary 262,144
+  // untied, bf16 weights, fp32 main parameters, gradients and Adam states, one GPU, one sequence
+  // of 16 tokens; the simulated allocator alone (allocator_fragmentation 0). Embedding and output
+  // layer: 262,144 · 256 = 67,108,864 elements each, 128 MiB in bf16, each its own segment (above
+  // 10 MiB a request is a segment of its own, rounded to 2 MiB); the layers about 1.3 M elements
+  // more (the buffers: 258.5 MiB bf16, 517 MiB fp32, each one segment rounded up to 2 MiB).
+  // With the distributed optimizer the segments that stay:
+  //   the originals 2 · 128 = 256 MiB (freed, cached: the fp32 copies below are larger),
+  //   param_data 260 MiB, grad_data 518 MiB,
+  //   the main parameters of the embedding and output layer, 256 MiB each in fp32: 512 MiB,
+  //   their Adam states, four of 256 MiB: 1,024 MiB;
+  //   at least 256 + 260 + 518 + 512 + 1,024 = 2,570 MiB, and what the rest adds (the layers'
+  //   tensors in 2 MiB segments, the 16 tokens' 16 MiB fp32 logits in a cached original) below
+  //   2,570 + 40 = 2,610 MiB.
+  // Without it the parameters stay where they were built (256 MiB, live) and no param_data is
+  // made: at least 256 + 518 + 512 + 1,024 = 2,310 MiB. The allocated peak is the same (one GPU:
+  // both keep every element once in each class).
+  const std::string base = R"({"profile": "trainmem", "framework": "megatron", "num_layers": 2, "hidden_size": 256,
+    "num_attention_heads": 4, "ffn_hidden_size": 512, "vocab_size": 262144, "make_vocab_size_divisible_by": 128,
+    "share_embeddings_and_output_weights": false, "swiglu": true, "normalization": "RMSNorm",
+    "add_bias_linear": false, "params_dtype": "bf16", "attention_dropout": 0, "hidden_dropout": 0,
+    "seq_length": 16, "micro_batch_size": 1, "global_batch_size": 1, "data_parallel_size": 1,
+    "allocator_fragmentation": 0, "use_distributed_optimizer": )";
+  constexpr double MiB = 1024.0 * 1024;
+  const FullEstimate plain = full_estimate(config_from(base + "false}"));
+  const FullEstimate sharded = full_estimate(config_from(base + "true}"));
+  CHECK(sharded.total_bytes == plain.total_bytes);
+  CHECK(sharded.reserved_bytes >= 2570 * MiB);
+  CHECK(sharded.reserved_bytes < 2610 * MiB);
+  CHECK(plain.reserved_bytes >= 2310 * MiB);
+  CHECK(plain.reserved_bytes < sharded.reserved_bytes);
+}

@@ -2128,16 +2128,44 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       else wrapped_shards += sum / shard_count;
     }
   }
+  // Megatron's DDP (NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py @
+  // 001199898c4badd01eaf0785c212d8ed7ce83042, _ParamAndGradBuffer.__init__): the model is built
+  // first, each trainable parameter a tensor of its own; DDP then allocates each buffer's
+  // grad_data (torch.zeros(numel, grad_dtype)) and, with the distributed optimizer, param_data
+  // (torch.zeros(numel, param_dtype)), copies every parameter into its slice of param_data and
+  // frees the original (`del old_param_data`); main_grad is a view of grad_data, so no gradient is
+  // made in backward. One buffer for the dense and embedding parameters, one for the experts
+  // (their own data-parallel group). The originals' blocks stay cached, for whatever later fits in
+  // them (the distributed optimizer's fp32 copies and states of whole parameters do not).
+  const bool megatron_buffers = c.framework == Framework::megatron;
+  const bool param_buffer = megatron_buffers && c.use_distributed_optimizer;
+  std::vector<int32_t> originals;
   // Setup: the model state that lives through the run, and the library workspaces.
+  // (Megatron's optimizer makes its fp32 main parameters after DDP has wrapped the model:
+  // megatron/training/training.py setup_model_and_optimizer, get_model then get_megatron_optimizer.)
   for (const PartBytes* row : {&b.weights, &b.master_weights, &b.frozen_weights})
-    if (row != wrapped_row) whole_class(*row, false, nullptr);
+    if (row != wrapped_row && !(megatron_buffers && row == &b.master_weights))
+      whole_class(*row, false, param_buffer && row == &b.weights ? &originals : nullptr);
   // What the wrapped row holds beyond the shards (bitsandbytes' QuantState, on every rank).
   if (wrapped_row) alloc(std::max(0.0, row_scale * wrapped_row->total() - wrapped_shards));
-  for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights}) whole_class(*row, true, nullptr);
+  for (const PartBytes* row : {&b.adapter_weights, &b.adapter_master_weights})
+    if (!(megatron_buffers && row == &b.adapter_master_weights))
+      whole_class(*row, true, param_buffer && row == &b.adapter_weights ? &originals : nullptr);
+  if (megatron_buffers) {
+    const auto buffers = [&](const PartBytes& own_row, const PartBytes& adapter_row) {
+      alloc(row_scale * (own_row.dense + own_row.embedding + adapter_row.dense + adapter_row.embedding));
+      alloc(row_scale * (own_row.expert + adapter_row.expert));
+    };
+    if (param_buffer) buffers(b.weights, b.adapter_weights);
+    buffers(b.gradients, b.adapter_gradients);
+    for (int32_t id : originals) release(id);
+    whole_class(b.master_weights, false, nullptr);
+    whole_class(b.adapter_master_weights, true, nullptr);
+  }
   alloc(state_budget - row_scale * per_tensor_rows);  // buffers and whatever else lives through the run
   alloc(c.workspace_bytes);
   std::vector<int32_t> gradients, saved, loss_ids;
-  bool have_gradients = false, have_states = false;
+  bool have_gradients = megatron_buffers, have_states = false;
   const double saved_scale = [&] {
     double sum = 0;
     for (const SavedTensor& t : embedding) sum += t.bytes;

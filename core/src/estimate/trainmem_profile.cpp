@@ -2047,6 +2047,8 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
   constexpr uint8_t k_reduce_scatter_stream = 2;
   const bool gradients_on_reduce_stream = c.framework == Framework::fsdp2 && c.pipeline_model_parallel_size == 1;
   double fused_bytes = 0;
+  const bool range_sharded = c.framework == Framework::megatron && c.use_distributed_optimizer;
+  const Groups groups = data_parallel_groups(c);
   const double states_per_parameter =
       c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw || c.optimizer == Optimizer::adam8bit ? 2 : 1;
   const auto class_round = [&](const PartBytes& row, bool adapters, int64_t round, std::vector<int32_t>* ids,
@@ -2058,6 +2060,7 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       const double part_elements = (adapters ? adapter : own)[int(t.part)];
       if (!(part_elements > 0)) continue;
       const bool optimizer_row = &row == &b.optimizer_states || &row == &b.adapter_optimizer_states;
+      const bool master_row = &row == &b.master_weights || &row == &b.adapter_master_weights;
       const double per_tensor = part_of(row, t.part) * t.elements() / part_elements * (optimizer_row ? 1.0 : row_scale);
       if (!(per_tensor > 0)) continue;
       const double per_round = t.count / double(rounds);
@@ -2068,14 +2071,40 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
         n = t.count;
       }
       if (per_round >= 1 && group > 1) { size *= n; n = n > 0 ? 1 : 0; }
+      // Megatron's distributed optimizer shards the buffers by contiguous ranges (NVIDIA/Megatron-LM
+      // megatron/core/optimizer/distrib_optimizer.py @ 001199898c4badd01eaf0785c212d8ed7ce83042,
+      // _build_model_gbuf_range: each bucket split into DP equal pieces, a parameter's shard its
+      // intersection with the rank's piece; _build_model_and_main_param_groups:
+      // shard_model_param.clone().float() over that range), so a rank's fp32 main parameters and
+      // states are mostly whole parameters, not a 1/DP slice of each: here whole tensors, as many
+      // as the rank's share holds, one slice for the rest at the class's last round.
+      double rest = 0;
+      if (range_sharded && (master_row || optimizer_row) && per_round >= 1 && group <= 1) {
+        const double shards = t.part == Part::expert ? groups.expert : groups.dense;
+        if (shards > 1) {
+          const double before = std::floor(t.count * double(round) / double(rounds));
+          const double after = std::floor(t.count * double(round + 1) / double(rounds));
+          size = per_tensor * shards;
+          n = std::floor(after / shards) - std::floor(before / shards);
+          if (round == rounds - 1) rest = (t.count / shards - std::floor(t.count / shards)) * size;
+        }
+      }
       if (fused) { fused_bytes += size * n; continue; }
       // Each optimizer state is a tensor of its own: torch's Adam and AdamW make exp_avg and
       // exp_avg_sq, each torch.zeros_like(p) (pytorch/pytorch torch/optim/adam.py @
       // dc80ccded5385cca3e777472d64cfe3d874fad89, Adam._init_group), bitsandbytes' 8-bit Adam
       // state1 and state2; the others one (momentum) or factored ones, left as one.
-      if (optimizer_row && states_per_parameter > 1) { size /= states_per_parameter; n *= states_per_parameter; }
+      if (optimizer_row && states_per_parameter > 1) {
+        size /= states_per_parameter;
+        n *= states_per_parameter;
+        rest /= states_per_parameter;
+      }
       for (double k = 0; k < n; ++k) {
         const int32_t id = alloc(size);
+        if (ids) ids->push_back(id);
+      }
+      for (double k = 0; rest >= 1 && k < (optimizer_row ? states_per_parameter : 1); ++k) {
+        const int32_t id = alloc(rest);
         if (ids) ids->push_back(id);
       }
     }

@@ -430,6 +430,7 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"params_dtype/int8-whole", R"("peft": "qlora", "framework": "fsdp2", "params_dtype": "int8", "model_implementation": "hf-transformers", "lora_target_modules": ["q_proj"])"},
       {"num_layers/middle-empty", R"("pipeline_model_parallel_size": 3, "num_layers_in_first_pipeline_stage": 2, "num_layers_in_last_pipeline_stage": 2)"},
       {"num_layers/middle-even", R"("num_layers": 5, "pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 1, "num_layers_in_last_pipeline_stage": 1)"},
+      {"pipeline_model_parallel_size/torchtune", R"("framework": "fsdp2", "model_implementation": "torchtune", "pipeline_model_parallel_size": 2)"},
       {"eval_micro_batch_size/hf", R"("framework": "ddp", "model_implementation": "torchtune", "eval_micro_batch_size": 2)"},
       {"eval_micro_batch_size/parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "eval_micro_batch_size": 2, "tensor_model_parallel_size": 2)"},
       {"eval_micro_batch_size/loss", R"("framework": "ddp", "eval_micro_batch_size": 2, "cross_entropy_chunks": 4)"},

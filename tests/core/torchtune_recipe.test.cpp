@@ -118,3 +118,17 @@ TEST_CASE("torchtune on more than one GPU is a distributed recipe (FSDP2), never
   // DDP on 2 GPUs stays the Hugging Face Trainer's (accelerate's MULTI_GPU): the rule is torchtune's.
   CHECK(config_from(small_llama(R"("framework": "ddp", "model_implementation": "hf-transformers", "data_parallel_size": 2)")).world_size == 2);
 }
+
+TEST_CASE("torchtune has no pipeline parallelism", "[torchtune_recipe][rules]") {
+  // torchtune's ParallelDims are dp_replicate, dp_shard, tp and cp (training/_distributed.py @
+  // bd2a0fc7c): a pipeline of torchtune stages is not a run torchtune makes.
+  CHECK(messages_for(small_llama(R"("framework": "fsdp2", "model_implementation": "torchtune",
+      "pipeline_model_parallel_size": 2, "data_parallel_size": 2)")) ==
+        std::vector<std::string>{
+            "pipeline_model_parallel_size: must be 1 with model_implementation torchtune, got 2: torchtune's recipes "
+            "shard with FSDP2 and split over tensor and context parallelism, never into pipeline stages (ParallelDims: "
+            "dp_replicate, dp_shard, tp, cp)"});
+  // torchtitan's own pipelines stay (its models, torch.distributed.pipelining).
+  CHECK(config_from(small_llama(R"("framework": "fsdp2", "model_implementation": "torchtitan",
+      "pipeline_model_parallel_size": 2, "data_parallel_size": 2)")).pipeline_model_parallel_size == 2);
+}

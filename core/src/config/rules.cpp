@@ -896,6 +896,17 @@ const Rule k_trainmem_rules[] = {
               " GPUs: torchtune runs more than one GPU with its distributed recipes, which shard the model "
               "with FSDP2 (training.shard_model); \"ddp\" is its single-device recipes, one GPU";
      }},
+    // torchtune has no pipeline parallelism: its ParallelDims are dp_replicate, dp_shard, tp and cp
+    // (pytorch/torchtune torchtune/training/_distributed.py @ bd2a0fc7c, ParallelDims), and no
+    // recipe splits the model into stages.
+    {"pipeline_model_parallel_size/torchtune", f::pipeline_model_parallel_size, {f::model_implementation},
+     "1 with model_implementation torchtune (its recipes have no pipeline parallelism)",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!torchtune(c) || c.pipeline_model_parallel_size <= 1) return ok;
+       return "must be 1 with model_implementation torchtune, got " + n(double(c.pipeline_model_parallel_size)) +
+              ": torchtune's recipes shard with FSDP2 and split over tensor and context parallelism, never into "
+              "pipeline stages (ParallelDims: dp_replicate, dp_shard, tp, cp)";
+     }},
     // torchtune optimizer_in_bwd (recipes/full_finetune_single_device.py and
     // full_finetune_distributed.py with FSDP2) steps in post-accumulate-grad hooks. Megatron and
     // DeepSpeed step after backward.

@@ -73,11 +73,12 @@ export interface Moments {
   peak: 'forward' | 'backward' | 'optimizer_step';
   peak_activation_bytes: number;
   peak_temporary_bytes: number;
-  /** the job's moments outside the step (0 where not modelled): from_pretrained with bitsandbytes 4-bit, a full state dict under fsdp2 */
+  /** the job's moments outside the step (0 where not modelled): from_pretrained with bitsandbytes 4-bit, a full state dict under fsdp2, an evaluation step (eval_micro_batch_size) */
   loading: number;
   checkpoint_save: number;
-  /** the largest of the five moments: what max_memory_allocated over the job shows (allocated_bytes) */
-  job_peak: 'forward' | 'backward' | 'optimizer_step' | 'loading' | 'checkpoint_save';
+  evaluation: number;
+  /** the largest of the six moments: what max_memory_allocated over the job shows (allocated_bytes) */
+  job_peak: 'forward' | 'backward' | 'optimizer_step' | 'loading' | 'checkpoint_save' | 'evaluation';
 }
 
 /** trainmem profile: CPU memory per node, by what the run moved there (bytes) */

@@ -1653,26 +1653,25 @@ TEST_CASE("evaluation between steps: the Trainer's eval_strategy and axolotl's v
   // transformers' TrainingArguments: eval_strategy (evaluation_strategy before 4.46) "steps" or
   // "epoch" evaluates per_device_eval_batch_size sequences per GPU, 8 unless given; "no" (the
   // default) never does.
-  ImportOptions o;
-  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --per_device_train_batch_size 1 "
-                      "--eval_strategy steps --eval_steps 50");
-  ImportResult r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  // The same launch each time, with its evaluation flags.
+  const auto launch = [](const std::string& eval_flags) {
+    ImportOptions o;
+    o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --per_device_train_batch_size 1 " +
+                        eval_flags);
+    return import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  };
+  ImportResult r = launch("--eval_strategy steps --eval_steps 50");
   REQUIRE(r.ok());
   CHECK(r.input.eval_micro_batch_size == 8);
   CHECK(has_line(r.assumed, "TrainingArguments' default 8"));
-  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --per_device_train_batch_size 1 "
-                      "--evaluation_strategy epoch --per_device_eval_batch_size 2");
-  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  r = launch("--evaluation_strategy epoch --per_device_eval_batch_size 2");
   REQUIRE(r.ok());
   CHECK(r.input.eval_micro_batch_size == 2);
   CHECK_FALSE(has_line(r.ignored, "per_device_eval_batch_size"));
-  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --eval_strategy no "
-                      "--per_device_eval_batch_size 2");
-  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  r = launch("--eval_strategy no --per_device_eval_batch_size 2");
   REQUIRE(r.ok());
   CHECK_FALSE(r.input.eval_micro_batch_size.has_value());
-  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True --eval_strategy sometimes");
-  r = import_accelerate(R"({"distributed_type": "NO", "mixed_precision": "bf16"})", o);
+  r = launch("--eval_strategy sometimes");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "--eval_strategy: must be \"no\", \"steps\" or \"epoch\", got \"sometimes\"");
 

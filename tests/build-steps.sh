@@ -17,7 +17,7 @@ build_wasm() {
   BUILD_WASM_DIR=$dir BUILD_WASM_CMAKE_ARGS="$*" bash web/scripts/build-wasm.sh all
 }
 
-# clang, AddressSanitizer + UndefinedBehaviorSanitizer: the Catch2
+# clang, AddressSanitizer + UndefinedBehaviorSanitizer (at -O1 -g1, CMakeLists.txt): the Catch2
 # tests and the libFuzzer harnesses.
 fuzz_harnesses=(fuzz_config fuzz_hf_import fuzz_megatron_args fuzz_slots fuzz_torchtune fuzz_torchtitan
   fuzz_deepspeed fuzz_axolotl fuzz_accelerate)

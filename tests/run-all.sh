@@ -12,9 +12,10 @@ cd "$(dirname "$0")/.."
 bash tests/setup.sh
 
 jobs=2
+build_jobs=$jobs
+source tests/build-steps.sh   # the three builds (tests/bench/build-time.sh times them cold)
 echo "== native build and Catch2 tests"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j"$jobs" --target trainmem trainmem_tests   # benchmarks: npm run bench
+build_native build
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== CLI tests"
@@ -24,7 +25,7 @@ node tests/oracle/compare.mjs --strict   # trace oracle (/usr/bin/python3, pytho
 node tests/oracle/timeline.mjs --strict  # allocation timeline oracle: the step's moments byte for byte
 
 echo "== wasm build (core, module, Catch2 tests under Node)"
-bash web/scripts/build-wasm.sh all
+build_wasm build-wasm
 ctest --test-dir build-wasm --output-on-failure
 
 echo "== page assets"
@@ -38,10 +39,7 @@ node tests/web/browser-check.mjs
 node --test tests/web/serve.test.mjs tests/web/start.test.mjs   # dist/: hashed, precompressed; npm start
 
 echo "== sanitizers and fuzzing (clang, ASan + UBSan, libFuzzer)"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTRAINMEM_SANITIZE=ON -DTRAINMEM_FUZZ=ON > /dev/null
-cmake --build build-fuzz -j"$jobs" --target trainmem_tests fuzz_config fuzz_hf_import fuzz_megatron_args fuzz_slots \
-  fuzz_torchtune fuzz_torchtitan fuzz_deepspeed fuzz_axolotl fuzz_accelerate
+build_fuzz build-fuzz
 ctest --test-dir build-fuzz --output-on-failure -j"$jobs"
 for pair in config:config hf_import:hf megatron_args:megatron slots:slots torchtune:torchtune torchtitan:torchtitan \
     deepspeed:deepspeed axolotl:axolotl accelerate:accelerate; do

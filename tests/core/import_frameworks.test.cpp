@@ -1649,7 +1649,7 @@ TEST_CASE("an import fixes the accumulation, not the global batch: another GPU c
 }
 #endif
 
-TEST_CASE("evaluation between steps: the Trainer's eval_strategy and axolotl's val_set_size", "[evaluation]") {
+TEST_CASE("evaluation between steps: the Trainer's eval_strategy", "[evaluation]") {
   // transformers' TrainingArguments: eval_strategy (evaluation_strategy before 4.46) "steps" or
   // "epoch" evaluates per_device_eval_batch_size sequences per GPU, 8 unless given; "no" (the
   // default) never does.
@@ -1674,7 +1674,10 @@ TEST_CASE("evaluation between steps: the Trainer's eval_strategy and axolotl's v
   r = launch("--eval_strategy sometimes");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "--eval_strategy: must be \"no\", \"steps\" or \"epoch\", got \"sometimes\"");
+}
 
+#ifndef __EMSCRIPTEN__  // the YAML reader is native only
+TEST_CASE("evaluation between steps: axolotl's val_set_size and eval_batch_size", "[evaluation]") {
   // axolotl: an evaluation set (val_set_size > 0, or test_datasets) evaluates eval_batch_size
   // sequences per GPU, micro_batch_size when unset, unless eval_strategy is "no"; val_set_size's
   // default 0.0 has no evaluation set.
@@ -1707,3 +1710,4 @@ TEST_CASE("evaluation between steps: the Trainer's eval_strategy and axolotl's v
   const ImportResult bad = axolotl("val_set_size: -1\n");
   CHECK_FALSE(bad.ok());
 }
+#endif

@@ -1779,6 +1779,9 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const notice = await page.isVisible('#recipe-notice') ? await page.textContent('#recipe-notice') : '';
     expect(notice === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
       `the notice on 2 GPUs: "${notice}"`);
+    // One edit under the setup: the GPU count; the DP and the framework that follow it are not more.
+    const edits = await page.isVisible('#setup-source .setup-edits') ? await page.textContent('#setup-source .setup-edits') : '';
+    expect(/^Edited since: GPUs in all \(world_size\)\. $/.test(edits), `after 2 GPUs, under the setup: "${edits}"`);
     const { cli, config } = cliStartConfig();
     const { data_parallel_size: _dp, ...rest } = config;
     const expected = cliDeviceBytes(cli, { ...rest, world_size: 2, framework: 'fsdp2' });

@@ -124,7 +124,10 @@ function settle() {
   form.showApplicable(names);
   form.showHolds(state.fields);
   // The setup the page started from, and what was edited since: its name alone is not the run.
+  // A framework that followed the GPU count (torchtune's recipe, below) is that count's edit, as
+  // the DP it sets aside is.
   setupPicker.showEdits(editsSinceSetup(setupPicker.byId(state.setup), state, FOLLOWS)
+    .filter((name) => !(name === 'framework' && recipeFollowed))
     .map((name) => (name === 'gpu' ? 'the GPU' : form.nameText(name))));
   // The framework in use names the fields (framework-words.js): this result's, or the last valid one's.
   form.followFramework(result.ok ? result.config : lastOk?.result.config ?? null, state.fields, result.ok);

@@ -1115,8 +1115,8 @@ const Rule k_trainmem_rules[] = {
      }},
 
     // Evaluation is modelled as transformers' Trainer runs it (prediction_step under no_grad) on
-    // a Hugging Face model whose logits are whole on each GPU (trainmem_profile.cpp
-    // evaluation_moment): another loop, a split model, or a loss whose evaluation path is not
+    // a Hugging Face model whose logits are whole on each GPU (activations.cpp
+    // evaluation_forward_bytes, trainmem_profile.cpp job_moments): another loop, a split model, or a loss whose evaluation path is not
     // read is a named gap, never a silent figure.
     {"eval_micro_batch_size/hf", f::eval_micro_batch_size, {f::model_implementation, f::framework},
      "model_implementation hf-transformers under a PyTorch framework",
@@ -1128,14 +1128,13 @@ const Rule k_trainmem_rules[] = {
      }},
     {"eval_micro_batch_size/parallel", f::eval_micro_batch_size,
      {f::tensor_model_parallel_size, f::context_parallel_size, f::pipeline_model_parallel_size},
-     "tensor_model_parallel_size, context_parallel_size and pipeline_model_parallel_size 1",
+     "tensor_model_parallel_size, pipeline_model_parallel_size and context_parallel_size 1",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (c.eval_micro_batch_size == 0 || (c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1 &&
                                             c.pipeline_model_parallel_size <= 1))
          return ok;
        return "is modelled with the whole model and its logits on each GPU: needs tensor_model_parallel_size, "
-              "context_parallel_size and pipeline_model_parallel_size 1, got " +
-              tp_pp_cp(c);
+              "pipeline_model_parallel_size and context_parallel_size 1, got " + tp_pp_cp(c);
      }},
     {"eval_micro_batch_size/loss", f::eval_micro_batch_size,
      {f::cut_cross_entropy, f::cross_entropy_chunks, f::torch_compile, f::cross_entropy_loss_fusion},

@@ -2018,13 +2018,13 @@ EvaluationForward evaluation_forward_bytes(const Config& config) {
   double layer = 0;
   if (has_dense) layer = no_recompute_layer(every, false);
   if (has_moe) layer = std::max(layer, no_recompute_layer(every, true));
-  const Shape xe = shape_of(every);
   double widest = std::max({x.h, x.f, x.a * x.k});
   if (config.is_moe()) widest = std::max(widest, double(config.moe_ffn_hidden_size));
   const double lora_slack = x.peft ? 2 * x.tokens * widest * proj_e : 0;
   const double mask = config.attention_backend == AttentionBackend::unfused ? x.norm_e * x.b * x.s * x.s : 0;
   const double rope = config.max_position_embeddings == 0 && !config.multi_latent_attention ? 2 * x.norm_e * x.s * x.k : 0;
-  out.layers = layer + xe.norm_e * x.h * x.tokens + lora_slack + mask + rope + out.kv_cache;
+  // The layer's output beside its input, in the residual stream's dtype.
+  out.layers = layer + stream_e * x.h * x.tokens + lora_slack + mask + rope + out.kv_cache;
   // The loss.
   const double L = x.logits, V = L / x.tokens;
   const double hidden = stream_e * x.h * x.tokens;

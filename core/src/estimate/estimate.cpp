@@ -205,13 +205,12 @@ Estimate trainmem_profile_estimate(const Config& c, bool include_activation, Tra
   // The job's moments outside the step (trainmem_profile.cpp job_moments), on the most-loaded
   // stage: which one is the peak, or that they are below it.
   const Moments& m = est.moments;
-  const double step_peak = m.peak();
   const JobMoment job_peak = m.job_peak();
   set(est.assumptions, Assumption::trainmem_peak_at_loading, job_peak == JobMoment::loading);
   set(est.assumptions, Assumption::trainmem_peak_at_checkpoint_save, job_peak == JobMoment::checkpoint_save);
   set(est.assumptions, Assumption::trainmem_peak_at_evaluation, job_peak == JobMoment::evaluation);
   set(est.assumptions, Assumption::trainmem_job_moments_below,
-      (m.loading > 0 || m.checkpoint_save > 0 || m.evaluation > 0) && !(std::max({m.loading, m.checkpoint_save, m.evaluation}) > step_peak));
+      (m.loading > 0 || m.checkpoint_save > 0 || m.evaluation > 0) && job_peak == JobMoment(m.peak_moment));
   return est;
 }
 

@@ -2692,14 +2692,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (job.evaluation > 0) {
     note(trace, "trainmem.evaluation_layers", job.evaluation_layers,
          "the state at rest + a decoder layer's no_grad forward (bound: its saved set with every weight trained, "
-         "its output, LoRA's two temporaries, the eager mask, cos/sin) + the KV cache + a dequantised NF4 linear");
+         "its output, LoRA's two temporaries, the eager mask, cos/sin) + the KV cache + a dequantised NF4 linear "
+         "or an int8 linear's forward transients");
     note(trace, "trainmem.evaluation_loss", job.evaluation_loss,
          "the state at rest + the final hidden state + the logits and the loss's fp32 copies + the labels + the KV cache");
-  }
-  if (job.evaluation > 0)
     note(trace, "trainmem.evaluation_moment", job.evaluation,
-         "transformers' prediction_step under no_grad: the state without the gradients zero_grad frees + "
-         "max(a decoder layer's forward bound, the final hidden state + logits + the loss's fp32 copies) + the KV cache");
+         "transformers' prediction_step under no_grad: the larger of the two above");
+  }
   s.total_bytes = std::max({s.total_bytes, job.loading, job.checkpoint_save, job.evaluation});
   m.peak_temporary_bytes = std::max(0.0, s.total_bytes - s.weight_and_optimizer_bytes - m.peak_activation_bytes);
   // Runtime overheads (documented defaults in the field table, adjustable). The caching allocator

@@ -750,3 +750,52 @@ TEST_CASE("fused_linear_cross_entropy: named errors", "[finetune][loss]") {
   CHECK(first(R"("framework": "fsdp2", "model_implementation": "hf-transformers")").empty());
   CHECK(first(R"("framework": "deepspeed")").empty());
 }
+
+TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpointing", "[finetune][peft][backward]") {
+  // transformers' Llama layer in fp32, 2 layers, h 64, 4 heads of 16, f 200, 2 × 73 = 146
+  // tokens, LoRA r 4 on down_proj only, no dropout (the timeline oracle's c19 shape, allocations
+  // exact there). At the SwiGLU product's MulBackward0 (activations.cpp decoder_backward_bytes):
+  //   the residual gradient 4 · 146 · 64 = 37,376 B, and three 4 · 146 · 200 = 116,800 B
+  //   gradients: 350,400 B;
+  //   down_proj's nodes have freed the product (kept because the adapter reads it as it is:
+  //   116,800 B) and the adapter's r-wide intermediate 4 · 4 · 146 = 2,336 B: 119,136 B;
+  //   the only gradients are the adapters': down_proj's r · (f + h) = 4 · 264 = 1,056, made
+  //   before that point, out of the layer's 1,056; a frozen embedding runs no backward.
+  const std::string base = R"({"model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 200,
+      "vocab_size": 413, "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 73, "micro_batch_size": 2, "params_dtype": "fp32", "compute_dtype": "fp32",
+      "framework": "ddp", "attention_backend": "unfused", "hidden_dropout": 0, "peft": "lora", "lora_rank": 4,
+      "lora_target_modules": ["down_proj"], "lora_dropout": 0)";
+  const DecoderBackward lora = decoder_backward_bytes(config_from(base + "}"));
+  REQUIRE(lora.modelled);
+  CHECK(lora.incoming == 37376);
+  CHECK(lora.swiglu == 350400);
+  CHECK(lora.product == 119136);
+  CHECK(lora.down_params == 1056);
+  CHECK(lora.layer_params == 1056);
+  CHECK(lora.norm_params == 0);
+  CHECK(lora.token_ids == 0);
+  // With dropout the adapter reads a dropped-out copy (4 · 146 · 200 = 116,800 B) and keeps a
+  // bool mask (146 · 200 = 29,200 B); the frozen base then keeps no product: 116,800 + 29,200 +
+  // 2,336 = 148,336 B freed by down_proj's nodes.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})")).product == 148336);
+  // Every layer checkpointed (full recompute, uniform): walked, the recomputed layer's saved set
+  // standing in for the kept one; the block method with one of the two layers is not.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "recompute_granularity": "full",
+      "recompute_method": "uniform", "recompute_num_layers": 1})")).modelled);
+  CHECK_FALSE(decoder_backward_bytes(config_from(base + R"(, "recompute_granularity": "full",
+      "recompute_method": "block", "recompute_num_layers": 1})")).modelled);
+  // Eager attention's SoftmaxBackward0: the values' gradient over every head, e · 4 · 16 · 146,
+  // the fp32 probabilities' gradient 4 · scores and the scores' gradient in the softmax input's
+  // dtype, scores = 4 heads · 146 tokens · 73 = 42,632. fp32: 37,376 + 8 · 42,632 = 378,432 B;
+  // bf16 (cast to fp32 before the softmax): 18,688 + 8 · 42,632 = 359,744 B; fp16 on CUDA
+  // (half_to_float reads the fp16 scores): 18,688 + 6 · 42,632 = 274,480 B.
+  CHECK(lora.softmax == 378432);
+  const auto in = [&](const char* dtype) {
+    return decoder_backward_bytes(config_from(base + R"(, "params_dtype": ")" + dtype + R"(", "compute_dtype": ")" +
+                                              dtype + R"("})")).softmax;
+  };
+  CHECK(in("bf16") == 359744);
+  CHECK(in("fp16") == 274480);
+}

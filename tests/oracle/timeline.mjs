@@ -217,15 +217,24 @@ const FINAL_NORM_BACKWARD = new Set(['MulBackward0', 'PowBackward0', 'RsqrtBackw
 function openItem(r, line, rows) {
   const c = line.config;
   if (r.moment === 'backward') {
-    // trainmem walks the dense SwiGLU layer's backward (activations.cpp decoder_backward_bytes):
-    // the product's MulBackward0 and EmbeddingBackward0. Not walked yet:
-    if (c.peft === 'lora') return `LoRA: the adapters' backward is not walked (oracle at ${r.oracle.node})`;
+    // trainmem walks the dense SwiGLU layer's backward (activations.cpp decoder_backward_bytes),
+    // kept or recomputed, full or LoRA: the product's MulBackward0 and EmbeddingBackward0. Not
+    // walked yet:
+    if (c.experts && r.oracle.node === 'SoftmaxBackward0')
+      return 'MoE: the attention\'s SoftmaxBackward0 is not walked in an MoE layer';
     if (c.experts) return `MoE: the expert loop's backward is not walked (oracle at ${r.oracle.node})`;
-    if (c.checkpoint) return `checkpointing: the recomputed layer's backward is not walked (oracle at ${r.oracle.node})`;
+    if (c.layers === 1 && c.peft === 'lora' && c.checkpoint && r.diff > 0)
+      return 'the one layer is the first, whose input needs no gradient under LoRA: its recomputed set is counted as a later layer\'s (over)';
     return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
   }
   if (r.moment === 'forward') {
     if (c.ce_chunks > 1 && (c.peft === 'lora' || c.dtype !== 'fp32')) return 'chunked loss under LoRA or in 16 bits: not walked';
+    if (c.ce_chunks > 1 && FINAL_NORM_BACKWARD.has(r.oracle.node))
+      return 'the final norm\'s backward after torchtune\'s chunked output layers is not walked';
+    if (c.checkpoint && !r.oracle.node)
+      return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${r.oracle.op}) is not walked`;
+    if (c.dtype !== 'fp32' && r.oracle.node === 'MmBackward0')
+      return 'the output layer\'s backward in 16 bits is not walked';
     if (FINAL_NORM_BACKWARD.has(r.oracle.node) && (c.peft === 'lora' || c.dtype !== 'fp32'))
       return 'the final norm\'s backward under LoRA or in 16 bits (upcast, cast back) is not walked';
     if (!r.oracle.node && c.dtype === 'bf16') return 'bf16: tensors the model\'s forward holds until it returns (the last layer\'s 16-bit output before the final norm\'s fp32 upcast, ...) have no rule';

@@ -142,6 +142,11 @@ struct DecoderBackward {
   double down_params = 0;   // down_proj's, the layer's first gradient made
   double norm_params = 0;   // the final norm's, made before the last layer's backward
   double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
+  // transformers' eager attention (attention_backend unfused): its SoftmaxBackward0, after the
+  // MLP's and o_proj's nodes and the probabilities' matmul have run. 0: not walked.
+  double softmax = 0;        // beyond `incoming`: the values' gradient and two fp32 score-sized gradients
+  double softmax_freed = 0;  // the layer's saved tensors freed by then
+  double softmax_made_params = 0;  // the layer's parameters whose gradients are made by then
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 

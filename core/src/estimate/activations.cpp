@@ -1580,6 +1580,14 @@ double policy_layer(const Config& c, bool moe_layer, bool first_layer, SavedTens
   }
 }
 
+// Everything a layer keeps without recompute (a layer that is not the model's first), listed.
+double no_recompute_layer_detail(const Config& c, SavedTensors* detail) {
+  const Shape x = shape_of(c);
+  Ledger out(detail);
+  if (c.eager_model()) return eager_layer(c, x, false, false, out);
+  return megatron_layer(c, x, false, Modules{}, out);
+}
+
 // Everything a layer keeps without recompute (a layer that is not the model's first).
 double no_recompute_layer(const Config& c, bool moe_layer) {
   const Shape x = shape_of(c);
@@ -2305,12 +2313,32 @@ OutputBackward output_backward_bytes(const Config& config) {
 // AccumulateGrad keeps as .grad, beside the embedding's incoming gradient G and the token ids
 // it saved: every gradient made, nothing else saved. Not modelled with optimizer_in_backward,
 // which frees each gradient as it is made.
+// With every layer checkpointed (full recompute) the layer's saved set at that point is the one
+// its recomputation made (the stage's recompute-working set, beside the checkpointed inputs),
+// freed node by node as without checkpointing. Under LoRA the frozen base makes no gradients and
+// keeps the product only for an adapter that reads it as it is; down_proj's adapter nodes run
+// before MulBackward0 (made after the base's matmul in forward) and free their own saved
+// tensors; the gradients made are the adapters' (r · (in + out) per target). Both checked by the
+// allocation timeline oracle (tests/oracle/README.md: c11, c12, c19, c20, c22 exact).
+namespace {
+// Full recompute on every layer of the stage: the block method's layers beyond
+// recompute_num_layers keep their whole saved set (as hf_model_tensors' plain_layers).
+bool every_layer_checkpointed(const Config& c) {
+  if (c.recompute_granularity != RecomputeGranularity::full) return false;
+  const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
+                            std::max<int64_t>(1, c.pipeline_model_parallel_size);
+  return !(c.recompute_method == RecomputeMethod::block && c.recompute_num_layers > 0 &&
+           c.recompute_num_layers < per_stage);
+}
+}  // namespace
+
 DecoderBackward decoder_backward_bytes(const Config& config) {
   DecoderBackward out;
   const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
                     config.model_implementation == ModelImplementation::torchtune;
-  if (!kind || config.peft_on() || config.is_moe() || config.num_layers <= 0 || config.vocab_size <= 0 ||
-      config.recompute_granularity != RecomputeGranularity::none || !config.gated_linear_unit ||
+  if (!kind || config.is_moe() || config.num_layers <= 0 || config.vocab_size <= 0 ||
+      !(config.recompute_granularity == RecomputeGranularity::none || every_layer_checkpointed(config)) ||
+      !config.gated_linear_unit ||
       config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
       config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
@@ -2321,13 +2349,72 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   if (x.autocast) return out;
   out.modelled = true;
   out.incoming = x.e * x.h * x.tokens;
-  out.product = x.e * x.f * x.tokens;
   out.swiglu = 3 * x.e * x.f * x.tokens;
+  // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
+  // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
+  // saved tensors (dropout mask, copy, r-wide intermediate), read off the layer's ledger.
+  {
+    SavedTensors saved;
+    no_recompute_layer_detail(config, &saved);
+    const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
+    for (const SavedTensor& t : saved)
+      if (t.name == k_mlp_names.fc2_input || t.name == down.input || t.name == down.mask ||
+          t.name == down.intermediate)
+        out.product += t.bytes;
+  }
   const double q = x.a * x.k, kv = x.g * x.k;
-  out.layer_params = x.h * (q + 2 * kv) + q * x.h + 3 * x.h * x.f + 2 * x.h;
-  out.down_params = x.f * x.h;
-  out.norm_params = x.h;
-  out.token_ids = 8 * x.tokens;
+  if (config.peft_on()) {
+    // Only the adapters make gradients (r · (in + out) each); the norms are frozen.
+    const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
+    out.down_params = adapter(LoraTarget::down_proj, x.f, x.h);
+    out.layer_params = adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
+                       adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h) +
+                       adapter(LoraTarget::gate_proj, x.h, x.f) + adapter(LoraTarget::up_proj, x.h, x.f) +
+                       out.down_params;
+  } else {
+    out.layer_params = x.h * (q + 2 * kv) + q * x.h + 3 * x.h * x.f + 2 * x.h;
+    out.down_params = x.f * x.h;
+    out.norm_params = x.h;
+  }
+  out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;  // a frozen embedding runs no backward
+  // transformers' eager attention (eager_attention_forward: softmax(q·kᵀ·scale + mask, fp32),
+  // cast to the query's dtype, dropout, matmul with the repeated values). Backward reaches it
+  // after the MLP, o_proj and the probabilities' matmul have run: that BmmBackward0 writes the
+  // values' gradient (e · a · k · T, every head) and the probabilities' (e · scores), and frees
+  // the output's gradient and the values it saved; dropout's and the cast's backward each replace
+  // the probabilities' gradient (the cast's as fp32); SoftmaxBackward0 then writes the scores'
+  // gradient in its input's dtype beside it, the fp32 probabilities it saved still alive. That
+  // input is fp32 (softmax(dtype=float32) casts a 16-bit input first), except for fp16 on CUDA,
+  // whose half_to_float kernel reads the fp16 scores directly (aten/src/ATen/native/SoftMax.cpp
+  // softmax(input, dim, dtype): `input_.is_cuda() && input_.scalar_type() == ScalarType::Half &&
+  // dtype == ScalarType::Float`; bf16 is cast). So 4 · scores and 4 (fp16: 2) · scores beyond
+  // the values' gradient (checked in fp32 by the allocation timeline oracle at
+  // aten::_softmax_backward_data).
+  if (config.attention_backend == AttentionBackend::unfused && eager_kind(config) == Eager::hf &&
+      !config.attention_sinks && x.a > 0) {
+    const double scores = x.a * x.tokens * x.s;
+    const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
+    out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
+    SavedTensors saved;
+    no_recompute_layer_detail(config, &saved);
+    // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
+    // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
+    const auto kept = [](std::string_view n) {
+      for (std::string_view k : {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj",
+                                 "lora.v_proj"})
+        if (n.substr(0, k.size()) == k) return true;
+      return n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
+    };
+    for (const SavedTensor& t : saved)
+      if (!kept(t.name)) out.softmax_freed += t.bytes;
+    if (config.peft_on()) {
+      const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
+      out.softmax_made_params = adapter(LoraTarget::o_proj, q, x.h) + adapter(LoraTarget::gate_proj, x.h, x.f) +
+                                adapter(LoraTarget::up_proj, x.h, x.f) + out.down_params;
+    } else {
+      out.softmax_made_params = q * x.h + 3 * x.h * x.f + x.h;
+    }
+  }
   return out;
 }
 

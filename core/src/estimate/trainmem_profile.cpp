@@ -2590,11 +2590,21 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // beside every gradient (no such moment exists). Gradients made so far: the output layer's and
   // the final norm's, down_proj's of the layer, and every layer's above it.
   const DecoderBackward dec = include_activation && first && last ? decoder_backward_bytes(c) : DecoderBackward{};
-  const double grad_per_param = freed > 0 && state.params_local > 0 ? freed / state.params_local : 0;
+  // Gradient bytes per trainable parameter of a decoder layer (under peft its adapters, whose
+  // gradients are in the adapters' dtype; modules_to_save copies are the output side's or the
+  // embedding's, not a layer's).
+  const double grad_per_param = freed <= 0 ? 0
+                                : c.peft_on() ? bytes_per_element(lora_adapter_dtype(c))
+                                : state.params_local > 0 ? freed / state.params_local : 0;
   const auto absent_with = [&](double made) { return freed > 0 ? std::max(0.0, freed - made) : 0.0; };
   const double layers_here = double(layout.count(r));
-  const double layer_saved = dec.modelled ? layer_activation_bytes(c, false, LayerRecompute::policy) : 0;
-  const double top_made = state.output_gradients + grad_per_param * (dec.norm_params + dec.down_params);
+  const double layer_saved =
+      dec.modelled ? layer_activation_bytes(c, false, c.recompute_granularity == RecomputeGranularity::full
+                                                           ? LayerRecompute::checkpointed
+                                                           : LayerRecompute::policy)
+                   : 0;
+  const double top_made = state.output_gradients + state.output_adapter_gradients +
+                          grad_per_param * (dec.norm_params + dec.down_params);
   const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
   const double swiglu_saved = A - act.loss_chunk - dec.product;
   const Candidate last_swiglu{state_after_loss - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
@@ -2604,7 +2614,24 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                    (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
                                absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
                                Moment::backward};
-  const Candidate embedding_backward{state_after_loss + dec.token_ids + dec.incoming, 0, dec.token_ids, Moment::backward};
+  // The eager attention's SoftmaxBackward0 in the last layer and in the first (activations.cpp
+  // decoder_backward_bytes), as the SwiGLU point: the layer's MLP and o_proj gradients made.
+  const double softmax_top_made = state.output_gradients + state.output_adapter_gradients +
+                                  grad_per_param * (dec.norm_params + dec.softmax_made_params);
+  const double softmax_saved = A - act.loss_chunk - dec.softmax_freed;
+  const double softmax_bottom_made = softmax_top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
+  const Candidate last_softmax{dec.softmax > 0 ? state_after_loss - absent_with(softmax_top_made) + softmax_saved +
+                                                     dec.incoming + dec.softmax + backward_working
+                                               : 0,
+                               absent_with(softmax_top_made), softmax_saved, Moment::backward};
+  const Candidate first_softmax{dec.softmax > 0 ? state_after_loss - absent_with(softmax_bottom_made) + softmax_saved -
+                                                      (layers_here - 1) * layer_saved + dec.incoming + dec.softmax +
+                                                      backward_working
+                                                : 0,
+                                absent_with(softmax_bottom_made), softmax_saved - (layers_here - 1) * layer_saved,
+                                Moment::backward};
+  const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
+                                     dec.token_ids, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
   const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
@@ -2613,7 +2640,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
     backward_at = &last_layer;
-    for (const Candidate* at : {&last_swiglu, &first_swiglu, &embedding_backward})
+    for (const Candidate* at : {&last_swiglu, &first_swiglu, &last_softmax, &first_softmax, &embedding_backward})
       if (at->bytes > backward_at->bytes) backward_at = at;
   }
   const Candidate& backward = *backward_at;

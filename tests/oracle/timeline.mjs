@@ -217,12 +217,11 @@ const FINAL_NORM_BACKWARD = new Set(['MulBackward0', 'PowBackward0', 'RsqrtBackw
 function openItem(r, line, rows) {
   const c = line.config;
   if (r.moment === 'backward') {
-    // trainmem walks the dense SwiGLU layer's backward (activations.cpp decoder_backward_bytes),
-    // kept or recomputed, full or LoRA: the product's MulBackward0 and EmbeddingBackward0. Not
-    // walked yet:
-    if (c.experts && r.oracle.node === 'SoftmaxBackward0')
-      return 'MoE: the attention\'s SoftmaxBackward0 is not walked in an MoE layer';
-    if (c.experts) return `MoE: the expert loop's backward is not walked (oracle at ${r.oracle.node})`;
+    // trainmem walks the layers' backward (activations.cpp decoder_backward_bytes), kept or
+    // recomputed, full or LoRA: the SwiGLU product's MulBackward0, eager attention's
+    // SoftmaxBackward0, transformers' MoE expert loop, q_proj's MmBackward0, EmbeddingBackward0.
+    // Not walked yet:
+    if (c.experts) return `MoE: a node of the layer trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
     if (c.layers === 1 && c.peft === 'lora' && c.checkpoint && r.diff > 0)
       return 'the one layer is the first, whose input needs no gradient under LoRA: its recomputed set is counted as a later layer\'s (over)';
     return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;

@@ -147,6 +147,15 @@ struct DecoderBackward {
   double softmax = 0;        // beyond `incoming`: the values' gradient and two fp32 score-sized gradients
   double softmax_freed = 0;  // the layer's saved tensors freed by then
   double softmax_made_params = 0;  // the layer's parameters whose gradients are made by then
+  // transformers' MoE block (MixtralSparseMoeBlock's expert loop), with balanced routing: the
+  // first expert backward reaches (the loop's last) at its silu · w3 MulBackward0, and the
+  // second's input gradient added into the block input's (out of place). 0: not walked.
+  double expert_first = 0, expert_first_freed = 0, expert_first_made_params = 0;
+  double expert_sum = 0, expert_sum_freed = 0, expert_sum_made_params = 0;
+  double expert_last_sum_freed = 0, expert_last_sum_made_params = 0;  // the same at the last expert
+  // q_proj's MmBackward0, the layer's last weight gradient: the input gradients of q and of k
+  // and v (summed) beside the residual gradient, every gradient of the layer made.
+  double qkv = 0, qkv_freed = 0, qkv_made_params = 0;
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 

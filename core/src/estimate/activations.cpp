@@ -1581,11 +1581,11 @@ double policy_layer(const Config& c, bool moe_layer, bool first_layer, SavedTens
 }
 
 // Everything a layer keeps without recompute (a layer that is not the model's first), listed.
-double no_recompute_layer_detail(const Config& c, SavedTensors* detail) {
+double no_recompute_layer_detail(const Config& c, SavedTensors* detail, bool moe_layer = false) {
   const Shape x = shape_of(c);
   Ledger out(detail);
-  if (c.eager_model()) return eager_layer(c, x, false, false, out);
-  return megatron_layer(c, x, false, Modules{}, out);
+  if (c.eager_model()) return eager_layer(c, x, moe_layer, false, out);
+  return megatron_layer(c, x, moe_layer, Modules{}, out);
 }
 
 // Everything a layer keeps without recompute (a layer that is not the model's first).
@@ -2330,13 +2330,136 @@ bool every_layer_checkpointed(const Config& c) {
   return !(c.recompute_method == RecomputeMethod::block && c.recompute_num_layers > 0 &&
            c.recompute_num_layers < per_stage);
 }
+
+// transformers' eager attention (eager_attention_forward: softmax(q·kᵀ·scale + mask, fp32),
+// cast to the query's dtype, dropout, matmul with the repeated values). Backward reaches it
+// after the MLP, o_proj and the probabilities' matmul have run: that BmmBackward0 writes the
+// values' gradient (e · a · k · T, every head) and the probabilities' (e · scores), and frees
+// the output's gradient and the values it saved; dropout's and the cast's backward each replace
+// the probabilities' gradient (the cast's as fp32); SoftmaxBackward0 then writes the scores'
+// gradient in its input's dtype beside it, the fp32 probabilities it saved still alive. That
+// input is fp32 (softmax(dtype=float32) casts a 16-bit input first), except for fp16 on CUDA,
+// whose half_to_float kernel reads the fp16 scores directly (aten/src/ATen/native/SoftMax.cpp
+// softmax(input, dim, dtype): `input_.is_cuda() && input_.scalar_type() == ScalarType::Half &&
+// dtype == ScalarType::Float`; bf16 is cast). So 4 · scores and 4 (fp16: 2) · scores beyond
+// the values' gradient (checked in fp32 by the allocation timeline oracle at
+// aten::_softmax_backward_data).
+// `made_params`: the layer's parameters whose gradients are made by then (the MLP's or the MoE
+// block's, o_proj's, the post-attention norm's).
+void eager_softmax_point(const Config& config, const Shape& x, bool moe_layer, double made_params,
+                         DecoderBackward& out) {
+  if (config.attention_backend != AttentionBackend::unfused || eager_kind(config) != Eager::hf ||
+      config.attention_sinks || !(x.a > 0))
+    return;
+  const double scores = x.a * x.tokens * x.s;
+  const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
+  out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
+  SavedTensors saved;
+  no_recompute_layer_detail(config, &saved, moe_layer);
+  // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
+  // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
+  const auto kept = [](std::string_view n) {
+    for (std::string_view k : {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"})
+      if (n.substr(0, k.size()) == k) return true;
+    return n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
+  };
+  for (const SavedTensor& t : saved)
+    if (!kept(t.name)) out.softmax_freed += t.bytes;
+  out.softmax_made_params = made_params;
+}
+
+// q_proj's MmBackward0, the last node of a layer's backward that makes a weight gradient (q is
+// computed first in forward, so its nodes run after k's and v's): its output's gradient
+// (e·T·a·k, the node's input) and its input gradient (e·T·h) beside the sum of k's and v's (e·T·h,
+// the normalised input's buffer) and the residual gradient; of the layer's saved tensors only the input norm's and q/k/v's input remain, and the
+// model's cos/sin, positions and mask are freed by the first layer's rotary and attention
+// nodes. In the first layer, every gradient but the embedding's is made (the allocation timeline
+// oracle: an MoE draw, c10, peaks there).
+void qkv_point(const Config& config, const Shape& x, bool moe_layer, double layer_params, DecoderBackward& out) {
+  out.qkv = x.e * x.tokens * (2 * x.h + x.a * x.k);
+  SavedTensors saved;
+  no_recompute_layer_detail(config, &saved, moe_layer);
+  for (const SavedTensor& t : saved)
+    if (t.name.substr(0, 15) != "norm.attention_" && t.name != "attention.qkv_input") out.qkv_freed += t.bytes;
+  Ledger model(nullptr);
+  hf_model_tensors(config, x, model);
+  out.qkv_freed += model.total();
+  out.qkv_made_params = layer_params - (config.peft_on() ? 0 : x.h);  // the input norm's is made after
+}
+
+// transformers' MoE block (MixtralSparseMoeBlock.forward, modeling_mixtral.py @ af3efdd7) in
+// backward, with every expert given T·K/E of the T·K routed rows (balanced routing, as the
+// routing load's default). The loop's index_add_ nodes run in reverse, the last expert first;
+// each expert's chain runs whole before the next expert's index_add_ node (higher sequence
+// numbers first), as the allocation timeline oracle shows:
+//  - IndexAddBackward0 selects the expert's rows of the block's output gradient (e·n·h) and frees
+//    the weighted output it saved (e·n·h); the weighting's MulBackward0 writes two e·n·h and
+//    frees the rows, its saved w2 output and routing weights; IndexBackward0 of the routing
+//    weights writes their gradient (zeros like them, e·T·K, one buffer for the whole loop);
+//    w2's MmBackward0 writes the product's gradient (e·n·f) and frees the product;
+//  - silu · w3's MulBackward0 writes two e·n·f beside that gradient: the first point, with every
+//    other expert's saved tensors alive and the first expert's product, w2 output, weighted
+//    output and routing weights freed, w2's gradient made;
+//  - w3's, silu's and w1's nodes then free the rest of the expert's tensors; IndexBackward0 of
+//    hidden_states[top_x] writes a whole e·T·h input gradient, which the engine adds into the
+//    block input's buffer out of place (input_buffer.cpp accumulate: the old and the new gradient
+//    and their sum): the second point, at the second expert, 3·e·T·h with both experts' tensors
+//    freed and their weights' gradients made; and the same at the last expert, every expert's
+//    tensors freed and gradients made (saved tensors fall and gradients rise expert by expert,
+//    so the largest of these sums is at one end).
+// Not walked: the router's nodes after the loop (T·E-sized) and an expert's later points, which
+// are smaller while the experts' tensors fall expert by expert.
+void moe_backward_points(const Config& config, const Shape& x, DecoderBackward& out) {
+  const double E = double(config.num_moe_experts), K = double(config.moe_router_topk);
+  const double f_e = double(config.moe_ffn_hidden_size), T = x.tokens;
+  const double N = expert_tokens(config, x), n = N / E;
+  SavedTensors saved;
+  no_recompute_layer_detail(config, &saved, true);
+  const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
+  double per_row = 0, freed_first = 0;  // bytes per routed row: all of an expert's, and the first point's
+  for (const SavedTensor& t : saved) {
+    const std::string_view name = t.name;
+    const bool expert = name.substr(0, 11) == "moe.expert_" || name == "moe.routing_weights" ||
+                        name == "moe.weighted_output" || name.substr(0, 13) == "lora.gate_pro" ||
+                        name.substr(0, 11) == "lora.up_pro" || name.substr(0, 13) == "lora.down_pro";
+    if (!expert) continue;
+    per_row += t.bytes / N;
+    if (name == k_expert_names.fc2_input || name == "moe.expert_output" || name == "moe.weighted_output" ||
+        name == "moe.routing_weights" || name == down.input || name == down.mask || name == down.intermediate)
+      freed_first += t.bytes / N;
+  }
+  const double routing_gradient = x.e * T * K;
+  const double trains = config.peft_on() ? 0 : 1;
+  const double lora_down = x.targeted(LoraTarget::down_proj) ? x.r * (f_e + x.h) : 0;
+  const double lora_expert = lora_down + (x.targeted(LoraTarget::gate_proj) ? x.r * (x.h + f_e) : 0) +
+                             (x.targeted(LoraTarget::up_proj) ? x.r * (x.h + f_e) : 0);
+  out.expert_first = 3 * x.e * n * f_e + routing_gradient;
+  out.expert_first_freed = n * freed_first;
+  out.expert_first_made_params = trains * f_e * x.h + lora_down;
+  if (E >= 2) {
+    out.expert_sum = 3 * x.e * T * x.h + routing_gradient;
+    out.expert_sum_freed = 2 * n * per_row;
+    out.expert_sum_made_params = 2 * (trains * 3 * f_e * x.h + lora_expert);
+    out.expert_last_sum_freed = E * n * per_row;
+    out.expert_last_sum_made_params = E * (trains * 3 * f_e * x.h + lora_expert);
+  }
+}
+
 }  // namespace
 
 DecoderBackward decoder_backward_bytes(const Config& config) {
   DecoderBackward out;
   const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
                     config.model_implementation == ModelImplementation::torchtune;
-  if (!kind || config.is_moe() || config.num_layers <= 0 || config.vocab_size <= 0 ||
+  // transformers' MoE block as MixtralSparseMoeBlock runs it: every layer an MoE layer, no shared
+  // or latent experts, all experts on the GPU, dropless.
+  bool every_layer_moe = config.is_moe();
+  for (int64_t i = 0; every_layer_moe && i < config.num_layers; ++i) every_layer_moe = config.is_moe_layer(i);
+  const bool hf_moe = every_layer_moe && config.model_implementation == ModelImplementation::hf_transformers &&
+                      config.moe_shared_expert_intermediate_size == 0 && config.moe_latent_size == 0 &&
+                      config.expert_model_parallel_size == 1 && config.expert_tensor_parallel_size == 1 &&
+                      config.moe_expert_capacity_factor <= 0;
+  if (!kind || (config.is_moe() && !hf_moe) || config.num_layers <= 0 || config.vocab_size <= 0 ||
       !(config.recompute_granularity == RecomputeGranularity::none || every_layer_checkpointed(config)) ||
       !config.gated_linear_unit ||
       config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
@@ -2349,6 +2472,29 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   if (x.autocast) return out;
   out.modelled = true;
   out.incoming = x.e * x.h * x.tokens;
+  const double q = x.a * x.k, kv = x.g * x.k;
+  const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
+  const double attention_params = config.peft_on()
+                                      ? adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
+                                            adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h)
+                                      : x.h * (q + 2 * kv) + q * x.h + x.h;
+  const double o_params = config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) : q * x.h;
+  if (hf_moe) {
+    moe_backward_points(config, x, out);
+    const double E = double(config.num_moe_experts), f_e = double(config.moe_ffn_hidden_size);
+    const double expert_params = config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, f_e) +
+                                                        adapter(LoraTarget::up_proj, x.h, f_e) +
+                                                        adapter(LoraTarget::down_proj, f_e, x.h)
+                                                  : 3 * x.h * f_e;
+    const double router_params = config.peft_on() ? 0 : x.h * E;
+    const double norm_params = config.peft_on() ? 0 : x.h;
+    out.layer_params = attention_params + router_params + E * expert_params + norm_params;
+    out.norm_params = norm_params;
+    out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;
+    eager_softmax_point(config, x, true, o_params + router_params + E * expert_params + norm_params, out);
+    qkv_point(config, x, true, out.layer_params, out);
+    return out;
+  }
   out.swiglu = 3 * x.e * x.f * x.tokens;
   // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
   // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
@@ -2362,10 +2508,8 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
           t.name == down.intermediate)
         out.product += t.bytes;
   }
-  const double q = x.a * x.k, kv = x.g * x.k;
   if (config.peft_on()) {
     // Only the adapters make gradients (r · (in + out) each); the norms are frozen.
-    const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
     out.down_params = adapter(LoraTarget::down_proj, x.f, x.h);
     out.layer_params = adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
                        adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h) +
@@ -2377,44 +2521,12 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     out.norm_params = x.h;
   }
   out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;  // a frozen embedding runs no backward
-  // transformers' eager attention (eager_attention_forward: softmax(q·kᵀ·scale + mask, fp32),
-  // cast to the query's dtype, dropout, matmul with the repeated values). Backward reaches it
-  // after the MLP, o_proj and the probabilities' matmul have run: that BmmBackward0 writes the
-  // values' gradient (e · a · k · T, every head) and the probabilities' (e · scores), and frees
-  // the output's gradient and the values it saved; dropout's and the cast's backward each replace
-  // the probabilities' gradient (the cast's as fp32); SoftmaxBackward0 then writes the scores'
-  // gradient in its input's dtype beside it, the fp32 probabilities it saved still alive. That
-  // input is fp32 (softmax(dtype=float32) casts a 16-bit input first), except for fp16 on CUDA,
-  // whose half_to_float kernel reads the fp16 scores directly (aten/src/ATen/native/SoftMax.cpp
-  // softmax(input, dim, dtype): `input_.is_cuda() && input_.scalar_type() == ScalarType::Half &&
-  // dtype == ScalarType::Float`; bf16 is cast). So 4 · scores and 4 (fp16: 2) · scores beyond
-  // the values' gradient (checked in fp32 by the allocation timeline oracle at
-  // aten::_softmax_backward_data).
-  if (config.attention_backend == AttentionBackend::unfused && eager_kind(config) == Eager::hf &&
-      !config.attention_sinks && x.a > 0) {
-    const double scores = x.a * x.tokens * x.s;
-    const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
-    out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
-    SavedTensors saved;
-    no_recompute_layer_detail(config, &saved);
-    // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
-    // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
-    const auto kept = [](std::string_view n) {
-      for (std::string_view k : {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj",
-                                 "lora.v_proj"})
-        if (n.substr(0, k.size()) == k) return true;
-      return n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
-    };
-    for (const SavedTensor& t : saved)
-      if (!kept(t.name)) out.softmax_freed += t.bytes;
-    if (config.peft_on()) {
-      const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
-      out.softmax_made_params = adapter(LoraTarget::o_proj, q, x.h) + adapter(LoraTarget::gate_proj, x.h, x.f) +
-                                adapter(LoraTarget::up_proj, x.h, x.f) + out.down_params;
-    } else {
-      out.softmax_made_params = q * x.h + 3 * x.h * x.f + x.h;
-    }
-  }
+  eager_softmax_point(config, x, false,
+                      config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) + adapter(LoraTarget::gate_proj, x.h, x.f) +
+                                             adapter(LoraTarget::up_proj, x.h, x.f) + out.down_params
+                                       : q * x.h + 3 * x.h * x.f + x.h,
+                      out);
+  qkv_point(config, x, false, out.layer_params, out);
   return out;
 }
 

@@ -2599,7 +2599,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const auto absent_with = [&](double made) { return freed > 0 ? std::max(0.0, freed - made) : 0.0; };
   const double layers_here = double(layout.count(r));
   const double layer_saved =
-      dec.modelled ? layer_activation_bytes(c, false, c.recompute_granularity == RecomputeGranularity::full
+      dec.modelled ? layer_activation_bytes(c, c.is_moe(), c.recompute_granularity == RecomputeGranularity::full
                                                            ? LayerRecompute::checkpointed
                                                            : LayerRecompute::policy)
                    : 0;
@@ -2614,22 +2614,31 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                    (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
                                absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
                                Moment::backward};
-  // The eager attention's SoftmaxBackward0 in the last layer and in the first (activations.cpp
-  // decoder_backward_bytes), as the SwiGLU point: the layer's MLP and o_proj gradients made.
-  const double softmax_top_made = state.output_gradients + state.output_adapter_gradients +
-                                  grad_per_param * (dec.norm_params + dec.softmax_made_params);
-  const double softmax_saved = A - act.loss_chunk - dec.softmax_freed;
-  const double softmax_bottom_made = softmax_top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
-  const Candidate last_softmax{dec.softmax > 0 ? state_after_loss - absent_with(softmax_top_made) + softmax_saved +
-                                                     dec.incoming + dec.softmax + backward_working
-                                               : 0,
-                               absent_with(softmax_top_made), softmax_saved, Moment::backward};
-  const Candidate first_softmax{dec.softmax > 0 ? state_after_loss - absent_with(softmax_bottom_made) + softmax_saved -
-                                                      (layers_here - 1) * layer_saved + dec.incoming + dec.softmax +
-                                                      backward_working
-                                                : 0,
-                                absent_with(softmax_bottom_made), softmax_saved - (layers_here - 1) * layer_saved,
-                                Moment::backward};
+  // The layer's other walked points (activations.cpp decoder_backward_bytes: eager attention's
+  // SoftmaxBackward0, the MoE block's first expert and its second's summed input gradient), each
+  // in the last layer and in the first, as the SwiGLU point: beyond the residual gradient, `extra`
+  // bytes beside the saved tensors less `freed_saved`, `made_params` of the layer's gradients made.
+  const auto layer_points = [&](double extra, double freed_saved, double made_params) {
+    if (!(extra > 0)) return std::pair<Candidate, Candidate>{};
+    const double top = state.output_gradients + state.output_adapter_gradients +
+                       grad_per_param * (dec.norm_params + made_params);
+    const double bottom = top + (layers_here - 1) * grad_per_param * dec.layer_params;
+    const double saved = A - act.loss_chunk - freed_saved;
+    const double below = saved - (layers_here - 1) * layer_saved;
+    return std::pair<Candidate, Candidate>{
+        Candidate{state_after_loss - absent_with(top) + saved + dec.incoming + extra + backward_working,
+                  absent_with(top), saved, Moment::backward},
+        Candidate{state_after_loss - absent_with(bottom) + below + dec.incoming + extra + backward_working,
+                  absent_with(bottom), below, Moment::backward}};
+  };
+  const auto [last_softmax, first_softmax] = layer_points(dec.softmax, dec.softmax_freed, dec.softmax_made_params);
+  const auto [last_expert, first_expert] =
+      layer_points(dec.expert_first, dec.expert_first_freed, dec.expert_first_made_params);
+  const auto [last_expert_sum, first_expert_sum] =
+      layer_points(dec.expert_sum, dec.expert_sum_freed, dec.expert_sum_made_params);
+  const auto [last_qkv, first_qkv] = layer_points(dec.qkv, dec.qkv_freed, dec.qkv_made_params);
+  const auto [last_expert_end, first_expert_end] =
+      layer_points(dec.expert_sum, dec.expert_last_sum_freed, dec.expert_last_sum_made_params);
   const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
                                      dec.token_ids, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
@@ -2640,7 +2649,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
     backward_at = &last_layer;
-    for (const Candidate* at : {&last_swiglu, &first_swiglu, &last_softmax, &first_softmax, &embedding_backward})
+    for (const Candidate* at : {&last_swiglu, &first_swiglu, &last_softmax, &first_softmax, &last_expert, &first_expert,
+                                 &last_expert_sum, &first_expert_sum, &last_qkv, &first_qkv, &last_expert_end,
+                                 &first_expert_end, &embedding_backward})
       if (at->bytes > backward_at->bytes) backward_at = at;
   }
   const Candidate& backward = *backward_at;

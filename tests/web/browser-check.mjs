@@ -1777,8 +1777,11 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     expect(/2 GPUs = TP 1 × PP 1 × CP 1 × DP 2$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
     expect(JSON.stringify(await framework()) === '["fsdp2","distributed"]', `2 GPUs: framework ${await framework()}`);
     const notice = await page.isVisible('#recipe-notice') ? await page.textContent('#recipe-notice') : '';
-    expect(notice === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+    expect(notice === 'Framework → distributed: torchtune runs 2 GPUs with lora_finetune_distributed (FSDP2).',
       `the notice on 2 GPUs: "${notice}"`);
+    // One line on a desktop (it wrapped to two at 1280 px): its height is one line's.
+    const lines = async () => page.$eval('#recipe-notice p', (p) => Math.round(p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)));
+    if (viewport === DESKTOP) expect(await lines() === 1, `the notice on 2 GPUs takes ${await lines()} lines at ${tag}`);
     // One edit under the setup: the GPU count; the DP and the framework that follow it are not more.
     const edits = await page.isVisible('#setup-source .setup-edits') ? await page.textContent('#setup-source .setup-edits') : '';
     expect(/^Edited since: GPUs in all \(world_size\)\. $/.test(edits), `after 2 GPUs, under the setup: "${edits}"`);
@@ -1799,8 +1802,9 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     await page.press('#f-world_size', 'Tab');
     await settled(page);
     expect(JSON.stringify(await framework()) === '["ddp","single device"]' && !(await page.isVisible('#form-problems')), `1 GPU: framework ${await framework()}`);
-    expect(await page.textContent('#recipe-notice') === 'torchtune runs one GPU with its single-device recipe, lora_finetune_single_device: framework → single device.',
+    expect(await page.textContent('#recipe-notice') === 'Framework → single device: torchtune runs one GPU with lora_finetune_single_device.',
       `the notice on 1 GPU: "${await page.textContent('#recipe-notice')}"`);
+    if (viewport === DESKTOP) expect(await lines() === 1, `the notice on 1 GPU takes ${await lines()} lines at ${tag}`);
     expect(await page.getAttribute('#total', 'data-bytes') === cliDeviceBytes(cli, { ...rest, world_size: 1 }), `1 GPU: page ${await page.getAttribute('#total', 'data-bytes')} B`);
     expect(problems.length === 0, problems.join('\n'));
     return page;
@@ -2297,7 +2301,7 @@ await check('Find layouts under torchtune: 2 GPUs are searched as the distribute
   await page.click('#plan-body tr:first-child button.load');
   await settled(page);
   expect(await page.inputValue('#f-framework') === 'fsdp2' && !(await page.isVisible('#form-problems')), `after loading: framework ${await page.inputValue('#f-framework')}, problems ${await page.textContent('#form-problems').catch(() => '')}`);
-  expect(await page.textContent('#recipe-notice') === 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.',
+  expect(await page.textContent('#recipe-notice') === 'Framework → distributed: torchtune runs 2 GPUs with lora_finetune_distributed (FSDP2).',
     `notice: ${await page.textContent('#recipe-notice').catch(() => '')}`);
   expect(/ 2 GPUs = TP \d × PP 1 × CP \d × DP \d$/.test(await page.textContent('#run-line')), `run line: ${await page.textContent('#run-line')}`);
   expect(problems.length === 0, problems.join('\n'));

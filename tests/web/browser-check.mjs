@@ -1964,7 +1964,9 @@ await check('issue 32 tasks 1-3 and 10 end to end at 1280x900 and 390x844, on we
   const recipe = await readFile(fixture, 'utf8');
   const importedBytes = {};
   const dist = await mkdtemp(join(tmpdir(), 'trainmem-walk-dist-'));
-  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), dist], { stdio: 'pipe' });
+  // --no-build: the page as web/ has it, as every other check serves it (this file needs the wasm
+  // build done; it does not compile the core).
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), dist, '--no-build'], { stdio: 'pipe' });
   const served = await serve({ port: 0, root: dist });
   try {
   for (const [site, base] of [['web', url], ['dist', served.url]]) for (const [viewport, size] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
@@ -2800,7 +2802,7 @@ await check('confidence: beside the headline, "runs like this landed within ±N 
 // host page with the snippets the Embed dialog gives.
 await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {
   const out = await mkdtemp(join(tmpdir(), 'trainmem-dist-'));
-  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out], { stdio: 'pipe' });
+  execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out, '--no-build'], { stdio: 'pipe' });
   const prefix = '/docs/tools/trainmem/';
   const sub = await serve({ port: 0, root: out, prefix });
   try {

@@ -1171,6 +1171,57 @@ await check('every term has its line: each breakdown row and part, held / free a
   return page;
 });
 
+/**
+ * A finger on the page: touch input turned on (once, before the first tap: the switch re-lays the
+ * page out), then `tap(selector)` sends touchstart and touchend through the DevTools protocol, as
+ * a phone does, not a mouse click. Each tap waits past a double tap's window, so that two taps in
+ * a row are two taps.
+ */
+async function touchScreen(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 1 });
+  await settled(page);
+  return async (selector) => {
+    await page.$eval(selector, (e) => e.scrollIntoView({ block: 'center' }));
+    await settled(page);
+    const box = await page.locator(selector).boundingBox();
+    const point = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
+    await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+    await page.waitForTimeout(400);
+  };
+}
+
+// Issue 32 item 5 on a phone: every term of the breakdown opens its line by a tap, a row's and a
+// column's alike, each line the table's width (a column head's line opened inside its head was a
+// column a few words wide and pushed Total out of view), and the confidence opens by a tap too.
+await check('every term of the breakdown opens its line by a finger\'s tap at 390x844, the line the table\'s width; the confidence too', async (keep) => {
+  const { page, problems } = await open('', { viewport: PHONE });
+  keep(page);
+  const touchTap = await touchScreen(page);
+  const terms = await page.$$eval('#breakdown-body button.term, #breakdown-head button.term', (bs) => bs.map((b) => b.getAttribute('aria-controls')));
+  expect(terms.length >= 10 && terms.includes('term-dense'), `terms: ${terms}`);
+  for (const id of terms) {
+    const button = `#gpu-card table.breakdown button.term[aria-controls="${id}"]`;
+    await touchTap(button);
+    const seen = await page.evaluate((id) => {
+      const line = document.getElementById(id);
+      const table = document.querySelector('#gpu-card table.breakdown').getBoundingClientRect();
+      const box = line.getBoundingClientRect();
+      return { shown: !line.hidden && box.height > 0, wide: box.width >= table.width * 0.8, text: line.textContent, tableRight: table.right, cardRight: document.getElementById('gpu-card').getBoundingClientRect().right };
+    }, id);
+    expect(seen.shown && seen.wide && seen.text.length >= 20 && seen.tableRight <= seen.cardRight, `${id} after a tap: ${JSON.stringify(seen)}`);
+    if (id === 'term-dense') await page.screenshot({ path: join(SHOTS, 'term-tap-390x844.png') });
+    await touchTap(button); // closes it again
+    expect(await page.$eval(`#${id}`, (l) => l.hidden), `${id}: a second tap does not close it`);
+  }
+  await page.evaluate(() => scrollTo(0, 0));
+  await touchTap('#confidence');
+  expect(await page.isVisible('#confidence-detail') && /validation points?/.test(await page.textContent('#confidence-detail')), 'a tap does not open the confidence');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('the preset picker finds models by name, family and size; Enter picks the first', async (keep) => {
   const { page, problems } = await open();
   keep(page);

@@ -1762,6 +1762,17 @@ await check('the first screen asks a fine-tuner\'s questions first: model, GPU, 
     const span = Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top));
     expect(span < viewport.height, `the questions span ${Math.round(span)} px at ${tag}`);
     if (viewport === DESKTOP) expect(boxes.every((b) => b.bottom <= DESKTOP.height), `below the fold at 1280x900: ${JSON.stringify(boxes)}`);
+    // On a desktop the GPU select shows its whole name ("NVIDIA GeForce RTX 4" was all it showed):
+    // the chosen option's text, in the select's font, within its box less padding and the arrow.
+    const ARROW = 24; // px Chromium's closed select keeps for its drop-down arrow
+    const gpuText = await page.$eval('#gpu', (s, arrow) => {
+      const style = getComputedStyle(s);
+      const context = document.createElement('canvas').getContext('2d');
+      context.font = style.font;
+      return { text: s.selectedOptions[0].textContent, width: context.measureText(s.selectedOptions[0].textContent).width,
+        room: s.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - arrow };
+    }, ARROW);
+    if (viewport === DESKTOP) expect(gpuText.width <= gpuText.room, `the GPU select cuts its name at ${tag}: ${JSON.stringify(gpuText)}`);
     await page.$eval('#preset', (e) => e.scrollIntoView({ block: 'start' }));
     await page.screenshot({ path: join(SHOTS, `first-screen-${tag}.png`) });
     expect(problems.length === 0, problems.join('\n'));

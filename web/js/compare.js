@@ -195,7 +195,6 @@ export class ComparePanel {
     ui.diffBody.replaceChildren(...groups.flatMap((group) => group.settings.map(({ name, pinned: a, current: b }, i) => {
       const tr = document.createElement('tr');
       tr.dataset.field = name;
-      if (group.settings.length > 1) tr.classList.add(i === 0 ? 'group-first' : 'group-rest');
       if (group.unset?.includes(name)) tr.dataset.unset = ''; // sent unset: the core's default is the current value
       const th = Object.assign(document.createElement('th'), { scope: 'row' });
       th.append(...(this.page.nameNodes ? this.page.nameNodes(name) : [name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name })]));

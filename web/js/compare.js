@@ -1,7 +1,7 @@
 // Pin to compare: one configuration kept beside the one being edited, both shown by category with
 // the difference, as a table and as two stacked bars. The pin travels in the share link (pin=).
 import { CompareChart } from './charts.js';
-import { comparePairs, headlineOf } from './results.js';
+import { comparePairs, headlineOf, keepingTermFocus } from './results.js';
 import { cssColor } from './theme.js';
 import { formatBytes, formatExactBytes } from './format.js';
 import { elementsById, termElements } from './dom.js';
@@ -192,7 +192,7 @@ export class ComparePanel {
       }
       return cell;
     };
-    ui.diffBody.replaceChildren(...groups.flatMap((group) => group.settings.map(({ name, pinned: a, current: b }, i) => {
+    keepingTermFocus(ui.diffBody, () => ui.diffBody.replaceChildren(...groups.flatMap((group) => group.settings.map(({ name, pinned: a, current: b }, i) => {
       const tr = document.createElement('tr');
       tr.dataset.field = name;
       if (group.unset?.includes(name)) tr.dataset.unset = ''; // sent unset: the core's default is the current value
@@ -201,7 +201,7 @@ export class ComparePanel {
       tr.append(th, td(value(name, a)), td(value(name, b)));
       if (i === 0) tr.append(effectCell(group));
       return tr;
-    })));
+    }))));
   }
 }
 

@@ -149,6 +149,22 @@ export const TERMS = {
   total: "The reference estimator's figure: model state plus first-stage activations, as Megatron's theoretical memory prints it.",
 };
 
+/**
+ * Renders `root` again without losing the keyboard: a term's button that had the focus has it
+ * again in the new markup (the same line, by aria-controls), so that Enter, Escape and Tab go on
+ * where they were. The breakdown and the compare view are rebuilt on every result, and the
+ * breakdown once more when its trace arrives (main.js scheduleTrace); the focus was left on the
+ * page's body, and Escape no longer closed the line just opened.
+ */
+export function keepingTermFocus(root, render) {
+  const active = document.activeElement;
+  const focused = root && root.contains(active) && active.matches('button.term') ? active.getAttribute('aria-controls') : null;
+  render();
+  if (focused && !root.contains(document.activeElement)) {
+    root.querySelector(`button.term[aria-controls="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
+  }
+}
+
 /** A row's term: the button in its header; its line in a row of its own below, the table's width. */
 const rowTerm = (key, label) => (TERMS[key] ? termButtonHtml(`term-${key}`, label) : label);
 const termRow = (key, columns) => (TERMS[key] ? `<tr class="term-row"><td colspan="${columns}">${termNoteHtml(`term-${key}`, TERMS[key])}</td></tr>` : '');
@@ -417,8 +433,10 @@ export class ResultsView {
     } else {
       rows.push(withLine(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`, 'total'));
     }
-    this.ui.tableHead.innerHTML = head;
-    this.ui.tableBody.innerHTML = rows.join('');
+    keepingTermFocus(this.ui.tableBody.closest('table'), () => {
+      this.ui.tableHead.innerHTML = head;
+      this.ui.tableBody.innerHTML = rows.join('');
+    });
   }
 
   /** An empty breakdown, for a state that has no result. */

@@ -1293,6 +1293,7 @@ await check('an import fills nothing from the screen: what the recipe leaves ope
   const { page, problems } = await open();
   keep(page);
   await select(page, '#setup', 'llama-3.1-8b-qlora-torchtune-1x4090');
+  const setupBytes = await page.getAttribute('#total', 'data-bytes');
   const fixture = fileURLToPath(new URL('../import/fixtures/torchtune/llama3_1-8B_qlora_single_device.yaml', import.meta.url));
   await page.click('#import-panel > summary');
   await page.fill('#import-text', await readFile(fixture, 'utf8'));
@@ -1324,6 +1325,13 @@ await check('an import fills nothing from the screen: what the recipe leaves ope
   const bytes = await page.getAttribute('#total', 'data-bytes');
   expect(bytes === String(Math.round(expected.device_bytes)), `page ${bytes} B, CLI ${expected.device_bytes} B`);
   await page.screenshot({ path: join(SHOTS, 'import-asks-1280.png') });
+  // The report offers the comparison with the run before the import (the setup), as a setup's
+  // notice does: pinned, the view holds the setup's figure and the import's.
+  await page.click('#import-report .compare-before');
+  await settled(page);
+  const exact = async (row) => Math.round(Number((await page.$eval(`#compare-body tr:last-child td:nth-child(${row})`, (td) => td.title)).replace(/[^\d.]/g, ''))).toString();
+  expect(await page.isVisible('#compare-card') && await exact(2) === setupBytes && await exact(3) === bytes, `compare after the import: pinned ${await exact(2)} (the setup ${setupBytes}), current ${await exact(3)} (${bytes})`);
+  expect(!(await page.isVisible('#import-report .compare-before')), 'the offer stays after it was taken');
   expect(problems.length === 0, problems.join('\n'));
   return page;
 });

@@ -857,12 +857,14 @@ function bindPanels() {
     };
   },
   loadLayout, () => engine);
-  new ImportPanel({
+  const imports = new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
     kind: $('import-kind'), report: $('import-report'),
   }, engine, () => configFor(state.fields).config, (config, label, unresolved, words = null) => {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
+    const runBefore = compare.currentRun(); // the run on screen, to compare with from the report
     loadFields(fields, null, label, null, unresolved);
+    if (runBefore) imports.offerCompare(() => compare.pinRun(runBefore));
     form.showFrameworkKeys(words); // the file's keys first, the field names second
     // The first field the import left open takes the focus: the figure waits for it.
     if (unresolved.length) form.focusField(unresolved[0].field, { preventScroll: false });

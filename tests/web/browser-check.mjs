@@ -1889,6 +1889,14 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     expect(await page.getAttribute('#total', 'data-bytes') === start && await page.inputValue('#f-peft') === 'lora' && !(await page.isVisible('#method-notice')),
       `after Undo: ${await page.getAttribute('#total', 'data-bytes')} (was ${start}), peft "${await page.inputValue('#f-peft')}"`);
     expect(await edits() === '', `after Undo, under the setup: "${await edits()}"`);
+    // QLoRA, then LoRA by the select (not Undo): the dtype QLoRA cleared comes back, bf16, and
+    // the figure is the fresh page's (it read 50.28 GiB: an unset dtype is fp32 on ddp).
+    await select(page, '#f-peft', 'qlora');
+    await select(page, '#f-peft', 'lora');
+    await settled(page);
+    expect(await page.getAttribute('#total', 'data-bytes') === start, `LoRA after QLoRA: ${await page.getAttribute('#total', 'data-bytes')} B, the fresh page ${start} B`);
+    expect(/^LoRA: set weights dtype \(params_dtype\) nf4 → bf16 \(its value before QLoRA\)\.$/.test(await details.textContent()), `LoRA after QLoRA: ${await details.textContent()}`);
+    await noProblems('LoRA after QLoRA');
     // QLoRA again, then the QLoRA setup, and from its notice the comparison with the run before.
     await select(page, '#f-peft', 'qlora');
     await noProblems('QLoRA again');

@@ -178,13 +178,13 @@ test('torchtune\'s framework follows its GPU count: the core names ddp on 2 GPUs
   const fsdp2 = engine.estimate({ ...config, world_size: 2, framework: 'fsdp2' });
   assert.equal(fsdp2.ok, true, JSON.stringify(fsdp2.issues));
   assert.equal(recipeFramework(fsdp2, { from: 'ddp' }), null); // 2 GPUs, already distributed
-  assert.equal(recipeNotice(fsdp2.config), 'torchtune runs 2 GPUs with its distributed recipe, lora_finetune_distributed (FSDP2): framework → distributed.');
+  assert.equal(recipeNotice(fsdp2.config), 'Framework → distributed: torchtune runs 2 GPUs with lora_finetune_distributed (FSDP2).');
   const oneGpu = engine.estimate({ ...config, world_size: 1, framework: 'fsdp2' });
   assert.equal(oneGpu.ok, true);
   assert.deepEqual(recipeFramework(oneGpu, { from: 'ddp' }), { framework: 'ddp' });
   assert.equal(recipeFramework(oneGpu, null), null); // fsdp2 chosen on one GPU (a distributed recipe on 1 GPU) stays
   const single = engine.estimate({ ...config, world_size: 1 });
-  assert.equal(recipeNotice(single.config), 'torchtune runs one GPU with its single-device recipe, lora_finetune_single_device: framework → single device.');
+  assert.equal(recipeNotice(single.config), 'Framework → single device: torchtune runs one GPU with lora_finetune_single_device.');
   // DDP on 2 GPUs under the Hugging Face Trainer is a run: nothing follows.
   const trainer = engine.estimate({ ...config, world_size: 2, model_implementation: 'hf-transformers' });
   assert.equal(recipeFramework(trainer, null), null);

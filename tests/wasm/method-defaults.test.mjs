@@ -3,7 +3,7 @@
 // core stops objecting. Every expectation below is the core's own rule, read back from the core.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { METHOD_RULES, chooseMethod, methodNotice, usualSettings } from '../../web/js/method-defaults.js';
+import { METHOD_RULES, chooseMethod, clearedAfter, methodNotice, restoredSettings, usualSettings } from '../../web/js/method-defaults.js';
 import { coreConfig, restoreLink } from '../../web/js/link-config.js';
 import { loadEngine } from './load.mjs';
 
@@ -141,4 +141,39 @@ test('the fresh page is a LoRA run that already holds the usual settings; QLoRA 
   assert.equal(result.config.params_dtype, 'nf4');
   assert.equal(fields.framework, start.fields.framework);
   assert.ok(result.device_bytes < onGpu(start.fields).device_bytes, 'a 4-bit base is smaller than a bf16 one');
+});
+
+// QLoRA clears the fresh page's bf16 dtype; LoRA after it left the dtype unset, which on ddp is
+// fp32 (the field's default): a figure from a dtype nobody gave. What a method change cleared
+// comes back when the run leaves that method, where the core takes it under the method now.
+test('LoRA after QLoRA: the dtype QLoRA cleared comes back (bf16, the fresh page\'s figure), and stays cleared under QLoRA again', () => {
+  const start = restoreLink('', engine);
+  const RTX4090 = engine.gpus.find((g) => g.id === start.gpu).memory_bytes;
+  const onGpu = (fields) => engine.estimate(coreConfig(engine, fields, RTX4090).config);
+  // The method changes as the page makes them: restored first, then the core's objections answered.
+  const choose = (fields, cleared, peft) => {
+    const restored = restoredSettings(cleared, fields, peft, onGpu);
+    const base = { ...fields, ...Object.fromEntries(restored.map((c) => [c.name, c.to])) };
+    const chosen = chooseMethod(base, peft, onGpu);
+    const changes = [...restored, ...chosen.changes];
+    return { ...chosen, restored, changes, cleared: clearedAfter(cleared, peft, changes) };
+  };
+  const qlora = choose(start.fields, {}, 'qlora');
+  assert.deepEqual(qlora.cleared, { params_dtype: { value: 'bf16', by: 'qlora' } });
+  // Unset under LoRA the core resolves fp32: what the page showed before this rule.
+  const unset = chooseMethod(qlora.fields, 'lora', onGpu);
+  assert.equal(unset.result.config.params_dtype, 'fp32');
+  const lora = choose(qlora.fields, qlora.cleared, 'lora');
+  assert.deepEqual(lora.restored.map((c) => [c.name, c.to, c.why]), [['params_dtype', 'bf16', 'its value before QLoRA']]);
+  assert.equal(lora.result.ok, true, JSON.stringify(lora.result.issues));
+  assert.equal(lora.result.device_bytes, onGpu(start.fields).device_bytes);
+  assert.deepEqual(lora.cleared, {});
+  // Full fine-tuning, then QLoRA, then LoRA: the same.
+  const full = choose(start.fields, {}, 'none');
+  const viaFull = choose(choose(full.fields, full.cleared, 'qlora').fields, choose(full.fields, full.cleared, 'qlora').cleared, 'lora');
+  assert.equal(viaFull.result.config.params_dtype, 'bf16');
+  // QLoRA again: the core objects to bf16 there, so it is not given back.
+  assert.deepEqual(restoredSettings(qlora.cleared, qlora.fields, 'qlora', onGpu), []);
+  // A field the user set since is theirs: nothing to give back.
+  assert.deepEqual(restoredSettings(qlora.cleared, { ...qlora.fields, params_dtype: 'fp32' }, 'lora', onGpu), []);
 });

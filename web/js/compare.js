@@ -1,10 +1,11 @@
 // Pin to compare: one configuration kept beside the one being edited, both shown by category with
 // the difference, as a table and as two stacked bars. The pin travels in the share link (pin=).
 import { CompareChart } from './charts.js';
-import { comparePairs, headlineOf } from './results.js';
+import { comparePairs, headlineOf, keepingTermFocus } from './results.js';
 import { cssColor } from './theme.js';
 import { formatBytes, formatExactBytes } from './format.js';
-import { elementsById } from './dom.js';
+import { elementsById, termElements } from './dom.js';
+import { methodText } from './share.js';
 
 const sameValue = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -142,7 +143,9 @@ export class ComparePanel {
       return;
     }
     const { rows: pairs, figures: [a, b] } = comparePairs(pinned, result, figure);
-    ui.names.textContent = `Pinned: ${this.pin.label} · Current: ${label}`;
+    // Each run by its model and its method (two runs of one model differ in how they train).
+    const run = (name, model, r) => Object.assign(document.createElement('span'), { className: 'compare-run', textContent: `${name}: ${model}, ${methodText(r)}` });
+    ui.names.replaceChildren(run('Pinned', this.pin.label, pinned), run('Current', label, result));
     this.renderDifferences(pinned, result, unit, figure);
     const rows = pairs.filter((r) => r.bytes[0] > 0 || r.bytes[1] > 0);
     ui.body.replaceChildren(...rows.map((r) => compareRow(r.label, ...r.bytes, unit)),
@@ -155,40 +158,163 @@ export class ComparePanel {
 
   /**
    * "These N settings differ": each field with the pinned and the current value, and what it
-   * does alone: the pinned run with only that field changed to the current value, estimated (the
-   * effects of several fields need not add up; a field that is not valid on its own says so).
-   * Largest effect first, so the top rows are what explains the gap.
+   * does: the pinned run with only that field changed to the current value, estimated; a field
+   * the core refuses alone is taken with the differing fields it needs (settingEffects), one
+   * figure for the group, its cell spanning the group's rows. Largest effect first, so the top
+   * rows are what explains the gap.
    */
   renderDifferences(pinned, result, unit, figure) {
     const { ui } = this;
     if (!ui.diff) return;
     const inEffect = this.page.inEffect ? new Set([...this.page.inEffect(pinned.config), ...this.page.inEffect(result.config)]) : null;
-    const base = headlineOf(pinned, figure);
-    const diffs = differingSettings(pinned.config, result.config, inEffect, this.page.order ?? []).map((d) => {
-      const alone = headlineOf(this.page.estimate({ ...this.pin.config, [d.name]: d.current }), figure);
-      return { ...d, delta: alone && base ? alone.bytes - base.bytes : null };
-    });
-    const weight = (d) => (d.delta === null ? -1 : Math.abs(d.delta));
-    diffs.sort((x, y) => weight(y) - weight(x)); // stable: ties keep the page's order
+    const diffs = differingSettings(pinned.config, result.config, inEffect, this.page.order ?? []);
+    const groups = settingEffects(this.pin.config, diffs, this.page.estimate, figure);
     ui.diffTitle.textContent = diffs.length === 0 ? 'Same settings'
       : diffs.length === 1 ? 'This setting differs' : `These ${diffs.length} settings differ`;
     ui.diff.dataset.count = String(diffs.length);
     const td = (text, className = '') => Object.assign(document.createElement('td'), { textContent: text, className });
-    ui.diffBody.replaceChildren(...diffs.map(({ name, pinned: a, current: b, delta }) => {
+    const value = (name, v) => (v === undefined || v === null || typeof v === 'object' || !this.page.valueText ? valueText(v) : this.page.valueText(name, v, valueText(v)));
+    const effectCell = ({ delta, settings, reason }) => {
+      if (delta === null) {
+        // Why, in the core's words, opened by click, tap or keyboard as every term of the page.
+        const cell = td('', 'muted');
+        const [button, line] = termElements(`compare-why-${settings[0].name}`, 'not valid alone', reason ?? '');
+        cell.append(button, line);
+        return cell;
+      }
+      const cell = Math.abs(delta) < 0.5 ? td('=')
+        : td(`${delta > 0 ? '+' : '−'}${formatBytes(Math.abs(delta), unit)}`, delta > 0 ? 'up' : 'down');
+      cell.title = formatExactBytes(delta);
+      if (settings.length > 1) {
+        cell.rowSpan = settings.length;
+        cell.classList.add('together');
+        cell.append(' ', Object.assign(document.createElement('span'), { className: 'together-note', textContent: 'together' }));
+      }
+      return cell;
+    };
+    keepingTermFocus(ui.diffBody, () => ui.diffBody.replaceChildren(...groups.flatMap((group) => group.settings.map(({ name, pinned: a, current: b }, i) => {
       const tr = document.createElement('tr');
       tr.dataset.field = name;
+      if (group.unset?.includes(name)) tr.dataset.unset = ''; // sent unset: the core's default is the current value
       const th = Object.assign(document.createElement('th'), { scope: 'row' });
       th.append(...(this.page.nameNodes ? this.page.nameNodes(name) : [name.replaceAll('_', ' '), ' ', Object.assign(document.createElement('code'), { textContent: name })]));
-      let effect;
-      if (delta === null) effect = td('not valid alone', 'muted');
-      else {
-        effect = Math.abs(delta) < 0.5 ? td('=')
-          : td(`${delta > 0 ? '+' : '−'}${formatBytes(Math.abs(delta), unit)}`, delta > 0 ? 'up' : 'down');
-        effect.title = formatExactBytes(delta);
-      }
-      const value = (v) => (v === undefined || v === null || typeof v === 'object' || !this.page.valueText ? valueText(v) : this.page.valueText(name, v, valueText(v)));
-      tr.append(th, td(value(a)), td(value(b)), effect);
+      tr.append(th, td(value(name, a)), td(value(name, b)));
+      if (i === 0) tr.append(effectCell(group));
       return tr;
-    }));
+    }))));
   }
+}
+
+/**
+ * What each differing setting does to the pinned run's figure. A setting is tried alone (the
+ * pinned run's fields with that one changed to the current value). Where the core refuses it
+ * alone (QLoRA needs a 4-bit weights dtype; a 4-bit dtype needs QLoRA; a paged optimizer leaves
+ * no room for a torch.optim implementation), the fields the core's objections name are taken in
+ * too, when they are among the differences: at their current value, or, where the core objects
+ * to that value being given at all, unset, but only if the core then resolves them to the
+ * current value (so the group is still "changed to the current values"). A setting whose
+ * objection names only itself (double quantisation applies to QLoRA only) joins a group that
+ * makes it valid. Groups that share a field are one group. Every figure is the core's; the page
+ * takes the difference of two of them.
+ * @param {object} pinConfig the pinned run's fields, as sent to the core
+ * @param {{name: string, pinned: unknown, current: unknown}[]} diffs differingSettings, in the page's order
+ * @param {(config: object) => object} estimate the core's result for a config (ok, issues)
+ * @param {string} figure the figure compared (headlineOf)
+ * @returns {{settings: typeof diffs, unset?: string[], delta: number|null, reason?: string}[]} largest effect
+ *   first; unset: the group's fields sent unset (the core resolves them to the current value); delta
+ *   null: not valid (reason: the core's objections to the setting alone)
+ */
+export function settingEffects(pinConfig, diffs, estimate, figure) {
+  const current = new Map(diffs.map((d) => [d.name, d.current]));
+  const base = headlineOf(estimate(pinConfig), figure);
+  const trial = ({ fields, unset }) => {
+    const config = { ...pinConfig };
+    for (const name of fields) {
+      const value = current.get(name);
+      if (unset.has(name) || value === undefined || value === null) delete config[name];
+      else config[name] = value;
+    }
+    return config;
+  };
+  // The differing fields an objection is about: its field, and those its words name (the core's
+  // messages name fields by their names: "kbit_upcast: must be "none" with model_implementation
+  // "torchtune"").
+  const named = diffs.map((d) => ({ name: d.name, word: new RegExp(`\\b${d.name}\\b`) }));
+  const about = ({ field, message = '' }) => [field, ...named.filter((n) => n.name !== field && n.word.test(message)).map((n) => n.name)]
+    .filter((name) => current.has(name));
+  // The fields in, and those of them unset, grown by the core's objections until it takes them:
+  // a field an objection names comes in at its current value; one already in that the core
+  // objects to is unset (kept only if the core then resolves it to the current value).
+  const close = (fields) => {
+    const group = { fields: new Set(fields), unset: new Set() };
+    // Each round takes a differing field in or unsets one, each at most once: the rounds end.
+    for (let round = 0; round <= 2 * diffs.length; round += 1) {
+      const result = estimate(trial(group));
+      if (result.ok) {
+        const faithful = [...group.unset].every((name) => sameValue(result.config?.[name], current.get(name)));
+        return faithful ? { ...group, result } : null;
+      }
+      let moved = false;
+      for (const issue of result.issues ?? []) {
+        const names = about(issue);
+        const outside = names.filter((name) => !group.fields.has(name));
+        for (const name of outside) group.fields.add(name);
+        if (outside.length) moved = true;
+        else if (current.has(issue.field) && !group.unset.has(issue.field)) {
+          group.unset.add(issue.field);
+          moved = true;
+        }
+      }
+      if (!moved) return null;
+    }
+    return null;
+  };
+  const inGroup = (name) => groups.some((g) => g.fields.has(name));
+  const groups = [];
+  const stalled = [];
+  for (const { name } of diffs) {
+    if (inGroup(name)) continue;
+    const group = close([name]);
+    if (group) groups.push(group);
+    else stalled.push(name);
+  }
+  // A field refused for its own sake: with a group found (the first that makes it valid), else
+  // with every other field so refused.
+  for (const name of stalled) {
+    if (inGroup(name)) continue;
+    const others = stalled.filter((n) => n !== name && !inGroup(n));
+    const found = [...groups.map((g) => [name, ...g.fields]), [name, ...others]].reduce((got, fields) => got ?? close(fields), null);
+    if (found) groups.push(found);
+  }
+  // Groups sharing a field (one taken in by the objections to another) are one, until none do
+  // (two that the core refuses together: the first stays, the other's fields are not explained).
+  const overlapping = () => {
+    for (let i = 0; i < groups.length; i += 1) {
+      for (let j = i + 1; j < groups.length; j += 1) if ([...groups[j].fields].some((f) => groups[i].fields.has(f))) return [i, j];
+    }
+    return null;
+  };
+  for (let pair = overlapping(); pair; pair = overlapping()) {
+    const [i, j] = pair;
+    const union = close([...groups[i].fields, ...groups[j].fields]);
+    groups.splice(j, 1);
+    if (union) groups[i] = union;
+  }
+  const order = diffs.map((d) => d.name);
+  const rows = groups.map((g) => {
+    const after = headlineOf(g.result, figure);
+    return {
+      settings: diffs.filter((d) => g.fields.has(d.name)),
+      unset: [...g.unset],
+      delta: after && base ? after.bytes - base.bytes : null,
+    };
+  });
+  for (const d of diffs) {
+    if (rows.some((r) => r.settings.includes(d))) continue;
+    const alone = estimate(trial({ fields: [d.name], unset: new Set() }));
+    rows.push({ settings: [d], delta: null, reason: alone.issues?.map((i) => i.message).join(' ') ?? null });
+  }
+  const weight = (r) => (r.delta === null ? -1 : Math.abs(r.delta));
+  const first = (r) => order.indexOf(r.settings[0].name);
+  return rows.sort((x, y) => weight(y) - weight(x) || first(x) - first(y));
 }

@@ -360,6 +360,23 @@ export class ImportPanel {
     m.fetch.focus({ preventScroll: true });
   }
 
+  /**
+   * After an import that replaced a run with a result: "Compare with your run before" under the
+   * report's first line pins that run (as the setup notice does), so the compare view lists what
+   * the file changed and what each change does.
+   * @param {() => void} pinBefore pins the run that was on screen before the import
+   */
+  offerCompare(pinBefore) {
+    const button = Object.assign(document.createElement('button'), { type: 'button', className: 'link-button compare-before', textContent: 'Compare with your run before' });
+    const line = Object.assign(document.createElement('p'), { className: 'import-compare' });
+    line.append(button);
+    button.addEventListener('click', () => {
+      line.hidden = true;
+      pinBefore();
+    });
+    this.els.report.firstElementChild?.after(line);
+  }
+
   /** Lists what the form still needs, what was read, assumed and ignored, or the problems. */
   report(result, label = '') {
     const { report } = this.els;

@@ -22,7 +22,7 @@ import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
 import { fileStem, methodText } from './share.js';
 import { GpuFitTable } from './gpu-fit.js';
-import { chooseMethod, methodNotice, methodNoticeBox, methodSummary, usualSettings } from './method-defaults.js';
+import { chooseMethod, clearedAfter, methodNotice, methodNoticeBox, methodSummary, restoredSettings, usualSettings } from './method-defaults.js';
 import { plannerBase, recipeFramework, recipeNotice } from './recipe-words.js';
 
 const $ = (id) => document.getElementById(id);
@@ -646,6 +646,7 @@ function forgetTheStateBefore() {
   const recipeBox = document.getElementById('recipe-notice');
   if (recipeBox) recipeBox.hidden = true;
   recipeFollowed = null;
+  methodCleared = {};
   plan.forget();
 }
 
@@ -712,6 +713,8 @@ const followed = new Map(); // typed field -> {name, value}: the field set aside
 const GPU_COUNT_FIELDS = new Set(['world_size', 'data_parallel_size', 'tensor_model_parallel_size',
   'pipeline_model_parallel_size', 'context_parallel_size', 'model_implementation']);
 let recipeFollowed = null; // {from}: the framework before it followed the GPU count
+// The fields a method change cleared, with their values before (method-defaults.js restoredSettings).
+let methodCleared = {};
 
 /** After a GPU count changed: the framework follows where torchtune's recipe does, with a one-line notice. */
 function followRecipe() {
@@ -765,6 +768,7 @@ function onFieldChange(name, value) {
     form.setValues(state.fields);
   }
   if (name === 'framework') recipeFollowed = null; // the user's own choice from now on
+  delete methodCleared[name]; // the user's value, or the user's unset, from now on
   recompute();
   if (GPU_COUNT_FIELDS.has(name)) followRecipe();
 }
@@ -801,8 +805,13 @@ function onMethodChange(peft) {
   const usual = usualSettings(startFields, state.fields, form.touched, engine.methodSettings, peft);
   const base = { ...state.fields };
   for (const c of usual) base[c.name] = c.to;
-  const { fields, changes: answered, result } = chooseMethod(base, peft, (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config));
-  const changes = [...usual, ...answered];
+  const estimateFields = (f) => engine.estimate(coreConfig(engine, f, capacityBytes()).config);
+  // What an earlier method change cleared, back where this method takes it (QLoRA's dtype).
+  const restored = restoredSettings(methodCleared, base, peft, estimateFields);
+  for (const c of restored) base[c.name] = c.to;
+  const { fields, changes: answered, result } = chooseMethod(base, peft, estimateFields);
+  const changes = [...usual, ...restored, ...answered];
+  methodCleared = clearedAfter(methodCleared, peft, changes);
   state.fields = fields;
   const box = methodNoticeBox();
   if (changes.length && box) {
@@ -857,12 +866,14 @@ function bindPanels() {
     };
   },
   loadLayout, () => engine);
-  new ImportPanel({
+  const imports = new ImportPanel({
     panel: $('import-panel'), text: $('import-text'), file: $('import-file'), run: $('import-run'),
     kind: $('import-kind'), report: $('import-report'),
   }, engine, () => configFor(state.fields).config, (config, label, unresolved, words = null) => {
     const { gpu_memory_bytes: _capacity, ...fields } = config; // the Hardware section owns capacity
+    const runBefore = compare.currentRun(); // the run on screen, to compare with from the report
     loadFields(fields, null, label, null, unresolved);
+    if (runBefore) imports.offerCompare(() => compare.pinRun(runBefore));
     form.showFrameworkKeys(words); // the file's keys first, the field names second
     // The first field the import left open takes the focus: the figure waits for it.
     if (unresolved.length) form.focusField(unresolved[0].field, { preventScroll: false });

@@ -106,6 +106,41 @@ export function usualSettings(startFields, fields, touched, settings, peft) {
 
 const METHOD_NAMES = { none: 'Full fine-tuning', lora: 'LoRA', qlora: 'QLoRA' };
 
+/**
+ * What a method change cleared comes back when the run leaves that method. QLoRA clears the
+ * weights' dtype (the core: qlora needs nf4), so that its default, NF4, applies; choosing LoRA
+ * again left it unset, and an unset dtype on ddp is fp32 (the field's default): the setup's bf16
+ * LoRA run read 50.28 GiB instead of 18.73, from a dtype nobody gave. A field a method change
+ * cleared, and that is still unset, takes its value before that change again, where the core does
+ * not object to it under the method chosen now (under QLoRA again, bf16 stays cleared).
+ * @param {Record<string, {value: unknown, by: string}>} cleared per field, its value before a
+ *   method change cleared it, and that method (clearedAfter)
+ * @param {object} fields the fields on screen
+ * @param {string | undefined} peft the method chosen now
+ * @param {(fields: object) => object} estimate the page's estimate of a field set
+ * @returns {{name: string, from: undefined, to: unknown, why: string}[]}
+ */
+export function restoredSettings(cleared, fields, peft, estimate) {
+  const candidates = Object.entries(cleared).filter(([name]) => fields[name] === undefined);
+  if (!candidates.length) return [];
+  const tried = { ...fields, ...Object.fromEntries(candidates.map(([name, c]) => [name, c.value])) };
+  if (peft === undefined) delete tried.peft;
+  else tried.peft = peft;
+  const objected = new Set((estimate(tried).issues ?? []).map((i) => i.field));
+  return candidates.filter(([name]) => !objected.has(name))
+    .map(([name, c]) => ({ name, from: undefined, to: c.value, why: `its value before ${METHOD_NAMES[c.by] ?? c.by}` }));
+}
+
+/** The record restoredSettings reads, after a method change's `changes`: a field cleared from a value is kept, one set is not. */
+export function clearedAfter(cleared, peft, changes) {
+  const next = { ...cleared };
+  for (const c of changes) {
+    if (c.to === undefined && c.from !== undefined) next[c.name] = { value: c.from, by: peft ?? 'none' };
+    else delete next[c.name];
+  }
+  return next;
+}
+
 /** "QLoRA: framework megatron → ddp, recompute_granularity selective → full (...)": the one line. */
 export function methodNotice(peft, changes, resolvedBefore = {}, resolvedAfter = {}, label = (name) => name, valueWords = (name, v, text) => text) {
   return changesNotice(METHOD_NAMES[peft ?? 'none'] ?? peft, changes, resolvedBefore, resolvedAfter, label, valueWords);

@@ -51,18 +51,19 @@ export function recipeFramework(result, followed) {
 }
 
 /**
- * The one line that says why the framework followed the GPU count, in torchtune's words: its
- * recipe's name (lora_finetune_* for LoRA and QLoRA, full_finetune_* otherwise) and the select's
- * words (RECIPE_WORDS).
+ * The one line that says why the framework followed the GPU count, in torchtune's words: the
+ * select's new words (RECIPE_WORDS) first, then its recipe's name (lora_finetune_* for LoRA and
+ * QLoRA, full_finetune_* otherwise). One line under the framework's select at 1280 px (87
+ * characters at most: 16 GPUs and a full fine-tune's recipe).
  * @param {object} config the core's resolved config after the change
  */
 export function recipeNotice(config) {
   const recipe = config.peft === 'lora' || config.peft === 'qlora' ? 'lora_finetune' : 'full_finetune';
   const words = RECIPE_WORDS.torchtune;
   if (config.framework === 'fsdp2') {
-    return `torchtune runs ${config.world_size} GPUs with its distributed recipe, ${recipe}_distributed (FSDP2): framework → ${words.fsdp2.text}.`;
+    return `Framework → ${words.fsdp2.text}: torchtune runs ${config.world_size} GPUs with ${recipe}_distributed (FSDP2).`;
   }
-  return `torchtune runs one GPU with its single-device recipe, ${recipe}_single_device: framework → ${words.ddp.text}.`;
+  return `Framework → ${words.ddp.text}: torchtune runs one GPU with ${recipe}_single_device.`;
 }
 
 /**

@@ -3,7 +3,7 @@
 import { cssColor } from './theme.js';
 import { verdictOf } from './verdict.js';
 import { formatBytes, formatCount, formatExactBytes, formatInteger, formatSize } from './format.js';
-import { bindTerms, elementsById, escapeHtml, termButtonHtml, termHtml, termNoteHtml } from './dom.js';
+import { bindTerms, elementsById, escapeHtml, termButtonHtml, termNoteHtml } from './dom.js';
 
 export const CATEGORIES = [
   { key: 'weights', label: 'Weights' },
@@ -149,8 +149,22 @@ export const TERMS = {
   total: "The reference estimator's figure: model state plus first-stage activations, as Megatron's theoretical memory prints it.",
 };
 
-/** A breakdown term as markup: the label, a button opening its line (TERMS), when there is one. */
-const term = (key, label) => (TERMS[key] ? termHtml(`term-${key}`, label, TERMS[key]) : label);
+/**
+ * Renders `root` again without losing the keyboard: a term's button that had the focus has it
+ * again in the new markup (the same line, by aria-controls), so that Enter, Escape and Tab go on
+ * where they were. The breakdown and the compare view are rebuilt on every result, and the
+ * breakdown once more when its trace arrives (main.js scheduleTrace); the focus was left on the
+ * page's body, and Escape no longer closed the line just opened.
+ */
+export function keepingTermFocus(root, render) {
+  const active = document.activeElement;
+  const focused = root && root.contains(active) && active.matches('button.term') ? active.getAttribute('aria-controls') : null;
+  render();
+  if (focused && !root.contains(document.activeElement)) {
+    root.querySelector(`button.term[aria-controls="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
+  }
+}
+
 /** A row's term: the button in its header; its line in a row of its own below, the table's width. */
 const rowTerm = (key, label) => (TERMS[key] ? termButtonHtml(`term-${key}`, label) : label);
 const termRow = (key, columns) => (TERMS[key] ? `<tr class="term-row"><td colspan="${columns}">${termNoteHtml(`term-${key}`, TERMS[key])}</td></tr>` : '');
@@ -374,8 +388,10 @@ export class ResultsView {
     const cell = (bytes) => `<td title="${formatExactBytes(bytes)}">${bytes ? formatBytes(bytes, unit) : '·'}</td>`;
     // A class, not a style attribute: the CSP allows no inline styles.
     const swatch = (key) => `<span class="swatch" data-c="${key}"></span>`;
-    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${term(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>`;
     const columns = parts.length + 2;
+    // A part's line opens in a row of its own under the head, the table's width (inside its
+    // column head it was a column a few words wide, and on a phone it pushed Total out of view).
+    const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${rowTerm(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>${parts.map((p) => termRow(p.key, columns)).join('')}`;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
       return `<tr><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
@@ -417,8 +433,10 @@ export class ResultsView {
     } else {
       rows.push(withLine(`<tr class="total-row compared">${th('', 'Total', '', 'total')}${span}${cell(result.total_bytes)}</tr>`, 'total'));
     }
-    this.ui.tableHead.innerHTML = head;
-    this.ui.tableBody.innerHTML = rows.join('');
+    keepingTermFocus(this.ui.tableBody.closest('table'), () => {
+      this.ui.tableHead.innerHTML = head;
+      this.ui.tableBody.innerHTML = rows.join('');
+    });
   }
 
   /** An empty breakdown, for a state that has no result. */

@@ -41,6 +41,8 @@ TEST_CASE("LoRA adapters: Llama-3.2-1B with r = 8 on q_proj and v_proj", "[finet
   CHECK(est.params.adapter_per_gpu == 851968);
   // The base model's own count is unchanged: 1,235,814,400 (Llama 3.2 1B, tied).
   CHECK(est.params.total == 1235814400);
+  // Of them on the one GPU, the tied embedding: 128,256 · 2,048 = 262,668,288.
+  CHECK(est.params.embedding_per_gpu == 262668288);
   REQUIRE(est.n_components == 2);
   CHECK(est.components[1].kind == ComponentKind::adapters);
   CHECK(est.components[1].parameter_count == 851968);

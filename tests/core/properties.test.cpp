@@ -66,6 +66,7 @@ TEST_CASE("components and tensor classes and stages add up to the totals", "[pro
   CHECK(est.weight_and_optimizer_bytes + est.activation_bytes == est.total_bytes);
   REQUIRE_THAT(est.state.total(), WithinRel(est.weight_and_optimizer_bytes, k_rel_tol_exact));
   CHECK(est.params.dense_per_gpu + est.params.routed_per_gpu == est.params.per_gpu);
+  CHECK(est.params.embedding_per_gpu <= est.params.dense_per_gpu);
   CHECK(est.params.dense_transformer + est.params.embedding + est.params.routed_experts ==
         est.params.total);
   CHECK(est.params.active <= est.params.total);

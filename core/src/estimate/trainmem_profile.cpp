@@ -417,6 +417,7 @@ struct StageState {
   double params_local = 0;         // parameters held (whole or sharded) by this GPU's stage share
   double params_stored = 0;        // of them, what this GPU stores at rest (ZeRO-3/FSDP2 shards)
   double dense_local = 0, expert_local = 0;
+  double embedding_local = 0;      // of dense_local, the embedding and output layer's (Part::embedding)
   double adapter_local = 0;        // peft: adapter parameters on this GPU
   // FSDP1 (fsdp_version 1) at zero_stage 3, for the allocation sequence: one unit's unsharded
   // flat parameter (`gather`), its unsharded gradient as autograd makes it (`gradient`) and the
@@ -1254,6 +1255,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     } else {
       out.params_local += P;
       (part == Part::expert ? out.expert_local : out.dense_local) += P;
+      if (part == Part::embedding) out.embedding_local += P;
       // offload_params moves the shards to CPU memory.
       out.params_stored += !weights_sharded ? P : c.offload_params ? 0 : P / n;
     }
@@ -2910,6 +2912,7 @@ Estimate trainmem_estimate(const Config& c, bool include_activation, Trace* trac
   est.params.stored_per_gpu = best.state.params_stored;
   est.params.routed_per_gpu = best.state.expert_local;
   est.params.dense_per_gpu = best.state.dense_local;
+  est.params.embedding_per_gpu = best.state.embedding_local;
   est.params.adapter_per_gpu = best.state.adapter_local;
   note(trace, "trainmem.cpu_activation_bytes", est.cpu_activation_bytes,
        "activation_offload: the stage's saved activations less the largest layer's");

@@ -136,8 +136,11 @@ int print_imported(const trainmem::ImportOverBase& imported) {
   for (const std::string& note : imported.ignored) std::cerr << "ignored: " << note << "\n";
   if (imported.whole_layout && !imported.unresolved.empty()) {
     print_issues(imported.unresolved);
-    std::cerr << "give " << (imported.unresolved.size() == 1 ? "it" : "them")
-              << " with --base TRAINING.json (or the framework's own overrides)\n";
+    // A question the source cannot answer (the GPU count) names its flag in its own message.
+    const bool only_asked = imported.unresolved.size() == imported.asked.size();
+    if (!only_asked)
+      std::cerr << "give " << (imported.unresolved.size() == 1 ? "it" : "them")
+                << " with --base TRAINING.json (or the framework's own overrides)\n";
     return 2;
   }
   for (const trainmem::Issue& need : imported.unresolved) std::cerr << "needs: " << need.message << "\n";

@@ -155,6 +155,29 @@ test('import axolotl: QLoRA with FSDP offload on 2 GPUs', () => {
   assert.equal(c.offload_params, true);
 });
 
+test('a sharded run\'s GPU count is asked, not assumed, when neither the file nor a command says it (issue 32 item 1)', () => {
+  // axolotl's fsdp: and a ZeRO-3 config shard over every GPU the launcher starts: without --gpus
+  // the import stops on world_size, as the page marks that field; a DDP run still assumes one GPU.
+  const fsdp = run(['import', 'axolotl', `${fixtures}/axolotl/llama-3-qlora-fsdp-70b.yaml`]);
+  assert.equal(fsdp.status, 2);
+  assert.equal(fsdp.stdout, '');
+  assert.match(fsdp.stderr, /^world_size: axolotl's fsdp: shards over every GPU the launcher starts, and the file does not say how many: give the GPU count \(--gpus\)$/m);
+  const base = join(dir, 'base-seq-4096.json');
+  writeFileSync(base, JSON.stringify({ seq_length: 4096 }));
+  const zero3 = run(['import', 'deepspeed', `${fixtures}/deepspeed/zero3_bf16.json`, '--preset', 'llama-3.1-8b', '--base', base]);
+  assert.equal(zero3.status, 2);
+  assert.match(zero3.stderr, /^world_size: a ZeRO stage 3 config shards over every rank the launcher starts, and neither it nor a launch command says how many: give the GPU count \(--gpus\)$/m);
+  const yaml = join(dir, 'fsdp-no-processes.yaml');
+  writeFileSync(yaml, 'distributed_type: FSDP\nmixed_precision: bf16\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n');
+  const acc = run(['import', 'accelerate', yaml, '--preset', 'llama-3.1-8b', '--base', base]);
+  assert.equal(acc.status, 2);
+  assert.match(acc.stderr, /^world_size: distributed_type FSDP shards over every process the launch starts, and neither num_processes nor a launch command says how many: give the GPU count \(--gpus\)$/m);
+  assert.equal(run(['import', 'accelerate', yaml, '--preset', 'llama-3.1-8b', '--base', base, '--gpus', '8']).status, 0);
+  const ddp = run(['import', 'axolotl', `${fixtures}/axolotl/llama-3-qlora.yml`]);
+  assert.equal(ddp.status, 0, ddp.stderr);
+  assert.ok(notes(ddp.stderr, 'assumed: ').includes('assumed: gpus ← 1 (no --gpus)'));
+});
+
 test('bad input: exit 2, one message per problem naming the key; syntax errors with line and column', () => {
   const yaml = join(dir, 'bad.yaml');
   writeFileSync(yaml, 'model:\n  _component_: [torchtune\n');

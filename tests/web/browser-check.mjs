@@ -1336,6 +1336,43 @@ await check('an import fills nothing from the screen: what the recipe leaves ope
   return page;
 });
 
+// Issue 32, task 1: a sharded run's GPU count is asked, not assumed. axolotl's 70B QLoRA FSDP
+// example shards over every GPU the launcher starts, which the file does not say: with no GPU
+// count the page marks "GPUs in all" with the reason and shows no figure, as the CLI stops on it;
+// given, the figure is the CLI's with --gpus.
+await check('an import asks for a sharded run\'s GPU count (axolotl fsdp:) instead of assuming one GPU, then gives the CLI\'s figure', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  const fixture = fileURLToPath(new URL('../import/fixtures/axolotl/llama-3-qlora-fsdp-70b.yaml', import.meta.url));
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', await readFile(fixture, 'utf8'));
+  await page.fill('#import-gpus', '');
+  await page.click('#import-run');
+  await page.waitForFunction(() => /Imported axolotl config/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const question = /world_size: axolotl's fsdp: shards over every GPU the launcher starts, and the file does not say how many/;
+  const report = await page.textContent('#import-report');
+  expect(/Still needed \(marked in the form\) \(1\)/.test(report) && question.test(report), `report: ${report}`);
+  expect(question.test(await page.textContent('#e-world_size')), `world_size's message: ${await page.textContent('#e-world_size')}`);
+  expect(!/GiB$/.test(await total(page)), `a figure is shown without a GPU count: ${await total(page)}`);
+  await page.screenshot({ path: join(SHOTS, 'import-asks-gpus-1280.png') });
+  const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+  let refused = '';
+  try {
+    execFileSync(cli, ['import', 'axolotl', fixture], { stdio: 'pipe' });
+  } catch (error) {
+    refused = `${error.status} ${error.stderr}`;
+  }
+  expect(/^2 /.test(refused) && question.test(refused), `CLI: ${refused}`);
+  await typeInto(page, '#f-world_size', '2');
+  const config = JSON.parse(execFileSync(cli, ['import', 'axolotl', fixture, '--gpus', '2'], { stdio: 'pipe' }).toString());
+  const expected = JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(config) }).toString());
+  const bytes = await page.getAttribute('#total', 'data-bytes');
+  expect(bytes === String(Math.round(expected.device_bytes)), `page ${bytes} B, CLI ${expected.device_bytes} B`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('a Megatron-LM test config (model_config.yaml) imports in the page as its CI launcher runs it: 8 GPUs unless told, fp16 with fp16 gradients, the local layers\' unfused attention', async (keep) => {
   const { page, problems } = await open();
   keep(page);

@@ -60,6 +60,9 @@ const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed']);
 // model_asked, the repository it names. The page asks in its own words (the core's name the CLI's
 // --model); it reads no message.
 export const MODEL_NOT_A_PRESET = 'import/model-not-a-preset';
+// The rule of a question the file cannot answer (core k_import_asked: a sharded run's GPU count):
+// asked until its field is given, with no figure meanwhile, as the CLI stops on it.
+export const IMPORT_ASKED = 'import/asked';
 
 /** The repository an import that could not run asks a config.json for, or null. */
 export const modelAsked = (result) =>
@@ -252,7 +255,9 @@ export class ImportPanel {
     const overridesLabel = this.overrides?.id ? this.els.panel.querySelector(`label[for="${this.overrides.id}"]`) : null;
     if (overridesLabel) overridesLabel.textContent = label;
     if (this.overrides) this.overrides.placeholder = example;
-    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : kind === 'deepspeed' ? 'the launcher\'s, else 1' : '1';
+    // Where the file leaves a sharded run's count to the launcher, the core asks for it (import/asked).
+    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes'
+      : kind === 'deepspeed' ? 'the launcher\'s (asked under ZeRO)' : kind === 'axolotl' ? '1 (asked if sharded)' : '1';
   }
 
   /** {gpus, overrides or launch, version} from the panel's inputs, for a file of `kind`. */

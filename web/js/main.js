@@ -16,7 +16,7 @@ import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity
 import { showLinkNotice, showUndoNotice } from './link-notice.js';
 import { PresetPicker } from './preset-picker.js';
 import { SetupPicker, editsSinceSetup, setupChanges, showSetupNotice } from './setup-picker.js';
-import { ImportPanel } from './import-panel.js';
+import { IMPORT_ASKED, ImportPanel } from './import-panel.js';
 import { PlanPanel } from './plan-panel.js';
 import { ComparePanel } from './compare.js';
 import { SharePanel } from './share-panel.js';
@@ -52,10 +52,14 @@ let compare;
 let share;
 let plan;
 let importedLabel = null; // the source of an imported model, for the title
-// What the last import left for the user to give (core `unresolved`): field → the message with
-// the source's reason ("the recipe's tokenizer.max_seq_len is null ..."), shown on the field in
-// place of the bare rule until the field is given or another state is loaded.
+// What the last import left for the user to give (core `unresolved`): field → the issue with the
+// source's reason ("the recipe's tokenizer.max_seq_len is null ..."), shown on the field in place
+// of the bare rule until the field is given or another state is loaded. One the core asks
+// (IMPORT_ASKED: a sharded run's GPU count) holds back the figure until then.
 let importQuestions = new Map();
+const unansweredQuestions = () => [...importQuestions.values()]
+  .filter((q) => q.rule === IMPORT_ASKED && state.fields[q.field] === undefined)
+  .map(({ field, message }) => ({ field, message }));
 let lastOk = null; // { result, names, config }: the last valid result stays on screen
 let lastNames = []; // the fields in effect for the fields on screen (the last view's, valid or not)
 let lastStale = false;
@@ -92,7 +96,10 @@ function configFor(fields) {
 function recompute() {
   const t0 = performance.now();
   // The path the embed view and the element take too (link-config.js), from the page's state.
-  const { names, config, result } = estimateView(engine, state, { compare: gpuFitCapacities() });
+  const view = estimateView(engine, state, { compare: gpuFitCapacities() });
+  const { names, config } = view;
+  const asked = unansweredQuestions();
+  const result = asked.length ? { ok: false, issues: asked } : view.result;
   lastNames = names;
   if (result.ok) lastOk = { result, names, config };
   lastStale = !result.ok;
@@ -139,7 +146,7 @@ function settle() {
     plan.follow(result.config.world_size);
   } else {
     form.showIssues(result.issues.map((issue) => (importQuestions.has(issue.field) && state.fields[issue.field] === undefined
-      ? { ...issue, message: importQuestions.get(issue.field) } : issue)), lastEdited);
+      ? { ...issue, message: importQuestions.get(issue.field).message } : issue)), lastEdited);
   }
   // A topic opens where something is set or wrong, and where a suggestion chip would change a field.
   form.showTopics(state.fields, topicBaseline(), new Set(shownSuggestions(result).flatMap((s) => Object.keys(s.fields))));
@@ -652,7 +659,7 @@ function forgetTheStateBefore() {
 
 /** Replaces the page's fields (an imported model, a pinned configuration) and shows the result. */
 function loadFields(fields, preset, label, setup = null, questions = []) {
-  importQuestions = new Map(questions.map((q) => [q.field, q.message]));
+  importQuestions = new Map(questions.map((q) => [q.field, q]));
   startFields = null;
   form.resetTopics();
   form.showFrameworkKeys(null); // the words of an import before are not this state's

@@ -43,6 +43,10 @@ struct ImportResult {
   // recipe's tokenizer.max_seq_len is null and dataset.packed is false, so the length follows the
   // data". import_over_base adds the why to the merged config's problem on that field.
   std::vector<Issue> open_fields;
+  // What the source does not fix and the estimate needs even where a default would let the config
+  // resolve, each as {field, why}: a sharded run's GPU count, which the launcher gives, not the
+  // file. import_over_base lists each as unresolved, so the page and the CLI ask for it.
+  std::vector<Issue> asked;
   // true when the source describes the whole model (a config.json, or a Megatron line that gives
   // the model's shape): merging then replaces the base's model fields instead of overlaying them.
   bool whole_model = false;
@@ -73,6 +77,9 @@ std::span<const std::string_view> enum_names<ImportKind>();
 // 2); the page loads the config and asks for each field in the form.
 // Issue::rule of the issue that asks for a model's config.json (ImportResult::model_asked).
 inline constexpr std::string_view k_model_not_a_preset = "import/model-not-a-preset";
+// The rule of an ImportResult::asked question (a sharded run's GPU count): a view asks for its
+// field and shows no figure until it is given, as the CLI stops on it.
+inline constexpr std::string_view k_import_asked = "import/asked";
 
 struct ImportOverBase : ImportResult {
   ConfigInput config;  // `input` over the base (merge_import)

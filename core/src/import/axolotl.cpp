@@ -256,10 +256,17 @@ void AxolotlReader::read_adapter() {
 
 void AxolotlReader::read_layout() {
   gpus_ = options_.gpus > 0 ? options_.gpus : 1;
-  if (options_.gpus <= 0) out_.assumed.push_back("gpus ← 1 (no --gpus)");
   const json* ds = m_.get("deepspeed");
   const json* fsdp = m_.get("fsdp");
   if (ds && fsdp) return m_.fail("deepspeed", "and fsdp cannot both be set");
+  // DeepSpeed and FSDP shard over every GPU the launcher starts (accelerate launch, torchrun),
+  // which the file does not say: asked, not assumed.
+  if (options_.gpus <= 0 && (ds || fsdp))
+    out_.asked.push_back(issue("world_size", std::string("axolotl's ") + (ds ? "deepspeed:" : "fsdp:") +
+                                                 " shards over every GPU the launcher starts, and the file does not say "
+                                                 "how many: give the GPU count (--gpus)"));
+  else if (options_.gpus <= 0)
+    out_.assumed.push_back("gpus ← 1 (no --gpus)");
   if (!ds && !options_.deepspeed_json.empty())
     out_.ignored.push_back("--deepspeed: the file has no deepspeed: key, so axolotl does not run DeepSpeed");
   if (ds) {

@@ -182,7 +182,6 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
   m.assume(field::framework, std::string("deepspeed"), "a DeepSpeed config", "zero_optimization");
   m.put(field::model_implementation, std::string("hf-transformers"), "zero_optimization");
   const int64_t world = gpus > 0 ? gpus : 1;
-  if (gpus <= 0) out.assumed.push_back("gpus ← 1 (no --gpus: one rank)");
   m.assume(field::data_parallel_size, double(world), "every one of the run's " + number_text(double(world)) +
                                                     " ranks is a data-parallel rank under ZeRO", "--gpus");
 
@@ -194,9 +193,15 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     if (*s > 3) return m.fail("zero_optimization.stage", "must be 0, 1, 2 or 3, got " + number_text(double(*s)));
     stage = *s;
     m.read(field::zero_stage, double(stage), "zero_optimization.stage");
+    // ZeRO shards over every rank of the launch, which the config does not say: asked, not assumed.
+    if (gpus <= 0 && stage >= 1)
+      out.asked.push_back(issue("world_size", "a ZeRO stage " + number_text(double(stage)) +
+                                                  " config shards over every rank the launcher starts, and neither it nor a "
+                                                  "launch command says how many: give the GPU count (--gpus)"));
   } else if (!m.has("zero_optimization.stage")) {
     m.assume(field::zero_stage, 0.0, "no zero_optimization.stage: DeepSpeed's default 0", "zero_optimization.stage");
   }
+  if (gpus <= 0 && stage == 0) out.assumed.push_back("gpus ← 1 (no --gpus: one rank; stage 0 keeps the whole state on each)");
   for (const char* block : {"zero_optimization.offload_optimizer", "zero_optimization.offload_param"}) {
     if (const json* b = m.get(block); b && !b->is_object())
       return m.fail(block, "must be an object ({\"device\": \"cpu\", ...}), got " + show(*b));

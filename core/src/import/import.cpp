@@ -120,6 +120,13 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
     }
     out.unresolved.push_back(std::move(problem));
   }
+  // A question is asked, not answered by the importer's working default: the merged config keeps
+  // no GPU count for it (the data-parallel size the import derived from one GPU goes).
+  for (Issue question : imported.asked) {
+    if (question.field == "world_size") out.config.data_parallel_size.reset();
+    question.rule = std::string(k_import_asked);
+    out.unresolved.push_back(std::move(question));
+  }
   static_cast<ImportResult&>(out) = std::move(imported);
   return out;
 }

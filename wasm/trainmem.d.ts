@@ -352,6 +352,8 @@ export interface SetupSource {
  */
 export interface Setup {
   id: string;
+  /** ids it had before, which a `#su=` link and `trainmem setups ID` still take */
+  aliases?: string[];
   /** "Llama 3.1 8B QLoRA · torchtune · 1× RTX 4090" */
   name: string;
   /** "torchtune", "axolotl", "HF PEFT + DeepSpeed" */

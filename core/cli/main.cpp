@@ -373,7 +373,10 @@ int setups_command(const std::vector<std::string>& args) {
   std::string ids;
   for (const ordered& setup : setups) {
     ids += (ids.empty() ? "" : ", ") + setup["id"].get<std::string>();
-    if (setup["id"] != args[0]) continue;
+    // An id it had before (aliases) names it too, so that old commands and links keep working.
+    const bool alias = setup.contains("aliases") &&
+                       std::find(setup["aliases"].begin(), setup["aliases"].end(), args[0]) != setup["aliases"].end();
+    if (setup["id"] != args[0] && !alias) continue;
     ordered config = setup["config"];
     for (const ordered& gpu : gpus)
       if (gpu["id"] == setup["gpu"]) config["gpu_memory_bytes"] = gpu["memory_bytes"];

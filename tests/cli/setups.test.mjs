@@ -59,6 +59,20 @@ test('each setup cites a file at a commit; an imported one cites the fixture it 
   }
 });
 
+test('a setup renamed keeps its old id as an alias: trainmem setups OLD_ID gives the same run', () => {
+  const renamed = doc.setups.filter((s) => s.aliases?.length);
+  assert.ok(renamed.length >= 2, 'the two setups that moved off the RTX 4090 keep their ids as aliases');
+  const ids = new Set(doc.setups.map((s) => s.id));
+  for (const s of renamed) {
+    for (const alias of s.aliases) {
+      assert.ok(!ids.has(alias), `${alias} is an id and an alias`);
+      const now = run(['setups', s.id]), before = run(['setups', alias]);
+      assert.equal(before.status, 0, before.stderr);
+      assert.equal(before.stdout, now.stdout, `${alias} gives ${s.id}'s run`);
+    }
+  }
+});
+
 test('each setup names a preset with its model, a GPU, and as many GPUs as the config resolves to', () => {
   const points = new Set(load_points('finetune-points.json').map((p) => p.id));
   for (const s of doc.setups) {

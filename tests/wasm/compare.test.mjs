@@ -61,7 +61,7 @@ test('every differing setting is in exactly one row, and each figure is the core
 });
 
 test('LoRA pinned, QLoRA on screen: the method, its 4-bit weights and QLoRA\'s own switches are one row with one figure, and no setting is left without one', () => {
-  const { rows } = compare(setup('llama-3.1-8b-lora-torchtune-1x4090'), setup('llama-3-8b-qlora-axolotl-1x4090'));
+  const { rows } = compare(setup('llama-3.1-8b-lora-torchtune-1x4090'), setup('llama-3-8b-qlora-axolotl-1xa100-40gb'));
   assert.equal(rows.filter((r) => r.delta === null).length, 0, JSON.stringify(rows.filter((r) => r.delta === null)));
   const method = rows.find((r) => r.settings.some((s) => s.name === 'peft'));
   const names = method.settings.map((s) => s.name);

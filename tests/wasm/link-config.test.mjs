@@ -57,6 +57,11 @@ test('no state is START for every view: a fine-tuning setup, as its own link giv
   // value beside it keeps both notes).
   assert.deepEqual([asLink.notes, asLink.rejected], [[], []]);
   assert.equal(restoreLink(`su=${setup.id}&s=4096`, engine).notes.length, 2);
+  // A renamed setup's old id (its alias) still opens it: links written before the rename.
+  for (const renamed of engine.setups.filter((s) => s.aliases?.length)) {
+    const old = restoreLink(`su=${renamed.aliases[0]}`, engine);
+    assert.deepEqual([old.setup.id, old.fields, old.rejected], [renamed.id, renamed.config, []]);
+  }
   assert.equal(engine.estimate(start.config).device_bytes, engine.estimate(asLink.config).device_bytes);
   // Two GPUs are torchtune's distributed recipe, FSDP2 (the page's framework follows the GPU
   // count: recipe-words.js): the setup's single-device framework there is the core's named error.

@@ -764,7 +764,7 @@ await check('a fine-tuning setup fills the fields, the GPU and the link, says wh
 // the global batch 8 = 2 × 4 × 1 fixed, 2 GPUs meant "global batch not divisible" or 2 microbatches.)
 for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
   await check(`a setup link on another GPU count: the page answers, the accumulation unchanged, the CLI's figure (${tag})`, async (keep) => {
-    const id = 'llama-3-8b-qlora-axolotl-1x4090';
+    const id = 'llama-3-8b-qlora-axolotl-1xa100-40gb';
     const { page, problems } = await open(`#su=${id}`, { viewport });
     keep(page);
     const microbatches = async () => page.inputValue(await field(page, '#f-num_microbatches'));
@@ -1724,7 +1724,7 @@ await check('compare: pin, change inputs, both side by side with the difference;
 await check('compare explains two setups that differ in method: every differing setting has an effect, QLoRA\'s settings one figure together, the core\'s (1280x900 and 390x844)', async (keep) => {
   const engine = await loadEngine();
   const setupOf = (id) => engine.setups.find((s) => s.id === id);
-  const [from, to] = [setupOf('llama-3.1-8b-lora-torchtune-1x4090'), setupOf('llama-3-8b-qlora-axolotl-1x4090')];
+  const [from, to] = [setupOf('llama-3.1-8b-lora-torchtune-1x4090'), setupOf('llama-3-8b-qlora-axolotl-1xa100-40gb')];
   for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     const { page, problems } = await open('', { viewport });
     keep(page);
@@ -2020,7 +2020,7 @@ for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
 await check('the setup notice spells a value as the setup\'s framework does: axolotl paged_adamw_32bit (on)', async (keep) => {
   const { page, problems } = await open();
   keep(page);
-  await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1x4090');
+  await select(page, '#setup', 'llama-3-8b-qlora-axolotl-1xa100-40gb');
   const items = await page.$$eval('#setup-notice li', (lis) => lis.map((li) => li.textContent));
   const paged = items.find((t) => t.includes('paged_optimizer:'));
   expect(paged?.endsWith('paged_optimizer: off → paged_adamw_32bit (on)') && paged.includes('axolotl: optimizer · '), `the paged optimizer's line: ${paged} (all: ${JSON.stringify(items)})`);
@@ -2359,7 +2359,7 @@ await check('export: JSON and CSV carry the inputs, every category and every sta
 await check('export of a fine-tuning run: the fresh page and a QLoRA setup link, the CSV\'s header block and the PNG name the method, GPU count, sequence, ±N % and the link', async (keep) => {
   for (const [hash, want] of [
     ['', { method: 'LoRA rank 8 · torchtune single device recipe · full recompute', stem: 'llama-3.1-8b-lora-tp1-pp1-dp1', seq: '2,048' }],
-    ['#su=llama-3-8b-qlora-axolotl-1x4090', { method: 'QLoRA rank 32 (4-bit NF4 base) · DDP · full recompute', stem: 'llama-3.1-8b-qlora-tp1-pp1-dp1', seq: '4,096' }],
+    ['#su=llama-3-8b-qlora-axolotl-1xa100-40gb', { method: 'QLoRA rank 32 (4-bit NF4 base) · DDP · full recompute', stem: 'llama-3.1-8b-qlora-tp1-pp1-dp1', seq: '4,096' }],
   ]) {
     const { page, problems } = await open(hash);
     keep(page);

@@ -84,7 +84,8 @@ function pickFirst(ids, list) {
 const fieldSpecs = (engine) => engine.fieldSpecsByName;
 
 export const presetById = (engine, id) => engine.presets.find((p) => p.id === id) ?? null;
-export const setupById = (engine, id) => engine.setups?.find((s) => s.id === id) ?? null;
+// An id a setup had before (its aliases, core/data/setups.json) finds it too: old links keep working.
+export const setupById = (engine, id) => engine.setups?.find((s) => s.id === id || s.aliases?.includes(id)) ?? null;
 const gpuById = (engine, id) => engine.gpus.find((g) => g.id === id) ?? null;
 
 /** The memory of a GPU by id, or of the custom capacity text; null when unknown. */

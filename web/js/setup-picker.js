@@ -66,7 +66,7 @@ export class SetupPicker {
   }
 
   byId(id) {
-    return this.setups.find((s) => s.id === id) ?? null;
+    return this.setups.find((s) => s.id === id || s.aliases?.includes(id)) ?? null;
   }
 
   /** Shows `id` as the setup the page started from (null: none), and where it comes from. */

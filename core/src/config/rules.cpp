@@ -1143,18 +1143,9 @@ const Rule k_trainmem_rules[] = {
        if (c.eval_micro_batch_size == 0 || !(c.cut_cross_entropy || c.cross_entropy_chunks > 1 || c.torch_compile ||
                                              c.cross_entropy_loss_fusion))
          return ok;
-       // The fields in force, named as the user gives them (the page's compare view groups by them).
-       std::string on;
-       const auto add = [&](bool set, const char* name) {
-         if (set) on += (on.empty() ? "" : ", ") + std::string(name);
-       };
-       add(c.cut_cross_entropy, "cut_cross_entropy");
-       add(c.cross_entropy_chunks > 1, "cross_entropy_chunks");
-       add(c.torch_compile, "torch_compile");
-       add(c.cross_entropy_loss_fusion, "cross_entropy_loss_fusion");
-       return "is modelled with transformers' own loss in evaluation (Liger's fused loss materialises the logits "
-              "there too); what that loss does under no_grad with " + on +
-              " is not modelled: leave " + on + " off or eval_micro_batch_size unset";
+       return std::string("is modelled with transformers' own loss in evaluation (Liger's fused loss materialises "
+                          "the logits there too); what cut_cross_entropy, chunked, compiled or fused losses do "
+                          "under no_grad is not modelled: leave those off or eval_micro_batch_size unset");
      }},
 
     // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).

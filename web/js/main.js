@@ -945,12 +945,15 @@ function closeStuckConfidence(summary) {
 
 /**
  * Resolves once the whole page is in the document: main.js is async and may run before the body
- * is parsed, and dist/'s deferred parts are put in place by boot.js after the first frame.
+ * is parsed, and dist/'s deferred parts are put in place by boot.js after the first frame; on a
+ * link's page, when this asks for them (once the link's answer is painted, or the page failed).
  */
-function pageReady() {
-  const unfolded = () => document.documentElement.hasAttribute('data-unfolded');
-  if (unfolded()) return Promise.resolve();
-  return new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
+async function pageReady() {
+  await parsed();
+  if (document.documentElement.hasAttribute('data-unfolded')) return;
+  const unfolded = new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
+  if (document.documentElement.hasAttribute('data-link')) window.trainmemUnfoldAll?.();
+  await unfolded;
 }
 
 /** Resolves once the document is parsed (main.js is async: it may run before). */

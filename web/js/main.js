@@ -1057,6 +1057,9 @@ async function start() {
 
 start().catch(async (error) => {
   await pageReady();
+  // A link's page shows <main>, where the message is, once answered and live (app.css).
+  document.documentElement.setAttribute('data-answer', '');
+  document.documentElement.setAttribute('data-live', '');
   const box = $('general-issues');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;

@@ -7,6 +7,18 @@
 // case: plain, link or embed (all three by default); --loads: traces per case, the summary of
 // the last (the others warm nothing: a fresh context each); --keep: writes the last trace's JSON
 // (Chromium's trace format: open it in chrome://tracing or Perfetto).
+// What it showed for the link (issue 31, main 504be6f, this 2-core machine at load 4-9; the
+// page's marks, medians of 7 cold loads without tracing): first paint 108-124 ms; main.js runs at
+// 151-165 ms, as its bundle and chunks arrive (96-116 ms; the wasm, compiled as it streams from
+// the head, arrives at 103-125 ms); the glue and WebAssembly.instantiate of the compiled module
+// take under 1 ms, the Emscripten runtime and Embind 3-6 ms; the Engine constructor 30-45 ms
+// (fieldSpecsText 8.5, presets 3.9, resultSchemaText 2.9, the slot codec 4.1 ms: the first calls
+// into the module's code); restoreLink 20-28 ms; the first view (estimate and suggestions)
+// 17-30 ms; writing the answer 8-10 ms: the answer at ~250-270 ms. Traced, the first calls
+// compile 631 wasm functions lazily on the main thread (~32 ms) while TurboFan's tier-up takes
+// ~300 ms of the thread pool.
+// The answer's frame then laid out its cards for 33-59 ms, most of it loading fonts (24 lookups,
+// 23 of 33 ms): boot.js now has them laid out, hidden, while the module loads.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,8 +1,7 @@
 // A classic script in <head>, run before the first paint.
-// - A page opened with a link (any fragment) marks the document: the stylesheet shows none of
+// - A page opened with a link (any fragment) marks the document: the stylesheet lays out none of
 //   <main> until main.js has written the link's own answer (dist/'s prerendered answer is the
-//   fresh page's), then the headline's card and the breakdown alone until the page is live. After
-//   the first frame it lays out those two cards hidden (data-warm), for the answer to reuse.
+//   fresh page's), then the headline's card and the breakdown alone until the page is live.
 // - Edits made before the page is live are kept, not lost: dist/'s prerendered inputs (the GPU,
 //   the unit, the presets) can be used at once; the last value of each control is queued here and
 //   main.js replays them on the live controls (window.trainmemQueue.take()).
@@ -63,12 +62,7 @@ window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.comp
     if (!document.querySelector('template[data-deferred]')) unfoldAll(); // web/: nothing waits
     afterFrame(() => {
       unfold(1);
-      // The cards a link's answer is written into, laid out hidden while the module loads: the
-      // answer's own frame then lays out its new text alone, with the fonts and sizes they use
-      // already loaded (that first load was most of the answer frame's layout: 24 font lookups,
-      // 23 of its 33 ms in one trace; the frame's forced layout 59 -> 8 ms, median of 10 loads).
-      if (link) document.documentElement.setAttribute('data-warm', '');
-      else afterFrame(unfoldAll);
+      if (!link) afterFrame(unfoldAll);
     });
   });
 }

@@ -3,7 +3,7 @@
 // web/ as it is into a temporary folder, the wasm modules and Chart.js taken as they are in web/:
 // it never builds them). Three cases, their cold loads interleaved with the paint-floor probes:
 // the plain page (index.html), a shared link (index.html#LINK) and the embed (embed.html#LINK).
-// Prints, asserts nothing.
+// Prints, asserts nothing. Where a case's time goes: tests/bench/page-trace.mjs (a trace per case).
 //   node tests/bench/page-bench.mjs [cold loads per case, default 15] [--compare DIR]
 // --compare DIR: also builds DIR/web (another checkout, e.g. `git archive main | tar -x -C DIR`,
 // with its web/wasm and web/vendor in place) and interleaves its cold loads with this tree's, so a

@@ -279,6 +279,18 @@ await check('a shared link: its headline and breakdown are shown before the form
   return page;
 });
 
+// A link's page shows <main> only once the link's answer is written: when the estimator cannot
+// load, the message (in <main>) must be on screen all the same.
+await check('a shared link whose estimator cannot load says so on screen', async (keep) => {
+  const page = keep(await context.newPage());
+  await page.route(/\.wasm$/, (route) => route.abort());
+  await page.goto(`${url}index.html#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb`);
+  await page.waitForSelector('body[data-ready="error"]', { timeout: 20000 });
+  const message = await page.textContent('#general-issues');
+  expect(await page.isVisible('#general-issues') && message.startsWith('The calculator could not start'), `the message is not shown: "${message}"`);
+  return page;
+});
+
 // Issue 31: an edit made before the live estimator is up is queued and used, not lost.
 await check('an edit made before the engine is ready is used once it is', async (keep) => {
   const page = keep(await context.newPage());

@@ -11,7 +11,9 @@
 //   once the document is parsed: 1, the result cards below the headline (the breakdown table
 //   first); 2, the inputs' contents, the explanation and the embed dialog. main.js waits for
 //   'trainmem:unfolded' (web/ has no templates: there it comes once the document is parsed), and
-//   puts stage 1 in place itself for a link's first answer (window.trainmemUnfold(1)).
+//   puts stage 1 in place itself for a link's first answer (window.trainmemUnfold(1)). A link's
+//   page puts stage 2 in place only when main.js asks (window.trainmemUnfoldAll), after the
+//   link's answer is painted: its layout and style would otherwise come before the answer.
 // - The estimator module's fetch and compile start here, before the parser reaches the body:
 //   engine.js instantiates what this compiled (window.trainmemWasm) instead of fetching the module
 //   when its glue runs, after the page's scripts have arrived. Streaming: it compiles as it
@@ -42,18 +44,25 @@ window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.comp
     for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) t.replaceWith(t.content);
   };
   window.trainmemUnfold = unfold;
-  const done = () => {
+  let unfolded = false;
+  /** Every stage in place, then 'trainmem:unfolded' (once). */
+  const unfoldAll = () => {
+    if (unfolded) return;
+    unfolded = true;
+    unfold(1);
+    unfold(2);
     document.documentElement.setAttribute('data-unfolded', '');
     document.dispatchEvent(new Event('trainmem:unfolded'));
   };
+  // A link's page puts stage 2 in place when main.js asks, once the link's answer is painted (or
+  // when the page cannot start): until then the main thread is the answer's.
+  window.trainmemUnfoldAll = unfoldAll;
+  const link = document.documentElement.hasAttribute('data-link');
   document.addEventListener('DOMContentLoaded', () => {
-    if (!document.querySelector('template[data-deferred]')) return done();
+    if (!document.querySelector('template[data-deferred]')) unfoldAll(); // web/: nothing waits
     afterFrame(() => {
       unfold(1);
-      afterFrame(() => {
-        unfold(2);
-        done();
-      });
+      if (!link) afterFrame(unfoldAll);
     });
   });
 }

@@ -920,7 +920,14 @@ function watchSticky(summary) {
     if (!entry.isIntersecting) confidence.stuck();
     keepHeight();
   }).observe(sentinel);
-  new ResizeObserver(keepHeight).observe(summary);
+  // A resize while not stuck (a keystroke can change the summary's lines) is measured in the task
+  // after the frame: the class on and off restyles the whole summary, which in the keystroke's
+  // frame took ~3 of its ~10 ms at 390x844 (traced). Stuck, its own height is the one: no toggle.
+  let pending = 0;
+  new ResizeObserver(() => {
+    if (summary.classList.contains('stuck')) keepHeight();
+    else pending ||= setTimeout(() => { pending = 0; keepHeight(); });
+  }).observe(summary);
 }
 
 // The scroll, in CSS px, after which a confidence line opened in the stuck phone summary closes:
@@ -963,12 +970,15 @@ function closeStuckConfidence(summary) {
 
 /**
  * Resolves once the whole page is in the document: main.js is async and may run before the body
- * is parsed, and dist/'s deferred parts are put in place by boot.js after the first frame.
+ * is parsed, and dist/'s deferred parts are put in place by boot.js after the first frame; on a
+ * link's page, when this asks for them (once the link's answer is painted, or the page failed).
  */
-function pageReady() {
-  const unfolded = () => document.documentElement.hasAttribute('data-unfolded');
-  if (unfolded()) return Promise.resolve();
-  return new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
+async function pageReady() {
+  await parsed();
+  if (document.documentElement.hasAttribute('data-unfolded')) return;
+  const unfolded = new Promise((resolve) => document.addEventListener('trainmem:unfolded', resolve, { once: true }));
+  if (document.documentElement.hasAttribute('data-link')) window.trainmemUnfoldAll?.();
+  await unfolded;
 }
 
 /** Resolves once the document is parsed (main.js is async: it may run before). */
@@ -1072,6 +1082,9 @@ async function start() {
 
 start().catch(async (error) => {
   await pageReady();
+  // A link's page shows <main>, where the message is, once answered and live (app.css).
+  document.documentElement.setAttribute('data-answer', '');
+  document.documentElement.setAttribute('data-live', '');
   const box = $('general-issues');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;

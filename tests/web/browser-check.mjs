@@ -1596,6 +1596,8 @@ await check('garbage in the import panel is named and the page keeps its inputs:
   const { page, problems } = await open('#v=1&m=llama-3.1-8b&s=4096&b=2&tp=2&dp=4&gpu=h100-80gb');
   keep(page);
   await page.click('#import-panel > summary');
+  // The page writes the link's own URL once it is live (share.scheduleLinkWrite): read it after.
+  await settleUrl(page);
   const before = { total: await total(page), hash: await hashNow(page) };
   const cases = [
     ['{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1e999}', '8', /train_micro_batch_size_per_gpu: .*"inf"/],
@@ -1612,7 +1614,7 @@ await check('garbage in the import panel is named and the page keeps its inputs:
     expect(named.test(report), `${text}: report ${report}`);
     await settleUrl(page);
     expect(await total(page) === before.total && await hashNow(page) === before.hash && await page.inputValue('#f-micro_batch_size') === '2',
-      `${text}: the page changed (${await total(page)}, b ${await page.inputValue('#f-micro_batch_size')})`);
+      `${text}: the page changed (${await total(page)}, b ${await page.inputValue('#f-micro_batch_size')}, ${await hashNow(page)}; before ${before.total}, ${before.hash})`);
   }
   expect(problems.length === 0, problems.join('\n'));
   return page;

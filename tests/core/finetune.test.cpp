@@ -800,6 +800,16 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   };
   CHECK(in("bf16") == 359744);
   CHECK(in("fp16") == 274480);
+  // The RMSNorms' PowBackward0: in fp32 x's gradient joins the residual gradient at once, and
+  // mean's and pow's four 4 · 146 · 64 = 37,376 B gradients remain: 149,504 B; in bf16 x's fp32
+  // gradient waits for the cast's backward: five, 186,880 B. Under LoRA the post-attention norm's
+  // point has down_proj's adapter gradients made (the norm's weight is frozen), the input norm's
+  // every adapter gradient of the layer.
+  CHECK(lora.norm == 149504);
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).norm == 186880);
+  CHECK(lora.norm_mlp_made_params == 1056);
+  CHECK(lora.norm_attention_made_params == lora.layer_params);
+  CHECK(lora.norm_attention_freed > lora.norm_mlp_freed);
 }
 
 TEST_CASE("transformers' MoE block's backward: the first expert, the summed input gradients, q_proj's end", "[finetune][moe][backward]") {

@@ -156,6 +156,11 @@ struct DecoderBackward {
   // q_proj's MmBackward0, the layer's last weight gradient: the input gradients of q and of k
   // and v (summed) beside the residual gradient, every gradient of the layer made.
   double qkv = 0, qkv_freed = 0, qkv_made_params = 0;
+  // The post-attention and the input RMSNorm's PowBackward0 (fp32 inside the norm): five fp32
+  // T·h gradients beside the norm's fp32 input.
+  double norm_mlp_freed = 0, norm_mlp_made_params = 0;
+  double norm_attention_freed = 0, norm_attention_made_params = 0;
+  double norm = 0;
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 

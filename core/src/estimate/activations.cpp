@@ -2387,6 +2387,48 @@ void qkv_point(const Config& config, const Shape& x, bool moe_layer, double laye
   out.qkv_made_params = layer_params - (config.peft_on() ? 0 : x.h);  // the input norm's is made after
 }
 
+// A layer's two RMSNorms in backward (transformers' LlamaRMSNorm and torchtune's RMSNorm, which
+// upcast to fp32 inside: x = input.float(); x · rsqrt(mean(x²) + eps), cast back, times the
+// weight), as output_backward_bytes walks the final norm: after the weight's MulBackward0 (its
+// gradient summed) and the cast's backward (the gradient in fp32), x · rsqrt's MulBackward0 writes
+// x's gradient, mean's backward a 4·T·h, and PowBackward0 (pow_backward: `grad * (exp *
+// self.pow(exp - 1))`) three more, beside the norm's fp32 input, which pow saved; the statistics
+// (rsqrt's output) are freed by then. x's gradient waits for the cast's backward where the stream
+// is 16-bit (five fp32 T·h); where it is fp32 the upcast is the stream itself, so that gradient is
+// added at once into the residual gradient's buffer (out of place) and four remain (the
+// allocation timeline oracle: a bf16 draw, c15, and an fp32 one, c10, at aten::mul in
+// PowBackward0).
+//  - the post-attention norm: the MLP's (or MoE block's) saved tensors and the norm's
+//    normalised output freed, their gradients and the norm's weight's made;
+//  - the input norm: every saved tensor of the layer freed but that norm's input,
+//    and the model's cos/sin, positions and mask (freed by the first layer's rotary and attention
+//    nodes), every gradient of the layer made.
+void norm_points(const Config& config, const Shape& x, bool moe_layer, double mlp_params, double layer_params,
+                 DecoderBackward& out) {
+  if (config.normalization != Normalization::rms_norm) return;
+  const bool fp32_stream = x.e == 4 || x.kbit_fp32;
+  out.norm = (fp32_stream ? 4 : 5) * 4 * x.h * x.tokens;
+  SavedTensors saved;
+  no_recompute_layer_detail(config, &saved, moe_layer);
+  const auto starts = [](std::string_view name, std::initializer_list<std::string_view> prefixes) {
+    for (std::string_view p : prefixes)
+      if (name.substr(0, p.size()) == p) return true;
+    return false;
+  };
+  for (const SavedTensor& t : saved) {
+    if (starts(t.name, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
+                        "norm.mlp_stats"}))
+      out.norm_mlp_freed += t.bytes;
+    if (!starts(t.name, {"norm.attention_input"})) out.norm_attention_freed += t.bytes;
+  }
+  Ledger model(nullptr);
+  hf_model_tensors(config, x, model);
+  out.norm_attention_freed += model.total();
+  const double norm_weight = config.peft_on() ? 0 : x.h;
+  out.norm_mlp_made_params = mlp_params + norm_weight;
+  out.norm_attention_made_params = layer_params;
+}
+
 // transformers' MoE block (MixtralSparseMoeBlock.forward, modeling_mixtral.py @ af3efdd7) in
 // backward, with every expert given T·K/E of the T·K routed rows (balanced routing, as the
 // routing load's default). The loop's index_add_ nodes run in reverse, the last expert first;
@@ -2493,6 +2535,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;
     eager_softmax_point(config, x, true, o_params + router_params + E * expert_params + norm_params, out);
     qkv_point(config, x, true, out.layer_params, out);
+    norm_points(config, x, true, router_params + E * expert_params, out.layer_params, out);
     return out;
   }
   out.swiglu = 3 * x.e * x.f * x.tokens;
@@ -2527,6 +2570,11 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
                                        : q * x.h + 3 * x.h * x.f + x.h,
                       out);
   qkv_point(config, x, false, out.layer_params, out);
+  norm_points(config, x, false,
+              config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, x.f) + adapter(LoraTarget::up_proj, x.h, x.f) +
+                                     out.down_params
+                               : 3 * x.h * x.f,
+              out.layer_params, out);
   return out;
 }
 

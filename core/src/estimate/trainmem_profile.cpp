@@ -2641,6 +2641,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const auto [last_qkv, first_qkv] = layer_points(dec.qkv, dec.qkv_freed, dec.qkv_made_params);
   const auto [last_expert_end, first_expert_end] =
       layer_points(dec.expert_sum, dec.expert_last_sum_freed, dec.expert_last_sum_made_params);
+  const auto [last_norm_mlp, first_norm_mlp] = layer_points(dec.norm, dec.norm_mlp_freed, dec.norm_mlp_made_params);
+  const auto [last_norm_attention, first_norm_attention] =
+      layer_points(dec.norm, dec.norm_attention_freed, dec.norm_attention_made_params);
   const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
                                      dec.token_ids, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
@@ -2653,7 +2656,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     backward_at = &last_layer;
     for (const Candidate* at : {&last_swiglu, &first_swiglu, &last_softmax, &first_softmax, &last_expert, &first_expert,
                                  &last_expert_sum, &first_expert_sum, &last_qkv, &first_qkv, &last_expert_end,
-                                 &first_expert_end, &embedding_backward})
+                                 &first_expert_end, &last_norm_mlp, &first_norm_mlp, &last_norm_attention,
+                                 &first_norm_attention, &embedding_backward})
       if (at->bytes > backward_at->bytes) backward_at = at;
   }
   const Candidate& backward = *backward_at;

@@ -2331,6 +2331,14 @@ bool every_layer_checkpointed(const Config& c) {
            c.recompute_num_layers < per_stage);
 }
 
+// Whether a saved tensor's name starts with one of `prefixes` (the ledger's names: "mlp.",
+// "lora.down_proj_input", ...), to tell which nodes of a layer have run at a point of its backward.
+bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view p : prefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  return false;
+}
+
 // transformers' eager attention (eager_attention_forward: softmax(q·kᵀ·scale + mask, fp32),
 // cast to the query's dtype, dropout, matmul with the repeated values). Backward reaches it
 // after the MLP, o_proj and the probabilities' matmul have run: that BmmBackward0 writes the
@@ -2359,9 +2367,8 @@ void eager_softmax_point(const Config& config, const Shape& x, bool moe_layer, d
   // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
   // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
   const auto kept = [](std::string_view n) {
-    for (std::string_view k : {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"})
-      if (n.substr(0, k.size()) == k) return true;
-    return n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
+    return starts_with_any(n, {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"}) ||
+           n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
   };
   for (const SavedTensor& t : saved)
     if (!kept(t.name)) out.softmax_freed += t.bytes;
@@ -2410,16 +2417,11 @@ void norm_points(const Config& config, const Shape& x, bool moe_layer, double ml
   out.norm = (fp32_stream ? 4 : 5) * 4 * x.h * x.tokens;
   SavedTensors saved;
   no_recompute_layer_detail(config, &saved, moe_layer);
-  const auto starts = [](std::string_view name, std::initializer_list<std::string_view> prefixes) {
-    for (std::string_view p : prefixes)
-      if (name.substr(0, p.size()) == p) return true;
-    return false;
-  };
   for (const SavedTensor& t : saved) {
-    if (starts(t.name, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
-                        "norm.mlp_stats"}))
+    if (starts_with_any(t.name, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
+                                 "norm.mlp_stats"}))
       out.norm_mlp_freed += t.bytes;
-    if (!starts(t.name, {"norm.attention_input"})) out.norm_attention_freed += t.bytes;
+    if (!starts_with_any(t.name, {"norm.attention_input"})) out.norm_attention_freed += t.bytes;
   }
   Ledger model(nullptr);
   hf_model_tensors(config, x, model);
@@ -2461,9 +2463,8 @@ void moe_backward_points(const Config& config, const Shape& x, DecoderBackward& 
   double per_row = 0, freed_first = 0;  // bytes per routed row: all of an expert's, and the first point's
   for (const SavedTensor& t : saved) {
     const std::string_view name = t.name;
-    const bool expert = name.substr(0, 11) == "moe.expert_" || name == "moe.routing_weights" ||
-                        name == "moe.weighted_output" || name.substr(0, 13) == "lora.gate_pro" ||
-                        name.substr(0, 11) == "lora.up_pro" || name.substr(0, 13) == "lora.down_pro";
+    const bool expert = starts_with_any(name, {"moe.expert_", "lora.gate_proj", "lora.up_proj", "lora.down_proj"}) ||
+                        name == "moe.routing_weights" || name == "moe.weighted_output";
     if (!expert) continue;
     per_row += t.bytes / N;
     if (name == k_expert_names.fc2_input || name == "moe.expert_output" || name == "moe.weighted_output" ||

@@ -1076,9 +1076,11 @@ constexpr std::string_view k_src_hf_moe_experts =
     "the gathers and index_add_), hidden_states[top_x] a copy of the expert's tokens (kept by w1 "
     "and w3), expert output * routing weight keeps both, index_add_ keeps the weighted output";
 constexpr std::string_view k_src_eager_checkpoint =
-    "torch.utils.checkpoint (use_reentrant=False, as torchtune's and torchtitan's activation "
-    "checkpointing and transformers' gradient_checkpointing_enable use it) keeps the layer's "
-    "arguments while its output needs a gradient: the hidden state (the residual stream's dtype)";
+    "torch.utils.checkpoint keeps the layer's arguments while its output needs a gradient: the "
+    "hidden state (the residual stream's dtype); non-reentrant as torchtune's and torchtitan's "
+    "activation checkpointing run it, reentrant (CheckpointFunction's save_for_backward, the same "
+    "arguments) as transformers' gradient_checkpointing_enable runs it unless "
+    "gradient_checkpointing_kwargs says otherwise";
 constexpr std::string_view k_src_hf_checkpoint_args =
     "transformers LlamaModel.forward @ 5dd4a635 passes hidden_states, causal_mask, "
     "position_ids, cache_position and position_embeddings to _gradient_checkpointing_func: the "

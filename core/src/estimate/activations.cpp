@@ -2322,6 +2322,12 @@ OutputBackward output_backward_bytes(const Config& config) {
 // before MulBackward0 (made after the base's matmul in forward) and free their own saved
 // tensors; the gradients made are the adapters' (r · (in + out) per target). Both checked by the
 // allocation timeline oracle (tests/oracle/README.md: c11, c12, c19, c20, c22 exact).
+// The layer's other points, each below with its own walk: eager attention's SoftmaxBackward0
+// (eager_softmax_point), q_proj's MmBackward0 (qkv_point), the two RMSNorms' PowBackward0
+// (norm_points), and in transformers' MoE block the expert loop's (moe_backward_points), which
+// replaces the SwiGLU point. Each is three numbers (the bytes beyond G and the saved tensors, the
+// saved bytes freed by then, the layer's parameters whose gradients are made), which
+// trainmem_profile.cpp evaluate_stage turns into a candidate in the last layer and the first.
 namespace {
 // Full recompute on every layer of the stage: the block method's layers beyond
 // recompute_num_layers keep their whole saved set (as hf_model_tensors' plain_layers).

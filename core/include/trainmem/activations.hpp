@@ -7,6 +7,7 @@
 // (trainmem_profile.cpp) from these per-microbatch figures.
 #pragma once
 
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -161,6 +162,23 @@ struct DecoderBackward {
   double norm_mlp_freed = 0, norm_mlp_made_params = 0;
   double norm_attention_freed = 0, norm_attention_made_params = 0;
   double norm = 0;
+
+  // One walked point of a layer's backward: beyond `incoming` and the saved tensors less `freed`,
+  // `extra` bytes of gradients and temporaries, with `made_params` of the layer's gradients made.
+  // extra 0: the point is not walked for this config.
+  struct Point {
+    double extra = 0, freed = 0, made_params = 0;
+  };
+  std::array<Point, 8> points() const {
+    return {{{swiglu, product, down_params},
+             {softmax, softmax_freed, softmax_made_params},
+             {expert_first, expert_first_freed, expert_first_made_params},
+             {expert_sum, expert_sum_freed, expert_sum_made_params},
+             {expert_sum, expert_last_sum_freed, expert_last_sum_made_params},
+             {qkv, qkv_freed, qkv_made_params},
+             {norm, norm_mlp_freed, norm_mlp_made_params},
+             {norm, norm_attention_freed, norm_attention_made_params}}};
+  }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 

@@ -2586,11 +2586,11 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{state_after_loss + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
-  // The eager dense layers' backward walked node by node (activations.cpp decoder_backward_bytes):
-  // the SwiGLU product's MulBackward0 in the last layer and in the first, and the embedding's
-  // backward, replace the two ends above, whose first-layer end counts that layer's saved tensors
-  // beside every gradient (no such moment exists). Gradients made so far: the output layer's and
-  // the final norm's, down_proj's of the layer, and every layer's above it.
+  // The eager layers' backward walked node by node (activations.cpp decoder_backward_bytes): its
+  // points in the last layer and in the first, and the embedding's backward, replace the two ends
+  // above, whose first-layer end counts that layer's saved tensors beside every gradient (no such
+  // moment exists). Gradients made so far: the output layer's and the final norm's, the layer's
+  // made by that point, and every layer's above it.
   const DecoderBackward dec = include_activation && first && last ? decoder_backward_bytes(c) : DecoderBackward{};
   // Gradient bytes per trainable parameter of a decoder layer (under peft its adapters, whose
   // gradients are in the adapters' dtype; modules_to_save copies are the output side's or the
@@ -2605,45 +2605,26 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                                            ? LayerRecompute::checkpointed
                                                            : LayerRecompute::policy)
                    : 0;
-  const double top_made = state.output_gradients + state.output_adapter_gradients +
-                          grad_per_param * (dec.norm_params + dec.down_params);
-  const double bottom_made = top_made + (layers_here - 1) * grad_per_param * dec.layer_params;
-  const double swiglu_saved = A - act.loss_chunk - dec.product;
-  const Candidate last_swiglu{state_after_loss - absent_with(top_made) + swiglu_saved + dec.incoming + dec.swiglu +
-                                  backward_working,
-                              absent_with(top_made), swiglu_saved, Moment::backward};
-  const Candidate first_swiglu{state_after_loss - absent_with(bottom_made) + swiglu_saved -
-                                   (layers_here - 1) * layer_saved + dec.incoming + dec.swiglu + backward_working,
-                               absent_with(bottom_made), swiglu_saved - (layers_here - 1) * layer_saved,
-                               Moment::backward};
-  // The layer's other walked points (activations.cpp decoder_backward_bytes: eager attention's
-  // SoftmaxBackward0, the MoE block's first expert and its second's summed input gradient), each
-  // in the last layer and in the first, as the SwiGLU point: beyond the residual gradient, `extra`
-  // bytes beside the saved tensors less `freed_saved`, `made_params` of the layer's gradients made.
-  const auto layer_points = [&](double extra, double freed_saved, double made_params) {
-    if (!(extra > 0)) return std::pair<Candidate, Candidate>{};
+  // Each walked point of the layer (activations.cpp decoder_backward_bytes: the SwiGLU product,
+  // eager attention's softmax, the MoE loop's first expert and summed input gradients, q_proj's
+  // end, the two RMSNorms) in the last layer and in the first: beyond the residual gradient, its
+  // extra bytes beside the saved tensors less those freed by then, with its layer's gradients made
+  // and, in the first layer, every layer's above it (their saved tensors freed).
+  std::array<Candidate, 2 * std::tuple_size_v<decltype(dec.points())>> layer_points{};  // unwalked: 0 B
+  size_t n_points = 0;
+  for (const DecoderBackward::Point& p : dec.points()) {
+    if (!(p.extra > 0)) continue;
     const double top = state.output_gradients + state.output_adapter_gradients +
-                       grad_per_param * (dec.norm_params + made_params);
+                       grad_per_param * (dec.norm_params + p.made_params);
     const double bottom = top + (layers_here - 1) * grad_per_param * dec.layer_params;
-    const double saved = A - act.loss_chunk - freed_saved;
+    const double saved = A - act.loss_chunk - p.freed;
     const double below = saved - (layers_here - 1) * layer_saved;
-    return std::pair<Candidate, Candidate>{
-        Candidate{state_after_loss - absent_with(top) + saved + dec.incoming + extra + backward_working,
-                  absent_with(top), saved, Moment::backward},
-        Candidate{state_after_loss - absent_with(bottom) + below + dec.incoming + extra + backward_working,
-                  absent_with(bottom), below, Moment::backward}};
-  };
-  const auto [last_softmax, first_softmax] = layer_points(dec.softmax, dec.softmax_freed, dec.softmax_made_params);
-  const auto [last_expert, first_expert] =
-      layer_points(dec.expert_first, dec.expert_first_freed, dec.expert_first_made_params);
-  const auto [last_expert_sum, first_expert_sum] =
-      layer_points(dec.expert_sum, dec.expert_sum_freed, dec.expert_sum_made_params);
-  const auto [last_qkv, first_qkv] = layer_points(dec.qkv, dec.qkv_freed, dec.qkv_made_params);
-  const auto [last_expert_end, first_expert_end] =
-      layer_points(dec.expert_sum, dec.expert_last_sum_freed, dec.expert_last_sum_made_params);
-  const auto [last_norm_mlp, first_norm_mlp] = layer_points(dec.norm, dec.norm_mlp_freed, dec.norm_mlp_made_params);
-  const auto [last_norm_attention, first_norm_attention] =
-      layer_points(dec.norm, dec.norm_attention_freed, dec.norm_attention_made_params);
+    layer_points[n_points++] = {state_after_loss - absent_with(top) + saved + dec.incoming + p.extra + backward_working,
+                                absent_with(top), saved, Moment::backward};
+    layer_points[n_points++] = {state_after_loss - absent_with(bottom) + below + dec.incoming + p.extra +
+                                    backward_working,
+                                absent_with(bottom), below, Moment::backward};
+  }
   const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
                                      dec.token_ids, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
@@ -2654,11 +2635,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
   if (dec.modelled) {
     backward_at = &last_layer;
-    for (const Candidate* at : {&last_swiglu, &first_swiglu, &last_softmax, &first_softmax, &last_expert, &first_expert,
-                                 &last_expert_sum, &first_expert_sum, &last_qkv, &first_qkv, &last_expert_end,
-                                 &first_expert_end, &last_norm_mlp, &first_norm_mlp, &last_norm_attention,
-                                 &first_norm_attention, &embedding_backward})
-      if (at->bytes > backward_at->bytes) backward_at = at;
+    for (const Candidate& at : std::span(layer_points).first(n_points))
+      if (at.bytes > backward_at->bytes) backward_at = &at;
+    if (embedding_backward.bytes > backward_at->bytes) backward_at = &embedding_backward;
   }
   const Candidate& backward = *backward_at;
   // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the

@@ -2362,7 +2362,7 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
 // aten::_softmax_backward_data).
 // `made_params`: the layer's parameters whose gradients are made by then (the MLP's or the MoE
 // block's, o_proj's, the post-attention norm's).
-void eager_softmax_point(const Config& config, const Shape& x, bool moe_layer, double made_params,
+void eager_softmax_point(const Config& config, const Shape& x, const SavedTensors& saved, double made_params,
                          DecoderBackward& out) {
   if (config.attention_backend != AttentionBackend::unfused || eager_kind(config) != Eager::hf ||
       config.attention_sinks || !(x.a > 0))
@@ -2370,8 +2370,6 @@ void eager_softmax_point(const Config& config, const Shape& x, bool moe_layer, d
   const double scores = x.a * x.tokens * x.s;
   const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
   out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
-  SavedTensors saved;
-  no_recompute_layer_detail(config, &saved, moe_layer);
   // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
   // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
   const auto kept = [](std::string_view n) {
@@ -2390,10 +2388,9 @@ void eager_softmax_point(const Config& config, const Shape& x, bool moe_layer, d
 // model's cos/sin, positions and mask are freed by the first layer's rotary and attention
 // nodes. In the first layer, every gradient but the embedding's is made (the allocation timeline
 // oracle: an MoE draw, c10, peaks there).
-void qkv_point(const Config& config, const Shape& x, bool moe_layer, double layer_params, DecoderBackward& out) {
+void qkv_point(const Config& config, const Shape& x, const SavedTensors& saved, double layer_params,
+               DecoderBackward& out) {
   out.qkv = x.e * x.tokens * (2 * x.h + x.a * x.k);
-  SavedTensors saved;
-  no_recompute_layer_detail(config, &saved, moe_layer);
   for (const SavedTensor& t : saved)
     if (t.name.substr(0, 15) != "norm.attention_" && t.name != "attention.qkv_input") out.qkv_freed += t.bytes;
   Ledger model(nullptr);
@@ -2418,13 +2415,11 @@ void qkv_point(const Config& config, const Shape& x, bool moe_layer, double laye
 //  - the input norm: every saved tensor of the layer freed but that norm's input,
 //    and the model's cos/sin, positions and mask (freed by the first layer's rotary and attention
 //    nodes), every gradient of the layer made.
-void norm_points(const Config& config, const Shape& x, bool moe_layer, double mlp_params, double layer_params,
+void norm_points(const Config& config, const Shape& x, const SavedTensors& saved, double mlp_params, double layer_params,
                  DecoderBackward& out) {
   if (config.normalization != Normalization::rms_norm) return;
   const bool fp32_stream = x.e == 4 || x.kbit_fp32;
   out.norm = (fp32_stream ? 4 : 5) * 4 * x.h * x.tokens;
-  SavedTensors saved;
-  no_recompute_layer_detail(config, &saved, moe_layer);
   for (const SavedTensor& t : saved) {
     if (starts_with_any(t.name, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
                                  "norm.mlp_stats"}))
@@ -2461,12 +2456,10 @@ void norm_points(const Config& config, const Shape& x, bool moe_layer, double ml
 //    so the largest of these sums is at one end).
 // Not walked: the router's nodes after the loop (T·E-sized) and an expert's later points, which
 // are smaller while the experts' tensors fall expert by expert.
-void moe_backward_points(const Config& config, const Shape& x, DecoderBackward& out) {
+void moe_backward_points(const Config& config, const Shape& x, const SavedTensors& saved, DecoderBackward& out) {
   const double E = double(config.num_moe_experts), K = double(config.moe_router_topk);
   const double f_e = double(config.moe_ffn_hidden_size), T = x.tokens;
   const double N = expert_tokens(config, x), n = N / E;
-  SavedTensors saved;
-  no_recompute_layer_detail(config, &saved, true);
   const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
   double per_row = 0, freed_first = 0;  // bytes per routed row: all of an expert's, and the first point's
   for (const SavedTensor& t : saved) {
@@ -2530,8 +2523,11 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
                                             adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h)
                                       : x.h * (q + 2 * kv) + q * x.h + x.h;
   const double o_params = config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) : q * x.h;
+  // The layer's saved tensors, listed once: each point reads which of them its nodes have freed.
+  SavedTensors saved;
+  no_recompute_layer_detail(config, &saved, hf_moe);
   if (hf_moe) {
-    moe_backward_points(config, x, out);
+    moe_backward_points(config, x, saved, out);
     const double E = double(config.num_moe_experts), f_e = double(config.moe_ffn_hidden_size);
     const double expert_params = config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, f_e) +
                                                         adapter(LoraTarget::up_proj, x.h, f_e) +
@@ -2542,9 +2538,9 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     out.layer_params = attention_params + router_params + E * expert_params + norm_params;
     out.norm_params = norm_params;
     out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;
-    eager_softmax_point(config, x, true, o_params + router_params + E * expert_params + norm_params, out);
-    qkv_point(config, x, true, out.layer_params, out);
-    norm_points(config, x, true, router_params + E * expert_params, out.layer_params, out);
+    eager_softmax_point(config, x, saved, o_params + router_params + E * expert_params + norm_params, out);
+    qkv_point(config, x, saved, out.layer_params, out);
+    norm_points(config, x, saved, router_params + E * expert_params, out.layer_params, out);
     return out;
   }
   out.swiglu = 3 * x.e * x.f * x.tokens;
@@ -2552,8 +2548,6 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
   // saved tensors (dropout mask, copy, r-wide intermediate), read off the layer's ledger.
   {
-    SavedTensors saved;
-    no_recompute_layer_detail(config, &saved);
     const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
     for (const SavedTensor& t : saved)
       if (t.name == k_mlp_names.fc2_input || t.name == down.input || t.name == down.mask ||
@@ -2573,13 +2567,13 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     out.norm_params = x.h;
   }
   out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;  // a frozen embedding runs no backward
-  eager_softmax_point(config, x, false,
+  eager_softmax_point(config, x, saved,
                       config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) + adapter(LoraTarget::gate_proj, x.h, x.f) +
                                              adapter(LoraTarget::up_proj, x.h, x.f) + out.down_params
                                        : q * x.h + 3 * x.h * x.f + x.h,
                       out);
-  qkv_point(config, x, false, out.layer_params, out);
-  norm_points(config, x, false,
+  qkv_point(config, x, saved, out.layer_params, out);
+  norm_points(config, x, saved,
               config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, x.f) + adapter(LoraTarget::up_proj, x.h, x.f) +
                                      out.down_params
                                : 3 * x.h * x.f,

@@ -800,6 +800,10 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   };
   CHECK(in("bf16") == 359744);
   CHECK(in("fp16") == 274480);
+  // torchtune's attention (scaled_dot_product_attention's math path when unfused) keeps its
+  // softmax in the compute dtype: in bf16 two 2 · scores, 18,688 + 4 · 42,632 = 189,216 B.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "model_implementation": "torchtune", "params_dtype": "bf16",
+      "compute_dtype": "bf16"})")).softmax == 189216);
   // The RMSNorms' PowBackward0: in fp32 x's gradient joins the residual gradient at once, and
   // mean's and pow's four 4 · 146 · 64 = 37,376 B gradients remain: 149,504 B; in bf16 x's fp32
   // gradient waits for the cast's backward: five, 186,880 B. Under LoRA the post-attention norm's

@@ -2364,17 +2364,26 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
 // block's, o_proj's, the post-attention norm's).
 void eager_softmax_point(const Config& config, const Shape& x, const SavedTensors& saved, double made_params,
                          DecoderBackward& out) {
-  if (config.attention_backend != AttentionBackend::unfused || eager_kind(config) != Eager::hf ||
-      config.attention_sinks || !(x.a > 0))
+  if (config.attention_backend != AttentionBackend::unfused || config.attention_sinks || !(x.a > 0) ||
+      config.torch_compile)
     return;
   const double scores = x.a * x.tokens * x.s;
-  const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
-  out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
+  if (eager_kind(config) == Eager::hf) {
+    const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
+    out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
+  } else {
+    // torchtune's and torchtitan's attention is scaled_dot_product_attention; unfused, its math
+    // path (the reference's on the CPU): the softmax in the compute dtype, no fp32 copy, so the
+    // probabilities' and the scores' gradients are e · scores each (the allocation timeline
+    // oracle, torchtune draws: seed 7 c16, seed 21 c12).
+    out.softmax = x.e * x.a * x.k * x.tokens + 2 * x.e * scores;
+  }
   // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
   // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
   const auto kept = [](std::string_view n) {
     return starts_with_any(n, {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"}) ||
-           n == "attention.q" || n == "attention.k" || n == "attention.softmax_output";
+           n == "attention.q" || n == "attention.k" || n == "attention.q_scaled" || n == "attention.k_scaled" ||
+           n == "attention.softmax_output";
   };
   for (const SavedTensor& t : saved)
     if (!kept(t.name)) out.softmax_freed += t.bytes;

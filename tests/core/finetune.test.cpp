@@ -772,16 +772,16 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   const DecoderBackward lora = decoder_backward_bytes(config_from(base + "}"));
   REQUIRE(lora.modelled);
   CHECK(lora.incoming == 37376);
-  CHECK(lora.swiglu == 350400);
-  CHECK(lora.product == 119136);
-  CHECK(lora.down_params == 1056);
+  CHECK(lora.swiglu.extra == 350400);
+  CHECK(lora.swiglu.freed == 119136);
+  CHECK(lora.swiglu.made_params == 1056);
   CHECK(lora.layer_params == 1056);
   CHECK(lora.norm_params == 0);
   CHECK(lora.token_ids == 0);
   // With dropout the adapter reads a dropped-out copy (4 · 146 · 200 = 116,800 B) and keeps a
   // bool mask (146 · 200 = 29,200 B); the frozen base then keeps no product: 116,800 + 29,200 +
   // 2,336 = 148,336 B freed by down_proj's nodes.
-  CHECK(decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})")).product == 148336);
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})")).swiglu.freed == 148336);
   // Every layer checkpointed (full recompute, uniform): walked, the recomputed layer's saved set
   // standing in for the kept one; the block method with one of the two layers is not.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "recompute_granularity": "full",
@@ -793,27 +793,27 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   // dtype, scores = 4 heads · 146 tokens · 73 = 42,632. fp32: 37,376 + 8 · 42,632 = 378,432 B;
   // bf16 (cast to fp32 before the softmax): 18,688 + 8 · 42,632 = 359,744 B; fp16 on CUDA
   // (half_to_float reads the fp16 scores): 18,688 + 6 · 42,632 = 274,480 B.
-  CHECK(lora.softmax == 378432);
+  CHECK(lora.softmax.extra == 378432);
   const auto in = [&](const char* dtype) {
     return decoder_backward_bytes(config_from(base + R"(, "params_dtype": ")" + dtype + R"(", "compute_dtype": ")" +
-                                              dtype + R"("})")).softmax;
+                                              dtype + R"("})")).softmax.extra;
   };
   CHECK(in("bf16") == 359744);
   CHECK(in("fp16") == 274480);
   // torchtune's attention (scaled_dot_product_attention's math path when unfused) keeps its
   // softmax in the compute dtype: in bf16 two 2 · scores, 18,688 + 4 · 42,632 = 189,216 B.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "model_implementation": "torchtune", "params_dtype": "bf16",
-      "compute_dtype": "bf16"})")).softmax == 189216);
+      "compute_dtype": "bf16"})")).softmax.extra == 189216);
   // The RMSNorms' PowBackward0: in fp32 x's gradient joins the residual gradient at once, and
   // mean's and pow's four 4 · 146 · 64 = 37,376 B gradients remain: 149,504 B; in bf16 x's fp32
   // gradient waits for the cast's backward: five, 186,880 B. Under LoRA the post-attention norm's
   // point has down_proj's adapter gradients made (the norm's weight is frozen), the input norm's
   // every adapter gradient of the layer.
-  CHECK(lora.norm == 149504);
-  CHECK(decoder_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).norm == 186880);
-  CHECK(lora.norm_mlp_made_params == 1056);
-  CHECK(lora.norm_attention_made_params == lora.layer_params);
-  CHECK(lora.norm_attention_freed > lora.norm_mlp_freed);
+  CHECK(lora.norm_mlp.extra == 149504);
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).norm_mlp.extra == 186880);
+  CHECK(lora.norm_mlp.made_params == 1056);
+  CHECK(lora.norm_attention.made_params == lora.layer_params);
+  CHECK(lora.norm_attention.freed > lora.norm_mlp.freed);
 }
 
 TEST_CASE("transformers' MoE block's backward: the first expert, the summed input gradients, q_proj's end", "[finetune][moe][backward]") {
@@ -830,23 +830,24 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
       "framework": "ddp", "attention_backend": "flash", "hidden_dropout": 0)";
   const DecoderBackward moe = decoder_backward_bytes(config_from(base + "}"));
   REQUIRE(moe.modelled);
-  CHECK(moe.swiglu == 0);  // no dense MLP
+  CHECK(moe.swiglu.extra == 0);  // no dense MLP
   // The first expert's silu · w3 MulBackward0: three 4 · 16 · 32 gradients and the routing
   // weights' gradient 4 · 32 · 2 = 256: 6,400 B; its product, w2 output, weighted output and
   // routing weights freed, (128 + 256 + 256 + 4) · 16 = 10,304 B; w2's 32 · 64 gradient made.
-  CHECK(moe.expert_first == 6400);
-  CHECK(moe.expert_first_freed == 10304);
-  CHECK(moe.expert_first_made_params == 2048);
+  CHECK(moe.expert_first.extra == 6400);
+  CHECK(moe.expert_first.freed == 10304);
+  CHECK(moe.expert_first.made_params == 2048);
   // The second expert's input gradient added out of place: old, new and sum, 3 · 4 · 32 · 64,
   // with the routing weights' gradient: 24,832 B; two experts' 1,300 · 16 freed, their three
   // 2,048-element weights' gradients made; at the last expert all four.
-  CHECK(moe.expert_sum == 24832);
-  CHECK(moe.expert_sum_freed == 41600);
-  CHECK(moe.expert_sum_made_params == 12288);
-  CHECK(moe.expert_last_sum_freed == 83200);
-  CHECK(moe.expert_last_sum_made_params == 24576);
+  CHECK(moe.expert_second.extra == 24832);
+  CHECK(moe.expert_second.freed == 41600);
+  CHECK(moe.expert_second.made_params == 12288);
+  CHECK(moe.expert_last.extra == 24832);
+  CHECK(moe.expert_last.freed == 83200);
+  CHECK(moe.expert_last.made_params == 24576);
   // q_proj's MmBackward0: its output's gradient 4 · 32 · 64 and two input gradients 2 · 4 · 32 · 64.
-  CHECK(moe.qkv == 24576);
+  CHECK(moe.qkv.extra == 24576);
   // The layer's parameters: q, k, v 64 · (64 + 2 · 64) = 12,288, o 64 · 64 = 4,096, the input
   // norm 64, the router 64 · 4 = 256, four experts 4 · 3 · 64 · 32 = 24,576, the post-attention
   // norm 64: 41,344.

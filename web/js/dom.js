@@ -13,14 +13,10 @@ export const escapeHtml = (text) => String(text).replace(/&/g, '&amp;').replace(
 const openTerms = new Set();
 
 /**
- * A term as markup: a button (its label: markup the caller made safe) that opens the line
- * explaining it, a span right after it. Enter and Space are the button's own; Escape closes.
+ * A term as markup, in two halves: a button (its label: markup the caller made safe) that opens
+ * the line explaining it, and that line, wherever it sits (a table row of its own). Enter and
+ * Space are the button's own; Escape closes.
  */
-export function termHtml(id, label, note) {
-  return termButtonHtml(id, label) + termNoteHtml(id, note);
-}
-
-/** termHtml's two halves, for a line that sits apart from its term (a table row of its own). */
 export function termButtonHtml(id, label) {
   return `<button type="button" class="term" aria-expanded="${openTerms.has(id)}" aria-controls="${id}">${label}</button>`;
 }

@@ -609,7 +609,6 @@ function applySetup(setup) {
   lastEdited = null;
   ui.presetNotice.hidden = true;
   loadFields({ ...setup.config }, presetById(engine, setup.preset)?.id ?? null, null, setup.id);
-  // The setup's file's own words for the fields it set (the core's import of it, setup.keys).
   // The setup's framework's words, its file's own keys first (the core's import of it, setup.keys).
   form.showFrameworkKeys(setup.import ? { kind: setup.import.kind, keys: setup.keys } : null);
   const changes = setupChanges(before, setup, form.specs, lastOk?.result.config ?? {});

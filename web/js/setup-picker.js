@@ -3,6 +3,7 @@
 // one is the page's (main.js applySetup); this module fills the select, says where the chosen
 // setup comes from, and words what a change did (setupChanges, showSetupNotice) with an Undo.
 import { MODEL_GROUPS } from './layout.js';
+import { setupById } from './link-config.js';
 import { showUndoNotice } from './link-notice.js';
 import { groupedOptions } from './preset-picker.js';
 
@@ -66,7 +67,7 @@ export class SetupPicker {
   }
 
   byId(id) {
-    return this.setups.find((s) => s.id === id || s.aliases?.includes(id)) ?? null;
+    return setupById({ setups: this.setups }, id); // an old id (alias) finds it too
   }
 
   /** Shows `id` as the setup the page started from (null: none), and where it comes from. */

@@ -131,53 +131,32 @@ OutputBackward output_backward_bytes(const Config& config);
 // LoRA recipe drop it, so their plain cross entropy runs eager (activations.cpp).
 bool torchtune_recipe_uses_compiled_loss(const Config& config);
 
-// The decoder layers' backward on the eager Hugging Face and torchtune dense Llama layers (no
-// peft, recompute, MoE, parallelism; SwiGLU, RMSNorm), beside the saved activations and the
-// gradients made so far (activations.cpp decoder_backward_bytes). `modelled` false: not known.
+// The decoder layers' backward on the eager transformers and torchtune Llama layers (dense, or
+// transformers' MoE block; full or LoRA; kept or every layer checkpointed; no parallelism;
+// SwiGLU, RMSNorm), beside the saved activations and the gradients made so far (activations.cpp
+// decoder_backward_bytes). `modelled` false: not known.
 struct DecoderBackward {
-  bool modelled = false;
-  double incoming = 0;      // the residual stream's gradient, e · T · h, through every layer
-  double swiglu = 0;        // at the SwiGLU product's MulBackward0, beyond `incoming`
-  double product = 0;       // the product silu(gate) · up, saved by down_proj, freed by then
-  double layer_params = 0;  // one layer's parameters (its gradients, in the gradients' dtype)
-  double down_params = 0;   // down_proj's, the layer's first gradient made
-  double norm_params = 0;   // the final norm's, made before the last layer's backward
-  double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
-  // transformers' eager attention (attention_backend unfused): its SoftmaxBackward0, after the
-  // MLP's and o_proj's nodes and the probabilities' matmul have run. 0: not walked.
-  double softmax = 0;        // beyond `incoming`: the values' gradient and two fp32 score-sized gradients
-  double softmax_freed = 0;  // the layer's saved tensors freed by then
-  double softmax_made_params = 0;  // the layer's parameters whose gradients are made by then
-  // transformers' MoE block (MixtralSparseMoeBlock's expert loop), with balanced routing: the
-  // first expert backward reaches (the loop's last) at its silu · w3 MulBackward0, and the
-  // second's input gradient added into the block input's (out of place). 0: not walked.
-  double expert_first = 0, expert_first_freed = 0, expert_first_made_params = 0;
-  double expert_sum = 0, expert_sum_freed = 0, expert_sum_made_params = 0;
-  double expert_last_sum_freed = 0, expert_last_sum_made_params = 0;  // the same at the last expert
-  // q_proj's MmBackward0, the layer's last weight gradient: the input gradients of q and of k
-  // and v (summed) beside the residual gradient, every gradient of the layer made.
-  double qkv = 0, qkv_freed = 0, qkv_made_params = 0;
-  // The post-attention and the input RMSNorm's PowBackward0 (fp32 inside the norm): five fp32
-  // T·h gradients beside the norm's fp32 input.
-  double norm_mlp_freed = 0, norm_mlp_made_params = 0;
-  double norm_attention_freed = 0, norm_attention_made_params = 0;
-  double norm = 0;
-
-  // One walked point of a layer's backward: beyond `incoming` and the saved tensors less `freed`,
-  // `extra` bytes of gradients and temporaries, with `made_params` of the layer's gradients made.
-  // extra 0: the point is not walked for this config.
+  // One point of a layer's backward: beyond `incoming` and the layer's saved tensors less
+  // `freed`, `extra` bytes of gradients and temporaries, with `made_params` of the layer's
+  // parameters' gradients made. extra 0: not walked for this config.
   struct Point {
     double extra = 0, freed = 0, made_params = 0;
   };
+  bool modelled = false;
+  double incoming = 0;      // the residual stream's gradient, e · T · h, through every layer
+  double layer_params = 0;  // one layer's trainable parameters (its gradients, in the gradients' dtype)
+  double norm_params = 0;   // the final norm's, made before the last layer's backward
+  double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
+  Point swiglu;             // the SwiGLU product's MulBackward0 (a dense layer)
+  Point softmax;            // eager attention's SoftmaxBackward0 (attention_backend unfused)
+  Point expert_first;       // transformers' MoE loop: the first expert's silu · w3 MulBackward0
+  Point expert_second;      // the second expert's input gradient summed into the block input's
+  Point expert_last;        // the same at the last expert
+  Point qkv;                // q_proj's MmBackward0, the layer's last weight gradient
+  Point norm_mlp;           // the post-attention RMSNorm's PowBackward0
+  Point norm_attention;     // the input RMSNorm's PowBackward0
   std::array<Point, 8> points() const {
-    return {{{swiglu, product, down_params},
-             {softmax, softmax_freed, softmax_made_params},
-             {expert_first, expert_first_freed, expert_first_made_params},
-             {expert_sum, expert_sum_freed, expert_sum_made_params},
-             {expert_sum, expert_last_sum_freed, expert_last_sum_made_params},
-             {qkv, qkv_freed, qkv_made_params},
-             {norm, norm_mlp_freed, norm_mlp_made_params},
-             {norm, norm_attention_freed, norm_attention_made_params}}};
+    return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);

@@ -1591,12 +1591,7 @@ double no_recompute_layer_detail(const Config& c, SavedTensors* detail, bool moe
 }
 
 // Everything a layer keeps without recompute (a layer that is not the model's first).
-double no_recompute_layer(const Config& c, bool moe_layer) {
-  const Shape x = shape_of(c);
-  Ledger out(nullptr);
-  if (c.eager_model()) return eager_layer(c, x, moe_layer, false, out);
-  return megatron_layer(c, x, moe_layer, Modules{}, out);
-}
+double no_recompute_layer(const Config& c, bool moe_layer) { return no_recompute_layer_detail(c, nullptr, moe_layer); }
 
 }  // namespace
 
@@ -1673,18 +1668,24 @@ constexpr std::string_view k_src_eager_embedding =
 
 // transformers' LlamaModel computes cos/sin once and, with gradient checkpointing, passes them,
 // the causal mask and the positions to every checkpointed layer: once per model.
+// Full recompute on every layer of the stage: the block method's layers beyond
+// recompute_num_layers keep their whole saved set.
+bool every_layer_checkpointed(const Config& c) {
+  if (c.recompute_granularity != RecomputeGranularity::full) return false;
+  const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
+                            std::max<int64_t>(1, c.pipeline_model_parallel_size);
+  return !(c.recompute_method == RecomputeMethod::block && c.recompute_num_layers > 0 &&
+           c.recompute_num_layers < per_stage);
+}
+
 void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
   const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
   const bool checkpointing = c.recompute_granularity == RecomputeGranularity::full;
   const bool layers_train = !c.peft_on() || layers_need_gradients(c);
   const bool args = checkpointing && layers_train;
-  const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
-                            std::max<int64_t>(1, c.pipeline_model_parallel_size);
   // Layers outside any checkpoint: no recompute, or the block method's layers beyond
   // recompute_num_layers.
-  const bool plain_layers = !checkpointing || (c.recompute_method == RecomputeMethod::block &&
-                                               c.recompute_num_layers > 0 &&
-                                               c.recompute_num_layers < per_stage);
+  const bool plain_layers = !every_layer_checkpointed(c);
   const bool qk_grad = !c.peft_on() || c.lora_targets(LoraTarget::q_proj) ||
                        c.lora_targets(LoraTarget::k_proj) ||
                        layer_input_needs_grad(c, /*first_layer=*/c.num_layers <= 1);
@@ -2329,15 +2330,6 @@ OutputBackward output_backward_bytes(const Config& config) {
 // saved bytes freed by then, the layer's parameters whose gradients are made), which
 // trainmem_profile.cpp evaluate_stage turns into a candidate in the last layer and the first.
 namespace {
-// Full recompute on every layer of the stage: the block method's layers beyond
-// recompute_num_layers keep their whole saved set (as hf_model_tensors' plain_layers).
-bool every_layer_checkpointed(const Config& c) {
-  if (c.recompute_granularity != RecomputeGranularity::full) return false;
-  const int64_t per_stage = (c.num_layers + c.pipeline_model_parallel_size - 1) /
-                            std::max<int64_t>(1, c.pipeline_model_parallel_size);
-  return !(c.recompute_method == RecomputeMethod::block && c.recompute_num_layers > 0 &&
-           c.recompute_num_layers < per_stage);
-}
 
 // Whether a saved tensor's name starts with one of `prefixes` (the ledger's names: "mlp.",
 // "lora.down_proj_input", ...), to tell which nodes of a layer have run at a point of its backward.
@@ -2345,6 +2337,15 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
   for (std::string_view p : prefixes)
     if (name.substr(0, p.size()) == p) return true;
   return false;
+}
+
+// The saved bytes of `saved` whose names `freed` tells.
+template <typename Freed>
+double freed_bytes(const SavedTensors& saved, Freed freed) {
+  double bytes = 0;
+  for (const SavedTensor& t : saved)
+    if (freed(t.name)) bytes += t.bytes;
+  return bytes;
 }
 
 // transformers' eager attention (eager_attention_forward: softmax(q·kᵀ·scale + mask, fp32),
@@ -2362,50 +2363,43 @@ bool starts_with_any(std::string_view name, std::initializer_list<std::string_vi
 // aten::_softmax_backward_data).
 // `made_params`: the layer's parameters whose gradients are made by then (the MLP's or the MoE
 // block's, o_proj's, the post-attention norm's).
-void eager_softmax_point(const Config& config, const Shape& x, const SavedTensors& saved, double made_params,
-                         DecoderBackward& out) {
+DecoderBackward::Point eager_softmax_point(const Config& config, const Shape& x, const SavedTensors& saved,
+                                           double made_params) {
   if (config.attention_backend != AttentionBackend::unfused || config.attention_sinks || !(x.a > 0) ||
       config.torch_compile)
-    return;
+    return {};
   const double scores = x.a * x.tokens * x.s;
-  if (eager_kind(config) == Eager::hf) {
-    const double scores_gradient = x.act_dtype == "fp16" ? 2 : 4;
-    out.softmax = x.e * x.a * x.k * x.tokens + (4 + scores_gradient) * scores;
-  } else {
-    // torchtune's and torchtitan's attention is scaled_dot_product_attention; unfused, its math
-    // path (the reference's on the CPU): the softmax in the compute dtype, no fp32 copy, so the
-    // probabilities' and the scores' gradients are e · scores each (the allocation timeline
-    // oracle, torchtune draws: seed 7 c16, seed 21 c12).
-    out.softmax = x.e * x.a * x.k * x.tokens + 2 * x.e * scores;
-  }
+  const double values_gradient = x.e * x.a * x.k * x.tokens;
+  // transformers: the fp32 probabilities' gradient and the scores' in the softmax input's dtype.
+  // torchtune's and torchtitan's attention is scaled_dot_product_attention; unfused, its math
+  // path (the reference's on the CPU): the softmax in the compute dtype, no fp32 copy, so the
+  // probabilities' and the scores' gradients are e · scores each (the allocation timeline
+  // oracle, torchtune draws: seed 7 c16, seed 21 c12).
+  const double extra = eager_kind(config) == Eager::hf
+                           ? values_gradient + (4 + (x.act_dtype == "fp16" ? 2 : 4)) * scores
+                           : values_gradient + 2 * x.e * scores;
   // Kept until then: the input norm, q/k/v's inputs and adapters, q and k (the scores' matmul)
-  // and the fp32 probabilities (the softmax); the rest of the layer's saved set is freed.
-  const auto kept = [](std::string_view n) {
-    return starts_with_any(n, {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"}) ||
-           n == "attention.q" || n == "attention.k" || n == "attention.q_scaled" || n == "attention.k_scaled" ||
-           n == "attention.softmax_output";
-  };
-  for (const SavedTensor& t : saved)
-    if (!kept(t.name)) out.softmax_freed += t.bytes;
-  out.softmax_made_params = made_params;
+  // and the probabilities (the softmax); the rest of the layer's saved set is freed.
+  const double freed = freed_bytes(saved, [](std::string_view n) {
+    return !(starts_with_any(n, {"norm.attention_", "attention.qkv_input", "lora.q_proj", "lora.k_proj", "lora.v_proj"}) ||
+             n == "attention.q" || n == "attention.k" || n == "attention.q_scaled" || n == "attention.k_scaled" ||
+             n == "attention.softmax_output");
+  });
+  return {extra, freed, made_params};
 }
 
 // q_proj's MmBackward0, the last node of a layer's backward that makes a weight gradient (q is
 // computed first in forward, so its nodes run after k's and v's): its output's gradient
 // (e·T·a·k, the node's input) and its input gradient (e·T·h) beside the sum of k's and v's (e·T·h,
-// the normalised input's buffer) and the residual gradient; of the layer's saved tensors only the input norm's and q/k/v's input remain, and the
-// model's cos/sin, positions and mask are freed by the first layer's rotary and attention
-// nodes. In the first layer, every gradient but the embedding's is made (the allocation timeline
+// the normalised input's buffer) and the residual gradient; of the layer's saved tensors only the
+// input norm's and q/k/v's input remain, and the model's cos/sin, positions and mask are freed by
+// the first layer's rotary and attention nodes. In the first layer, every gradient but the embedding's is made (the allocation timeline
 // oracle: an MoE draw, c10, peaks there).
-void qkv_point(const Config& config, const Shape& x, const SavedTensors& saved, double layer_params,
-               DecoderBackward& out) {
-  out.qkv = x.e * x.tokens * (2 * x.h + x.a * x.k);
-  for (const SavedTensor& t : saved)
-    if (t.name.substr(0, 15) != "norm.attention_" && t.name != "attention.qkv_input") out.qkv_freed += t.bytes;
-  Ledger model(nullptr);
-  hf_model_tensors(config, x, model);
-  out.qkv_freed += model.total();
-  out.qkv_made_params = layer_params - (config.peft_on() ? 0 : x.h);  // the input norm's is made after
+DecoderBackward::Point qkv_point(const Shape& x, const SavedTensors& saved, double model_tensors, double made_params) {
+  const double freed = freed_bytes(saved, [](std::string_view n) {
+    return !starts_with_any(n, {"norm.attention_", "attention.qkv_input"});
+  });
+  return {x.e * x.tokens * (2 * x.h + x.a * x.k), freed + model_tensors, made_params};
 }
 
 // A layer's two RMSNorms in backward (transformers' LlamaRMSNorm and torchtune's RMSNorm, which
@@ -2424,23 +2418,19 @@ void qkv_point(const Config& config, const Shape& x, const SavedTensors& saved, 
 //  - the input norm: every saved tensor of the layer freed but that norm's input,
 //    and the model's cos/sin, positions and mask (freed by the first layer's rotary and attention
 //    nodes), every gradient of the layer made.
-void norm_points(const Config& config, const Shape& x, const SavedTensors& saved, double mlp_params, double layer_params,
-                 DecoderBackward& out) {
+void norm_points(const Config& config, const Shape& x, const SavedTensors& saved, double model_tensors,
+                 double mlp_made_params, double layer_params, DecoderBackward& out) {
   if (config.normalization != Normalization::rms_norm) return;
   const bool fp32_stream = x.e == 4 || x.kbit_fp32;
-  out.norm = (fp32_stream ? 4 : 5) * 4 * x.h * x.tokens;
-  for (const SavedTensor& t : saved) {
-    if (starts_with_any(t.name, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
-                                 "norm.mlp_stats"}))
-      out.norm_mlp_freed += t.bytes;
-    if (!starts_with_any(t.name, {"norm.attention_input"})) out.norm_attention_freed += t.bytes;
-  }
-  Ledger model(nullptr);
-  hf_model_tensors(config, x, model);
-  out.norm_attention_freed += model.total();
-  const double norm_weight = config.peft_on() ? 0 : x.h;
-  out.norm_mlp_made_params = mlp_params + norm_weight;
-  out.norm_attention_made_params = layer_params;
+  const double extra = (fp32_stream ? 4 : 5) * 4 * x.h * x.tokens;
+  const double mlp_freed = freed_bytes(saved, [](std::string_view n) {
+    return starts_with_any(n, {"mlp.", "moe.", "lora.gate_proj", "lora.up_proj", "lora.down_proj", "norm.mlp_normed",
+                               "norm.mlp_stats"});
+  });
+  const double attention_freed =
+      freed_bytes(saved, [](std::string_view n) { return !starts_with_any(n, {"norm.attention_input"}); });
+  out.norm_mlp = {extra, mlp_freed, mlp_made_params};
+  out.norm_attention = {extra, attention_freed + model_tensors, layer_params};
 }
 
 // transformers' MoE block (MixtralSparseMoeBlock.forward, modeling_mixtral.py @ af3efdd7) in
@@ -2465,36 +2455,29 @@ void norm_points(const Config& config, const Shape& x, const SavedTensors& saved
 //    so the largest of these sums is at one end).
 // Not walked: the router's nodes after the loop (T·E-sized) and an expert's later points, which
 // are smaller while the experts' tensors fall expert by expert.
-void moe_backward_points(const Config& config, const Shape& x, const SavedTensors& saved, DecoderBackward& out) {
+// `expert_params`: one expert's trainable parameters (its weights, or its adapters under peft);
+// `expert_down_params`: of them w2's (down_proj's), the first gradient an expert makes.
+void moe_backward_points(const Config& config, const Shape& x, const SavedTensors& saved, double expert_params,
+                         double expert_down_params, DecoderBackward& out) {
   const double E = double(config.num_moe_experts), K = double(config.moe_router_topk);
   const double f_e = double(config.moe_ffn_hidden_size), T = x.tokens;
   const double N = expert_tokens(config, x), n = N / E;
   const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
-  double per_row = 0, freed_first = 0;  // bytes per routed row: all of an expert's, and the first point's
-  for (const SavedTensor& t : saved) {
-    const std::string_view name = t.name;
-    const bool expert = starts_with_any(name, {"moe.expert_", "lora.gate_proj", "lora.up_proj", "lora.down_proj"}) ||
-                        name == "moe.routing_weights" || name == "moe.weighted_output";
-    if (!expert) continue;
-    per_row += t.bytes / N;
-    if (name == k_expert_names.fc2_input || name == "moe.expert_output" || name == "moe.weighted_output" ||
-        name == "moe.routing_weights" || name == down.input || name == down.mask || name == down.intermediate)
-      freed_first += t.bytes / N;
-  }
+  // Bytes per routed row: all an expert keeps, and what the first point has freed.
+  const double per_row = freed_bytes(saved, [](std::string_view name) {
+    return starts_with_any(name, {"moe.expert_", "lora.gate_proj", "lora.up_proj", "lora.down_proj"}) ||
+           name == "moe.routing_weights" || name == "moe.weighted_output";
+  }) / N;
+  const double first_freed_per_row = freed_bytes(saved, [&](std::string_view name) {
+    return name == k_expert_names.fc2_input || name == "moe.expert_output" || name == "moe.weighted_output" ||
+           name == "moe.routing_weights" || name == down.input || name == down.mask || name == down.intermediate;
+  }) / N;
   const double routing_gradient = x.e * T * K;
-  const double trains = config.peft_on() ? 0 : 1;
-  const double lora_down = x.targeted(LoraTarget::down_proj) ? x.r * (f_e + x.h) : 0;
-  const double lora_expert = lora_down + (x.targeted(LoraTarget::gate_proj) ? x.r * (x.h + f_e) : 0) +
-                             (x.targeted(LoraTarget::up_proj) ? x.r * (x.h + f_e) : 0);
-  out.expert_first = 3 * x.e * n * f_e + routing_gradient;
-  out.expert_first_freed = n * freed_first;
-  out.expert_first_made_params = trains * f_e * x.h + lora_down;
+  out.expert_first = {3 * x.e * n * f_e + routing_gradient, n * first_freed_per_row, expert_down_params};
   if (E >= 2) {
-    out.expert_sum = 3 * x.e * T * x.h + routing_gradient;
-    out.expert_sum_freed = 2 * n * per_row;
-    out.expert_sum_made_params = 2 * (trains * 3 * f_e * x.h + lora_expert);
-    out.expert_last_sum_freed = E * n * per_row;
-    out.expert_last_sum_made_params = E * (trains * 3 * f_e * x.h + lora_expert);
+    const double summed = 3 * x.e * T * x.h + routing_gradient;
+    out.expert_second = {summed, 2 * n * per_row, 2 * expert_params};
+    out.expert_last = {summed, E * n * per_row, E * expert_params};
   }
 }
 
@@ -2525,68 +2508,49 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   if (x.autocast) return out;
   out.modelled = true;
   out.incoming = x.e * x.h * x.tokens;
-  const double q = x.a * x.k, kv = x.g * x.k;
+  // The layer's trainable parameters by where backward makes their gradients: under peft the
+  // adapters only (r · (in + out) each; norms, router and base frozen), else every weight.
+  const bool peft = config.peft_on();
   const auto adapter = [&](LoraTarget t, double in, double width) { return x.targeted(t) ? x.r * (in + width) : 0.0; };
-  const double attention_params = config.peft_on()
-                                      ? adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
-                                            adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h)
-                                      : x.h * (q + 2 * kv) + q * x.h + x.h;
-  const double o_params = config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) : q * x.h;
-  // The layer's saved tensors, listed once: each point reads which of them its nodes have freed.
+  const double q = x.a * x.k, kv = x.g * x.k;
+  const double norm = peft ? 0 : x.h;  // each RMSNorm's weight
+  const double qkv_params = peft ? adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
+                                       adapter(LoraTarget::v_proj, x.h, kv)
+                                 : x.h * (q + 2 * kv);
+  const double o_params = peft ? adapter(LoraTarget::o_proj, q, x.h) : q * x.h;
+  // An MLP of width f: gate and up (h → f), down (f → h); transformers' experts are MLPs of f_e.
+  const auto mlp = [&](double f) {
+    return peft ? adapter(LoraTarget::gate_proj, x.h, f) + adapter(LoraTarget::up_proj, x.h, f) +
+                      adapter(LoraTarget::down_proj, f, x.h)
+                : 3 * x.h * f;
+  };
+  const auto down = [&](double f) { return peft ? adapter(LoraTarget::down_proj, f, x.h) : f * x.h; };
+  const double E = double(config.num_moe_experts), f_e = double(config.moe_ffn_hidden_size);
+  const double mlp_params = hf_moe ? (peft ? 0 : x.h * E) + E * mlp(f_e) : mlp(x.f);  // MoE: the router too
+  out.layer_params = norm + qkv_params + o_params + norm + mlp_params;
+  out.norm_params = norm;
+  out.token_ids = peft ? 0 : 8 * x.tokens;  // a frozen embedding runs no backward
+  // The layer's saved tensors, listed once: each point reads which of them its nodes have freed;
+  // the model's cos/sin, positions and mask go with the first layer's rotary and attention nodes.
   SavedTensors saved;
   no_recompute_layer_detail(config, &saved, hf_moe);
+  Ledger model(nullptr);
+  hf_model_tensors(config, x, model);
   if (hf_moe) {
-    moe_backward_points(config, x, saved, out);
-    const double E = double(config.num_moe_experts), f_e = double(config.moe_ffn_hidden_size);
-    const double expert_params = config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, f_e) +
-                                                        adapter(LoraTarget::up_proj, x.h, f_e) +
-                                                        adapter(LoraTarget::down_proj, f_e, x.h)
-                                                  : 3 * x.h * f_e;
-    const double router_params = config.peft_on() ? 0 : x.h * E;
-    const double norm_params = config.peft_on() ? 0 : x.h;
-    out.layer_params = attention_params + router_params + E * expert_params + norm_params;
-    out.norm_params = norm_params;
-    out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;
-    eager_softmax_point(config, x, saved, o_params + router_params + E * expert_params + norm_params, out);
-    qkv_point(config, x, saved, out.layer_params, out);
-    norm_points(config, x, saved, router_params + E * expert_params, out.layer_params, out);
-    return out;
-  }
-  out.swiglu = 3 * x.e * x.f * x.tokens;
-  // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
-  // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
-  // saved tensors (dropout mask, copy, r-wide intermediate), read off the layer's ledger.
-  {
-    const AdapterNames& down = k_adapter_names[size_t(LoraTarget::down_proj)];
-    for (const SavedTensor& t : saved)
-      if (t.name == k_mlp_names.fc2_input || t.name == down.input || t.name == down.mask ||
-          t.name == down.intermediate)
-        out.product += t.bytes;
-  }
-  if (config.peft_on()) {
-    // Only the adapters make gradients (r · (in + out) each); the norms are frozen.
-    out.down_params = adapter(LoraTarget::down_proj, x.f, x.h);
-    out.layer_params = adapter(LoraTarget::q_proj, x.h, q) + adapter(LoraTarget::k_proj, x.h, kv) +
-                       adapter(LoraTarget::v_proj, x.h, kv) + adapter(LoraTarget::o_proj, q, x.h) +
-                       adapter(LoraTarget::gate_proj, x.h, x.f) + adapter(LoraTarget::up_proj, x.h, x.f) +
-                       out.down_params;
+    moe_backward_points(config, x, saved, mlp(f_e), down(f_e), out);
   } else {
-    out.layer_params = x.h * (q + 2 * kv) + q * x.h + 3 * x.h * x.f + 2 * x.h;
-    out.down_params = x.f * x.h;
-    out.norm_params = x.h;
+    // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
+    // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
+    // saved tensors (dropout mask, copy, r-wide intermediate).
+    const AdapterNames& d = k_adapter_names[size_t(LoraTarget::down_proj)];
+    const double product = freed_bytes(saved, [&](std::string_view n) {
+      return n == k_mlp_names.fc2_input || n == d.input || n == d.mask || n == d.intermediate;
+    });
+    out.swiglu = {3 * x.e * x.f * x.tokens, product, down(x.f)};
   }
-  out.token_ids = config.peft_on() ? 0 : 8 * x.tokens;  // a frozen embedding runs no backward
-  eager_softmax_point(config, x, saved,
-                      config.peft_on() ? adapter(LoraTarget::o_proj, q, x.h) + adapter(LoraTarget::gate_proj, x.h, x.f) +
-                                             adapter(LoraTarget::up_proj, x.h, x.f) + out.down_params
-                                       : q * x.h + 3 * x.h * x.f + x.h,
-                      out);
-  qkv_point(config, x, saved, out.layer_params, out);
-  norm_points(config, x, saved,
-              config.peft_on() ? adapter(LoraTarget::gate_proj, x.h, x.f) + adapter(LoraTarget::up_proj, x.h, x.f) +
-                                     out.down_params
-                               : 3 * x.h * x.f,
-              out.layer_params, out);
+  out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
+  out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
+  norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
   return out;
 }
 

@@ -2610,7 +2610,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // end, the two RMSNorms) in the last layer and in the first: beyond the residual gradient, its
   // extra bytes beside the saved tensors less those freed by then, with its layer's gradients made
   // and, in the first layer, every layer's above it (their saved tensors freed).
-  std::array<Candidate, 2 * std::tuple_size_v<decltype(dec.points())>> layer_points{};  // unwalked: 0 B
+  std::array<Candidate, 2 * std::tuple_size_v<decltype(dec.points())>> layer_points{};
   size_t n_points = 0;
   for (const DecoderBackward::Point& p : dec.points()) {
     if (!(p.extra > 0)) continue;

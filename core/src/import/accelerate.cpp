@@ -291,9 +291,7 @@ void AccelerateReader::read_layout() {
     out_.read.push_back("gpus ← num_processes = " + number_text(double(gpus_)));
   } else if (distributed_ == "FSDP" || distributed_ == "DEEPSPEED") {
     // Sharded over every process the launch starts, which neither the file nor a command says.
-    out_.asked.push_back(issue("world_size", "distributed_type " + distributed_ +
-                                                 " shards over every process the launch starts, and neither num_processes "
-                                                 "nor a launch command says how many: give the GPU count (--gpus)"));
+    mapping::ask_gpu_count(out_, "distributed_type " + distributed_, "neither num_processes nor a launch command says");
   } else {
     out_.assumed.push_back("gpus ← 1 (no num_processes and no --gpus)");
   }

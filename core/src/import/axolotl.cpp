@@ -262,9 +262,7 @@ void AxolotlReader::read_layout() {
   // DeepSpeed and FSDP shard over every GPU the launcher starts (accelerate launch, torchrun),
   // which the file does not say: asked, not assumed.
   if (options_.gpus <= 0 && (ds || fsdp))
-    out_.asked.push_back(issue("world_size", std::string("axolotl's ") + (ds ? "deepspeed:" : "fsdp:") +
-                                                 " shards over every GPU the launcher starts, and the file does not say "
-                                                 "how many: give the GPU count (--gpus)"));
+    mapping::ask_gpu_count(out_, ds ? "axolotl's deepspeed:" : "axolotl's fsdp:", "the file does not say");
   else if (options_.gpus <= 0)
     out_.assumed.push_back("gpus ← 1 (no --gpus)");
   if (!ds && !options_.deepspeed_json.empty())

@@ -195,9 +195,8 @@ void read_deepspeed(Mapper& m, const TrainerArguments& a, int64_t gpus) {
     m.read(field::zero_stage, double(stage), "zero_optimization.stage");
     // ZeRO shards over every rank of the launch, which the config does not say: asked, not assumed.
     if (gpus <= 0 && stage >= 1)
-      out.asked.push_back(issue("world_size", "a ZeRO stage " + number_text(double(stage)) +
-                                                  " config shards over every rank the launcher starts, and neither it nor a "
-                                                  "launch command says how many: give the GPU count (--gpus)"));
+      ask_gpu_count(out, "a ZeRO stage " + number_text(double(stage)) + " config",
+                    "neither it nor a launch command says");
   } else if (!m.has("zero_optimization.stage")) {
     m.assume(field::zero_stage, 0.0, "no zero_optimization.stage: DeepSpeed's default 0", "zero_optimization.stage");
   }

@@ -121,9 +121,14 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
     out.unresolved.push_back(std::move(problem));
   }
   // A question is asked, not answered by the importer's working default: the merged config keeps
-  // no GPU count for it (the data-parallel size the import derived from one GPU goes).
+  // no GPU count for it, and the notes do not say the data-parallel size the import derived from
+  // one GPU (Mapper::assume's note starts with the field's name and " ← ").
   for (Issue question : imported.asked) {
-    if (question.field == "world_size") out.config.data_parallel_size.reset();
+    if (question.field == "world_size") {
+      out.config.data_parallel_size.reset();
+      std::erase_if(imported.assumed, [](const std::string& note) { return note.starts_with("data_parallel_size ← "); });
+      std::erase_if(imported.keys, [](const auto& key) { return key.first == "data_parallel_size"; });
+    }
     question.rule = std::string(k_import_asked);
     out.unresolved.push_back(std::move(question));
   }

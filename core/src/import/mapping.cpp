@@ -921,4 +921,9 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return s[0] == '-' ? -v : v;
 }
 
+void ask_gpu_count(ImportResult& out, std::string_view what, std::string_view unsaid) {
+  out.asked.push_back(issue("world_size", std::string(what) + " shards over every GPU the launcher starts, and " +
+                                              std::string(unsaid) + " how many: give the GPU count (--gpus)"));
+}
+
 }  // namespace trainmem::mapping

@@ -37,6 +37,10 @@ inline void note_key(ImportResult& out, std::string_view field, std::string_view
 
 inline constexpr std::string_view k_no_field = "trainmem has no field for this yet";
 
+// Asks for the GPU count of a run that `what` shards over every GPU its launcher starts, where
+// `unsaid` ("the file does not say") is what leaves the count open (ImportResult::asked).
+void ask_gpu_count(ImportResult& out, std::string_view what, std::string_view unsaid);
+
 // The value at a dotted key ("model._component_"), or nullptr when a part is absent. A null
 // value is returned as such (callers decide what null means).
 const json* at(const json& tree, std::string_view dotted);

@@ -355,6 +355,31 @@ TEST_CASE("a small MoE block lists router dispatch experts and shared experts", 
     CHECK(bytes_of(s, "moe.expert_fc1_output") == 32'768.0);
     CHECK_FALSE(has(s, "moe.expert_fc2_input"));
   }
+  SECTION("non-gated experts weight their activation's output unfused: three f-wide tensors") {
+    // Megatron mlp.py MLP.forward @ 93aa335b: GELU without a bias cannot be fused, so
+    // gelu(fc1 output) is multiplied by the probabilities on its own; that product keeps the
+    // GELU output (the router trains) and is fc2's input. Per GPU f_e = 32, N = 256 rows:
+    // fc1 output 2·32·256 = 16,384 (kept by gelu), GELU output 16,384 (kept by the product),
+    // fc2 input 16,384. The dense MLP is unweighted: its GELU output is fc2's input.
+    Config gelu = c;
+    gelu.gated_linear_unit = false;
+    gelu.activation_func = ActivationFunc::gelu;
+    SavedTensors s;
+    layer_activation_bytes(gelu, true, LayerRecompute::policy, &s);
+    CHECK(bytes_of(s, "moe.expert_fc1_output") == 16'384.0);
+    CHECK(bytes_of(s, "moe.expert_activation_output") == 16'384.0);
+    CHECK(bytes_of(s, "moe.expert_fc2_input") == 16'384.0);
+    CHECK_FALSE(has(s, "moe.shared_activation_output"));
+    SECTION("relu keeps its result, the product is fc2's input") {
+      Config relu = gelu;
+      relu.activation_func = ActivationFunc::relu;
+      SavedTensors r;
+      layer_activation_bytes(relu, true, LayerRecompute::policy, &r);
+      CHECK_FALSE(has(r, "moe.expert_fc1_output"));
+      CHECK(bytes_of(r, "moe.expert_activation_output") == 16'384.0);
+      CHECK(bytes_of(r, "moe.expert_fc2_input") == 16'384.0);
+    }
+  }
   SECTION("shared_experts recompute drops the shared expert's tensors") {
     const Config sel = with_granularity(c, RecomputeGranularity::selective, bit(RecomputeModule::shared_experts));
     CHECK(layer_activation_bytes(sel, true, LayerRecompute::policy) == total - 32'768 - 16'384);

@@ -99,6 +99,12 @@ constexpr std::string_view k_src_router =
 constexpr std::string_view k_src_expert_input =
     "Megatron TEGroupedMLP linear_fc1 keeps the dispatched tokens: K copies per token after the "
     "EP all-to-all, gathered over ETP; capacity factor pads/drops to cf × average";
+constexpr std::string_view k_src_weighted_act =
+    "Megatron mlp.py MLP.forward / experts.py TEGroupedMLP bias_act_func @ "
+    "93aa335b952e8e53078c9dbd36686e72e0c2b1f9: unfused (bias_activation_fusion false; a "
+    "non-gated expert cannot fuse the probabilities, MLP.forward raises), the expert's "
+    "activation output times per_token_scale: the product keeps the activation's output for "
+    "the probabilities' gradient, and the product is fc2's input";
 constexpr std::string_view k_src_expert_probs =
     "Megatron ≥ 0.13 applies the routing probs in the expert activation (weighted swiglu saves "
     "fp32 probs per token-expert pair); unpermute then keeps nothing";
@@ -440,8 +446,15 @@ constexpr ActivationNames k_shared_names{"moe", "moe.shared_fc1_output", "moe.sh
 // its output (fc2's input) is freed once fc2 has run.
 // `fc2_input_needed`: fc2's own input is needed (its weight trains, or an adapter reads it); with
 // peft a frozen fc2 keeps it only when the activation function saved it anyway (relu).
+// `weighted`: Megatron Core's routed experts multiply the activation's output by each row's
+// routing probability before fc2 (moe_apply_probs_on_input false, the default). A gated
+// activation does it inside the fused weighted SwiGLU (its input and the probabilities kept,
+// as without weighting); a non-gated one runs unfused (k_src_weighted_act): the product is a
+// tensor of its own, fc2's input, and it keeps the activation's output when the probabilities
+// need a gradient (the router trains: not under peft, where resolve() freezes it).
 void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& n, double width,
-                        double tokens, bool recomputed, bool fc2_input_needed, Ledger& out) {
+                        double tokens, bool recomputed, bool fc2_input_needed, Ledger& out,
+                        bool weighted = false) {
   const double one = x.e * width * tokens;  // one f-wide tensor in the activation dtype
   const double fc1_width = c.gated_linear_unit ? 2 : 1;
   if (recomputed) {
@@ -450,6 +463,8 @@ void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& 
   }
   const bool relu = c.activation_func == ActivationFunc::relu;
   const bool squared = c.activation_func == ActivationFunc::squared_relu;
+  const bool unfused_weight = weighted && !c.gated_linear_unit;
+  const bool product_keeps_act = unfused_weight && !x.peft;
   bool fc2_input_shared = false;  // fc2's input is a tensor the activation already keeps
   if (c.gated_linear_unit) {
     // The gate and the linear half are one 2f-wide fc1 output.
@@ -458,17 +473,22 @@ void activation_and_fc2(const Config& c, const Shape& x, const ActivationNames& 
     if (squared) out.add(n.relu_output, n.module, one, x.act_dtype, k_src_sq_relu);
     if (relu || squared) out.add(n.act_output, n.module, one, x.act_dtype, k_src_glu_unfused);
   } else if (relu) {
-    // relu keeps its result, which is fc2's input: one storage in 16-bit, two under FP8.
-    if (x.fp8)
-      out.add(n.act_output, n.module, one, x.act_dtype, k_src_relu);
+    // relu keeps its result, which is fc2's input: one storage in 16-bit, two under FP8 or
+    // when the probabilities' product is fc2's input.
+    if (x.fp8 || unfused_weight)
+      out.add(n.act_output, n.module, one, x.act_dtype, unfused_weight ? k_src_weighted_act : k_src_relu);
     else
       fc2_input_shared = true;
   } else if (squared) {
     out.add(n.relu_output, n.module, one, x.act_dtype, k_src_sq_relu);
+    if (product_keeps_act) out.add(n.act_output, n.module, one, x.act_dtype, k_src_weighted_act);
   } else if (c.activation_func == ActivationFunc::identity) {
-    // No activation: fc2 reads fc1's output directly, kept once as fc2's input.
+    // No activation: fc2 reads fc1's output directly, kept once as fc2's input; weighted, the
+    // product keeps fc1's output.
+    if (product_keeps_act) out.add(n.fc1_output, n.module, one, x.act_dtype, k_src_weighted_act);
   } else {
     out.add(n.fc1_output, n.module, one, x.act_dtype, k_src_act_input);
+    if (product_keeps_act) out.add(n.act_output, n.module, one, x.act_dtype, k_src_weighted_act);
   }
   if (fc2_input_shared || fc2_input_needed)
     out.add(n.fc2_input, n.module, x.lin * width * tokens, x.lin_dtype,
@@ -857,7 +877,7 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     if (!x.peft)
       out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype, k_src_expert_input);
     const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
-    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, !x.peft, out);
+    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, !x.peft, out, /*weighted=*/true);
     out.add("moe.expert_probs", "moe", 4 * n, "fp32", k_src_expert_probs);
     if (c.moe_latent_size > 0 && !x.peft)
       out.add("moe.latent_up_input", "moe", x.lin * double(c.moe_latent_size) * x.tokens_sp,

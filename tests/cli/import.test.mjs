@@ -111,14 +111,14 @@ test('import megatron-args reads stdin by default and reports bad values', () =>
   assert.equal(bad.stderr, '--moe-layer-freq: cannot add a list and an integer in "[0]*2+1"\n');
 });
 
-test('import megatron-args says that an MoE model without a dispatcher runs allgather, which is not counted', () => {
-  const dispatcher = (stderr) => notes(stderr, 'assumed: ').filter((l) => l.includes('MoE token dispatcher'));
-  // Megatron-LM's default dispatcher is allgather (arguments.py @ 020d85e5): the note names it.
+test('import megatron-args sets an MoE model without a dispatcher to allgather, Megatron-LM\'s default, and says so', () => {
+  const dispatcher = (stderr) => notes(stderr, 'assumed: ').filter((l) => l.includes('moe_token_dispatcher_type'));
+  // Megatron-LM's default dispatcher is allgather (arguments.py @ 020d85e5): set and named.
   const plain = run(['import', 'megatron-args'], '--num-experts 4 --moe-router-topk 1');
   assert.equal(plain.status, 0, plain.stderr);
-  assert.deepEqual(dispatcher(plain.stderr), ['assumed: MoE token dispatcher: none given, so Megatron-LM runs ' +
-    "its default, allgather; trainmem counts the alltoall dispatcher's buffers (the allgather dispatcher's " +
-    'gathered tokens of the expert-TP × EP group are not counted)']);
+  assert.equal(JSON.parse(plain.stdout).moe_token_dispatcher_type, 'allgather');
+  assert.deepEqual(dispatcher(plain.stderr), ["assumed: moe_token_dispatcher_type ← allgather (no " +
+    "--moe-token-dispatcher-type: Megatron-LM's default)"]);
   // Given, the flag is read (alltoall) or reported as not modelled (allgather): no assumption.
   const given = run(['import', 'megatron-args'], '--num-experts 4 --moe-token-dispatcher-type alltoall');
   assert.equal(given.status, 0, given.stderr);

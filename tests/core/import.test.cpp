@@ -1103,8 +1103,10 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
   const auto has = [&](std::string_view line) {
     return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
   };
-  CHECK(has("--moe-token-dispatcher-type allgather: not modelled: trainmem counts the alltoall "
-            "dispatcher's buffers (allgather and flex keep others)"));
+  // --moe-token-dispatcher-type allgather is a field (activations.cpp, the all-gather dispatcher).
+  CHECK(r.input.moe_token_dispatcher_type == std::optional<MoeTokenDispatcher>(MoeTokenDispatcher::allgather));
+  CHECK(std::find(r.read.begin(), r.read.end(),
+                  "moe_token_dispatcher_type ← --moe-token-dispatcher-type allgather") != r.read.end());
   // --moe-router-dtype fp32 and --moe-permute-fusion are fields (docs/trainmem-profile.md §9).
   CHECK(r.input.moe_router_dtype == std::optional<MoeRouterDtype>(MoeRouterDtype::fp32));
   CHECK(r.input.moe_permute_fusion == std::optional<bool>(true));
@@ -1117,18 +1119,25 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
                   "dtype and fp32)") != fp64.ignored.end());
   CHECK_FALSE(fp64.input.moe_router_dtype.has_value());
   // No --moe-token-dispatcher-type: Megatron-LM's default, allgather (arguments.py @ 020d85e5),
-  // is named as an assumption, since trainmem counts alltoall's buffers.
-  CHECK(std::count_if(fp64.assumed.begin(), fp64.assumed.end(), [](const std::string& line) {
-          return line.starts_with("MoE token dispatcher: none given, so Megatron-LM runs its default, allgather");
-        }) == 1);
+  // set and named as an assumption.
+  CHECK(fp64.input.moe_token_dispatcher_type == std::optional<MoeTokenDispatcher>(MoeTokenDispatcher::allgather));
+  CHECK(std::count(fp64.assumed.begin(), fp64.assumed.end(),
+                   "moe_token_dispatcher_type ← allgather (no --moe-token-dispatcher-type: Megatron-LM's default)") == 1);
   CHECK(std::none_of(r.assumed.begin(), r.assumed.end(), [](const std::string& line) {
-    return line.starts_with("MoE token dispatcher");
+    return line.starts_with("moe_token_dispatcher_type");
   }));
   CHECK(fp64.input.moe_pad_expert_input_to_capacity == std::optional<bool>(true));
   const ImportResult a2a = import_megatron_args(
       "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
       "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
       "--vocab-size 1024 --bf16");
-  CHECK(std::find(a2a.ignored.begin(), a2a.ignored.end(),
-                  "--moe-token-dispatcher-type alltoall: the dispatcher trainmem counts (alltoall)") != a2a.ignored.end());
+  CHECK(a2a.input.moe_token_dispatcher_type == std::optional<MoeTokenDispatcher>(MoeTokenDispatcher::alltoall));
+  const ImportResult flex = import_megatron_args(
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type flex "
+      "--vocab-size 1024 --bf16");
+  CHECK(std::find(flex.ignored.begin(), flex.ignored.end(),
+                  "--moe-token-dispatcher-type flex: not modelled: trainmem counts the alltoall and allgather "
+                  "dispatchers' buffers (flex, DeepEP's, keeps others)") != flex.ignored.end());
+  CHECK_FALSE(flex.input.moe_token_dispatcher_type.has_value());
 }

@@ -272,3 +272,67 @@ TEST_CASE("expert_tensor_parallel_size defaults to TP as Megatron Core resolves 
       "sequence_parallel": true, "data_parallel_size": 2, "expert_model_parallel_size": 2})");
   CHECK(c.expert_tensor_parallel_size == 2);
 }
+
+// The all-gather dispatcher (moe_token_dispatcher_type allgather; token_dispatcher.py,
+// moe_utils.py @ 93aa335b, activations.cpp "The all-gather dispatcher"). The block above: G =
+// ETP·EP = 2 ranks gather their T_sp = 128 tokens, N_g = 256; E/EP = 4 local experts; N_r =
+// T_sp·K·ETP = 256 local rows; probabilities in bf16 (no router dtype), p = 2.
+TEST_CASE("the all-gather dispatcher keeps the gathered tokens' map and probabilities, not the sent copies",
+          "[moe][golden]") {
+  const Config c = config_from(moe(R"("moe_token_dispatcher_type": "allgather")"));
+  REQUIRE(c.moe_token_dispatcher_type == MoeTokenDispatcher::allgather);
+  SECTION("saved: the local rows' int64 index, and masked_select's operands over the gathered tokens") {
+    const SavedTensors d = moe_layer(c);
+    CHECK(row_bytes(d, "moe.permutation_indices") == 2'048.0);  // 8·N_r = 8·256
+    CHECK(row_bytes(d, "moe.permuted_probs_indices") == 0.0);   // the all-to-all's probs index
+    CHECK(row_bytes(d, "moe.local_probs") == 2'048.0);          // p·E/EP·N_g = 2·4·256
+    CHECK(row_bytes(d, "moe.local_map") == 1'024.0);            // 1·4·256
+    CHECK(row_bytes(d, "moe.expert_input") == 32'768.0);        // the experts' side unchanged
+    // Against the all-to-all's block: − 2,048 (its probs index) + 2,048 + 1,024.
+    const SavedTensors a = moe_layer(config_from(moe()));
+    double total = 0, alltoall = 0;
+    for (const SavedTensor& t : d) total += t.bytes;
+    for (const SavedTensor& t : a) alltoall += t.bytes;
+    CHECK(total == alltoall + 1'024.0);
+  }
+  SECTION("fused permutation: TE's row map over the gathered tokens and local experts, no chunk sort") {
+    const SavedTensors d = moe_layer(config_from(moe(R"("moe_token_dispatcher_type": "allgather", "moe_permute_fusion": true)")));
+    CHECK(row_bytes(d, "moe.permute_row_id_map") == 9'216.0);  // 4·N_g·(2·4 + 1) = 4·256·9
+    CHECK(row_bytes(d, "moe.chunk_sort_row_maps") == 0.0);
+  }
+  SECTION("forward transient: gathered probs + max(O + U, U + R)") {
+    // gathered probs p·E·N_g = 2·8·256 = 4,096; O = U = e·h·256 = 32,768 each;
+    // R = e·h·T_sp = 16,384: max(65,536, 49,152) + 4,096.
+    CHECK(moe_dispatch_transient_bytes(c) == 69'632.0);
+  }
+  SECTION("fp32 router: token_combine's fp32 copy of U and an fp32 reduce-scatter output") {
+    const Config f = config_from(moe(R"("moe_token_dispatcher_type": "allgather", "moe_router_dtype": "fp32")"));
+    // gathered probs 4·8·256 = 8,192; at combine U 32,768 + 4·64·256 = 65,536 + 4·64·128 =
+    // 32,768: 131,072 > O + U = 65,536.
+    CHECK(moe_dispatch_transient_bytes(f) == 139'264.0);
+  }
+  SECTION("backward: the gathered gradients; the global buffer; what the dispatcher keeps") {
+    // max(p·h·N_g + e·h·N_r, e·h·N_g + e·h·T_sp) = max(65,536, 49,152).
+    CHECK(moe_dispatch_backward_bytes(c) == 65'536.0);
+    CHECK(moe_gather_buffer_bytes(c) == 32'768.0);  // e·h·N_g
+    CHECK(moe_dispatcher_state_bytes(c, false) == 1'024.0);  // local_map 4·256
+    // after backward also the index 2,048 and local_probs p·N_r = 512.
+    CHECK(moe_dispatcher_state_bytes(c, true) == 3'584.0);
+    const Config a = config_from(moe());
+    CHECK(moe_dispatch_backward_bytes(a) == 0.0);
+    CHECK(moe_gather_buffer_bytes(a) == 0.0);
+  }
+  SECTION("one rank gathers nothing: no buffer, no gathered probabilities") {
+    const Config one_rank = config_from(moe(R"("moe_token_dispatcher_type": "allgather", "expert_model_parallel_size": 1, "tensor_model_parallel_size": 1, "sequence_parallel": false)"));
+    CHECK(moe_gather_buffer_bytes(one_rank) == 0.0);
+  }
+}
+
+TEST_CASE("moe_token_dispatcher_type is Megatron Core's: refused for the PyTorch implementations' MoE blocks",
+          "[moe][fields]") {
+  const auto messages = messages_for(moe(R"("framework": "ddp", "model_implementation": "hf-transformers", "moe_token_dispatcher_type": "allgather", "tensor_model_parallel_size": 1, "expert_model_parallel_size": 1, "sequence_parallel": false)"));
+  bool named = false;
+  for (const std::string& m : messages) named |= m.find("moe_token_dispatcher_type") != std::string::npos;
+  INFO(messages.size());
+  CHECK(named);
+}

@@ -106,6 +106,7 @@ export const FRAMEWORK_KEYS = {
     "moe_router_dtype": "--moe-router-dtype",
     "moe_router_topk": "--moe-router-topk",
     "moe_shared_expert_intermediate_size": "--moe-shared-expert-intermediate-size",
+    "moe_token_dispatcher_type": "--moe-token-dispatcher-type",
     "mtp_num_layers": "--mtp-num-layers",
     "multi_latent_attention": "--multi-latent-attention",
     "normalization": "--normalization",

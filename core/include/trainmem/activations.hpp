@@ -63,6 +63,11 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer);
 bool kbit_fp32_activations(const Config& config);
 double moe_dispatch_transient_bytes(const Config& config);
 double moe_dispatcher_state_bytes(const Config& config, bool after_backward);
+// The all-gather dispatcher's persistent buffer of gathered tokens (one per GPU; 0 otherwise),
+// and its transient gradients in one MoE layer's backward (0 for the all-to-all dispatcher, whose
+// backward buffers are not counted, as a dense layer's are not).
+double moe_gather_buffer_bytes(const Config& config);
+double moe_dispatch_backward_bytes(const Config& config);
 
 // First pipeline stage, per microbatch: embedding output / dropout mask and what the embedding
 // lookup keeps (token ids).

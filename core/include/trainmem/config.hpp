@@ -59,6 +59,9 @@ enum class PipelineOutputs : uint8_t { kept, kept_fp32_merged, count };
 // Megatron's --moe-router-dtype: the dtype the MoE router's gating GEMM writes its logits in
 // (none: the input's, i.e. the compute dtype).
 enum class MoeRouterDtype : uint8_t { none, fp32, count };
+// Megatron's --moe-token-dispatcher-type: the all-to-all dispatcher, or the all-gather one, which
+// gathers every token of the expert-TP x EP group onto each GPU (flex, DeepEP's, is refused).
+enum class MoeTokenDispatcher : uint8_t { alltoall, allgather, count };
 // Megatron's --recompute-modules; a set of them is a bit mask (bit i: RecomputeModule(i)).
 enum class RecomputeModule : uint8_t {
   core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
@@ -132,6 +135,7 @@ struct ConfigInput {
   std::optional<bool> moe_fused_expert_params;
   std::optional<MoeRouterDtype> moe_router_dtype;
   std::optional<bool> moe_permute_fusion, moe_pad_expert_input_to_capacity;
+  std::optional<MoeTokenDispatcher> moe_token_dispatcher_type;
   // Multi-latent attention (DeepSeek), read by the megatron-lm profile.
   std::optional<bool> multi_latent_attention;
   std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
@@ -231,6 +235,9 @@ struct Config {
   MoeRouterDtype moe_router_dtype = MoeRouterDtype::none;
   bool moe_permute_fusion = false;
   bool moe_pad_expert_input_to_capacity = false;
+  // The all-to-all dispatcher, which Megatron-Bridge's and NeMo's MoE recipes and ms-swift set;
+  // Megatron-LM's own command line defaults to allgather (its importer says so).
+  MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::alltoall;
   int64_t mtp_num_layers = 0;
 
   bool multi_latent_attention = false;

@@ -105,6 +105,7 @@ namespace field {
   X(moe_pad_expert_input_to_capacity) \
   X(moe_router_dtype) \
   X(moe_permute_fusion) \
+  X(moe_token_dispatcher_type) \
   X(recompute_method) \
   X(recompute_num_layers) \
   X(recompute_modules) \

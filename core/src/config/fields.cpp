@@ -629,6 +629,13 @@ constexpr Field k_field_rows[] = {
           {field::moe_permute_fusion, "mpf", "Fused MoE permutation (TE)"}, G::moe, from_config(),
           "Megatron Core --moe-permute-fusion: Transformer Engine's fused permutation keeps an "
           "index map per token and expert instead of two int64 indices per routed copy.")), moe_model),
+      applies_when(trainmem_only(choice_field<&C::moe_token_dispatcher_type, &Config::moe_token_dispatcher_type>(
+          {field::moe_token_dispatcher_type, "mtd", "MoE token dispatcher"}, G::moe, from_config(),
+          "Megatron Core --moe-token-dispatcher-type. \"alltoall\": each GPU sends its routed "
+          "token copies to the experts' GPUs (Megatron-Bridge's and NeMo's MoE recipes, "
+          "ms-swift). \"allgather\": every GPU gathers all tokens of its expert-TP x EP group "
+          "and keeps those routed to its own experts (Megatron-LM's command-line default), so "
+          "the gathered tokens, their routing map and probabilities are G times one GPU's.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
           {field::recompute_method, "rcm", "Recompute method"}, G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "

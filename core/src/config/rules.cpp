@@ -262,6 +262,15 @@ const Rule k_model_rules[] = {
        return std::string("applies to MoE with model_implementation megatron-core (Transformer Engine's fused "
                           "permutation in Megatron Core's dispatcher)");
      }},
+    {"moe_token_dispatcher_type/megatron-core", f::moe_token_dispatcher_type, {f::model_implementation},
+     "MoE with model_implementation megatron-core (ignored for a dense model)",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.is_moe() || !in.moe_token_dispatcher_type ||
+           *in.moe_token_dispatcher_type == MoeTokenDispatcher::alltoall || !c.eager_model())
+         return ok;
+       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's token "
+                          "dispatcher; the PyTorch implementations' MoE blocks route on each GPU)");
+     }},
     {"moe_pad_expert_input_to_capacity/capacity", f::moe_pad_expert_input_to_capacity,
      {f::model_implementation, f::moe_expert_capacity_factor},
      "MoE with model_implementation megatron-core and moe_expert_capacity_factor (ignored for a dense model)",

@@ -769,10 +769,59 @@ MoeTokens moe_tokens(const Config& c, const Shape& x) {
   return n;
 }
 
+// ---- The all-gather dispatcher (moe_token_dispatcher_type allgather) ----
+//
+// Megatron Core's MoEAllGatherTokenDispatcher, read from NVIDIA/Megatron-LM
+// megatron/core/transformer/moe/token_dispatcher.py, moe_utils.py (permute, unpermute) and
+// tensor_parallel/mappings.py (_gather_along_first_dim), core/utils.py (GlobalMemoryBuffer), all
+// @ 93aa335b952e8e53078c9dbd36686e72e0c2b1f9. When ETP > 1 or EP > 1, token_dispatch gathers over
+// the expert-TP x EP group (G = ETP·EP ranks) the routing map [T_sp, E] (bool, under no_grad), the
+// probabilities [T_sp, E] and the tokens [T_sp, h]; the tokens land in Megatron's global "mpu"
+// buffer (use_global_buffer=True: allocated once at its largest size and kept for the run). So
+// every GPU holds N_g = G·T_sp gathered tokens. dispatch_postprocess keeps the map's and the
+// probabilities' columns of its E/EP local experts (.contiguous() copies), picks the local rows
+// with probs.T.contiguous().masked_select(local_map.T.contiguous()) (which saves both operands
+// for the probabilities' gradient) and permutes the N_r local rows with permute(): unfused,
+// sorted_indices = arange(N_g).expand(...).masked_select(map) and tokens.index_select(0,
+// sorted_indices), which saves the int64 indices (N_r); fused, TE's moe_permute over the gathered
+// map, whose row-id map is [N_g, 2·E/EP + 1] int32. combine_preprocess unpermutes into zeros
+// [N_g, h] (scatter_add_, the same index), and token_combine casts that to the probabilities'
+// dtype and reduce-scatters it back to [T_sp, h]. N_r (the local experts' rows) is the
+// all-to-all's N_r: G·T_sp tokens, K copies each, 1/EP of them local, ETP·T_sp·K, by λ.
+constexpr std::string_view k_src_allgather_indices =
+    "Megatron moe_utils.py @ 93aa335b permute (allgather dispatcher): index_select saves the int64 "
+    "sorted_indices of the N_r local rows; unpermute's scatter_add_ keeps the same storage";
+constexpr std::string_view k_src_allgather_row_map =
+    "TE _moe_permute_mask_map (moe_permute_fusion, allgather dispatcher) saves row_id_map: int32 "
+    "[N_g, 2·E/EP + 1] over the gathered tokens and the local experts";
+constexpr std::string_view k_src_allgather_probs =
+    "Megatron token_dispatcher.py @ 93aa335b MoEAllGatherTokenDispatcher.dispatch_postprocess: "
+    "local_probs.T.contiguous().masked_select(local_map.T.contiguous()) saves the gathered local "
+    "probabilities [E/EP, N_g] and the mask, for the probabilities' gradient";
+
+bool allgather(const Config& c) { return c.moe_token_dispatcher_type == MoeTokenDispatcher::allgather; }
+
+// The gathered tokens N_g = G·T_sp (G = ETP·EP; 1: nothing is gathered).
+double gathered_tokens(const Config& c, const Shape& x) {
+  return x.tokens_sp * double(c.expert_tensor_parallel_size) * double(c.expert_model_parallel_size);
+}
+
+// The routing probabilities' bytes per element: the logits' dtype (moe_dispatcher_state).
+double probs_bytes(const Config& c, const Shape& x) {
+  return c.moe_router_dtype == MoeRouterDtype::fp32 ? 4.0 : x.e;
+}
+
 // The index the permutation keeps to undo itself: the unfused sorted_indices (int64, N_s) or,
-// with moe_permute_fusion, TE's row-id map (k_src_fused_row_map: 4·T_sp·(2E+1)).
+// with moe_permute_fusion, TE's row-id map (k_src_fused_row_map: 4·T_sp·(2E+1)); with the
+// all-gather dispatcher, over the gathered tokens and the local experts.
 double moe_permutation_map_bytes(const Config& c, const Shape& x) {
-  if (c.moe_permute_fusion) return 4 * x.tokens_sp * (2 * double(c.num_moe_experts) + 1);
+  const double E = double(c.num_moe_experts);
+  if (allgather(c)) {
+    if (c.moe_permute_fusion)
+      return 4 * gathered_tokens(c, x) * (2 * E / double(c.expert_model_parallel_size) + 1);
+    return 8 * moe_tokens(c, x).expert;
+  }
+  if (c.moe_permute_fusion) return 4 * x.tokens_sp * (2 * E + 1);
   return 8 * moe_tokens(c, x).sent;
 }
 
@@ -793,7 +842,28 @@ double expert_tokens(const Config& c, const Shape& x) { return moe_tokens(c, x).
 // EP > 1) while P and A are still held. linear_fc1 saves G (the layer's moe.expert_input) unless
 // its weights are frozen (peft), so G counts here only then. The unpermuted output
 // (T_sp rows) is the layer's output, as a dense MLP's is, and is not counted.
+//
+// The all-gather dispatcher instead (token_dispatcher.py @ 93aa335b, above): custom_forward's
+// `probs` holds the gathered probabilities [N_g, E] until the layer returns; the experts' input P
+// (N_r rows) and output O live until experts_compute returns, beside combine_preprocess's
+// unpermuted U (zeros [N_g, w] filled by scatter_add_); token_combine then holds U, its copy in
+// the probabilities' dtype when that differs (fp32 router) and the reduce-scatter's output (T_sp
+// rows, in that dtype). The gathered tokens sit in the global buffer (moe_gather_buffer_bytes).
+double allgather_forward_transient(const Config& c, const Shape& x) {
+  const double n_r = moe_tokens(c, x).expert, n_g = gathered_tokens(c, x);
+  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double p = probs_bytes(c, x);
+  const double gathered_probs = n_g > x.tokens_sp ? p * double(c.num_moe_experts) * n_g : 0.0;
+  const double P = x.peft ? x.e * w * n_r : 0.0;  // kept by linear_fc1 (counted there) unless frozen
+  const double O = x.e * w * n_r, U = x.e * w * n_g;
+  const bool cast = p != x.e;
+  const double at_combine_preprocess = P + O + U;
+  const double at_combine = U + (cast ? p * w * n_g : 0.0) + p * w * x.tokens_sp;
+  return gathered_probs + std::max(at_combine_preprocess, at_combine);
+}
+
 double moe_forward_transient(const Config& c, const Shape& x) {
+  if (allgather(c)) return allgather_forward_transient(c, x);
   const MoeTokens n = moe_tokens(c, x);
   const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
   const double row = x.e * w;
@@ -833,15 +903,54 @@ double moe_forward_transient(const Config& c, const Shape& x) {
 // checkpoint (full recompute, or selective with the moe module: the first forward runs under
 // no_grad and the dispatcher still keeps the index; an upper bound for the layers a block-method
 // recompute leaves out, whose index is then counted twice).
+//
+// The all-gather dispatcher keeps instead (token_dispatcher.py @ 93aa335b): self.local_map, the
+// gathered map's local columns [N_g, E/EP] (bool; self.routing_map is dropped), and
+// self.local_probs (the N_r local rows' probabilities, which the experts save too) beside the
+// permutation's index, both counted under the same rule as the index.
 double moe_dispatcher_state(const Config& c, const Shape& x, bool after_backward) {
   const double E = double(c.num_moe_experts);
-  const double probs = c.moe_router_dtype == MoeRouterDtype::fp32 ? 4.0 : x.e;
-  const double probs_and_map = (probs + 1) * E * x.tokens_sp;
+  const double probs = probs_bytes(c, x);
   const bool checkpointed =
       c.recompute_granularity == RecomputeGranularity::full ||
       (c.recompute_granularity == RecomputeGranularity::selective &&
        ((c.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
-  return probs_and_map + (after_backward || checkpointed ? moe_permutation_map_bytes(c, x) : 0.0);
+  const bool unsaved = after_backward || checkpointed;
+  if (allgather(c)) {
+    const double local_map = gathered_tokens(c, x) * E / double(c.expert_model_parallel_size);
+    return local_map + (unsaved ? moe_permutation_map_bytes(c, x) + probs * moe_tokens(c, x).expert : 0.0);
+  }
+  const double probs_and_map = (probs + 1) * E * x.tokens_sp;
+  return probs_and_map + (unsaved ? moe_permutation_map_bytes(c, x) : 0.0);
+}
+
+// Megatron's global "mpu" buffer of the all-gather dispatcher's gathered tokens: one per GPU, at
+// the largest size asked (GlobalMemoryBuffer.get_tensor reallocates only to grow), kept for the
+// run; e·w·N_g. An upper bound where the sequence-parallel linears of the local transformer
+// implementation already keep a buffer of that name (T·h, at most this size).
+double moe_gather_buffer(const Config& c, const Shape& x) {
+  if (!allgather(c)) return 0;
+  const double n_g = gathered_tokens(c, x);
+  if (!(n_g > x.tokens_sp)) return 0;
+  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  return x.e * w * n_g;
+}
+
+// The all-gather dispatcher's backward through one MoE layer (autograd of the same ops, in
+// reverse): the reduce-scatter's backward all-gathers the output gradient to [N_g, w] in the
+// probabilities' dtype (mappings.py _ReduceScatterToSequenceParallelRegion.backward) and, with an
+// fp32 router, casts it back to the compute dtype beside it; unpermute's scatter_add_ backward
+// gathers it to the N_r rows (e·w·N_r). Later, index_select's backward writes the gathered
+// tokens' gradient into zeros [N_g, w] (e) and the all-gather's backward reduce-scatters it to
+// T_sp rows. The larger of the two groups.
+double allgather_backward_transient(const Config& c, const Shape& x) {
+  if (!allgather(c)) return 0;
+  const double n_r = moe_tokens(c, x).expert, n_g = gathered_tokens(c, x);
+  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double p = probs_bytes(c, x);
+  const double combine = p * w * n_g + (p != x.e ? x.e * w * n_g : 0.0) + x.e * w * n_r;
+  const double dispatch = x.e * w * n_g + x.e * w * x.tokens_sp;
+  return std::max(combine, dispatch);
 }
 
 // The MoE block after its norm: router, dispatch, experts, shared experts.
@@ -859,7 +968,21 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     out.add("moe.router_probs", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router);
     out.add("moe.router_topk_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_router_topk);
     out.add("moe.router_topk_probs", "moe", 4 * topk * x.tokens_sp, "fp32", k_src_router_topk);
-    if (c.moe_permute_fusion) {
+    if (allgather(c)) {
+      // No sort by local expert: permute() orders the gathered rows by local expert directly.
+      if (c.moe_permute_fusion)
+        out.add("moe.permute_row_id_map", "moe", moe_permutation_map_bytes(c, x), "int32",
+                k_src_allgather_row_map);
+      else
+        out.add("moe.permutation_indices", "moe", moe_permutation_map_bytes(c, x), "int64",
+                k_src_allgather_indices);
+      const double local = gathered_tokens(c, x) * n_experts / double(c.expert_model_parallel_size);
+      if (!x.peft) {  // with one rank nothing is gathered, but the selection runs the same
+        out.add("moe.local_probs", "moe", probs_bytes(c, x) * local,
+                c.moe_router_dtype == MoeRouterDtype::fp32 ? "fp32" : x.act_dtype, k_src_allgather_probs);
+        out.add("moe.local_map", "moe", local, "mask", k_src_allgather_probs);
+      }
+    } else if (c.moe_permute_fusion) {
       out.add("moe.permute_row_id_map", "moe", moe_permutation_map_bytes(c, x), "int32",
               k_src_fused_row_map);
       // dispatch_postprocess sorts the N_r gathered rows by local expert, combine_preprocess
@@ -1677,6 +1800,16 @@ double moe_dispatch_transient_bytes(const Config& config) {
 double moe_dispatcher_state_bytes(const Config& config, bool after_backward) {
   if (!config.is_moe() || config.eager_model()) return 0;
   return moe_dispatcher_state(config, shape_of(config), after_backward);
+}
+
+double moe_gather_buffer_bytes(const Config& config) {
+  if (!config.is_moe() || config.eager_model()) return 0;
+  return moe_gather_buffer(config, shape_of(config));
+}
+
+double moe_dispatch_backward_bytes(const Config& config) {
+  if (!config.is_moe() || config.eager_model()) return 0;
+  return allgather_backward_transient(config, shape_of(config));
 }
 
 namespace {

@@ -1806,9 +1806,12 @@ struct StageKind {
 //    the recomputed working set; backward's own gradients through the dispatcher are not counted,
 //    as a dense layer's are not;
 //  - every moment: what the dispatcher object keeps of each MoE layer until its next forward, and
-//    after backward (the optimizer step) the permutation indices as well.
+//    after backward (the optimizer step) the permutation indices as well; the all-gather
+//    dispatcher's global buffer of gathered tokens, once per GPU;
+//  - backward, the all-gather dispatcher: one MoE layer's gradients of the gathered tokens
+//    (moe_dispatch_backward_bytes), beside the working set of the layer's backward.
 struct StageMoe {
-  double forward = 0, recompute = 0, state = 0, state_after_backward = 0;
+  double forward = 0, recompute = 0, backward = 0, state = 0, state_after_backward = 0;
 };
 
 StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_activation, bool last) {
@@ -1820,8 +1823,10 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
                       (c.recompute_granularity == RecomputeGranularity::selective &&
                        ((c.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
   if (reruns) m.recompute = transient;
-  m.state = act.moe_layers * moe_dispatcher_state_bytes(c, false);
-  m.state_after_backward = act.moe_layers * moe_dispatcher_state_bytes(c, true);
+  m.backward = moe_dispatch_backward_bytes(c);
+  const double buffer = moe_gather_buffer_bytes(c);
+  m.state = act.moe_layers * moe_dispatcher_state_bytes(c, false) + buffer;
+  m.state_after_backward = act.moe_layers * moe_dispatcher_state_bytes(c, true) + buffer;
   return m;
 }
 
@@ -2512,7 +2517,14 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // created (workspace_bytes).
   const double model_state = s.weight_and_optimizer_bytes + c.workspace_bytes;
   const StageMoe moe = stage_moe(c, out.activation, include_activation, last);
-  if (moe.state > 0) {
+  if (moe.state > 0 && c.moe_token_dispatcher_type == MoeTokenDispatcher::allgather) {
+    note(trace, "trainmem.moe_dispatch_transient", moe_dispatch_transient_bytes(c),
+         "one MoE layer's forward (allgather): gathered probs + max(P + O + U, U + its cast + R)");
+    note(trace, "trainmem.moe_dispatch_backward", moe.backward,
+         "one MoE layer's backward (allgather): gradients of the gathered tokens");
+    note(trace, "trainmem.moe_dispatcher_state", moe.state,
+         "MoE layers · E/EP·N_g (self.local_map) + the global buffer e·h·N_g");
+  } else if (moe.state > 0) {
     note(trace, "trainmem.moe_dispatch_transient", moe_dispatch_transient_bytes(c),
          "one MoE layer's forward: max(P + A + G + O + B + R, P + A + combine input + C)");
     note(trace, "trainmem.moe_dispatcher_state", moe.state,
@@ -2576,7 +2588,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Saved tensors fall and gradients rise layer by layer, so the backward's peak is at one of its
   // ends: the stage's last layer (every activation, only the output layer's gradient made) or, when
   // the step started without gradients, its first (every gradient, that layer's activations).
-  const double backward_working = act.recompute_working + state.backward_temporary + moe.recompute + moe.state;
+  const double backward_working =
+      act.recompute_working + state.backward_temporary + moe.recompute + moe.backward + moe.state;
   // Made before the decoder layers' backward: the output layer's gradients; stepped in backward,
   // the one gradient counted, which exists at every point of the backward pass.
   const double made_first =

@@ -988,20 +988,21 @@ void MegatronReader::read_rest() {
     out_.ignored.push_back(std::string(impl_arg) + " " + *impl + ": no --cross-entropy-loss-fusion, the loss is unfused");
   }
 
-  // An MoE model without --moe-token-dispatcher-type runs Megatron-LM's default dispatcher,
-  // allgather (NVIDIA/Megatron-LM megatron/training/arguments.py @
+  // --moe-token-dispatcher-type alltoall or allgather; without it an MoE model runs Megatron-LM's
+  // default, allgather (NVIDIA/Megatron-LM megatron/training/arguments.py @
   // 020d85e50ddf0f0282802002acb3662129a519c5: default='allgather'; TransformerConfig's
-  // moe_token_dispatcher_type the same), whose buffers trainmem does not count: it counts
-  // alltoall's (docs/trainmem-profile.md §9). Said, not passed over in silence.
-  // (Looked up without marking it used: the loop below reports a given dispatcher.)
-  const bool dispatcher_given = std::any_of(args_.begin(), args_.end(), [](const Arg& a) {
-    return a.name == "--moe-token-dispatcher-type";
-  });
-  if (int_field(field::num_moe_experts).value_or(0) > 0 && !dispatcher_given)
+  // moe_token_dispatcher_type the same). flex (DeepEP) is listed below as not modelled.
+  if (Arg* a = get("--moe-token-dispatcher-type");
+      a && a->values.size() == 1 && (a->values[0] == "alltoall" || a->values[0] == "allgather")) {
+    if (put(field::moe_token_dispatcher_type, a->values[0], "--moe-token-dispatcher-type"))
+      note_read(field::moe_token_dispatcher_type, "--moe-token-dispatcher-type " + a->values[0]);
+  } else if (a) {
+    a->used = false;  // listed with the others below, as not modelled
+  } else if (int_field(field::num_moe_experts).value_or(0) > 0 &&
+             put(field::moe_token_dispatcher_type, std::string("allgather"), "")) {
     out_.assumed.push_back(
-        "MoE token dispatcher: none given, so Megatron-LM runs its default, allgather; trainmem "
-        "counts the alltoall dispatcher's buffers (the allgather dispatcher's gathered tokens of "
-        "the expert-TP × EP group are not counted)");
+        "moe_token_dispatcher_type ← allgather (no --moe-token-dispatcher-type: Megatron-LM's default)");
+  }
 
   // Megatron-LM's NullTokenizer (--tokenizer-type NullTokenizer, the tests' mock data) counts an
   // EOD token after the --vocab-size ids: its vocab_size is --vocab-size + 1
@@ -1027,12 +1028,10 @@ void MegatronReader::read_rest() {
       why =
           "Megatron-LM takes the vocabulary size from the tokenizer: set vocab_size (or "
           "--vocab-size)";
-    // trainmem counts Megatron Core's alltoall token dispatcher (docs/trainmem-profile.md §9).
+    // trainmem counts Megatron Core's alltoall and allgather dispatchers (docs/trainmem-profile.md §9).
     if (a.name == "--moe-token-dispatcher-type")
-      why = a.values.size() == 1 && a.values[0] == "alltoall"
-                ? "the dispatcher trainmem counts (alltoall)"
-                : "not modelled: trainmem counts the alltoall dispatcher's buffers (allgather and "
-                  "flex keep others)";
+      why = "not modelled: trainmem counts the alltoall and allgather dispatchers' buffers (flex, "
+            "DeepEP's, keeps others)";
     if (a.name == "--optimizer" && a.values.size() == 1)
       why = "not modelled (trainmem's optimizer table has adam and sgd of Megatron-LM's choices)";
     out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);

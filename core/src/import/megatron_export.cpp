@@ -148,6 +148,9 @@ MegatronExport export_megatron_args(const Config& c) {
     arg("--num-experts", c.num_moe_experts);
     arg("--moe-ffn-hidden-size", c.moe_ffn_hidden_size);
     arg("--moe-router-topk", c.moe_router_topk);
+    // Always written: Megatron-LM's own default (allgather) is not trainmem's (alltoall).
+    a.push_back("--moe-token-dispatcher-type " +
+                std::string(name_of(c.moe_token_dispatcher_type)));
     if (c.moe_layer_freq_list.empty())
       arg("--moe-layer-freq", c.moe_layer_freq);
     else

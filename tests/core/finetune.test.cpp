@@ -852,4 +852,35 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
   // norm 64, the router 64 · 4 = 256, four experts 4 · 3 · 64 · 32 = 24,576, the post-attention
   // norm 64: 41,344.
   CHECK(moe.layer_params == 41344);
+
+  SECTION("QLoRA with fp32 norms: the block's tensors and their gradients are fp32") {
+    // kbit_upcast trl leaves the norms fp32, so the block's input is fp32 (k_src_hf_moe_kbit):
+    // the routing weights 4 · 64 = 256, w2's output and the weighted output 4 · 64 · 64 = 16,384
+    // each, and in backward the first expert's 3 · 4 · 16 · 32 + 4 · 32 · 2 = 6,400 B and the
+    // summed input gradients 3 · 4 · 32 · 64 + 256 = 24,832 B: the fp32 figures above. With the
+    // norms in bf16 (kbit_upcast none) half: 128, 8,192; 3 · 2 · 16 · 32 + 2 · 64 = 3,200 and
+    // 3 · 2 · 32 · 64 + 128 = 12,416.
+    const std::string qlora = base + R"(, "peft": "qlora", "params_dtype": "nf4", "compute_dtype": "bf16",
+        "lora_target_modules": ["q_proj"], "kbit_upcast": )";
+    const Config trl = config_from(qlora + R"("trl"})");
+    const Config none = config_from(qlora + R"("none"})");
+    SavedTensors st, sn;
+    layer_activation_bytes(trl, true, LayerRecompute::policy, &st);
+    layer_activation_bytes(none, true, LayerRecompute::policy, &sn);
+    const auto row = [](const SavedTensors& d, std::string_view name) {
+      for (const SavedTensor& t : d)
+        if (t.name == name) return t.bytes;
+      return -1.0;
+    };
+    CHECK(row(st, "moe.routing_weights") == 256);
+    CHECK(row(st, "moe.expert_output") == 16384);
+    CHECK(row(st, "moe.weighted_output") == 16384);
+    CHECK(row(sn, "moe.routing_weights") == 128);
+    CHECK(row(sn, "moe.weighted_output") == 8192);
+    const DecoderBackward bt = decoder_backward_bytes(trl), bn = decoder_backward_bytes(none);
+    CHECK(bt.expert_first.extra == 6400);
+    CHECK(bt.expert_second.extra == 24832);
+    CHECK(bn.expert_first.extra == 3200);
+    CHECK(bn.expert_second.extra == 12416);
+  }
 }

@@ -289,6 +289,11 @@ struct Shape {
   }
 };
 
+// Bytes per element of transformers' MoE block's hidden-width tensors (its input, routing
+// weights, expert and weighted outputs, and their gradients): the norm output's dtype, fp32
+// under QLoRA with fp32 norms (Shape::kbit_fp32).
+double moe_block_bytes(const Shape& x) { return x.kbit_fp32 ? 4.0 : x.e; }
+
 }  // namespace
 
 bool kbit_fp32_activations(const Config& c) {
@@ -1218,6 +1223,11 @@ constexpr std::string_view k_src_hf_moe_experts =
     "MixtralSparseMoeBlock: per expert torch.where gives one int64 [n, 2] index storage (kept by "
     "the gathers and index_add_), hidden_states[top_x] a copy of the expert's tokens (kept by w1 "
     "and w3), expert output * routing weight keeps both, index_add_ keeps the weighted output";
+constexpr std::string_view k_src_hf_moe_kbit =
+    "MixtralSparseMoeBlock under QLoRA with fp32 norms (k_src_kbit_fp32_residual): the block's "
+    "input is the fp32 norm output, so routing_weights.to(hidden_states.dtype) stays fp32, each "
+    "expert's w2 (Linear4bit) returns its output .to(inp_dtype) of the fp32 product, and the "
+    "weighted output is fp32";
 constexpr std::string_view k_src_eager_checkpoint =
     "torch.utils.checkpoint keeps the layer's arguments while its output needs a gradient: the "
     "hidden state (the residual stream's dtype); non-reentrant as torchtune's and torchtitan's "
@@ -1617,7 +1627,12 @@ struct EagerWalk {
   // transformers' MixtralSparseMoeBlock (Qwen2/Qwen3-MoE run the same loop) on the norm's output.
   bool mixtral_moe(bool n_rg) const {
     const double E = double(c.num_moe_experts), K = double(c.moe_router_topk), T = x.tokens_sp;
-    if (full) out.add("moe.input", "moe", x.e * x.h * T, x.act_dtype, k_src_eager_linear);
+    // The block's input, routing weights, expert outputs and weighted outputs are in the norm
+    // output's dtype: fp32 under QLoRA with fp32 norms (k_src_hf_moe_kbit).
+    const double be = moe_block_bytes(x);
+    const std::string_view bdtype = x.kbit_fp32 ? std::string_view("fp32") : x.act_dtype;
+    const std::string_view bsrc = x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_hf_moe_experts;
+    if (full) out.add("moe.input", "moe", be * x.h * T, bdtype, x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_eager_linear);
     const bool logits_rg = n_rg || full;
     if (logits_rg) {
       out.add("moe.router_probs", "moe", 4 * E * T, "fp32", k_src_hf_moe_router);
@@ -1636,11 +1651,11 @@ struct EagerWalk {
     if (n_rg || logits_rg || expert_out_rg)
       out.add("moe.expert_indices", "moe", 16 * N, "int64", k_src_hf_moe_experts);
     if (expert_out_rg)
-      out.add("moe.routing_weights", "moe", x.e * N, x.act_dtype, k_src_hf_moe_experts);
-    if (logits_rg) out.add("moe.expert_output", "moe", x.e * x.h * N, x.act_dtype, k_src_hf_moe_experts);
+      out.add("moe.routing_weights", "moe", be * N, bdtype, bsrc);
+    if (logits_rg) out.add("moe.expert_output", "moe", be * x.h * N, bdtype, bsrc);
     const bool weighted_rg = expert_out_rg || logits_rg;
     if (weighted_rg)
-      out.add("moe.weighted_output", "moe", x.e * x.h * N, x.act_dtype, k_src_hf_moe_experts);
+      out.add("moe.weighted_output", "moe", be * x.h * N, bdtype, bsrc);
     return weighted_rg;
   }
 
@@ -2625,10 +2640,13 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
     return name == k_expert_names.fc2_input || name == "moe.expert_output" || name == "moe.weighted_output" ||
            name == "moe.routing_weights" || name == down.input || name == down.mask || name == down.intermediate;
   }) / N;
-  const double routing_gradient = x.e * T * K;
-  out.expert_first = {3 * x.e * n * f_e + routing_gradient, n * first_freed_per_row, expert_down_params};
+  // Gradients in their tensors' dtypes: fp32 for the block's tensors and the experts' f-wide
+  // ones under QLoRA with fp32 norms (moe_block_bytes, Shape::ffn_e; k_src_hf_moe_kbit).
+  const double be = moe_block_bytes(x);
+  const double routing_gradient = be * T * K;
+  out.expert_first = {3 * x.ffn_e * n * f_e + routing_gradient, n * first_freed_per_row, expert_down_params};
   if (E >= 2) {
-    const double summed = 3 * x.e * T * x.h + routing_gradient;
+    const double summed = 3 * be * T * x.h + routing_gradient;
     out.expert_second = {summed, 2 * n * per_row, 2 * expert_params};
     out.expert_last = {summed, E * n * per_row, E * expert_params};
   }

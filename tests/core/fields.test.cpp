@@ -436,6 +436,7 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"eval_micro_batch_size/loss", R"("framework": "ddp", "eval_micro_batch_size": 2, "cross_entropy_chunks": 4)"},
       {"cross_entropy_chunks/tensor-parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "cross_entropy_chunks": 4, "tensor_model_parallel_size": 2)"},
       {"num_microbatches/derived", R"("global_batch_size": 8, "num_microbatches": 4)"},
+      {"eval_samples/needed", R"("framework": "ddp", "model_implementation": "hf-transformers", "eval_micro_batch_size": 2, "eval_predictions": "logits")"},
       {"moe_token_dispatcher_type/megatron-core", R"("num_moe_experts": 4, "moe_router_topk": 2, "framework": "ddp", "model_implementation": "hf-transformers", "moe_token_dispatcher_type": "allgather")"},
   };
   for (const auto& [id, extra] : targeted) {

@@ -1674,6 +1674,23 @@ TEST_CASE("evaluation between steps: the Trainer's eval_strategy", "[evaluation]
   r = launch("--eval_strategy sometimes");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].message == "--eval_strategy: must be \"no\", \"steps\" or \"epoch\", got \"sometimes\"");
+  // compute_metrics is code: the importer assumes the loss alone and says how to set it; the
+  // arguments that fix what is kept are read.
+  r = launch("--eval_strategy steps");
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_predictions == std::optional<EvalPredictions>(EvalPredictions::none));
+  CHECK(has_line(r.assumed, "compute_metrics is passed in the script"));
+  r = launch("--eval_strategy steps --eval_accumulation_steps 4");
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_accumulation_steps == std::optional<int64_t>(4));
+  CHECK_FALSE(has_line(r.ignored, "eval_accumulation_steps"));
+  r = launch("--eval_strategy steps --batch_eval_metrics True");
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_accumulation_steps == std::optional<int64_t>(1));
+  r = launch("--eval_strategy steps --prediction_loss_only True");
+  REQUIRE(r.ok());
+  CHECK(r.input.eval_predictions == std::optional<EvalPredictions>(EvalPredictions::none));
+  CHECK_FALSE(has_line(r.assumed, "compute_metrics"));
 }
 
 #ifndef __EMSCRIPTEN__  // the YAML reader is native only

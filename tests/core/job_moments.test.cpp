@@ -204,3 +204,37 @@ TEST_CASE("evaluation: DeepSpeed keeps its gradient partitions, zero_grad frees 
   const FullEstimate plain = full_estimate(config_from(small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false)")));
   CHECK(plain.moments.evaluation == k_eval_at_rest + 2638348352.0);
 }
+
+TEST_CASE("evaluation: compute_metrics keeps every step's predictions on the GPU", "[job_moments][evaluation]") {
+  // The batch of the tests above (8 sequences of 1,024 tokens a step, V 32,000, bf16 logits, no KV
+  // cache) with eval_predictions "logits" over 32 sequences on one GPU: S = 4 steps, each gathering
+  // P = 8,192 · 32,000 · 2 = 524,288,000 B of logits and L = 8 · 8,192 = 65,536 B of labels.
+  //  - during the last step's forward the three earlier steps' 3 · (P + L) = 1,573,060,608 B sit
+  //    beside the loss's 2,638,348,352 B: 4,211,408,960 B above the state at rest;
+  //  - at the last predictions' torch.cat: 2 · 4 · P + 3 · L + L = 4,194,566,144 B (smaller here).
+  const std::string base = R"("eval_micro_batch_size": 8, "eval_kv_cache": false, )";
+  const FullEstimate kept = full_estimate(config_from(small_bf16_eval(base + R"("eval_predictions": "logits", "eval_samples": 32)")));
+  CHECK(kept.moments.evaluation == k_eval_at_rest + 4211408960.0);
+  CHECK(kept.moments.job_peak() == JobMoment::evaluation);
+  // eval_accumulation_steps 1 moves each step's to the CPU: P + 2 · L = 524,419,072 B at most,
+  // below the loss's, so the moment is the one without predictions (3,136,976,960 B).
+  const FullEstimate moved = full_estimate(config_from(
+      small_bf16_eval(base + R"("eval_predictions": "logits", "eval_samples": 32, "eval_accumulation_steps": 1)")));
+  CHECK(moved.moments.evaluation == 3136976960.0);
+  // argmax: 8 B per token, P = L = 65,536: three steps kept, 393,216 B beside the loss.
+  const FullEstimate ids = full_estimate(config_from(small_bf16_eval(base + R"("eval_predictions": "argmax", "eval_samples": 32)")));
+  CHECK(ids.moments.evaluation == 3136976960.0 + 393216);
+  // Two GPUs: each gathers both GPUs' steps, S = ⌈32 / 16⌉ = 2, P = 2 · 524,288,000 =
+  // 1,048,576,000, L = 131,072: at the last predictions' concatenation 2 · 2 · P + L + L / 2 =
+  // 4,194,500,608 B, above the forward's P + L + 2,638,348,352 = 3,687,055,424 B: the moment is
+  // 4,194,500,608 - 2,638,348,352 = 1,556,152,256 B above the run without predictions.
+  const std::string two = R"("data_parallel_size": 2, )" + base;
+  const FullEstimate pair = full_estimate(config_from(small_bf16_eval(two + R"("eval_predictions": "logits", "eval_samples": 32)")));
+  const FullEstimate pair_none = full_estimate(config_from(small_bf16_eval(two + R"("eval_predictions": "none")")));
+  CHECK(pair.moments.evaluation - pair_none.moments.evaluation == 1556152256.0);
+  // Without eval_samples the figure would be one step's: the config is refused, naming the field.
+  const std::vector<std::string> messages =
+      messages_for(small_bf16_eval(base + R"("eval_predictions": "logits")"));
+  REQUIRE(messages.size() == 1);
+  CHECK(messages[0].find("eval_samples") != std::string::npos);
+}

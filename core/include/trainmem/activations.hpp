@@ -108,6 +108,15 @@ struct EvaluationForward {
 };
 EvaluationForward evaluation_forward_bytes(const Config& config);
 
+// The predictions and labels transformers' Trainer keeps on one GPU for compute_metrics during
+// an evaluation (eval_predictions; activations.cpp evaluation_predictions_bytes): `held`, what the
+// earlier steps of the last window left while the window's last step runs its forward; `at_add`,
+// the most at that step's concatenations (the kept, the new and their concatenation at once).
+struct EvaluationPredictions {
+  double held = 0, at_add = 0;
+};
+EvaluationPredictions evaluation_predictions_bytes(const Config& config);
+
 // The loss's and the output layer's backward on the eager Hugging Face and torchtune models
 // (F.cross_entropy over the whole logits: not chunked, compiled, fused or tensor parallel), as
 // autograd runs them (activations.cpp output_backward_bytes). `modelled` false: none of this is

@@ -92,6 +92,10 @@ enum class KbitUpcast : uint8_t { none, peft, trl, axolotl, count };
 // 4.46 to 4.48), or the model's forward upcasting its logits to fp32 and shifting them
 // (upcast_in_model, 4.45 and earlier).
 enum class TransformersLoss : uint8_t { pad_labels, shift_logits, upcast_in_model, count };
+// What transformers' Trainer keeps of each evaluation step for compute_metrics: nothing but the
+// loss (no compute_metrics, or prediction_loss_only), the logits, or the token ids a
+// preprocess_logits_for_metrics such as logits.argmax(-1) leaves (int64 per token).
+enum class EvalPredictions : uint8_t { none, logits, argmax, count };
 enum class FieldType : uint8_t { integer, boolean, choice, integer_or_list, number, choice_list, integer_list };
 // The types whose values (or list entries) have a numeric range (FieldSpec::min, max).
 constexpr bool has_range(FieldType t) {
@@ -179,6 +183,8 @@ struct ConfigInput {
   std::optional<TransformersLoss> transformers_loss;
   std::optional<int64_t> eval_micro_batch_size;
   std::optional<bool> eval_kv_cache;
+  std::optional<EvalPredictions> eval_predictions;
+  std::optional<int64_t> eval_samples, eval_accumulation_steps;
   std::optional<bool> nf4_double_quant, quantize_lm_head;
   std::optional<bool> bnb_keeps_matmul_input;
   std::optional<KbitUpcast> kbit_upcast;
@@ -331,6 +337,12 @@ struct Config {
   // evaluate) and whether the model's forward builds its KV cache then (config.use_cache).
   int64_t eval_micro_batch_size = 0;
   bool eval_kv_cache = true;
+  // With compute_metrics, the predictions and labels every evaluation step gathers and keeps on
+  // the GPU (EvalLoopContainer): the evaluation set's sequences and how many steps stay on the GPU
+  // before they are moved to the CPU (eval_accumulation_steps; 0: all of them, to the loop's end).
+  EvalPredictions eval_predictions = EvalPredictions::none;
+  int64_t eval_samples = 0;
+  int64_t eval_accumulation_steps = 0;
   // QLoRA (params_dtype nf4): the block absmax quantised again to uint8 (bitsandbytes
   // compress_statistics, transformers bnb_4bit_use_double_quant); resolve() derives it (torchtune:
   // true, torchao always does; otherwise false, transformers' BitsAndBytesConfig default).

@@ -142,7 +142,10 @@ namespace field {
   X(transformers_loss) \
   X(model_output_kept) \
   X(eval_micro_batch_size) \
-  X(eval_kv_cache)
+  X(eval_kv_cache) \
+  X(eval_predictions) \
+  X(eval_samples) \
+  X(eval_accumulation_steps)
 
 #define TRAINMEM_FIELD_CONSTANT(name) inline constexpr FieldName name{#name};
 TRAINMEM_FIELD_NAMES(TRAINMEM_FIELD_CONSTANT)

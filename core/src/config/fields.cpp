@@ -250,6 +250,10 @@ bool hf_trainer_model(const Config& c) {
 bool liger_patchable(const Config& c) { return hf_trainer_model(c); }
 // The Trainer evaluating between steps (prediction_step), where the KV cache matters.
 bool hf_evaluates(const Config& c) { return hf_trainer_model(c) && c.eval_micro_batch_size > 0; }
+// ... and keeping each step's predictions for compute_metrics.
+bool hf_keeps_predictions(const Config& c) {
+  return hf_evaluates(c) && c.eval_predictions != EvalPredictions::none;
+}
 // transformers' own ForCausalLMLoss: a Hugging Face model whose loss nothing replaces or compiles.
 bool plain_hf_loss(const Config& c) {
   return liger_patchable(c) && !c.cut_cross_entropy && !c.fused_linear_cross_entropy && !c.cross_entropy_loss_fusion &&
@@ -840,6 +844,28 @@ constexpr Field k_field_rows[] = {
           "checkpointing turns it off only in training mode): every layer's keys and values stay "
           "until the evaluation step returns. false when the script sets model.config.use_cache = "
           "False.")), hf_evaluates),
+      in_effect_when(trainmem_only(choice_field<&C::eval_predictions, &Config::eval_predictions>(
+          {field::eval_predictions, "evp", "Evaluation keeps predictions for compute_metrics"}, G::finetuning,
+          from_config(),
+          "What transformers' Trainer keeps of every evaluation step when the script passes "
+          "compute_metrics (evaluation_loop: each step's predictions and labels are gathered from "
+          "every GPU and concatenated on the GPU until the loop ends or eval_accumulation_steps "
+          "moves them to the CPU). \"none\": no compute_metrics (or prediction_loss_only), the "
+          "loss alone. \"logits\": the logits, the whole vocabulary per token. \"argmax\": a "
+          "preprocess_logits_for_metrics that returns token ids (logits.argmax(-1)), 8 bytes per "
+          "token.")), hf_evaluates),
+      in_effect_when(trainmem_only(int_field<&C::eval_samples, &Config::eval_samples>(
+          {field::eval_samples, "evn", "Evaluation set (sequences)"}, G::finetuning, 1, k_max_count,
+          "sequences", none_means("required when predictions are kept"),
+          "Sequences in the evaluation set, each of seq_length tokens: with eval_predictions, the "
+          "predictions of all of them (of eval_accumulation_steps steps at most) are on every GPU "
+          "at the end of the evaluation loop.")), hf_keeps_predictions),
+      in_effect_when(trainmem_only(int_field<&C::eval_accumulation_steps, &Config::eval_accumulation_steps>(
+          {field::eval_accumulation_steps, "eva", "Evaluation steps kept on the GPU"}, G::finetuning, 1,
+          k_max_count, "steps", none_means("every step, to the loop's end"),
+          "TrainingArguments eval_accumulation_steps: the kept predictions are moved to the CPU "
+          "every this many evaluation steps (unset: they stay on the GPU until the loop ends). "
+          "batch_eval_metrics keeps one step's, as 1 does.")), hf_keeps_predictions),
 };
 
 std::span<const Field> fields() { return k_field_rows; }

@@ -50,6 +50,7 @@ inline constexpr std::array<std::string_view, 4> k_model_implementations = {
 // What prepare_model_for_kbit_training left (KbitUpcast): none, PEFT's call alone, TRL's, axolotl's.
 inline constexpr std::array<std::string_view, 4> k_kbit_upcast = {"none", "peft", "trl", "axolotl"};
 inline constexpr std::array<std::string_view, 3> k_transformers_loss = {"pad-labels", "shift-logits", "upcast-in-model"};
+inline constexpr std::array<std::string_view, 3> k_eval_predictions = {"none", "logits", "argmax"};
 inline constexpr std::array<std::string_view, 7> k_field_types = {"integer", "boolean", "choice",
                                                            "integer_or_list", "number", "choice_list", "integer_list"};
 inline constexpr std::array<std::string_view, 7> k_field_groups = {
@@ -81,6 +82,7 @@ constexpr std::span<const std::string_view> enum_table() {
   else if constexpr (std::is_same_v<E, ModelImplementation>) return k_model_implementations;
   else if constexpr (std::is_same_v<E, KbitUpcast>) return k_kbit_upcast;
   else if constexpr (std::is_same_v<E, TransformersLoss>) return k_transformers_loss;
+  else if constexpr (std::is_same_v<E, EvalPredictions>) return k_eval_predictions;
   else if constexpr (std::is_same_v<E, FieldType>) return k_field_types;
   else if constexpr (std::is_same_v<E, FieldGroup>) return k_field_groups;
   else static_assert(sizeof(E) == 0, "no name table");

@@ -28,6 +28,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<LoraTarget>(k_lora_targets) && complete<SavedModule>(k_saved_modules) &&
               complete<ModelImplementation>(k_model_implementations) &&
               complete<KbitUpcast>(k_kbit_upcast) && complete<TransformersLoss>(k_transformers_loss) &&
+              complete<EvalPredictions>(k_eval_predictions) &&
               k_field_types.size() == 7 && k_field_groups.size() == 7,
               "one name per enumerator");
 
@@ -59,6 +60,7 @@ template <> std::span<const std::string_view> enum_names<ModelImplementation>() 
 }
 template <> std::span<const std::string_view> enum_names<KbitUpcast>() { return k_kbit_upcast; }
 template <> std::span<const std::string_view> enum_names<TransformersLoss>() { return k_transformers_loss; }
+template <> std::span<const std::string_view> enum_names<EvalPredictions>() { return k_eval_predictions; }
 template <> std::span<const std::string_view> enum_names<FieldType>() { return k_field_types; }
 template <> std::span<const std::string_view> enum_names<FieldGroup>() { return k_field_groups; }
 

@@ -1156,6 +1156,16 @@ const Rule k_trainmem_rules[] = {
                           "the logits there too); what cut_cross_entropy, chunked, compiled or fused losses do "
                           "under no_grad is not modelled: leave those off or eval_micro_batch_size unset");
      }},
+    // The predictions compute_metrics keeps grow with the evaluation set: without its size the
+    // figure would be one step's, an under-estimate, so it is asked for, never assumed.
+    {"eval_samples/needed", f::eval_samples, {f::eval_predictions, f::eval_micro_batch_size},
+     "set when eval_predictions keeps logits or token ids",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (c.eval_micro_batch_size == 0 || c.eval_predictions == EvalPredictions::none || c.eval_samples > 0) return ok;
+       return "is needed with eval_predictions " + q(c.eval_predictions) +
+              ": the Trainer keeps every evaluation step's predictions on the GPU, so their bytes grow with "
+              "the evaluation set's sequences; set eval_samples (or eval_predictions \"none\")";
+     }},
 
     // bitsandbytes has paged Adam, AdamW, their 8-bit forms and Lion (bitsandbytes/optim).
     {"paged_optimizer/optimizer", f::paged_optimizer, {f::optimizer}, "optimizer adam, adamw, adam8bit or lion",

@@ -2166,6 +2166,44 @@ double kept_output_bytes(const Config& config) {
 // the scaled product and the sum while the base output lives), plus the eager causal mask
 // [b, 1, s, s] and cos/sin that LlamaModel.forward holds through the layers. Checked against the
 // allocation timeline oracle's no_grad evaluation (tests/oracle/timeline.py).
+// The predictions compute_metrics needs, as transformers' Trainer keeps them
+// (huggingface/transformers src/transformers/trainer.py @ 000945a9b726d87a93e61e873b88ff8f3cd411b5):
+// evaluate() passes prediction_loss_only=None when compute_metrics is set, so prediction_step
+// returns the model's logits (past_key_values dropped by keys_to_ignore_at_inference) and the
+// labels; evaluation_loop pads them across processes, applies preprocess_logits_for_metrics (token
+// ids with argmax: int64 [b, s]), gathers them from all W processes (gather_for_metrics: [W·b, s,
+// ...] on every GPU) and adds the predictions, then the labels (int64 [W·b, s]), to its
+// EvalLoopContainers. With eval_do_concat_batches (the default) add() is nested_concat, a torch.cat
+// of the kept and the new (trainer_pt_utils.py torch_pad_and_concatenate at the same commit): the
+// kept, the new and the result exist at once. eval_accumulation_steps moves the containers to the
+// CPU every k steps; otherwise they stay on the GPU to the loop's end. So with S steps in a window
+// (⌈eval_samples / (W·b)⌉, at most k) and P, L one step's gathered predictions and labels: during
+// the last step's forward (S − 1)·(P + L) are kept; at its predictions' concatenation 2·S·P +
+// (S − 1)·L + L/W (this GPU's labels, not yet gathered); at the labels' S·P + 2·S·L. The logits are
+// the model's output dtype: fp32 with transformers_loss "upcast-in-model" (the model upcasts),
+// else the compute dtype. Worked by hand in tests/core/job_moments.test.cpp.
+EvaluationPredictions evaluation_predictions_bytes(const Config& config) {
+  EvaluationPredictions out;
+  if (config.eval_micro_batch_size <= 0 || config.eval_predictions == EvalPredictions::none ||
+      config.eval_samples <= 0 || config.vocab_size <= 0)
+    return out;
+  Config ev = config;
+  ev.micro_batch_size = config.eval_micro_batch_size;
+  const Shape x = shape_of(ev);
+  const double W = double(config.data_parallel_size), b = double(config.eval_micro_batch_size);
+  const double logit_e = config.transformers_loss == TransformersLoss::upcast_in_model ? 4 : x.e;
+  const double per_gpu = config.eval_predictions == EvalPredictions::argmax ? 8 * x.tokens : logit_e * x.logits;
+  const double P = W * per_gpu, L = W * 8 * x.tokens;
+  double S = std::ceil(double(config.eval_samples) / (W * b));
+  if (config.eval_accumulation_steps > 0) S = std::min(S, double(config.eval_accumulation_steps));
+  out.held = (S - 1) * (P + L);
+  if (S >= 2)
+    out.at_add = std::max(2 * S * P + (S - 1) * L + L / W, S * P + 2 * S * L);
+  else  // the first add keeps the gathered tensors as they are: no concatenation
+    out.at_add = std::max(P + (W > 1 ? per_gpu : 0.0) + L / W, P + L / W + L);
+  return out;
+}
+
 EvaluationForward evaluation_forward_bytes(const Config& config) {
   EvaluationForward out;
   if (config.eval_micro_batch_size <= 0 || config.vocab_size <= 0) return out;

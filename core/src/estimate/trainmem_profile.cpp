@@ -2393,6 +2393,7 @@ struct JobMoments {
   // The evaluation's two phases, each with the state at rest: the decoder layers (an upper bound)
   // and the output layer with the loss (exact).
   double evaluation_layers = 0, evaluation_loss = 0;
+  double evaluation_predictions = 0;  // at the kept predictions' concatenation (compute_metrics)
 };
 JobMoments job_moments(const Config& c, const StageState& state, double model_state, bool include_activation) {
   JobMoments job;
@@ -2465,9 +2466,13 @@ JobMoments job_moments(const Config& c, const StageState& state, double model_st
     const double at_output_layer =
         state.output_dequant > 0 ? ev.hidden + state.output_dequant + ev.logits + ev.kv_cache : 0;
     const double at_rest = std::max(0.0, model_state - freed);
-    job.evaluation_layers = at_rest + at_layer;
-    job.evaluation_loss = at_rest + std::max(ev.loss, at_output_layer);
-    job.evaluation = std::max(job.evaluation_layers, job.evaluation_loss);
+    // compute_metrics' kept predictions (evaluation_predictions_bytes): the earlier steps' beside
+    // the last step's forward, and the concatenations after it.
+    const EvaluationPredictions kept = evaluation_predictions_bytes(c);
+    job.evaluation_layers = at_rest + kept.held + at_layer;
+    job.evaluation_loss = at_rest + kept.held + std::max(ev.loss, at_output_layer);
+    job.evaluation_predictions = kept.at_add > 0 ? at_rest + kept.at_add : 0;
+    job.evaluation = std::max({job.evaluation_layers, job.evaluation_loss, job.evaluation_predictions});
   }
   return job;
 }

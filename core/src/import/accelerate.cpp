@@ -99,7 +99,7 @@ const std::vector<std::string_view> k_script_no_memory = {
     "bnb_4bit_quant_type", "model_revision", "trust_remote_code",
     "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
     "dataloader_num_workers", "dataset_num_proc", "adam_beta1", "adam_beta2", "adam_epsilon", "ddp_timeout",
-    "resume_from_checkpoint", "gradient_checkpointing_kwargs", "eval_accumulation_steps", "include_tokens_per_second",
+    "resume_from_checkpoint", "gradient_checkpointing_kwargs", "include_tokens_per_second",
     "chat_template_path", "use_unsloth", "tf32", "bf16_full_eval", "fp16_full_eval", "save_only_model",
 };
 
@@ -863,7 +863,7 @@ void AccelerateReader::run() {
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
       "packing", "optim", "deepspeed", "fsdp", "fsdp_config", "eval_strategy", "evaluation_strategy",
-      "per_device_eval_batch_size"};
+      "per_device_eval_batch_size", "eval_accumulation_steps", "prediction_loss_only", "batch_eval_metrics"};
   std::string quiet;
   for (const auto& [name, _] : args_.items()) {
     if (listed(read_here, name)) continue;

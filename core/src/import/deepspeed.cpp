@@ -130,6 +130,24 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
         m.assume(field::eval_micro_batch_size, 8.0,
                  a.key(strategy_name) + " " + show(*strategy) + " evaluates between steps; no per_device_eval_batch_size: "
                  "TrainingArguments' default 8", "per_device_eval_batch_size");
+      // What compute_metrics keeps of each step (evaluation_loop @ 000945a9): compute_metrics
+      // itself is code, so the importer can say only what the arguments fix. prediction_loss_only
+      // keeps the loss alone; eval_accumulation_steps moves the kept predictions to the CPU every k
+      // steps, and batch_eval_metrics keeps one step's (as k = 1).
+      if (a.flag(m, "prediction_loss_only").value_or(false)) {
+        m.read(field::eval_predictions, std::string("none"), a.key("prediction_loss_only"), "none (prediction_loss_only = true)");
+      } else {
+        m.assume(field::eval_predictions, std::string("none"),
+                 "compute_metrics is passed in the script, not in TrainingArguments: with it the Trainer keeps "
+                 "every evaluation step's logits on the GPU; set eval_predictions (\"logits\", or \"argmax\" with "
+                 "a preprocess_logits_for_metrics that returns token ids) and eval_samples",
+                 "compute_metrics");
+        if (const std::optional<int64_t> k = a.count(m, "eval_accumulation_steps"))
+          m.read(field::eval_accumulation_steps, double(*k), a.key("eval_accumulation_steps"), number_text(double(*k)));
+        else if (a.flag(m, "batch_eval_metrics").value_or(false))
+          m.read(field::eval_accumulation_steps, 1.0, a.key("batch_eval_metrics"),
+                 "1 (batch_eval_metrics = true: one step's predictions at a time)");
+      }
     } else if (value != "no") {
       m.fail(a.key(strategy_name), "must be \"no\", \"steps\" or \"epoch\", got " + show(*strategy));
     }

@@ -885,9 +885,14 @@ TEST_CASE("reentrant checkpointing: the recomputed output, the incoming gradient
   CHECK(plain.norm_mlp.extra == 149504);
   CHECK(reentrant.norm_mlp.extra == 224256);
   CHECK(reentrant.norm_attention.extra == 224256);
-  // What each point has freed and made is the same in both modes.
+  // What each point has made is the same in both modes, and what it has freed but for the model's
+  // tensor arguments: every layer's CheckpointFunction saved the eager mask 4 · 2 · 73 · 73 =
+  // 42,632 B and the positions 8 · 73 = 584 B, and ctx.inputs holds cos/sin 2 · 4 · 73 · 16 =
+  // 9,344 B, so the first layer's q_proj and input-norm points still have them: 52,560 B less freed.
   CHECK(reentrant.swiglu.freed == plain.swiglu.freed);
   CHECK(reentrant.qkv.made_params == plain.qkv.made_params);
+  CHECK(plain.qkv.freed - reentrant.qkv.freed == 52560);
+  CHECK(plain.norm_attention.freed - reentrant.norm_attention.freed == 52560);
   // The (cos, sin) tuple stays in ctx.inputs until the graph is freed: 2 · 4 · 73 · 16 = 9,344 B;
   // non-reentrant nothing. Trained whole, the embedding's own backward runs (no input gradient
   // at the end).

@@ -2503,6 +2503,10 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
 //    as the engine does outside; the input gradient is AccumulateGrad's .grad of the detached
 //    input (`grads = tuple(inp.grad ...)`, line 158), the same e · T · h the non-reentrant mode
 //    hands to the layer below, returned when the layer's nodes have all run;
+//  - the model's tensor arguments (the eager mask, the positions) are every layer's saved tensors:
+//    one storage, released when the last node holding it, the first layer's, has run, so they
+//    are still there at that layer's q_proj and input norm points (the non-reentrant mode frees
+//    them with the first layer's rotary and attention nodes);
 //  - the non-tensor arguments stay in `ctx.inputs` (lines 93-102), which the node keeps until
 //    the graph is freed, not when it has run (save_for_backward's tensors are released then):
 //    transformers passes position_embeddings, the (cos, sin) tuple, so cos/sin (2 · e · s · k,
@@ -2514,8 +2518,11 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
 //    AccumulateGrad node, gets its .grad when the first layer returns: 2 · e · T · h at the
 //    backward's end, beside every gradient.
 // Checked by the allocation timeline oracle's reentrant draws (tests/oracle/README.md).
-void reentrant_extras(const Config& config, const Shape& x, DecoderBackward& out) {
+void reentrant_extras(const Config& config, const Shape& x, double model_tensors, DecoderBackward& out) {
   const double output = out.incoming;  // the recomputed layer's output: the residual stream
+  // The model's tensors (mask, positions, cos/sin) stay through the first layer's backward.
+  for (DecoderBackward::Point* p : {&out.qkv, &out.norm_attention})
+    if (p->extra > 0) p->freed -= model_tensors;
   for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last})
     if (p->extra > 0) p->extra += output;
   // The fp32 stream adds the post-attention norm's x gradient into G's sum at once; a 16-bit
@@ -2599,7 +2606,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
-  if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, out);
+  if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
 }
 

@@ -907,6 +907,9 @@ TEST_CASE("reentrant checkpointing: the recomputed output, the incoming gradient
   // the leaf and its .grad, 2 · 37,376 = 74,752 B, at the backward's end.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 4, "lora_target_modules": ["down_proj"],
       "lora_dropout": 0, "checkpoint_reentrant": true})")).input_gradient_end == 74752);
+  // With PEFT training the embedding whole (modules_to_save) its output is no leaf: no .grad kept.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 4, "lora_target_modules": ["down_proj"],
+      "lora_dropout": 0, "lora_modules_to_save": ["embed_tokens"], "checkpoint_reentrant": true})")).input_gradient_end == 0);
   // The moments: the saved activations are the same (the same arguments are saved); a loop that
   // keeps the model's output keeps the graph, and cos/sin with it, through the optimizer step.
   const std::string kept = R"(, "model_output_kept": true)";

@@ -2516,7 +2516,8 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
 //  - under peft, transformers makes the embedding output need a gradient (enable_input_require_grads:
 //    a reentrant checkpoint otherwise makes no gradient at all); that leaf, kept by its
 //    AccumulateGrad node, gets its .grad when the first layer returns: 2 · e · T · h at the
-//    backward's end, beside every gradient.
+//    backward's end, beside every gradient (not when PEFT trains the embedding whole: its output
+//    is then no leaf).
 // Checked by the allocation timeline oracle's reentrant draws (tests/oracle/README.md).
 void reentrant_extras(const Config& config, const Shape& x, double model_tensors, DecoderBackward& out) {
   const double output = out.incoming;  // the recomputed layer's output: the residual stream
@@ -2533,7 +2534,8 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
     if (p->extra > 0) p->extra += 2 * output;
   const bool rotary = config.max_position_embeddings == 0 && x.a > 0 && !config.multi_latent_attention;
   if (eager_kind(config) == Eager::hf && rotary) out.graph_held = 2 * x.norm_e * (x.tokens / x.b) * x.k;
-  if (config.peft_on()) out.input_gradient_end = 2 * output;
+  // A trained embedding (modules_to_save) already makes a non-leaf output that keeps no .grad.
+  if (config.peft_on() && !config.saves(SavedModule::embed_tokens)) out.input_gradient_end = 2 * output;
 }
 
 }  // namespace

@@ -646,8 +646,10 @@ constexpr Field k_field_rows[] = {
       // transformers' gradient_checkpointing_enable takes {"use_reentrant": True} when given no
       // gradient_checkpointing_kwargs (src/transformers/modeling_utils.py @
       // 040ba146759afc625c77f49d04982bb54873995f, every release from PR #28538, 4.37, through
-      // 4.x; PR #43203, merged 2026-01-09, makes it False for the releases after); torchtune's
-      // and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.
+      // 4.x; PR #43203, merged 2026-01-09, makes it False for the releases after); TRL's
+      // SFTTrainer passes False from v0.28 (PR #4811, trl @ f2cd5771: setdefault("use_reentrant",
+      // False) before transformers 5; True for PEFT under ZeRO-3), which an importer cannot see;
+      // torchtune's and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.
       applies_when(trainmem_only(bool_field<&C::checkpoint_reentrant, &Config::checkpoint_reentrant>(
           {field::checkpoint_reentrant, "rcre", "Reentrant checkpointing (use_reentrant)"}, G::training,
           derived("true with model_implementation hf-transformers (transformers 4.x's "

@@ -645,8 +645,9 @@ constexpr Field k_field_rows[] = {
       // The default follows each model's own checkpointing (resolve.cpp derive_trainmem_defaults):
       // transformers' gradient_checkpointing_enable takes {"use_reentrant": True} when given no
       // gradient_checkpointing_kwargs (src/transformers/modeling_utils.py @
-      // 040ba146759afc625c77f49d04982bb54873995f, every release from PR #28538, 4.37, through
-      // 4.x; PR #43203, merged 2026-01-09, makes it False for the releases after); TRL's
+      // 040ba146759afc625c77f49d04982bb54873995f, explicit from PR #28538, January 2024, and
+      // torch's own default True before it; PR #43203, merged 2026-01-09 for transformers 5, makes
+      // it False); TRL's
       // SFTTrainer passes False from v0.28 (PR #4811, trl @ f2cd5771: setdefault("use_reentrant",
       // False) before transformers 5; True for PEFT under ZeRO-3), which an importer cannot see;
       // torchtune's and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.

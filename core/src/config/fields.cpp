@@ -646,17 +646,17 @@ constexpr Field k_field_rows[] = {
       // transformers' gradient_checkpointing_enable takes {"use_reentrant": True} when given no
       // gradient_checkpointing_kwargs (src/transformers/modeling_utils.py @
       // 040ba146759afc625c77f49d04982bb54873995f, explicit from PR #28538, January 2024, and
-      // torch's own default True before it; PR #43203, merged 2026-01-09 for transformers 5, makes
+      // torch's own default True before it; PR #43203, merged 2026-01-09 after the 4.x releases, makes
       // it False); TRL's
       // SFTTrainer passes False from v0.28 (PR #4811, trl @ f2cd5771: setdefault("use_reentrant",
-      // False) before transformers 5; True for PEFT under ZeRO-3), which an importer cannot see;
+      // False) below transformers 5.0.0; True for PEFT under ZeRO-3), which an importer cannot see;
       // torchtune's and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.
       applies_when(trainmem_only(bool_field<&C::checkpoint_reentrant, &Config::checkpoint_reentrant>(
           {field::checkpoint_reentrant, "rcre", "Reentrant checkpointing (use_reentrant)"}, G::training,
           derived("true with model_implementation hf-transformers (transformers 4.x's "
                   "gradient_checkpointing_enable default), else false"),
           "torch.utils.checkpoint's reentrant mode (transformers gradient_checkpointing_kwargs "
-          "{\"use_reentrant\": true}, its default before transformers 5): each checkpointed layer "
+          "{\"use_reentrant\": true}, its default in transformers 4.x): each checkpointed layer "
           "saves the same inputs, but its backward holds the recomputed layer's output and the "
           "incoming gradient until the layer's backward ends, and the layer's non-tensor arguments "
           "(transformers' cos/sin) until the step's graph is freed. torchtune and torchtitan "

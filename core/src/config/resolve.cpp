@@ -82,7 +82,7 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
   // torch.utils.checkpoint's mode: transformers' gradient_checkpointing_enable() passes
   // {"use_reentrant": True} unless given gradient_checkpointing_kwargs (modeling_utils.py @
   // 040ba146759afc625c77f49d04982bb54873995f; explicit from PR #28538, torch's own default True
-  // before it; False from PR #43203, transformers 5); torchtune's and
+  // before it; False from PR #43203, after the 4.x releases); torchtune's and
   // torchtitan's checkpoint_wrapper are CheckpointImpl.NO_REENTRANT (rules.cpp refuses true there).
   c.checkpoint_reentrant = in.checkpoint_reentrant.value_or(
       c.recompute_granularity == RecomputeGranularity::full &&

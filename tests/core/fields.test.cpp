@@ -45,6 +45,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "overlap_comm",           // trainmem_state.test.cpp checks its rule
       "nf4_double_quant", "quantize_lm_head",  // qlora.test.cpp checks their rules
       "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
+      "checkpoint_reentrant",   // finetune.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining.
@@ -416,6 +417,9 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"transformers_loss/compile", R"("framework": "ddp", "transformers_loss": "shift-logits", "torch_compile": true)"},
       {"transformers_loss/parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "transformers_loss": "shift-logits", "tensor_model_parallel_size": 2)"},
       {"model_output_kept/hf", R"("framework": "ddp", "model_implementation": "torchtune", "model_output_kept": true)"},
+      {"checkpoint_reentrant/hf", R"("framework": "ddp", "model_implementation": "torchtune", "recompute_granularity": "full", "checkpoint_reentrant": true)"},
+      {"cross_entropy_chunks/tensor-parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "cross_entropy_chunks": 4, "tensor_model_parallel_size": 2)"},
+      {"num_microbatches/derived", R"("global_batch_size": 8, "num_microbatches": 3)"},
       {"model_output_kept/other-loss", R"("framework": "ddp", "model_output_kept": true, "cross_entropy_chunks": 4)"},
       {"model_output_kept/parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "model_output_kept": true, "tensor_model_parallel_size": 2)"},
       {"optimizer_implementation/paged", R"("framework": "ddp", "paged_optimizer": true, "optimizer_implementation": "fused")"},

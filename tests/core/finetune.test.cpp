@@ -884,3 +884,90 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
     CHECK(bn.expert_second.extra == 12416);
   }
 }
+
+TEST_CASE("reentrant checkpointing: the recomputed output, the incoming gradient and cos/sin", "[finetune][backward]") {
+  // The LoRA test's transformers Llama layer trained whole, in fp32: 2 layers, h 64, 4 heads of
+  // 16, f 200, 2 × 73 = 146 tokens, every layer checkpointed. The residual stream's e · T · h =
+  // 4 · 146 · 64 = 37,376 B. torch.utils.checkpoint.CheckpointFunction.backward (activations.cpp
+  // reentrant_extras) holds the recomputed output (37,376 B) through the layer's backward, and the
+  // incoming gradient beside the post-attention residual's gradient from the post-attention
+  // norm on (another 37,376 B). Non-reentrant, by hand (the LoRA test's walk, full training):
+  //   SwiGLU MulBackward0  3 · 4 · 146 · 200                    = 350,400 B
+  //   SoftmaxBackward0     37,376 + 8 · 4 · 146 · 73             = 378,432 B
+  //   q_proj MmBackward0   4 · 146 · (2 · 64 + 4 · 16)           = 112,128 B
+  //   each RMSNorm's PowBackward0 (fp32): 4 · 37,376            = 149,504 B
+  // Reentrant: + 37,376 at the SwiGLU point, + 74,752 at the others.
+  const std::string base = R"({"model_implementation": "hf-transformers", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 200,
+      "vocab_size": 413, "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 73, "micro_batch_size": 2, "params_dtype": "fp32", "compute_dtype": "fp32",
+      "framework": "ddp", "attention_backend": "unfused", "hidden_dropout": 0, "recompute_granularity": "full",
+      "recompute_method": "uniform", "recompute_num_layers": 1)";
+  const DecoderBackward plain = decoder_backward_bytes(config_from(base + R"(, "checkpoint_reentrant": false})"));
+  const DecoderBackward reentrant = decoder_backward_bytes(config_from(base + R"(, "checkpoint_reentrant": true})"));
+  REQUIRE(plain.modelled);
+  REQUIRE(reentrant.modelled);
+  CHECK(plain.swiglu.extra == 350400);
+  CHECK(reentrant.swiglu.extra == 387776);
+  CHECK(plain.softmax.extra == 378432);
+  CHECK(reentrant.softmax.extra == 453184);
+  CHECK(plain.qkv.extra == 112128);
+  CHECK(reentrant.qkv.extra == 186880);
+  CHECK(plain.norm_mlp.extra == 149504);
+  CHECK(reentrant.norm_mlp.extra == 224256);
+  CHECK(reentrant.norm_attention.extra == 224256);
+  // What each point has made is the same in both modes, and what it has freed but for the model's
+  // tensor arguments: every layer's CheckpointFunction saved the eager mask 4 · 2 · 73 · 73 =
+  // 42,632 B and the positions 8 · 73 = 584 B, and ctx.inputs holds cos/sin 2 · 4 · 73 · 16 =
+  // 9,344 B, so the first layer's q_proj and input-norm points still have them: 52,560 B less freed.
+  CHECK(reentrant.swiglu.freed == plain.swiglu.freed);
+  CHECK(reentrant.qkv.made_params == plain.qkv.made_params);
+  CHECK(plain.qkv.freed - reentrant.qkv.freed == 52560);
+  CHECK(plain.norm_attention.freed - reentrant.norm_attention.freed == 52560);
+  // The (cos, sin) tuple stays in ctx.inputs until the graph is freed: 2 · 4 · 73 · 16 = 9,344 B;
+  // non-reentrant nothing. Trained whole, the embedding's own backward runs (no input gradient
+  // at the end).
+  CHECK(plain.graph_held == 0);
+  CHECK(reentrant.graph_held == 9344);
+  CHECK(reentrant.input_gradient_end == 0);
+  // In bf16 the post-attention norm's x gradient waits for its cast's backward, so only the
+  // output (2 · 146 · 64 = 18,688 B) is beside its PowBackward0's five fp32 T · h (186,880 B).
+  const std::string bf16 = R"(, "params_dtype": "bf16", "compute_dtype": "bf16")";
+  CHECK(decoder_backward_bytes(config_from(base + bf16 + R"(, "checkpoint_reentrant": true})")).norm_mlp.extra == 205568);
+  // Under LoRA transformers makes the embedding output need a gradient (enable_input_require_grads):
+  // the leaf and its .grad, 2 · 37,376 = 74,752 B, at the backward's end.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 4, "lora_target_modules": ["down_proj"],
+      "lora_dropout": 0, "checkpoint_reentrant": true})")).input_gradient_end == 74752);
+  // With PEFT training the embedding whole (modules_to_save) its output is no leaf: no .grad kept.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 4, "lora_target_modules": ["down_proj"],
+      "lora_dropout": 0, "lora_modules_to_save": ["embed_tokens"], "checkpoint_reentrant": true})")).input_gradient_end == 0);
+  // The moments: the saved activations are the same (the same arguments are saved); a loop that
+  // keeps the model's output keeps the graph, and cos/sin with it, through the optimizer step.
+  const std::string kept = R"(, "model_output_kept": true)";
+  const FullEstimate a = full_estimate(config_from(base + kept + R"(, "checkpoint_reentrant": false})"));
+  const FullEstimate b = full_estimate(config_from(base + kept + R"(, "checkpoint_reentrant": true})"));
+  CHECK(b.stages[0].activation_bytes == a.stages[0].activation_bytes);
+  CHECK(b.moments.forward == a.moments.forward);
+  CHECK(b.moments.optimizer_step - a.moments.optimizer_step == 9344);
+  CHECK(b.moments.backward > a.moments.backward);
+  // Without the kept output the Trainer frees the graph before the step.
+  CHECK(full_estimate(config_from(base + R"(, "checkpoint_reentrant": true})")).moments.optimizer_step ==
+        full_estimate(config_from(base + R"(, "checkpoint_reentrant": false})")).moments.optimizer_step);
+}
+
+TEST_CASE("checkpoint_reentrant: transformers' default, named errors elsewhere", "[finetune][backward]") {
+  const std::string shape = R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
+      "seq_length": 16, "micro_batch_size": 1, "profile": "trainmem", "framework": "ddp")";
+  // transformers' gradient_checkpointing_enable() without kwargs is reentrant (4.x releases).
+  CHECK(config_from(shape + R"(, "recompute_granularity": "full"})").checkpoint_reentrant);
+  CHECK_FALSE(config_from(shape + R"(, "recompute_granularity": "full", "model_implementation": "torchtune"})").checkpoint_reentrant);
+  CHECK_FALSE(config_from(shape + "}").checkpoint_reentrant);
+  const auto first = [&](const std::string& more) {
+    const std::vector<std::string> m = messages_for(shape + more + "}");
+    return m.empty() ? std::string() : m.front();
+  };
+  CHECK_THAT(first(R"(, "recompute_granularity": "full", "model_implementation": "torchtune", "checkpoint_reentrant": true)"),
+             Catch::Contains("needs model_implementation \"hf-transformers\""));
+  CHECK_THAT(first(R"(, "checkpoint_reentrant": true)"), Catch::Contains("recompute_granularity \"full\""));
+  CHECK(first(R"(, "recompute_granularity": "full", "checkpoint_reentrant": false)").empty());
+}

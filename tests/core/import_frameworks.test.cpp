@@ -1728,3 +1728,73 @@ TEST_CASE("evaluation between steps: axolotl's val_set_size and eval_batch_size"
   CHECK_FALSE(bad.ok());
 }
 #endif
+
+TEST_CASE("torch.utils.checkpoint's mode from each importer: use_reentrant read, each framework's default assumed") {
+  // axolotl: the Llama 3 70B QLoRA example writes gradient_checkpointing_kwargs: use_reentrant: true.
+  ImportOptions two;
+  two.gpus = 2;
+  ImportResult r = import_axolotl(yaml_tree("axolotl/llama-3-qlora-fsdp-70b.yaml"), two);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == true);
+  CHECK(has_line(r.read, "gradient_checkpointing_kwargs.use_reentrant"));
+  // Unset: normalize_config's {"use_reentrant": True}; with rl, the builder's False.
+  const std::string axolotl = R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1, "sequence_len": 512,
+    "gradient_checkpointing": true)";
+  r = import_axolotl(axolotl + "}", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == true);
+  r = import_axolotl(axolotl + R"(, "rl": "dpo"})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+  r = import_axolotl(axolotl + R"(, "gradient_checkpointing_kwargs": {"use_reentrant": false}})", {});
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+  r = import_axolotl(axolotl + R"(, "gradient_checkpointing_kwargs": {"use_reentrant": "yes"}})", {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.issues[0].field == "gradient_checkpointing_kwargs.use_reentrant");
+  // No checkpointing: no mode.
+  r = import_axolotl(R"({"base_model": "meta-llama/Llama-3.1-8B", "micro_batch_size": 1, "sequence_len": 512})", {});
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.input.checkpoint_reentrant.has_value());
+
+  // The Trainer's arguments (DeepSpeed): gradient_checkpointing_kwargs as a mapping.
+  ImportOptions ds;
+  ds.gpus = 8;
+  ds.preset = "llama-2-70b";
+  ds.hf_args_json = R"({"gradient_checkpointing": true, "gradient_checkpointing_kwargs": {"use_reentrant": false}})";
+  r = import_deepspeed(fixture("deepspeed/zero3_bf16.json"), ds);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+  ds.hf_args_json = R"({"gradient_checkpointing": true})";
+  r = import_deepspeed(fixture("deepspeed/zero3_bf16.json"), ds);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.input.checkpoint_reentrant.has_value());  // transformers' own default (the field's)
+  ds.hf_args_json = R"({"gradient_checkpointing": true, "gradient_checkpointing_kwargs": 3})";
+  r = import_deepspeed(fixture("deepspeed/zero3_bf16.json"), ds);
+  REQUIRE_FALSE(r.ok());
+
+  // accelerate with PEFT's examples/sft/train.py: --use_reentrant, else its default False; the
+  // Trainer's --gradient_checkpointing_kwargs as JSON text.
+  const std::string cfg = R"({"distributed_type": "NO", "mixed_precision": "bf16"})";
+  ImportOptions o;
+  o.overrides = words("train.py " + k_peft_common + "--use_reentrant True --per_device_train_batch_size 1");
+  r = import_accelerate(cfg, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == true);
+  o.overrides = words("train.py " + k_peft_common + "--per_device_train_batch_size 1");
+  r = import_accelerate(cfg, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+  CHECK(has_line(r.assumed, "examples/sft/train.py"));
+  o.overrides = {"train.py", "--model_name_or_path", "meta-llama/Llama-3.1-8B", "--gradient_checkpointing", "True",
+                 "--gradient_checkpointing_kwargs", R"({"use_reentrant": false})"};
+  r = import_accelerate(cfg, o);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+  // accelerate's own FSDP activation checkpointing wraps with CheckpointImpl.NO_REENTRANT.
+  o.overrides = words("train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 True");
+  r = import_accelerate(R"({"distributed_type": "FSDP", "num_processes": 8, "fsdp_config": {"fsdp_version": 2,
+    "fsdp_activation_checkpointing": true}})", o);
+  REQUIRE(r.ok());
+  CHECK(r.input.checkpoint_reentrant == false);
+}

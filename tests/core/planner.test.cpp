@@ -772,3 +772,29 @@ TEST_CASE("suggestions: each fits when written over the config, least disruptive
   CHECK(suggest_changes(config_from(tiny(R"(, "gpu_memory_bytes": 1e12)"))).empty());
   CHECK(suggest_changes(config_from(tiny())).empty());
 }
+
+TEST_CASE("a transformers run with full recompute: layouts without it drop the checkpoint mode, those with it keep the base's",
+          "[planner]") {
+  // checkpoint_reentrant applies to recompute_granularity full only; the base's (given false, or
+  // derived true for hf-transformers) must not make every layout without full recompute invalid.
+  const std::string base = R"({"profile": "trainmem", "framework": "ddp", "model_implementation": "hf-transformers",
+      "num_layers": 8, "hidden_size": 1024, "num_attention_heads": 8, "vocab_size": 32000, "seq_length": 1024,
+      "micro_batch_size": 2, "recompute_granularity": "full", "normalization": "RMSNorm", "swiglu": true,
+      "add_bias_linear": false)";
+  PlanOptions o;
+  o.gpus = 1;
+  o.gpu_memory_bytes = 24.0 * (1ull << 30);
+  o.max_results = 100;
+  for (const char* mode : {"", R"(, "checkpoint_reentrant": false)"}) {
+    CAPTURE(mode);
+    const PlanResult r = plan_of(base + mode + "}", o);
+    bool without = false, kept = true;
+    for (const PlanEntry& e : r.layouts) {
+      without |= e.config.recompute_granularity == RecomputeGranularity::none;
+      if (e.config.recompute_granularity == RecomputeGranularity::full)
+        kept &= e.config.checkpoint_reentrant == (std::string(mode).empty());
+    }
+    CHECK(without);
+    CHECK(kept);
+  }
+}

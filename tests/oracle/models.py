@@ -401,6 +401,13 @@ class HFLlamaForCausalLM(nn.Module):
     def decoder(self, input_ids, attention_mask):
         """LlamaModel.forward: the embedding, the decoder layers and the final norm."""
         inputs_embeds = self.embed_tokens(input_ids)
+        if self.cfg.get("checkpoint_reentrant") and self.cfg["peft"] == "lora" and self.training:
+            # PreTrainedModel.enable_input_require_grads (modeling_utils.py @ 040ba146, which
+            # gradient_checkpointing_enable calls for a PEFT model, as PEFT's
+            # _prepare_model_for_gradient_checkpointing does): a forward hook on the input
+            # embeddings, output.requires_grad_(True). A reentrant checkpoint needs it: under LoRA
+            # the frozen embedding's output needs no gradient, so no layer's output would either.
+            inputs_embeds.requires_grad_(True)
         cache_position = torch.arange(0, inputs_embeds.shape[1])
         position_ids = cache_position.unsqueeze(0)
         causal_mask = hf_causal_mask(attention_mask, inputs_embeds.shape[1], inputs_embeds.dtype, inputs_embeds.shape[0])

@@ -98,6 +98,12 @@ def draw(rng, i, seed):
             cfg["transformers_loss"] = form
         if own.random() < 0.5:
             cfg["model_output_kept"] = True
+    if cfg["impl"] == "hf-transformers" and cfg["checkpoint"] and not issue:
+        # transformers' own checkpoint mode (checkpoint_reentrant): gradient_checkpointing_enable
+        # without kwargs is reentrant in every 4.x release, so half the checkpointed transformers
+        # draws run it; a generator of its own, so that every other draw stays as it was.
+        if random.Random(f"reentrant-{cfg['seed']}").random() < 0.5:
+            cfg["checkpoint_reentrant"] = True
     return kind, cfg
 
 
@@ -143,6 +149,8 @@ def trainmem_config(cfg):
         t["transformers_loss"] = cfg["transformers_loss"]
     if cfg.get("model_output_kept"):
         t["model_output_kept"] = True
+    if cfg["checkpoint"]:
+        t["checkpoint_reentrant"] = bool(cfg.get("checkpoint_reentrant"))
     return t
 
 

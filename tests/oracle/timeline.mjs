@@ -121,7 +121,7 @@ function describe(line) {
   const parts = [`L${c.layers} h${c.hidden} a${c.heads}/g${c.kv_heads} s${c.seq} b${c.batch} V${c.vocab} f${c.ffn}`];
   if (c.experts) parts.push(`E${c.experts}k${c.top_k}`);
   if (c.peft === 'lora') parts.push(`r${c.lora_rank}:${c.lora_targets.map((t) => t.replace('_proj', '')).join(',')}`);
-  if (c.checkpoint) parts.push('ckpt');
+  if (c.checkpoint) parts.push(c.checkpoint_reentrant ? 'ckpt-reentrant' : 'ckpt');
   if (c.ce_chunks > 1) parts.push(`ce/${c.ce_chunks}`);
   if (c.attention_dropout) parts.push(`drop${c.attention_dropout}`);
   return parts.join(' ');
@@ -222,6 +222,10 @@ function openItem(r, line, rows) {
     // SoftmaxBackward0, transformers' MoE expert loop, q_proj's MmBackward0, EmbeddingBackward0.
     // Not walked yet:
     if (c.experts) return `MoE: a node of the layer trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
+    // A reentrant checkpoint re-runs the layer's forward inside its CheckpointFunctionBackward
+    // node (the README's open item 6 in either mode).
+    if (r.oracle.node === 'CheckpointFunctionBackward')
+      return `the recomputation's own forward (reentrant: inside CheckpointFunctionBackward, at ${r.oracle.op}) is not walked`;
     if (c.layers === 1 && c.peft === 'lora' && c.checkpoint && r.diff > 0)
       return 'the one layer is the first, whose input needs no gradient under LoRA: its recomputed set is counted as a later layer\'s (over)';
     return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;

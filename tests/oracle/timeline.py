@@ -306,6 +306,11 @@ def one_step(model, cfg, opt, inputs_src, marks, holder):
         kept = inputs[:1]
         del inputs
     loss.backward()
+    if cfg["impl"] == "hf-transformers":
+        # Trainer.training_step returns loss.detach(): the step's graph is freed before the
+        # optimizer step (what reentrant checkpoint nodes hold in it goes with it), unless the loop
+        # keeps the model's output, whose grad_fn keeps the graph.
+        loss = loss.detach()
     if marks:
         mark(4)
     opt.step()
@@ -328,7 +333,10 @@ def one_step(model, cfg, opt, inputs_src, marks, holder):
 def measure(cfg):
     torch.manual_seed(cfg["seed"])
     model = models.build(cfg)
-    model.checkpoint_fn = lambda fn, *args: torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)
+    # transformers' gradient_checkpointing_kwargs {"use_reentrant": ...}: the draw's mode
+    # (oracle.draw, checkpoint_reentrant); torchtune's and torchtitan's wrappers are non-reentrant.
+    reentrant = bool(cfg.get("checkpoint_reentrant"))
+    model.checkpoint_fn = lambda fn, *args: torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=reentrant)
     inputs_src = models.make_inputs(cfg)
     trainable = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trainable, lr=1e-3, foreach=False)

@@ -30,6 +30,7 @@ export const FRAMEWORK_KEYS = {
   },
   "axolotl": {
     "attention_backend": "flash_attention",
+    "checkpoint_reentrant": "gradient_checkpointing_kwargs.use_reentrant",
     "lora_dropout": "lora_dropout",
     "lora_rank": "lora_r",
     "micro_batch_size": "micro_batch_size",
@@ -43,6 +44,7 @@ export const FRAMEWORK_KEYS = {
   },
   "accelerate": {
     "attention_backend": "--use_flash_attn",
+    "checkpoint_reentrant": "--use_reentrant",
     "eval_micro_batch_size": "--per_device_eval_batch_size",
     "framework": "distributed_type",
     "fsdp_version": "fsdp_config.fsdp_version",

@@ -75,7 +75,8 @@ const SECTIONS = [
     groups: [],
     fields: ['attention_backend', 'recompute_method', 'recompute_num_layers', 'recompute_modules',
       'pipeline_schedule', 'pipeline_outputs', 'cross_entropy_loss_fusion'],
-    more: ['op_sac_saves_cudnn_attention', 'attention_dropout', 'hidden_dropout', 'moe_expert_capacity_factor'],
+    more: ['checkpoint_reentrant', 'op_sac_saves_cudnn_attention', 'attention_dropout', 'hidden_dropout',
+      'moe_expert_capacity_factor'],
   },
   {
     id: 'finetuning',

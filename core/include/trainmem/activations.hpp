@@ -161,6 +161,11 @@ struct DecoderBackward {
   double layer_params = 0;  // one layer's trainable parameters (its gradients, in the gradients' dtype)
   double norm_params = 0;   // the final norm's, made before the last layer's backward
   double token_ids = 0;     // what the embedding keeps for its backward, at EmbeddingBackward0
+  // Reentrant checkpointing (checkpoint_reentrant): what the layers' CheckpointFunction nodes hold
+  // until the step's graph is freed (their non-tensor arguments, transformers' cos/sin), and, under
+  // peft, the embedding output made to need a gradient and that gradient, at the backward's end.
+  double graph_held = 0;
+  double input_gradient_end = 0;
   Point swiglu;             // the SwiGLU product's MulBackward0 (a dense layer)
   Point softmax;            // eager attention's SoftmaxBackward0 (attention_backend unfused)
   Point expert_first;       // transformers' MoE loop: the first expert's silu · w3 MulBackward0

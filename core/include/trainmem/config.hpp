@@ -168,6 +168,7 @@ struct ConfigInput {
   std::optional<RecomputeMethod> recompute_method;
   std::optional<int64_t> recompute_num_layers;
   std::optional<uint32_t> recompute_modules;  // bit mask of RecomputeModule
+  std::optional<bool> checkpoint_reentrant;
   std::optional<PipelineSchedule> pipeline_schedule;
   std::optional<PipelineOutputs> pipeline_outputs;
   std::optional<bool> cross_entropy_loss_fusion;
@@ -312,6 +313,9 @@ struct Config {
   RecomputeMethod recompute_method = RecomputeMethod::uniform;
   int64_t recompute_num_layers = 0;  // 0: every layer (with full recompute)
   uint32_t recompute_modules = 1u << unsigned(RecomputeModule::core_attn);
+  // torch.utils.checkpoint's reentrant mode (CheckpointFunction) for every checkpointed layer,
+  // derived from model_implementation with full recompute (resolve.cpp).
+  bool checkpoint_reentrant = false;
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   PipelineOutputs pipeline_outputs = PipelineOutputs::kept;
   bool cross_entropy_loss_fusion = false;

@@ -109,6 +109,7 @@ namespace field {
   X(recompute_method) \
   X(recompute_num_layers) \
   X(recompute_modules) \
+  X(checkpoint_reentrant) \
   X(pipeline_schedule) \
   X(pipeline_outputs) \
   X(cross_entropy_loss_fusion) \

@@ -653,6 +653,26 @@ constexpr Field k_field_rows[] = {
           {field::recompute_modules, "rcmod", "Recomputed modules"}, G::training, from_config(),
           "With selective recompute: the submodules recomputed.")), selective_recompute,
           "applies to recompute_granularity \"selective\" only", {field::recompute_granularity}),
+      // The default follows each model's own checkpointing (resolve.cpp derive_trainmem_defaults):
+      // transformers' gradient_checkpointing_enable takes {"use_reentrant": True} when given no
+      // gradient_checkpointing_kwargs (src/transformers/modeling_utils.py @
+      // 040ba146759afc625c77f49d04982bb54873995f, explicit from PR #28538, January 2024, and
+      // torch's own default True before it; PR #43203, merged 2026-01-09 after the 4.x releases, makes
+      // it False); TRL's
+      // SFTTrainer passes False from v0.28 (PR #4811, trl @ f2cd5771: setdefault("use_reentrant",
+      // False) below transformers 5.0.0; True for PEFT under ZeRO-3), which an importer cannot see;
+      // torchtune's and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.
+      applies_when(trainmem_only(bool_field<&C::checkpoint_reentrant, &Config::checkpoint_reentrant>(
+          {field::checkpoint_reentrant, "rcre", "Reentrant checkpointing (use_reentrant)"}, G::training,
+          derived("true with model_implementation hf-transformers (transformers 4.x's "
+                  "gradient_checkpointing_enable default), else false"),
+          "torch.utils.checkpoint's reentrant mode (transformers gradient_checkpointing_kwargs "
+          "{\"use_reentrant\": true}, its default in transformers 4.x): each checkpointed layer "
+          "saves the same inputs, but its backward holds the recomputed layer's output and the "
+          "incoming gradient until the layer's backward ends, and the layer's non-tensor arguments "
+          "(transformers' cos/sin) until the step's graph is freed. torchtune and torchtitan "
+          "checkpoint non-reentrantly.")), full_recompute,
+          "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       in_effect_when(trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
           {field::pipeline_schedule, "sched", "Pipeline schedule"}, G::parallelism, derived("interleaved with VPP, else 1f1b"),
           "Pipeline schedule: how many microbatches each "

@@ -79,6 +79,14 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
       : fw == Framework::fsdp2  ? ModelImplementation::torchtitan
                                 : ModelImplementation::hf_transformers);
   if (c.peft == Peft::qlora) derive_qlora_defaults(in, c);
+  // torch.utils.checkpoint's mode: transformers' gradient_checkpointing_enable() passes
+  // {"use_reentrant": True} unless given gradient_checkpointing_kwargs (modeling_utils.py @
+  // 040ba146759afc625c77f49d04982bb54873995f; explicit from PR #28538, torch's own default True
+  // before it; False from PR #43203, after the 4.x releases); torchtune's and
+  // torchtitan's checkpoint_wrapper are CheckpointImpl.NO_REENTRANT (rules.cpp refuses true there).
+  c.checkpoint_reentrant = in.checkpoint_reentrant.value_or(
+      c.recompute_granularity == RecomputeGranularity::full &&
+      c.model_implementation == ModelImplementation::hf_transformers);
   // transformers' gpt-oss has no SDPA path (GptOssPreTrainedModel._supports_sdpa = False,
   // src/transformers/models/gpt_oss/modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015):
   // from_pretrained falls back to eager_attention_forward, with the sinks, unless a kernel that

@@ -1100,6 +1100,16 @@ const Rule k_trainmem_rules[] = {
        return "is modelled on whole logits on each GPU: needs tensor_model_parallel_size and context_parallel_size 1, "
               "got " + n(double(c.tensor_model_parallel_size)) + " and " + n(double(c.context_parallel_size));
      }},
+    // torch.utils.checkpoint's reentrant mode is what transformers' gradient_checkpointing_enable
+    // passes; torchtune's and torchtitan's checkpoint_wrapper(..., CheckpointImpl.NO_REENTRANT)
+    // and Megatron's own recompute never run it (resolve.cpp derives the default).
+    {"checkpoint_reentrant/hf", f::checkpoint_reentrant, {f::model_implementation}, "model_implementation hf-transformers",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.checkpoint_reentrant || hf(c)) return ok;
+       return "is transformers' gradient_checkpointing_kwargs {\"use_reentrant\": true}: needs model_implementation "
+              "\"hf-transformers\" (torchtune's and torchtitan's checkpoint_wrapper are non-reentrant), got " +
+              q(c.model_implementation);
+     }},
     {"model_output_kept/hf", f::model_output_kept, {f::model_implementation}, "model_implementation hf-transformers",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (!c.model_output_kept || hf(c)) return ok;

@@ -2690,6 +2690,63 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
   }
 }
 
+// Reentrant checkpointing (checkpoint_reentrant: transformers' gradient_checkpointing_kwargs
+// {"use_reentrant": True}), torch.utils.checkpoint.CheckpointFunction (torch/utils/checkpoint.py
+// of torch 1.13, lines 71-161, and of pytorch/pytorch @ 0008d771a4015b0b43165ea470653b52e92b2148,
+// the same code). Its forward saves the same tensor arguments as the non-reentrant mode
+// (line 104, ctx.save_for_backward(*tensor_inputs)), so the saved activations do not change. Its
+// backward, per layer, differs in what is live at each walked point:
+//  - the recomputed output: `outputs = ctx.run_function(*detached_inputs)` (line 141) under
+//    enable_grad, held by that local until backward() returns, through the whole inner
+//    `torch.autograd.backward(outputs_with_grad, args_with_grad)` (line 157): the layer's output
+//    (the residual stream, e · T · h) at every point of the layer. The non-reentrant mode keeps
+//    only what the recomputation saved (1.13 discards the output; current PyTorch stops the
+//    recomputation before it, early stop);
+//  - the incoming gradient: the node's `*args` (line 111) hold the output's gradient G until it
+//    returns, so where the engine sums G with the MLP's path into the post-attention residual's
+//    gradient (fp32 stream: at the post-attention RMSNorm's x · rsqrt, before its PowBackward0;
+//    16-bit: after its cast's backward), G stays beside the sum: one more e · T · h at the
+//    attention's points and the norms' (the fp32 post-attention norm's included);
+//  - unchanged: detach_variable's copies (line 137: x.detach(), views of the saved inputs); the
+//    inner backward frees the recomputed graph's saved tensors node by node (retain_graph False),
+//    as the engine does outside; the input gradient is AccumulateGrad's .grad of the detached
+//    input (`grads = tuple(inp.grad ...)`, line 158), the same e · T · h the non-reentrant mode
+//    hands to the layer below, returned when the layer's nodes have all run;
+//  - the model's tensor arguments (the eager mask, the positions) are every layer's saved tensors:
+//    one storage, released when the last node holding it, the first layer's, has run, so they
+//    are still there at that layer's q_proj and input norm points (the non-reentrant mode frees
+//    them with the first layer's rotary and attention nodes);
+//  - the non-tensor arguments stay in `ctx.inputs` (lines 93-102), which the node keeps until
+//    the graph is freed, not when it has run (save_for_backward's tensors are released then):
+//    transformers passes position_embeddings, the (cos, sin) tuple, so cos/sin (2 · e · s · k,
+//    one storage for every layer) live to the backward's end and, when the loop keeps the graph
+//    (model_output_kept: the logits' grad_fn), through the optimizer step; the Trainer drops the
+//    loss (training_step returns loss.detach()) before the step.
+//  - under peft, transformers makes the embedding output need a gradient (enable_input_require_grads:
+//    a reentrant checkpoint otherwise makes no gradient at all); that leaf, kept by its
+//    AccumulateGrad node, gets its .grad when the first layer returns: 2 · e · T · h at the
+//    backward's end, beside every gradient (not when PEFT trains the embedding whole: its output
+//    is then no leaf).
+// Checked by the allocation timeline oracle's reentrant draws (tests/oracle/README.md).
+void reentrant_extras(const Config& config, const Shape& x, double model_tensors, DecoderBackward& out) {
+  const double output = out.incoming;  // the recomputed layer's output: the residual stream
+  // The model's tensors (mask, positions, cos/sin) stay through the first layer's backward.
+  for (DecoderBackward::Point* p : {&out.qkv, &out.norm_attention})
+    if (p->extra > 0) p->freed -= model_tensors;
+  for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last})
+    if (p->extra > 0) p->extra += output;
+  // The fp32 stream adds the post-attention norm's x gradient into G's sum at once; a 16-bit
+  // stream's waits for the cast's backward, after that norm's PowBackward0.
+  const bool fp32_stream = x.e == 4 || x.kbit_fp32;
+  if (out.norm_mlp.extra > 0) out.norm_mlp.extra += output + (fp32_stream ? output : 0);
+  for (DecoderBackward::Point* p : {&out.softmax, &out.qkv, &out.norm_attention})
+    if (p->extra > 0) p->extra += 2 * output;
+  const bool rotary = config.max_position_embeddings == 0 && x.a > 0 && !config.multi_latent_attention;
+  if (eager_kind(config) == Eager::hf && rotary) out.graph_held = 2 * x.norm_e * (x.tokens / x.b) * x.k;
+  // A trained embedding (modules_to_save) already makes a non-leaf output that keeps no .grad.
+  if (config.peft_on() && !config.saves(SavedModule::embed_tokens)) out.input_gradient_end = 2 * output;
+}
+
 }  // namespace
 
 DecoderBackward decoder_backward_bytes(const Config& config) {
@@ -2760,6 +2817,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
+  if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
 }
 

@@ -2643,8 +2643,15 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                     backward_working,
                                 absent_with(bottom), below, Moment::backward};
   }
-  const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
-                                     dec.token_ids, Moment::backward};
+  // Under reentrant checkpointing the layers' CheckpointFunction nodes still hold their non-tensor
+  // arguments (cos/sin) there, and under peft the embedding output and its gradient are the
+  // backward's last bytes (activations.cpp reentrant_extras).
+  const Candidate embedding_backward{
+      dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming + dec.graph_held : 0, 0, dec.token_ids,
+      Moment::backward};
+  const Candidate backward_end{dec.input_gradient_end > 0 ? state_after_loss + dec.input_gradient_end + dec.graph_held
+                                                          : 0,
+                               0, 0, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
   const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
@@ -2656,6 +2663,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     for (const Candidate& at : std::span(layer_points).first(n_points))
       if (at.bytes > backward_at->bytes) backward_at = &at;
     if (embedding_backward.bytes > backward_at->bytes) backward_at = &embedding_backward;
+    if (backward_end.bytes > backward_at->bytes) backward_at = &backward_end;
   }
   const Candidate& backward = *backward_at;
   // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the
@@ -2680,10 +2688,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // merged outputs are dropped by then, the rest stays; its temporaries come after the merge.
   // Stepped in backward, every gradient is gone by then.
   const double stepped = c.optimizer_in_backward ? freed : 0;
+  // A loop that keeps the model's output keeps the step's graph through the optimizer step, and
+  // with it what reentrant checkpoint nodes hold until the graph is freed (reentrant_extras).
+  const double graph_kept = c.model_output_kept ? dec.graph_held + dec.input_gradient_end : 0;
   const Candidate optimizer_step{
       state_after_loss - stepped - state.forward_backward_only +
           std::max(act.pipeline_end, act.pipeline_end - act.pipeline_merged + state.optimizer_temporary) +
-          moe.state_after_backward,
+          moe.state_after_backward + graph_kept,
       stepped, 0, Moment::optimizer_step};
   Moments& m = s.moments;
   m.forward = forward_at.bytes;

@@ -95,11 +95,11 @@ const std::vector<std::string_view> k_script_no_memory = {
     "save_strategy", "save_steps", "eval_steps", "push_to_hub",
     "hub_private_repo", "hub_strategy", "hub_model_id", "learning_rate", "lr_scheduler_type", "weight_decay",
     "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "report_to",
-    "run_name", "logging_dir", "save_total_limit", "lora_alpha", "use_reentrant", "bnb_4bit_compute_dtype",
+    "run_name", "logging_dir", "save_total_limit", "lora_alpha", "bnb_4bit_compute_dtype",
     "bnb_4bit_quant_type", "model_revision", "trust_remote_code",
     "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
     "dataloader_num_workers", "dataset_num_proc", "adam_beta1", "adam_beta2", "adam_epsilon", "ddp_timeout",
-    "resume_from_checkpoint", "gradient_checkpointing_kwargs", "include_tokens_per_second",
+    "resume_from_checkpoint", "include_tokens_per_second",
     "chat_template_path", "use_unsloth", "tf32", "bf16_full_eval", "fp16_full_eval", "save_only_model",
 };
 
@@ -727,8 +727,14 @@ void AccelerateReader::read_fsdp() {
     }
   }
   if (m_.has("fsdp_config.fsdp_activation_checkpointing")) {
-    if (const std::optional<bool> ac = m_.boolean("fsdp_config.fsdp_activation_checkpointing"); ac && *ac)
+    if (const std::optional<bool> ac = m_.boolean("fsdp_config.fsdp_activation_checkpointing"); ac && *ac) {
       m_.full_recompute_per_layer("fsdp_config.fsdp_activation_checkpointing", "true", "auto-wrapped transformer layer");
+      // accelerate wraps each unit in checkpoint_wrapper(..., CheckpointImpl.NO_REENTRANT) (FSDP1:
+      // accelerator.py prepare_model; FSDP2: utils/fsdp_utils.py, checkpoint_wrapper's default;
+      // huggingface/accelerate @ 16cb6eb80dd9aa8b4df1a63ef57863e455d53b83).
+      m_.assume(field::checkpoint_reentrant, false, "accelerate's FSDP activation checkpointing is non-reentrant",
+                "fsdp_config.fsdp_activation_checkpointing");
+    }
   }
   for (const char* k : {"fsdp_config.fsdp_backward_prefetch", "fsdp_config.fsdp_backward_prefetch_policy", "fsdp_config.fsdp_forward_prefetch"})
     if (m_.has(k)) m_.ignore_value(k, "prefetching gathers one more unit early: trainmem's fsdp2 model keeps one unit in flight");
@@ -861,6 +867,7 @@ void AccelerateReader::run() {
       "use_8bit_quantization", "load_in_8bit", "lora_r", "lora_dropout", "lora_target_modules", "lora_modules_to_save",
       "use_dora", "bnb_4bit_quant_storage_dtype", "use_nested_quant", "use_bnb_nested_quant", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
+      "gradient_checkpointing_kwargs", "use_reentrant",
       "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
       "packing", "optim", "deepspeed", "fsdp", "fsdp_config", "eval_strategy", "evaluation_strategy",
       "per_device_eval_batch_size", "eval_accumulation_steps", "prediction_loss_only", "batch_eval_metrics"};

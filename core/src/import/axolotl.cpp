@@ -42,7 +42,7 @@ const std::vector<std::string_view> k_no_memory = {
     "max_grad_norm", "tf32", "loss_watchdog_threshold", "loss_watchdog_patience", "eval_sample_packing",
     "lr_quadratic_warmup", "save_total_limit", "eval_table_size", "eval_max_new_tokens",
     "use_tensorboard", "save_safetensors", "tokenizer_config", "trust_remote_code",
-    "shuffle_merged_datasets", "gradient_checkpointing_kwargs", "special_tokens", "tokens",
+    "shuffle_merged_datasets", "special_tokens", "tokens",
     "dataset_processes", "sample_packing_eff_est", "total_num_tokens", "eval_causal_lm_metrics",
     "do_causal_lm_eval", "cosine_min_lr_ratio", "xformers_attention", "flash_attn_cross_entropy",
     "flash_attn_rms_norm", "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "ddp_find_unused_parameters",
@@ -87,6 +87,7 @@ class AxolotlReader : mapping::Reader {
   void read_quantization(bool axolotl_bnb_config);
   void read_layout();
   void read_training();
+  void read_checkpoint_mode();
   void read_evaluation(int64_t micro_batch);
 };
 
@@ -416,6 +417,31 @@ void AxolotlReader::read_evaluation(int64_t micro_batch) {
   }
 }
 
+// torch.utils.checkpoint's mode (checkpoint_reentrant): gradient_checkpointing_kwargs, which the
+// trainer builder passes to TrainingArguments; unset, normalize_config sets {"use_reentrant": True}
+// unless rl or unfrozen_parameters is set, where the builder passes {"use_reentrant": False}
+// (src/axolotl/utils/config/__init__.py and core/builders/base.py
+// _configure_gradient_checkpointing @ 067b021c8b87a9e5e380b9173c704cf7340e30f5; Gemma 4 forces
+// False, a model trainmem has no preset for).
+void AxolotlReader::read_checkpoint_mode() {
+  if (const json* kwargs = m_.get("gradient_checkpointing_kwargs")) {
+    if (!kwargs->is_object()) return m_.fail("gradient_checkpointing_kwargs", "must be a mapping, got " + show(*kwargs));
+    const auto it = kwargs->find("use_reentrant");
+    if (it == kwargs->end() || it->is_null()) return;
+    if (!it->is_boolean())
+      return m_.fail("gradient_checkpointing_kwargs.use_reentrant", "must be true or false, got " + show(*it));
+    m_.read(field::checkpoint_reentrant, it->get<bool>(), "gradient_checkpointing_kwargs.use_reentrant");
+  } else if (m_.has("rl") || m_.has("unfrozen_parameters")) {
+    m_.assume(field::checkpoint_reentrant, false,
+              "no gradient_checkpointing_kwargs with rl or unfrozen_parameters: axolotl passes {\"use_reentrant\": false}",
+              "gradient_checkpointing_kwargs");
+  } else {
+    m_.assume(field::checkpoint_reentrant, true,
+              "no gradient_checkpointing_kwargs: axolotl's normalize_config sets {\"use_reentrant\": true}",
+              "gradient_checkpointing_kwargs");
+  }
+}
+
 void AxolotlReader::read_training() {
   // Precision [load]: bf16 (or auto) loads the model in bfloat16; without DeepSpeed or FSDP mixed
   // precision the Trainer then trains those weights as they are (states in their dtype).
@@ -459,6 +485,7 @@ void AxolotlReader::read_training() {
     if (*gc == true || offload) {
       m_.full_recompute_per_layer("gradient_checkpointing", show(*gc), "decoder layer");
       if (offload) m_.read(field::activation_offload, true, "gradient_checkpointing", "\"offload\"");
+      read_checkpoint_mode();
     } else if (*gc == false) {
       m_.read(field::recompute_granularity, std::string("none"), "gradient_checkpointing", show(*gc));
     } else if (*gc == "unsloth" || *gc == "offload_disk") {

@@ -63,6 +63,38 @@ std::optional<int64_t> TrainerArguments::count(Mapper& m, const char* name) cons
   return n;
 }
 
+// torch.utils.checkpoint's mode (checkpoint_reentrant) for the Trainer's gradient checkpointing:
+// TrainingArguments gradient_checkpointing_kwargs {"use_reentrant": …} (a mapping, or its JSON
+// text on a command line), which the Trainer passes to gradient_checkpointing_enable; PEFT's
+// examples/sft/train.py's own --use_reentrant (ModelArguments, default False; main() sets
+// gradient_checkpointing_kwargs = {"use_reentrant": model_args.use_reentrant}: huggingface/peft @
+// 0c248e9bc5fdfcf4d0f7c27464b52c026ce7e582), the script that takes --use_peft_lora. Neither given:
+// transformers' own default (checkpoint_reentrant's).
+void read_checkpoint_mode(Mapper& m, const TrainerArguments& a) {
+  if (const json* kwargs = a.given("gradient_checkpointing_kwargs")) {
+    json parsed = *kwargs;
+    if (kwargs->is_string()) parsed = json::parse(kwargs->get<std::string>(), nullptr, false);
+    if (!parsed.is_object()) {
+      m.fail(a.key("gradient_checkpointing_kwargs"), "must be a mapping (torch.utils.checkpoint's arguments), got " + show(*kwargs));
+      return;
+    }
+    const auto it = parsed.find("use_reentrant");
+    if (it == parsed.end() || it->is_null()) return;  // torch's own default: transformers passes none
+    if (!it->is_boolean()) {
+      m.fail(a.key("gradient_checkpointing_kwargs"), "use_reentrant must be true or false, got " + show(*it));
+      return;
+    }
+    m.read(field::checkpoint_reentrant, it->get<bool>(), a.key("gradient_checkpointing_kwargs"),
+           std::string("{\"use_reentrant\": ") + (it->get<bool>() ? "true" : "false") + "}");
+  } else if (const std::optional<bool> reentrant = a.flag(m, "use_reentrant")) {
+    m.read(field::checkpoint_reentrant, *reentrant, a.key("use_reentrant"), *reentrant ? "true" : "false");
+  } else if (a.given("use_peft_lora")) {
+    m.assume(field::checkpoint_reentrant, false,
+             "PEFT's examples/sft/train.py: no --use_reentrant, its default False, passed as "
+             "gradient_checkpointing_kwargs", "use_reentrant");
+  }
+}
+
 // What every Trainer run reads from its arguments, whoever launches it: activation
 // checkpointing, compile, Liger's fused loss, the sequence length and (`optimizer_read` false)
 // the optimizer.
@@ -82,8 +114,12 @@ void read_trainer_arguments(Mapper& m, const TrainerArguments& a, bool optimizer
   // Activation checkpointing: the Trainer's gradient_checkpointing (torch.utils.checkpoint per
   // decoder layer).
   if (const std::optional<bool> checkpointing = a.flag(m, "gradient_checkpointing")) {
-    if (*checkpointing) m.full_recompute_per_layer(a.key("gradient_checkpointing"), "true", "decoder layer");
-    else m.read(field::recompute_granularity, std::string("none"), a.key("gradient_checkpointing"), "false");
+    if (*checkpointing) {
+      m.full_recompute_per_layer(a.key("gradient_checkpointing"), "true", "decoder layer");
+      read_checkpoint_mode(m, a);
+    } else {
+      m.read(field::recompute_granularity, std::string("none"), a.key("gradient_checkpointing"), "false");
+    }
   }
   // TrainingArguments torch_compile: the Trainer compiles the whole model (trainer.py
   // _wrap_model: torch.compile(model)), the loss computed inside its forward included.

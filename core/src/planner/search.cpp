@@ -163,6 +163,7 @@ ConfigInput Search::input_for(const Layout& l, RecomputeGranularity r, int64_t m
   in.recompute_method = keep ? input_.recompute_method : std::nullopt;
   in.recompute_num_layers = keep ? input_.recompute_num_layers : std::nullopt;
   in.recompute_modules = keep ? input_.recompute_modules : std::nullopt;
+  in.checkpoint_reentrant = keep ? input_.checkpoint_reentrant : std::nullopt;  // full recompute's mode
   if (trainmem) {
     in.data_parallel_shard_size = std::nullopt;  // fsdp2 shards over the whole DP group
     in.pipeline_schedule = l.vpp ? PipelineSchedule::interleaved

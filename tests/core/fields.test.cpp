@@ -47,7 +47,8 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
-  // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining.
+  // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining,
+  // FSDP1 with full recompute.
   const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
       "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
   const std::vector<std::string> contexts = {
@@ -59,6 +60,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",
       "{" + base + R"(, "peft": "lora"})",
       "{" + base + R"(, "framework": "fsdp2", "recompute_granularity": "selective_op"})",
+      "{" + base + R"(, "framework": "fsdp2", "fsdp_version": 1, "recompute_granularity": "full"})",
   };
   std::map<std::string, int> checked;
   for (const std::string& json : contexts) {

@@ -204,6 +204,7 @@ bool shards_with_zero_stage(const Config& c) {
   return c.framework == Framework::deepspeed || c.framework == Framework::fsdp2;
 }
 bool fsdp2(const Config& c) { return c.framework == Framework::fsdp2; }
+bool fsdp1(const Config& c) { return c.framework == Framework::fsdp2 && c.fsdp_version == 1; }
 bool sgd(const Config& c) { return c.optimizer == Optimizer::sgd; }
 bool torch_optim(const Config& c) { return c.pytorch_native(); }
 bool full_recompute(const Config& c) { return c.recompute_granularity == RecomputeGranularity::full; }
@@ -468,6 +469,17 @@ constexpr Field k_field_rows[] = {
           "zero_stage 3 is FULL_SHARD, 2 SHARD_GRAD_OP; data_parallel_shard_size "
           "HYBRID_SHARD; NO_SHARD is framework ddp with gradient_as_bucket_view.")), fsdp2,
           "applies to fsdp2 only", {field::framework}),
+      applies_when(trainmem_only(bool_field<&C::fsdp1_reentrant_checkpoint, &Config::fsdp1_reentrant_checkpoint>(
+          {field::fsdp1_reentrant_checkpoint, "f1rc", "Reentrant checkpoint around each FSDP1 unit"}, G::training,
+          from_config(),
+          "FSDP1 with recompute_granularity full: each decoder layer is checkpointed reentrantly "
+          "around its FullyShardedDataParallel unit, as transformers' gradient_checkpointing does "
+          "under accelerate (the model checkpoints decoder_layer.__call__, the FSDP wrapper; "
+          "use_reentrant true, its default), not inside it (apply_activation_checkpointing after "
+          "wrapping: accelerate's fsdp_activation_checkpointing, fsdp_qlora's train.py). With "
+          "frozen units (peft) FSDP1 hooks the recomputed layer's detached input, which then keeps "
+          "that input and its gradient until backward ends.")), fsdp1,
+          "applies with fsdp_version 1 only", {field::framework, field::fsdp_version}),
       trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
           {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),

@@ -2599,6 +2599,36 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{state_after_loss + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
+  // FSDP1 with a frozen unit per decoder layer (peft: PEFT's fsdp_auto_wrap_policy wraps the
+  // adapters apart) and transformers' reentrant checkpoint around each unit
+  // (fsdp1_reentrant_checkpoint). The recomputed forward calls the unit with the checkpoint's
+  // detached input, a leaf that requires grad; FSDP1's pre-forward registers, for a FlatParameter
+  // that needs no gradient, a multi-grad hook on the forward inputs that do, to reshard once
+  // their gradients exist (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py,
+  // _register_post_backward_reshard_only_hook). register_multi_grad_hook keeps each input's
+  // grad_fn, for a leaf its AccumulateGrad, which holds the leaf (torch/autograd/graph.py,
+  // `grad_fns` in the inner hook's closure; AccumulateGrad::variable), and the hook is removed
+  // only by _finalize_params in the final callback after the whole backward. So every layer's
+  // detached input (the checkpoint's saved input, whose storage it shares) and its .grad, which
+  // the inner torch.autograd.backward made and CheckpointFunction.backward passed down
+  // (torch/utils/checkpoint.py), stay until backward ends: at the first layer's backward every
+  // layer's checkpointed input and the L − 1 input gradients above it (the incoming one among
+  // them) beside that layer's recomputed working set, the output side's saved tensors freed.
+  const double layers_here_all = double(layout.count(r));
+  const double checkpoint_input = layer_activation_bytes(c, false, LayerRecompute::checkpointed);
+  const bool kept_inputs_apply = include_activation && fsdp1_kept_inputs(c) &&
+                                 c.recompute_granularity == RecomputeGranularity::full && layers_here_all >= 2 &&
+                                 checkpoint_input > 0;
+  const double output_saved = include_activation && last ? output_activation_bytes(c) : 0;
+  const double kept_input_gradients = kept_inputs_apply ? (layers_here_all - 1) * checkpoint_input : 0;
+  const Candidate kept_inputs_first_layer{
+      kept_inputs_apply ? state_after_loss + std::max(0.0, A - output_saved) + kept_input_gradients + backward_working
+                        : 0,
+      0, std::max(0.0, A - output_saved) + kept_input_gradients, Moment::backward};
+  if (kept_inputs_apply)
+    note(trace, "trainmem.fsdp1_kept_input_gradients", kept_input_gradients,
+         "FSDP1 reshard-only hooks on reentrant checkpoints: (layers - 1) x one layer's input gradient, "
+         "kept with every checkpointed input until backward ends");
   // The eager layers' backward walked node by node (activations.cpp decoder_backward_bytes): its
   // points in the last layer and in the first, and the embedding's backward, replace the two ends
   // above, whose first-layer end counts that layer's saved tensors beside every gradient (no such
@@ -2623,7 +2653,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // end, the two RMSNorms) in the last layer and in the first: beyond the residual gradient, its
   // extra bytes beside the saved tensors less those freed by then, with its layer's gradients made
   // and, in the first layer, every layer's above it (their saved tensors freed).
-  std::array<Candidate, 2 * std::tuple_size_v<decltype(dec.points())>> layer_points{};
+  std::array<Candidate, 3 * std::tuple_size_v<decltype(dec.points())>> layer_points{};
   size_t n_points = 0;
   for (const DecoderBackward::Point& p : dec.points()) {
     if (!(p.extra > 0)) continue;
@@ -2637,6 +2667,13 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     layer_points[n_points++] = {state_after_loss - absent_with(bottom) + below + dec.incoming + p.extra +
                                     backward_working,
                                 absent_with(bottom), below, Moment::backward};
+    // FSDP1's kept inputs (kept_inputs_first_layer above): the first layer's point with every
+    // checkpointed input and the L - 1 input gradients, the incoming one among them.
+    if (kept_inputs_apply) {
+      const double kept_saved = std::max(0.0, A - output_saved - p.freed) + kept_input_gradients;
+      layer_points[n_points++] = {state_after_loss - absent_with(bottom) + kept_saved + p.extra + backward_working,
+                                  absent_with(bottom), kept_saved, Moment::backward};
+    }
   }
   const Candidate embedding_backward{dec.token_ids > 0 ? state_after_loss + dec.token_ids + dec.incoming : 0, 0,
                                      dec.token_ids, Moment::backward};
@@ -2652,6 +2689,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
       if (at.bytes > backward_at->bytes) backward_at = &at;
     if (embedding_backward.bytes > backward_at->bytes) backward_at = &embedding_backward;
   }
+  if (kept_inputs_first_layer.bytes > backward_at->bytes) backward_at = &kept_inputs_first_layer;
   const Candidate& backward = *backward_at;
   // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the
   // loss's nodes have freed what they saved), part of the forward moment as the loss's backward

@@ -45,6 +45,7 @@ export const FRAMEWORK_KEYS = {
     "attention_backend": "--use_flash_attn",
     "eval_micro_batch_size": "--per_device_eval_batch_size",
     "framework": "distributed_type",
+    "fsdp1_reentrant_checkpoint": "--use_reentrant",
     "fsdp_version": "fsdp_config.fsdp_version",
     "lora_dropout": "--lora_dropout",
     "lora_rank": "--lora_r",

@@ -95,7 +95,7 @@ const std::vector<std::string_view> k_script_no_memory = {
     "save_strategy", "save_steps", "eval_steps", "push_to_hub",
     "hub_private_repo", "hub_strategy", "hub_model_id", "learning_rate", "lr_scheduler_type", "weight_decay",
     "warmup_steps", "warmup_ratio", "max_grad_norm", "output_dir", "report_to",
-    "run_name", "logging_dir", "save_total_limit", "lora_alpha", "use_reentrant", "bnb_4bit_compute_dtype",
+    "run_name", "logging_dir", "save_total_limit", "lora_alpha", "bnb_4bit_compute_dtype",
     "bnb_4bit_quant_type", "model_revision", "trust_remote_code",
     "lora_task_type", "use_rslora", "overwrite_output_dir", "do_train", "do_eval", "remove_unused_columns",
     "dataloader_num_workers", "dataset_num_proc", "adam_beta1", "adam_beta2", "adam_epsilon", "ddp_timeout",
@@ -801,6 +801,26 @@ void AccelerateReader::read_training() {
     if (a.given("gradient_accumulation_steps")) m_.read(field::num_microbatches, double(ga), "--gradient_accumulation_steps");
     else m_.assume(field::num_microbatches, 1.0, "no --gradient_accumulation_steps: TrainingArguments' default 1", "gradient_accumulation_steps");
     mapping::read_trainer_arguments(m_, a, false);
+    // FSDP1 with the Trainer's gradient_checkpointing: transformers checkpoints each decoder
+    // layer around its FullyShardedDataParallel unit (decoder_layer.__call__), reentrantly unless
+    // told otherwise (gradient_checkpointing_enable's {"use_reentrant": True}; PEFT's
+    // examples/sft pass --use_reentrant through); accelerate's fsdp_activation_checkpointing
+    // checkpoints inside the units instead, and the Trainer refuses both at once.
+    const bool fsdp1 = fsdp && out_.input.fsdp_version.value_or(1) == 1;
+    const std::optional<bool> checkpointing = a.flag(m_, "gradient_checkpointing");
+    const std::optional<bool> reentrant = a.flag(m_, "use_reentrant");
+    const std::optional<bool> fsdp_ac = m_.boolean("fsdp_config.fsdp_activation_checkpointing");
+    if (!out_.ok()) return;
+    if (fsdp1 && checkpointing.value_or(false) && !fsdp_ac.value_or(false) && !a.given("gradient_checkpointing_kwargs")) {
+      if (reentrant)
+        m_.read(field::fsdp1_reentrant_checkpoint, *reentrant, "--use_reentrant",
+                *reentrant ? "true: the Trainer's checkpoint, reentrant, around each FSDP1 unit"
+                           : "false: non-reentrant, whose unit inputs are not leaves");
+      else
+        m_.assume(field::fsdp1_reentrant_checkpoint, true,
+                  "--gradient_checkpointing under FSDP1: transformers checkpoints each layer reentrantly around its unit",
+                  "gradient_checkpointing");
+    }
   } else {
     read_deepspeed();
   }
@@ -861,7 +881,7 @@ void AccelerateReader::run() {
       "use_8bit_quantization", "load_in_8bit", "lora_r", "lora_dropout", "lora_target_modules", "lora_modules_to_save",
       "use_dora", "bnb_4bit_quant_storage_dtype", "use_nested_quant", "use_bnb_nested_quant", "torch_dtype", "dtype", "bf16", "fp16", "use_flash_attn",
       "attn_implementation", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
-      "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
+      "use_reentrant", "torch_compile", "use_liger_kernel", "liger_kernel_config", "max_length", "max_seq_length", "max_seq_len",
       "packing", "optim", "deepspeed", "fsdp", "fsdp_config", "eval_strategy", "evaluation_strategy",
       "per_device_eval_batch_size"};
   std::string quiet;

@@ -194,7 +194,7 @@ namespace {
 
 // The small Llama (h = 1024, 8 heads, SwiGLU f = 4096, V = 32,000) with `layers` decoder layers,
 // LoRA r 8 on q and v over a frozen bf16 base, FSDP1 full shard over 2 GPUs, transformers'
-// checkpoint around every layer, one sequence of 1,024 tokens per microbatch and two
+// checkpoint around every layer, one sequence of 4,096 tokens per microbatch and two
 // microbatches per step (global batch 4 over DP 2), so the gradients live through the step and
 // no moment leaves any out.
 std::string fsdp1_lora(int layers, bool reentrant_around_units) {
@@ -205,7 +205,7 @@ std::string fsdp1_lora(int layers, bool reentrant_around_units) {
       "hidden_dropout": 0, "attention_backend": "flash", "params_dtype": "bf16", "compute_dtype": "bf16",
       "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
       "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
-      "seq_length": 1024, "micro_batch_size": 1, "global_batch_size": 4, "gpus_per_node": 2,
+      "seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 4, "gpus_per_node": 2,
       "fsdp1_reentrant_checkpoint": )" + (reentrant_around_units ? "true" : "false") + "}";
 }
 
@@ -214,13 +214,19 @@ std::string fsdp1_lora(int layers, bool reentrant_around_units) {
 TEST_CASE("FSDP1's reshard-only hooks keep every checkpointed input and its gradient through backward",
           "[fsdp1][backward]") {
   // One layer's checkpointed input, and its gradient, is the bf16 residual stream of the
-  // sequence: 1,024 tokens × 1,024 × 2 B = 2,097,152 B.
-  constexpr double g = 1024.0 * 1024 * 2;
+  // sequence: 4,096 tokens × 1,024 × 2 B = 8,388,608 B.
+  constexpr double g = 4096.0 * 1024 * 2;
   // With 8 layers the first layer's backward holds the 7 input gradients of the layers above it
   // (trainmem.fsdp1_kept_input_gradients).
   Trace trace;
   const FullEstimate eight = full_estimate(config_from(fsdp1_lora(8, true)), &trace);
   CHECK(trace_value(trace, "trainmem.fsdp1_kept_input_gradients") == 7 * g);
+  // BACKWARD_PRE with the adapters in units of their own: the layer below is gathered from
+  // q_proj's LoRA branch on, so the walked points before it hold one decoder unit, not two. The
+  // unit left out: a layer's frozen base in bf16, 16,779,264 · 2 = 33,558,528 B, and its adapters,
+  // r 8 on q and v, 2 · 8 · (1,024 + 1,024) = 32,768 parameters in bf16 (fsdp2's adapter dtype is
+  // the parameters'), 65,536 B: 33,624,064 B.
+  CHECK(trace_value(trace, "trainmem.fsdp1_late_prefetch_unit") == 33558528.0 + 65536.0);
   // A ninth layer adds to the end of the forward its checkpointed input (g) and its state; to
   // the first layer's backward, where every input is still held, its input and the gradient of
   // its input (2g) and the same state. So the backward grows by g more than the forward. (The

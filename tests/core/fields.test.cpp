@@ -46,9 +46,11 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "nf4_double_quant", "quantize_lm_head",  // qlora.test.cpp checks their rules
       "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
       "checkpoint_reentrant",   // finetune.test.cpp checks its rule
+      "fsdp1_checkpoint_around_unit",  // fsdp1.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
-  // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining.
+  // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining,
+  // FSDP1 with full recompute.
   const std::string base = R"("num_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
       "vocab_size": 1024, "seq_length": 128, "micro_batch_size": 1)";
   const std::vector<std::string> contexts = {
@@ -60,6 +62,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "{" + base + R"(, "framework": "fsdp2", "pipeline_model_parallel_size": 2})",
       "{" + base + R"(, "peft": "lora"})",
       "{" + base + R"(, "framework": "fsdp2", "recompute_granularity": "selective_op"})",
+      "{" + base + R"(, "framework": "fsdp2", "fsdp_version": 1, "recompute_granularity": "full"})",
   };
   std::map<std::string, int> checked;
   for (const std::string& json : contexts) {
@@ -440,6 +443,7 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"eval_micro_batch_size/loss", R"("framework": "ddp", "eval_micro_batch_size": 2, "cross_entropy_chunks": 4)"},
       {"cross_entropy_chunks/tensor-parallel", R"("framework": "fsdp2", "model_implementation": "hf-transformers", "cross_entropy_chunks": 4, "tensor_model_parallel_size": 2)"},
       {"num_microbatches/derived", R"("global_batch_size": 8, "num_microbatches": 4)"},
+      {"global_batch_size/divisible", R"("global_batch_size": 3, "data_parallel_size": 2)"},
       {"eval_samples/needed", R"("framework": "ddp", "model_implementation": "hf-transformers", "eval_micro_batch_size": 2, "eval_predictions": "logits")"},
       {"moe_token_dispatcher_type/megatron-core", R"("num_moe_experts": 4, "moe_router_topk": 2, "framework": "ddp", "model_implementation": "hf-transformers", "moe_token_dispatcher_type": "allgather")"},
   };

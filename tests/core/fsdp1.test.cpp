@@ -189,3 +189,99 @@ TEST_CASE("Megatron's DDP buffers: the parameters move into param_data, their ol
   CHECK(plain.reserved_bytes >= 2310 * MiB);
   CHECK(plain.reserved_bytes < sharded.reserved_bytes);
 }
+
+namespace {
+
+// The small Llama (h = 1024, 8 heads, SwiGLU f = 4096, V = 32,000) with `layers` decoder layers,
+// LoRA r 8 on q and v over a frozen bf16 base, FSDP1 full shard over 2 GPUs, transformers'
+// checkpoint around every layer, one sequence of 4,096 tokens per microbatch and two
+// microbatches per step (global batch 4 over DP 2), so the gradients live through the step and
+// no moment leaves any out.
+std::string fsdp1_lora(int layers, bool reentrant_around_units) {
+  return R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3, "data_parallel_size": 2,
+      "model_implementation": "hf-transformers", "num_layers": )" + std::to_string(layers) + R"(,
+      "hidden_size": 1024, "num_attention_heads": 8, "ffn_hidden_size": 4096, "vocab_size": 32000,
+      "normalization": "RMSNorm", "swiglu": true, "add_bias_linear": false, "attention_dropout": 0,
+      "hidden_dropout": 0, "attention_backend": "flash", "params_dtype": "bf16", "compute_dtype": "bf16",
+      "peft": "lora", "lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"], "lora_dropout": 0,
+      "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+      "seq_length": 4096, "micro_batch_size": 1, "global_batch_size": 4, "gpus_per_node": 2,
+      "fsdp1_checkpoint_around_unit": )" + (reentrant_around_units ? "true" : "false") + "}";
+}
+
+}  // namespace
+
+TEST_CASE("FSDP1's reshard-only hooks keep every checkpointed input and its gradient through backward",
+          "[fsdp1][backward]") {
+  // One layer's checkpointed input, and its gradient, is the bf16 residual stream of the
+  // sequence: 4,096 tokens × 1,024 × 2 B = 8,388,608 B.
+  constexpr double g = 4096.0 * 1024 * 2;
+  // With 8 layers the first layer's backward holds the 7 input gradients of the layers above it
+  // (trainmem.fsdp1_kept_input_gradients).
+  Trace trace;
+  const FullEstimate eight = full_estimate(config_from(fsdp1_lora(8, true)), &trace);
+  CHECK(trace_value(trace, "trainmem.fsdp1_kept_input_gradients") == 7 * g);
+  // BACKWARD_PRE with the adapters in units of their own: the layer below is gathered from
+  // q_proj's LoRA branch on, so the walked points before it hold one decoder unit, not two. The
+  // unit left out: a layer's frozen base in bf16, 16,779,264 · 2 = 33,558,528 B, and its adapters,
+  // r 8 on q and v, 2 · 8 · (1,024 + 1,024) = 32,768 parameters in bf16 (fsdp2's adapter dtype is
+  // the parameters'), 65,536 B: 33,624,064 B.
+  CHECK(trace_value(trace, "trainmem.fsdp1_late_prefetch_unit") == 33558528.0 + 65536.0);
+  // A ninth layer adds to the end of the forward its checkpointed input (g) and its state; to
+  // the first layer's backward, where every input is still held, its input and the gradient of
+  // its input (2g) and the same state. So the backward grows by g more than the forward. (The
+  // kept point is the backward's largest at 8 layers: 7 gradients against the top layer's one
+  // incoming gradient at the same walked point.)
+  const FullEstimate nine = full_estimate(config_from(fsdp1_lora(9, true)));
+  CHECK((nine.moments.backward - eight.moments.backward) - (nine.moments.forward - eight.moments.forward) ==
+        Approx(g).margin(1));
+  // Checkpointed inside the units (or not by FSDP1's hooks' reach), each layer's input is freed
+  // by the time backward reaches the first layer: a ninth layer grows both moments alike.
+  const FullEstimate eight_inside = full_estimate(config_from(fsdp1_lora(8, false)));
+  const FullEstimate nine_inside = full_estimate(config_from(fsdp1_lora(9, false)));
+  CHECK((nine_inside.moments.backward - eight_inside.moments.backward) -
+            (nine_inside.moments.forward - eight_inside.moments.forward) ==
+        Approx(0).margin(1));
+  // And the kept moment lies above the backward without the hooks: at a walked point of the
+  // first layer it holds the 7 gradients where the top layer's same point holds the one incoming
+  // gradient (6g more). Without the field the backward is the coarser last-layer end (the walk
+  // runs under ddp and with the kept inputs only), so this is a bound, with 3g of slack.
+  CHECK(eight.moments.backward >= eight_inside.moments.backward + 7 * g - g - 3 * g);
+}
+
+TEST_CASE("fsdp1_checkpoint_around_unit: FSDP1 with full recompute only", "[fsdp1][refused]") {
+  const std::vector<std::string> fsdp2 = messages_for(pure_bf16(
+      R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1, )"
+      R"("fsdp1_checkpoint_around_unit": true)"));
+  REQUIRE(fsdp2.size() == 1);
+  CHECK(fsdp2[0] == "fsdp1_checkpoint_around_unit: applies with fsdp_version 1 only");
+  const std::vector<std::string> none = messages_for(pure_bf16(R"("fsdp_version": 1, "fsdp1_checkpoint_around_unit": true)"));
+  REQUIRE(none.size() == 1);
+  CHECK(none[0] == "fsdp1_checkpoint_around_unit: needs recompute_granularity \"full\" (a checkpoint around each "
+                   "decoder layer), got \"none\"");
+}
+
+TEST_CASE("fsdp1_checkpoint_around_unit: transformers' gradient_checkpointing by default, kept inputs only when reentrant",
+          "[fsdp1][backward]") {
+  // Unset, a Hugging Face model under FSDP1 with full recompute is checkpointed around each unit
+  // (transformers' gradient_checkpointing wraps decoder_layer.__call__); other implementations
+  // (torchtune's checkpoint_wrapper inside its units) are not.
+  std::string hf = fsdp1_lora(8, true);
+  const size_t key = hf.find(R"("fsdp1_checkpoint_around_unit")");
+  REQUIRE(key != std::string::npos);
+  const size_t comma = hf.rfind(',', key);
+  hf.erase(comma, hf.find('}', key) - comma);
+  CHECK(config_from(hf).fsdp1_checkpoint_around_unit);
+  CHECK(config_from(hf).checkpoint_reentrant);
+  // A non-reentrant checkpoint recomputes from the layer's original input, no leaf: FSDP1's
+  // hooks keep nothing, so the estimate is the one with the checkpoint inside the units.
+  std::string non = fsdp1_lora(8, true);
+  non.insert(non.size() - 1, R"(, "checkpoint_reentrant": false)");
+  std::string inside_non = fsdp1_lora(8, false);
+  inside_non.insert(inside_non.size() - 1, R"(, "checkpoint_reentrant": false)");
+  CHECK(full_estimate(config_from(non)).moments.backward ==
+        full_estimate(config_from(inside_non)).moments.backward);
+  Trace trace;
+  full_estimate(config_from(non), &trace);
+  for (const TraceEntry& e : trace) CHECK(e.name != "trainmem.fsdp1_kept_input_gradients");
+}

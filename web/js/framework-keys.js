@@ -47,6 +47,7 @@ export const FRAMEWORK_KEYS = {
     "checkpoint_reentrant": "--use_reentrant",
     "eval_micro_batch_size": "--per_device_eval_batch_size",
     "framework": "distributed_type",
+    "fsdp1_checkpoint_around_unit": "--gradient_checkpointing",
     "fsdp_version": "fsdp_config.fsdp_version",
     "lora_dropout": "--lora_dropout",
     "lora_rank": "--lora_r",

@@ -180,4 +180,9 @@ struct DecoderBackward {
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 
+// FSDP1 (fsdp_version 1, full shard) with frozen decoder units under peft, each checkpointed
+// reentrantly around its unit (fsdp1_checkpoint_around_unit): every layer's checkpointed input and
+// input gradient are kept until backward ends (trainmem_profile.cpp, kept_inputs_first_layer).
+bool fsdp1_kept_inputs(const Config& config);
+
 }  // namespace trainmem

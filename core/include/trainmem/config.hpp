@@ -150,6 +150,7 @@ struct ConfigInput {
   // Frameworks, precisions, optimizers and offload (read by the trainmem profile only).
   std::optional<Framework> framework;
   std::optional<int64_t> zero_stage, data_parallel_shard_size, fsdp_version, gpus_per_node;
+  std::optional<bool> fsdp1_checkpoint_around_unit;
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
   std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
@@ -268,6 +269,9 @@ struct Config {
   int64_t zero_stage = 0;                // deepspeed 0..3, fsdp2 2 or 3
   int64_t data_parallel_shard_size = 1;  // fsdp2 shard group (HSDP); = DP when unset
   int64_t fsdp_version = 2;              // fsdp2: 2 = fully_shard (FSDP2), 1 = FullyShardedDataParallel (FSDP1)
+  // FSDP1: each decoder layer checkpointed reentrantly around its FullyShardedDataParallel unit
+  // (transformers' gradient_checkpointing under accelerate), not inside it.
+  bool fsdp1_checkpoint_around_unit = false;
   int64_t gpus_per_node = 8;
   Dtype params_dtype = Dtype::bf16;
   Dtype main_params_dtype = Dtype::fp32;

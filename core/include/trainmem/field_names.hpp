@@ -68,6 +68,7 @@ namespace field {
   X(zero_stage) \
   X(data_parallel_shard_size) \
   X(fsdp_version) \
+  X(fsdp1_checkpoint_around_unit) \
   X(gpus_per_node) \
   X(params_dtype) \
   X(expert_params_dtype) \

@@ -204,6 +204,7 @@ bool shards_with_zero_stage(const Config& c) {
   return c.framework == Framework::deepspeed || c.framework == Framework::fsdp2;
 }
 bool fsdp2(const Config& c) { return c.framework == Framework::fsdp2; }
+bool fsdp1(const Config& c) { return c.framework == Framework::fsdp2 && c.fsdp_version == 1; }
 bool sgd(const Config& c) { return c.optimizer == Optimizer::sgd; }
 bool torch_optim(const Config& c) { return c.pytorch_native(); }
 bool full_recompute(const Config& c) { return c.recompute_granularity == RecomputeGranularity::full; }
@@ -472,6 +473,18 @@ constexpr Field k_field_rows[] = {
           "zero_stage 3 is FULL_SHARD, 2 SHARD_GRAD_OP; data_parallel_shard_size "
           "HYBRID_SHARD; NO_SHARD is framework ddp with gradient_as_bucket_view.")), fsdp2,
           "applies to fsdp2 only", {field::framework}),
+      applies_when(trainmem_only(bool_field<&C::fsdp1_checkpoint_around_unit, &Config::fsdp1_checkpoint_around_unit>(
+          {field::fsdp1_checkpoint_around_unit, "f1cu", "Checkpoint around each FSDP1 unit"}, G::training,
+          derived("true with model_implementation hf-transformers and recompute_granularity full "
+                  "(transformers' gradient_checkpointing), else false"),
+          "FSDP1 with recompute_granularity full: each decoder layer's checkpoint wraps its "
+          "FullyShardedDataParallel unit, as transformers' gradient_checkpointing does under "
+          "accelerate (the model checkpoints decoder_layer.__call__, the FSDP wrapper), not inside "
+          "it (apply_activation_checkpointing after wrapping: accelerate's "
+          "fsdp_activation_checkpointing, fsdp_qlora's train.py: false). With frozen units (peft) "
+          "and a reentrant checkpoint (checkpoint_reentrant), FSDP1 hooks the recomputed layer's "
+          "detached input, which then keeps that input and its gradient until backward ends.")), fsdp1,
+          "applies with fsdp_version 1 only", {field::framework, field::fsdp_version}),
       trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
           {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),

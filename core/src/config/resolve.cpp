@@ -87,6 +87,14 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
   c.checkpoint_reentrant = in.checkpoint_reentrant.value_or(
       c.recompute_granularity == RecomputeGranularity::full &&
       c.model_implementation == ModelImplementation::hf_transformers);
+  // Where FSDP1's checkpoint sits: transformers' gradient_checkpointing wraps decoder_layer.__call__,
+  // which under accelerate is the layer's FullyShardedDataParallel unit (activations.cpp
+  // fsdp1_kept_inputs); accelerate's fsdp_activation_checkpointing and fsdp_qlora's train.py
+  // checkpoint inside the units (their importers and points say false).
+  c.fsdp1_checkpoint_around_unit = in.fsdp1_checkpoint_around_unit.value_or(
+      c.framework == Framework::fsdp2 && c.fsdp_version == 1 &&
+      c.recompute_granularity == RecomputeGranularity::full &&
+      c.model_implementation == ModelImplementation::hf_transformers);
   // transformers' gpt-oss has no SDPA path (GptOssPreTrainedModel._supports_sdpa = False,
   // src/transformers/models/gpt_oss/modeling_gpt_oss.py @ 00d4b3d2142cb4ced2f51b90614b5d26bc045015):
   // from_pretrained falls back to eager_attention_forward, with the sinks, unless a kernel that

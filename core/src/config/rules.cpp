@@ -583,6 +583,14 @@ const Rule k_trainmem_rules[] = {
        return std::string("1 (FullyShardedDataParallel) is not modelled with pipeline_model_parallel_size above 1 "
                           "(torch.distributed.pipelining runs with fully_shard, fsdp_version 2)");
      }},
+    // The checkpoint is one per decoder layer (transformers' gradient_checkpointing).
+    {"fsdp1_checkpoint_around_unit/recompute", f::fsdp1_checkpoint_around_unit, {f::recompute_granularity},
+     "recompute_granularity full",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.fsdp1_checkpoint_around_unit || c.recompute_granularity == RecomputeGranularity::full) return ok;
+       return "needs recompute_granularity \"full\" (a checkpoint around each decoder layer), got " +
+              q(c.recompute_granularity);
+     }},
     {"use_distributed_optimizer/framework", f::use_distributed_optimizer, {f::framework, f::zero_stage}, "framework megatron only",
      [](const ConfigInput&, const Config& c) -> Broken {
        if (!c.use_distributed_optimizer || c.framework == Framework::megatron) return ok;

@@ -2749,6 +2749,17 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
 
 }  // namespace
 
+// FSDP1 with frozen decoder units (peft) checkpointed reentrantly (checkpoint_reentrant) around
+// each unit (fsdp1_checkpoint_around_unit): a non-reentrant checkpoint recomputes from the
+// original input, no leaf, so no input is kept. The layer's nodes run as under ddp (the gathered units are
+// weights, counted apart; only the adapters, units of their own, make gradients), and its
+// first-layer points are where the kept checkpoint inputs and input gradients peak
+// (trainmem_profile.cpp, kept_inputs_first_layer).
+bool fsdp1_kept_inputs(const Config& config) {
+  return config.framework == Framework::fsdp2 && config.fsdp_version == 1 && config.fsdp1_checkpoint_around_unit &&
+         config.checkpoint_reentrant && config.peft_on() && config.zero_stage == 3;
+}
+
 DecoderBackward decoder_backward_bytes(const Config& config) {
   DecoderBackward out;
   const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
@@ -2768,7 +2779,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
       config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
       config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
-      config.framework != Framework::ddp || config.optimizer_in_backward)
+      !(config.framework == Framework::ddp || fsdp1_kept_inputs(config)) || config.optimizer_in_backward)
     return out;
   const Shape x = shape_of(config);
   if (x.autocast) return out;

@@ -2604,6 +2604,36 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
   const Candidate first_layer{state_after_loss + act.first_layer + backward_working, 0, act.first_layer,
                               Moment::backward};
+  // FSDP1 with a frozen unit per decoder layer (peft: PEFT's fsdp_auto_wrap_policy wraps the
+  // adapters apart) and transformers' reentrant checkpoint around each unit
+  // (fsdp1_checkpoint_around_unit). The recomputed forward calls the unit with the checkpoint's
+  // detached input, a leaf that requires grad; FSDP1's pre-forward registers, for a FlatParameter
+  // that needs no gradient, a multi-grad hook on the forward inputs that do, to reshard once
+  // their gradients exist (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py,
+  // _register_post_backward_reshard_only_hook). register_multi_grad_hook keeps each input's
+  // grad_fn, for a leaf its AccumulateGrad, which holds the leaf (torch/autograd/graph.py,
+  // `grad_fns` in the inner hook's closure; AccumulateGrad::variable), and the hook is removed
+  // only by _finalize_params in the final callback after the whole backward. So every layer's
+  // detached input (the checkpoint's saved input, whose storage it shares) and its .grad, which
+  // the inner torch.autograd.backward made and CheckpointFunction.backward passed down
+  // (torch/utils/checkpoint.py), stay until backward ends: at the first layer's backward every
+  // layer's checkpointed input and the L − 1 input gradients above it (the incoming one among
+  // them) beside that layer's recomputed working set, the output side's saved tensors freed.
+  const double layers_here_all = double(layout.count(r));
+  const double checkpoint_input = layer_activation_bytes(c, false, LayerRecompute::checkpointed);
+  const bool kept_inputs_apply = include_activation && fsdp1_kept_inputs(c) &&
+                                 c.recompute_granularity == RecomputeGranularity::full && layers_here_all >= 2 &&
+                                 checkpoint_input > 0;
+  const double output_saved = include_activation && last ? output_activation_bytes(c) : 0;
+  const double kept_input_gradients = kept_inputs_apply ? (layers_here_all - 1) * checkpoint_input : 0;
+  const Candidate kept_inputs_first_layer{
+      kept_inputs_apply ? state_after_loss + std::max(0.0, A - output_saved) + kept_input_gradients + backward_working
+                        : 0,
+      0, std::max(0.0, A - output_saved) + kept_input_gradients, Moment::backward};
+  if (kept_inputs_apply)
+    note(trace, "trainmem.fsdp1_kept_input_gradients", kept_input_gradients,
+         "FSDP1 reshard-only hooks on reentrant checkpoints: (layers - 1) x one layer's input gradient, "
+         "kept with every checkpointed input until backward ends");
   // The eager layers' backward walked node by node (activations.cpp decoder_backward_bytes): its
   // points in the last layer and in the first, and the embedding's backward, replace the two ends
   // above, whose first-layer end counts that layer's saved tensors beside every gradient (no such
@@ -2628,20 +2658,45 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // end, the two RMSNorms) in the last layer and in the first: beyond the residual gradient, its
   // extra bytes beside the saved tensors less those freed by then, with its layer's gradients made
   // and, in the first layer, every layer's above it (their saved tensors freed).
-  std::array<Candidate, 2 * std::tuple_size_v<decltype(dec.points())>> layer_points{};
+  std::array<Candidate, 3 * std::tuple_size_v<decltype(dec.points())>> layer_points{};
   size_t n_points = 0;
-  for (const DecoderBackward::Point& p : dec.points()) {
+  // Each walked point, and whether it comes after q_proj's LoRA branch in backward.
+  const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
+      {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
+      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true}}};
+  // FSDP1 with the adapters in units of their own (the walk runs under FSDP1 with fsdp1_kept_inputs
+  // only): BACKWARD_PRE prefetches, from a unit's pre-backward hook, the unit before it in the
+  // forward's post-forward order (torch/distributed/fsdp/_exec_order_utils.py,
+  // get_handle_to_backward_prefetch: handles_post_forward_order[_post_forward_index - 1]). A
+  // layer's adapters finish their forward before the layer does, so the layer prefetches its own
+  // last adapter, and the layer below is prefetched only by the layer's first adapter, q_proj's
+  // lora_A, whose hook fires when q_proj's LoRA branch gets its gradient: at the MLP's, the
+  // post-attention norm's and the attention core's points one gathered decoder unit is held, the
+  // second (backward_temporary) only from q_proj's end on.
+  const double second_unit = kept_inputs_apply && dec.modelled ? state.fsdp1_unit.gather : 0;
+  if (second_unit > 0)
+    note(trace, "trainmem.fsdp1_late_prefetch_unit", second_unit,
+         "FSDP1 BACKWARD_PRE with adapter units: the layer below is gathered from q_proj's LoRA branch on, "
+         "so the MLP, post-attention norm and attention core points hold one decoder unit");
+  for (const auto& [p, after_q_proj] : walked) {
     if (!(p.extra > 0)) continue;
+    const double working = backward_working - (after_q_proj ? 0 : second_unit);
     const double top = state.output_gradients + state.output_adapter_gradients +
                        grad_per_param * (dec.norm_params + p.made_params);
     const double bottom = top + (layers_here - 1) * grad_per_param * dec.layer_params;
     const double saved = A - act.loss_chunk - p.freed;
     const double below = saved - (layers_here - 1) * layer_saved;
-    layer_points[n_points++] = {state_after_loss - absent_with(top) + saved + dec.incoming + p.extra + backward_working,
+    layer_points[n_points++] = {state_after_loss - absent_with(top) + saved + dec.incoming + p.extra + working,
                                 absent_with(top), saved, Moment::backward};
-    layer_points[n_points++] = {state_after_loss - absent_with(bottom) + below + dec.incoming + p.extra +
-                                    backward_working,
+    layer_points[n_points++] = {state_after_loss - absent_with(bottom) + below + dec.incoming + p.extra + working,
                                 absent_with(bottom), below, Moment::backward};
+    // FSDP1's kept inputs (kept_inputs_first_layer above): the first layer's point with every
+    // checkpointed input and the L - 1 input gradients, the incoming one among them.
+    if (kept_inputs_apply) {
+      const double kept_saved = std::max(0.0, A - output_saved - p.freed) + kept_input_gradients;
+      layer_points[n_points++] = {state_after_loss - absent_with(bottom) + kept_saved + p.extra + working,
+                                  absent_with(bottom), kept_saved, Moment::backward};
+    }
   }
   // Under reentrant checkpointing the layers' CheckpointFunction nodes still hold their non-tensor
   // arguments (cos/sin) there, and under peft the embedding output and its gradient are the
@@ -2665,6 +2720,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     if (embedding_backward.bytes > backward_at->bytes) backward_at = &embedding_backward;
     if (backward_end.bytes > backward_at->bytes) backward_at = &backward_end;
   }
+  // Where the layer is walked, its first-layer points with the kept inputs replace this end.
+  if (!dec.modelled && kept_inputs_first_layer.bytes > backward_at->bytes) backward_at = &kept_inputs_first_layer;
   const Candidate& backward = *backward_at;
   // The output layer's backward (activations.cpp output_backward_bytes: MmBackward0, after the
   // loss's nodes have freed what they saved), part of the forward moment as the loss's backward

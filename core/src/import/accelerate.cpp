@@ -807,6 +807,21 @@ void AccelerateReader::read_training() {
     if (a.given("gradient_accumulation_steps")) m_.read(field::num_microbatches, double(ga), "--gradient_accumulation_steps");
     else m_.assume(field::num_microbatches, 1.0, "no --gradient_accumulation_steps: TrainingArguments' default 1", "gradient_accumulation_steps");
     mapping::read_trainer_arguments(m_, a, false);
+    // FSDP1 with the Trainer's gradient_checkpointing: transformers checkpoints each decoder
+    // layer around its FullyShardedDataParallel unit (decoder_layer.__call__; its mode is
+    // checkpoint_reentrant's, read by read_trainer_arguments); accelerate's
+    // fsdp_activation_checkpointing checkpoints inside the units instead, and the Trainer refuses
+    // both at once.
+    const bool fsdp1 = fsdp && out_.input.fsdp_version.value_or(1) == 1;
+    const std::optional<bool> checkpointing = a.flag(m_, "gradient_checkpointing");
+    const std::optional<bool> fsdp_ac = m_.boolean("fsdp_config.fsdp_activation_checkpointing");
+    if (!out_.ok()) return;
+    if (fsdp1 && fsdp_ac.value_or(false))
+      m_.read(field::fsdp1_checkpoint_around_unit, false, "fsdp_config.fsdp_activation_checkpointing",
+              "false (accelerate's checkpoint_wrapper inside each FSDP1 unit)");
+    else if (fsdp1 && checkpointing.value_or(false))
+      m_.read(field::fsdp1_checkpoint_around_unit, true, "--gradient_checkpointing",
+              "true (the Trainer's gradient_checkpointing wraps decoder_layer.__call__, the FSDP1 unit)");
   } else {
     read_deepspeed();
   }

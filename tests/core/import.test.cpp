@@ -1141,3 +1141,49 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
                   "dispatchers' buffers (flex, DeepEP's, keeps others)") != flex.ignored.end());
   CHECK_FALSE(flex.input.moe_token_dispatcher_type.has_value());
 }
+
+TEST_CASE("megatron-args: the sigmoid router, its expert bias and partial RoPE are read; the router's "
+          "other options are named with what they change",
+          "[moe][router][import]") {
+  const std::string base =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
+      "--vocab-size 1024 --bf16 ";
+  const ImportResult r = import_megatron_args(
+      base + "--moe-router-score-function sigmoid --moe-router-enable-expert-bias --rotary-percent 0.5 "
+             "--moe-router-topk-scaling-factor 2.446 --moe-router-bias-update-rate 0.001 "
+             "--moe-router-num-groups 1 --moe-router-group-topk 1");
+  REQUIRE(r.ok());
+  CHECK(r.input.moe_router_score_function ==
+        std::optional<MoeRouterScoreFunction>(MoeRouterScoreFunction::sigmoid));
+  CHECK(r.input.moe_router_enable_expert_bias == std::optional<bool>(true));
+  CHECK(r.input.rotary_percent == std::optional<double>(0.5));
+  const auto read = [&](std::string_view line) {
+    return std::find(r.read.begin(), r.read.end(), line) != r.read.end();
+  };
+  CHECK(read("moe_router_score_function ← --moe-router-score-function sigmoid"));
+  CHECK(read("moe_router_enable_expert_bias ← true (--moe-router-enable-expert-bias)"));
+  CHECK(read("rotary_percent ← --rotary-percent 0.5"));
+  const auto ignored = [&](std::string_view line) {
+    return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
+  };
+  CHECK(ignored("--moe-router-topk-scaling-factor 2.446: changes no memory: probs * scaling_factor "
+                "multiplies by a Python float, which keeps nothing"));
+  CHECK(ignored("--moe-router-bias-update-rate 0.001: changes no memory: the expert bias is updated "
+                "under no_grad once per step (get_updated_expert_bias)"));
+  CHECK(has_line(r.ignored, "--moe-router-num-groups 1: group-limited routing: changes no memory with "
+                            "--moe-router-enable-expert-bias"));
+  CHECK(has_line(r.ignored, "--moe-router-group-topk 1: group-limited routing"));
+
+  // sqrtsoftplus is Megatron's third choice, not modelled: named, the field left unset.
+  const ImportResult sq = import_megatron_args(base + "--moe-router-score-function sqrtsoftplus");
+  CHECK(std::find(sq.ignored.begin(), sq.ignored.end(),
+                  "--moe-router-score-function sqrtsoftplus: not modelled: the sqrtsoftplus router "
+                  "(trainmem models softmax and sigmoid)") != sq.ignored.end());
+  CHECK_FALSE(sq.input.moe_router_score_function.has_value());
+  // Without the flags: Megatron-LM's defaults (softmax, no bias, 1.0) are the fields' own.
+  const ImportResult plain = import_megatron_args(base);
+  CHECK_FALSE(plain.input.moe_router_score_function.has_value());
+  CHECK_FALSE(plain.input.moe_router_enable_expert_bias.has_value());
+  CHECK_FALSE(plain.input.rotary_percent.has_value());
+}

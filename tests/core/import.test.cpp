@@ -253,6 +253,9 @@ TEST_CASE("fixtures without a preset import their published shape", "[import][hf
     CHECK(r.input.num_query_groups == 8);
     CHECK(r.input.normalization == Normalization::layer_norm);
     CHECK(r.input.add_bias_linear == false);
+    // partial_rotary_factor 0.5: RoPE on half of each head's channels.
+    CHECK(r.input.rotary_percent == std::optional<double>(0.5));
+    CHECK(std::find(r.read.begin(), r.read.end(), "rotary_percent ← partial_rotary_factor = 0.5") != r.read.end());
   }
 }
 
@@ -289,7 +292,9 @@ TEST_CASE("an import lists what it read and what it assumed and what it ignored"
                             "quantization_config (quant_method \"fp8\"): the checkpoint's storage "
                             "format; the estimate assumes bf16 training weights",
                             "topk_method = \"noaux_tc\": the per-expert score-correction bias "
-                            "(n_routed_experts per MoE layer) is not modelled",
+                            "(n_routed_experts per MoE layer) is not modelled for the PyTorch "
+                            "implementations; under megatron-core set moe_router_score_function "
+                            "\"sigmoid\" and moe_router_enable_expert_bias",
                         });
     const ImportResult mistral = hf("mistral-7b-v0.1");
     CHECK(mistral.ignored.back() ==
@@ -1174,6 +1179,9 @@ TEST_CASE("megatron-args: the sigmoid router, its expert bias and partial RoPE a
   CHECK(has_line(r.ignored, "--moe-router-num-groups 1: group-limited routing: changes no memory with "
                             "--moe-router-enable-expert-bias"));
   CHECK(has_line(r.ignored, "--moe-router-group-topk 1: group-limited routing"));
+  const ImportResult pre = import_megatron_args(base + "--moe-router-pre-softmax");
+  CHECK(has_line(pre.ignored, "--moe-router-pre-softmax: not modelled: the softmax router's softmax over every "
+                              "expert before the top-k"));
 
   // sqrtsoftplus is Megatron's third choice, not modelled: named, the field left unset.
   const ImportResult sq = import_megatron_args(base + "--moe-router-score-function sqrtsoftplus");

@@ -75,6 +75,7 @@ export const FRAMEWORK_KEYS = {
     "q_lora_rank": "q_lora_rank",
     "qk_head_dim": "qk_nope_head_dim",
     "qk_pos_emb_head_dim": "qk_rope_head_dim",
+    "rotary_percent": "partial_rotary_factor",
     "v_head_dim": "v_head_dim",
     "vocab_size": "vocab_size"
   },

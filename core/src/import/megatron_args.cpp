@@ -222,6 +222,9 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--moe-router-score-function", "not modelled: the sqrtsoftplus router (trainmem models softmax and sigmoid)"},
     // The router's options that keep nothing more (moe_utils.py @ 00611e6eeb0b09b5ee074750956855215ddbd67f,
     // topk_routing_with_score_function, group_limited_topk; router.py at the same commit).
+    {"--moe-router-pre-softmax",
+     "not modelled: the softmax router's softmax over every expert before the top-k keeps fp32 "
+     "[T_sp, E] where the default keeps [T_sp, K]; the sigmoid router ignores it"},
     {"--moe-router-topk-scaling-factor",
      "changes no memory: probs * scaling_factor multiplies by a Python float, which keeps nothing"},
     {"--moe-router-bias-update-rate",

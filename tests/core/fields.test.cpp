@@ -446,6 +446,10 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"global_batch_size/divisible", R"("global_batch_size": 3, "data_parallel_size": 2)"},
       {"eval_samples/needed", R"("framework": "ddp", "model_implementation": "hf-transformers", "eval_micro_batch_size": 2, "eval_predictions": "logits")"},
       {"moe_token_dispatcher_type/megatron-core", R"("num_moe_experts": 4, "moe_router_topk": 2, "framework": "ddp", "model_implementation": "hf-transformers", "moe_token_dispatcher_type": "allgather")"},
+      {"moe_router_score_function/megatron-core", R"("num_moe_experts": 4, "moe_router_topk": 2, "framework": "ddp", "model_implementation": "hf-transformers", "moe_router_score_function": "sigmoid")"},
+      {"moe_router_enable_expert_bias/sigmoid", R"("num_moe_experts": 4, "moe_router_topk": 2, "moe_router_enable_expert_bias": true)"},
+      {"moe_router_enable_expert_bias/megatron-core", R"("num_moe_experts": 4, "moe_router_topk": 2, "framework": "ddp", "model_implementation": "hf-transformers", "moe_router_score_function": "sigmoid", "moe_router_enable_expert_bias": true)"},
+      {"rotary_percent/positive", R"("rotary_percent": 0)"},
   };
   for (const auto& [id, extra] : targeted) {
     const ParsedConfig parsed = parse_config_json("{" + shape + ", " + std::string(extra) + "}");

@@ -253,6 +253,9 @@ TEST_CASE("fixtures without a preset import their published shape", "[import][hf
     CHECK(r.input.num_query_groups == 8);
     CHECK(r.input.normalization == Normalization::layer_norm);
     CHECK(r.input.add_bias_linear == false);
+    // partial_rotary_factor 0.5: RoPE on half of each head's channels.
+    CHECK(r.input.rotary_percent == std::optional<double>(0.5));
+    CHECK(std::find(r.read.begin(), r.read.end(), "rotary_percent ← partial_rotary_factor = 0.5") != r.read.end());
   }
 }
 
@@ -289,7 +292,9 @@ TEST_CASE("an import lists what it read and what it assumed and what it ignored"
                             "quantization_config (quant_method \"fp8\"): the checkpoint's storage "
                             "format; the estimate assumes bf16 training weights",
                             "topk_method = \"noaux_tc\": the per-expert score-correction bias "
-                            "(n_routed_experts per MoE layer) is not modelled",
+                            "(n_routed_experts per MoE layer) is not modelled for the PyTorch "
+                            "implementations; under megatron-core set moe_router_score_function "
+                            "\"sigmoid\" and moe_router_enable_expert_bias",
                         });
     const ImportResult mistral = hf("mistral-7b-v0.1");
     CHECK(mistral.ignored.back() ==
@@ -1140,4 +1145,53 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
                   "--moe-token-dispatcher-type flex: not modelled: trainmem counts the alltoall and allgather "
                   "dispatchers' buffers (flex, DeepEP's, keeps others)") != flex.ignored.end());
   CHECK_FALSE(flex.input.moe_token_dispatcher_type.has_value());
+}
+
+TEST_CASE("megatron-args: the sigmoid router, its expert bias and partial RoPE are read; the router's "
+          "other options are named with what they change",
+          "[moe][router][import]") {
+  const std::string base =
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type alltoall "
+      "--vocab-size 1024 --bf16 ";
+  const ImportResult r = import_megatron_args(
+      base + "--moe-router-score-function sigmoid --moe-router-enable-expert-bias --rotary-percent 0.5 "
+             "--moe-router-topk-scaling-factor 2.446 --moe-router-bias-update-rate 0.001 "
+             "--moe-router-num-groups 1 --moe-router-group-topk 1");
+  REQUIRE(r.ok());
+  CHECK(r.input.moe_router_score_function ==
+        std::optional<MoeRouterScoreFunction>(MoeRouterScoreFunction::sigmoid));
+  CHECK(r.input.moe_router_enable_expert_bias == std::optional<bool>(true));
+  CHECK(r.input.rotary_percent == std::optional<double>(0.5));
+  const auto read = [&](std::string_view line) {
+    return std::find(r.read.begin(), r.read.end(), line) != r.read.end();
+  };
+  CHECK(read("moe_router_score_function ← --moe-router-score-function sigmoid"));
+  CHECK(read("moe_router_enable_expert_bias ← true (--moe-router-enable-expert-bias)"));
+  CHECK(read("rotary_percent ← --rotary-percent 0.5"));
+  const auto ignored = [&](std::string_view line) {
+    return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
+  };
+  CHECK(ignored("--moe-router-topk-scaling-factor 2.446: changes no memory: probs * scaling_factor "
+                "multiplies by a Python float, which keeps nothing"));
+  CHECK(ignored("--moe-router-bias-update-rate 0.001: changes no memory: the expert bias is updated "
+                "under no_grad once per step (get_updated_expert_bias)"));
+  CHECK(has_line(r.ignored, "--moe-router-num-groups 1: group-limited routing: changes no memory with "
+                            "--moe-router-enable-expert-bias"));
+  CHECK(has_line(r.ignored, "--moe-router-group-topk 1: group-limited routing"));
+  const ImportResult pre = import_megatron_args(base + "--moe-router-pre-softmax");
+  CHECK(has_line(pre.ignored, "--moe-router-pre-softmax: not modelled: the softmax router's softmax over every "
+                              "expert before the top-k"));
+
+  // sqrtsoftplus is Megatron's third choice, not modelled: named, the field left unset.
+  const ImportResult sq = import_megatron_args(base + "--moe-router-score-function sqrtsoftplus");
+  CHECK(std::find(sq.ignored.begin(), sq.ignored.end(),
+                  "--moe-router-score-function sqrtsoftplus: not modelled: the sqrtsoftplus router "
+                  "(trainmem models softmax and sigmoid)") != sq.ignored.end());
+  CHECK_FALSE(sq.input.moe_router_score_function.has_value());
+  // Without the flags: Megatron-LM's defaults (softmax, no bias, 1.0) are the fields' own.
+  const ImportResult plain = import_megatron_args(base);
+  CHECK_FALSE(plain.input.moe_router_score_function.has_value());
+  CHECK_FALSE(plain.input.moe_router_enable_expert_bias.has_value());
+  CHECK_FALSE(plain.input.rotary_percent.has_value());
 }

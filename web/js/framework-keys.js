@@ -78,6 +78,7 @@ export const FRAMEWORK_KEYS = {
     "q_lora_rank": "q_lora_rank",
     "qk_head_dim": "qk_nope_head_dim",
     "qk_pos_emb_head_dim": "qk_rope_head_dim",
+    "rotary_percent": "partial_rotary_factor",
     "v_head_dim": "v_head_dim",
     "vocab_size": "vocab_size"
   },
@@ -107,6 +108,8 @@ export const FRAMEWORK_KEYS = {
     "moe_layer_freq": "--moe-layer-freq",
     "moe_permute_fusion": "--moe-permute-fusion",
     "moe_router_dtype": "--moe-router-dtype",
+    "moe_router_enable_expert_bias": "--moe-router-enable-expert-bias",
+    "moe_router_score_function": "--moe-router-score-function",
     "moe_router_topk": "--moe-router-topk",
     "moe_shared_expert_intermediate_size": "--moe-shared-expert-intermediate-size",
     "moe_token_dispatcher_type": "--moe-token-dispatcher-type",

@@ -67,6 +67,9 @@ double moe_dispatcher_state_bytes(const Config& config, bool after_backward);
 // and its transient gradients in one MoE layer's backward (0 for the all-to-all dispatcher, whose
 // backward buffers are not counted, as a dense layer's are not).
 double moe_gather_buffer_bytes(const Config& config);
+// What one MoE layer's router keeps for the run: with moe_router_enable_expert_bias the fp32 bias
+// and token count per expert (8·E bytes); 0 otherwise.
+double moe_router_buffer_bytes(const Config& config);
 double moe_dispatch_backward_bytes(const Config& config);
 
 // First pipeline stage, per microbatch: embedding output / dropout mask and what the embedding

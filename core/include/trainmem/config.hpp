@@ -62,6 +62,9 @@ enum class MoeRouterDtype : uint8_t { none, fp32, count };
 // Megatron's --moe-token-dispatcher-type: the all-to-all dispatcher, or the all-gather one, which
 // gathers every token of the expert-TP x EP group onto each GPU (flex, DeepEP's, is refused).
 enum class MoeTokenDispatcher : uint8_t { alltoall, allgather, count };
+// Megatron's --moe-router-score-function: how the router turns its logits into scores (softmax
+// over the experts, or an independent sigmoid per expert, DeepSeek-V3's and GLM-4.5's).
+enum class MoeRouterScoreFunction : uint8_t { softmax, sigmoid, count };
 // Megatron's --recompute-modules; a set of them is a bit mask (bit i: RecomputeModule(i)).
 enum class RecomputeModule : uint8_t {
   core_attn, mlp, moe_act, layernorm, moe, shared_experts, mla_up_proj, count
@@ -126,6 +129,7 @@ struct ConfigInput {
   std::optional<int64_t> num_layers, hidden_size, num_attention_heads, num_query_groups,
       kv_channels, ffn_hidden_size, vocab_size, make_vocab_size_divisible_by,
       max_position_embeddings;
+  std::optional<double> rotary_percent;
   std::optional<bool> should_pad_vocab, share_embeddings_and_output_weights, gated_linear_unit,
       swiglu, add_bias_linear, add_qkv_bias, qk_layernorm, attention_sinks;
   std::optional<ActivationFunc> activation_func;
@@ -140,6 +144,8 @@ struct ConfigInput {
   std::optional<MoeRouterDtype> moe_router_dtype;
   std::optional<bool> moe_permute_fusion, moe_pad_expert_input_to_capacity;
   std::optional<MoeTokenDispatcher> moe_token_dispatcher_type;
+  std::optional<MoeRouterScoreFunction> moe_router_score_function;
+  std::optional<bool> moe_router_enable_expert_bias;
   // Multi-latent attention (DeepSeek), read by the megatron-lm profile.
   std::optional<bool> multi_latent_attention;
   std::optional<int64_t> q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
@@ -213,6 +219,9 @@ struct Config {
   int64_t vocab_size = 0;
   int64_t make_vocab_size_divisible_by = 128;
   int64_t max_position_embeddings = 0;  // 0: no learned absolute position embedding
+  // The fraction of each head's channels RoPE rotates (Megatron's --rotary-percent, transformers'
+  // partial_rotary_factor): the rotary tables are that much narrower; q and k keep their width.
+  double rotary_percent = 1.0;
   bool should_pad_vocab = false;
   bool share_embeddings_and_output_weights = true;
   bool gated_linear_unit = false;
@@ -246,6 +255,10 @@ struct Config {
   // The all-to-all dispatcher, which Megatron-Bridge's and NeMo's MoE recipes and ms-swift set;
   // Megatron-LM's own command line defaults to allgather (its importer says so).
   MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::alltoall;
+  // Megatron Core's router (TransformerConfig defaults: softmax, no expert bias). The expert bias
+  // (DeepSeek-V3's auxiliary-loss-free balancing) applies to the sigmoid router only.
+  MoeRouterScoreFunction moe_router_score_function = MoeRouterScoreFunction::softmax;
+  bool moe_router_enable_expert_bias = false;
   int64_t mtp_num_layers = 0;
 
   bool multi_latent_attention = false;

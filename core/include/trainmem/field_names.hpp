@@ -30,6 +30,7 @@ namespace field {
   X(vocab_size) \
   X(make_vocab_size_divisible_by) \
   X(max_position_embeddings) \
+  X(rotary_percent) \
   X(should_pad_vocab) \
   X(share_embeddings_and_output_weights) \
   X(gated_linear_unit) \
@@ -107,6 +108,8 @@ namespace field {
   X(moe_router_dtype) \
   X(moe_permute_fusion) \
   X(moe_token_dispatcher_type) \
+  X(moe_router_score_function) \
+  X(moe_router_enable_expert_bias) \
   X(recompute_method) \
   X(recompute_num_layers) \
   X(recompute_modules) \

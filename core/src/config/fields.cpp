@@ -317,6 +317,12 @@ constexpr Field k_field_rows[] = {
           {field::max_position_embeddings, "maxpos", "Learned position embeddings"}, G::model, 1, k_max_count, "tokens", none_means(""),
           "Learned absolute position embeddings (GPT-2/3 style); the reference profiles do "
           "not count them (reference §3.2)."),
+      trainmem_only(number_field<&C::rotary_percent, &Config::rotary_percent>(
+          {field::rotary_percent, "rotp", "RoPE fraction of head channels"}, G::model, 0, 1, "", from_config(),
+          "Megatron --rotary-percent (transformers' partial_rotary_factor): the fraction of each "
+          "head's channels RoPE rotates; the rest pass through. Only the rotary tables narrow: "
+          "the cos and sin a transformers model keeps (int(k·this) wide); q and k keep their "
+          "width, and Megatron Core's shared frequency table is not counted.")),
       bool_field<&C::should_pad_vocab, &Config::should_pad_vocab>(
           {field::should_pad_vocab, "Vpad", "Pad vocabulary"}, G::model, from_config(),
           "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads)."),
@@ -653,6 +659,19 @@ constexpr Field k_field_rows[] = {
           "ms-swift). \"allgather\": every GPU gathers all tokens of its expert-TP x EP group "
           "and keeps those routed to its own experts (Megatron-LM's command-line default), so "
           "the gathered tokens, their routing map and probabilities are G times one GPU's.")), moe_model),
+      applies_when(trainmem_only(choice_field<&C::moe_router_score_function, &Config::moe_router_score_function>(
+          {field::moe_router_score_function, "mrsf", "MoE router score function"}, G::moe, from_config(),
+          "Megatron Core --moe-router-score-function. \"softmax\": the top-k of the logits, "
+          "softmax over the k chosen (and the load-balancing loss's softmax over all experts). "
+          "\"sigmoid\" (DeepSeek-V3, GLM-4.5): a sigmoid per expert over all experts, kept in "
+          "fp32 for backward, the k chosen scores normalised to sum to 1 (and the load-balancing "
+          "loss's own sigmoid).")), moe_model),
+      applies_when(trainmem_only(bool_field<&C::moe_router_enable_expert_bias, &Config::moe_router_enable_expert_bias>(
+          {field::moe_router_enable_expert_bias, "mreb", "MoE router expert bias"}, G::moe, from_config(),
+          "Megatron Core --moe-router-enable-expert-bias (sigmoid router only): a per-expert bias "
+          "added to the scores for choosing the experts (DeepSeek-V3's auxiliary-loss-free "
+          "balancing). Each MoE layer keeps the bias and a token count per expert (fp32, "
+          "8·E bytes); the scores of the chosen experts are gathered, as many as without it.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
           {field::recompute_method, "rcm", "Recompute method"}, G::training, from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "

@@ -36,6 +36,8 @@ inline constexpr std::array<std::string_view, 2> k_pipeline_outputs = {"kept", "
 // Megatron's --moe-router-dtype choices this estimator models (fp64 is not).
 inline constexpr std::array<std::string_view, 2> k_moe_router_dtypes = {"none", "fp32"};
 inline constexpr std::array<std::string_view, 2> k_moe_token_dispatchers = {"alltoall", "allgather"};
+// Megatron's --moe-router-score-function choices this estimator models (sqrtsoftplus is not).
+inline constexpr std::array<std::string_view, 2> k_moe_router_score_functions = {"softmax", "sigmoid"};
 // Megatron's --recompute-modules names.
 inline constexpr std::array<std::string_view, 7> k_recompute_modules = {
     "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
@@ -75,6 +77,7 @@ constexpr std::span<const std::string_view> enum_table() {
   else if constexpr (std::is_same_v<E, PipelineOutputs>) return k_pipeline_outputs;
   else if constexpr (std::is_same_v<E, MoeRouterDtype>) return k_moe_router_dtypes;
   else if constexpr (std::is_same_v<E, MoeTokenDispatcher>) return k_moe_token_dispatchers;
+  else if constexpr (std::is_same_v<E, MoeRouterScoreFunction>) return k_moe_router_score_functions;
   else if constexpr (std::is_same_v<E, RecomputeModule>) return k_recompute_modules;
   else if constexpr (std::is_same_v<E, Peft>) return k_peft;
   else if constexpr (std::is_same_v<E, LoraTarget>) return k_lora_targets;

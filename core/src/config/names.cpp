@@ -24,6 +24,7 @@ static_assert(complete<Profile>(k_profiles) && complete<Normalization>(k_norms) 
               complete<PipelineOutputs>(k_pipeline_outputs) &&
               complete<MoeRouterDtype>(k_moe_router_dtypes) &&
               complete<MoeTokenDispatcher>(k_moe_token_dispatchers) &&
+              complete<MoeRouterScoreFunction>(k_moe_router_score_functions) &&
               complete<RecomputeModule>(k_recompute_modules) && complete<Peft>(k_peft) &&
               complete<LoraTarget>(k_lora_targets) && complete<SavedModule>(k_saved_modules) &&
               complete<ModelImplementation>(k_model_implementations) &&
@@ -51,6 +52,7 @@ template <> std::span<const std::string_view> enum_names<PipelineSchedule>() { r
 template <> std::span<const std::string_view> enum_names<PipelineOutputs>() { return k_pipeline_outputs; }
 template <> std::span<const std::string_view> enum_names<MoeRouterDtype>() { return k_moe_router_dtypes; }
 template <> std::span<const std::string_view> enum_names<MoeTokenDispatcher>() { return k_moe_token_dispatchers; }
+template <> std::span<const std::string_view> enum_names<MoeRouterScoreFunction>() { return k_moe_router_score_functions; }
 template <> std::span<const std::string_view> enum_names<RecomputeModule>() { return k_recompute_modules; }
 template <> std::span<const std::string_view> enum_names<Peft>() { return k_peft; }
 template <> std::span<const std::string_view> enum_names<LoraTarget>() { return k_lora_targets; }

@@ -196,6 +196,13 @@ const Rule k_model_rules[] = {
        if (!in.swiglu.value_or(false) || !in.activation_func || *in.activation_func == ActivationFunc::silu) return ok;
        return "contradicts activation_func = \"" + std::string(name_of(*in.activation_func)) + "\" (SwiGLU uses silu)";
      }},
+    // Megatron's RotaryEmbedding rotates int(kv_channels · rotary_percent) channels (rotary_pos_embedding.py
+    // @ 00611e6eeb0b09b5ee074750956855215ddbd67f): 0 would rotate none, which no model does.
+    {"rotary_percent/positive", f::rotary_percent, {}, "above 0",
+     [](const ConfigInput& in, const Config&) -> Broken {
+       if (!in.rotary_percent || *in.rotary_percent > 0) return ok;
+       return std::string("must be above 0 (the fraction of each head's channels RoPE rotates), got 0");
+     }},
     {"num_query_groups/divides-heads", f::num_query_groups, {f::num_attention_heads}, "divides num_attention_heads",
      [](const ConfigInput& in, const Config& c) -> Broken {
        if (!in.num_query_groups || !have_shape(c) || c.num_attention_heads % c.num_query_groups == 0) return ok;
@@ -270,6 +277,33 @@ const Rule k_model_rules[] = {
          return ok;
        return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's token "
                           "dispatcher; the PyTorch implementations' MoE blocks route on each GPU)");
+     }},
+    // Megatron Core's router (router.py, moe_utils.py topk_routing_with_score_function @
+    // 00611e6eeb0b09b5ee074750956855215ddbd67f); transformer_config.py at the same commit raises
+    // for an expert bias without the sigmoid (or sqrtsoftplus) score function.
+    {"moe_router_score_function/megatron-core", f::moe_router_score_function, {f::model_implementation},
+     "MoE with model_implementation megatron-core (ignored for a dense model)",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.is_moe() || !in.moe_router_score_function ||
+           *in.moe_router_score_function == MoeRouterScoreFunction::softmax || !c.eager_model())
+         return ok;
+       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's router; the "
+                          "PyTorch implementations' routers are modelled as softmax routers)");
+     }},
+    {"moe_router_enable_expert_bias/sigmoid", f::moe_router_enable_expert_bias, {f::moe_router_score_function},
+     "MoE with moe_router_score_function \"sigmoid\" (ignored for a dense model)",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.is_moe() || !in.moe_router_enable_expert_bias.value_or(false) ||
+           c.moe_router_score_function == MoeRouterScoreFunction::sigmoid)
+         return ok;
+       return "needs moe_router_score_function \"sigmoid\" (Megatron Core raises for an expert bias with the " +
+              q(c.moe_router_score_function) + " score function)";
+     }},
+    {"moe_router_enable_expert_bias/megatron-core", f::moe_router_enable_expert_bias, {f::model_implementation},
+     "MoE with model_implementation megatron-core (ignored for a dense model)",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.is_moe() || !in.moe_router_enable_expert_bias.value_or(false) || !c.eager_model()) return ok;
+       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's router)");
      }},
     {"moe_pad_expert_input_to_capacity/capacity", f::moe_pad_expert_input_to_capacity,
      {f::model_implementation, f::moe_expert_capacity_factor},

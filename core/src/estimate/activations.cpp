@@ -708,6 +708,33 @@ constexpr std::string_view k_src_router_topk =
     "Megatron moe_utils.py @ 00611e6e topk_routing_with_score_function (softmax after the top-k, "
     "the default): torch.topk on the logits saves its int64 indices (the scatter of the "
     "probabilities keeps the same storage), the softmax over the K chosen logits its fp32 output";
+// Megatron Core's sigmoid router (moe_router_score_function sigmoid), read from
+// megatron/core/transformer/moe/moe_utils.py @ 00611e6eeb0b09b5ee074750956855215ddbd67f
+// (topk_routing_with_score_function, compute_routing_scores_for_aux_loss,
+// switch_load_balancing_loss_func) and router.py at the same commit (TopKRouter.routing), unfused
+// (moe_router_fusion false, TransformerConfig's default). Routing: scores = sigmoid(logits.float())
+// keeps its fp32 output [T_sp, E] (the cast keeps nothing); torch.topk, on the scores or, with the
+// expert bias, on scores + expert_bias (whose values are dropped), gives the int64 indices [T_sp, K]
+// that gather(scores, 1, top_indices) and the scatter keep (one storage, as the softmax router's);
+// with K > 1, probs = scores / (scores.sum(-1, keepdim=True) + 1e-20) keeps its numerator, the K
+// chosen scores (topk's or gather's output, fp32 [T_sp, K]), and its denominator (fp32 [T_sp, 1]).
+// The scaling factor (a Python float) and type_as keep nothing. So the sigmoid router keeps
+// 4·E·T_sp beside the softmax router's 8·K·T_sp + 4·K·T_sp, and 4·T_sp more.
+// The load-balancing loss: compute_routing_scores_for_aux_loss runs its own sigmoid over all
+// experts (a second fp32 [T_sp, E] storage, kept) and normalises it over the experts (the
+// denominator [T_sp, 1] kept); switch_load_balancing_loss_func sums it over the tokens, which
+// keeps nothing. Counted whenever the router runs, as the softmax router's loss softmax
+// (moe.router_probs) is: trainmem has no field for --moe-aux-loss-coeff.
+constexpr std::string_view k_src_router_sigmoid =
+    "Megatron moe_utils.py @ 00611e6e topk_routing_with_score_function (sigmoid): "
+    "sigmoid(logits.float()) keeps its fp32 scores [T_sp, E]; topk (on the scores, or on the "
+    "scores plus the expert bias) its int64 indices, which gather and scatter keep too";
+constexpr std::string_view k_src_router_sigmoid_norm =
+    "Megatron moe_utils.py @ 00611e6e topk_routing_with_score_function (sigmoid, K > 1): "
+    "scores / (scores.sum(-1) + 1e-20) keeps the K chosen fp32 scores and the [T_sp, 1] sum";
+constexpr std::string_view k_src_router_sigmoid_aux =
+    "Megatron moe_utils.py @ 00611e6e compute_routing_scores_for_aux_loss (sigmoid): the "
+    "load-balancing loss's own sigmoid keeps fp32 [T_sp, E]; its normalisation the [T_sp, 1] sum";
 constexpr std::string_view k_src_permute_indices =
     "Megatron moe_utils.py @ 00611e6e permute: tokens.index_select(0, sorted_indices) saves the "
     "int64 indices (N_s = T_sp·K; unpermute's scatter_add_ keeps the same storage)";
@@ -929,6 +956,15 @@ double moe_dispatcher_state(const Config& c, const Shape& x, bool after_backward
   return probs_and_map + (unsaved ? moe_permutation_map_bytes(c, x) : 0.0);
 }
 
+// What one MoE layer's router keeps for the run with the expert bias (router.py @
+// 00611e6eeb0b09b5ee074750956855215ddbd67f TopKRouter.__init__): the expert_bias buffer and the
+// local_tokens_per_expert counter forward adds routing_map.sum(0) to, fp32 [E] each (kept in fp32:
+// _maintain_float32_expert_bias). The step's bias update stacks them over the layers for one
+// all-reduce (moe_utils.py get_updated_expert_bias): transient, and as small, not counted.
+double moe_router_buffers(const Config& c) {
+  return c.moe_router_enable_expert_bias ? 2 * 4 * double(c.num_moe_experts) : 0.0;
+}
+
 // Megatron's global "mpu" buffer of the all-gather dispatcher's gathered tokens: one per GPU, at
 // the largest size asked (GlobalMemoryBuffer.get_tensor reallocates only to grow), kept for the
 // run; e·w·N_g. An upper bound where the sequence-parallel linears of the local transformer
@@ -970,9 +1006,20 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
   if (!m.moe) {
     const double n_experts = double(c.num_moe_experts), topk = double(c.moe_router_topk);
     const MoeTokens tokens = moe_tokens(c, x);
-    out.add("moe.router_probs", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router);
-    out.add("moe.router_topk_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_router_topk);
-    out.add("moe.router_topk_probs", "moe", 4 * topk * x.tokens_sp, "fp32", k_src_router_topk);
+    if (c.moe_router_score_function == MoeRouterScoreFunction::sigmoid) {
+      out.add("moe.router_scores", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router_sigmoid);
+      out.add("moe.router_topk_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_router_sigmoid);
+      if (c.moe_router_topk > 1) {
+        out.add("moe.router_topk_scores", "moe", 4 * topk * x.tokens_sp, "fp32", k_src_router_sigmoid_norm);
+        out.add("moe.router_topk_sum", "moe", 4 * x.tokens_sp, "fp32", k_src_router_sigmoid_norm);
+      }
+      out.add("moe.router_aux_scores", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router_sigmoid_aux);
+      out.add("moe.router_aux_sum", "moe", 4 * x.tokens_sp, "fp32", k_src_router_sigmoid_aux);
+    } else {
+      out.add("moe.router_probs", "moe", 4 * n_experts * x.tokens_sp, "fp32", k_src_router);
+      out.add("moe.router_topk_indices", "moe", 8 * topk * x.tokens_sp, "int64", k_src_router_topk);
+      out.add("moe.router_topk_probs", "moe", 4 * topk * x.tokens_sp, "fp32", k_src_router_topk);
+    }
     if (allgather(c)) {
       // No sort by local expert: permute() orders the gathered rows by local expert directly.
       if (c.moe_permute_fusion)
@@ -1817,6 +1864,11 @@ double moe_dispatcher_state_bytes(const Config& config, bool after_backward) {
   return moe_dispatcher_state(config, shape_of(config), after_backward);
 }
 
+double moe_router_buffer_bytes(const Config& config) {
+  if (!config.is_moe() || config.eager_model()) return 0;
+  return moe_router_buffers(config);
+}
+
 double moe_gather_buffer_bytes(const Config& config) {
   if (!config.is_moe() || config.eager_model()) return 0;
   return moe_gather_buffer(config, shape_of(config));
@@ -1846,6 +1898,13 @@ bool every_layer_checkpointed(const Config& c) {
            c.recompute_num_layers < per_stage);
 }
 
+// The channels of each head RoPE rotates: transformers' rotary embedding builds its cos and sin
+// int(head_dim · partial_rotary_factor) wide (src/transformers/modeling_rope_utils.py @
+// ef46806472a64b0013ed413781e3afed82bfa047 _compute_default_rope_parameters: dim =
+// int(head_dim * partial_rotary_factor)); the models with a
+// partial factor rotate that slice and concatenate the rest unchanged, which keeps nothing.
+double rotary_width(const Config& c, const Shape& x) { return std::floor(x.k * c.rotary_percent); }
+
 void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
   const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
   const bool checkpointing = c.recompute_granularity == RecomputeGranularity::full;
@@ -1859,7 +1918,7 @@ void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
                        layer_input_needs_grad(c, /*first_layer=*/c.num_layers <= 1);
   const double s_local = x.tokens / x.b;
   if (rotary && ((plain_layers && qk_grad) || args))
-    out.add("attention.rope_cos_sin", "attention", 2 * x.norm_e * s_local * x.k, x.norm_dtype,
+    out.add("attention.rope_cos_sin", "attention", 2 * x.norm_e * s_local * rotary_width(c, x), x.norm_dtype,
             plain_layers && qk_grad ? k_src_hf_rope : k_src_hf_checkpoint_args);
   if (args && rotary) {
     if (c.attention_backend == AttentionBackend::unfused)
@@ -2239,7 +2298,7 @@ EvaluationForward evaluation_forward_bytes(const Config& config) {
   if (config.is_moe()) widest = std::max(widest, double(config.moe_ffn_hidden_size));
   const double lora_slack = x.peft ? 2 * x.tokens * widest * proj_e : 0;
   const double mask = config.attention_backend == AttentionBackend::unfused ? x.norm_e * x.b * x.s * x.s : 0;
-  const double rope = config.max_position_embeddings == 0 && !config.multi_latent_attention ? 2 * x.norm_e * x.s * x.k : 0;
+  const double rope = config.max_position_embeddings == 0 && !config.multi_latent_attention ? 2 * x.norm_e * x.s * rotary_width(config, x) : 0;
   // The layer's output beside its input, in the residual stream's dtype.
   out.layers = layer + stream_e * x.h * x.tokens + lora_slack + mask + rope + out.kv_cache;
   // The loss.

@@ -1807,7 +1807,8 @@ struct StageKind {
 //    as a dense layer's are not;
 //  - every moment: what the dispatcher object keeps of each MoE layer until its next forward, and
 //    after backward (the optimizer step) the permutation indices as well; the all-gather
-//    dispatcher's global buffer of gathered tokens, once per GPU;
+//    dispatcher's global buffer of gathered tokens, once per GPU; the router's expert bias and
+//    token count per expert (moe_router_buffer_bytes), per MoE layer;
 //  - backward, the all-gather dispatcher: one MoE layer's gradients of the gathered tokens
 //    (moe_dispatch_backward_bytes), beside the working set of the layer's backward.
 struct StageMoe {
@@ -1825,8 +1826,9 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
   if (reruns) m.recompute = transient;
   m.backward = moe_dispatch_backward_bytes(c);
   const double buffer = moe_gather_buffer_bytes(c);
-  m.state = act.moe_layers * moe_dispatcher_state_bytes(c, false) + buffer;
-  m.state_after_backward = act.moe_layers * moe_dispatcher_state_bytes(c, true) + buffer;
+  const double router = moe_router_buffer_bytes(c);  // the expert bias and its token count
+  m.state = act.moe_layers * (moe_dispatcher_state_bytes(c, false) + router) + buffer;
+  m.state_after_backward = act.moe_layers * (moe_dispatcher_state_bytes(c, true) + router) + buffer;
   return m;
 }
 
@@ -2528,12 +2530,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     note(trace, "trainmem.moe_dispatch_backward", moe.backward,
          "one MoE layer's backward (allgather): gradients of the gathered tokens");
     note(trace, "trainmem.moe_dispatcher_state", moe.state,
-         "MoE layers · E/EP·N_g (self.local_map) + the global buffer e·h·N_g");
+         "MoE layers · (E/EP·N_g (self.local_map) + 8·E with the router's expert bias) + the global buffer e·h·N_g");
   } else if (moe.state > 0) {
     note(trace, "trainmem.moe_dispatch_transient", moe_dispatch_transient_bytes(c),
          "one MoE layer's forward: max(P + A + G + O + B + R, P + A + combine input + C)");
     note(trace, "trainmem.moe_dispatcher_state", moe.state,
-         "MoE layers · (e + 1)·E·T_sp (self.probs, self.routing_map)");
+         "MoE layers · ((e + 1)·E·T_sp (self.probs, self.routing_map) + 8·E with the router's expert bias)");
   }
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
   // The loss's forward, where its temporaries outgrow the backward's (the shifted copy of

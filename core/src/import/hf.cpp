@@ -565,6 +565,17 @@ void HfReader::read_embeddings() {
            "rotary positions have no parameters (the sequence length comes from the training "
            "settings)");
   }
+  // partial_rotary_factor (GLM-4.5, Phi, StableLM, Nemotron): RoPE rotates int(head_dim · factor)
+  // channels (modeling_rope_utils.py @ ef46806472a64b0013ed413781e3afed82bfa047), so the cos and sin
+  // a transformers model keeps are that much narrower (rotary_percent).
+  if (const json* f = find("partial_rotary_factor")) {
+    if (!f->is_number())
+      fail("partial_rotary_factor", "must be a number, got " + show(*f));
+    else if (put(field::rotary_percent, f->get<double>(), "partial_rotary_factor")) {
+      out_.read.push_back("rotary_percent ← partial_rotary_factor = " + number_text(f->get<double>()));
+      mapping::note_key(out_, field::rotary_percent, "partial_rotary_factor");
+    }
+  }
   // Multi-token prediction (DeepSeek-V3: the MTP module after the decoder, which transformers
   // does not instantiate but the checkpoint and Megatron's --mtp-num-layers carry).
   if (auto v = integer("num_nextn_predict_layers", false, 0))
@@ -599,7 +610,8 @@ void HfReader::read_unmodelled() {
       t && t->is_string() && t->get<std::string>() == "noaux_tc")
     ignore("topk_method",
            "the per-expert score-correction bias (n_routed_experts per MoE layer) "
-           "is not modelled");
+           "is not modelled for the PyTorch implementations; under megatron-core set "
+           "moe_router_score_function \"sigmoid\" and moe_router_enable_expert_bias");
   if (name == "gemma2" || name == "gemma3_text")
     out_.ignored.push_back(
         "post_attention_layernorm, post_feedforward_layernorm (model_type " + name +

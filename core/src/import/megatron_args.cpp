@@ -215,11 +215,28 @@ constexpr Unmodelled k_unmodelled[] = {
     {"--apply-layernorm-1p", "LayerNorm1p has LayerNorm's parameters (counted as LayerNorm)"},
     {"--num-query-groups",
      "ignored without --group-query-attention (Megatron-LM then uses num_attention_heads)"},
-    {"--rotary-percent", "rotary embeddings have no parameters"},
     {"--rotary-base", "rotary embeddings have no parameters"},
     // MoE options whose memory trainmem does not model (docs/trainmem-profile.md §9): said so,
     // not "not used", since each changes what the GPU holds.
     {"--moe-router-dtype", "not modelled: fp64 routing (trainmem models the compute dtype and fp32)"},
+    {"--moe-router-score-function", "not modelled: the sqrtsoftplus router (trainmem models softmax and sigmoid)"},
+    // The router's options that keep nothing more (moe_utils.py @ 00611e6eeb0b09b5ee074750956855215ddbd67f,
+    // topk_routing_with_score_function, group_limited_topk; router.py at the same commit).
+    {"--moe-router-pre-softmax",
+     "not modelled: the softmax router's softmax over every expert before the top-k keeps fp32 "
+     "[T_sp, E] where the default keeps [T_sp, K]; the sigmoid router ignores it"},
+    {"--moe-router-topk-scaling-factor",
+     "changes no memory: probs * scaling_factor multiplies by a Python float, which keeps nothing"},
+    {"--moe-router-bias-update-rate",
+     "changes no memory: the expert bias is updated under no_grad once per step (get_updated_expert_bias)"},
+    {"--moe-router-num-groups",
+     "group-limited routing: changes no memory with --moe-router-enable-expert-bias (the group choice "
+     "is made on scores whose topk values are dropped); without it masked_fill keeps a bool mask "
+     "[T_sp, E] per MoE layer (not modelled)"},
+    {"--moe-router-group-topk",
+     "group-limited routing: changes no memory with --moe-router-enable-expert-bias (the group choice "
+     "is made on scores whose topk values are dropped); without it masked_fill keeps a bool mask "
+     "[T_sp, E] per MoE layer (not modelled)"},
     {"--moe-enable-deepep", "not modelled: the flex dispatcher (DeepEP) keeps other buffers than "
                             "the alltoall dispatcher trainmem counts"},
 };
@@ -278,6 +295,7 @@ constexpr FlagArg k_flag_args[] = {
     {"--sequence-parallel", field::sequence_parallel, true},
     {"--moe-permute-fusion", field::moe_permute_fusion, true},
     {"--moe-pad-expert-input-to-capacity", field::moe_pad_expert_input_to_capacity, true},
+    {"--moe-router-enable-expert-bias", field::moe_router_enable_expert_bias, true},
 };
 
 struct Arg {
@@ -939,6 +957,19 @@ void MegatronReader::read_rest() {
                                    {"--moe-expert-capacity-factor", field::moe_expert_capacity_factor}})
     if (auto v = number(arg, field); v && put(field, *v, arg))
       note_read(field, std::string(arg) + " " + get(arg)->values[0]);
+  // --rotary-percent (Megatron-LM's default 1.0): the fraction of each head's channels RoPE rotates.
+  if (auto v = number("--rotary-percent", field::rotary_percent);
+      v && put(field::rotary_percent, *v, "--rotary-percent"))
+    note_read(field::rotary_percent, "--rotary-percent " + get("--rotary-percent")->values[0]);
+  // --moe-router-score-function softmax or sigmoid (Megatron-LM's choices add sqrtsoftplus, named
+  // below as not modelled; default softmax, the field's).
+  if (Arg* a = get("--moe-router-score-function");
+      a && a->values.size() == 1 && (a->values[0] == "softmax" || a->values[0] == "sigmoid")) {
+    if (put(field::moe_router_score_function, a->values[0], "--moe-router-score-function"))
+      note_read(field::moe_router_score_function, "--moe-router-score-function " + a->values[0]);
+  } else if (a) {
+    a->used = false;  // listed with the others below, as not modelled
+  }
   // --moe-router-dtype fp32 (Megatron-LM's choices fp32, fp64; default None: the compute dtype).
   if (Arg* a = get("--moe-router-dtype"); a && a->values.size() == 1 && a->values[0] == "fp32") {
     if (put(field::moe_router_dtype, a->values[0], "--moe-router-dtype"))

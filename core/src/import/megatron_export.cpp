@@ -110,6 +110,7 @@ MegatronExport export_megatron_args(const Config& c) {
     // Megatron-LM sizes its rotary tables by --max-position-embeddings; rope has no parameters.
     a.push_back("--position-embedding-type rope");
     arg("--max-position-embeddings", c.seq_length);
+    if (c.rotary_percent != 1.0) a.push_back("--rotary-percent " + number_text(c.rotary_percent));
   }
   arg("--vocab-size", c.vocab_size);
   arg("--make-vocab-size-divisible-by", c.make_vocab_size_divisible_by);
@@ -160,6 +161,9 @@ MegatronExport export_megatron_args(const Config& c) {
       arg("--moe-shared-expert-intermediate-size", c.moe_shared_expert_intermediate_size);
     if (c.moe_shared_expert_gate) a.push_back("--moe-shared-expert-gate");
     if (c.moe_latent_size > 0) arg("--moe-latent-size", c.moe_latent_size);
+    if (c.moe_router_score_function != MoeRouterScoreFunction::softmax)
+      a.push_back("--moe-router-score-function " + std::string(name_of(c.moe_router_score_function)));
+    if (c.moe_router_enable_expert_bias) a.push_back("--moe-router-enable-expert-bias");
   }
   if (c.mtp_num_layers > 0) arg("--mtp-num-layers", c.mtp_num_layers);
   if (c.multi_latent_attention) {

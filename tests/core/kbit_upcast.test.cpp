@@ -122,12 +122,14 @@ TEST_CASE("kbit_upcast: the unquantised parameters' bytes", "[qlora][kbit]") {
 }
 
 TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP fp32", "[qlora][kbit]") {
-  // A layer after the first (its input needs a gradient), no recompute, adapters on q and v
-  // (fp32 adapters under ddp: each reads its own copy of the input either way). With fp32 norm
-  // weights ("trl", "peft") the post-attention norm's output is fp32, gate and up (Linear4bit)
-  // return fp32, and the three f-wide tensors the SwiGLU keeps (the gate output for SiLU, the
-  // activation and the up output for the product) double: 3 × 4,096 × 1,024 × (4 − 2) =
-  // 25,165,824 B more. The norms' saved fp32 inputs are fp32 already (LlamaRMSNorm's
+  // A layer after the first (its input needs a gradient), no recompute, adapters on q and v.
+  // With fp32 norm weights ("trl", "peft") the post-attention norm's output is fp32, gate and up
+  // (Linear4bit) return fp32, and the three f-wide tensors the SwiGLU keeps (the gate output for
+  // SiLU, the activation and the up output for the product) double: 3 × 4,096 × 1,024 × (4 − 2)
+  // = 25,165,824 B more. The adapters: with "none" PEFT's bitsandbytes LoRA layer hands the bf16
+  // norm output to lora_A as it is under autocast, one storage for both, 2,097,152 B; with an
+  // fp32 norm output each adapter keeps its own bf16 cast, 2 × 2,097,152: 2,097,152 B more.
+  // 25,165,824 + 2,097,152 = 27,262,976 B. The norms' saved fp32 inputs are fp32 already (LlamaRMSNorm's
   // hidden.to(float32)); attention's q, k, v reach the kernel in bf16 (autocast / flash's cast).
   const double none = layer_activation_bytes(config_from(small(R"("kbit_upcast": "none")")), false,
                                              LayerRecompute::policy);
@@ -135,7 +137,12 @@ TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP f
                                             LayerRecompute::policy);
   const double axolotl = layer_activation_bytes(config_from(small(R"("kbit_upcast": "axolotl")")), false,
                                                 LayerRecompute::policy);
-  CHECK(trl - none == 25165824);
+  CHECK(trl - none == 27262976);
+  SavedTensors none_saved;
+  layer_activation_bytes(config_from(small(R"("kbit_upcast": "none")")), false, LayerRecompute::policy, &none_saved);
+  CHECK(saved_named(none_saved, "attention.qkv_input") == 2097152);
+  CHECK(saved_named(none_saved, "lora.q_proj_input") == 0);
+  CHECK(saved_named(none_saved, "lora.v_proj_input") == 0);
   CHECK(axolotl == none);
   // A checkpointed layer keeps its input, the residual stream: 1,024 × 1,024 × 4 = 4,194,304 B
   // in fp32, 2,097,152 in bf16.
@@ -165,15 +172,15 @@ TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP f
 }
 
 TEST_CASE("bnb_keeps_matmul_input: MatMul4Bit's ctx keeps each Linear4bit's input", "[qlora][kbit]") {
-  // A layer after the first, no recompute, bf16 residual ("none"). The fp32 adapters read their
-  // own copies, so no adapter keeps a base input; A is each input itself, one storage per input:
-  //   q/k/v input 1,024 × 1,024 × 2 = 2,097,152; o_proj's input is the flash kernel's saved
-  //   output (nothing more); gate/up input 2,097,152; down input 4,096 × 1,024 × 2 = 8,388,608
-  //   → 12,582,912 B.
+  // A layer after the first, no recompute, bf16 residual ("none"). Under autocast PEFT's
+  // bitsandbytes LoRA layer hands x to lora_A as it is, so q's adapter keeps the q/k/v input
+  // (nothing more for A there); A is each other input itself, one storage per input: o_proj's
+  // input is the flash kernel's saved output (nothing more); gate/up input
+  // 1,024 × 1,024 × 2 = 2,097,152; down input 4,096 × 1,024 × 2 = 8,388,608 → 10,485,760 B.
   SavedTensors saved;
   layer_activation_bytes(config_from(small(R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true)")), false,
                          LayerRecompute::policy, &saved);
-  CHECK(saved_named(saved, "bnb.matmul_input") == 12582912);
+  CHECK(saved_named(saved, "bnb.matmul_input") == 10485760);
   SECTION("after an fp32 norm each Linear4bit keeps its own bf16 copy") {
     // q, k, v: 3 × 2,097,152; gate, up: 2 × 2,097,152; down (fp32 product): 8,388,608
     //   → 6,291,456 + 4,194,304 + 8,388,608 = 18,874,368 B.
@@ -210,12 +217,13 @@ TEST_CASE("Llama 3 8B QLoRA: the qlora notes' §7 rows 4-6 by hand", "[qlora][kb
   CHECK(32 * (cp_trl - cp_none) == 536870912);
   // Row 4: with full (reentrant) recompute only the recomputed layer keeps MatMul4Bit's inputs.
   // The notes' bound (3h + f) · T · 2 = 109,051,904 B counts o_proj's input, which is the flash
-  // kernel's saved output (no more bytes); the fp32 adapters keep copies, not the inputs:
-  // (2 · 4,096 + 14,336) · 2,048 · 2 = 92,274,688 B beside the recomputation.
+  // kernel's saved output (no more bytes); every other linear has an adapter, and under the
+  // trainer's autocast PEFT's bitsandbytes LoRA layer hands its bf16 input to lora_A as it is,
+  // which keeps that storage already: A adds nothing beside the recomputation.
   const double with_a = layer_recompute_working_bytes(
       config_from(llama3(R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true)")), false);
   const double without = layer_recompute_working_bytes(config_from(llama3(R"("kbit_upcast": "none")")), false);
-  CHECK(with_a - without == 92274688);
+  CHECK(with_a - without == 0);
 }
 
 TEST_CASE("importers say who ran prepare_model_for_kbit_training", "[qlora][kbit][import]") {

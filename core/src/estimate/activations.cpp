@@ -170,6 +170,11 @@ constexpr std::string_view k_src_kbit_fp32_residual =
     "forward (nn/modules.py @ 0.48.0 406fb6aa) returns its output .to(inp_dtype), fp32 for an "
     "fp32 input; the residual adds, the checkpointed layer inputs and the MLP's gate, up and "
     "activation outputs are fp32";
+constexpr std::string_view k_src_bnb_lora_autocast =
+    "PEFT src/peft/tuners/lora/bnb.py @ 5d602fdb Linear4bit.forward (Linear8bitLt alike): "
+    "`requires_conversion = not torch.is_autocast_enabled()`; only then is x cast to lora_A's "
+    "dtype; under autocast lora_A's F.linear casts what is not in the compute dtype (none for a "
+    "16-bit input). Measured by the allocation timeline oracle's QLoRA draws (tests/oracle/bnb.py)";
 constexpr std::string_view k_src_kbit_adapter_cast =
     "an adapter on a linear whose input is the fp32 norm output: under the trainer's bf16 "
     "autocast lora_A's linear casts its input (autocast_mode.cpp cached_cast caches only leaf "
@@ -356,6 +361,11 @@ Shape shape_of(const Config& c) {
     x.norm_dtype = "fp32";
     // Each adapter reads the fp32 norm output through its own cast (k_src_kbit_adapter_cast).
     x.adapter_copy = true;
+  } else if (qlora_hf) {
+    // PEFT's bitsandbytes LoRA layers cast x to the adapter's dtype only without autocast
+    // (k_src_bnb_lora_autocast): under the trainer's bf16 autocast a 16-bit input reaches lora_A
+    // as it is, one storage with the base layer's.
+    x.adapter_copy = false;
   }
   x.int8_input = qlora_hf && c.params_dtype == Dtype::int8;
   x.bnb_input = qlora_hf && c.bnb_keeps_matmul_input && !x.int8_input;

@@ -171,6 +171,24 @@ TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP f
   }
 }
 
+TEST_CASE("kbit_upcast: eager attention's key and value reach the matmuls as fp32 and are cast whole", "[qlora][kbit]") {
+  // transformers' eager attention, MQA (one key/value head of 128 for 8 query heads), one
+  // sequence of 1,024, adapters on q and v, a layer after the first. With "none" the bf16 key
+  // and value are repeat_kv's views of their one head (b = 1, g = 1) and the matmuls keep them:
+  // 2 · 1 · 128 · 1,024 = 262,144 B each. With fp32 norms ("trl") Linear4bit returns k and v
+  // .to(fp32), and the trainer's autocast casts them for QKᵀ and PV: _to_copy of the expanded
+  // view writes all 8 heads, 2 · 8 · 128 · 1,024 = 2,097,152 B each (the allocation timeline
+  // oracle's QLoRA draw seed 7 q01: 92,160 B per layer closer with this rule).
+  const std::string mqa = R"("attention_backend": "unfused", "num_query_groups": 1, "kv_channels": 128, "kbit_upcast": )";
+  SavedTensors none_saved, trl_saved;
+  layer_activation_bytes(config_from(small(mqa + "\"none\"")), false, LayerRecompute::policy, &none_saved);
+  layer_activation_bytes(config_from(small(mqa + "\"trl\"")), false, LayerRecompute::policy, &trl_saved);
+  CHECK(saved_named(none_saved, "attention.k") == 262144);
+  CHECK(saved_named(none_saved, "attention.v") == 262144);
+  CHECK(saved_named(trl_saved, "attention.k") == 2097152);
+  CHECK(saved_named(trl_saved, "attention.v") == 2097152);
+}
+
 TEST_CASE("bnb_keeps_matmul_input: MatMul4Bit's ctx keeps each Linear4bit's input", "[qlora][kbit]") {
   // A layer after the first, no recompute, bf16 residual ("none"). Under autocast PEFT's
   // bitsandbytes LoRA layer hands x to lora_A as it is, so q's adapter keeps the q/k/v input

@@ -1505,8 +1505,12 @@ struct EagerWalk {
       const double scores = a_l * T * x.s;  // one [b, a_l, s/c, s] tensor
       const double one_kv = g_l == 1 && x.b == 1 ? 1 : a_l;  // reshapes are views (README: a')
       if (kind == Eager::hf) {
-        // Under autocast the key after rope is fp32 and the matmul's cast copies all a heads.
-        const double key_heads = x.autocast ? a_l : one_kv;
+        // Under autocast the key after rope is fp32 and the matmul's cast copies all a heads; so
+        // under QLoRA with fp32 norms (Linear4bit returns the k and v projections .to(fp32), the
+        // trainer's autocast casts them for the matmuls: k_src_kbit_fp32_residual), where the
+        // value's cast is all a heads as well.
+        const double key_heads = x.autocast || x.kbit_fp32 ? a_l : one_kv;
+        const double value_heads = x.kbit_fp32 ? a_l : one_kv;
         if (q_rg) out.add("attention.k", "attention", x.e * key_heads * k * T, x.act_dtype, k_src_hf_eager_qk);
         if (k_rg) out.add("attention.q", "attention", x.e * q_width * T, x.act_dtype, k_src_hf_eager_qk);
         const bool cast = x.e != 4;  // the fp32 softmax is cast back to the compute dtype
@@ -1522,7 +1526,7 @@ struct EagerWalk {
               out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
                       k_src_hf_eager_softmax);
           }
-          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+          if (p_rg) out.add("attention.v", "attention", x.e * value_heads * k * T, x.act_dtype, k_src_hf_eager_v);
         } else {
           if (compiled && cast) {
             // Recomputed in backward from the scores and the two row reductions.
@@ -1541,7 +1545,7 @@ struct EagerWalk {
           } else if (cast && v_rg) {
             out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_hf_eager_softmax);
           }
-          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+          if (p_rg) out.add("attention.v", "attention", x.e * value_heads * k * T, x.act_dtype, k_src_hf_eager_v);
         }
       } else {
         if (q_rg) out.add("attention.k_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);

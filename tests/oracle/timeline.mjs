@@ -279,8 +279,6 @@ function qloraOpenItem(r, line) {
       return `after the forward (${node}): autocast's cache has freed the casts nothing saved (the first layer's lora_A: its input needs no gradient); trainmem keeps every adapter's cast to the backward`;
     return `the loss's side of the forward moment under kbit_upcast ${q.upcast} (${node}, ${op}): not identified`;
   }
-  if (r.moment === 'optimizer_step' && c.experts)
-    return 'for-loop AdamW over an MoE model\'s adapters: the order trainmem assumes (eager_step_order) is not the model\'s';
   return null;
 }
 

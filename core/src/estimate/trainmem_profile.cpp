@@ -514,8 +514,10 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
 // w1 (gate), w2 (down), w3 (up)). With peft only the adapters train, each in its linear's place:
 // PEFT's lora_A then lora_B (tuners/lora/layer.py LoraLayer.__init__), torchtune's lora_a then
 // lora_b (modules/peft/lora.py), and a modules_to_save copy in its module's place.
-// Empty when the layout is not one of these (biases, MLA, qk norms, tied or pipelined
-// embeddings, tensor parallelism, torchtune MoE, MoE under peft): the upper bound applies then.
+// Under peft an MoE layer's router and experts are frozen (transformers' MoE blocks with adapters
+// on the attention only): they add nothing to the order. Empty when the layout is not one of these
+// (biases, MLA, qk norms, tied or pipelined embeddings, tensor parallelism, torchtune MoE, MoE
+// under peft with MLP targets, which may name experts): the upper bound applies then.
 std::vector<double> eager_step_order(const Config& c) {
   std::vector<double> out;
   const bool hf = c.model_implementation == ModelImplementation::hf_transformers;
@@ -524,7 +526,9 @@ std::vector<double> eager_step_order(const Config& c) {
       !c.gated_linear_unit || c.normalization != Normalization::rms_norm ||
       c.share_embeddings_and_output_weights || c.num_attention_heads <= 0 ||
       c.pipeline_model_parallel_size > 1 || c.tensor_model_parallel_size > 1 || c.mtp_num_layers > 0 ||
-      (c.is_moe() && (tt || c.peft_on() || c.moe_shared_expert_intermediate_size > 0)))
+      (c.is_moe() && (tt || c.moe_shared_expert_intermediate_size > 0 ||
+                      (c.peft_on() && (c.lora_targets(LoraTarget::gate_proj) || c.lora_targets(LoraTarget::up_proj) ||
+                                       c.lora_targets(LoraTarget::down_proj))))))
     return {};
   const double h = double(c.hidden_size), V = double(c.vocab_size);
   const double q = double(c.num_attention_heads * c.kv_channels), kv = double(c.num_query_groups * c.kv_channels);
@@ -547,6 +551,7 @@ std::vector<double> eager_step_order(const Config& c) {
     linear(h, kv, LoraTarget::v_proj);
     linear(q, h, LoraTarget::o_proj);
     if (c.is_moe_layer(i)) {
+      if (peft) continue;  // frozen router and experts; the layer's norms are frozen too
       out.push_back(double(c.num_moe_experts) * h);  // the router
       for (int64_t e = 0; e < c.num_moe_experts; ++e) {
         out.push_back(fe * h);

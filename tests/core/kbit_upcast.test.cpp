@@ -199,6 +199,30 @@ TEST_CASE("bnb_keeps_matmul_input: MatMul4Bit's ctx keeps each Linear4bit's inpu
   layer_activation_bytes(config_from(small(R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true)")), false,
                          LayerRecompute::policy, &saved);
   CHECK(saved_named(saved, "bnb.matmul_input") == 10485760);
+  SECTION("under the non-reentrant checkpoint every checkpointed layer keeps every A") {
+    // ctx.tensors is outside the checkpoint's saved-tensor hooks and the checkpointed forward
+    // runs with grad enabled: beside the checkpoint (the bf16 residual, 2,097,152 B) each input
+    // itself, as nothing else of the layer is kept: q/k/v 2,097,152, o_proj's (SDPA's output)
+    // 2,097,152, gate/up 2,097,152, down 8,388,608 → 14,680,064 B. The reentrant checkpoint runs
+    // that forward without a graph: the checkpoint alone.
+    const std::string full = R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": )";
+    SavedTensors non_reentrant;
+    CHECK(layer_activation_bytes(config_from(small(full + "false")), false, LayerRecompute::checkpointed,
+                                 &non_reentrant) == 2097152 + 14680064);
+    CHECK(saved_named(non_reentrant, "bnb.matmul_input") == 14680064);
+    CHECK(layer_activation_bytes(config_from(small(full + "true")), false, LayerRecompute::checkpointed) == 2097152);
+    // The first layer: nothing calls enable_input_require_grads for a 4-bit model under the
+    // non-reentrant checkpoint (PEFT's _prepare_model_for_gradient_checkpointing skips quantised
+    // models; prepare_model_for_kbit_training calls it only for the reentrant one), so the frozen
+    // embedding's output needs no gradient and q/k/v keep no A: o_proj's input (the adapters on
+    // q and v make it need one), gate/up's and down's, 2,097,152 + 2,097,152 + 8,388,608 =
+    // 12,582,912 B beside the checkpoint.
+    SavedTensors first;
+    layer_activation_bytes(config_from(small(full + "false")), false, LayerRecompute::checkpointed, &first, true);
+    CHECK(saved_named(first, "bnb.matmul_input") == 12582912);
+  }
   SECTION("after an fp32 norm each Linear4bit keeps its own bf16 copy") {
     // q, k, v: 3 × 2,097,152; gate, up: 2 × 2,097,152; down (fp32 product): 8,388,608
     //   → 6,291,456 + 4,194,304 + 8,388,608 = 18,874,368 B.

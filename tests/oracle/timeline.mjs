@@ -259,25 +259,26 @@ function qloraOpenItem(r, line) {
   const c = line.config;
   const q = c.qlora;
   const { node, op } = r.oracle;
-  if (q.keeps_input && c.checkpoint && r.moment !== 'optimizer_step')
-    return 'bitsandbytes < 0.43.2 under the non-reentrant checkpoint: MatMul4Bit\'s ctx.tensors escapes ' +
-      'saved_tensors_hooks, so every Linear4bit\'s A stays beside the checkpoints; trainmem counts the reentrant ' +
-      'checkpoint\'s (only the recomputed layer\'s A): no field says which checkpoint runs';
   if (r.moment === 'backward') {
     if (r.diff > 0)
       return `Linear4bit's backward is not walked: the largest dequantised weight is added to every walked point (oracle at ${node} (${op}))`;
+    if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
+      return 'the recomputation\'s own forward: the unpack at IndexAddBackward0 re-runs the checkpointed MoE layer, ' +
+        'an expert\'s dequantised weight and the loop\'s transients beside the recomputed set';
     return `a decoder-layer node trainmem does not walk under QLoRA: ${node} (${op})`;
   }
   if (r.moment === 'forward') {
-    if (!node && c.checkpoint)
+    if (!node && r.diff < 0 && /softmax|nll_loss|cross_entropy/.test(op || ''))
+      return `the loss's forward under kbit_upcast ${q.upcast} (${op}), inside the autocast region: not identified`;
+    if (!node && r.diff < 0 && c.checkpoint)
       return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${op}) is not walked`;
-    if (!node)
+    if (!node && r.diff < 0)
       return `the last decoder layer's forward is not a candidate: a Linear4bit's dequantised weight and the layer's transients beside the saved set (at ${op})`;
-    if (c.checkpoint && r.diff > 0)
-      return 'checkpointed: the adapters\' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward';
-    if (r.diff > 0)
+    if (node && r.diff > 0 && c.checkpoint)
+      return `after the forward (${node}): the adapters' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward`;
+    if (node && r.diff > 0)
       return `after the forward (${node}): autocast's cache has freed the casts nothing saved (the first layer's lora_A: its input needs no gradient); trainmem keeps every adapter's cast to the backward`;
-    return `the loss's side of the forward moment under kbit_upcast ${q.upcast} (${node}, ${op}): not identified`;
+    return `the forward moment under kbit_upcast ${q.upcast}${q.keeps_input ? ', bitsandbytes < 0.43.2' : ''} (${node || 'forward'}, ${op}): not identified`;
   }
   return null;
 }

@@ -96,8 +96,10 @@ TEST_CASE("QLoRA on one GPU: the NF4 base, the bf16 rest, fp32 adapters", "[fine
   Trace trace;
   const FullEstimate est = full_estimate(c, &trace);
   // Frozen: 33,554,432 linear weights in NF4: 33,554,432 / 16,384 = 2,048 blocks × 8,452 B =
-  // 17,309,696 B; the embedding and the norms (32,773,120 parameters) in bf16: 65,546,240 B.
-  CHECK(est.state.frozen_weights.total() == 17309696.0 + 65546240.0);
+  // 17,309,696 B, and each of the 14 Linear4bit's QuantState constants, its NF4 code (16 fp32),
+  // offset (a 0-dim fp32) and nested code (256 fp32): 14 × 1,092 = 15,288 B; the embedding and
+  // the norms (32,773,120 parameters) in bf16: 65,546,240 B.
+  CHECK(est.state.frozen_weights.total() == 17309696.0 + 14 * 1092.0 + 65546240.0);
   // Adapters, r = 8 on q and v: q A 1024·8 + B 8·1024 = 16,384; v the same (8 KV heads of 128):
   // 32,768 per layer, 65,536 in all; fp32 weights and gradients, AdamW 8 B: 65,536 × 16 B.
   CHECK(est.params.adapter == 65536);
@@ -124,8 +126,10 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
   //   q, k, v, o: 100 × 100 = 10,000 each: 5,000 + 157 + 4 = 5,161 B, four of them 20,644
   //   gate, up, down: 30,000 each: 15,000 + 469 + 4 · 2 = 15,477 B, three of them 46,431
   //   bf16: two norms and the final norm 300, the embedding 100,000: 100,300 × 2 = 200,600
-  //   frozen_weights = 20,644 + 46,431 + 200,600 = 267,675 B (a whole number of bytes; the
-  //   rate 0.515869140625 B would give 130,000 × it = 67,062.99 B for the linears).
+  //   each linear's QuantState constants (NF4 code 64 B, offset 4 B, nested code 1,024 B):
+  //   7 × 1,092 = 7,644
+  //   frozen_weights = 20,644 + 46,431 + 7,644 + 200,600 = 275,319 B (a whole number of bytes;
+  //   the rate 0.515869140625 B would give 130,000 × it = 67,062.99 B for the linears).
   Trace trace;
   const FullEstimate est = full_estimate(
       config_from(R"({"num_layers": 1, "hidden_size": 100, "num_attention_heads": 4,
@@ -134,7 +138,7 @@ TEST_CASE("QLoRA: an NF4 tensor of any size takes bitsandbytes' bytes for that s
           "micro_batch_size": 1, "framework": "ddp", "peft": "qlora", "nf4_double_quant": true,
           "kbit_upcast": "none"})"),
       &trace);
-  CHECK(est.state.frozen_weights.total() == 267675);
+  CHECK(est.state.frozen_weights.total() == 275319);
   // The largest NF4 linear, 30,000 elements, dequantised in bf16: 60,000 B, with its absmax in
   // fp32, 4 · 469 = 1,876 B: 61,876 B.
   CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 61876);
@@ -175,16 +179,18 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   //   per layer: state 4 · 16,640 + 3 · 66,560 = 266,240; packed 4 · 524,288 + 3 · 2,097,152 =
   //   8,388,608 (with the state 8,654,848 = 16,777,216 × 8,452 / 16,384, the table's rate).
   //   2 layers: state 532,480, packed 16,777,216; bf16 embedding and norms 32,773,120 × 2 =
-  //   65,546,240.
+  //   65,546,240. bitsandbytes' QuantState also holds, per linear, its NF4 code (64 B), the
+  //   offset (4 B) and the nested code (1,024 B): 14 × 1,092 = 15,288, whole with the state:
+  //   547,768.
   // bitsandbytes (any implementation but torchtune's) shards the packed data and the bf16 rest
-  // over DP 4 and keeps the state whole: 532,480 + (16,777,216 + 65,546,240) / 4 = 21,113,344.
+  // over DP 4 and keeps the state whole: 547,768 + (16,777,216 + 65,546,240) / 4 = 21,128,632.
   // torchao's NF4Tensor (torchtune) shards its scalers too: (17,309,696 + 65,546,240) / 4 =
   // 20,713,984.
   const std::string fsdp = R"("framework": "fsdp2", "data_parallel_size": 4, "peft": "qlora",
       "nf4_double_quant": true)";
   const FullEstimate bnb = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers")")));
   const FullEstimate ao = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "torchtune")")));
-  CHECK(bnb.state.frozen_weights.total() == 21113344);
+  CHECK(bnb.state.frozen_weights.total() == 21128632);
   CHECK(ao.state.frozen_weights.total() == 20713984);
   // The gathers carry what is sharded. Root: the tied bf16 embedding, 65,536,000. Two layers at
   // once, each its packed NF4 (8,388,608; torchao: 8,654,848), bf16 norms 2 · 1,024 · 2 = 4,096
@@ -197,26 +203,26 @@ TEST_CASE("QLoRA sharded: bitsandbytes' quantisation state stays whole on every 
   SECTION("parameter offload moves the shards and leaves the state on the GPU") {
     const FullEstimate off = full_estimate(config_from(small(fsdp + R"(, "model_implementation": "hf-transformers",
         "offload_params": true)")));
-    CHECK(off.state.frozen_weights.total() == 532480);
+    CHECK(off.state.frozen_weights.total() == 547768);  // the whole state
     // One GPU per node (k_small_llama): the CPU holds this GPU's shards, (16,777,216 + 65,546,240) / 4.
     CHECK(off.cpu.weights == 20580864);
   }
   SECTION("ZeRO-3 likewise; its largest gathered tensor is the embedding") {
     const FullEstimate zero3 = full_estimate(config_from(small(R"("framework": "deepspeed", "zero_stage": 3,
         "data_parallel_size": 4, "peft": "qlora", "nf4_double_quant": true)")));
-    CHECK(zero3.state.frozen_weights.total() == 21113344);
+    CHECK(zero3.state.frozen_weights.total() == 21128632);
     // Gathered: the bf16 embedding, 65,536,000 (a layer's largest packed NF4 is 2,097,152), the
     // largest adapter matrix with its gradient, 2 · 2 · 8,192 = 32,768, and the bf16 reduce
     // bucket of 5e8 elements, 1e9: 1,065,568,768.
     CHECK(zero3.state.buffers.total() == 1065568768);
   }
   SECTION("FSDP2 zero_stage 2 keeps the gathered base from forward to backward") {
-    // Beside the shards (21,113,344) the whole sharded part, 16,777,216 + 65,546,240 = 82,323,456:
-    // 103,436,800.
+    // Beside the shards (21,128,632) the whole sharded part, 16,777,216 + 65,546,240 = 82,323,456:
+    // 103,452,088.
     const FullEstimate z2 = full_estimate(config_from(small(R"("framework": "fsdp2", "zero_stage": 2,
         "data_parallel_size": 4, "peft": "qlora", "model_implementation": "hf-transformers",
         "nf4_double_quant": true)")));
-    CHECK(z2.state.frozen_weights.total() == 103436800);
+    CHECK(z2.state.frozen_weights.total() == 103452088);
   }
 }
 

@@ -282,6 +282,23 @@ TEST_CASE("for-loop AdamW: the previous tensor's denom beside the current one's 
   CHECK(tt.moments.optimizer_step == 666624 + 98304);
 }
 
+TEST_CASE("for-loop AdamW over an MoE model's adapters: the frozen experts add nothing to the order",
+          "[implementations][moments][optimizer]") {
+  // The tiny model with two Mixtral-style MoE layers (4 experts) and one key/value head of 32,
+  // LoRA r = 8 on k_proj only (PEFT, fp32 adapters). The trainable tensors in order: per layer
+  // lora_A 8 · 64 = 512 and lora_B 32 · 8 = 256 elements, 2,048 and 1,024 B; the router and
+  // experts are frozen. for-loop: max_i (2·s_i + s_(i−1)) = 2 · 2,048 + 1,024 = 5,120 B (lora_A of
+  // the second layer after the first layer's lora_B); foreach: the whole group, 6,144 B. Without
+  // the order the bound 3 × the largest, 6,144 B, was used (the allocation timeline oracle's
+  // QLoRA draw seed 7 q01: 7,680 B over, now exact).
+  const std::string moe = R"("num_layers": 2, "num_query_groups": 1, "num_moe_experts": 4, "moe_router_topk": 1,
+      "moe_ffn_hidden_size": 64, "moe_layer_freq": 1, "peft": "lora", "lora_rank": 8,
+      "lora_target_modules": ["k_proj"], "lora_dropout": 0, "optimizer_implementation": )";
+  const Estimate loop = estimate_of(tiny(moe + "\"for-loop\""));
+  const Estimate each = estimate_of(tiny(moe + "\"foreach\""));
+  CHECK(each.moments.optimizer_step - loop.moments.optimizer_step == 6144 - 5120);
+}
+
 TEST_CASE("the output layer's backward: logits', input's and weight's gradients together",
           "[implementations][moments][loss]") {
   // The tiny model (T = 8, V = 512, h = 64, fp32). Model state before the step: 106,688

@@ -94,39 +94,42 @@ TEST_CASE("kbit_upcast: named errors for combinations that do not exist", "[qlor
 }
 
 TEST_CASE("kbit_upcast: the unquantised parameters' bytes", "[qlora][kbit]") {
-  // The small model, no double quantisation: NF4 decoder linears 18,874,368 B (qlora.test.cpp).
+  // The small model, no double quantisation: NF4 decoder linears 18,874,368 B with their 14 NF4
+  // codes, 896 B: 18,875,264 B (qlora.test.cpp).
   // The rest: the tied embedding 32,000 × 1,024 = 32,768,000 elements and 5 norms of 1,024
   // (2 per layer + the final one) = 5,120.
-  //   none:    (32,768,000 + 5,120) × 2 = 65,546,240       → 84,420,608 B
-  //   peft:    (32,768,000 + 5,120) × 4 = 131,092,480      → 149,966,848 B
-  //   trl:     32,768,000 × 2 + 5,120 × 4 = 65,556,480      → 84,430,848 B
-  //   axolotl: no biases: as none                           → 84,420,608 B
+  //   none:    (32,768,000 + 5,120) × 2 = 65,546,240       → 84,421,504 B
+  //   peft:    (32,768,000 + 5,120) × 4 = 131,092,480      → 149,967,744 B
+  //   trl:     32,768,000 × 2 + 5,120 × 4 = 65,556,480      → 84,431,744 B
+  //   axolotl: no biases: as none                           → 84,421,504 B
   const auto frozen = [](const std::string& mode) {
     return full_estimate(config_from(small(R"("kbit_upcast": ")" + mode + "\""))).state.frozen_weights.total();
   };
-  CHECK(frozen("none") == 84420608);
-  CHECK(frozen("peft") == 149966848);
-  CHECK(frozen("trl") == 84430848);
-  CHECK(frozen("axolotl") == 84420608);
+  CHECK(frozen("none") == 84421504);
+  CHECK(frozen("peft") == 149967744);
+  CHECK(frozen("trl") == 84431744);
+  CHECK(frozen("axolotl") == 84421504);
   SECTION("axolotl: biases stay fp32, norms go back") {
     // q/k/v biases (add_qkv_bias): (8 + 2 · 8) · 128 = 3,072 per layer, 6,144 in all:
-    // none 6,144 × 2 = 12,288 more (84,432,896 B), axolotl 6,144 × 4 = 24,576 more (84,445,184 B).
+    // none 6,144 × 2 = 12,288 more (84,433,792 B), axolotl 6,144 × 4 = 24,576 more (84,446,080 B).
     const auto with_bias = [](const std::string& mode) {
       return full_estimate(config_from(small(R"("add_qkv_bias": true, "kbit_upcast": ")" + mode + "\"")))
           .state.frozen_weights.total();
     };
-    CHECK(with_bias("none") == 84432896);
-    CHECK(with_bias("axolotl") == 84445184);
+    CHECK(with_bias("none") == 84433792);
+    CHECK(with_bias("axolotl") == 84446080);
   }
 }
 
 TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP fp32", "[qlora][kbit]") {
-  // A layer after the first (its input needs a gradient), no recompute, adapters on q and v
-  // (fp32 adapters under ddp: each reads its own copy of the input either way). With fp32 norm
-  // weights ("trl", "peft") the post-attention norm's output is fp32, gate and up (Linear4bit)
-  // return fp32, and the three f-wide tensors the SwiGLU keeps (the gate output for SiLU, the
-  // activation and the up output for the product) double: 3 × 4,096 × 1,024 × (4 − 2) =
-  // 25,165,824 B more. The norms' saved fp32 inputs are fp32 already (LlamaRMSNorm's
+  // A layer after the first (its input needs a gradient), no recompute, adapters on q and v.
+  // With fp32 norm weights ("trl", "peft") the post-attention norm's output is fp32, gate and up
+  // (Linear4bit) return fp32, and the three f-wide tensors the SwiGLU keeps (the gate output for
+  // SiLU, the activation and the up output for the product) double: 3 × 4,096 × 1,024 × (4 − 2)
+  // = 25,165,824 B more. The adapters: with "none" PEFT's bitsandbytes LoRA layer hands the bf16
+  // norm output to lora_A as it is under autocast, one storage for both, 2,097,152 B; with an
+  // fp32 norm output each adapter keeps its own bf16 cast, 2 × 2,097,152: 2,097,152 B more.
+  // 25,165,824 + 2,097,152 = 27,262,976 B. The norms' saved fp32 inputs are fp32 already (LlamaRMSNorm's
   // hidden.to(float32)); attention's q, k, v reach the kernel in bf16 (autocast / flash's cast).
   const double none = layer_activation_bytes(config_from(small(R"("kbit_upcast": "none")")), false,
                                              LayerRecompute::policy);
@@ -134,7 +137,12 @@ TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP f
                                             LayerRecompute::policy);
   const double axolotl = layer_activation_bytes(config_from(small(R"("kbit_upcast": "axolotl")")), false,
                                                 LayerRecompute::policy);
-  CHECK(trl - none == 25165824);
+  CHECK(trl - none == 27262976);
+  SavedTensors none_saved;
+  layer_activation_bytes(config_from(small(R"("kbit_upcast": "none")")), false, LayerRecompute::policy, &none_saved);
+  CHECK(saved_named(none_saved, "attention.qkv_input") == 2097152);
+  CHECK(saved_named(none_saved, "lora.q_proj_input") == 0);
+  CHECK(saved_named(none_saved, "lora.v_proj_input") == 0);
   CHECK(axolotl == none);
   // A checkpointed layer keeps its input, the residual stream: 1,024 × 1,024 × 4 = 4,194,304 B
   // in fp32, 2,097,152 in bf16.
@@ -151,19 +159,70 @@ TEST_CASE("kbit_upcast: fp32 norm weights make the residual stream and the MLP f
     output_activation_bytes(config_from(small(untied + "\"trl\"")), &trl_saved);
     CHECK(saved_named(peft_saved, "output.output_layer_weight_cast") == 65536000);
     CHECK(saved_named(trl_saved, "output.output_layer_weight_cast") == 0);
+    // That copy is counted once: as the saved activation, not also as a weight copy. Autocast
+    // caches only the casts of leaves that require grad, the fp32 adapters (q and v, r = 8:
+    // 65,536 elements, 131,072 B in bf16); the frozen lm_head's cast is the matmul's saved
+    // tensor (the allocation timeline oracle's QLoRA draws under kbit_upcast peft hold one
+    // copy). Weight copies: 131,072 B under both (trl's bf16 lm_head needs no cast).
+    const FullEstimate peft = full_estimate(config_from(small(untied + "\"peft\"")));
+    const FullEstimate trl = full_estimate(config_from(small(untied + "\"trl\"")));
+    CHECK(peft.state.weight_copies.total() == 131072);
+    CHECK(trl.state.weight_copies.total() == 131072);
   }
 }
 
+TEST_CASE("kbit_upcast: eager attention's key and value reach the matmuls as fp32 and are cast whole", "[qlora][kbit]") {
+  // transformers' eager attention, MQA (one key/value head of 128 for 8 query heads), one
+  // sequence of 1,024, adapters on q and v, a layer after the first. With "none" the bf16 key
+  // and value are repeat_kv's views of their one head (b = 1, g = 1) and the matmuls keep them:
+  // 2 · 1 · 128 · 1,024 = 262,144 B each. With fp32 norms ("trl") Linear4bit returns k and v
+  // .to(fp32), and the trainer's autocast casts them for QKᵀ and PV: _to_copy of the expanded
+  // view writes all 8 heads, 2 · 8 · 128 · 1,024 = 2,097,152 B each (the allocation timeline
+  // oracle's QLoRA draw seed 7 q01: 92,160 B per layer closer with this rule).
+  const std::string mqa = R"("attention_backend": "unfused", "num_query_groups": 1, "kv_channels": 128, "kbit_upcast": )";
+  SavedTensors none_saved, trl_saved;
+  layer_activation_bytes(config_from(small(mqa + "\"none\"")), false, LayerRecompute::policy, &none_saved);
+  layer_activation_bytes(config_from(small(mqa + "\"trl\"")), false, LayerRecompute::policy, &trl_saved);
+  CHECK(saved_named(none_saved, "attention.k") == 262144);
+  CHECK(saved_named(none_saved, "attention.v") == 262144);
+  CHECK(saved_named(trl_saved, "attention.k") == 2097152);
+  CHECK(saved_named(trl_saved, "attention.v") == 2097152);
+}
+
 TEST_CASE("bnb_keeps_matmul_input: MatMul4Bit's ctx keeps each Linear4bit's input", "[qlora][kbit]") {
-  // A layer after the first, no recompute, bf16 residual ("none"). The fp32 adapters read their
-  // own copies, so no adapter keeps a base input; A is each input itself, one storage per input:
-  //   q/k/v input 1,024 × 1,024 × 2 = 2,097,152; o_proj's input is the flash kernel's saved
-  //   output (nothing more); gate/up input 2,097,152; down input 4,096 × 1,024 × 2 = 8,388,608
-  //   → 12,582,912 B.
+  // A layer after the first, no recompute, bf16 residual ("none"). Under autocast PEFT's
+  // bitsandbytes LoRA layer hands x to lora_A as it is, so q's adapter keeps the q/k/v input
+  // (nothing more for A there); A is each other input itself, one storage per input: o_proj's
+  // input is the flash kernel's saved output (nothing more); gate/up input
+  // 1,024 × 1,024 × 2 = 2,097,152; down input 4,096 × 1,024 × 2 = 8,388,608 → 10,485,760 B.
   SavedTensors saved;
   layer_activation_bytes(config_from(small(R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true)")), false,
                          LayerRecompute::policy, &saved);
-  CHECK(saved_named(saved, "bnb.matmul_input") == 12582912);
+  CHECK(saved_named(saved, "bnb.matmul_input") == 10485760);
+  SECTION("under the non-reentrant checkpoint every checkpointed layer keeps every A") {
+    // ctx.tensors is outside the checkpoint's saved-tensor hooks and the checkpointed forward
+    // runs with grad enabled: beside the checkpoint (the bf16 residual, 2,097,152 B) each input
+    // itself, as nothing else of the layer is kept: q/k/v 2,097,152, o_proj's (SDPA's output)
+    // 2,097,152, gate/up 2,097,152, down 8,388,608 → 14,680,064 B. The reentrant checkpoint runs
+    // that forward without a graph: the checkpoint alone.
+    const std::string full = R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": )";
+    SavedTensors non_reentrant;
+    CHECK(layer_activation_bytes(config_from(small(full + "false")), false, LayerRecompute::checkpointed,
+                                 &non_reentrant) == 2097152 + 14680064);
+    CHECK(saved_named(non_reentrant, "bnb.matmul_input") == 14680064);
+    CHECK(layer_activation_bytes(config_from(small(full + "true")), false, LayerRecompute::checkpointed) == 2097152);
+    // The first layer: nothing calls enable_input_require_grads for a 4-bit model under the
+    // non-reentrant checkpoint (PEFT's _prepare_model_for_gradient_checkpointing skips quantised
+    // models; prepare_model_for_kbit_training calls it only for the reentrant one), so the frozen
+    // embedding's output needs no gradient and q/k/v keep no A: o_proj's input (the adapters on
+    // q and v make it need one), gate/up's and down's, 2,097,152 + 2,097,152 + 8,388,608 =
+    // 12,582,912 B beside the checkpoint.
+    SavedTensors first;
+    layer_activation_bytes(config_from(small(full + "false")), false, LayerRecompute::checkpointed, &first, true);
+    CHECK(saved_named(first, "bnb.matmul_input") == 12582912);
+  }
   SECTION("after an fp32 norm each Linear4bit keeps its own bf16 copy") {
     // q, k, v: 3 × 2,097,152; gate, up: 2 × 2,097,152; down (fp32 product): 8,388,608
     //   → 6,291,456 + 4,194,304 + 8,388,608 = 18,874,368 B.
@@ -200,12 +259,13 @@ TEST_CASE("Llama 3 8B QLoRA: the qlora notes' §7 rows 4-6 by hand", "[qlora][kb
   CHECK(32 * (cp_trl - cp_none) == 536870912);
   // Row 4: with full (reentrant) recompute only the recomputed layer keeps MatMul4Bit's inputs.
   // The notes' bound (3h + f) · T · 2 = 109,051,904 B counts o_proj's input, which is the flash
-  // kernel's saved output (no more bytes); the fp32 adapters keep copies, not the inputs:
-  // (2 · 4,096 + 14,336) · 2,048 · 2 = 92,274,688 B beside the recomputation.
+  // kernel's saved output (no more bytes); every other linear has an adapter, and under the
+  // trainer's autocast PEFT's bitsandbytes LoRA layer hands its bf16 input to lora_A as it is,
+  // which keeps that storage already: A adds nothing beside the recomputation.
   const double with_a = layer_recompute_working_bytes(
       config_from(llama3(R"("kbit_upcast": "none", "bnb_keeps_matmul_input": true)")), false);
   const double without = layer_recompute_working_bytes(config_from(llama3(R"("kbit_upcast": "none")")), false);
-  CHECK(with_a - without == 92274688);
+  CHECK(with_a - without == 0);
 }
 
 TEST_CASE("importers say who ran prepare_model_for_kbit_training", "[qlora][kbit][import]") {

@@ -53,15 +53,18 @@ TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig,
   //   q, k, v, o: 524,288 packed + 4 · 16,384 = 589,824 B each, 2,359,296
   //   gate, up, down: 2,097,152 + 4 · 65,536 = 2,359,296 B each, 7,077,888
   //   per layer 9,437,184 (= 16,777,216 × 0.5625), 2 layers 18,874,368
+  // and bitsandbytes' per-tensor QuantState constants, 14 linears × 64 B (each one's NF4 code,
+  // 16 fp32) = 896 B; with double quantisation 14 × (64 + 4 + 1,024) = 15,288 B (the 0-dim fp32
+  // offset and the nested state's copy of the 256-entry dynamic map as well);
   // and the bf16 rest (tied embedding 32,768,000, norms 5,120): 32,773,120 × 2 = 65,546,240.
-  //   18,874,368 + 65,546,240 = 84,420,608 B (with double quantisation 17,309,696 + 65,546,240 =
-  //   82,855,936: 1,564,672 B less).
+  //   18,874,368 + 896 + 65,546,240 = 84,421,504 B (with double quantisation 17,309,696 +
+  //   15,288 + 65,546,240 = 82,871,224).
   Trace trace;
   const FullEstimate off = full_estimate(hf, &trace);
-  CHECK(off.state.frozen_weights.total() == 84420608);
+  CHECK(off.state.frozen_weights.total() == 84421504);
   const FullEstimate on = full_estimate(config_from(small(R"("framework": "ddp", "peft": "qlora",
       "nf4_double_quant": true, "kbit_upcast": "none")")));
-  CHECK(on.state.frozen_weights.total() == 82855936);
+  CHECK(on.state.frozen_weights.total() == 82871224);
   // The dequantised gate (4,194,304 elements in bf16) reads the stored fp32 absmax as it is:
   // 8,388,608 B, no absmax copy.
   CHECK(trace_value(trace, "trainmem.nf4_dequant_bytes") == 8388608);
@@ -70,26 +73,29 @@ TEST_CASE("nf4_double_quant: off by default as transformers' BitsAndBytesConfig,
 TEST_CASE("nf4_double_quant off under FSDP2: the larger state stays whole on every rank", "[qlora]") {
   // bitsandbytes keeps the QuantState whole on each rank. Without double quantisation it is the
   // fp32 absmax: per layer 4 · 4 · 16,384 + 3 · 4 · 65,536 = 262,144 + 786,432 = 1,048,576 B,
-  // 2 layers 2,097,152 B. The packed data (16,777,216) and the bf16 rest (65,546,240) are
-  // sharded over DP 4: 20,580,864. Frozen weights: 2,097,152 + 20,580,864 = 22,678,016 B.
+  // 2 layers 2,097,152 B, and each of the 14 linears' NF4 code (64 B): 2,098,048 B. The packed
+  // data (16,777,216) and the bf16 rest (65,546,240) are sharded over DP 4: 20,580,864. Frozen
+  // weights: 2,098,048 + 20,580,864 = 22,678,912 B.
   const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
       "peft": "qlora", "model_implementation": "hf-transformers")")));
-  CHECK(fsdp.state.frozen_weights.total() == 22678016);
+  CHECK(fsdp.state.frozen_weights.total() == 22678912);
 }
 
 TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantised weight", "[qlora]") {
   // The small model untied: the output layer is its own 32,000 × 1,024 = 32,768,000-element
   // linear. Frozen weights, no double quantisation (transformers' default):
-  //   NF4 decoder linears 18,874,368; bf16 embedding 65,536,000; bf16 norms 5,120 × 2 = 10,240
-  //   output layer bf16: 65,536,000 → 149,956,608 B
-  //   output layer NF4: 16,384,000 packed + 4 · 512,000 absmax = 18,432,000 → 102,852,608 B
+  //   NF4 decoder linears 18,874,368 + 14 NF4 codes of 64 B (896); bf16 embedding 65,536,000;
+  //   bf16 norms 5,120 × 2 = 10,240
+  //   output layer bf16: 65,536,000 → 149,957,504 B
+  //   output layer NF4: 16,384,000 packed + 4 · 512,000 absmax + its code 64 = 18,432,064
+  //   → 102,853,568 B
   const std::string untied = R"("framework": "ddp", "peft": "qlora", "share_embeddings_and_output_weights": false,
       "kbit_upcast": "none")";
   Trace kept_trace, quantized_trace;
   const FullEstimate kept = full_estimate(config_from(small(untied)), &kept_trace);
   const FullEstimate quantized = full_estimate(config_from(small(untied + R"(, "quantize_lm_head": true)")), &quantized_trace);
-  CHECK(kept.state.frozen_weights.total() == 149956608);
-  CHECK(quantized.state.frozen_weights.total() == 102852608);
+  CHECK(kept.state.frozen_weights.total() == 149957504);
+  CHECK(quantized.state.frozen_weights.total() == 102853568);
   // MatMul4Bit dequantises the output layer whole in its forward and backward, 32,768,000 × 2 =
   // 65,536,000 B, beside the logits rather than a decoder layer's recomputation; the decoder's
   // largest dequantised weight stays the gate's, 8,388,608 B.
@@ -117,16 +123,16 @@ TEST_CASE("quantize_lm_head: the output layer in NF4, and the largest dequantise
     CHECK(est.moments.peak_temporary_bytes == 162233848);
   }
   SECTION("FSDP2 gathers the packed output layer; its state stays whole on every rank") {
-    // DP 4, double quantisation off. The output layer's state, 2,048,000 B, stays whole; its
-    // packed 16,384,000 B are sharded with the rest. Frozen: the decoder's state 2,097,152 +
-    // the output's 2,048,000 + (16,777,216 + 16,384,000 + 65,536,000 + 10,240) / 4 =
-    // 4,145,152 + 24,676,864 = 28,822,016 B.
+    // DP 4, double quantisation off. The output layer's state, 2,048,000 + its code 64 B, stays
+    // whole; its packed 16,384,000 B are sharded with the rest. Frozen: the decoder's state
+    // 2,097,152 + 14 · 64 + the output's 2,048,064 + (16,777,216 + 16,384,000 + 65,536,000 +
+    // 10,240) / 4 = 4,146,112 + 24,676,864 = 28,822,976 B.
     // The root unit gathers the embedding (65,536,000) and the packed output layer (16,384,000):
     // 81,920,000 B.
     const FullEstimate fsdp = full_estimate(config_from(small(R"("framework": "fsdp2", "data_parallel_size": 4,
         "peft": "qlora", "model_implementation": "hf-transformers", "share_embeddings_and_output_weights": false,
         "quantize_lm_head": true)")));
-    CHECK(fsdp.state.frozen_weights.total() == 28822016);
+    CHECK(fsdp.state.frozen_weights.total() == 28822976);
     CHECK(fsdp.state.buffers.embedding == 81920000);
   }
 }
@@ -266,19 +272,18 @@ TEST_CASE("LLM.int8: MatMul8bitLt keeps every int8 linear's input", "[qlora][int
   // An adapter on q_proj only, no dropout, no recomputation. MatMul8bitLt keeps the input of each
   // int8 linear whose input needs a gradient (ctx.tensors, outside autograd's saved tensors),
   // unless something keeps that storage already; bitsandbytes ≥ 0.43.2 keeps none on an NF4 base:
-  // - q, k, v read the norm output, which q's adapter does not keep (PEFT's fp32 adapters read
-  //   their own fp32 copy of it): 1,024 · 1,024 · 2 = 2,097,152 B, in the second layer only (the
-  //   first layer's norm output needs no gradient: a frozen embedding, and no
-  //   enable_input_require_grads without checkpointing);
+  // - q, k, v read the norm output, which q's adapter keeps (under autocast PEFT's
+  //   bitsandbytes LoRA layer, Linear8bitLt as Linear4bit, hands x to lora_A as it is):
+  //   nothing more;
   // - o_proj reads SDPA's output, which SDPA keeps: nothing more;
-  // - gate and up read the MLP's norm output, 2,097,152 B, and down the product,
-  //   1,024 · 4,096 · 2 = 8,388,608 B, in both layers.
-  // 2,097,152 + 2 · 10,485,760 = 23,068,672 B more than the same run on an NF4 base.
+  // - gate and up read the MLP's norm output, 1,024 · 1,024 · 2 = 2,097,152 B, and down the
+  //   product, 1,024 · 4,096 · 2 = 8,388,608 B, in both layers.
+  // 2 · 10,485,760 = 20,971,520 B more than the same run on an NF4 base.
   const std::string run = R"("framework": "ddp", "peft": "qlora", "kbit_upcast": "none",
       "lora_target_modules": ["q_proj"], "lora_dropout": 0)";
   const Estimate int8 = estimate_of(small(run + R"(, "params_dtype": "int8")"));
   const Estimate nf4 = estimate_of(small(run));
-  CHECK(int8.activation_bytes - nf4.activation_bytes == 23068672);
+  CHECK(int8.activation_bytes - nf4.activation_bytes == 20971520);
 }
 
 TEST_CASE("LLM.int8: named errors", "[qlora][int8]") {

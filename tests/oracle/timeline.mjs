@@ -124,6 +124,7 @@ function describe(line) {
   if (c.checkpoint) parts.push(c.checkpoint_reentrant ? 'ckpt-reentrant' : 'ckpt');
   if (c.ce_chunks > 1) parts.push(`ce/${c.ce_chunks}`);
   if (c.attention_dropout) parts.push(`drop${c.attention_dropout}`);
+  if (c.qlora) parts.push(`nf4 upcast:${c.qlora.upcast}${c.qlora.double_quant ? ' dq' : ''}${c.qlora.keeps_input ? ' bnb<0.43.2' : ''}`);
   return parts.join(' ');
 }
 
@@ -216,6 +217,7 @@ const FINAL_NORM_BACKWARD = new Set(['MulBackward0', 'PowBackward0', 'RsqrtBackw
   'AddBackward0', 'ToCopyBackward0', 'SliceBackward0']);
 function openItem(r, line, rows) {
   const c = line.config;
+  if (c.qlora && r.moment !== 'peak') return qloraOpenItem(r, line);
   if (r.moment === 'backward') {
     // trainmem walks the layers' backward (activations.cpp decoder_backward_bytes), kept or
     // recomputed, full or LoRA: the SwiGLU product's MulBackward0, eager attention's
@@ -247,6 +249,36 @@ function openItem(r, line, rows) {
     const off = rows.filter((x) => x.id === r.id && x.impl === r.impl && x.moment !== 'peak' && x.diff !== 0 &&
       openItem(x, line, rows));
     if (off.length) return `the largest of the moments, of which ${off.map((x) => x.moment).join(' and ')} open above`;
+  }
+  return null;
+}
+
+// The QLoRA draws' moments trainmem has no rule for yet (tests/oracle/bnb.py; README "QLoRA"),
+// named by what the config has and where the oracle puts the moment.
+function qloraOpenItem(r, line) {
+  const c = line.config;
+  const q = c.qlora;
+  const { node, op } = r.oracle;
+  if (r.moment === 'backward') {
+    if (r.diff > 0)
+      return `Linear4bit's backward is not walked: the largest dequantised weight is added to every walked point (oracle at ${node} (${op}))`;
+    if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
+      return 'the recomputation\'s own forward: the unpack at IndexAddBackward0 re-runs the checkpointed MoE layer, ' +
+        'an expert\'s dequantised weight and the loop\'s transients beside the recomputed set';
+    return `a decoder-layer node trainmem does not walk under QLoRA: ${node} (${op})`;
+  }
+  if (r.moment === 'forward') {
+    if (!node && r.diff < 0 && /softmax|nll_loss|cross_entropy/.test(op || ''))
+      return `the loss's forward under kbit_upcast ${q.upcast} (${op}), inside the autocast region: not identified`;
+    if (!node && r.diff < 0 && c.checkpoint)
+      return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${op}) is not walked`;
+    if (!node && r.diff < 0)
+      return `the last decoder layer's forward is not a candidate: a Linear4bit's dequantised weight and the layer's transients beside the saved set (at ${op})`;
+    if (node && r.diff > 0 && c.checkpoint)
+      return `after the forward (${node}): the adapters' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward`;
+    if (node && r.diff > 0)
+      return `after the forward (${node}): autocast's cache has freed the casts nothing saved (the first layer's lora_A: its input needs no gradient); trainmem keeps every adapter's cast to the backward`;
+    return `the forward moment under kbit_upcast ${q.upcast}${q.keeps_input ? ', bitsandbytes < 0.43.2' : ''} (${node || 'forward'}, ${op}): not identified`;
   }
   return null;
 }

@@ -3,7 +3,7 @@
 trace oracle's reference models (models.py) and random configs (oracle.py's draws), on the CPU
 with Debian's python3-torch 1.13.
 
-Run:  /usr/bin/python3 tests/oracle/timeline.py [--n 24] [--seed 13] [--out FILE] [--check-hand]
+Run:  /usr/bin/python3 tests/oracle/timeline.py [--n 24] [--seed 13] [--qlora 4] [--out FILE] [--check-hand]
 
 How it records. One step (the batch copied in, forward + loss, backward, AdamW step,
 zero_grad(set_to_none=True)) runs under torch.profiler with profile_memory=True. 1.13's
@@ -60,6 +60,16 @@ PyTorch does differently, each edit named and sized:
     stay on the CPU in a CUDA run; the loss and nll_loss's total_weight, 4 B each) are taken out
     and their largest live sum reported.
 
+  * gemm scratch (QLoRA draws only): 1.13's oneDNN bf16 GEMM takes a scratch buffer inside
+    aten::mm and frees it before returning (gemm_scratch); cuBLAS's workspace is trainmem's
+    workspace_bytes, 0 in the comparison.
+
+QLoRA draws (--qlora K, 4 by default, ids q00...): bnb.py's bitsandbytes stand-in on the
+transformers model, drawn after the others from a generator of their own (no other draw changes);
+their step returns `loss.detach()` after backward as transformers' Trainer.training_step does
+(the graph, and what MatMul4Bit keeps on ctx, is gone before the optimizer step); their weights
+include each Linear4bit's QuantState (plain attributes, not buffers); no evaluation step.
+
 Named, not edited (reported per moment for the comparison to subtract): batch (the input tensors
 the loop holds that no autograd node keeps: HF's Trainer holds input_ids, attention_mask and
 labels until compute_loss returns and `del inputs` before backward; torchtune's recipe pops the
@@ -79,6 +89,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
+import bnb  # noqa: E402
 import models  # noqa: E402
 import oracle  # noqa: E402
 
@@ -183,15 +194,36 @@ def pair_lifetimes(events):
     return free_of
 
 
-def current_pytorch(events, at, rng_state_bytes=0):
+GEMM_OPS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
+
+
+def gemm_scratch(events, free_of):
+    """CPU only: 1.13's oneDNN GEMM for bf16 operands takes a scratch buffer inside the op
+    (aten::mm allocates its output, then the buffer, and frees the buffer before it returns: at
+    [30, 256] x [256, 568] in bf16, 33,536 B beside the 34,080-byte output). cuBLAS's workspace
+    is trainmem's workspace_bytes (0 in the comparison). Such an allocation is one freed by the
+    next event, within the same GEMM call (the same op chain)."""
+    out = set()
+    for i, e in enumerate(events):
+        j = free_of.get(i)
+        if e["size"] > 0 and j == i + 1 and e["chain"] and e["chain"][0] in GEMM_OPS \
+                and events[j]["chain"] == e["chain"]:
+            out.update((i, j))
+    return out
+
+
+def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
     """The 1.13 events edited to what current PyTorch allocates on the device (see the module
     doc). `rng_state_bytes`: the size of torch.get_rng_state() when the model checkpoints its
-    layers (those CPU tensors are taken out), else 0."""
+    layers (those CPU tensors are taken out), else 0. `cpu_gemm_scratch`: take out the bf16 GEMM
+    scratch buffers (gemm_scratch; the QLoRA draws)."""
     free_of = pair_lifetimes(events)
     opt_lo, opt_hi = at["optimizer_end"], at["foreach_end"]  # the foreach step
     drop, move = set(), {}
+    if cpu_gemm_scratch:
+        drop |= gemm_scratch(events, free_of)
     for i, e in enumerate(events):
-        if e["size"] <= 0:
+        if e["size"] <= 0 or i in drop:
             continue
         rng_copy = rng_state_bytes and e["size"] == rng_state_bytes and \
             not (e["chain"] and e["chain"][0].startswith("aten::"))
@@ -332,7 +364,7 @@ def one_step(model, cfg, opt, inputs_src, marks, holder):
 
 def measure(cfg):
     torch.manual_seed(cfg["seed"])
-    model = models.build(cfg)
+    model = bnb.build(cfg) if cfg.get("qlora") else models.build(cfg)
     # transformers' gradient_checkpointing_kwargs {"use_reentrant": ...}: the draw's mode
     # (oracle.draw, checkpoint_reentrant); torchtune's and torchtitan's wrappers are non-reentrant.
     reentrant = bool(cfg.get("checkpoint_reentrant"))
@@ -359,7 +391,8 @@ def measure(cfg):
         for k, v in st.items():
             if isinstance(v, torch.Tensor):
                 (steps if k == "step" else states).append(v)
-    base = {"weights": unique_bytes(params), "buffers": unique_bytes(buffers),
+    # A QLoRA model's weights include each Params4bit's QuantState (plain attributes, bnb.py).
+    base = {"weights": unique_bytes(params + bnb.quant_state_tensors(model)), "buffers": unique_bytes(buffers),
             "optimizer_states": unique_bytes(states), "step_counters": unique_bytes(steps)}
     batch_keys = set()
 
@@ -384,7 +417,7 @@ def measure(cfg):
     before = base["weights"] + base["buffers"] + base["optimizer_states"] + base["step_counters"]
     raw = moments(events, at, before)
     rng = torch.get_rng_state().numel() if cfg["checkpoint"] else 0
-    cur_events, cur_at = current_pytorch(events, at, rng)
+    cur_events, cur_at = current_pytorch(events, at, rng, cpu_gemm_scratch=bool(cfg.get("qlora")))
     # The current-PyTorch timeline on the device: step counters stay on the CPU in PyTorch 2.x
     # (adam.py: torch.tensor(0.0, dtype=_get_scalar_dtype()) unless capturable or fused).
     cur = moments(cur_events, cur_at, before - base["step_counters"])
@@ -411,7 +444,7 @@ def evaluation_settings(cfg):
     """The evaluation step a transformers run adds, drawn from a generator of its own (so that no
     other draw changes): per_device_eval_batch_size 1-4 and config.use_cache half the time. Only
     transformers' models under their own loss (trainmem's eval_micro_batch_size rules)."""
-    if cfg["impl"] != "hf-transformers" or cfg["ce_chunks"] > 1:
+    if cfg["impl"] != "hf-transformers" or cfg["ce_chunks"] > 1 or cfg.get("qlora"):
         return None
     rng = random.Random(cfg["seed"] * 7 + 3)
     return {"batch": rng.choice([1, 2, 3, 4]), "kv_cache": rng.random() < 0.5}
@@ -546,6 +579,7 @@ def main():
     ap.add_argument("--n", type=int, default=24)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--out", default="-")
+    ap.add_argument("--qlora", type=int, default=4, help="QLoRA draws after the others (bnb.py)")
     ap.add_argument("--check-hand", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -562,7 +596,13 @@ def main():
         line["timeline"] = measure(cfg)
         out.write(json.dumps(line) + "\n")
         out.flush()
-    print(f"timeline: {args.n} configs in {time.time() - t0:.1f} s", file=sys.stderr)
+    for j in range(args.qlora):
+        kind, cfg = bnb.draw(args.seed, j)
+        line = {"id": f"q{j:02d}", "kind": kind, "config": cfg, "trainmem_config": bnb.trainmem_config(cfg)}
+        line["timeline"] = measure(cfg)
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+    print(f"timeline: {args.n} configs and {args.qlora} QLoRA in {time.time() - t0:.1f} s", file=sys.stderr)
     return 0
 
 

@@ -812,7 +812,9 @@ constexpr Field k_field_rows[] = {
           "QLoRA on bitsandbytes 0.41.0 to 0.43.1: MatMul4Bit keeps every Linear4bit's input "
           "(ctx.tensors, beside autograd's saved tensors) until backward, even for a linear "
           "without an adapter; fixed in 0.43.2 (PR #1270, 2024-07), which the default follows. "
-          "Under reentrant gradient checkpointing only the recomputed layer's inputs stay.")),
+          "Under reentrant gradient checkpointing only the recomputed layer's inputs stay; under "
+          "the non-reentrant one (checkpoint_reentrant false) every checkpointed layer's stay "
+          "beside the checkpoints.")),
           qlora_nf4, "applies to peft \"qlora\" with params_dtype \"nf4\" only", {field::peft, field::params_dtype}),
       applies_when(trainmem_only(choice_field<&C::kbit_upcast, &Config::kbit_upcast>(
           {field::kbit_upcast, "kbu", "Unquantised weights after prepare_model_for_kbit_training"}, G::finetuning,

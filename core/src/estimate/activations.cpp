@@ -170,6 +170,11 @@ constexpr std::string_view k_src_kbit_fp32_residual =
     "forward (nn/modules.py @ 0.48.0 406fb6aa) returns its output .to(inp_dtype), fp32 for an "
     "fp32 input; the residual adds, the checkpointed layer inputs and the MLP's gate, up and "
     "activation outputs are fp32";
+constexpr std::string_view k_src_bnb_lora_autocast =
+    "PEFT src/peft/tuners/lora/bnb.py @ 5d602fdb Linear4bit.forward (Linear8bitLt alike): "
+    "`requires_conversion = not torch.is_autocast_enabled()`; only then is x cast to lora_A's "
+    "dtype; under autocast lora_A's F.linear casts what is not in the compute dtype (none for a "
+    "16-bit input). Measured by the allocation timeline oracle's QLoRA draws (tests/oracle/bnb.py)";
 constexpr std::string_view k_src_kbit_adapter_cast =
     "an adapter on a linear whose input is the fp32 norm output: under the trainer's bf16 "
     "autocast lora_A's linear casts its input (autocast_mode.cpp cached_cast caches only leaf "
@@ -179,6 +184,14 @@ constexpr std::string_view k_src_bnb_matmul_input =
     "(A, B) when the input needs a gradient, a plain attribute (no saved_tensors_hooks) that "
     "stays until backward; A = Linear4bit.forward's x.to(compute_dtype), a copy for an fp32 "
     "input, else the input itself. 0.43.2 (ce53caf3, PR #1270, commit 9e753741) keeps (None, B)";
+
+constexpr std::string_view k_src_bnb_checkpoint =
+    "MatMul4Bit's ctx.tensors (k_src_bnb_matmul_input) is a plain attribute of the autograd node: "
+    "the non-reentrant torch.utils.checkpoint packs only save_for_backward's tensors "
+    "(saved_tensors_hooks) and runs the checkpointed forward with grad enabled, so every "
+    "Linear4bit's A stays beside the layer's checkpoint until the graph is freed (the reentrant "
+    "mode runs that forward under no_grad: nothing kept). Measured by the allocation timeline "
+    "oracle's bitsandbytes stand-in (tests/oracle/bnb.py)";
 
 constexpr std::string_view k_src_bnb_int8_input =
     "bitsandbytes autograd/_functions.py MatMul8bitLt @ 95f9af309d4d5793847169c39288dcd3fcbdf564 "
@@ -270,6 +283,9 @@ struct Shape {
   // QLoRA on bitsandbytes 0.41.0 … 0.43.1 (bnb_keeps_matmul_input): MatMul4Bit keeps each
   // Linear4bit's input A (k_src_bnb_matmul_input).
   bool bnb_input = false;
+  // Counting A for a layer under the non-reentrant checkpoint (k_src_bnb_checkpoint): none of the
+  // layer's saved tensors exist, so A counts where a kept layer's saved tensor would hold it.
+  bool bnb_outside_checkpoint = false;
   // LLM.int8 (params_dtype int8): MatMul8bitLt keeps every Linear8bitLt's input A, the input
   // itself, on ctx (k_src_bnb_int8_input).
   bool int8_input = false;
@@ -356,6 +372,11 @@ Shape shape_of(const Config& c) {
     x.norm_dtype = "fp32";
     // Each adapter reads the fp32 norm output through its own cast (k_src_kbit_adapter_cast).
     x.adapter_copy = true;
+  } else if (qlora_hf) {
+    // PEFT's bitsandbytes LoRA layers cast x to the adapter's dtype only without autocast
+    // (k_src_bnb_lora_autocast): under the trainer's bf16 autocast a 16-bit input reaches lora_A
+    // as it is, one storage with the base layer's.
+    x.adapter_copy = false;
   }
   x.int8_input = qlora_hf && c.params_dtype == Dtype::int8;
   x.bnb_input = qlora_hf && c.bnb_keeps_matmul_input && !x.int8_input;
@@ -1419,11 +1440,16 @@ bool layers_need_gradients(const Config& c) {
 // trains). peft: a layer above one with adapters does; the first layer's input is the frozen
 // embedding's output, which needs none, except where transformers' gradient_checkpointing_enable
 // calls enable_input_require_grads for a PEFT model (modeling_utils.py; PEFT's
-// _prepare_model_for_gradient_checkpointing does the same).
+// _prepare_model_for_gradient_checkpointing does the same). Not for a quantised model (QLoRA):
+// PEFT's _prepare_model_for_gradient_checkpointing skips models loaded in 4 or 8 bits, and
+// prepare_model_for_kbit_training calls it only for the reentrant checkpoint ("When having
+// `use_reentrant=False` + gradient_checkpointing, there is no need for this hack",
+// huggingface/peft src/peft/utils/other.py @ 5d602fdb).
 bool layer_input_needs_grad(const Config& c, bool first_layer) {
   if (!c.peft_on() || c.saves(SavedModule::embed_tokens)) return true;
   if (!layers_need_gradients(c)) return false;
   if (!first_layer) return true;
+  if (c.peft == Peft::qlora && !c.checkpoint_reentrant) return false;
   return c.model_implementation == ModelImplementation::hf_transformers &&
          c.recompute_granularity == RecomputeGranularity::full;
 }
@@ -1503,7 +1529,8 @@ struct EagerWalk {
     // the input itself (one storage for the linears reading it, nothing more when an adapter or
     // another node keeps it already) or, for an fp32 input, each linear's own compute-dtype copy.
     if (x.bnb_input && quantized && in_rg) {
-      const double copies = fp32_in ? double(targets.size()) : (keep || kept_already ? 0.0 : 1.0);
+      const double copies = fp32_in ? double(targets.size())
+                            : (keep || kept_already) && !x.bnb_outside_checkpoint ? 0.0 : 1.0;
       out.add("bnb.matmul_input", module, copies * x.e * in_width * tokens, x.act_dtype,
               k_src_bnb_matmul_input);
     }
@@ -1542,8 +1569,12 @@ struct EagerWalk {
       const double scores = a_l * T * x.s;  // one [b, a_l, s/c, s] tensor
       const double one_kv = g_l == 1 && x.b == 1 ? 1 : a_l;  // reshapes are views (README: a')
       if (kind == Eager::hf) {
-        // Under autocast the key after rope is fp32 and the matmul's cast copies all a heads.
-        const double key_heads = x.autocast ? a_l : one_kv;
+        // Under autocast the key after rope is fp32 and the matmul's cast copies all a heads; so
+        // under QLoRA with fp32 norms (Linear4bit returns the k and v projections .to(fp32), the
+        // trainer's autocast casts them for the matmuls: k_src_kbit_fp32_residual), where the
+        // value's cast is all a heads as well.
+        const double key_heads = x.autocast || x.kbit_fp32 ? a_l : one_kv;
+        const double value_heads = x.kbit_fp32 ? a_l : one_kv;
         if (q_rg) out.add("attention.k", "attention", x.e * key_heads * k * T, x.act_dtype, k_src_hf_eager_qk);
         if (k_rg) out.add("attention.q", "attention", x.e * q_width * T, x.act_dtype, k_src_hf_eager_qk);
         const bool cast = x.e != 4;  // the fp32 softmax is cast back to the compute dtype
@@ -1559,7 +1590,7 @@ struct EagerWalk {
               out.add("attention.softmax_dropout_output", "attention", x.e * scores, x.act_dtype,
                       k_src_hf_eager_softmax);
           }
-          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+          if (p_rg) out.add("attention.v", "attention", x.e * value_heads * k * T, x.act_dtype, k_src_hf_eager_v);
         } else {
           if (compiled && cast) {
             // Recomputed in backward from the scores and the two row reductions.
@@ -1578,7 +1609,7 @@ struct EagerWalk {
           } else if (cast && v_rg) {
             out.add("attention.probs_cast", "attention", x.e * scores, x.act_dtype, k_src_hf_eager_softmax);
           }
-          if (p_rg) out.add("attention.v", "attention", x.e * one_kv * k * T, x.act_dtype, k_src_hf_eager_v);
+          if (p_rg) out.add("attention.v", "attention", x.e * value_heads * k * T, x.act_dtype, k_src_hf_eager_v);
         }
       } else {
         if (q_rg) out.add("attention.k_scaled", "attention", x.e * q_width * T, x.act_dtype, k_src_sdpa_math);
@@ -1811,6 +1842,19 @@ double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompu
       out.add("layer.input", "layer", checkpoint_input_bytes(config, x),
               config.eager_model() ? x.norm_dtype : x.act_dtype,
               config.eager_model() ? k_src_eager_checkpoint : k_src_full_recompute);
+      if (x.bnb_input && config.eager_model() && !config.checkpoint_reentrant) {
+        // bitsandbytes < 0.43.2 under the non-reentrant checkpoint: every Linear4bit's A stays
+        // beside the checkpoint (k_src_bnb_checkpoint); the layer's walk read for them alone.
+        Shape every = x;
+        every.bnb_outside_checkpoint = true;
+        SavedTensors walked;
+        Ledger all(&walked);
+        eager_layer(config, every, moe_layer, first_layer, all);
+        double kept = 0;
+        for (const SavedTensor& t : walked)
+          if (t.name == "bnb.matmul_input") kept += t.bytes;
+        out.add("bnb.matmul_input", "layer", kept, x.act_dtype, k_src_bnb_checkpoint);
+      }
       return out.total();
     }
     default:

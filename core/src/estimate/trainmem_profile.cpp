@@ -514,8 +514,10 @@ double torch_adam_temporary(const Config& c, const TorchStep& step) {
 // w1 (gate), w2 (down), w3 (up)). With peft only the adapters train, each in its linear's place:
 // PEFT's lora_A then lora_B (tuners/lora/layer.py LoraLayer.__init__), torchtune's lora_a then
 // lora_b (modules/peft/lora.py), and a modules_to_save copy in its module's place.
-// Empty when the layout is not one of these (biases, MLA, qk norms, tied or pipelined
-// embeddings, tensor parallelism, torchtune MoE, MoE under peft): the upper bound applies then.
+// Under peft an MoE layer's router and experts are frozen (transformers' MoE blocks with adapters
+// on the attention only): they add nothing to the order. Empty when the layout is not one of these
+// (biases, MLA, qk norms, tied or pipelined embeddings, tensor parallelism, torchtune MoE, MoE
+// under peft with MLP targets, which may name experts): the upper bound applies then.
 std::vector<double> eager_step_order(const Config& c) {
   std::vector<double> out;
   const bool hf = c.model_implementation == ModelImplementation::hf_transformers;
@@ -524,7 +526,9 @@ std::vector<double> eager_step_order(const Config& c) {
       !c.gated_linear_unit || c.normalization != Normalization::rms_norm ||
       c.share_embeddings_and_output_weights || c.num_attention_heads <= 0 ||
       c.pipeline_model_parallel_size > 1 || c.tensor_model_parallel_size > 1 || c.mtp_num_layers > 0 ||
-      (c.is_moe() && (tt || c.peft_on() || c.moe_shared_expert_intermediate_size > 0)))
+      (c.is_moe() && (tt || c.moe_shared_expert_intermediate_size > 0 ||
+                      (c.peft_on() && (c.lora_targets(LoraTarget::gate_proj) || c.lora_targets(LoraTarget::up_proj) ||
+                                       c.lora_targets(LoraTarget::down_proj))))))
     return {};
   const double h = double(c.hidden_size), V = double(c.vocab_size);
   const double q = double(c.num_attention_heads * c.kv_channels), kv = double(c.num_query_groups * c.kv_channels);
@@ -547,6 +551,7 @@ std::vector<double> eager_step_order(const Config& c) {
     linear(h, kv, LoraTarget::v_proj);
     linear(q, h, LoraTarget::o_proj);
     if (c.is_moe_layer(i)) {
+      if (peft) continue;  // frozen router and experts; the layer's norms are frozen too
       out.push_back(double(c.num_moe_experts) * h);  // the router
       for (int64_t e = 0; e < c.num_moe_experts; ++e) {
         out.push_back(fe * h);
@@ -636,12 +641,28 @@ bool llm_int8_weight(const Config& c, const Tensors& t, Dtype dtype) {
   return !t.adapter && dtype == Dtype::int8 && quantized_base(c, dtype);
 }
 
+// What bitsandbytes' QuantState holds per Params4bit beyond the absmax (nf4_quant_state_bytes),
+// whatever the weight's size: the NF4 code quantize_4bit takes from get_4bit_type, a new
+// torch.tensor of 16 fp32 on the weight's device (64 B), and with double quantisation
+// (compress_statistics) the offset `_absmax.mean()`, a 0-dim fp32 (4 B), and the nested state's
+// code, `code.to(A.device, copy=True)` of the 256-entry dynamic map (1,024 B)
+// (bitsandbytes-foundation/bitsandbytes bitsandbytes/functional.py quantize_4bit,
+// quantize_blockwise, get_4bit_type @ 0.48.0 406fb6aaeb92509540ccbbb2013518b6eea2fc7c).
+// Measured by the allocation timeline oracle's stand-in (tests/oracle/bnb.py): 64 B per linear,
+// 1,092 B with double quantisation. torchao's NF4Tensor (torchtune) is not bitsandbytes': 0.
+double bnb_quant_state_constant_bytes(const Config& c) {
+  if (c.model_implementation == ModelImplementation::torchtune) return 0;
+  return 64 + (c.nf4_double_quant ? 4 + 1024 : 0);
+}
+
 // The bytes of a tensor group in its storage type (peft): a trainable one in trainable_dtype, a
-// frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes).
+// frozen one in frozen_dtype, each tensor counted whole (NF4's partial blocks: tensor_bytes, and
+// bitsandbytes' per-tensor QuantState constants).
 double stored_bytes(const Config& c, const Tensors& t) {
   const Dtype dtype = t.adapter ? trainable_dtype(c, t) : frozen_dtype(c, t);
   if (llm_int8_weight(c, t, dtype)) return t.count * (t.elements() + 4 * t.cols);
-  return t.count * tensor_bytes(dtype, t.elements(), c.nf4_double_quant);
+  const double constants = !t.adapter && dtype == Dtype::nf4 ? bnb_quant_state_constant_bytes(c) : 0;
+  return t.count * (tensor_bytes(dtype, t.elements(), c.nf4_double_quant) + constants);
 }
 
 // The part of a frozen NF4 tensor group that every rank keeps whole when the weights are sharded
@@ -658,7 +679,7 @@ double stored_bytes(const Config& c, const Tensors& t) {
 double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
   if (t.adapter || frozen_dtype(c, t) != Dtype::nf4) return 0;
   if (c.model_implementation == ModelImplementation::torchtune) return 0;
-  return t.count * nf4_quant_state_bytes(t.elements(), c.nf4_double_quant);
+  return t.count * (nf4_quant_state_bytes(t.elements(), c.nf4_double_quant) + bnb_quant_state_constant_bytes(c));
 }
 
 // The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
@@ -1322,6 +1343,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
       part_add(st.weight_copies, part, P * fp8.copy_bytes_per_element * (fp8.copies - (fp8_weight ? 1 : 0)));
     for (const StateCopy& copy : model.copies) {
       if (frozen && !frozen_has_copy(copy.cls)) continue;
+      // QLoRA: the unquantised frozen linears the trainer's autocast casts (an fp32 lm_head under
+      // kbit_upcast peft) are not in autocast's cache (cached_cast caches leaf tensors that
+      // require grad only); the cast is a saved activation where its matmul keeps it
+      // (activations.cpp output_layer_weight_cast, k_src_kbit_lm_head_cast), a transient
+      // otherwise. Counting it here as well counted it twice (the allocation timeline oracle's
+      // QLoRA draws under kbit_upcast peft: one copy, tests/oracle/bnb.py).
+      if (frozen && copy.cls == CC::weight_copies && c.peft == Peft::qlora) continue;
       const bool exists = copy.when == CopyWhen::always ||
                           (copy.when == CopyWhen::mixed_below_zero_3 && needs_master && stage < 3) ||
                           (copy.when == CopyWhen::ddp_buckets && !c.gradient_as_bucket_view && c.data_parallel_size > 1) ||

@@ -37,7 +37,7 @@ async function measure(fragment, field, values) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cases = [
-  ['start page, a keystroke (Megatron, 8 GPUs, fits)', '', 'seq_length', [4096, 8192, 2048, 8192]],
+  ['the fresh page (its start setup), a keystroke on seq_length', '', 'seq_length', [4096, 8192, 2048, 8192]],
   ['8B QLoRA setup, a keystroke', '#su=llama-3.1-8b-qlora-torchtune-1x4090', 'lora_rank', [16, 32, 64, 8]],
   ["the issue's link, a keystroke", '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb', 'micro_batch_size', [1, 2, 1, 2]],
 ];

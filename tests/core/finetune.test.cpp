@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "moe_block.hpp"
 #include "support.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/tables.hpp"
@@ -873,16 +874,11 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
     SavedTensors st, sn;
     layer_activation_bytes(trl, true, LayerRecompute::policy, &st);
     layer_activation_bytes(none, true, LayerRecompute::policy, &sn);
-    const auto row = [](const SavedTensors& d, std::string_view name) {
-      for (const SavedTensor& t : d)
-        if (t.name == name) return t.bytes;
-      return -1.0;
-    };
-    CHECK(row(st, "moe.routing_weights") == 256);
-    CHECK(row(st, "moe.expert_output") == 16384);
-    CHECK(row(st, "moe.weighted_output") == 16384);
-    CHECK(row(sn, "moe.routing_weights") == 128);
-    CHECK(row(sn, "moe.weighted_output") == 8192);
+    CHECK(row_bytes(st, "moe.routing_weights") == 256);
+    CHECK(row_bytes(st, "moe.expert_output") == 16384);
+    CHECK(row_bytes(st, "moe.weighted_output") == 16384);
+    CHECK(row_bytes(sn, "moe.routing_weights") == 128);
+    CHECK(row_bytes(sn, "moe.weighted_output") == 8192);
     const DecoderBackward bt = decoder_backward_bytes(trl), bn = decoder_backward_bytes(none);
     CHECK(bt.expert_first.extra == 6400);
     CHECK(bt.expert_second.extra == 24832);

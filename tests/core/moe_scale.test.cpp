@@ -11,35 +11,12 @@
 // copies sent and received, N_r = N_a·ETP.
 #include <string>
 
-#include "support.hpp"
-#include "trainmem/activations.hpp"
+#include "moe_block.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
 
 namespace {
-
-std::string moe(const std::string& extra = "") {
-  return R"({"profile": "trainmem", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-      "num_query_groups": 2, "ffn_hidden_size": 128, "vocab_size": 0, "gated_linear_unit": true,
-      "activation_func": "silu", "normalization": "RMSNorm", "num_moe_experts": 8,
-      "moe_router_topk": 2, "moe_ffn_hidden_size": 32, "expert_model_parallel_size": 2,
-      "expert_tensor_parallel_size": 1, "seq_length": 128, "micro_batch_size": 2,
-      "tensor_model_parallel_size": 2, "sequence_parallel": true, "workspace_bytes": 0)" +
-         (extra.empty() ? "" : ", " + extra) + "}";
-}
-
-double row_bytes(const SavedTensors& detail, std::string_view name) {
-  for (const SavedTensor& t : detail)
-    if (t.name == name) return t.bytes;
-  return 0;
-}
-
-SavedTensors moe_layer(const Config& c) {
-  SavedTensors d;
-  layer_activation_bytes(c, true, LayerRecompute::policy, &d);
-  return d;
-}
 
 std::vector<std::string> one(const std::string& message) { return {message}; }
 

@@ -157,6 +157,14 @@ std::pair<int64_t, std::string> sequence_divisor(const Config& c) {
   }
   return {divisor, why};
 }
+// A field of Megatron Core's MoE layer (router, dispatcher), `set` beyond the value that changes
+// nothing, on an MoE model of a PyTorch implementation, whose MoE blocks are their own code; for a
+// dense model every MoE field is dropped. `what`: the part of Megatron Core it is.
+Broken megatron_core_moe(bool set, const Config& c, std::string_view what) {
+  if (!c.is_moe() || !set || !c.eager_model()) return ok;
+  return "applies to MoE with model_implementation megatron-core (" + std::string(what) + ")";
+}
+
 Broken sequence_rule(const Config& c, bool with_cp, bool with_sp) {
   if (c.seq_length <= 0 || (c.context_parallel_size > 1) != with_cp || (with_cp && c.sequence_parallel != with_sp)) return ok;
   const auto [divisor, why] = sequence_divisor(c);
@@ -258,25 +266,21 @@ const Rule k_model_rules[] = {
     {"moe_router_dtype/megatron-core", f::moe_router_dtype, {f::model_implementation},
      "MoE with model_implementation megatron-core (ignored for a dense model)",
      [](const ConfigInput& in, const Config& c) -> Broken {
-       if (!c.is_moe() || !in.moe_router_dtype || *in.moe_router_dtype == MoeRouterDtype::none || !c.eager_model()) return ok;
-       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's router; the "
-                          "PyTorch implementations route in the compute dtype)");
+       return megatron_core_moe(in.moe_router_dtype && *in.moe_router_dtype != MoeRouterDtype::none, c,
+                                "Megatron Core's router; the PyTorch implementations route in the compute dtype");
      }},
     {"moe_permute_fusion/megatron-core", f::moe_permute_fusion, {f::model_implementation},
      "MoE with model_implementation megatron-core (ignored for a dense model)",
      [](const ConfigInput& in, const Config& c) -> Broken {
-       if (!c.is_moe() || !in.moe_permute_fusion.value_or(false) || !c.eager_model()) return ok;
-       return std::string("applies to MoE with model_implementation megatron-core (Transformer Engine's fused "
-                          "permutation in Megatron Core's dispatcher)");
+       return megatron_core_moe(in.moe_permute_fusion.value_or(false), c,
+                                "Transformer Engine's fused permutation in Megatron Core's dispatcher");
      }},
     {"moe_token_dispatcher_type/megatron-core", f::moe_token_dispatcher_type, {f::model_implementation},
      "MoE with model_implementation megatron-core (ignored for a dense model)",
      [](const ConfigInput& in, const Config& c) -> Broken {
-       if (!c.is_moe() || !in.moe_token_dispatcher_type ||
-           *in.moe_token_dispatcher_type == MoeTokenDispatcher::alltoall || !c.eager_model())
-         return ok;
-       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's token "
-                          "dispatcher; the PyTorch implementations' MoE blocks route on each GPU)");
+       return megatron_core_moe(
+           in.moe_token_dispatcher_type && *in.moe_token_dispatcher_type != MoeTokenDispatcher::alltoall, c,
+           "Megatron Core's token dispatcher; the PyTorch implementations' MoE blocks route on each GPU");
      }},
     // Megatron Core's router (router.py, moe_utils.py topk_routing_with_score_function @
     // 00611e6eeb0b09b5ee074750956855215ddbd67f); transformer_config.py at the same commit raises
@@ -284,11 +288,9 @@ const Rule k_model_rules[] = {
     {"moe_router_score_function/megatron-core", f::moe_router_score_function, {f::model_implementation},
      "MoE with model_implementation megatron-core (ignored for a dense model)",
      [](const ConfigInput& in, const Config& c) -> Broken {
-       if (!c.is_moe() || !in.moe_router_score_function ||
-           *in.moe_router_score_function == MoeRouterScoreFunction::softmax || !c.eager_model())
-         return ok;
-       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's router; the "
-                          "PyTorch implementations' routers are modelled as softmax routers)");
+       return megatron_core_moe(
+           in.moe_router_score_function && *in.moe_router_score_function != MoeRouterScoreFunction::softmax, c,
+           "Megatron Core's router; the PyTorch implementations' routers are modelled as softmax routers");
      }},
     {"moe_router_enable_expert_bias/sigmoid", f::moe_router_enable_expert_bias, {f::moe_router_score_function},
      "MoE with moe_router_score_function \"sigmoid\" (ignored for a dense model)",
@@ -302,8 +304,7 @@ const Rule k_model_rules[] = {
     {"moe_router_enable_expert_bias/megatron-core", f::moe_router_enable_expert_bias, {f::model_implementation},
      "MoE with model_implementation megatron-core (ignored for a dense model)",
      [](const ConfigInput& in, const Config& c) -> Broken {
-       if (!c.is_moe() || !in.moe_router_enable_expert_bias.value_or(false) || !c.eager_model()) return ok;
-       return std::string("applies to MoE with model_implementation megatron-core (Megatron Core's router)");
+       return megatron_core_moe(in.moe_router_enable_expert_bias.value_or(false), c, "Megatron Core's router");
      }},
     {"moe_pad_expert_input_to_capacity/capacity", f::moe_pad_expert_input_to_capacity,
      {f::model_implementation, f::moe_expert_capacity_factor},

@@ -300,3 +300,26 @@ TEST_CASE("LLM.int8: named errors", "[qlora][int8]") {
   CHECK(messages_for(small(R"("framework": "ddp", "peft": "qlora", "params_dtype": "int8", "nf4_double_quant": true)")) ==
         one("nf4_double_quant: applies to peft \"qlora\" with params_dtype \"nf4\" only"));
 }
+
+TEST_CASE("QLoRA's last decoder layer's forward: the largest NF4 linear dequantised beside the saved tensors",
+          "[qlora]") {
+  // The small model's largest NF4 linears are gate, up and down, 4,194,304 elements. MatMul4Bit
+  // dequantises one whole to bf16, 8,388,608 B, and writes an output at most 4,194,304 / 1,024 =
+  // 4,096 wide over the 1,024 tokens, in bf16 (kbit_upcast none), 8,388,608 B: 16,777,216 B. With
+  // double quantisation the restored fp32 absmax adds 4 · 65,536 = 262,144 B; under fp32 norms
+  // (kbit_upcast trl) the output is fp32, 16,777,216 B.
+  const std::string base = R"("framework": "ddp", "peft": "qlora", "lora_target_modules": ["q_proj"], )";
+  Trace none_trace, dq_trace, trl_trace;
+  const FullEstimate none = full_estimate(
+      config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": false)")), &none_trace);
+  full_estimate(config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": true)")), &dq_trace);
+  full_estimate(config_from(small(base + R"("kbit_upcast": "trl", "nf4_double_quant": false)")), &trl_trace);
+  CHECK(trace_value(none_trace, "trainmem.qlora_layer_forward") == 16777216.0);
+  CHECK(trace_value(dq_trace, "trainmem.qlora_layer_forward") == 16777216.0 + 262144);
+  CHECK(trace_value(trl_trace, "trainmem.qlora_layer_forward") == 8388608.0 + 16777216);
+  // The forward moment holds at least that beside the decoder layers' saved tensors (the
+  // activations less the output layer's and the loss's).
+  const Config c = config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": false)"));
+  CHECK(none.moments.forward >= none.weight_and_optimizer_bytes + c.workspace_bytes +
+                                    (none.activation_bytes - output_activation_bytes(c)) + 16777216.0);
+}

@@ -273,7 +273,7 @@ function qloraOpenItem(r, line) {
     if (!node && r.diff < 0 && c.checkpoint)
       return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${op}) is not walked`;
     if (!node && r.diff < 0)
-      return `the last decoder layer's forward is not a candidate: a Linear4bit's dequantised weight and the layer's transients beside the saved set (at ${op})`;
+      return `the last decoder layer's forward: beside the dequantised weight and its output (a candidate since stop 42), the layer's other transients (at ${op})`;
     if (node && r.diff > 0 && c.checkpoint)
       return `after the forward (${node}): the adapters' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward`;
     if (node && r.diff > 0)

@@ -2614,9 +2614,28 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // (output_backward_bytes; 0 where that is not modelled). A quantised output layer's dequantised
   // weight sits beside the logits, after the loss's own saved tensors (output_transient).
   const OutputBackward output_bw = include_activation && last ? output_backward_bytes(c) : OutputBackward{};
+  // The decoder layers' forward under QLoRA: at each Linear4bit, MatMul4Bit dequantises the weight
+  // whole (nf4_dequant_bytes' sources) beside the layer's saved tensors so far and writes its
+  // output, which Linear4bit returns .to(inp_dtype) (fp32 under fp32 norms). At the last layer
+  // every decoder layer's saved tensors are there but the output layer's and the loss's. Counted
+  // as the stage's saved tensors less those, the largest NF4 linear's dequantised weight and an
+  // output as wide as its elements over h (at least its output's width): an upper bound, for the
+  // runs whose loss is small (chunked or fused losses, small vocabularies), where the allocation
+  // timeline oracle's QLoRA draws peak in the last layer's forward.
+  double layer_forward_dequant = 0;
+  if (include_activation && state.largest_nf4_elements > 0 && c.hidden_size > 0) {
+    const double n = state.largest_nf4_elements;
+    const double out_e = kbit_fp32_activations(c) ? 4.0 : bytes_per_element(c.compute_dtype);
+    layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size));
+  }
+  const double before_output_layer = last ? std::max(0.0, A - output_activation_bytes(c)) : A;
+  if (layer_forward_dequant > 0)
+    note(trace, "trainmem.qlora_layer_forward", layer_forward_dequant,
+         "QLoRA's last decoder layer's forward: the largest NF4 linear dequantised + its output");
   const Candidate forward{model_state - freed + moe.state +
-                              std::max(A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
-                                       A - loss_saved + output_transient + kept),
+                              std::max({A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
+                                        A - loss_saved + output_transient + kept,
+                                        before_output_layer + layer_forward_dequant}),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).

@@ -932,6 +932,10 @@ TEST_CASE("reentrant checkpointing: the recomputed output, the incoming gradient
   CHECK(plain.graph_held == 0);
   CHECK(reentrant.graph_held == 9344);
   CHECK(reentrant.input_gradient_end == 0);
+  // With partial RoPE the tuple is as narrow as the rotary tables: int(16 · 0.5) = 8 channels,
+  // 2 · 4 · 73 · 8 = 4,672 B.
+  CHECK(decoder_backward_bytes(config_from(base + R"(, "checkpoint_reentrant": true, "rotary_percent": 0.5})"))
+            .graph_held == 4672);
   // In bf16 the post-attention norm's x gradient waits for its cast's backward, so only the
   // output (2 · 146 · 64 = 18,688 B) is beside its PowBackward0's five fp32 T · h (186,880 B).
   const std::string bf16 = R"(, "params_dtype": "bf16", "compute_dtype": "bf16")";

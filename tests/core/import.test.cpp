@@ -90,7 +90,6 @@ std::vector<std::string> messages(const ImportResult& r) {
   for (const Issue& i : r.issues) out.push_back(i.message);
   return out;
 }
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 // One field of an input as JSON, for comparison with a preset's config.
 json field_json(const ConfigInput& input, std::string_view name) {

@@ -48,7 +48,6 @@ double saved_named(const SavedTensors& saved, std::string_view name) {
   return sum;
 }
 
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 }  // namespace
 

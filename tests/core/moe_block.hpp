@@ -22,6 +22,11 @@ inline std::string moe(const std::string& extra = "") {
          (extra.empty() ? "" : ", " + extra) + "}";
 }
 
+// The block as a PyTorch implementation (transformers' MoE block) on one GPU: where Megatron
+// Core's MoE fields are named errors.
+inline const std::string k_hf_moe = R"("framework": "ddp", "model_implementation": "hf-transformers",
+      "tensor_model_parallel_size": 1, "sequence_parallel": false, "expert_model_parallel_size": 1)";
+
 // The bytes of the saved tensor named `name` in a layer's detail (0 when it has none).
 inline double row_bytes(const SavedTensors& detail, std::string_view name) {
   for (const SavedTensor& t : detail)

@@ -16,12 +16,6 @@
 using namespace trainmem;
 using namespace trainmem::test;
 
-namespace {
-
-std::vector<std::string> one(const std::string& message) { return {message}; }
-
-}  // namespace
-
 TEST_CASE("moe_routing_imbalance scales the rows the most-loaded GPU's experts run, and only those",
           "[moe][golden]") {
   SECTION("balanced (the default 1.0): N_r = T_sp·K·ETP = 128·2·1 = 256") {
@@ -166,8 +160,7 @@ TEST_CASE("MoE dispatch fields: named errors", "[moe][validation]") {
         one("moe_pad_expert_input_to_capacity: applies to MoE with model_implementation "
             "megatron-core and moe_expert_capacity_factor (the padding is to the capacity)"));
   CHECK(messages_for(moe(R"("moe_router_dtype": "fp64")")).size() == 1);
-  const std::string hf = R"("framework": "ddp", "model_implementation": "hf-transformers",
-      "tensor_model_parallel_size": 1, "sequence_parallel": false, "expert_model_parallel_size": 1)";
+  const std::string& hf = k_hf_moe;
   CHECK(messages_for(moe(R"("moe_permute_fusion": true, )" + hf)) ==
         one("moe_permute_fusion: applies to MoE with model_implementation megatron-core "
             "(Transformer Engine's fused permutation in Megatron Core's dispatcher)"));

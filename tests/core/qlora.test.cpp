@@ -23,7 +23,6 @@ namespace {
 std::string small(const std::string& more) { return small_llama(more); }
 
 
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 }  // namespace
 

@@ -27,7 +27,6 @@ const std::string k_moe = R"("num_layers": 2, "hidden_size": 1024, "num_attentio
     "micro_batch_size": 1, "gpus_per_node": 1, "num_moe_experts": 4, "moe_router_topk": 2,
     "framework": "ddp", "params_dtype": "bf16", "peft": "lora")";
 
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 std::string moe(const std::string& more) { return "{" + k_moe + ", " + more + "}"; }
 

@@ -19,7 +19,6 @@ double moe_layer_bytes(const std::string& json) {
   return layer_activation_bytes(config_from(json), true, LayerRecompute::policy);
 }
 
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 }  // namespace
 
@@ -86,8 +85,7 @@ TEST_CASE("router fields: named errors, and nothing for a dense model", "[moe][r
         one("moe_router_enable_expert_bias: needs moe_router_score_function \"sigmoid\" (Megatron Core "
             "raises for an expert bias with the \"softmax\" score function)"));
   CHECK(messages_for(moe(R"("moe_router_score_function": "sqrtsoftplus")")).size() == 1);
-  const std::string hf = R"("framework": "ddp", "model_implementation": "hf-transformers",
-      "tensor_model_parallel_size": 1, "sequence_parallel": false, "expert_model_parallel_size": 1)";
+  const std::string& hf = k_hf_moe;
   CHECK(messages_for(moe(R"("moe_router_score_function": "sigmoid", )" + hf)) ==
         one("moe_router_score_function: applies to MoE with model_implementation megatron-core (Megatron "
             "Core's router; the PyTorch implementations' routers are modelled as softmax routers)"));

@@ -27,6 +27,9 @@ inline Config config_from(const std::string& json) {
   return resolved.config;
 }
 
+// A single expected message, as messages_for returns one.
+inline std::vector<std::string> one(const std::string& message) { return {message}; }
+
 // The messages estimate_json / run_estimate report for a config.
 inline std::vector<std::string> messages_for(const std::string& json) {
   std::vector<std::string> out;

@@ -14,7 +14,6 @@ std::string with(const std::string& extra) {
   return base + (extra.empty() ? "" : ", " + extra) + "}";
 }
 
-std::vector<std::string> one(const std::string& message) { return {message}; }
 
 }  // namespace
 

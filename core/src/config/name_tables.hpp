@@ -59,36 +59,45 @@ inline constexpr std::array<std::string_view, 7> k_field_groups = {
     "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
 
 
+// Every enumeration with a name table, and its table: the one list enum_table() below and
+// names.cpp's enum_names<E>() are made from, so a new enumeration is its table and one line here.
+#define TRAINMEM_ENUM_TABLES(X)                                                                   \
+  X(Profile, k_profiles)                                                                          \
+  X(Normalization, k_norms)                                                                       \
+  X(ActivationFunc, k_activations)                                                                \
+  X(RecomputeGranularity, k_recompute)                                                            \
+  X(Framework, k_frameworks)                                                                      \
+  X(Dtype, k_dtypes)                                                                              \
+  X(Optimizer, k_optimizers)                                                                      \
+  X(OptimizerImplementation, k_optimizer_implementations)                                         \
+  X(Fp8Recipe, k_fp8_recipes)                                                                     \
+  X(AttentionBackend, k_attention_backends)                                                       \
+  X(RecomputeMethod, k_recompute_methods)                                                         \
+  X(PipelineSchedule, k_schedules)                                                                \
+  X(PipelineOutputs, k_pipeline_outputs)                                                          \
+  X(MoeRouterDtype, k_moe_router_dtypes)                                                          \
+  X(MoeTokenDispatcher, k_moe_token_dispatchers)                                                  \
+  X(MoeRouterScoreFunction, k_moe_router_score_functions)                                         \
+  X(RecomputeModule, k_recompute_modules)                                                         \
+  X(Peft, k_peft)                                                                                 \
+  X(LoraTarget, k_lora_targets)                                                                   \
+  X(SavedModule, k_saved_modules)                                                                 \
+  X(ModelImplementation, k_model_implementations)                                                 \
+  X(KbitUpcast, k_kbit_upcast)                                                                    \
+  X(TransformersLoss, k_transformers_loss)                                                        \
+  X(EvalPredictions, k_eval_predictions)                                                          \
+  X(FieldType, k_field_types)                                                                     \
+  X(FieldGroup, k_field_groups)
+
 // An enumeration's names as a constant span (the same table enum_names<E>() returns).
 template <class E>
 constexpr std::span<const std::string_view> enum_table() {
-  if constexpr (std::is_same_v<E, Profile>) return k_profiles;
-  else if constexpr (std::is_same_v<E, Normalization>) return k_norms;
-  else if constexpr (std::is_same_v<E, ActivationFunc>) return k_activations;
-  else if constexpr (std::is_same_v<E, RecomputeGranularity>) return k_recompute;
-  else if constexpr (std::is_same_v<E, Framework>) return k_frameworks;
-  else if constexpr (std::is_same_v<E, Dtype>) return k_dtypes;
-  else if constexpr (std::is_same_v<E, Optimizer>) return k_optimizers;
-  else if constexpr (std::is_same_v<E, OptimizerImplementation>) return k_optimizer_implementations;
-  else if constexpr (std::is_same_v<E, Fp8Recipe>) return k_fp8_recipes;
-  else if constexpr (std::is_same_v<E, AttentionBackend>) return k_attention_backends;
-  else if constexpr (std::is_same_v<E, RecomputeMethod>) return k_recompute_methods;
-  else if constexpr (std::is_same_v<E, PipelineSchedule>) return k_schedules;
-  else if constexpr (std::is_same_v<E, PipelineOutputs>) return k_pipeline_outputs;
-  else if constexpr (std::is_same_v<E, MoeRouterDtype>) return k_moe_router_dtypes;
-  else if constexpr (std::is_same_v<E, MoeTokenDispatcher>) return k_moe_token_dispatchers;
-  else if constexpr (std::is_same_v<E, MoeRouterScoreFunction>) return k_moe_router_score_functions;
-  else if constexpr (std::is_same_v<E, RecomputeModule>) return k_recompute_modules;
-  else if constexpr (std::is_same_v<E, Peft>) return k_peft;
-  else if constexpr (std::is_same_v<E, LoraTarget>) return k_lora_targets;
-  else if constexpr (std::is_same_v<E, SavedModule>) return k_saved_modules;
-  else if constexpr (std::is_same_v<E, ModelImplementation>) return k_model_implementations;
-  else if constexpr (std::is_same_v<E, KbitUpcast>) return k_kbit_upcast;
-  else if constexpr (std::is_same_v<E, TransformersLoss>) return k_transformers_loss;
-  else if constexpr (std::is_same_v<E, EvalPredictions>) return k_eval_predictions;
-  else if constexpr (std::is_same_v<E, FieldType>) return k_field_types;
-  else if constexpr (std::is_same_v<E, FieldGroup>) return k_field_groups;
-  else static_assert(sizeof(E) == 0, "no name table");
+  using T = E;
+#define TRAINMEM_ENUM_TABLE_CASE(E, table) \
+  if constexpr (std::is_same_v<T, E>) return table; else
+  TRAINMEM_ENUM_TABLES(TRAINMEM_ENUM_TABLE_CASE)
+#undef TRAINMEM_ENUM_TABLE_CASE
+  static_assert(sizeof(T) == 0, "no name table");
 }
 
 }  // namespace trainmem

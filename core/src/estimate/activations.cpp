@@ -822,6 +822,12 @@ MoeTokens moe_tokens(const Config& c, const Shape& x) {
   return n;
 }
 
+// The width of the rows the dispatcher moves: h, or the latent size of a latent MoE (the down
+// projection to it runs before the dispatch, the up projection after the combine).
+double routed_width(const Config& c, const Shape& x) {
+  return c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+}
+
 // ---- The all-gather dispatcher (moe_token_dispatcher_type allgather) ----
 //
 // Megatron Core's MoEAllGatherTokenDispatcher, read from NVIDIA/Megatron-LM
@@ -904,7 +910,7 @@ double expert_tokens(const Config& c, const Shape& x) { return moe_tokens(c, x).
 // rows, in that dtype). The gathered tokens sit in the global buffer (moe_gather_buffer_bytes).
 double allgather_forward_transient(const Config& c, const Shape& x) {
   const double n_r = moe_tokens(c, x).expert, n_g = gathered_tokens(c, x);
-  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double w = routed_width(c, x);
   const double p = probs_bytes(c, x);
   const double gathered_probs = n_g > x.tokens_sp ? p * double(c.num_moe_experts) * n_g : 0.0;
   const double P = x.peft ? x.e * w * n_r : 0.0;  // kept by linear_fc1 (counted there) unless frozen
@@ -918,7 +924,7 @@ double allgather_forward_transient(const Config& c, const Shape& x) {
 double moe_forward_transient(const Config& c, const Shape& x) {
   if (allgather(c)) return allgather_forward_transient(c, x);
   const MoeTokens n = moe_tokens(c, x);
-  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double w = routed_width(c, x);
   const double row = x.e * w;
   const bool ep = c.expert_model_parallel_size > 1, etp = c.expert_tensor_parallel_size > 1;
   const bool sorted = c.num_moe_experts / c.expert_model_parallel_size > 1;
@@ -994,7 +1000,7 @@ double moe_gather_buffer(const Config& c, const Shape& x) {
   if (!allgather(c)) return 0;
   const double n_g = gathered_tokens(c, x);
   if (!(n_g > x.tokens_sp)) return 0;
-  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double w = routed_width(c, x);
   return x.e * w * n_g;
 }
 
@@ -1008,7 +1014,7 @@ double moe_gather_buffer(const Config& c, const Shape& x) {
 double allgather_backward_transient(const Config& c, const Shape& x) {
   if (!allgather(c)) return 0;
   const double n_r = moe_tokens(c, x).expert, n_g = gathered_tokens(c, x);
-  const double w = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+  const double w = routed_width(c, x);
   const double p = probs_bytes(c, x);
   const double combine = p * w * n_g + (p != x.e ? x.e * w * n_g : 0.0) + x.e * w * n_r;
   const double dispatch = x.e * w * n_g + x.e * w * x.tokens_sp;
@@ -1067,7 +1073,7 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
       out.add("moe.permutation_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_indices);
       out.add("moe.permuted_probs_indices", "moe", 8 * tokens.sent, "int64", k_src_permute_probs);
     }
-    const double width_in = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+    const double width_in = routed_width(c, x);
     // The most-loaded GPU's rows (N_r, routing_load): the experts' tensors scale with them.
     const double n = tokens.expert;
     if (!x.peft)
@@ -1188,7 +1194,7 @@ void selective_op_layer(const Config& c, const Shape& x, bool moe_layer, Ledger&
   }
   if (moe_layer) {
     if (c.expert_model_parallel_size > 1) {
-      const double width = c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
+      const double width = routed_width(c, x);
       const double capacity =
           c.moe_expert_capacity_factor > 0 ? c.moe_expert_capacity_factor : 1.0;
       const double routed = x.tokens_sp * double(c.moe_router_topk) * capacity;
@@ -1949,6 +1955,13 @@ bool every_layer_checkpointed(const Config& c) {
 // partial factor rotate that slice and concatenate the rest unchanged, which keeps nothing.
 double rotary_width(const Config& c, const Shape& x) { return std::floor(x.k * c.rotary_percent); }
 
+// transformers' cos and sin (position_embeddings, one storage for the model, [s, rotary_width]
+// each in the residual stream's dtype); 0 without RoPE (learned positions, MLA's own).
+double rope_cos_sin_bytes(const Config& c, const Shape& x) {
+  const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
+  return rotary ? 2 * x.norm_e * (x.tokens / x.b) * rotary_width(c, x) : 0;
+}
+
 void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
   const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
   const bool checkpointing = c.recompute_granularity == RecomputeGranularity::full;
@@ -1962,7 +1975,7 @@ void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
                        layer_input_needs_grad(c, /*first_layer=*/c.num_layers <= 1);
   const double s_local = x.tokens / x.b;
   if (rotary && ((plain_layers && qk_grad) || args))
-    out.add("attention.rope_cos_sin", "attention", 2 * x.norm_e * s_local * rotary_width(c, x), x.norm_dtype,
+    out.add("attention.rope_cos_sin", "attention", rope_cos_sin_bytes(c, x), x.norm_dtype,
             plain_layers && qk_grad ? k_src_hf_rope : k_src_hf_checkpoint_args);
   if (args && rotary) {
     if (c.attention_backend == AttentionBackend::unfused)
@@ -2342,7 +2355,7 @@ EvaluationForward evaluation_forward_bytes(const Config& config) {
   if (config.is_moe()) widest = std::max(widest, double(config.moe_ffn_hidden_size));
   const double lora_slack = x.peft ? 2 * x.tokens * widest * proj_e : 0;
   const double mask = config.attention_backend == AttentionBackend::unfused ? x.norm_e * x.b * x.s * x.s : 0;
-  const double rope = config.max_position_embeddings == 0 && !config.multi_latent_attention ? 2 * x.norm_e * x.s * rotary_width(config, x) : 0;
+  const double rope = rope_cos_sin_bytes(config, x);
   // The layer's output beside its input, in the residual stream's dtype.
   out.layers = layer + stream_e * x.h * x.tokens + lora_slack + mask + rope + out.kv_cache;
   // The loss.
@@ -2844,8 +2857,7 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   if (out.norm_mlp.extra > 0) out.norm_mlp.extra += output + (fp32_stream ? output : 0);
   for (DecoderBackward::Point* p : {&out.softmax, &out.qkv, &out.norm_attention})
     if (p->extra > 0) p->extra += 2 * output;
-  const bool rotary = config.max_position_embeddings == 0 && x.a > 0 && !config.multi_latent_attention;
-  if (eager_kind(config) == Eager::hf && rotary) out.graph_held = 2 * x.norm_e * (x.tokens / x.b) * x.k;
+  if (eager_kind(config) == Eager::hf) out.graph_held = rope_cos_sin_bytes(config, x);
   // A trained embedding (modules_to_save) already makes a non-leaf output that keeps no .grad.
   if (config.peft_on() && !config.saves(SavedModule::embed_tokens)) out.input_gradient_end = 2 * output;
 }
@@ -2860,7 +2872,8 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
 // (trainmem_profile.cpp, kept_inputs_first_layer).
 bool fsdp1_kept_inputs(const Config& config) {
   return config.framework == Framework::fsdp2 && config.fsdp_version == 1 && config.fsdp1_checkpoint_around_unit &&
-         config.checkpoint_reentrant && config.peft_on() && config.zero_stage == 3;
+         config.checkpoint_reentrant && config.recompute_granularity == RecomputeGranularity::full &&
+         config.peft_on() && config.zero_stage == 3;
 }
 
 DecoderBackward decoder_backward_bytes(const Config& config) {

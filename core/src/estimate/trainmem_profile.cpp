@@ -2628,7 +2628,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     const double out_e = kbit_fp32_activations(c) ? 4.0 : bytes_per_element(c.compute_dtype);
     layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size));
   }
-  const double before_output_layer = last ? std::max(0.0, A - output_activation_bytes(c)) : A;
+  // What the output layer and the loss save (one microbatch's, the last stage's): the decoder
+  // layers' saved tensors are the rest.
+  const double output_saved = include_activation && last ? output_activation_bytes(c) : 0;
+  const double before_output_layer = std::max(0.0, A - output_saved);
   if (layer_forward_dequant > 0)
     note(trace, "trainmem.qlora_layer_forward", layer_forward_dequant,
          "QLoRA's last decoder layer's forward: the largest NF4 linear dequantised + its output");
@@ -2669,16 +2672,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // layer's checkpointed input and the L − 1 input gradients above it (the incoming one among
   // them) beside that layer's recomputed working set, the output side's saved tensors freed.
   const double layers_here_all = double(layout.count(r));
-  const double checkpoint_input = layer_activation_bytes(c, false, LayerRecompute::checkpointed);
-  const bool kept_inputs_apply = include_activation && fsdp1_kept_inputs(c) &&
-                                 c.recompute_granularity == RecomputeGranularity::full && layers_here_all >= 2 &&
-                                 checkpoint_input > 0;
-  const double output_saved = include_activation && last ? output_activation_bytes(c) : 0;
-  const double kept_input_gradients = kept_inputs_apply ? (layers_here_all - 1) * checkpoint_input : 0;
+  const bool kept_inputs_apply = include_activation && fsdp1_kept_inputs(c) && layers_here_all >= 2;
+  const double kept_input_gradients =
+      kept_inputs_apply ? (layers_here_all - 1) * layer_activation_bytes(c, false, LayerRecompute::checkpointed) : 0;
   const Candidate kept_inputs_first_layer{
-      kept_inputs_apply ? state_after_loss + std::max(0.0, A - output_saved) + kept_input_gradients + backward_working
-                        : 0,
-      0, std::max(0.0, A - output_saved) + kept_input_gradients, Moment::backward};
+      kept_inputs_apply ? state_after_loss + before_output_layer + kept_input_gradients + backward_working : 0, 0,
+      before_output_layer + kept_input_gradients, Moment::backward};
   if (kept_inputs_apply)
     note(trace, "trainmem.fsdp1_kept_input_gradients", kept_input_gradients,
          "FSDP1 reshard-only hooks on reentrant checkpoints: (layers - 1) x one layer's input gradient, "

@@ -333,6 +333,18 @@ class MegatronReader {
       if (a.name == name) a.used = true, last = &a;
     return last;
   }
+  // A one-word argument read into `field` when its value is one of `modelled`; another value is
+  // left unused, for the not-modelled list at the end. The argument, if given.
+  Arg* modelled_choice(std::string_view name, FieldName field, std::initializer_list<std::string_view> modelled) {
+    Arg* a = get(name);
+    if (!a) return nullptr;
+    if (a->values.size() == 1 && std::find(modelled.begin(), modelled.end(), a->values[0]) != modelled.end()) {
+      if (put(field, a->values[0], name)) note_read(field, std::string(name) + " " + a->values[0]);
+    } else {
+      a->used = false;
+    }
+    return a;
+  }
   bool flag(std::string_view name, FieldName field) {
     Arg* a = get(name);
     if (a && !a->values.empty())
@@ -963,27 +975,12 @@ void MegatronReader::read_rest() {
     note_read(field::rotary_percent, "--rotary-percent " + get("--rotary-percent")->values[0]);
   // --moe-router-score-function softmax or sigmoid (Megatron-LM's choices add sqrtsoftplus, named
   // below as not modelled; default softmax, the field's).
-  if (Arg* a = get("--moe-router-score-function");
-      a && a->values.size() == 1 && (a->values[0] == "softmax" || a->values[0] == "sigmoid")) {
-    if (put(field::moe_router_score_function, a->values[0], "--moe-router-score-function"))
-      note_read(field::moe_router_score_function, "--moe-router-score-function " + a->values[0]);
-  } else if (a) {
-    a->used = false;  // listed with the others below, as not modelled
-  }
+  modelled_choice("--moe-router-score-function", field::moe_router_score_function, {"softmax", "sigmoid"});
   // --moe-router-dtype fp32 (Megatron-LM's choices fp32, fp64; default None: the compute dtype).
-  if (Arg* a = get("--moe-router-dtype"); a && a->values.size() == 1 && a->values[0] == "fp32") {
-    if (put(field::moe_router_dtype, a->values[0], "--moe-router-dtype"))
-      note_read(field::moe_router_dtype, "--moe-router-dtype fp32");
-  } else if (a) {
-    a->used = false;  // listed with the others below, as not modelled
-  }
+  modelled_choice("--moe-router-dtype", field::moe_router_dtype, {"fp32"});
   // --optimizer adam (the default: Adam with decoupled weight decay, two states) or sgd (momentum,
   // one state): the optimizer table's rows of the same names.
-  if (Arg* a = get("--optimizer"); a && a->values.size() == 1 && (a->values[0] == "adam" || a->values[0] == "sgd")) {
-    if (put(field::optimizer, a->values[0], "--optimizer")) note_read(field::optimizer, "--optimizer " + a->values[0]);
-  } else if (a) {
-    a->used = false;  // listed with the others below, as not modelled
-  }
+  modelled_choice("--optimizer", field::optimizer, {"adam", "sgd"});
   // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
   // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
   const std::string_view fraction_arg = "--optimizer-offload-fraction";
@@ -1023,14 +1020,9 @@ void MegatronReader::read_rest() {
   // default, allgather (NVIDIA/Megatron-LM megatron/training/arguments.py @
   // 020d85e50ddf0f0282802002acb3662129a519c5: default='allgather'; TransformerConfig's
   // moe_token_dispatcher_type the same). flex (DeepEP) is listed below as not modelled.
-  if (Arg* a = get("--moe-token-dispatcher-type");
-      a && a->values.size() == 1 && (a->values[0] == "alltoall" || a->values[0] == "allgather")) {
-    if (put(field::moe_token_dispatcher_type, a->values[0], "--moe-token-dispatcher-type"))
-      note_read(field::moe_token_dispatcher_type, "--moe-token-dispatcher-type " + a->values[0]);
-  } else if (a) {
-    a->used = false;  // listed with the others below, as not modelled
-  } else if (int_field(field::num_moe_experts).value_or(0) > 0 &&
-             put(field::moe_token_dispatcher_type, std::string("allgather"), "")) {
+  if (!modelled_choice("--moe-token-dispatcher-type", field::moe_token_dispatcher_type, {"alltoall", "allgather"}) &&
+      int_field(field::num_moe_experts).value_or(0) > 0 &&
+      put(field::moe_token_dispatcher_type, std::string("allgather"), "")) {
     out_.assumed.push_back(
         "moe_token_dispatcher_type ← allgather (no --moe-token-dispatcher-type: Megatron-LM's default)");
   }

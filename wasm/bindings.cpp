@@ -48,19 +48,11 @@ auto guarded(F&& f) -> decltype(f()) {
   __builtin_unreachable();
 }
 
-std::string presets() {
-  return guarded([] { return std::string(trainmem::presets_json()); });
-}
-
-std::string gpus() {
-  return guarded([] { return std::string(trainmem::gpus_json()); });
-}
-
-std::string setups() {
-  return guarded([] { return std::string(trainmem::setups_json()); });
-}
-
 std::string version() { return TRAINMEM_VERSION; }
+
+// How many fields the core's table has: the page checks its build-time data
+// (web/wasm/trainmem-data.json: the field specs the slots follow) against the module it loaded.
+double field_count() { return double(trainmem::field_specs().size()); }
 
 // ---- the page's fast path: numbers in, numbers out (core/include/trainmem/slots.hpp) ----
 // The page writes a config's slots (then the list channel) into the view slotInput returns,
@@ -161,6 +153,24 @@ emscripten::val result_numbers() {
 
 std::string result_text() { return g_result.text; }
 
+#if TRAINMEM_WASM_TOOLS
+// ---- what the page reads once, before its first estimate ----
+// Only the tools module has these: web/scripts/engine-data.mjs writes them at build time into
+// web/wasm/trainmem-data.json, which the page fetches beside the estimator module (issue 31: the
+// first answer does not wait for the module to format its own tables, and the module carries
+// neither these texts' code nor the presets, GPUs and setups).
+std::string presets() {
+  return guarded([] { return std::string(trainmem::presets_json()); });
+}
+
+std::string gpus() {
+  return guarded([] { return std::string(trainmem::gpus_json()); });
+}
+
+std::string setups() {
+  return guarded([] { return std::string(trainmem::setups_json()); });
+}
+
 std::string method_settings_text() {
   return guarded([] { return trainmem::method_settings_text(); });
 }
@@ -176,7 +186,6 @@ std::string field_specs_text() {
   return guarded([] { return trainmem::field_specs_text(); });
 }
 
-#if TRAINMEM_WASM_TOOLS
 // ---- the JSON API (json_io.hpp): the CLI's documents, for tools and tests ----
 
 std::string estimate(const std::string& config_json, bool verbose) {
@@ -307,11 +316,8 @@ std::string hf_model_types() {
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(trainmem) {
-  emscripten::function("fieldSpecsText", &field_specs_text);
-  emscripten::function("presets", &presets);
-  emscripten::function("gpus", &gpus);
-  emscripten::function("setups", &setups);
   emscripten::function("version", &version);
+  emscripten::function("fieldCount", &field_count);
   emscripten::function("slotInput", &slot_input);
   emscripten::function("estimateSlots", &estimate_slots);
   emscripten::function("fieldsInEffectSlots", &fields_in_effect_slots);
@@ -320,10 +326,14 @@ EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("estimatorPasses", &estimator_passes);
   emscripten::function("resultNumbers", &result_numbers);
   emscripten::function("resultText", &result_text);
+#if TRAINMEM_WASM_TOOLS
+  emscripten::function("fieldSpecsText", &field_specs_text);
+  emscripten::function("presets", &presets);
+  emscripten::function("gpus", &gpus);
+  emscripten::function("setups", &setups);
   emscripten::function("slotTables", &slot_tables);
   emscripten::function("methodSettingsText", &method_settings_text);
   emscripten::function("resultSchemaText", &result_schema_text);
-#if TRAINMEM_WASM_TOOLS
   emscripten::function("estimate", &estimate);
   emscripten::function("fieldSpecs", &field_specs);
   emscripten::function("importHfConfig", &import_hf_config);

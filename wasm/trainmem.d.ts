@@ -491,18 +491,10 @@ export interface PlanResult {
 }
 
 export interface TrainmemModule {
-  /** FieldSpec[] as text, one field per line (core slots.hpp field_specs_text; web/js/slots.js parseFieldSpecs) */
-  fieldSpecsText(): string;
-  /** What each fine-tuning method usually runs with: one line each, peft TAB field TAB value TAB why (escaped). */
-  methodSettingsText(): string;
-  /** JSON { schema: 1, presets: Preset[] } */
-  presets(): string;
-  /** JSON { schema: 1, gpus: Gpu[] } */
-  gpus(): string;
-  /** JSON { schema: 1, setups: Setup[] } (core/data/setups.json) */
-  setups(): string;
   /** the package version, e.g. "0.1.0" */
   version(): string;
+  /** How many fields the core's table has (field_specs().size()): the page checks its data's fieldCount against it. */
+  fieldCount(): number;
   /**
    * The numeric fast path (core slots.hpp; web/js/slots.js encodes and decodes): a view of the
    * input buffer, resized to `n` numbers (the fields' slots in field-table order, the config's
@@ -532,10 +524,23 @@ export interface TrainmemModule {
   resultNumbers(): Float64Array;
   /** The result's text lines in the result schema's order (names, the training log's line, the summary, ...), or "field\tmessage\trelated\trule" per issue; escaped. */
   resultText(): string;
-  /** Once: "<table>\t<entry>" lines, the names the result's indices name (slots.hpp slot_tables). */
-  slotTables(): string;
-  /** Once: the result schema, one "depth\tkind\tkey\ta\tb" line per node (slots.hpp result_schema_text), which web/js/slots.js decodes by. */
-  resultSchemaText(): string;
+}
+
+/**
+ * web/wasm/trainmem-data.json: what the page needs from the core before its first estimate, made
+ * at build time from the tools module by web/scripts/engine-data.mjs (web/js/engine.js
+ * engineDataOf), fetched beside the estimator module.
+ */
+export interface EngineData {
+  version: string;
+  fieldCount: number;
+  fieldSpecsText: string;
+  methodSettingsText: string;
+  slotTables: string;
+  resultSchemaText: string;
+  presets: unknown[];
+  gpus: unknown[];
+  setups: unknown[];
 }
 
 /**
@@ -543,6 +548,22 @@ export interface TrainmemModule {
  * exporters and the planner, which the page loads on first use.
  */
 export interface TrainmemToolsModule extends TrainmemModule {
+  // What the page reads once before its first estimate: web/scripts/engine-data.mjs writes these
+  // into web/wasm/trainmem-data.json (EngineData) at build time; the estimator module has none.
+  /** FieldSpec[] as text, one field per line (core slots.hpp field_specs_text; web/js/slots.js parseFieldSpecs) */
+  fieldSpecsText(): string;
+  /** What each fine-tuning method usually runs with: one line each, peft TAB field TAB value TAB why (escaped). */
+  methodSettingsText(): string;
+  /** JSON { schema: 1, presets: Preset[] } */
+  presets(): string;
+  /** JSON { schema: 1, gpus: Gpu[] } */
+  gpus(): string;
+  /** JSON { schema: 1, setups: Setup[] } (core/data/setups.json) */
+  setups(): string;
+  /** Once: "<table>\t<entry>" lines, the names the result's indices name (slots.hpp slot_tables). */
+  slotTables(): string;
+  /** Once: the result schema, one "depth\tkind\tkey\ta\tb" line per node (slots.hpp result_schema_text), which web/js/slots.js decodes by. */
+  resultSchemaText(): string;
   /** JSON config -> JSON EstimateResult | EstimateError, as the CLI writes it. Never throws for bad input. */
   estimate(configJson: string, verbose: boolean): string;
   /** JSON FieldSpec[] */

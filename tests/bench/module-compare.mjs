@@ -2,13 +2,15 @@
 // one run (interleaved rounds, so a loaded machine slows each alike), and prints each build's size.
 // Asserts nothing.
 //   [ROUNDS=9] node tests/bench/module-compare.mjs [dir-or-wasm ...]     default: web/wasm/trainmem.wasm
-// Each argument is a trainmem.wasm (or a folder holding one) with its glue trainmem.mjs beside it.
+// Each argument is a trainmem.wasm (or a folder holding one) with its glue trainmem.mjs beside it
+// and its data trainmem-data.json (web/scripts/engine-data.mjs; builds before it cannot be compared
+// with this Engine).
 // Cases: the fresh page's config (restoreLink('')) and issue 31's link (70B, TP 8, PP 2, DP 4,
 // 8,192 tokens on an H100: a run that does not fit, so its answer carries suggestions), each as
 // engine.estimate and as engine.view (what a keystroke calls); and the cold start: glue import,
 // instantiate, the Engine constructor, the first view of the link.
 import { readFile, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { Engine } from '../../web/js/engine.js';
@@ -27,12 +29,15 @@ const builds = await Promise.all((process.argv.length > 2 ? process.argv.slice(2
   const binary = await readFile(wasm);
   // A query makes each glue a module of its own (the glue keeps state at module level).
   const glue = (await import(`${pathToFileURL(wasm.replace(/\.wasm$/, '.mjs')).href}?${Math.random()}`)).default;
-  return { label: arg, binary, glue };
+  const dataText = await readFile(join(dirname(wasm), 'trainmem-data.json'), 'utf8');
+  return { label: arg, binary, glue, dataText };
 }));
 
 async function coldStart(build) {
   const t0 = performance.now();
-  const engine = new Engine(await build.glue({ wasmBinary: build.binary }));
+  const module = await build.glue({ wasmBinary: build.binary });
+  // The data's parse is part of the start, as the page's fetch and parse are.
+  const engine = new Engine(module, JSON.parse(build.dataText));
   const { config } = restoreLink(LINK, engine);
   engine.view(config);
   return { ms: performance.now() - t0, engine };

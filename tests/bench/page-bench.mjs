@@ -73,10 +73,10 @@ const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
 const ms = (n, digits = 1) => (Number.isFinite(n) ? `${n.toFixed(digits)} ms` : 'n/a');
 
 // Runs in Node and, as source text, in the page: the page's engine call for the default config.
-async function measureEstimate({ engineUrl, linkUrl, wasmBinary }) {
+async function measureEstimate({ engineUrl, linkUrl, wasmBinary, data }) {
   const { createEngine } = await import(engineUrl);
   const { restoreLink } = await import(linkUrl);
-  const engine = await createEngine(wasmBinary ? { wasmBinary } : undefined);
+  const engine = await createEngine(wasmBinary ? { wasmBinary } : undefined, data);
   const { config } = restoreLink('', engine);
   const batch = (n) => {
     const t0 = performance.now();
@@ -316,6 +316,7 @@ const node = await measureEstimate({
   engineUrl: pathToFileURL(join(WEB_ROOT, 'js/engine.js')).href,
   linkUrl: pathToFileURL(join(WEB_ROOT, 'js/link-config.js')).href,
   wasmBinary: await readFile(join(WEB_ROOT, 'wasm/trainmem.wasm')),
+  data: JSON.parse(await readFile(join(WEB_ROOT, 'wasm/trainmem-data.json'), 'utf8')),
 }).catch((error) => ({ us: NaN, error: error.message }));
 
 const browser = await chromium.launch({

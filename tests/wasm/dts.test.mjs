@@ -152,9 +152,9 @@ test('declared string unions match what the module returns', () => {
 });
 
 test('the result interfaces are the result schema the core declares (result_schema.hpp), key for key', () => {
-  const schema = parseSchema(engine.module.resultSchemaText());
+  const schema = parseSchema(engine.tools.resultSchemaText());
   const tables = {};
-  for (const line of engine.module.slotTables().split('\n').filter(Boolean)) {
+  for (const line of engine.tools.slotTables().split('\n').filter(Boolean)) {
     const [table, entry] = line.split('\t');
     (tables[table] ??= []).push(entry);
   }

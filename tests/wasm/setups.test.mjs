@@ -1,4 +1,5 @@
-// The fine-tuning setups through the module (setups(): core/data/setups.json, embedded) and the
+// The fine-tuning setups (the tools module's setups(): core/data/setups.json, embedded; the page reads
+// them from wasm/trainmem-data.json) and the
 // share link's `su` key, which every view reads with restoreLink (link-config.js): "#su=<id>" is
 // the setup, a link's own values win over it, and an unknown id is named without losing the rest.
 import { test } from 'node:test';
@@ -16,8 +17,8 @@ const file = JSON.parse(await readFile(new URL('../../core/data/setups.json', im
 const qlora = setupById(engine, 'llama-3.1-8b-qlora-torchtune-1x4090');
 const capacityOf = (gpu) => engine.gpus.find((g) => g.id === gpu).memory_bytes;
 
-test('setups() is core/data/setups.json as embedded, and each setup estimates on its GPU', () => {
-  assert.deepEqual(JSON.parse(engine.module.setups()), file);
+test("setups() is core/data/setups.json as embedded, as the page's data has it, and each setup estimates on its GPU", () => {
+  assert.deepEqual(JSON.parse(engine.tools.setups()), file);
   assert.deepEqual(engine.setups, file.setups);
   assert.ok(qlora, 'the torchtune 8B QLoRA setup');
   for (const s of engine.setups) {

@@ -18,11 +18,15 @@
 //   engine.js instantiates what this compiled (window.trainmemWasm) instead of fetching the module
 //   when its glue runs, after the page's scripts have arrived. Streaming: it compiles as it
 //   downloads. Where it cannot (no compileStreaming, a host that does not send application/wasm)
-//   it resolves to null and the glue fetches the module itself.
+//   it resolves to null and the glue fetches the module itself. The build's data beside it
+//   (window.trainmemData: the field specs, presets and GPUs the first answer reads) likewise:
+//   null where it fails, and engine.js fetches it again and says why.
 if (location.hash.length > 1) document.documentElement.setAttribute('data-link', '');
 window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.compileStreaming === 'function'
   ? WebAssembly.compileStreaming(fetch('wasm/trainmem.wasm', { credentials: 'same-origin' })).catch(() => null)
   : null;
+window.trainmemData = fetch('wasm/trainmem-data.json', { credentials: 'same-origin' })
+  .then((response) => (response.ok ? response.json() : null)).catch(() => null);
 { // a block: a classic script's top-level names would be the page's globals
   const edits = new Map(); // control id -> { value, checked }: its last value
   const keep = (event) => {

@@ -2,16 +2,23 @@
 // core as plain JS objects: estimates through the numeric path (slots.js), the tools (imports,
 // exports, the planner, the JSON documents) as JSON.stringify in, JSON.parse out.
 // Two modules: trainmem.mjs (the estimator: everything a result needs) and trainmem-tools.mjs (the
-// estimator plus importers, exporters and the planner), loaded on first use.
+// estimator plus importers, exporters and the planner), loaded on first use. What the page reads
+// once before its first estimate (the field specs the slots follow, the result's schema, the
+// presets, GPUs and setups) is trainmem-data.json beside them, written at build time from the
+// tools module (web/scripts/engine-data.mjs, engineDataOf below): the estimator module neither
+// carries nor formats it, so the first answer waits for no module call but its own (issue 31).
 import { SlotCodec, parseFieldSpecs, parseMethodSettings } from './slots.js';
 
 /** @typedef {import('../../wasm/trainmem').TrainmemModule} TrainmemModule */
 /** @typedef {import('../../wasm/trainmem').TrainmemToolsModule} TrainmemToolsModule */
+/** @typedef {import('../../wasm/trainmem').EngineData} EngineData */
 
 /** @type {Promise<TrainmemModule> | undefined} */
 let modulePromise;
 /** @type {Promise<TrainmemToolsModule> | undefined} */
 let toolsPromise;
+/** @type {Promise<EngineData> | undefined} */
+let dataPromise;
 
 /**
  * Loads the module once; later calls share the same promise. `overrides` reaches the Emscripten
@@ -38,6 +45,41 @@ function instantiateCompiled(compiled, imports, receive) {
 }
 
 /**
+ * The build's data (wasm/trainmem-data.json) once: what js/boot.js fetched from the head, or
+ * fetched here. Node passes it (`given`), since fetch() cannot read file paths there.
+ * @param {EngineData} [given]
+ * @returns {Promise<EngineData>}
+ */
+export function loadEngineData(given) {
+  dataPromise ??= given ? Promise.resolve(given) : Promise.resolve(globalThis.trainmemData ?? null).then((early) => early
+    ?? fetch(new URL('../wasm/trainmem-data.json', import.meta.url)).then((response) => {
+      if (!response.ok) throw new Error(`wasm/trainmem-data.json could not be loaded (HTTP ${response.status})`);
+      return response.json();
+    }));
+  return dataPromise;
+}
+
+/**
+ * What the page reads from the core before its first estimate, from a module that has it (the
+ * tools module): web/scripts/engine-data.mjs writes this at build time as trainmem-data.json.
+ * @param {TrainmemToolsModule} module
+ * @returns {EngineData}
+ */
+export function engineDataOf(module) {
+  return {
+    version: module.version(),
+    fieldCount: module.fieldCount(),
+    fieldSpecsText: module.fieldSpecsText(),
+    methodSettingsText: module.methodSettingsText(),
+    slotTables: module.slotTables(),
+    resultSchemaText: module.resultSchemaText(),
+    presets: JSON.parse(module.presets()).presets,
+    gpus: JSON.parse(module.gpus()).gpus,
+    setups: JSON.parse(module.setups()).setups,
+  };
+}
+
+/**
  * Loads the tools module once (importers, exporters, planner); `overrides` as for loadModule.
  * @returns {Promise<TrainmemToolsModule>}
  */
@@ -53,24 +95,33 @@ export function loadToolsModule(overrides = {}) {
  * methods (imports, exports, plan) need `await engine.loadTools()` first.
  */
 export class Engine {
-  /** @param {TrainmemModule} module */
-  constructor(module) {
+  /**
+   * @param {TrainmemModule} module
+   * @param {EngineData} data the same build's data (trainmem-data.json, or engineDataOf(module))
+   */
+  constructor(module, data) {
+    // The slots follow the field table's order: data of another build would misread every field.
+    if (data?.version !== module.version() || data?.fieldCount !== module.fieldCount()) {
+      throw new Error(`the estimator module (version ${module.version()}, ${module.fieldCount()} fields) and `
+        + `wasm/trainmem-data.json (version ${data?.version}, ${data?.fieldCount} fields) are not of one build: `
+        + 'rebuild them together (web/scripts/build-wasm.sh), or reload the page');
+    }
     this.module = module;
     /** @type {TrainmemToolsModule | null} */
     this.toolsModule = null;
     // These never change for a given build: parse them once.
-    this.fieldSpecs = parseFieldSpecs(module.fieldSpecsText());
+    this.fieldSpecs = parseFieldSpecs(data.fieldSpecsText);
     /** the same specs by field name */
     this.fieldSpecsByName = new Map(this.fieldSpecs.map((s) => [s.name, s]));
     /** what each fine-tuning method usually runs with (core method_settings) */
-    this.methodSettings = parseMethodSettings(module.methodSettingsText());
-    this.presets = JSON.parse(module.presets()).presets;
-    this.gpus = JSON.parse(module.gpus()).gpus;
+    this.methodSettings = parseMethodSettings(data.methodSettingsText);
+    this.presets = data.presets;
+    this.gpus = data.gpus;
     /** the fine-tuning setups (core/data/setups.json): complete runs to start from */
-    this.setups = JSON.parse(module.setups()).setups;
-    this.version = module.version();
+    this.setups = data.setups;
+    this.version = data.version;
     // The fast path (slots.js): numbers in, numbers out, no JSON per call.
-    this.codec = new SlotCodec(this.fieldSpecs, module.slotTables(), module.resultSchemaText());
+    this.codec = new SlotCodec(this.fieldSpecs, data.slotTables, data.resultSchemaText);
     /** module calls made so far, by kind (the page benchmark prints calls per keystroke) */
     this.calls = { view: 0, estimate: 0, fieldsInEffect: 0, check: 0 };
   }
@@ -228,15 +279,19 @@ export class Engine {
   }
 }
 
-/** @param {object} [overrides] */
-export async function createEngine(overrides) {
-  return new Engine(await loadModule(overrides));
+/**
+ * @param {object} [overrides] for the Emscripten factory
+ * @param {EngineData} [data] the build's data where it cannot be fetched (Node)
+ */
+export async function createEngine(overrides, data) {
+  const [module, engineData] = await Promise.all([loadModule(overrides), loadEngineData(data)]);
+  return new Engine(module, engineData);
 }
 
-/** An engine over the tools module alone (it estimates too): for the planner's worker. */
+/** An engine over the tools module alone (it estimates too, and has its own data): for the planner's worker. */
 export async function createToolsEngine(overrides) {
   const module = await loadToolsModule(overrides);
-  const engine = new Engine(module);
+  const engine = new Engine(module, engineDataOf(module));
   engine.toolsModule = module;
   return engine;
 }

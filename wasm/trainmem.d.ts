@@ -312,6 +312,19 @@ export interface FieldSpec {
   link_key: string;
   /** what a form shows (the name beside it) */
   label: string;
+  /** choice fields: the form's words for each choice, in the choices' order (absent: the names) */
+  choice_labels?: string[];
+  /** where the page's form shows it (absent: the page sets it itself) */
+  form?: FormPlace;
+}
+
+/** A field's place in the page's form (web/js/layout.js titles the sections and orders them). */
+export interface FormPlace {
+  section: 'run' | 'model' | 'parallelism' | 'training' | 'framework' | 'optimizer' | 'activations' | 'finetuning' | 'runtime';
+  /** under the section's "More" disclosure */
+  more: boolean;
+  /** its place in the section: smaller first, unique within the section */
+  order: number;
 }
 
 export interface Preset {

@@ -213,6 +213,45 @@ TEST_CASE("each field row names its link key and label: non-empty, and no key sh
   CHECK(find_field_by_link_key("no_such_key") == nullptr);
 }
 
+TEST_CASE("each field row places the field in the page's form: every field has a section but the one the page sets, one order each",
+          "[fields][rows]") {
+  // web/js/layout.js builds the form from these places alone: a field without a section has no
+  // input. The page sets only the GPU's capacity itself (its GPU picker and capacity box).
+  std::set<std::string_view> set_by_page;
+  std::map<FormSection, std::set<uint16_t>> orders;
+  std::map<FormSection, int> shown;
+  for (const FieldSpec& spec : field_specs()) {
+    INFO(spec.name);
+    if (spec.form.section == FormSection::none) {
+      set_by_page.insert(spec.name);
+      continue;
+    }
+    CHECK(spec.form.order > 0);
+    CHECK(orders[spec.form.section].insert(spec.form.order).second);  // a tie would leave the order to chance
+    if (!spec.form.more) ++shown[spec.form.section];
+  }
+  CHECK(set_by_page == std::set<std::string_view>{field::gpu_memory_bytes});
+  // Every section holds a field among its own inputs (an empty one would be a title alone).
+  for (size_t i = 1; i < size_t(FormSection::count); ++i) {
+    INFO(name_of(FormSection(i)));
+    CHECK(shown[FormSection(i)] > 0);
+  }
+}
+
+TEST_CASE("a choice field's labels, where its row has them, word each of its choices", "[fields][rows]") {
+  size_t labelled = 0;
+  for (const FieldSpec& spec : field_specs()) {
+    if (spec.choice_labels.empty()) continue;
+    INFO(spec.name);
+    ++labelled;
+    CHECK((spec.type == FieldType::choice || spec.type == FieldType::choice_list));
+    REQUIRE(spec.choice_labels.size() == spec.choices.size());
+    for (std::string_view label : spec.choice_labels) CHECK(!label.empty());
+  }
+  CHECK(labelled > 0);
+  CHECK(find_field(field::peft)->choice_labels[0] == "full fine-tuning");  // peft "none"
+}
+
 TEST_CASE("without_fields_out_of_effect unsets what the form remembers but the config does not read",
           "[fields][in_effect]") {
   // momentum was set while the optimizer was SGD; with AdamW it does not apply (resolve() rejects

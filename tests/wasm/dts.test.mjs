@@ -134,6 +134,7 @@ test('an error has exactly the declared keys', () => {
 
 test('field specs, presets, GPUs and setups have exactly the declared keys', () => {
   assertShape('FieldSpec', engine.fieldSpecs);
+  assertShape('FormPlace', engine.fieldSpecs.filter((s) => s.form).map((s) => s.form));
   assertShape('Preset', engine.presets);
   assertShape('Gpu', engine.gpus);
   assertShape('Setup', engine.setups);
@@ -145,9 +146,11 @@ test('declared string unions match what the module returns', () => {
   for (const c of moeRun.components) assert.ok(kinds.includes(`'${c.kind}'`), c.kind);
   const types = dts.match(/type: ([^;]+);/)[1];
   const groups = dts.match(/group: ('[^;]+);/)[1];
+  const sections = dts.match(/section: ('[^;]+);/)[1];
   for (const s of engine.fieldSpecs) {
     assert.ok(types.includes(`'${s.type}'`), s.type);
     assert.ok(groups.includes(`'${s.group}'`), s.group);
+    if (s.form) assert.ok(sections.includes(`'${s.form.section}'`), s.form.section);
   }
 });
 

@@ -2172,6 +2172,44 @@ await check('More options by topic: closed on the fresh page, opened by what is 
   }
 });
 
+// One row per field: the form is built from the field rows' places (core FieldSpec::form), so
+// each section's inputs and its "More" list are the rows that name it, in their order, and every
+// field but the one the page sets itself (the capacity) is on the form once. The sections' titles
+// and order are the page's own (layout.js), and a choice reads as its row's label.
+await check('the form is the field rows\' places: each section\'s inputs and "More" list are the rows naming it, in their order, each field once; choices read as their rows\' labels', async (keep) => {
+  const engine = await loadEngine();
+  const { page, problems } = await open();
+  keep(page);
+  await page.waitForSelector('#f-num_layers', { state: 'attached' });
+  const form = await page.evaluate(() => {
+    const names = (grid) => (grid ? [...grid.querySelectorAll(':scope > [data-field]')].map((e) => e.dataset.field) : []);
+    const topics = [...document.querySelectorAll('#fields > details.topic')].map((d) => ({
+      id: d.dataset.topic, title: d.querySelector('.topic-title').textContent, moreTitle: d.querySelector(':scope > details.more > summary')?.textContent ?? '',
+      fields: names(d.querySelector(':scope > .grid')), more: names(d.querySelector(':scope > details.more > .grid')),
+    }));
+    return [{ id: 'run', fields: names(document.getElementById('run-grid')), more: [] }, ...topics];
+  });
+  const placed = engine.fieldSpecs.filter((s) => s.form).sort((a, b) => a.form.order - b.form.order);
+  const rows = (id, more) => placed.filter((s) => s.form.section === id && s.form.more === more).map((s) => s.name);
+  for (const section of form) {
+    expect(JSON.stringify(section.fields) === JSON.stringify(rows(section.id, false)), `${section.id} shows ${section.fields.join(', ')}; its rows: ${rows(section.id, false).join(', ')}`);
+    expect(JSON.stringify(section.more) === JSON.stringify(rows(section.id, true)), `${section.id}'s More has ${section.more.join(', ')}; its rows: ${rows(section.id, true).join(', ')}`);
+    if (section.more.length) expect(section.moreTitle === `More ${section.title.toLowerCase()} options`, `${section.id}'s More says "${section.moreTitle}"`);
+  }
+  const onForm = form.flatMap((s) => [...s.fields, ...s.more]);
+  expect(onForm.length === placed.length && new Set(onForm).size === placed.length, `${onForm.length} inputs on the form for ${placed.length} placed rows`);
+  expect(new Set(form.map((s) => s.id)).size === form.length && form.length === new Set(placed.map((s) => s.form.section)).size, `sections: ${form.map((s) => s.id).join(', ')}`);
+  expect(engine.fieldSpecs.filter((s) => !s.form).every((s) => !onForm.includes(s.name)), 'a field the page sets itself has an input');
+  // The method's options read as the peft row's labels (the framework's words may stand first,
+  // with the label in the option's title).
+  const peft = engine.fieldSpecsByName.get('peft');
+  const options = await page.$$eval('#f-peft option', (os) => os.filter((o) => o.value).map((o) => ({ value: o.value, text: o.textContent, title: o.title })));
+  expect(options.length === peft.choices.length && options.every((o, i) => o.value === peft.choices[i] && (o.text === peft.choice_labels[i] || o.title.startsWith(`${peft.choice_labels[i]} · `))),
+    `the method's options: ${JSON.stringify(options)}`);
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 // Issue 32 item 10: tasks 1-3 and 10 walked end to end at both sizes, with the screenshots the
 // issue asks for (the first screen, a link, a setup and an import), each looked at.
 // It walks web/ as the development server serves it and dist/ as npm start serves it (built here,

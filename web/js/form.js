@@ -1,7 +1,7 @@
 // The input form, built from the core's field specs and layout.js. It turns what people type into
 // field values without judging them (the core validates), shows each issue next to its field, and
 // shows what unset fields resolved to.
-import { CHOICE_LABELS, sectionFields } from './layout.js';
+import { choiceLabel, sectionFields } from './layout.js';
 import { INTEGER_TEXT, NUMBER_TEXT, listToText, numberOrText, textToList } from './url-state.js';
 import { formatInteger } from './format.js';
 import { termElements } from './dom.js';
@@ -168,7 +168,6 @@ export class Form {
         topic.append(details);
         this.sections.push(details);
       }
-      if (section.trainmemOnly) topic.classList.add('trainmem-only');
       if (!this.topics.size) root.append(el('h3', { class: 'topics-title', id: 'more-options', text: 'More options' }));
       root.append(topic);
       this.sections.push(topic);
@@ -324,7 +323,7 @@ export class Form {
       if (f.spec.type !== 'choice' || f.input.tagName !== 'SELECT') continue;
       for (const option of f.input.options) {
         if (!option.value) continue;
-        const own = CHOICE_LABELS[name]?.[option.value] ?? option.value;
+        const own = choiceLabel(f.spec, option.value);
         const spelled = this.spelling(name, option.value);
         const text = spelled ?? own;
         if (option.textContent !== text) option.textContent = text;
@@ -392,7 +391,7 @@ export class Form {
     } else if (spec.type === 'choice') {
       input = el('select', { id, name, 'aria-describedby': `${hintId} ${errorId}` });
       if (!spec.required) input.append(el('option', { value: '', text: 'default' }));
-      for (const choice of spec.choices ?? []) input.append(el('option', { value: choice, text: CHOICE_LABELS[name]?.[choice] ?? choice }));
+      for (const choice of spec.choices ?? []) input.append(el('option', { value: choice, text: choiceLabel(spec, choice) }));
     } else {
       input = el('input', {
         type: 'text', id, name, inputmode: { integer: 'numeric', number: 'decimal' }[spec.type] ?? 'text',
@@ -585,7 +584,7 @@ export class Form {
         }
         // In the words its own choice shows ("default (full fine-tuning)", not the core's "none";
         // "default: none (no checkpointing)" where those words have their own parentheses).
-        const words = CHOICE_LABELS[name]?.[r] ?? r;
+        const words = choiceLabel(f.spec, r);
         const text = r === undefined || r === null ? 'default' : String(words).includes('(') ? `default: ${words}` : `default (${words})`;
         if (first && first.value === '' && first.textContent !== text) first.textContent = text; // only a change is laid out
       } else {

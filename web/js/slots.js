@@ -34,11 +34,14 @@ const columns = (line) => line.split('\t').map(unescaped);
 /** The core's field specs from the module's fieldSpecsText(): the objects field_specs_json writes. */
 export function parseFieldSpecs(text) {
   return text.split('\n').filter(Boolean).map((line) => {
-    const [name, type, group, required, min, max, choices, unit, defaultText, description, trainmemOnly, linkKey, label] = columns(line);
+    const [name, type, group, required, min, max, choices, unit, defaultText, description, trainmemOnly, linkKey, label,
+      formSection, formMore, formOrder, choiceLabels] = columns(line);
     const spec = { name, type, group, required: required === '1' };
     if (min !== '') { spec.min = Number(min); spec.max = Number(max); }
     if (choices !== '') spec.choices = choices.split(',');
+    if (choiceLabels !== '') spec.choice_labels = choiceLabels.split('\n');
     Object.assign(spec, { unit, default: defaultText, description, trainmem_only: trainmemOnly === '1', link_key: linkKey, label });
+    if (formSection !== '') spec.form = { section: formSection, more: formMore === '1', order: Number(formOrder) };
     return spec;
   });
 }

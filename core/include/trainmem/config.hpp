@@ -106,6 +106,19 @@ constexpr bool has_range(FieldType t) {
          t == FieldType::number;
 }
 enum class FieldGroup : uint8_t { profile, model, moe, mla, training, parallelism, finetuning };
+// The sections of the page's form, where a field's input sits (web/js/layout.js titles them and
+// sets their order). none: the page sets the field itself and shows no input for it (the GPU's
+// capacity comes from its GPU picker).
+enum class FormSection : uint8_t {
+  none, run, model, parallelism, training, framework, optimizer, activations, finetuning, runtime, count
+};
+// Where the page's form shows a field: its section, among the section's inputs or under its
+// "More" disclosure, and its place there (smaller first; unique within the section).
+struct FormPlace {
+  FormSection section = FormSection::none;
+  bool more = false;
+  uint16_t order = 0;
+};
 
 // The names of an enumeration's values, in order (names.cpp).
 template <class E>
@@ -440,6 +453,10 @@ struct FieldSpec {
   // may also spell the field's name) and the form's label (the name is shown beside it).
   std::string_view link_key = {};
   std::string_view label = {};
+  FormPlace form = {};  // where the page's form shows it
+  // Choice fields: the words the form shows for each choice, in the choices' order, where the
+  // name alone is a framework's word (empty: the names).
+  std::span<const std::string_view> choice_labels = {};
 };
 
 std::span<const FieldSpec> field_specs();

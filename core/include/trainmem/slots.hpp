@@ -99,8 +99,9 @@ void write_result_slots(const Config& config, const FullEstimate& estimate, Slot
 
 // The field table, once, one line per field: name, type, group, required (0/1), min, max (empty
 // unless numeric), choices (comma-separated), unit, default, description, trainmem_only (0/1),
-// link key, label, separated by tabs, texts escaped: what field_specs_json says, without a JSON
-// library.
+// link key, label, the form's section, more (0/1) and order (the three empty for a field the page
+// sets itself), the choices' labels (newline-separated; empty: the names), separated by tabs,
+// texts escaped: what field_specs_json says, without a JSON library.
 std::string field_specs_text();
 
 // method_settings(), one line each: peft, field, value, why, separated by tabs, texts escaped.

@@ -99,12 +99,23 @@ constexpr ConfigLink config_link() {
 }
 
 // What a row is called: its name (the config's key), its link key (short, stable, append-only:
-// never reuse or rename one; a link may also use the name) and its label (what a form shows, the
-// name beside it).
+// never reuse or rename one; a link may also use the name), its label (what a form shows, the
+// name beside it) and, for a choice field whose names are a framework's words, the form's words
+// for its choices (a table beside the names, name_tables.hpp).
 struct FieldNames {
   FieldName name;  // a constant of trainmem/field_names.hpp
   std::string_view link_key, label;
+  std::span<const std::string_view> choice_labels = {};
 };
+
+// Where the page's form shows a row (FormPlace), written next to its group: among its section's
+// inputs or under the section's "More", at `order` (smaller first, unique in the section; steps
+// of 10 leave room for a new row between two).
+using S = FormSection;
+constexpr FormPlace shown(FormSection section, uint16_t order) { return {section, false, order}; }
+constexpr FormPlace in_more(FormSection section, uint16_t order) { return {section, true, order}; }
+// The page sets the field itself and shows no input for it.
+constexpr FormPlace set_by_page() { return {}; }
 
 struct Field {
   FieldSpec spec;
@@ -124,44 +135,46 @@ struct Field {
 constexpr std::span<const std::string_view> no_choices{};
 
 template <auto In, auto Out = nullptr>
-constexpr Field int_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
+constexpr Field int_field(FieldNames names, FieldGroup group, FormPlace form, int64_t min, int64_t max,
                 std::string_view unit, Default fallback, std::string_view description) {
   return {{names.name, FieldType::integer, group, fallback.kind == Default::required, double(min),
-           double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label},
+           double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
           IntMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-constexpr Field number_field(FieldNames names, FieldGroup group, double min, double max,
+constexpr Field number_field(FieldNames names, FieldGroup group, FormPlace form, double min, double max,
                    std::string_view unit, Default fallback, std::string_view description) {
-  return {{names.name, FieldType::number, group, false, min, max, no_choices, unit, {}, description, false, {}, names.link_key, names.label},
+  return {{names.name, FieldType::number, group, false, min, max, no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
           NumberMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-constexpr Field bool_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field bool_field(FieldNames names, FieldGroup group, FormPlace form, Default fallback,
                  std::string_view description) {
-  return {{names.name, FieldType::boolean, group, false, 0, 1, no_choices, "", {}, description, false, {}, names.link_key, names.label},
+  return {{names.name, FieldType::boolean, group, false, 0, 1, no_choices, "", {}, description, false, {}, names.link_key, names.label, form},
           BoolMember(In), fallback, config_link<In, Out>()};
 }
 template <auto In, auto Out = nullptr>
-constexpr Field choice_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field choice_field(FieldNames names, FieldGroup group, FormPlace form, Default fallback,
                    std::string_view description) {
   using E = typename std::remove_reference_t<decltype(ConfigInput{}.*In)>::value_type;
-  return {{names.name, FieldType::choice, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label},
+  return {{names.name, FieldType::choice, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label, form,
+           names.choice_labels},
           choice_target<In>(), fallback, config_link<In, Out>()};
 }
 template <class E, auto In, auto Out = nullptr>
-constexpr Field choice_list_field(FieldNames names, FieldGroup group, Default fallback,
+constexpr Field choice_list_field(FieldNames names, FieldGroup group, FormPlace form, Default fallback,
                         std::string_view description) {
-  Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label},
+  Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label, form,
+           names.choice_labels},
           MaskMember(In), fallback, config_link<In, Out>()};
   f.config.default_value = [] { return FieldValue(double(Config{}.*Out)); };  // the bit mask
   return f;
 }
 // A list of whole numbers from `min` to `max`, at most k_max_layers of them.
 template <auto In, auto Out>
-constexpr Field int_list_field(FieldNames names, FieldGroup group, int64_t min, int64_t max,
+constexpr Field int_list_field(FieldNames names, FieldGroup group, FormPlace form, int64_t min, int64_t max,
                      std::string_view unit, Default fallback, std::string_view description) {
-  Field f{{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label},
+  Field f{{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
           IntListMember(In), fallback, {}};
   f.config.copy_in = [](const ConfigInput& in, Config& c) {
     if (const auto& v = in.*In) c.*Out = *v;
@@ -282,78 +295,83 @@ using C = ConfigInput;
 // function, compiled on the first call).
 constexpr Field k_field_rows[] = {
       choice_field<&C::profile, &Config::profile>(
-          {field::profile, "prof", "Estimator profile"}, G::profile, from_config(),
+          {field::profile, "prof", "Estimator profile"}, G::profile, shown(S::training, 20), from_config(),
           "Which estimator to reproduce: megatron-bridge (Megatron-Bridge "
           "estimate_training_memory), megatron-lm (Megatron-LM theoretical_memory_usage) "
           "or trainmem (the default: every framework, precision, optimizer, per-tensor "
           "activations on every pipeline stage, runtime overheads)."),
       // Model shape.
       int_field<&C::num_layers, &Config::num_layers>(
-          {field::num_layers, "L", "Layers"}, G::model, 1, k_max_layers, "layers", required(),
+          {field::num_layers, "L", "Layers"}, G::model, shown(S::model, 10), 1, k_max_layers, "layers", required(),
           "Transformer (decoder) layers, L."),
       int_field<&C::hidden_size, &Config::hidden_size>(
-          {field::hidden_size, "h", "Hidden size"}, G::model, 1, k_max_count, "", required(),
+          {field::hidden_size, "h", "Hidden size"}, G::model, shown(S::model, 20), 1, k_max_count, "", required(),
           "Hidden size h."),
       int_field<&C::num_attention_heads, &Config::num_attention_heads>(
-          {field::num_attention_heads, "a", "Attention heads"}, G::model, 0, k_max_count, "heads", required(),
+          {field::num_attention_heads, "a", "Attention heads"}, G::model, shown(S::model, 30), 0, k_max_count, "heads", required(),
           "Attention (query) heads a; 0: blocks without attention (trainmem profile)."),
       int_field<&C::num_query_groups, &Config::num_query_groups>(
-          {field::num_query_groups, "g", "KV heads (query groups)"}, G::model, 1, k_max_count, "groups", derived("num_attention_heads (MHA)"),
+          {field::num_query_groups, "g", "KV heads (query groups)"}, G::model, shown(S::model, 40),
+          1, k_max_count, "groups", derived("num_attention_heads (MHA)"),
           "Key/value head groups g (GQA); must divide the heads."),
       int_field<&C::kv_channels, &Config::kv_channels>(
-          {field::kv_channels, "kv", "Head dimension"}, G::model, 1, k_max_count, "", derived("hidden_size / num_attention_heads"),
+          {field::kv_channels, "kv", "Head dimension"}, G::model, shown(S::model, 50),
+          1, k_max_count, "", derived("hidden_size / num_attention_heads"),
           "Channels per attention head k (head_dim)."),
       int_field<&C::ffn_hidden_size, &Config::ffn_hidden_size>(
-          {field::ffn_hidden_size, "ffn", "FFN hidden size"}, G::model, 1, k_max_count, "", derived("4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)"),
+          {field::ffn_hidden_size, "ffn", "FFN hidden size"}, G::model, shown(S::model, 60),
+          1, k_max_count, "", derived("4 × hidden_size (megatron-lm with SwiGLU: int(8h/3/64)·64)"),
           "MLP intermediate size f."),
       int_field<&C::vocab_size, &Config::vocab_size>(
-          {field::vocab_size, "V", "Vocabulary size"}, G::model, 0, k_max_count, "tokens", required(),
+          {field::vocab_size, "V", "Vocabulary size"}, G::model, shown(S::model, 70), 0, k_max_count, "tokens", required(),
           "Vocabulary size V (before padding); 0: no embedding or output layer (trainmem "
           "profile)."),
       int_field<&C::make_vocab_size_divisible_by, &Config::make_vocab_size_divisible_by>(
-          {field::make_vocab_size_divisible_by, "Vdiv", "Pad vocabulary to a multiple of"}, G::model, 1, k_max_count, "", from_config(),
+          {field::make_vocab_size_divisible_by, "Vdiv", "Pad vocabulary to a multiple of"}, G::model, in_more(S::model, 260),
+          1, k_max_count, "", from_config(),
           "Vocabulary padding multiple m; padded V = ceil(V / (m·TP))·m·TP."),
       int_field<&C::max_position_embeddings, &Config::max_position_embeddings>(
-          {field::max_position_embeddings, "maxpos", "Learned position embeddings"}, G::model, 1, k_max_count, "tokens", none_means(""),
+          {field::max_position_embeddings, "maxpos", "Learned position embeddings"}, G::model, in_more(S::model, 300),
+          1, k_max_count, "tokens", none_means(""),
           "Learned absolute position embeddings (GPT-2/3 style); the reference profiles do "
           "not count them (reference §3.2)."),
       trainmem_only(number_field<&C::rotary_percent, &Config::rotary_percent>(
-          {field::rotary_percent, "rotp", "RoPE fraction of head channels"}, G::model, 0, 1, "", from_config(),
+          {field::rotary_percent, "rotp", "RoPE fraction of head channels"}, G::model, in_more(S::model, 310), 0, 1, "", from_config(),
           "Megatron --rotary-percent (transformers' partial_rotary_factor): the fraction of each "
           "head's channels RoPE rotates; the rest pass through. Only the rotary tables narrow: "
           "the cos and sin a transformers model keeps (int(k·this) wide); q and k keep their "
           "width, and Megatron Core's shared frequency table is not counted.")),
       bool_field<&C::should_pad_vocab, &Config::should_pad_vocab>(
-          {field::should_pad_vocab, "Vpad", "Pad vocabulary"}, G::model, from_config(),
+          {field::should_pad_vocab, "Vpad", "Pad vocabulary"}, G::model, in_more(S::model, 270), from_config(),
           "megatron-bridge: pad the vocabulary before counting (megatron-lm always pads)."),
       bool_field<&C::share_embeddings_and_output_weights, &Config::share_embeddings_and_output_weights>(
-          {field::share_embeddings_and_output_weights, "tied", "Tied input/output embeddings"}, G::model, from_config(),
+          {field::share_embeddings_and_output_weights, "tied", "Tied input/output embeddings"}, G::model, shown(S::model, 100), from_config(),
           "Tie the input embedding and the output layer."),
       bool_field<&C::gated_linear_unit, &Config::gated_linear_unit>(
-          {field::gated_linear_unit, "glu", "Gated MLP (GLU)"}, G::model, from_config(),
+          {field::gated_linear_unit, "glu", "Gated MLP (GLU)"}, G::model, shown(S::model, 80), from_config(),
           "Gated MLP (GLU): fc1 has two halves."),
       choice_field<&C::activation_func, &Config::activation_func>(
-          {field::activation_func, "act", "Activation"}, G::model, from_config(),
+          {field::activation_func, "act", "Activation"}, G::model, shown(S::model, 90), from_config(),
           "MLP activation; with gated_linear_unit, silu is SwiGLU and gelu GeGLU."),
       bool_field<&C::swiglu>(
-          {field::swiglu, "swiglu", "SwiGLU (Megatron-LM flag)"}, G::model, derived("false"),
+          {field::swiglu, "swiglu", "SwiGLU (Megatron-LM flag)"}, G::model, in_more(S::model, 250), derived("false"),
           "Megatron-LM's --swiglu: shorthand for gated_linear_unit=true, activation_func=silu."),
       choice_field<&C::normalization, &Config::normalization>(
-          {field::normalization, "norm", "Normalization"}, G::model, from_config(),
+          {field::normalization, "norm", "Normalization"}, G::model, in_more(S::model, 230), from_config(),
           "Normalization layer (megatron-lm counts RMSNorm as h, LayerNorm as 2h)."),
       bool_field<&C::add_bias_linear, &Config::add_bias_linear>(
-          {field::add_bias_linear, "bias", "Linear layers have biases"}, G::model, from_config(),
+          {field::add_bias_linear, "bias", "Linear layers have biases"}, G::model, in_more(S::model, 240), from_config(),
           "Linear layers have biases (megatron-lm counts the router bias)."),
       bool_field<&C::add_qkv_bias, &Config::add_qkv_bias>(
-          {field::add_qkv_bias, "qkvb", "Biases on Q, K, V (Qwen2)"}, G::model, from_config(),
+          {field::add_qkv_bias, "qkvb", "Biases on Q, K, V (Qwen2)"}, G::model, in_more(S::model, 320), from_config(),
           "Biases on the query/key/value projections only (Qwen2); not counted by the "
           "reference profiles."),
       bool_field<&C::qk_layernorm, &Config::qk_layernorm>(
-          {field::qk_layernorm, "qkln", "Norm on each query and key head"}, G::model, from_config(),
+          {field::qk_layernorm, "qkln", "Norm on each query and key head"}, G::model, in_more(S::model, 330), from_config(),
           "A norm on each query and key head (Qwen3, OLMo 2); not counted by the reference "
           "profiles."),
       bool_field<&C::attention_sinks, &Config::attention_sinks>(
-          {field::attention_sinks, "sink", "Learned attention sinks (gpt-oss)"}, G::model, from_config(),
+          {field::attention_sinks, "sink", "Learned attention sinks (gpt-oss)"}, G::model, in_more(S::model, 340), from_config(),
           "A learned sink logit per head and layer that joins each row of scores before the softmax "
           "(gpt-oss, GptOssAttention.sinks): num_attention_heads parameters a layer, and in eager "
           "attention a softmax over s + 1 columns. transformers' gpt-oss has no SDPA path, so "
@@ -361,96 +379,101 @@ constexpr Field k_field_rows[] = {
           "counted by the reference profiles."),
       // MoE and MTP.
       int_field<&C::num_moe_experts, &Config::num_moe_experts>(
-          {field::num_moe_experts, "E", "Routed experts (0 = dense)"}, G::moe, 0, k_max_count, "experts", none_means("dense model"),
+          {field::num_moe_experts, "E", "Routed experts (0 = dense)"}, G::moe, shown(S::model, 110),
+          0, k_max_count, "experts", none_means("dense model"),
           "Routed experts per MoE layer E; unset or 0 for a dense model."),
       applies_when({{field::moe_layer_freq, FieldType::integer_or_list, G::moe, false, 1, k_max_layers,
                      no_choices, "", {},
                      "Which layers are MoE: every n-th layer (layer i is MoE iff i % n == 0), or a "
-                     "0/1 list with one entry per layer.", false, {}, "freq", "MoE layer pattern"},
+                     "0/1 list with one entry per layer.", false, {}, "freq", "MoE layer pattern", shown(S::model, 150)},
                     MoeFreqTarget{}, from_config(), moe_layer_freq_link()},
                    moe_model),
       applies_when(int_field<&C::moe_ffn_hidden_size, &Config::moe_ffn_hidden_size>(
-          {field::moe_ffn_hidden_size, "fe", "Expert FFN size"}, G::moe, 1, k_max_count, "", derived("ffn_hidden_size"),
+          {field::moe_ffn_hidden_size, "fe", "Expert FFN size"}, G::moe, shown(S::model, 120), 1, k_max_count, "", derived("ffn_hidden_size"),
           "Intermediate size of one routed expert f_e."), moe_model),
       applies_when(int_field<&C::moe_router_topk, &Config::moe_router_topk>(
-          {field::moe_router_topk, "topk", "Experts per token (top-k)"}, G::moe, 1, k_max_count, "experts", from_config(),
+          {field::moe_router_topk, "topk", "Experts per token (top-k)"}, G::moe, shown(S::model, 130), 1, k_max_count, "experts", from_config(),
           "Experts each token is routed to K."), moe_model),
       applies_when(trainmem_only(number_field<&C::moe_routing_imbalance, &Config::moe_routing_imbalance>(
-          {field::moe_routing_imbalance, "mri", "Routing imbalance (most-loaded GPU / mean)"}, G::moe, 1, 1e6, "", from_config(),
+          {field::moe_routing_imbalance, "mri", "Routing imbalance (most-loaded GPU / mean)"}, G::moe, in_more(S::model, 350),
+          1, 1e6, "", from_config(),
           "Routing imbalance: the tokens the most-loaded GPU's experts receive over the balanced "
           "share T·K·ETP (max over GPUs / mean). 1.0 = perfectly balanced (no published "
           "per-GPU, per-microbatch measurement to default from); capped at what one GPU's "
           "experts can receive, EP·min(K, E/EP)/K.")), moe_model),
       applies_when(int_field<&C::moe_shared_expert_intermediate_size, &Config::moe_shared_expert_intermediate_size>(
-          {field::moe_shared_expert_intermediate_size, "fs", "Shared expert FFN size"}, G::moe, 0, k_max_count, "", from_config(),
+          {field::moe_shared_expert_intermediate_size, "fs", "Shared expert FFN size"}, G::moe, shown(S::model, 140),
+          0, k_max_count, "", from_config(),
           "Total intermediate size of the shared experts f_s."), moe_model),
       applies_when(int_field<&C::moe_latent_size, &Config::moe_latent_size>(
-          {field::moe_latent_size, "lat", "MoE latent size"}, G::moe, 1, k_max_count, "", none_means(""),
+          {field::moe_latent_size, "lat", "MoE latent size"}, G::moe, in_more(S::model, 280), 1, k_max_count, "", none_means(""),
           "Latent MoE: experts work in a latent space of this size."), moe_model),
       applies_when(bool_field<&C::moe_shared_expert_gate, &Config::moe_shared_expert_gate>(
-          {field::moe_shared_expert_gate, "sgate", "Shared expert gate"}, G::moe, from_config(),
+          {field::moe_shared_expert_gate, "sgate", "Shared expert gate"}, G::moe, in_more(S::model, 290), from_config(),
           "Shared experts have a gate (megatron-lm counts h parameters for it)."), moe_model),
       in_effect_when(trainmem_only(bool_field<&C::moe_fused_expert_params, &Config::moe_fused_expert_params>(
-          {field::moe_fused_expert_params, "mfep", "Experts as one 3D parameter (gpt-oss)"}, G::moe, from_config(),
+          {field::moe_fused_expert_params, "mfep", "Experts as one 3D parameter (gpt-oss)"}, G::moe, in_more(S::model, 360), from_config(),
           "transformers' experts are 3D parameters indexed per expert (GptOssExperts: "
           "gate_up_proj[expert_idx]), not one nn.Linear per expert (Mixtral, Qwen-MoE): each "
           "expert's backward makes a gradient the size of the whole parameter, one more at a "
           "time in an MoE layer's backward. `trainmem import hf` sets it for model_type gpt_oss.")), hf_moe),
       int_field<&C::mtp_num_layers, &Config::mtp_num_layers>(
-          {field::mtp_num_layers, "mtp", "Multi-token prediction layers"}, G::moe, 0, k_max_layers, "layers", from_config(),
+          {field::mtp_num_layers, "mtp", "Multi-token prediction layers"}, G::moe, shown(S::model, 160), 0, k_max_layers, "layers", from_config(),
           "Multi-token-prediction layers after the decoder."),
       // Multi-latent attention.
       bool_field<&C::multi_latent_attention, &Config::multi_latent_attention>(
-          {field::multi_latent_attention, "mla", "Multi-latent attention (MLA)"}, G::mla, from_config(),
+          {field::multi_latent_attention, "mla", "Multi-latent attention (MLA)"}, G::mla, shown(S::model, 170), from_config(),
           "DeepSeek multi-latent attention (counted by megatron-lm only)."),
       applies_when(int_field<&C::q_lora_rank, &Config::q_lora_rank>(
-          {field::q_lora_rank, "qr", "Query LoRA rank"}, G::mla, 1, k_max_count, "", none_means("full-rank queries"),
+          {field::q_lora_rank, "qr", "Query LoRA rank"}, G::mla, shown(S::model, 180), 1, k_max_count, "", none_means("full-rank queries"),
           "MLA query low-rank size r_q; unset: full-rank queries."), latent_attention),
       applies_when(int_field<&C::kv_lora_rank, &Config::kv_lora_rank>(
-          {field::kv_lora_rank, "kvr", "KV LoRA rank"}, G::mla, 1, k_max_count, "", from_config(),
+          {field::kv_lora_rank, "kvr", "KV LoRA rank"}, G::mla, shown(S::model, 190), 1, k_max_count, "", from_config(),
           "MLA key/value low-rank size r_kv."), latent_attention),
       applies_when(int_field<&C::qk_head_dim, &Config::qk_head_dim>(
-          {field::qk_head_dim, "qkd", "QK head dimension"}, G::mla, 1, k_max_count, "", from_config(),
+          {field::qk_head_dim, "qkd", "QK head dimension"}, G::mla, shown(S::model, 200), 1, k_max_count, "", from_config(),
           "MLA query/key head size without the rotary part."), latent_attention),
       applies_when(int_field<&C::qk_pos_emb_head_dim, &Config::qk_pos_emb_head_dim>(
-          {field::qk_pos_emb_head_dim, "roped", "RoPE head dimension"}, G::mla, 0, k_max_count, "", from_config(),
+          {field::qk_pos_emb_head_dim, "roped", "RoPE head dimension"}, G::mla, shown(S::model, 210), 0, k_max_count, "", from_config(),
           "MLA rotary (decoupled) head size."), latent_attention),
       applies_when(int_field<&C::v_head_dim, &Config::v_head_dim>(
-          {field::v_head_dim, "vd", "V head dimension"}, G::mla, 1, k_max_count, "", from_config(),
+          {field::v_head_dim, "vd", "V head dimension"}, G::mla, shown(S::model, 220), 1, k_max_count, "", from_config(),
           "MLA value head size."), latent_attention),
       // Training.
       int_field<&C::seq_length, &Config::seq_length>(
-          {field::seq_length, "s", "Sequence length"}, G::training, 1, k_max_count, "tokens", required(),
+          {field::seq_length, "s", "Sequence length"}, G::training, shown(S::run, 30), 1, k_max_count, "tokens", required(),
           "Sequence length s."),
       int_field<&C::micro_batch_size, &Config::micro_batch_size>(
-          {field::micro_batch_size, "b", "Micro-batch size"}, G::training, 1, k_max_count, "sequences", required(),
+          {field::micro_batch_size, "b", "Micro-batch size"}, G::training, shown(S::run, 40), 1, k_max_count, "sequences", required(),
           "Micro batch size b."),
       int_field<&C::global_batch_size, &Config::global_batch_size>(
-          {field::global_batch_size, "gbs", "Global batch size"}, G::training, 1, k_max_count, "sequences", none_means(""),
+          {field::global_batch_size, "gbs", "Global batch size"}, G::training, shown(S::training, 10), 1, k_max_count, "sequences", none_means(""),
           "Global batch size; gives num_microbatches = global / (micro × DP)."),
       int_field<&C::num_microbatches, &Config::num_microbatches>(
-          {field::num_microbatches, "nmb", "Microbatches per step"}, G::training, 1, k_max_count, "microbatches", none_means(""),
+          {field::num_microbatches, "nmb", "Microbatches per step"}, G::training, in_more(S::training, 30),
+          1, k_max_count, "microbatches", none_means(""),
           "Microbatches per step per pipeline (limits the in-flight ones when PP > 1)."),
       in_effect_when(bool_field<&C::use_distributed_optimizer, &Config::use_distributed_optimizer>(
-          {field::use_distributed_optimizer, "dopt", "Distributed optimizer (ZeRO-1)"}, G::training, from_config(),
+          {field::use_distributed_optimizer, "dopt", "Distributed optimizer (ZeRO-1)"}, G::training, shown(S::parallelism, 120), from_config(),
           "Megatron's distributed optimizer (ZeRO-1): master weights and Adam states "
           "sharded over data-parallel ranks."), megatron_optimizer),
       bool_field<&C::sequence_parallel, &Config::sequence_parallel>(
-          {field::sequence_parallel, "sp", "Sequence parallel"}, G::training, from_config(),
+          {field::sequence_parallel, "sp", "Sequence parallel"}, G::training, shown(S::parallelism, 110), from_config(),
           "Megatron sequence parallelism (only with TP > 1)."),
       choice_field<&C::recompute_granularity, &Config::recompute_granularity>(
-          {field::recompute_granularity, "rc", "Activation recompute (checkpointing)"}, G::training, from_config(),
+          {field::recompute_granularity, "rc", "Activation recompute (checkpointing)", k_recompute_labels}, G::training, shown(S::run, 60),
+          from_config(),
           "Activation recomputation, also called activation checkpointing (full: every layer, "
           "as FSDP/Hugging Face gradient checkpointing; selective: Megatron's core attention; "
           "selective_op: torchtitan's per-op checkpointing, trainmem profile only)."),
       // Frameworks, precisions, optimizers, offload: the trainmem profile (issue 4).
       trainmem_only(choice_field<&C::framework, &Config::framework>(
-          {field::framework, "fw", "Framework"}, G::training, from_config(),
+          {field::framework, "fw", "Framework"}, G::training, shown(S::run, 50), from_config(),
           "Whose memory behaviour to follow: megatron (distributed optimizer optional), "
           "deepspeed (ZeRO 0-3), fsdp2 (PyTorch FSDP2, full or grad/optimizer sharding), ddp "
           "(plain PyTorch DDP with AMP).")),
       trainmem_only(choice_field<&C::model_implementation, &Config::model_implementation>(
-          {field::model_implementation, "mimpl", "Model code (what autograd keeps)"}, G::training,
+          {field::model_implementation, "mimpl", "Model code (what autograd keeps)"}, G::training, shown(S::finetuning, 10),
           derived("megatron-core (framework fsdp2: torchtitan; ddp and deepspeed: hf-transformers)"),
           "Whose model code runs the layers, which decides what autograd keeps for backward: "
           "megatron-core (Megatron Core's Transformer Engine layers, norms fused into the "
@@ -461,15 +484,16 @@ constexpr Field k_field_rows[] = {
           "(torchtune and torchtitan: SDPA's math path) and flash or fused is SDPA's fused kernel "
           "(Hugging Face sdpa or flash_attention_2).")),
       applies_when(trainmem_only(int_field<&C::zero_stage, &Config::zero_stage>(
-          {field::zero_stage, "zero", "ZeRO / FSDP stage"}, G::training, 0, 3, "", derived("deepspeed 0; fsdp2 3"),
+          {field::zero_stage, "zero", "ZeRO / FSDP stage"}, G::training, shown(S::framework, 10), 0, 3, "", derived("deepspeed 0; fsdp2 3"),
           "ZeRO stage: deepspeed 0-3; fsdp2 3 = full shard, 2 = shard gradients and optimizer.")), shards_with_zero_stage),
       applies_when(trainmem_only(int_field<&C::data_parallel_shard_size, &Config::data_parallel_shard_size>(
-          {field::data_parallel_shard_size, "dps", "Shard group size (HSDP)"}, G::parallelism, 1, k_max_parallel, "GPUs", derived("data_parallel_size"),
+          {field::data_parallel_shard_size, "dps", "Shard group size (HSDP)"}, G::parallelism, shown(S::framework, 20),
+          1, k_max_parallel, "GPUs", derived("data_parallel_size"),
           "fsdp2: ranks one shard group spans (HSDP replicates the "
           "shards over data_parallel_size / this).")), fsdp2,
           "applies to fsdp2 (hybrid sharding) only", {field::framework}),
       applies_when(trainmem_only(int_field<&C::fsdp_version, &Config::fsdp_version>(
-          {field::fsdp_version, "fsdpv", "FSDP version"}, G::training, 1, 2, "", from_config(),
+          {field::fsdp_version, "fsdpv", "FSDP version"}, G::training, in_more(S::training, 40), 1, 2, "", from_config(),
           "fsdp2: which PyTorch FSDP runs it, as accelerate's fsdp_version names them: 2 = "
           "fully_shard (FSDP2, per-parameter DTensor shards), 1 = FullyShardedDataParallel "
           "(FSDP1: one FlatParameter per wrapped unit; no forward prefetch, so one gathered unit "
@@ -480,7 +504,7 @@ constexpr Field k_field_rows[] = {
           "HYBRID_SHARD; NO_SHARD is framework ddp with gradient_as_bucket_view.")), fsdp2,
           "applies to fsdp2 only", {field::framework}),
       applies_when(trainmem_only(bool_field<&C::fsdp1_checkpoint_around_unit, &Config::fsdp1_checkpoint_around_unit>(
-          {field::fsdp1_checkpoint_around_unit, "f1cu", "Checkpoint around each FSDP1 unit"}, G::training,
+          {field::fsdp1_checkpoint_around_unit, "f1cu", "Checkpoint around each FSDP1 unit"}, G::training, in_more(S::training, 50),
           derived("true with model_implementation hf-transformers and recompute_granularity full "
                   "(transformers' gradient_checkpointing), else false"),
           "FSDP1 with recompute_granularity full: each decoder layer's checkpoint wraps its "
@@ -492,96 +516,100 @@ constexpr Field k_field_rows[] = {
           "detached input, which then keeps that input and its gradient until backward ends.")), fsdp1,
           "applies with fsdp_version 1 only", {field::framework, field::fsdp_version}),
       trainmem_only(int_field<&C::gpus_per_node, &Config::gpus_per_node>(
-          {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, 1, 1024, "GPUs", from_config(),
+          {field::gpus_per_node, "gpn", "GPUs per node"}, G::parallelism, in_more(S::framework, 190), 1, 1024, "GPUs", from_config(),
           "GPUs per node, for CPU memory per node.")),
       trainmem_only(choice_field<&C::params_dtype, &Config::params_dtype>(
-          {field::params_dtype, "dt", "Weights dtype"}, G::training, derived("bf16 (ddp: fp32; peft qlora: nf4)"),
+          {field::params_dtype, "dt", "Weights dtype"}, G::training, shown(S::framework, 30), derived("bf16 (ddp: fp32; peft qlora: nf4)"),
           "Storage type of the model weights (nf4: the frozen base linears of peft qlora; int8: "
           "those of peft qlora as bitsandbytes LLM.int8 stores them, load_in_8bit).")),
       in_effect_when(trainmem_only(choice_field<&C::expert_params_dtype, &Config::expert_params_dtype>(
-          {field::expert_params_dtype, "edt", "Expert weights dtype"}, G::training, derived("params_dtype"),
+          {field::expert_params_dtype, "edt", "Expert weights dtype"}, G::training, shown(S::framework, 80), derived("params_dtype"),
           "Storage type of routed-expert weights (e.g. mxfp4 for GPT-OSS).")), moe_model),
       trainmem_only(choice_field<&C::compute_dtype, &Config::compute_dtype>(
-          {field::compute_dtype, "cdt", "Compute dtype"}, G::training, derived("params_dtype (ddp, nf4 or int8 weights: bf16)"),
+          {field::compute_dtype, "cdt", "Compute dtype"}, G::training, shown(S::framework, 40),
+          derived("params_dtype (ddp, nf4 or int8 weights: bf16)"),
           "Type the matmuls run in; below params_dtype it "
           "is autocast, which caches low-precision weight copies.")),
       trainmem_only(bool_field<&C::master_weights, &Config::master_weights>(
-          {field::master_weights, "mw", "Master weights"}, G::training, from_config(),
+          {field::master_weights, "mw", "Master weights"}, G::training, shown(S::framework, 50), from_config(),
           "Keep higher-precision master weights (main_params_dtype) when params_dtype is lower.")),
       trainmem_only(choice_field<&C::main_params_dtype, &Config::main_params_dtype>(
-          {field::main_params_dtype, "mdt", "Master weights dtype"}, G::training, from_config(),
+          {field::main_params_dtype, "mdt", "Master weights dtype"}, G::training, in_more(S::framework, 90), from_config(),
           "Master weights type (Megatron --main-params-dtype).")),
       trainmem_only(choice_field<&C::main_grads_dtype, &Config::main_grads_dtype>(
-          {field::main_grads_dtype, "gdt", "Gradient dtype"}, G::training, from_config(),
+          {field::main_grads_dtype, "gdt", "Gradient dtype"}, G::training, in_more(S::framework, 100), from_config(),
           "Gradient accumulation type (Megatron --main-grads-dtype; FSDP2 reduce_dtype).")),
       trainmem_only(choice_field<&C::exp_avg_dtype, &Config::exp_avg_dtype>(
-          {field::exp_avg_dtype, "m1dt", "First moment dtype"}, G::training, from_config(),
+          {field::exp_avg_dtype, "m1dt", "First moment dtype"}, G::training, in_more(S::framework, 110), from_config(),
           "First-moment (momentum) state type (Megatron --exp-avg-dtype).")),
       trainmem_only(choice_field<&C::exp_avg_sq_dtype, &Config::exp_avg_sq_dtype>(
-          {field::exp_avg_sq_dtype, "m2dt", "Second moment dtype"}, G::training, from_config(),
+          {field::exp_avg_sq_dtype, "m2dt", "Second moment dtype"}, G::training, in_more(S::framework, 120), from_config(),
           "Second-moment state type (Megatron --exp-avg-sq-dtype).")),
       trainmem_only(choice_field<&C::fp8_recipe, &Config::fp8_recipe>(
-          {field::fp8_recipe, "fp8", "FP8 recipe"}, G::training, from_config(),
+          {field::fp8_recipe, "fp8", "FP8 recipe"}, G::training, shown(S::framework, 60), from_config(),
           "FP8 training recipe (Transformer Engine): extra FP8 weight copies and transposes.")),
       in_effect_when(trainmem_only(bool_field<&C::fp8_param_gather, &Config::fp8_param_gather>(
-          {field::fp8_param_gather, "fp8pg", "FP8 weights (param gather)"}, G::training, from_config(),
+          {field::fp8_param_gather, "fp8pg", "FP8 weights (param gather)"}, G::training, shown(S::framework, 70), from_config(),
           "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")), fp8_on),
       trainmem_only(choice_field<&C::optimizer, &Config::optimizer>(
-          {field::optimizer, "opt", "Optimizer"}, G::training, from_config(),
+          {field::optimizer, "opt", "Optimizer"}, G::training, shown(S::optimizer, 10), from_config(),
           "Optimizer; its states per parameter come from the optimizer table.")),
       applies_when(trainmem_only(choice_field<&C::optimizer_implementation, &Config::optimizer_implementation>(
-          {field::optimizer_implementation, "oimpl", "Adam implementation (torch.optim)"}, G::training, from_config(),
+          {field::optimizer_implementation, "oimpl", "Adam implementation (torch.optim)"}, G::training, shown(S::optimizer, 30), from_config(),
           "How torch.optim Adam/AdamW steps (frameworks ddp and fsdp2; torchtitan's "
           "optimizer.implementation): foreach keeps a copy of every exp_avg_sq as the "
           "denominator, for-loop one tensor's at a time, fused none. Megatron and DeepSpeed step "
           "with their fused multi-tensor Adam.")), torch_optim),
       applies_when(trainmem_only(number_field<&C::momentum, &Config::momentum>(
-          {field::momentum, "mom", "SGD momentum"}, G::training, 0, 1, "", from_config(),
+          {field::momentum, "mom", "SGD momentum"}, G::training, shown(S::optimizer, 20), 0, 1, "", from_config(),
           "SGD momentum; 0 keeps no momentum buffer.")), sgd,
           "applies to optimizer \"sgd\" only", {field::optimizer}),
       trainmem_only(number_field<&C::optimizer_offload_fraction, &Config::optimizer_offload_fraction>(
-          {field::optimizer_offload_fraction, "ooff", "Optimizer offload to CPU (fraction)"}, G::training, 0, 1, "", from_config(),
+          {field::optimizer_offload_fraction, "ooff", "Optimizer offload to CPU (fraction)"}, G::training, shown(S::optimizer, 40),
+          0, 1, "", from_config(),
           "Share of master weights and optimizer states kept in CPU memory "
           "(Megatron --optimizer-offload-fraction; deepspeed offload_optimizer = 1).")),
       trainmem_only(bool_field<&C::offload_params, &Config::offload_params>(
-          {field::offload_params, "poff", "Offload weights to CPU"}, G::training, from_config(),
+          {field::offload_params, "poff", "Offload weights to CPU"}, G::training, shown(S::optimizer, 50), from_config(),
           "Keep sharded weights in CPU memory (ZeRO-3 offload_param, FSDP2 CPUOffloadPolicy).")),
       in_effect_when(trainmem_only(bool_field<&C::fsdp_embedding_units, &Config::fsdp_embedding_units>(
-          {field::fsdp_embedding_units, "feu", "FSDP: embedding and output layer as their own units"}, G::training, from_config(),
+          {field::fsdp_embedding_units, "feu", "FSDP: embedding and output layer as their own units"}, G::training, in_more(S::training, 60),
+          from_config(),
           "fsdp2: the embedding and the output layer are FSDP units of their own, gathered for "
           "their forward and backward and resharded after each (torchtune custom_sharded_layers "
           "['tok_embeddings', 'output']), instead of staying unsharded in the root unit from the "
           "forward to the end of backward.")), fsdp2_full_shard),
       in_effect_when(trainmem_only(bool_field<&C::zero_init, &Config::zero_init>(
-          {field::zero_init, "zinit", "Partitioned init (zero.Init)"}, G::training, from_config(),
+          {field::zero_init, "zinit", "Partitioned init (zero.Init)"}, G::training, in_more(S::framework, 130), from_config(),
           "deepspeed: construct the model partitioned (zero.Init), as DeepSpeed's estimator asks.")), deepspeed),
       in_effect_when(trainmem_only(number_field<&C::reduce_bucket_size, &Config::reduce_bucket_size>(
-          {field::reduce_bucket_size, "rbs", "Reduce bucket (elements)"}, G::training, 0, 1e13, "elements", from_config(),
+          {field::reduce_bucket_size, "rbs", "Reduce bucket (elements)"}, G::training, in_more(S::framework, 150), 0, 1e13, "elements", from_config(),
           "deepspeed: zero_optimization.reduce_bucket_size (default 5e8). With contiguous_gradients "
           "ZeRO-3 keeps a bucket of this many elements in the gradients' type for the whole run "
           "(stage3.py __ipg_bucket_flat_buffer); ZeRO-1/2 allocate one, two with overlap_comm, "
           "for each backward pass (stage_1_and_2.py ipg_buffer).")), deepspeed_contiguous),
       in_effect_when(trainmem_only(bool_field<&C::contiguous_gradients, &Config::contiguous_gradients>(
-          {field::contiguous_gradients, "cgr", "Contiguous gradients (reduce bucket)"}, G::training, from_config(),
+          {field::contiguous_gradients, "cgr", "Contiguous gradients (reduce bucket)"}, G::training, in_more(S::framework, 140), from_config(),
           "deepspeed: zero_optimization.contiguous_gradients (default true): gradients are copied "
           "into the reduce bucket (reduce_bucket_size); false keeps no bucket.")), deepspeed),
       in_effect_when(trainmem_only(bool_field<&C::overlap_comm, &Config::overlap_comm>(
-          {field::overlap_comm, "ovc", "Overlap communication"}, G::training, derived("true at zero_stage 3, else false (DeepSpeed's default)"),
+          {field::overlap_comm, "ovc", "Overlap communication"}, G::training, in_more(S::framework, 160),
+          derived("true at zero_stage 3, else false (DeepSpeed's default)"),
           "deepspeed: zero_optimization.overlap_comm: ZeRO-1/2 double the backward's reduce bucket.")), deepspeed),
       in_effect_when(trainmem_only(number_field<&C::additional_buffer_factor, &Config::additional_buffer_factor>(
-          {field::additional_buffer_factor, "abf", "DeepSpeed CPU buffer factor"}, G::training, 1, 100, "", from_config(),
+          {field::additional_buffer_factor, "abf", "DeepSpeed CPU buffer factor"}, G::training, in_more(S::framework, 170), 1, 100, "", from_config(),
           "deepspeed: CPU buffer factor of DeepSpeed's estimator.")), deepspeed),
       in_effect_when(trainmem_only(bool_field<&C::gradient_as_bucket_view, &Config::gradient_as_bucket_view>(
-          {field::gradient_as_bucket_view, "gbv", "Gradients as bucket views"}, G::training, from_config(),
+          {field::gradient_as_bucket_view, "gbv", "Gradients as bucket views"}, G::training, in_more(S::framework, 180), from_config(),
           "ddp: gradients are views into the all-reduce buckets (no second gradient copy).")), ddp),
       // Read by every profile: the verdict (fit_verdict) judges any profile's figure against it.
       number_field<&C::gpu_memory_bytes, &Config::gpu_memory_bytes>(
-          {field::gpu_memory_bytes, "gpu_memory_bytes", "GPU memory"}, G::training, 0, 1e15, "bytes", none_means(""),
+          {field::gpu_memory_bytes, "gpu_memory_bytes", "GPU memory"}, G::training, set_by_page(), 0, 1e15, "bytes", none_means(""),
           "Capacity of one GPU: whether the figure fits (every profile); the trainmem profile also "
           "gives the minimum number of devices and what of paged optimizer states stays on it."),
       // Runtime overheads: what max_memory_reserved and nvidia-smi add (trainmem profile).
       trainmem_only(number_field<&C::allocator_fragmentation, &Config::allocator_fragmentation>(
-          {field::allocator_fragmentation, "frag", "Allocator fragmentation (fraction)"}, G::training, 0, 10, "",
+          {field::allocator_fragmentation, "frag", "Allocator fragmentation (fraction)"}, G::training, shown(S::runtime, 10), 0, 10, "",
           none_means("the larger of 5 % over the allocated peak and the simulated allocator"),
           "PyTorch's caching allocator. Unset: reserved is the larger of the allocated peak × 1.05 "
           "and a model of the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small "
@@ -593,11 +621,11 @@ constexpr Field k_field_rows[] = {
           "elsewhere. Set above 0: reserved = allocated × (1 + this) alone (from "
           "torch.cuda.memory_stats of a run); 0: the model alone, never below the allocated peak.")),
       trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
-          {field::cuda_context_bytes, "ctx", "CUDA context"}, G::training, 0, 1e12, "bytes", from_config(),
+          {field::cuda_context_bytes, "ctx", "CUDA context"}, G::training, shown(S::runtime, 20), 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "
           "counted in nvidia-smi, not in PyTorch's figures.")),
       trainmem_only(number_field<&C::nccl_bytes_per_communicator, &Config::nccl_bytes_per_communicator>(
-          {field::nccl_bytes_per_communicator, "nccl", "NCCL per communicator"}, G::training, 0, 1e12, "bytes", from_config(),
+          {field::nccl_bytes_per_communicator, "nccl", "NCCL per communicator"}, G::training, shown(S::runtime, 30), 0, 1e12, "bytes", from_config(),
           "NCCL ring and tree buffers of one communicator: per channel one "
           "ring and two tree (chain) receive connections, each holding the Simple (NCCL_BUFFSIZE "
           "4 MiB), LL128 (4.6875 MiB) and LL (0.5 MiB) buffers in one 10 MiB allocation (2 MiB "
@@ -605,84 +633,87 @@ constexpr Field k_field_rows[] = {
           "Communicators: the world and each process group that runs a collective (the result's "
           "nccl_groups).")),
       trainmem_only(bool_field<&C::nccl_nvls, &Config::nccl_nvls>(
-          {field::nccl_nvls, "nvls", "NVLink SHARP buffers (NVSwitch)"}, G::training, from_config(),
+          {field::nccl_nvls, "nvls", "NVLink SHARP buffers (NVSwitch)"}, G::training, shown(S::runtime, 40), from_config(),
           "NVLink SHARP (NVSwitch boards: H100/H200/B200 SXM): a communicator of more than two "
           "GPUs on one node also binds 24 channels x 2 x (4 + 2) MiB per GPU of it (288 MiB x "
           "GPUs; NCCL 2.17-2.20 nvls.cc, NCCL_NVLS_ENABLE=0 turns it off).")),
       trainmem_only(number_field<&C::workspace_bytes, &Config::workspace_bytes>(
-          {field::workspace_bytes, "ws", "Library workspaces"}, G::training, 0, 1e12, "bytes", from_config(),
+          {field::workspace_bytes, "ws", "Library workspaces"}, G::training, shown(S::runtime, 50), 0, 1e12, "bytes", from_config(),
           "Library workspaces PyTorch allocates through its caching allocator: the cuBLAS and "
           "cuBLASLt workspaces (32 MiB each on Hopper and newer; CUBLAS_WORKSPACE_CONFIG=:4096:8) "
           "and Transformer Engine's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before). Megatron "
           "CI's after-step allocation sits 99 MiB above model state on H100.")),
       // Activations: the trainmem profile (issue 5).
       trainmem_only(choice_field<&C::attention_backend, &Config::attention_backend>(
-          {field::attention_backend, "attn", "Attention kernel"}, G::training,
+          {field::attention_backend, "attn", "Attention kernel"}, G::training, shown(S::activations, 10),
           derived("flash (attention_sinks with model_implementation hf-transformers: unfused, transformers' eager)"),
           "Attention kernel: flash keeps the softmax statistics; fused (cuDNN's fused attention: "
           "Transformer Engine FusedAttention, PyTorch SDPA's cuDNN backend, which torchtitan puts "
           "first on sm100 GPUs such as B200 since its PR #1196) keeps the same; unfused keeps the "
           "s² scores.")),
       applies_when(trainmem_only(bool_field<&C::op_sac_saves_cudnn_attention, &Config::op_sac_saves_cudnn_attention>(
-          {field::op_sac_saves_cudnn_attention, "sacc", "Per-op SAC saves cuDNN attention (torchtitan 0.2.1+)"}, G::training, from_config(),
+          {field::op_sac_saves_cudnn_attention, "sacc", "Per-op SAC saves cuDNN attention (torchtitan 0.2.1+)"}, G::training, in_more(S::activations, 90),
+          from_config(),
           "selective_op: torchtitan's per-op save list names cuDNN's SDPA kernel "
           "(_scaled_dot_product_cudnn_attention), as it does since PR #2095 (December 2025, "
           "torchtitan 0.2.1). Before, with attention_backend fused the attention output and its "
           "statistics are not saved: backward recomputes them.")), per_op_recompute,
           "applies to recompute_granularity \"selective_op\" only", {field::recompute_granularity}),
       trainmem_only(number_field<&C::attention_dropout, &Config::attention_dropout>(
-          {field::attention_dropout, "adrop", "Attention dropout"}, G::training, 0, 1, "", from_config(),
+          {field::attention_dropout, "adrop", "Attention dropout"}, G::training, in_more(S::activations, 100), 0, 1, "", from_config(),
           "Attention dropout probability (a mask is saved when above 0).")),
       trainmem_only(number_field<&C::hidden_dropout, &Config::hidden_dropout>(
-          {field::hidden_dropout, "hdrop", "Hidden dropout"}, G::training, 0, 1, "", from_config(),
+          {field::hidden_dropout, "hdrop", "Hidden dropout"}, G::training, in_more(S::activations, 110), 0, 1, "", from_config(),
           "Hidden dropout probability (a mask is saved when above 0).")),
       in_effect_when(trainmem_only(number_field<&C::moe_expert_capacity_factor, &Config::moe_expert_capacity_factor>(
-          {field::moe_expert_capacity_factor, "cf", "Expert capacity factor"}, G::moe, 0, 1e6, "", none_means("dropless"),
+          {field::moe_expert_capacity_factor, "cf", "Expert capacity factor"}, G::moe, in_more(S::activations, 120),
+          0, 1e6, "", none_means("dropless"),
           "Expert capacity factor: an expert takes at most this multiple of the average tokens "
           "(padded to it with moe_pad_expert_input_to_capacity).")), moe_model),
       applies_when(trainmem_only(bool_field<&C::moe_pad_expert_input_to_capacity, &Config::moe_pad_expert_input_to_capacity>(
-          {field::moe_pad_expert_input_to_capacity, "mpad", "Pad experts to capacity"}, G::moe, from_config(),
+          {field::moe_pad_expert_input_to_capacity, "mpad", "Pad experts to capacity"}, G::moe, in_more(S::model, 370), from_config(),
           "Megatron Core: pad every expert's tokens to the capacity, so each GPU permutes and sends "
           "E·capacity token copies (without it: the routed copies, T·K at most).")), moe_model),
       applies_when(trainmem_only(choice_field<&C::moe_router_dtype, &Config::moe_router_dtype>(
-          {field::moe_router_dtype, "mrdt", "MoE router dtype"}, G::moe, from_config(),
+          {field::moe_router_dtype, "mrdt", "MoE router dtype"}, G::moe, in_more(S::model, 380), from_config(),
           "Megatron Core --moe-router-dtype: the router's logits and the routing probabilities the "
           "dispatcher keeps per MoE layer in fp32, or (none) in the compute dtype.")), moe_model),
       applies_when(trainmem_only(bool_field<&C::moe_permute_fusion, &Config::moe_permute_fusion>(
-          {field::moe_permute_fusion, "mpf", "Fused MoE permutation (TE)"}, G::moe, from_config(),
+          {field::moe_permute_fusion, "mpf", "Fused MoE permutation (TE)"}, G::moe, in_more(S::model, 390), from_config(),
           "Megatron Core --moe-permute-fusion: Transformer Engine's fused permutation keeps an "
           "index map per token and expert instead of two int64 indices per routed copy.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::moe_token_dispatcher_type, &Config::moe_token_dispatcher_type>(
-          {field::moe_token_dispatcher_type, "mtd", "MoE token dispatcher"}, G::moe, from_config(),
+          {field::moe_token_dispatcher_type, "mtd", "MoE token dispatcher"}, G::moe, in_more(S::model, 400), from_config(),
           "Megatron Core --moe-token-dispatcher-type. \"alltoall\": each GPU sends its routed "
           "token copies to the experts' GPUs (Megatron-Bridge's and NeMo's MoE recipes, "
           "ms-swift). \"allgather\": every GPU gathers all tokens of its expert-TP x EP group "
           "and keeps those routed to its own experts (Megatron-LM's command-line default), so "
           "the gathered tokens, their routing map and probabilities are G times one GPU's.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::moe_router_score_function, &Config::moe_router_score_function>(
-          {field::moe_router_score_function, "mrsf", "MoE router score function"}, G::moe, from_config(),
+          {field::moe_router_score_function, "mrsf", "MoE router score function"}, G::moe, in_more(S::model, 410), from_config(),
           "Megatron Core --moe-router-score-function. \"softmax\": the top-k of the logits, "
           "softmax over the k chosen (and the load-balancing loss's softmax over all experts). "
           "\"sigmoid\" (DeepSeek-V3, GLM-4.5): a sigmoid per expert over all experts, kept in "
           "fp32 for backward, the k chosen scores normalised to sum to 1 (and the load-balancing "
           "loss's own sigmoid).")), moe_model),
       applies_when(trainmem_only(bool_field<&C::moe_router_enable_expert_bias, &Config::moe_router_enable_expert_bias>(
-          {field::moe_router_enable_expert_bias, "mreb", "MoE router expert bias"}, G::moe, from_config(),
+          {field::moe_router_enable_expert_bias, "mreb", "MoE router expert bias"}, G::moe, in_more(S::model, 420), from_config(),
           "Megatron Core --moe-router-enable-expert-bias (sigmoid router only): a per-expert bias "
           "added to the scores for choosing the experts (DeepSeek-V3's auxiliary-loss-free "
           "balancing). Each MoE layer keeps the bias and a token count per expert (fp32, "
           "8·E bytes); the scores of the chosen experts are gathered, as many as without it.")), moe_model),
       applies_when(trainmem_only(choice_field<&C::recompute_method, &Config::recompute_method>(
-          {field::recompute_method, "rcm", "Recompute method"}, G::training, from_config(),
+          {field::recompute_method, "rcm", "Recompute method"}, G::training, shown(S::activations, 20), from_config(),
           "With full recompute: uniform (groups of recompute_num_layers) or block (the first "
           "recompute_num_layers of each stage).")), full_recompute,
           "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       applies_when(trainmem_only(int_field<&C::recompute_num_layers, &Config::recompute_num_layers>(
-          {field::recompute_num_layers, "rcn", "Recompute layers"}, G::training, 1, k_max_layers, "layers", none_means("all layers"),
+          {field::recompute_num_layers, "rcn", "Recompute layers"}, G::training, shown(S::activations, 30),
+          1, k_max_layers, "layers", none_means("all layers"),
           "Layers per recompute group (uniform) or recomputed per stage (block).")), full_recompute,
           "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       applies_when(trainmem_only(choice_list_field<RecomputeModule, &C::recompute_modules, &Config::recompute_modules>(
-          {field::recompute_modules, "rcmod", "Recomputed modules"}, G::training, from_config(),
+          {field::recompute_modules, "rcmod", "Recomputed modules"}, G::training, shown(S::activations, 40), from_config(),
           "With selective recompute: the submodules recomputed.")), selective_recompute,
           "applies to recompute_granularity \"selective\" only", {field::recompute_granularity}),
       // The default follows each model's own checkpointing (resolve.cpp derive_trainmem_defaults):
@@ -695,7 +726,7 @@ constexpr Field k_field_rows[] = {
       // False) below transformers 5.0.0; True for PEFT under ZeRO-3), which an importer cannot see;
       // torchtune's and torchtitan's checkpoint_wrapper run CheckpointImpl.NO_REENTRANT.
       applies_when(trainmem_only(bool_field<&C::checkpoint_reentrant, &Config::checkpoint_reentrant>(
-          {field::checkpoint_reentrant, "rcre", "Reentrant checkpointing (use_reentrant)"}, G::training,
+          {field::checkpoint_reentrant, "rcre", "Reentrant checkpointing (use_reentrant)"}, G::training, in_more(S::activations, 80),
           derived("true with model_implementation hf-transformers (transformers 4.x's "
                   "gradient_checkpointing_enable default), else false"),
           "torch.utils.checkpoint's reentrant mode (transformers gradient_checkpointing_kwargs "
@@ -706,11 +737,12 @@ constexpr Field k_field_rows[] = {
           "checkpoint non-reentrantly.")), full_recompute,
           "applies to recompute_granularity \"full\" only", {field::recompute_granularity}),
       in_effect_when(trainmem_only(choice_field<&C::pipeline_schedule, &Config::pipeline_schedule>(
-          {field::pipeline_schedule, "sched", "Pipeline schedule"}, G::parallelism, derived("interleaved with VPP, else 1f1b"),
+          {field::pipeline_schedule, "sched", "Pipeline schedule"}, G::parallelism, shown(S::activations, 50),
+          derived("interleaved with VPP, else 1f1b"),
           "Pipeline schedule: how many microbatches each "
           "stage keeps in flight.")), pipelined),
       applies_when(trainmem_only(choice_field<&C::pipeline_outputs, &Config::pipeline_outputs>(
-          {field::pipeline_outputs, "ppout", "Last stage keeps outputs (torch pipelining)"}, G::parallelism, from_config(),
+          {field::pipeline_outputs, "ppout", "Last stage keeps outputs (torch pipelining)"}, G::parallelism, shown(S::activations, 60), from_config(),
           "Frameworks ddp and fsdp2 with PP (torch.distributed.pipelining): the last stage keeps "
           "every microbatch's model output until the step ends. kept: the logits in the compute "
           "dtype (torchtitan 2025 on: 16-bit logits, step(return_outputs=False)); "
@@ -719,78 +751,89 @@ constexpr Field k_field_rows[] = {
           "applies to frameworks ddp and fsdp2 with pipeline_model_parallel_size > 1 "
           "(torch.distributed.pipelining)", {field::framework, field::pipeline_model_parallel_size}),
       trainmem_only(bool_field<&C::cross_entropy_loss_fusion, &Config::cross_entropy_loss_fusion>(
-          {field::cross_entropy_loss_fusion, "cef", "Fused cross entropy"}, G::training, from_config(),
+          {field::cross_entropy_loss_fusion, "cef", "Fused cross entropy"}, G::training, shown(S::activations, 70), from_config(),
           "Fused cross entropy: no fp32 copy of the logits.")),
       // Parallelism.
       int_field<&C::tensor_model_parallel_size, &Config::tensor_model_parallel_size>(
-          {field::tensor_model_parallel_size, "tp", "Tensor parallel (TP)"}, G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          {field::tensor_model_parallel_size, "tp", "Tensor parallel (TP)"}, G::parallelism, shown(S::parallelism, 10),
+          1, k_max_parallel, "GPUs", from_config(),
           "Tensor parallel size TP."),
       int_field<&C::pipeline_model_parallel_size, &Config::pipeline_model_parallel_size>(
-          {field::pipeline_model_parallel_size, "pp", "Pipeline parallel (PP)"}, G::parallelism, 1, k_max_parallel, "stages", from_config(),
+          {field::pipeline_model_parallel_size, "pp", "Pipeline parallel (PP)"}, G::parallelism, shown(S::parallelism, 20),
+          1, k_max_parallel, "stages", from_config(),
           "Pipeline parallel size PP."),
       in_effect_when(int_field<&C::virtual_pipeline_model_parallel_size, &Config::virtual_pipeline_model_parallel_size>(
-          {field::virtual_pipeline_model_parallel_size, "vpp", "Virtual stages per GPU (VPP)"}, G::parallelism, 1, k_max_layers, "chunks", none_means("no interleaving"),
+          {field::virtual_pipeline_model_parallel_size, "vpp", "Virtual stages per GPU (VPP)"}, G::parallelism, shown(S::parallelism, 70),
+          1, k_max_layers, "chunks", none_means("no interleaving"),
           "Virtual pipeline stages per rank (interleaved schedule)."), pipelined),
       in_effect_when(int_field<&C::num_layers_in_first_pipeline_stage, &Config::num_layers_in_first_pipeline_stage>(
-          {field::num_layers_in_first_pipeline_stage, "ppf", "Layers in first stage"}, G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
+          {field::num_layers_in_first_pipeline_stage, "ppf", "Layers in first stage"}, G::parallelism, shown(S::parallelism, 80),
+          1, k_max_layers, "layers", none_means("even split"),
           "Layers on the first pipeline stage (uneven split)."), pipelined),
       in_effect_when(int_field<&C::num_layers_in_last_pipeline_stage, &Config::num_layers_in_last_pipeline_stage>(
-          {field::num_layers_in_last_pipeline_stage, "ppl", "Layers in last stage"}, G::parallelism, 1, k_max_layers, "layers", none_means("even split"),
+          {field::num_layers_in_last_pipeline_stage, "ppl", "Layers in last stage"}, G::parallelism, shown(S::parallelism, 90),
+          1, k_max_layers, "layers", none_means("even split"),
           "Layers on the last pipeline stage (uneven split)."), pipelined),
       in_effect_when(trainmem_only(int_list_field<&C::pipeline_stage_layers, &Config::pipeline_stage_layers>(
-          {field::pipeline_stage_layers, "ppsl", "Layers per virtual stage"}, G::parallelism, 0, k_max_layers, "layers", none_means("the split the fields above give"),
+          {field::pipeline_stage_layers, "ppsl", "Layers per virtual stage"}, G::parallelism, shown(S::parallelism, 100),
+          0, k_max_layers, "layers", none_means("the split the fields above give"),
           "Decoder layers in each virtual pipeline stage, for any split: one entry per stage, "
           "pipeline_model_parallel_size × virtual_pipeline_model_parallel_size of them, stage s "
           "on rank s mod PP as its chunk s / PP (the order of Megatron's "
           "--pipeline-model-parallel-layout and torchtitan's looped stages). An entry may be 0. "
           "The embedding is on stage 0; MTP, the output layer and the loss on the last.")), pipelined),
       int_field<&C::context_parallel_size, &Config::context_parallel_size>(
-          {field::context_parallel_size, "cp", "Context parallel (CP)"}, G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          {field::context_parallel_size, "cp", "Context parallel (CP)"}, G::parallelism, shown(S::parallelism, 40),
+          1, k_max_parallel, "GPUs", from_config(),
           "Context parallel size CP."),
       in_effect_when(int_field<&C::expert_model_parallel_size, &Config::expert_model_parallel_size>(
-          {field::expert_model_parallel_size, "ep", "Expert parallel (EP)"}, G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          {field::expert_model_parallel_size, "ep", "Expert parallel (EP)"}, G::parallelism, shown(S::parallelism, 50),
+          1, k_max_parallel, "GPUs", from_config(),
           "Expert parallel size EP."), moe_model),
       in_effect_when(int_field<&C::expert_tensor_parallel_size, &Config::expert_tensor_parallel_size>(
-          {field::expert_tensor_parallel_size, "etp", "Expert tensor parallel (ETP)"}, G::parallelism, 1, k_max_parallel, "GPUs", derived("tensor_model_parallel_size"),
+          {field::expert_tensor_parallel_size, "etp", "Expert tensor parallel (ETP)"}, G::parallelism, shown(S::parallelism, 60),
+          1, k_max_parallel, "GPUs", derived("tensor_model_parallel_size"),
           "Tensor parallel size inside experts ETP."), moe_model),
       int_field<&C::data_parallel_size, &Config::data_parallel_size>(
-          {field::data_parallel_size, "dp", "Data parallel (DP)"}, G::parallelism, 1, k_max_parallel, "GPUs", from_config(),
+          {field::data_parallel_size, "dp", "Data parallel (DP)"}, G::parallelism, shown(S::parallelism, 30),
+          1, k_max_parallel, "GPUs", from_config(),
           "Data parallel size DP."),
       int_field<&C::world_size, &Config::world_size>(
-          {field::world_size, "world", "GPUs in all"}, G::parallelism, 1, k_max_parallel, "GPUs",
+          {field::world_size, "world", "GPUs in all"}, G::parallelism, shown(S::run, 20), 1, k_max_parallel, "GPUs",
           derived("tensor_model_parallel_size × pipeline_model_parallel_size × context_parallel_size × data_parallel_size"),
           "Total GPUs of the run (torchrun's world size). Given, data_parallel_size follows as "
           "world_size / (TP × PP × CP) (Megatron's data-parallel size)."),
       // Fine-tuning and memory-saving techniques: the trainmem profile (issue 13).
       trainmem_only(choice_field<&C::peft, &Config::peft>(
-          {field::peft, "peft", "Method (full, LoRA or QLoRA)"}, G::finetuning, from_config(),
+          {field::peft, "peft", "Method (full, LoRA or QLoRA)", k_peft_labels}, G::finetuning, shown(S::run, 10), from_config(),
           "Parameter-efficient fine-tuning: lora freezes the base weights (no gradients, "
           "optimizer states or master weights for them) and trains low-rank adapters A (in × r) "
           "and B (r × out) on lora_target_modules; qlora also stores the frozen base linears in "
           "4-bit NF4 (params_dtype nf4, bitsandbytes Linear4bit / torchtune QLoRA).")),
       applies_when(trainmem_only(int_field<&C::lora_rank, &Config::lora_rank>(
-          {field::lora_rank, "lr", "LoRA rank"}, G::finetuning, 1, 1'000'000, "", from_config(),
+          {field::lora_rank, "lr", "LoRA rank"}, G::finetuning, shown(S::finetuning, 30), 1, 1'000'000, "", from_config(),
           "LoRA rank r (Hugging Face PEFT LoraConfig.r, default 8).")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<LoraTarget, &C::lora_target_modules, &Config::lora_target_modules>(
-          {field::lora_target_modules, "ltm", "LoRA target modules"}, G::finetuning, from_config(),
+          {field::lora_target_modules, "ltm", "LoRA target modules"}, G::finetuning, shown(S::finetuning, 20), from_config(),
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
           "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
           "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2).")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
-          {field::lora_modules_to_save, "lms", "Modules trained whole (PEFT modules_to_save)"}, G::finetuning, from_config(),
+          {field::lora_modules_to_save, "lms", "Modules trained whole (PEFT modules_to_save)"}, G::finetuning, in_more(S::finetuning, 110),
+          from_config(),
           "Modules PEFT trains whole beside the adapters (LoraConfig.modules_to_save): each gets a "
           "trainable copy in the base's dtype, with gradients and optimizer states, while the "
           "frozen original stays (often embed_tokens and lm_head when new tokens are added).")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(number_field<&C::lora_dropout, &Config::lora_dropout>(
-          {field::lora_dropout, "ldrop", "LoRA dropout"}, G::finetuning, 0, 1, "", from_config(),
+          {field::lora_dropout, "ldrop", "LoRA dropout"}, G::finetuning, in_more(S::finetuning, 120), 0, 1, "", from_config(),
           "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
           "every adapter saves its own dropped input and a mask.")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::nf4_double_quant, &Config::nf4_double_quant>(
-          {field::nf4_double_quant, "dq", "Double quantisation (bnb_4bit_use_double_quant)"}, G::finetuning,
+          {field::nf4_double_quant, "dq", "Double quantisation (bnb_4bit_use_double_quant)"}, G::finetuning, in_more(S::finetuning, 130),
           derived("true with model_implementation torchtune (torchao NF4 always), else false "
                   "(transformers BitsAndBytesConfig)"),
           "QLoRA's double quantisation (bitsandbytes compress_statistics; transformers "
@@ -799,7 +842,7 @@ constexpr Field k_field_rows[] = {
           "(0.516 B per parameter) instead of one fp32 (0.5625 B).")), qlora_nf4,
           "applies to peft \"qlora\" with params_dtype \"nf4\" only", {field::peft, field::params_dtype}),
       applies_when(trainmem_only(bool_field<&C::quantize_lm_head, &Config::quantize_lm_head>(
-          {field::quantize_lm_head, "qlmh", "Output layer in 4 bits too (lm_head quantised)"}, G::finetuning,
+          {field::quantize_lm_head, "qlmh", "Output layer in 4 bits too (lm_head quantised)"}, G::finetuning, in_more(S::finetuning, 140),
           derived("true with model_implementation torchtune when lm_head is among "
                   "lora_target_modules, else false"),
           "QLoRA: the output layer is an NF4 linear too, dequantised whole in its forward and "
@@ -808,7 +851,8 @@ constexpr Field k_field_rows[] = {
           "(transformers keeps lm_head out of the 4-bit conversion by default).")), qlora_on,
           "applies to peft \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::bnb_keeps_matmul_input, &Config::bnb_keeps_matmul_input>(
-          {field::bnb_keeps_matmul_input, "bkmi", "bitsandbytes before 0.43.2 (keeps each 4-bit linear's input)"}, G::finetuning, from_config(),
+          {field::bnb_keeps_matmul_input, "bkmi", "bitsandbytes before 0.43.2 (keeps each 4-bit linear's input)"}, G::finetuning, in_more(S::finetuning, 160),
+          from_config(),
           "QLoRA on bitsandbytes 0.41.0 to 0.43.1: MatMul4Bit keeps every Linear4bit's input "
           "(ctx.tensors, beside autograd's saved tensors) until backward, even for a linear "
           "without an adapter; fixed in 0.43.2 (PR #1270, 2024-07), which the default follows. "
@@ -817,7 +861,7 @@ constexpr Field k_field_rows[] = {
           "beside the checkpoints.")),
           qlora_nf4, "applies to peft \"qlora\" with params_dtype \"nf4\" only", {field::peft, field::params_dtype}),
       applies_when(trainmem_only(choice_field<&C::kbit_upcast, &Config::kbit_upcast>(
-          {field::kbit_upcast, "kbu", "Unquantised weights after prepare_model_for_kbit_training"}, G::finetuning,
+          {field::kbit_upcast, "kbu", "Unquantised weights after prepare_model_for_kbit_training"}, G::finetuning, in_more(S::finetuning, 150),
           derived("\"none\" with model_implementation torchtune, framework fsdp2 or deepspeed "
                   "zero_stage 3 (sharded QLoRA: TRL and axolotl skip the call); else \"peft\""),
           "QLoRA: PEFT's prepare_model_for_kbit_training upcasts every unquantised fp16/bf16 "
@@ -828,47 +872,48 @@ constexpr Field k_field_rows[] = {
           "checkpointed layer inputs and the MLP's intermediates fp32.")),
           qlora_on, "applies to peft \"qlora\" only", {field::peft}),
       in_effect_when(trainmem_only(bool_field<&C::optimizer_in_backward, &Config::optimizer_in_backward>(
-          {field::optimizer_in_backward, "oib", "Optimizer step in backward"}, G::finetuning, from_config(),
+          {field::optimizer_in_backward, "oib", "Optimizer step in backward"}, G::finetuning, shown(S::finetuning, 40), from_config(),
           "Step each parameter as soon as its gradient is accumulated and free the gradient "
           "(torchtune optimizer_in_bwd, register_post_accumulate_grad_hook): the gradients never "
           "hold more than the largest parameter's.")), ddp_or_fsdp2),
       trainmem_only(bool_field<&C::activation_offload, &Config::activation_offload>(
-          {field::activation_offload, "aoff", "Offload activations to CPU"}, G::finetuning, from_config(),
+          {field::activation_offload, "aoff", "Offload activations to CPU"}, G::finetuning, shown(S::finetuning, 50), from_config(),
           "Move the layers' saved activations to CPU memory as the forward pass produces them and "
           "bring them back for backward (torchtune OffloadActivations, Megatron CPU offloading, "
           "DeepSpeed cpu_checkpointing); the GPU keeps one layer's in flight.")),
       in_effect_when(trainmem_only(bool_field<&C::paged_optimizer, &Config::paged_optimizer>(
-          {field::paged_optimizer, "paged", "Paged optimizer (bitsandbytes)"}, G::finetuning, from_config(),
+          {field::paged_optimizer, "paged", "Paged optimizer (bitsandbytes)"}, G::finetuning, shown(S::finetuning, 60), from_config(),
           "bitsandbytes paged optimizer (PagedAdamW, PagedAdamW8bit, PagedLion): the states of "
           "tensors of 100,000 elements or more live in CUDA unified memory, outside PyTorch's "
           "allocator, and are evicted to CPU memory when the GPU is full.")), pageable_optimizer),
       in_effect_when(trainmem_only(bool_field<&C::torch_compile, &Config::torch_compile>(
-          {field::torch_compile, "tc", "torch.compile"}, G::finetuning, from_config(),
+          {field::torch_compile, "tc", "torch.compile"}, G::finetuning, shown(S::finetuning, 70), from_config(),
           "Run the decoder layers through torch.compile (torchtune compile=True, torchtitan "
           "training.compile, Hugging Face TrainingArguments torch_compile): what backward keeps "
           "follows the min-cut partitioner, which recomputes cheap pointwise results (norms, "
           "activation functions) instead of saving them. torchtune and Hugging Face also compile "
           "the loss.")), compilable),
       in_effect_when(trainmem_only(int_field<&C::cross_entropy_chunks, &Config::cross_entropy_chunks>(
-          {field::cross_entropy_chunks, "cec", "Loss chunks (chunked cross entropy)"}, G::finetuning, 1, 1'000'000, "chunks", from_config(),
+          {field::cross_entropy_chunks, "cec", "Loss chunks (chunked cross entropy)"}, G::finetuning, shown(S::finetuning, 80),
+          1, 1'000'000, "chunks", from_config(),
           "Compute the loss in this many chunks of tokens (torchtune CEWithChunkedOutputLoss, "
           "8 there; axolotl chunked_cross_entropy_num_chunks for transformers' models, 8 by "
           "default): the fp32 upcast and the loss's gradient exist one chunk at a time.")), chunkable_loss),
       in_effect_when(trainmem_only(bool_field<&C::fused_linear_cross_entropy, &Config::fused_linear_cross_entropy>(
-          {field::fused_linear_cross_entropy, "flce", "Fused linear cross entropy (Liger)"}, G::finetuning, from_config(),
+          {field::fused_linear_cross_entropy, "flce", "Fused linear cross entropy (Liger)"}, G::finetuning, shown(S::finetuning, 90), from_config(),
           "Liger Kernel's fused linear cross entropy (transformers use_liger_kernel, axolotl "
           "liger_fused_linear_cross_entropy): the output layer and the loss run chunk by chunk "
           "of tokens in the forward pass, which computes their gradients there; no logits are "
           "kept, only the gradients of the output layer's input and weight.")), liger_patchable),
       in_effect_when(trainmem_only(bool_field<&C::cut_cross_entropy, &Config::cut_cross_entropy>(
-          {field::cut_cross_entropy, "cce", "Cut Cross Entropy (no logits kept)"}, G::finetuning, from_config(),
+          {field::cut_cross_entropy, "cce", "Cut Cross Entropy (no logits kept)"}, G::finetuning, shown(S::finetuning, 100), from_config(),
           "Apple's Cut Cross Entropy (the cut-cross-entropy package's cce_patch; axolotl "
           "CutCrossEntropyPlugin with cut_cross_entropy: true): the output layer and the loss "
           "run as one kernel that never materialises the logits; forward keeps the output "
           "layer's input and one fp32 log-sum-exp per token, backward recomputes the logits "
           "block by block.")), liger_patchable),
       in_effect_when(trainmem_only(choice_field<&C::transformers_loss, &Config::transformers_loss>(
-          {field::transformers_loss, "tfl", "transformers release's loss"}, G::finetuning, from_config(),
+          {field::transformers_loss, "tfl", "transformers release's loss"}, G::finetuning, in_more(S::finetuning, 170), from_config(),
           "Which ForCausalLMLoss the transformers release runs. \"pad-labels\": pads the labels "
           "and keeps the logits whole (after transformers PR #35646). \"shift-logits\": 4.46 to "
           "4.48 (loss/loss_utils.py), which upcasts the logits to fp32 and copies them shifted by "
@@ -876,13 +921,13 @@ constexpr Field k_field_rows[] = {
           "\"upcast-in-model\": 4.45 and earlier, whose model forward turns the logits to fp32 "
           "(the model's output is fp32) and shifts them in place of the loss.")), plain_hf_loss),
       in_effect_when(trainmem_only(bool_field<&C::model_output_kept, &Config::model_output_kept>(
-          {field::model_output_kept, "mok", "Loop keeps the model's output through the step"}, G::finetuning,
+          {field::model_output_kept, "mok", "Loop keeps the model's output through the step"}, G::finetuning, in_more(S::finetuning, 180),
           from_config(),
           "The training loop holds the model's output, its logits, until after the optimizer step "
           "(fsdp_qlora's train.py sets output = None after optimizer.step()); transformers' "
           "Trainer drops it when compute_loss returns, before backward (false).")), plain_hf_loss),
       in_effect_when(trainmem_only(int_field<&C::eval_micro_batch_size, &Config::eval_micro_batch_size>(
-          {field::eval_micro_batch_size, "evb", "Evaluation batch per GPU (0 = no evaluation)"}, G::finetuning, 0,
+          {field::eval_micro_batch_size, "evb", "Evaluation batch per GPU (0 = no evaluation)"}, G::finetuning, in_more(S::finetuning, 190), 0,
           k_max_count, "sequences", none_means("the job does not evaluate"),
           "Sequences per GPU in each evaluation step between training steps (transformers "
           "TrainingArguments per_device_eval_batch_size, 8 unless set; axolotl eval_batch_size, "
@@ -892,14 +937,14 @@ constexpr Field k_field_rows[] = {
           "copies exist at once, and may outgrow the training step. Unset or 0: the job does not "
           "evaluate (eval_strategy \"no\").")), hf_trainer_model),
       in_effect_when(trainmem_only(bool_field<&C::eval_kv_cache, &Config::eval_kv_cache>(
-          {field::eval_kv_cache, "evkv", "Evaluation builds the KV cache"}, G::finetuning, from_config(),
+          {field::eval_kv_cache, "evkv", "Evaluation builds the KV cache"}, G::finetuning, in_more(S::finetuning, 200), from_config(),
           "The model's forward builds its key/value cache during evaluation (transformers "
           "config.use_cache, true in the released Llama, Mistral and Qwen configs; gradient "
           "checkpointing turns it off only in training mode): every layer's keys and values stay "
           "until the evaluation step returns. false when the script sets model.config.use_cache = "
           "False.")), hf_evaluates),
       in_effect_when(trainmem_only(choice_field<&C::eval_predictions, &Config::eval_predictions>(
-          {field::eval_predictions, "evp", "Evaluation keeps predictions for compute_metrics"}, G::finetuning,
+          {field::eval_predictions, "evp", "Evaluation keeps predictions for compute_metrics"}, G::finetuning, in_more(S::finetuning, 210),
           from_config(),
           "What transformers' Trainer keeps of every evaluation step when the script passes "
           "compute_metrics (evaluation_loop: each step's predictions and labels are gathered from "
@@ -909,13 +954,13 @@ constexpr Field k_field_rows[] = {
           "preprocess_logits_for_metrics that returns token ids (logits.argmax(-1)), 8 bytes per "
           "token.")), hf_evaluates),
       in_effect_when(trainmem_only(int_field<&C::eval_samples, &Config::eval_samples>(
-          {field::eval_samples, "evn", "Evaluation set (sequences)"}, G::finetuning, 1, k_max_count,
+          {field::eval_samples, "evn", "Evaluation set (sequences)"}, G::finetuning, in_more(S::finetuning, 220), 1, k_max_count,
           "sequences", none_means("required when predictions are kept"),
           "Sequences in the evaluation set, each of seq_length tokens: with eval_predictions, the "
           "predictions of all of them (of eval_accumulation_steps steps at most) are on every GPU "
           "at the end of the evaluation loop.")), hf_keeps_predictions),
       in_effect_when(trainmem_only(int_field<&C::eval_accumulation_steps, &Config::eval_accumulation_steps>(
-          {field::eval_accumulation_steps, "eva", "Evaluation steps kept on the GPU"}, G::finetuning, 1,
+          {field::eval_accumulation_steps, "eva", "Evaluation steps kept on the GPU"}, G::finetuning, in_more(S::finetuning, 230), 1,
           k_max_count, "steps", none_means("every step, to the loop's end"),
           "TrainingArguments eval_accumulation_steps: the kept predictions are moved to the CPU "
           "every this many evaluation steps (unset: they stay on the GPU until the loop ends). "

@@ -20,6 +20,10 @@ inline constexpr std::array<std::string_view, 5> k_activations = {"gelu", "silu"
                                                            "identity"};
 // "none" stands for Megatron's None (no recomputation); JSON null means the same.
 inline constexpr std::array<std::string_view, 4> k_recompute = {"none", "selective", "full", "selective_op"};
+// How the page's form words them (FieldSpec::choice_labels): recompute is what FSDP, torchtitan
+// and Hugging Face users call activation checkpointing.
+inline constexpr std::array<std::string_view, k_recompute.size()> k_recompute_labels = {
+    "none (no checkpointing)", "selective (attention)", "full (every layer)", "per-op (torchtitan)"};
 inline constexpr std::array<std::string_view, 4> k_frameworks = {"megatron", "deepspeed", "fsdp2", "ddp"};
 inline constexpr std::array<std::string_view, 8> k_dtypes = {"fp32", "bf16",  "fp16", "fp8",
                                                       "mxfp8", "mxfp4", "int8", "nf4"};
@@ -42,6 +46,9 @@ inline constexpr std::array<std::string_view, 2> k_moe_router_score_functions = 
 inline constexpr std::array<std::string_view, 7> k_recompute_modules = {
     "core_attn", "mlp", "moe_act", "layernorm", "moe", "shared_experts", "mla_up_proj"};
 inline constexpr std::array<std::string_view, 3> k_peft = {"none", "lora", "qlora"};
+// How the page's form words each method (FieldSpec::choice_labels).
+inline constexpr std::array<std::string_view, k_peft.size()> k_peft_labels = {"full fine-tuning", "LoRA",
+                                                                             "QLoRA (4-bit base)"};
 // Hugging Face PEFT's module names (LoraConfig.target_modules for Llama-style models).
 inline constexpr std::array<std::string_view, 8> k_lora_targets = {
     "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"};
@@ -57,6 +64,8 @@ inline constexpr std::array<std::string_view, 7> k_field_types = {"integer", "bo
                                                            "integer_or_list", "number", "choice_list", "integer_list"};
 inline constexpr std::array<std::string_view, 7> k_field_groups = {
     "profile", "model", "moe", "mla", "training", "parallelism", "finetuning"};
+inline constexpr std::array<std::string_view, 10> k_form_sections = {
+    "none", "run", "model", "parallelism", "training", "framework", "optimizer", "activations", "finetuning", "runtime"};
 
 
 // Every enumeration with a name table, and its table: the one list enum_table() below and
@@ -87,7 +96,8 @@ inline constexpr std::array<std::string_view, 7> k_field_groups = {
   X(TransformersLoss, k_transformers_loss)                                                        \
   X(EvalPredictions, k_eval_predictions)                                                          \
   X(FieldType, k_field_types)                                                                     \
-  X(FieldGroup, k_field_groups)
+  X(FieldGroup, k_field_groups)                                                                   \
+  X(FormSection, k_form_sections)
 
 // An enumeration's names as a constant span (the same table enum_names<E>() returns).
 template <class E>

@@ -239,10 +239,17 @@ std::string field_specs_json() {
       entry["max"] = num(spec.max);
     }
     if (!choices.empty()) entry["choices"] = choices;
+    if (!spec.choice_labels.empty()) {
+      ordered labels = ordered::array();
+      for (std::string_view label : spec.choice_labels) labels.push_back(label);
+      entry["choice_labels"] = labels;
+    }
     entry["unit"] = spec.unit;
     entry["default"] = spec.default_text;
     entry["description"] = spec.description;
     entry["trainmem_only"] = spec.trainmem_only;
+    if (spec.form.section != FormSection::none)
+      entry["form"] = {{"section", name_of(spec.form.section)}, {"more", spec.form.more}, {"order", spec.form.order}};
     list.push_back(entry);
   }
   return list.dump();

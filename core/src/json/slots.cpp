@@ -418,11 +418,16 @@ std::string field_specs_text() {
   for (const FieldSpec& spec : field_specs()) {
     const bool numeric = has_range(spec.type);
     const std::string min = numeric ? number_text(spec.min) : "", max = numeric ? number_text(spec.max) : "";
-    std::string choices;
+    std::string choices, labels;
     for (size_t i = 0; i < spec.choices.size(); ++i) choices += (i ? "," : "") + std::string(spec.choices[i]);
+    for (size_t i = 0; i < spec.choice_labels.size(); ++i) labels += (i ? "\n" : "") + std::string(spec.choice_labels[i]);
+    const bool on_form = spec.form.section != FormSection::none;
+    const std::string order = on_form ? std::to_string(spec.form.order) : "";
     const std::string_view columns[] = {spec.name, name_of(spec.type), name_of(spec.group), spec.required ? "1" : "0",
                                         min, max, choices, spec.unit, spec.default_text, spec.description,
-                                        spec.trainmem_only ? "1" : "0", spec.link_key, spec.label};
+                                        spec.trainmem_only ? "1" : "0", spec.link_key, spec.label,
+                                        on_form ? name_of(spec.form.section) : "", on_form ? (spec.form.more ? "1" : "0") : "",
+                                        order, labels};
     for (size_t i = 0; i < std::size(columns); ++i) out += (i ? "\t" : "") + escaped(columns[i]);
     out += "\n";
   }

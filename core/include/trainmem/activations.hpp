@@ -183,6 +183,12 @@ struct DecoderBackward {
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 
+// The last checkpointed decoder layer's own forward (every layer checkpointed, the eager
+// transformers and torchtune Llama layers, ddp): the largest of its walked points (the softmax,
+// transformers' o_proj, the MLP's SiLU, product and down_proj) in bytes beyond every layer's
+// checkpoint, which are all there while it runs (activations.cpp). 0: not walked.
+double checkpointed_layer_forward_bytes(const Config& config);
+
 // FSDP1 (fsdp_version 1, full shard) with frozen decoder units under peft, each checkpointed
 // reentrantly around its unit (fsdp1_checkpoint_around_unit): every layer's checkpointed input and
 // input gradient are kept until backward ends (trainmem_profile.cpp, kept_inputs_first_layer).

@@ -2948,6 +2948,112 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   return out;
 }
 
+// The last checkpointed decoder layer's own forward (every layer checkpointed; the eager
+// transformers and torchtune Llama layers as decoder_backward_bytes walks them). Inside a
+// checkpoint nothing is saved: torch 1.13's _checkpoint_without_reentrant packs every saved tensor
+// into an empty holder (current PyTorch's _checkpoint_without_reentrant_generator alike) and the
+// reentrant CheckpointFunction.forward runs the layer under no_grad, so what exists while the
+// layer runs is what its Python frames hold: the locals of LlamaDecoderLayer.forward,
+// LlamaAttention.forward, eager_attention_forward and LlamaMLP.forward (transformers
+// modeling_llama.py), of torchtune's TransformerSelfAttentionLayer, MultiHeadAttention and
+// FeedForward (scaled_dot_product_attention's math path unfused), of PEFT's lora.Linear and
+// lora.bnb.Linear4bit and torchtune's LoRALinear. Every earlier layer's checkpoint (and the last
+// layer's input, the model's mask, positions and cos/sin) is there beside it. The bytes returned
+// are the largest of these points beyond those checkpoints (activations.hpp); 0 when not walked.
+//  - the softmax (attention_backend unfused; not under fp32 norms, whose casts are not walked):
+//    the input norm's output, q and k after RoPE, v, transformers' repeat_kv copies beside the
+//    unrepeated k and v (with groups) or torchtune's expanded k and v (which replace them), the
+//    scaled q and the e·s² additive mask of the math path; then the masked scores and the
+//    probabilities: transformers' softmax(dtype=float32) upcasts 16-bit scores (their fp32 copy
+//    beside the fp32 output: 2 + 4 + 4 bytes per score; 4 + 4 in fp32), the math path's softmax
+//    stays in the compute dtype (2·e); attention dropout's mask and output beside the
+//    probabilities (fp32 transformers: 4 + 1 + 4).
+//  - transformers' o_proj: eager_attention_forward's probabilities are returned to
+//    LlamaAttention.forward's `_`, alive with q, k and v until it returns, beside the attention
+//    output and o_proj's result (with an adapter the base result, lora_B's and the sum: 3·e·T·h).
+//  - the MLP, beside the attention's residual sum and the post-attention norm's output (the MLP's
+//    argument, held by its frame): SiLU's output beside up_proj's result, then the product
+//    (3·e_f·T·f, e_f fp32 under QLoRA's fp32 norms); an adapter on up_proj: the base result
+//    (PEFT's bitsandbytes layer: its clone), lora_B's output scaled (in the compute dtype under
+//    autocast), its fp32 promotion where the base result is fp32, and the sum, beside SiLU's
+//    output; down_proj: the product beside its result, or with an adapter the base result, the
+//    scaled lora_B output and the sum. bitsandbytes < 0.43.2 under the non-reentrant checkpoint
+//    keeps down_proj's A (its input cast, or the product itself) beside the checkpoint from
+//    down_proj on: counted among the checkpoints already, so it is taken out of the points
+//    before down_proj, and the product is not counted twice where A is the product itself.
+// Not walked: the MoE block's loop (the attention's points are), the norms' fp32 temporaries
+// (below the MLP's while f >= h), bitsandbytes' dequantised weight (trainmem_profile.cpp's
+// QLoRA layer-forward candidate bounds it), the adapters' autocast casts of their weights.
+double checkpointed_layer_forward_bytes(const Config& config) {
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.num_layers <= 0 || config.recompute_granularity != RecomputeGranularity::full ||
+      !every_layer_checkpointed(config) || !config.gated_linear_unit ||
+      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
+      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
+      config.framework != Framework::ddp || config.optimizer_in_backward || config.params_dtype == Dtype::int8)
+    return 0;
+  const Shape x = shape_of(config);
+  if (x.autocast) return 0;
+  const bool hf = eager_kind(config) == Eager::hf;
+  const double T = x.tokens, e = x.e;
+  const double stream = x.norm_e * x.h * T;  // the residual stream and the norms' outputs
+  const double q = e * T * x.a * x.k, kv = e * T * x.g * x.k;
+  const double scores = x.a * T * x.s;
+  // bitsandbytes < 0.43.2 under the non-reentrant checkpoint: the last layer's kept A (counted
+  // among the checkpoints) exist only from their linear on. q/k/v's (the input norm's output, or
+  // each one's copy of it in fp32) are there at the attention's points, the rest are not.
+  const bool bnb_kept = x.bnb_input && !config.checkpoint_reentrant;
+  const double kept_layer =
+      bnb_kept ? layer_activation_bytes(config, config.is_moe(), LayerRecompute::checkpointed, nullptr, false) -
+                     checkpoint_input_bytes(config, x)
+               : 0;
+  const double kept_qkv = bnb_kept ? (x.kbit_fp32 ? 3 : 1) * e * T * x.h : 0;
+  double best = 0;
+  if (config.attention_backend == AttentionBackend::unfused && !config.attention_sinks && x.a > 0 && !x.kbit_fp32) {
+    const bool grouped = x.g < x.a;
+    double projections = 0, per_score = 0;
+    if (hf) {
+      projections = q + 2 * kv + (grouped ? 2 * q : 0);
+      per_score = e + (e == 4 ? 4 : 8);
+      if (x.attention_dropout) per_score = std::max(per_score, (e == 4 ? 4 : 2 * e) + 1 + e);
+    } else {
+      projections = q + (grouped ? 2 * q : 2 * kv) + q;  // + the scaled q
+      per_score = 2 * e + (x.attention_dropout ? 1 : 0);
+    }
+    const double mask = hf ? 0 : e * x.s * x.s;
+    // Under bitsandbytes' kept A, the input norm's output is q/k/v's A, counted already.
+    const double later_kept = kept_layer - kept_qkv, norm_output = bnb_kept ? 0 : stream;
+    best = std::max(best, norm_output + projections + mask + per_score * scores - later_kept);
+    if (hf) {
+      const double probabilities = (e == 4 ? 4 : e) * scores;
+      const double o_proj = x.targeted(LoraTarget::o_proj) ? 3 * e * T * x.h : e * T * x.h;
+      best = std::max(best, norm_output + q + 2 * kv + probabilities + q + o_proj - later_kept);
+    }
+  }
+  if (!config.is_moe()) {
+    const double fe = x.ffn_e, wide = fe * T * x.f;
+    // down_proj's A: its own copy of the product in fp32, else the product itself; gate's and
+    // up's, in 16 bits, the post-attention norm's output itself.
+    const double down_kept = bnb_kept ? e * T * x.f : 0;
+    const double norm_kept = bnb_kept && !x.kbit_fp32 ? e * T * x.h : 0;
+    // An adapter's sum on a linear whose result is `out_e` bytes per element, `width` wide.
+    const auto adapter_sum = [&](double width, double out_e) {
+      return T * width * (2 * out_e + e + (out_e != e ? 4 : 0));
+    };
+    const double base = 2 * stream - norm_kept;  // the residual sum and the post-attention norm's output
+    const double up = x.targeted(LoraTarget::up_proj) ? adapter_sum(x.f, fe) : wide;
+    best = std::max(best, base + wide + up - down_kept);     // SiLU's output beside up_proj's
+    best = std::max(best, base + 3 * wide - down_kept);      // the product
+    const double product = bnb_kept && !x.kbit_fp32 ? 0 : wide;
+    const double down = x.targeted(LoraTarget::down_proj) ? adapter_sum(x.h, x.norm_e) : x.norm_e * T * x.h;
+    best = std::max(best, base + product + down);
+  }
+  return best;
+}
+
 // ------------------------------------------- torchtune's recipes and compile_loss's result ----
 // Whether a torchtune recipe run with compile=True computes its loss with the compiled module.
 // training.compile_loss compiles a CEWithChunkedOutputLoss in place (it sets the instance's

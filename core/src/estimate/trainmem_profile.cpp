@@ -2635,10 +2635,19 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (layer_forward_dequant > 0)
     note(trace, "trainmem.qlora_layer_forward", layer_forward_dequant,
          "QLoRA's last decoder layer's forward: the largest NF4 linear dequantised + its output");
+  // The last checkpointed layer's own forward (activations.cpp checkpointed_layer_forward_bytes):
+  // its transients beside every layer's checkpoint, before the output layer and the loss exist.
+  const double checkpointed_forward =
+      include_activation && last && c.pipeline_model_parallel_size <= 1 ? checkpointed_layer_forward_bytes(c) : 0;
+  if (checkpointed_forward > 0)
+    note(trace, "trainmem.checkpointed_layer_forward", checkpointed_forward,
+         "the last checkpointed layer's forward: its largest point (softmax, o_proj, SiLU, product, down_proj) "
+         "beside every checkpoint");
   const Candidate forward{model_state - freed + moe.state +
                               std::max({A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
                                         A - loss_saved + output_transient + kept,
-                                        before_output_layer + layer_forward_dequant}),
+                                        before_output_layer + layer_forward_dequant,
+                                        before_output_layer + checkpointed_forward}),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).

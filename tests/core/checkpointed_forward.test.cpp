@@ -72,21 +72,23 @@ TEST_CASE("The last checkpointed layer's forward: QLoRA's fp32 MLP with an adapt
   // .to(fp32), ffn e 4; the adapter runs in bf16 under autocast), bitsandbytes < 0.43.2, the
   // non-reentrant checkpoint. At up_proj's adapter sum, beside SiLU's fp32 output 4·T·f =
   // 16,777,216: PEFT's clone of the base result 16,777,216, lora_B's scaled bf16 output
-  // 8,388,608, its fp32 promotion 16,777,216 and the sum 16,777,216 (14·T·f = 58,720,256), the
-  // residual sum and the norm output 2 · 4·T·h = 8,388,608. down_proj's A (its bf16 copy of the
-  // product, 2·T·f = 8,388,608) is counted among the checkpoints but made only at down_proj:
-  // taken out. 8,388,608 + 16,777,216 + 58,720,256 − 8,388,608 = 75,497,472. The attention's
-  // points are not walked under fp32 norms (autocast's casts of q, k and v).
+  // 8,388,608 and the fp32 sum 16,777,216 (10·T·f = 41,943,040; the bf16 operand is cast as the
+  // CUDA kernel reads it, no copy), the residual sum and the norm output 2 · 4·T·h = 8,388,608.
+  // down_proj's A (its bf16 copy of the product, 2·T·f = 8,388,608) is counted among the
+  // checkpoints but made only at down_proj: taken out. 8,388,608 + 16,777,216 + 41,943,040 −
+  // 8,388,608 = 58,720,256 (the product's point: 8,388,608 + 3 · 16,777,216 − 8,388,608 =
+  // 50,331,648). The attention's points are not walked under fp32 norms (autocast's casts of q,
+  // k and v).
   const Config c = config_from(checkpointed(R"("model_implementation": "hf-transformers", "peft": "qlora",
       "kbit_upcast": "trl", "bnb_keeps_matmul_input": true, "lora_target_modules": ["up_proj"],
       "lora_dropout": 0, "checkpoint_reentrant": false)"));
-  CHECK(checkpointed_layer_forward_bytes(c) == 75497472.0);
+  CHECK(checkpointed_layer_forward_bytes(c) == 58720256.0);
   // The reentrant checkpoint (transformers' default) runs the layer under no_grad: no A is kept,
-  // so down_proj's is not taken out: 83,886,080.
+  // so down_proj's is not taken out: 67,108,864.
   const Config reentrant = config_from(checkpointed(R"("model_implementation": "hf-transformers", "peft": "qlora",
       "kbit_upcast": "trl", "bnb_keeps_matmul_input": true, "lora_target_modules": ["up_proj"],
       "lora_dropout": 0, "checkpoint_reentrant": true)"));
-  CHECK(checkpointed_layer_forward_bytes(reentrant) == 83886080.0);
+  CHECK(checkpointed_layer_forward_bytes(reentrant) == 67108864.0);
 }
 
 TEST_CASE("The last checkpointed layer's forward: only with every layer checkpointed", "[activations][checkpoint]") {
@@ -97,4 +99,56 @@ TEST_CASE("The last checkpointed layer's forward: only with every layer checkpoi
   Trace trace;
   full_estimate(kept, &trace);
   CHECK_FALSE(has_trace(trace, "trainmem.checkpointed_layer_forward"));
+}
+
+TEST_CASE("QLoRA under TRL's casting: the embedding's output, mask and cos/sin stay in bf16",
+          "[activations][checkpoint][qlora]") {
+  // kbit_upcast trl casts embed_tokens back to bf16 (the norms stay fp32), so the first layer's
+  // checkpointed input, the causal mask and cos/sin (LlamaModel builds both in inputs_embeds'
+  // dtype) are bf16; under kbit_upcast peft the embedding is fp32 and so are they.
+  //   cos and sin 2 · e · s · k: trl 2 · 2 · 1,024 · 128 = 524,288, peft 1,048,576;
+  //   mask e · b · s²: trl 2 · 1,024² = 2,097,152, peft 4,194,304; positions 8 · 1,024 = 8,192.
+  //   the frozen embedding keeps no token ids: trl 2,629,632, peft 5,251,072.
+  //   the first layer's input e · T · h: trl 2 · 1,024 · 1,024 = 2,097,152, peft 4,194,304
+  //   (bitsandbytes ≥ 0.43.2: no kept A; the reentrant checkpoint).
+  const auto run = [](const std::string& upcast) {
+    return config_from(checkpointed(R"("model_implementation": "hf-transformers", "peft": "qlora",
+        "lora_target_modules": ["q_proj"], "bnb_keeps_matmul_input": false, "checkpoint_reentrant": true,
+        "kbit_upcast": ")" + upcast + "\""));
+  };
+  const Config trl = run("trl"), peft = run("peft");
+  CHECK(embedding_activation_bytes(trl) == 2629632.0);
+  CHECK(embedding_activation_bytes(peft) == 5251072.0);
+  CHECK(layer_activation_bytes(trl, false, LayerRecompute::checkpointed, nullptr, true) == 2097152.0);
+  CHECK(layer_activation_bytes(peft, false, LayerRecompute::checkpointed, nullptr, true) == 4194304.0);
+  // The later layers' inputs are the fp32 stream in both.
+  CHECK(layer_activation_bytes(trl, false, LayerRecompute::checkpointed, nullptr, false) == 4194304.0);
+}
+
+TEST_CASE("A checkpointed layer's recomputation at down_proj, before its own backward", "[activations][checkpoint]") {
+  // fp32, an adapter on down_proj only with dropout 0.1, the reentrant checkpoint (its backward
+  // re-runs the whole layer). At down_proj's adapter sum, beyond the recomputed set (every tensor
+  // the layer saves): the product, which nothing saves (the frozen base keeps nothing, the
+  // adapter its own dropped copy), 4·T·f = 16,777,216; the MLP's argument, the post-attention
+  // norm's output, which nothing saves either (gate and up are frozen, without adapters),
+  // 4·T·h = 4,194,304; the base result, lora_B's scaled output and the sum, 3 · 4,194,304 =
+  // 12,582,912. The residual sum is the fp32 norm's saved input itself. 33,554,432 B.
+  const Config reentrant = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "fp32", "params_dtype": "fp32", "peft": "lora", "lora_target_modules": ["down_proj"],
+      "lora_dropout": 0.1, "checkpoint_reentrant": true)"));
+  CHECK(decoder_backward_bytes(reentrant).recompute_forward.extra == 33554432.0);
+  // The non-reentrant checkpoint stops recomputing once the last saved tensor is packed (early
+  // stop): with adapters on q_proj only, down_proj saves nothing, so the recomputation ends at
+  // the SwiGLU product (walked as that node's point): no point of its own.
+  const Config early_stop = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "fp32", "params_dtype": "fp32", "peft": "lora", "lora_target_modules": ["q_proj"],
+      "checkpoint_reentrant": false)"));
+  CHECK(decoder_backward_bytes(early_stop).recompute_forward.extra == 0);
+  // bf16 full fine-tuning, reentrant: down_proj and gate/up keep the product and the norm output
+  // (their weights train); the bf16 norm saves its fp32 copy, so the residual sum 2·T·h =
+  // 2,097,152 is the layer frame's alone, beside down_proj's result 2,097,152: 4,194,304 B, as
+  // the residual add's point (the MLP's output and the layer's output, 2 · 2,097,152).
+  const Config full = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "bf16", "params_dtype": "bf16", "checkpoint_reentrant": true)"));
+  CHECK(decoder_backward_bytes(full).recompute_forward.extra == 4194304.0);
 }

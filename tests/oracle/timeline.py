@@ -63,6 +63,12 @@ PyTorch does differently, each edit named and sized:
   * gemm scratch (QLoRA draws only): 1.13's oneDNN bf16 GEMM takes a scratch buffer inside
     aten::mm and frees it before returning (gemm_scratch); cuBLAS's workspace is trainmem's
     workspace_bytes, 0 in the comparison.
+  * promotion copies: an elementwise op on operands of two dtypes (fp32 + bf16 under fp32 norms,
+    a float tensor times native_dropout's bool mask) makes, on the CPU only, a copy of the other
+    operand in the common dtype before its loop (aten/src/ATen/TensorIterator.cpp
+    compute_types: "Creates temporaries for CPU operations" under `common_device == kCPU`,
+    `op.tensor().to(common_dtype_)`); CUDA kernels cast while they read (dynamic casting), so
+    the allocations of an aten::to called inside such an op (promotion_copies) are taken out.
 
 QLoRA draws (--qlora K, 4 by default, ids q00...): bnb.py's bitsandbytes stand-in on the
 transformers model, drawn after the others from a generator of their own (no other draw changes);
@@ -212,6 +218,27 @@ def gemm_scratch(events, free_of):
     return out
 
 
+# The elementwise ops built on TensorIterator whose CPU path copies an operand of another dtype.
+PROMOTING_OPS = ("aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub", "aten::sub_",
+                 "aten::div", "aten::div_", "aten::where", "aten::masked_fill", "aten::masked_fill_")
+
+
+def promotion_copies(events, free_of):
+    """CPU only: TensorIterator's input promotion (TensorIterator.cpp compute_types, under
+    `common_device == kCPU`): an elementwise op whose operands differ in dtype copies the other
+    one with `.to(common_dtype)` and frees the copy when it returns; on CUDA the kernel casts as
+    it reads. Such an allocation is an aten::to (aten::_to_copy) whose caller is the op itself."""
+    out = set()
+    for i, e in enumerate(events):
+        ch = e["chain"]
+        if e["size"] > 0 and len(ch) >= 4 and ch[1] == "aten::_to_copy" and ch[2] == "aten::to" \
+                and ch[3] in PROMOTING_OPS:
+            out.add(i)
+            if i in free_of:
+                out.add(free_of[i])
+    return out
+
+
 def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
     """The 1.13 events edited to what current PyTorch allocates on the device (see the module
     doc). `rng_state_bytes`: the size of torch.get_rng_state() when the model checkpoints its
@@ -222,6 +249,7 @@ def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
     drop, move = set(), {}
     if cpu_gemm_scratch:
         drop |= gemm_scratch(events, free_of)
+    drop |= promotion_copies(events, free_of)
     for i, e in enumerate(events):
         if e["size"] <= 0 or i in drop:
             continue

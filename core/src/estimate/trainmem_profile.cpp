@@ -682,21 +682,6 @@ double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
   return t.count * (nf4_quant_state_bytes(t.elements(), c.nf4_double_quant) + bnb_quant_state_constant_bytes(c));
 }
 
-// The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
-// weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
-// autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):
-// F.dequantize_4bit(B, quant_state).to(A.dtype) in forward, .to(grad_output.dtype) in backward;
-// torchtune linear_nf4 likewise). The dequantised tensor has quant_state.dtype, the weight's
-// dtype when it was quantised, which is the compute dtype here (unquantized_dtype), so .to()
-// makes no second copy. With double quantisation dequantize_4bit first restores the absmax as a
-// new fp32 tensor, one per block of 64 (functional.py @ 0.48.0: dequantize_blockwise(absmax,
-// state2), then `absmax += offset`); without it the stored fp32 absmax is read as it is.
-double nf4_dequant_bytes(const Config& c, double elements) {
-  if (elements <= 0) return 0;
-  const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
-  return elements * bytes_per_element(c.compute_dtype) + absmax;
-}
-
 // LLM.int8 (params_dtype int8 under peft qlora) around one frozen int8 linear of `in` → `out`
 // features over `tokens` rows whose input is of dtype `input` (A's dtype, int8_input_dtype), from
 // bitsandbytes-foundation/bitsandbytes @ 95f9af309d4d5793847169c39288dcd3fcbdf564,
@@ -2720,7 +2705,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Each walked point, and whether it comes after q_proj's LoRA branch in backward.
   const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
       {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
-      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true}}};
+      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
+      {dec.recompute_forward, false}}};
   // FSDP1 with the adapters in units of their own (the walk runs under FSDP1 with fsdp1_kept_inputs
   // only): BACKWARD_PRE prefetches, from a unit's pre-backward hook, the unit before it in the
   // forward's post-forward order (torch/distributed/fsdp/_exec_order_utils.py,

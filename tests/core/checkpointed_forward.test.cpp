@@ -152,3 +152,22 @@ TEST_CASE("A checkpointed layer's recomputation at down_proj, before its own bac
       "compute_dtype": "bf16", "params_dtype": "bf16", "checkpoint_reentrant": true)"));
   CHECK(decoder_backward_bytes(full).recompute_forward.extra == 4194304.0);
 }
+
+TEST_CASE("A checkpointed MoE layer's recomputation at the last expert's w2", "[activations][checkpoint][moe]") {
+  // transformers' MoE block, 4 experts, top 2, f_e 1,024, bf16 (e = 2), LoRA on q_proj only (the
+  // router and the experts frozen), the non-reentrant checkpoint (the loop saves at every expert,
+  // so the recomputation runs to the last one). Balanced routing: n = T·K/E = 512 rows per
+  // expert. Beyond the recomputed set, at the last expert's w2:
+  //   the residual sum (a bf16 stream: the norm saves its fp32 copy) 2·T·h = 2,097,152
+  //   the router's argument, the norm output (a frozen router saves nothing) 2,097,152
+  //   the router's logits e·T·E = 2 · 1,024 · 4 = 8,192
+  //   final_hidden_states e·T·h = 2,097,152; the one_hot mask 8·T·K·E = 65,536
+  //   the last expert's rows e·n·h = 1,048,576 and product e·n·f_e = 1,048,576 (frozen: unsaved)
+  //   w2's output e·n·h = 1,048,576
+  // 3 · 2,097,152 + 8,192 + 65,536 + 3 · 1,048,576 = 9,510,912 B.
+  const Config c = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "bf16", "params_dtype": "bf16", "num_moe_experts": 4, "moe_router_topk": 2,
+      "moe_ffn_hidden_size": 1024, "peft": "lora", "lora_target_modules": ["q_proj"],
+      "checkpoint_reentrant": false)"));
+  CHECK(decoder_backward_bytes(c).recompute_forward.extra == 9510912.0);
+}

@@ -266,11 +266,14 @@ function qloraOpenItem(r, line) {
   const q = c.qlora;
   const { node, op } = r.oracle;
   if (r.moment === 'backward') {
+    if (r.diff > 0 && c.checkpoint && c.experts && node === 'IndexAddBackward0')
+      return 'the recomputation\'s own forward in the MoE loop, walked at the last expert\'s w2: that expert\'s weighted ' +
+        'output and routing row, made after it, are counted with the recomputed set; one layer: the first layer\'s set counted as a later one\'s (over)';
     if (r.diff > 0)
       return `Linear4bit's backward is not walked: the largest dequantised weight is added to every walked point (oracle at ${node} (${op}))`;
     if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
-      return 'the recomputation\'s own forward: the unpack at IndexAddBackward0 re-runs the checkpointed MoE layer, ' +
-        'an expert\'s dequantised weight and the loop\'s transients beside the recomputed set';
+      return 'the recomputation\'s own forward in the MoE loop (the unpack at IndexAddBackward0), walked at the last expert\'s w2: ' +
+        'the loop\'s small tensors (the routing weight\'s row, torch.where\'s indices) are not counted';
     // torch 1.13's non-reentrant checkpoint recomputes the whole layer; current PyTorch stops once
     // the last saved tensor is packed (early stop), before a down_proj that saves nothing.
     if (c.checkpoint && !c.checkpoint_reentrant && !c.experts && op === 'aten::mm' && node !== 'MatMul4BitBackward')

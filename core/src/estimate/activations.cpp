@@ -2923,6 +2923,35 @@ DecoderBackward::Point recompute_forward_point(const Config& config, const Shape
   return {extra, 0, 0};
 }
 
+// transformers' MoE block recomputed (MixtralSparseMoeBlock.forward, every layer checkpointed): the
+// expert loop saves at every expert (its indices, its rows), so the recomputation runs to the last
+// expert in either mode. At the last expert's w2, beyond the recomputed set (every expert's saved
+// tensors, counted whole): the block's frame holds final_hidden_states (zeros, the index_add_
+// target, e_b·T·h), the one_hot expert mask (int64, T·K·E), the router's logits (e·T·E; softmax
+// saves its fp32 output, not them) and its argument, the post-attention norm's output, which the
+// router saves only when it trains; the layer's frame the residual sum (16-bit stream: the norm
+// saves its fp32 copy); the last expert's rows and product where nothing saves them (frozen,
+// no adapter reading them, no bitsandbytes A); w2's output (e·n·h, n = T·K/E rows). bitsandbytes' dequantised w2 is the
+// backward's NF4 temporary already. The allocation timeline oracle's QLoRA MoE draws (seed 13,
+// 21, 7 q03) peak there, in the recomputation the unpack at IndexAddBackward0 starts.
+DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x) {
+  const double T = x.tokens, e = x.e, E = double(config.num_moe_experts), K = double(config.moe_router_topk);
+  const double n = expert_tokens(config, x) / E;
+  const double block_e = moe_block_bytes(x);
+  const double residual = x.norm_e == 4 ? 0 : x.norm_e * T * x.h;
+  const double router_input = config.peft_on() ? x.norm_e * T * x.h : 0;  // a frozen router saves nothing
+  // The last expert's rows (hidden_states[top_x]) and its product, where nothing saves them: its
+  // weights frozen, no adapter reading them as they are, no bitsandbytes A kept.
+  const bool bnb_kept = x.bnb_input && !config.checkpoint_reentrant;
+  const double rows = bnb_kept || x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}) ? 0 : e * n * x.h;
+  const double product = bnb_kept || x.keeps_input({LoraTarget::down_proj})
+                             ? 0
+                             : x.ffn_e * n * double(config.moe_ffn_hidden_size);
+  const double extra = residual + router_input + e * T * E + block_e * T * x.h + 8 * T * K * E + rows + product +
+                       e * n * x.h;
+  return {extra, 0, 0};
+}
+
 }  // namespace
 
 // FSDP1 with frozen decoder units (peft) checkpointed reentrantly (checkpoint_reentrant) around
@@ -3005,7 +3034,8 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
-  if (every_layer_checkpointed(config) && !hf_moe) out.recompute_forward = recompute_forward_point(config, x);
+  if (every_layer_checkpointed(config))
+    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);
   if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
 }

@@ -1861,9 +1861,9 @@ double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompu
       const double input = first_layer && config.eager_model() && checkpoint_input_bytes(config, x) > 0
                                ? embedding_output_e(config, x) * x.h * x.tokens_sp
                                : checkpoint_input_bytes(config, x);
-      out.add("layer.input", "layer", input,
-              config.eager_model() ? (first_layer && embedding_output_e(config, x) == x.e ? x.act_dtype : x.norm_dtype)
-                                   : x.act_dtype,
+      const bool input_in_compute_dtype =
+          !config.eager_model() || (first_layer && embedding_output_e(config, x) == x.e);
+      out.add("layer.input", "layer", input, input_in_compute_dtype ? x.act_dtype : x.norm_dtype,
               config.eager_model() ? k_src_eager_checkpoint : k_src_full_recompute);
       if (x.bnb_input && config.eager_model() && !config.checkpoint_reentrant) {
         // bitsandbytes < 0.43.2 under the non-reentrant checkpoint: every Linear4bit's A stays
@@ -2891,16 +2891,16 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
 // weight trains (the product) or an adapter reads it (lora_A's input). At down_proj, beyond the
 // recomputed set: the product where nothing saves it (an adapter with dropout saves its own
 // dropped copy, a frozen base nothing), the result or, with an adapter, the base result,
-// lora_B's scaled output and the sum; the MLP's argument (the
-// post-attention norm's output) and the layer's residual sum where nothing saves them; the
-// reentrant mode then adds the MLP's output to the residual (the output beside it). The incoming gradient is there (the
-// reentrant node's argument; the non-reentrant unpack comes from down_proj's node, whose output
-// gradient it is). torch 1.13's non-reentrant mode recomputes the whole layer (no early stop):
-// the allocation timeline oracle's rows past the last saved tensor are 1.13's.
+// lora_B's scaled output and the sum; the MLP's argument (the post-attention norm's output) and
+// the layer's residual sum where nothing saves them; the reentrant mode then adds the MLP's
+// output to the residual (the output beside it). The incoming gradient is there (the reentrant
+// node's argument; the non-reentrant unpack comes from down_proj's node, whose output gradient
+// it is). torch 1.13's non-reentrant mode recomputes the whole layer (no early stop); the
+// allocation timeline oracle runs current PyTorch's (timeline.py checkpoint_early_stop).
 DecoderBackward::Point recompute_forward_point(const Config& config, const Shape& x) {
   const bool peft = config.peft_on();
-  // Not walked for QLoRA: its recomputation's MatMul4Bit points are not checked yet (the oracle's
-  // bitsandbytes draws recompute under 1.13's non-reentrant checkpoint, without early stop).
+  // Not walked for QLoRA: with MatMul4Bit's points the oracle's QLoRA draws read over, as
+  // Linear4bit's backward is not walked (the largest dequantised weight beside every point).
   if (config.peft == Peft::qlora) return {};
   const bool down_saves = !peft || x.targeted(LoraTarget::down_proj);
   if (!config.checkpoint_reentrant && !down_saves) return {};
@@ -2931,9 +2931,10 @@ DecoderBackward::Point recompute_forward_point(const Config& config, const Shape
 // saves its fp32 output, not them) and its argument, the post-attention norm's output, which the
 // router saves only when it trains; the layer's frame the residual sum (16-bit stream: the norm
 // saves its fp32 copy); the last expert's rows and product where nothing saves them (frozen,
-// no adapter reading them, no bitsandbytes A); w2's output (e·n·h, n = T·K/E rows). bitsandbytes' dequantised w2 is the
-// backward's NF4 temporary already. The allocation timeline oracle's QLoRA MoE draws (seed 13,
-// 21, 7 q03) peak there, in the recomputation the unpack at IndexAddBackward0 starts.
+// no adapter reading them, no bitsandbytes A); w2's output (e·n·h, n = T·K/E rows).
+// bitsandbytes' dequantised w2 is the backward's NF4 temporary already. The allocation timeline
+// oracle's QLoRA MoE draws (seed 13, 21, 7 q03) peak there, in the recomputation the unpack at
+// IndexAddBackward0 starts.
 DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x) {
   const double T = x.tokens, e = x.e, E = double(config.num_moe_experts), K = double(config.moe_router_topk);
   const double n = expert_tokens(config, x) / E;
@@ -3082,8 +3083,9 @@ double nf4_dequant_bytes(const Config& c, double elements) {
 //    argument, held by its frame): SiLU's output beside up_proj's result, then the product
 //    (3·e_f·T·f, e_f fp32 under QLoRA's fp32 norms); an adapter on up_proj: the base result
 //    (PEFT's bitsandbytes layer: its clone), lora_B's output scaled (in the compute dtype under
-//    autocast) and the sum, beside SiLU's output; down_proj: the product beside its result, or with an adapter the base result, the
-//    scaled lora_B output and the sum. bitsandbytes < 0.43.2 under the non-reentrant checkpoint
+//    autocast) and the sum, beside SiLU's output; down_proj: the product beside its result, or
+//    with an adapter the base result, the scaled lora_B output and the sum. bitsandbytes < 0.43.2
+//    under the non-reentrant checkpoint
 //    keeps down_proj's A (its input cast, or the product itself) beside the checkpoint from
 //    down_proj on: counted among the checkpoints already, so it is taken out of the points
 //    before down_proj, and the product is not counted twice where A is the product itself.

@@ -171,3 +171,19 @@ TEST_CASE("A checkpointed MoE layer's recomputation at the last expert's w2", "[
       "checkpoint_reentrant": false)"));
   CHECK(decoder_backward_bytes(c).recompute_forward.extra == 9510912.0);
 }
+
+TEST_CASE("The output layer's LoRA forward: the adapter's sum over the whole logits", "[activations][lora]") {
+  // torchtune, fp32 (e = 4), an adapter on the output layer with dropout 0.1. While LoRALinear
+  // makes `out + lora_out` the base logits, lora_b's output and its scaled copy are there,
+  // 3 · 4 · T·V = 3 · 4 · 1,024 · 32,000 = 393,216,000, beside the final norm's output, which
+  // nothing saves (the frozen base keeps nothing, the adapter its own dropped copy), 4·T·h =
+  // 4,194,304: 397,410,304 B beyond the saved tensors but the loss's. Without dropout lora_a
+  // keeps the norm output itself: 393,216,000 B.
+  const std::string run = R"("framework": "ddp", "model_implementation": "torchtune", "compute_dtype": "fp32",
+      "params_dtype": "fp32", "peft": "lora", "lora_target_modules": ["q_proj", "lm_head"], )";
+  CHECK(output_lora_forward_bytes(config_from(small_llama(run + R"("lora_dropout": 0.1)"))) == 397410304.0);
+  CHECK(output_lora_forward_bytes(config_from(small_llama(run + R"("lora_dropout": 0)"))) == 393216000.0);
+  // No adapter on the output layer: not a point of its own.
+  CHECK(output_lora_forward_bytes(config_from(small_llama(R"("framework": "ddp", "model_implementation": "torchtune",
+      "compute_dtype": "fp32", "params_dtype": "fp32", "peft": "lora", "lora_target_modules": ["q_proj"])"))) == 0);
+}

@@ -241,7 +241,7 @@ function openItem(r, line, rows) {
     if (c.checkpoint && !r.oracle.node && /softmax|nll_loss|cross_entropy/.test(r.oracle.op || ''))
       return `the loss's forward (${r.oracle.op}) beside checkpointed layers: not identified`;
     if (c.checkpoint && !r.oracle.node && c.peft === 'lora' && (c.lora_targets || []).includes('lm_head'))
-      return `the output layer's LoRA forward (the base logits, lora_B's output and its scaled copy, the dropped input, at ${r.oracle.op}) is not walked`;
+      return `the output layer's LoRA forward (walked: the base logits, lora_B's output and its scaled copy) at a point not walked (${r.oracle.op})`;
     if (c.checkpoint && !r.oracle.node)
       return `the last checkpointed layer's own forward at a point not walked (${r.oracle.op})`;
     if (c.dtype !== 'fp32' && r.oracle.node === 'MmBackward0')

@@ -185,6 +185,10 @@ struct DecoderBackward {
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
 
+// The output layer's LoRA forward (an adapter on lm_head, the whole logits): the bytes beyond the
+// saved tensors but the loss's while the adapter's sum is made (activations.cpp). 0: not walked.
+double output_lora_forward_bytes(const Config& config);
+
 // The transient of dequantising an NF4 weight of `elements` (bitsandbytes' MatMul4Bit, in forward
 // and in backward): the weight in the compute dtype, and the restored fp32 absmax with double
 // quantisation (activations.cpp).

@@ -3041,6 +3041,28 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   return out;
 }
 
+// The output layer's LoRA forward (an adapter on lm_head: PEFT's lora.Linear, torchtune's
+// LoRALinear; the whole logits, an eager loss, the base unquantised). Before the loss exists the
+// adapter's sum holds the base logits, lora_B's output and its scaled copy (the mul; then the
+// base, the scaled copy and the sum), 3·e·T·V, beside the saved tensors but the loss's, and the
+// final norm's output, held by the caller's frame, where nothing saves it (the adapter drops or
+// casts its own copy; a frozen base keeps nothing). The allocation timeline oracle's torchtune
+// draw with an adapter on the output (seed 21 c14) peaks there: the bytes beyond the saved
+// tensors but the loss's; 0 where not walked.
+double output_lora_forward_bytes(const Config& config) {
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.vocab_size <= 0 || config.peft != Peft::lora || config.cross_entropy_chunks > 1 ||
+      config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy || config.cut_cross_entropy ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 || config.torch_compile ||
+      config.saves(SavedModule::lm_head))
+    return 0;
+  const Shape x = shape_of(config);
+  if (!x.targeted(LoraTarget::lm_head) || x.autocast) return 0;
+  const double norm_output = x.keeps_input({LoraTarget::lm_head}) ? 0 : x.norm_e * x.h * x.tokens;
+  return norm_output + 3 * x.e * x.logits;
+}
+
 // The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
 // weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
 // autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):

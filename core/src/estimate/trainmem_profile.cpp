@@ -2577,8 +2577,15 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
           : 0;
   // What the loss saves comes after the output layer's forward and is freed before its backward;
   // the final norm's and the output layer's own saved tensors are there throughout.
+  // The output layer's LoRA forward (activations.cpp output_lora_forward_bytes): before the loss
+  // exists, beside the saved tensors but the loss's.
+  const double output_lora_forward = include_activation && last ? output_lora_forward_bytes(c) : 0;
+  if (output_lora_forward > 0)
+    note(trace, "trainmem.output_lora_forward", output_lora_forward,
+         "the output layer's LoRA forward: base logits, lora_B's output and its scaled copy (+ the final norm's "
+         "output where nothing saves it)");
   double loss_saved = 0;
-  if (output_transient > 0) {
+  if (output_transient > 0 || output_lora_forward > 0) {
     SavedTensors detail;
     output_activation_bytes(c, &detail);
     for (const SavedTensor& t : detail)
@@ -2632,7 +2639,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                               std::max({A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
                                         A - loss_saved + output_transient + kept,
                                         before_output_layer + layer_forward_dequant,
-                                        before_output_layer + checkpointed_forward}),
+                                        before_output_layer + checkpointed_forward,
+                                        A - loss_saved + output_lora_forward}),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).

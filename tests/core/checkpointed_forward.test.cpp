@@ -187,3 +187,17 @@ TEST_CASE("The output layer's LoRA forward: the adapter's sum over the whole log
   CHECK(output_lora_forward_bytes(config_from(small_llama(R"("framework": "ddp", "model_implementation": "torchtune",
       "compute_dtype": "fp32", "params_dtype": "fp32", "peft": "lora", "lora_target_modules": ["q_proj"])"))) == 0);
 }
+
+TEST_CASE("transformers' shifting loss: the final norm's output beside the loss's forward", "[activations][lora]") {
+  // LlamaForCausalLM.forward computes the loss with the final norm's output still bound to its
+  // hidden_states. bf16 (e = 2), one sequence (no shifted copy: the slice is contiguous),
+  // "shift-logits": the logits e·T·V = 2 · 1,024 · 32,000 = 65,536,000 and their fp32 upcast
+  // 131,072,000, and, under LoRA with a frozen lm_head that keeps nothing, the norm output
+  // 2·T·h = 2,097,152: 198,705,152 B. A trained lm_head copy (modules_to_save) saves its input:
+  // 196,608,000 B.
+  const std::string run = R"("framework": "ddp", "model_implementation": "hf-transformers", "compute_dtype": "bf16",
+      "params_dtype": "bf16", "peft": "lora", "lora_target_modules": ["q_proj"], "transformers_loss": "shift-logits")";
+  CHECK(loss_forward_transient_bytes(config_from(small_llama(run))) == 198705152.0);
+  CHECK(loss_forward_transient_bytes(config_from(small_llama(run + R"(, "lora_modules_to_save": ["lm_head"])"))) ==
+        196608000.0);
+}

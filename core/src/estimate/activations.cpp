@@ -2247,8 +2247,16 @@ double loss_forward_transient_bytes(const Config& config) {
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
   const double shifted = shifted_logits_copy_bytes(x, vocab);
-  if (config.transformers_loss == TransformersLoss::upcast_in_model) return 4 * x.logits + shifted;
-  return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
+  // LlamaForCausalLM.forward computes the loss with the final norm's output still bound to its
+  // `hidden_states`: beside the saved tensors where nothing saves it (under peft a frozen lm_head
+  // without an adapter reading its input as it is; the allocation timeline oracle: seed 7 c14,
+  // 4·T·h).
+  const bool lm_head_keeps_input =
+      !config.peft_on() || config.saves(SavedModule::lm_head) ||
+      (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
+  const double hidden = lm_head_keeps_input ? 0 : x.norm_e * x.h * x.tokens;
+  if (config.transformers_loss == TransformersLoss::upcast_in_model) return hidden + 4 * x.logits + shifted;
+  return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
 }
 
 // The model's output the training loop holds from the loss to the end of the optimizer step

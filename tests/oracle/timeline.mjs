@@ -227,7 +227,7 @@ function openItem(r, line, rows) {
     // A reentrant checkpoint re-runs the layer's forward inside its CheckpointFunctionBackward
     // node (the README's open item 6 in either mode).
     if (r.oracle.node === 'CheckpointFunctionBackward')
-      return `the recomputation's own forward (reentrant: inside CheckpointFunctionBackward, at ${r.oracle.op}) is not walked`;
+      return `the recomputation's own forward (reentrant: inside CheckpointFunctionBackward, at ${r.oracle.op}) at a point not walked (down_proj's is)`;
     if (c.layers === 1 && c.peft === 'lora' && c.checkpoint && r.diff > 0)
       return 'the one layer is the first, whose input needs no gradient under LoRA: its recomputed set is counted as a later layer\'s (over)';
     return `a decoder-layer node trainmem does not walk: ${r.oracle.node} (${r.oracle.op})`;
@@ -236,8 +236,14 @@ function openItem(r, line, rows) {
     if (c.ce_chunks > 1 && (c.peft === 'lora' || c.dtype !== 'fp32')) return 'chunked loss under LoRA or in 16 bits: not walked';
     if (c.ce_chunks > 1 && FINAL_NORM_BACKWARD.has(r.oracle.node))
       return 'the final norm\'s backward after torchtune\'s chunked output layers is not walked';
+    // The last checkpointed layer's own forward is walked (activations.cpp
+    // checkpointed_layer_forward_bytes: the softmax, o_proj, the MLP's points); what is left:
+    if (c.checkpoint && !r.oracle.node && /softmax|nll_loss|cross_entropy/.test(r.oracle.op || ''))
+      return `the loss's forward (${r.oracle.op}) beside checkpointed layers: not identified`;
+    if (c.checkpoint && !r.oracle.node && c.peft === 'lora' && (c.lora_targets || []).includes('lm_head'))
+      return `the output layer's LoRA forward (walked: the base logits, lora_B's output and its scaled copy) at a point not walked (${r.oracle.op})`;
     if (c.checkpoint && !r.oracle.node)
-      return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${r.oracle.op}) is not walked`;
+      return `the last checkpointed layer's own forward at a point not walked (${r.oracle.op})`;
     if (c.dtype !== 'fp32' && r.oracle.node === 'MmBackward0')
       return 'the output layer\'s backward in 16 bits is not walked';
     if (FINAL_NORM_BACKWARD.has(r.oracle.node) && (c.peft === 'lora' || c.dtype !== 'fp32'))
@@ -260,18 +266,28 @@ function qloraOpenItem(r, line) {
   const q = c.qlora;
   const { node, op } = r.oracle;
   if (r.moment === 'backward') {
+    if (r.diff > 0 && c.checkpoint && c.experts && node === 'IndexAddBackward0')
+      return 'the recomputation\'s own forward in the MoE loop, walked at the last expert\'s w2: that expert\'s weighted ' +
+        'output and routing row, made after it, are counted with the recomputed set; one layer: the first layer\'s set counted as a later one\'s (over)';
     if (r.diff > 0)
       return `Linear4bit's backward is not walked: the largest dequantised weight is added to every walked point (oracle at ${node} (${op}))`;
     if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
-      return 'the recomputation\'s own forward: the unpack at IndexAddBackward0 re-runs the checkpointed MoE layer, ' +
-        'an expert\'s dequantised weight and the loop\'s transients beside the recomputed set';
+      return 'the recomputation\'s own forward in the MoE loop (the unpack at IndexAddBackward0), walked at the last expert\'s w2: ' +
+        'the loop\'s small tensors (the routing weight\'s row, torch.where\'s indices) are not counted';
+    // torch 1.13's non-reentrant checkpoint recomputes the whole layer; current PyTorch stops once
+    // the last saved tensor is packed (early stop), before a down_proj that saves nothing.
+    if (c.checkpoint && !c.checkpoint_reentrant && !c.experts && op === 'aten::mm' && node !== 'MatMul4BitBackward')
+      return `the recomputation's own forward under 1.13's non-reentrant checkpoint (no early stop): ${node} re-runs the layer ` +
+        'to down_proj\'s MatMul4Bit (its dequantised weight beside the recomputed set); not walked for QLoRA';
     return `a decoder-layer node trainmem does not walk under QLoRA: ${node} (${op})`;
   }
   if (r.moment === 'forward') {
     if (!node && r.diff < 0 && /softmax|nll_loss|cross_entropy/.test(op || ''))
       return `the loss's forward under kbit_upcast ${q.upcast} (${op}), inside the autocast region: not identified`;
     if (!node && r.diff < 0 && c.checkpoint)
-      return `the last checkpointed layer's own forward (its transients beside every checkpoint, at ${op}) is not walked`;
+      return `the last checkpointed layer's own forward at a point not walked (${op})`;
+    if (!node && r.diff > 0 && c.checkpoint && !/log_softmax|nll_loss|cross_entropy/.test(op || ''))
+      return `the last checkpointed layer's own forward (at ${op}): the last layer's adapters' autocast weight casts made after that point are counted (over)`;
     if (!node && r.diff < 0)
       return `the last decoder layer's forward: beside the dequantised weight and its output (a candidate since stop 42), the layer's other transients (at ${op})`;
     if (node && r.diff > 0 && c.checkpoint)

@@ -63,6 +63,14 @@ PyTorch does differently, each edit named and sized:
   * gemm scratch (QLoRA draws only): 1.13's oneDNN bf16 GEMM takes a scratch buffer inside
     aten::mm and frees it before returning (gemm_scratch); cuBLAS's workspace is trainmem's
     workspace_bytes, 0 in the comparison.
+  * promotion copies: an elementwise op on operands of two dtypes (fp32 + bf16 under fp32 norms,
+    a float tensor times native_dropout's bool mask) makes, on the CPU only, a copy of the other
+    operand in the common dtype before its loop (aten/src/ATen/TensorIterator.cpp
+    compute_types: "Creates temporaries for CPU operations" under `common_device == kCPU`,
+    `op.tensor().to(common_dtype_)`); CUDA kernels cast while they read (dynamic casting), so
+    the allocations of an aten::to called inside such an op (promotion_copies) are taken out.
+  * early stop: the non-reentrant checkpoint runs as current PyTorch's, which stops recomputing
+    once the last saved tensor is packed (checkpoint_early_stop); 1.13's re-runs the whole layer.
 
 QLoRA draws (--qlora K, 4 by default, ids q00...): bnb.py's bitsandbytes stand-in on the
 transformers model, drawn after the others from a generator of their own (no other draw changes);
@@ -81,6 +89,7 @@ import json
 import random
 import sys
 import time
+import weakref
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -212,6 +221,27 @@ def gemm_scratch(events, free_of):
     return out
 
 
+# The elementwise ops built on TensorIterator whose CPU path copies an operand of another dtype.
+PROMOTING_OPS = ("aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub", "aten::sub_",
+                 "aten::div", "aten::div_", "aten::where", "aten::masked_fill", "aten::masked_fill_")
+
+
+def promotion_copies(events, free_of):
+    """CPU only: TensorIterator's input promotion (TensorIterator.cpp compute_types, under
+    `common_device == kCPU`): an elementwise op whose operands differ in dtype copies the other
+    one with `.to(common_dtype)` and frees the copy when it returns; on CUDA the kernel casts as
+    it reads. Such an allocation is an aten::to (aten::_to_copy) whose caller is the op itself."""
+    out = set()
+    for i, e in enumerate(events):
+        ch = e["chain"]
+        if e["size"] > 0 and len(ch) >= 4 and ch[1] == "aten::_to_copy" and ch[2] == "aten::to" \
+                and ch[3] in PROMOTING_OPS:
+            out.add(i)
+            if i in free_of:
+                out.add(free_of[i])
+    return out
+
+
 def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
     """The 1.13 events edited to what current PyTorch allocates on the device (see the module
     doc). `rng_state_bytes`: the size of torch.get_rng_state() when the model checkpoints its
@@ -222,6 +252,7 @@ def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
     drop, move = set(), {}
     if cpu_gemm_scratch:
         drop |= gemm_scratch(events, free_of)
+    drop |= promotion_copies(events, free_of)
     for i, e in enumerate(events):
         if e["size"] <= 0 or i in drop:
             continue
@@ -309,6 +340,73 @@ def moments(events, at, base):
     return m
 
 
+# ------------------------------------------------------------- the non-reentrant checkpoint ----
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once it has packed the last saved tensor."""
+
+
+class _Holder:
+    """What the checkpointed forward's pack hook hands autograd instead of a tensor (weakly
+    referenced: it dies when the node holding it releases its saved variables)."""
+
+
+def checkpoint_early_stop(function, *args):
+    """torch.utils.checkpoint's non-reentrant mode as current PyTorch runs it, on torch 1.13.
+
+    1.13's `_checkpoint_without_reentrant` (torch/utils/checkpoint.py) packs every tensor the
+    checkpointed forward saves into a holder and, at the first unpack, re-runs the whole function,
+    storing each recomputed tensor whose holder is still alive. Current PyTorch does the same but
+    stops the recomputation as soon as the last saved tensor is packed (early stop, the default
+    since 2.1: pytorch/pytorch torch/utils/checkpoint.py `_enable_checkpoint_early_stop = True`,
+    `_recomputation_hook.pack_hook` raises `_StopRecomputationError` when `recomp_counter ==
+    len(weak_holders)`), so whatever the layer computes after its last saving op (down_proj's
+    forward when it saves nothing, the residual add) is not recomputed. This is 1.13's function
+    with that stop; the CPU RNG state is kept and restored as both do (torch.get_rng_state, taken
+    out of the timeline as cpu_rng_state). No CUDA state (the oracle runs on the CPU)."""
+    fwd_cpu_state = torch.get_rng_state()
+    weak_holders = []
+    storage = weakref.WeakKeyDictionary()
+    recomputed = [False]
+
+    def pack(x):
+        holder = _Holder()
+        weak_holders.append(weakref.ref(holder))
+        return holder
+
+    def unpack(holder):
+        if not recomputed[0]:
+            recomputed[0] = True
+            counter, stopped = [0], [False]
+
+            def inner_pack(inner):
+                index = counter[0]
+                counter[0] += 1
+                alive = weak_holders[index]()
+                if alive is not None:
+                    storage[alive] = inner.detach()
+                if counter[0] == len(weak_holders):
+                    stopped[0] = True
+                    raise _StopRecomputation()
+
+            def inner_unpack(packed):
+                raise RuntimeError("the recomputation's graph is never run backward")
+
+            with torch.random.fork_rng(devices=[]):
+                torch.set_rng_state(fwd_cpu_state)
+                with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(inner_pack, inner_unpack):
+                    # 1.13 hands an exception raised in a pack hook back as a RuntimeError.
+                    try:
+                        function(*args)
+                    except (_StopRecomputation, RuntimeError):
+                        if not stopped[0]:
+                            raise
+        return storage[holder]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return function(*args)
+
+
 # ---------------------------------------------------------------------------------- the step ----
 
 def final_norm(model):
@@ -368,7 +466,12 @@ def measure(cfg):
     # transformers' gradient_checkpointing_kwargs {"use_reentrant": ...}: the draw's mode
     # (oracle.draw, checkpoint_reentrant); torchtune's and torchtitan's wrappers are non-reentrant.
     reentrant = bool(cfg.get("checkpoint_reentrant"))
-    model.checkpoint_fn = lambda fn, *args: torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=reentrant)
+    # The non-reentrant mode as current PyTorch runs it (checkpoint_early_stop: 1.13's recomputes
+    # the whole layer, current PyTorch stops at the layer's last saved tensor).
+    if reentrant:
+        model.checkpoint_fn = lambda fn, *args: torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=True)
+    else:
+        model.checkpoint_fn = checkpoint_early_stop
     inputs_src = models.make_inputs(cfg)
     trainable = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trainable, lr=1e-3, foreach=False)

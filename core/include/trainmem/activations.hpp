@@ -177,11 +177,28 @@ struct DecoderBackward {
   Point qkv;                // q_proj's MmBackward0, the layer's last weight gradient
   Point norm_mlp;           // the post-attention RMSNorm's PowBackward0
   Point norm_attention;     // the input RMSNorm's PowBackward0
-  std::array<Point, 8> points() const {
-    return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention};
+  Point recompute_forward;  // a checkpointed layer's recomputation at down_proj or its residual sum
+  std::array<Point, 9> points() const {
+    return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention,
+            recompute_forward};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
+
+// The output layer's LoRA forward (an adapter on lm_head, the whole logits): the bytes beyond the
+// saved tensors but the loss's while the adapter's sum is made (activations.cpp). 0: not walked.
+double output_lora_forward_bytes(const Config& config);
+
+// The transient of dequantising an NF4 weight of `elements` (bitsandbytes' MatMul4Bit, in forward
+// and in backward): the weight in the compute dtype, and the restored fp32 absmax with double
+// quantisation (activations.cpp).
+double nf4_dequant_bytes(const Config& config, double elements);
+
+// The last checkpointed decoder layer's own forward (every layer checkpointed, the eager
+// transformers and torchtune Llama layers, ddp): the largest of its walked points (the softmax,
+// transformers' o_proj, the MLP's SiLU, product and down_proj) in bytes beyond every layer's
+// checkpoint, which are all there while it runs (activations.cpp). 0: not walked.
+double checkpointed_layer_forward_bytes(const Config& config);
 
 // FSDP1 (fsdp_version 1, full shard) with frozen decoder units under peft, each checkpointed
 // reentrantly around its unit (fsdp1_checkpoint_around_unit): every layer's checkpointed input and

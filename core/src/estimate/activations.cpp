@@ -319,6 +319,18 @@ bool kbit_fp32_activations(const Config& c) {
 }
 
 namespace {
+// The embedding output's element bytes: the first layer's input and the dtype transformers builds
+// the causal mask and cos/sin in (LlamaModel: inputs_embeds.dtype). The residual stream's, except
+// under TRL's QLoRA casting (kbit_upcast trl: peft_module_casting_to_bf16 casts embed_tokens back
+// to bf16 while the norms stay fp32, k_src_kbit_fp32_residual), where it is the compute dtype and
+// the stream turns fp32 at the first layer's MLP sum (the allocation timeline oracle: bf16 cos/sin,
+// mask and first checkpoint on its trl QLoRA draws, seed 13 and 21 q02).
+double embedding_output_e(const Config& c, const Shape& x) {
+  return x.kbit_fp32 && c.kbit_upcast == KbitUpcast::trl ? x.e : x.norm_e;
+}
+}  // namespace
+
+namespace {
 
 double padded_vocab(const Config& c) {
   return double(c.should_pad_vocab ? padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
@@ -1845,8 +1857,13 @@ double layer_activation_bytes(const Config& config, bool moe_layer, LayerRecompu
     case LayerRecompute::checkpointed: {
       const Shape x = shape_of(config);
       Ledger out(detail);
-      out.add("layer.input", "layer", checkpoint_input_bytes(config, x),
-              config.eager_model() ? x.norm_dtype : x.act_dtype,
+      // The first layer's input is the embedding's output (embedding_output_e).
+      const double input = first_layer && config.eager_model() && checkpoint_input_bytes(config, x) > 0
+                               ? embedding_output_e(config, x) * x.h * x.tokens_sp
+                               : checkpoint_input_bytes(config, x);
+      const bool input_in_compute_dtype =
+          !config.eager_model() || (first_layer && embedding_output_e(config, x) == x.e);
+      out.add("layer.input", "layer", input, input_in_compute_dtype ? x.act_dtype : x.norm_dtype,
               config.eager_model() ? k_src_eager_checkpoint : k_src_full_recompute);
       if (x.bnb_input && config.eager_model() && !config.checkpoint_reentrant) {
         // bitsandbytes < 0.43.2 under the non-reentrant checkpoint: every Linear4bit's A stays
@@ -1959,7 +1976,7 @@ double rotary_width(const Config& c, const Shape& x) { return std::floor(x.k * c
 // each in the residual stream's dtype); 0 without RoPE (learned positions, MLA's own).
 double rope_cos_sin_bytes(const Config& c, const Shape& x) {
   const bool rotary = c.max_position_embeddings == 0 && x.a > 0 && !c.multi_latent_attention;
-  return rotary ? 2 * x.norm_e * (x.tokens / x.b) * rotary_width(c, x) : 0;
+  return rotary ? 2 * embedding_output_e(c, x) * (x.tokens / x.b) * rotary_width(c, x) : 0;
 }
 
 void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
@@ -1975,11 +1992,13 @@ void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
                        layer_input_needs_grad(c, /*first_layer=*/c.num_layers <= 1);
   const double s_local = x.tokens / x.b;
   if (rotary && ((plain_layers && qk_grad) || args))
-    out.add("attention.rope_cos_sin", "attention", rope_cos_sin_bytes(c, x), x.norm_dtype,
+    out.add("attention.rope_cos_sin", "attention", rope_cos_sin_bytes(c, x),
+            embedding_output_e(c, x) == x.e ? x.act_dtype : x.norm_dtype,
             plain_layers && qk_grad ? k_src_hf_rope : k_src_hf_checkpoint_args);
   if (args && rotary) {
     if (c.attention_backend == AttentionBackend::unfused)
-      out.add("layer.causal_mask", "layer", x.norm_e * x.b * s_local * x.s, x.norm_dtype,
+      out.add("layer.causal_mask", "layer", embedding_output_e(c, x) * x.b * s_local * x.s,
+              embedding_output_e(c, x) == x.e ? x.act_dtype : x.norm_dtype,
               k_src_hf_checkpoint_args);
     out.add("layer.position_ids", "layer", 8 * s_local, "int64", k_src_hf_checkpoint_args);
   } else if (args) {
@@ -2228,8 +2247,16 @@ double loss_forward_transient_bytes(const Config& config) {
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
   const double shifted = shifted_logits_copy_bytes(x, vocab);
-  if (config.transformers_loss == TransformersLoss::upcast_in_model) return 4 * x.logits + shifted;
-  return x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
+  // LlamaForCausalLM.forward computes the loss with the final norm's output still bound to its
+  // `hidden_states`: beside the saved tensors where nothing saves it (under peft a frozen lm_head
+  // without an adapter reading its input as it is; the allocation timeline oracle: seed 7 c14,
+  // 4·T·h).
+  const bool lm_head_keeps_input =
+      !config.peft_on() || config.saves(SavedModule::lm_head) ||
+      (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
+  const double hidden = lm_head_keeps_input ? 0 : x.norm_e * x.h * x.tokens;
+  if (config.transformers_loss == TransformersLoss::upcast_in_model) return hidden + 4 * x.logits + shifted;
+  return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
 }
 
 // The model's output the training loop holds from the loss to the end of the optimizer step
@@ -2862,6 +2889,78 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   if (config.peft_on() && !config.saves(SavedModule::embed_tokens)) out.input_gradient_end = 2 * output;
 }
 
+// A checkpointed dense layer's recomputation, before its own backward: the layer's forward runs
+// again, its saved tensors kept as they are made (the recomputed set, recompute_working), beside
+// what its frames hold and nothing saves. The reentrant checkpoint (CheckpointFunction.backward,
+// torch/utils/checkpoint.py of torch 1.13 lines 141-157 and @ 0008d771) runs the whole forward
+// under enable_grad before its inner backward; the non-reentrant one (current PyTorch's
+// _checkpoint_without_reentrant_generator with early stop, the default since 2.1) stops once the
+// last saved tensor is packed, so it reaches down_proj only where down_proj saves something: its
+// weight trains (the product) or an adapter reads it (lora_A's input). At down_proj, beyond the
+// recomputed set: the product where nothing saves it (an adapter with dropout saves its own
+// dropped copy, a frozen base nothing), the result or, with an adapter, the base result,
+// lora_B's scaled output and the sum; the MLP's argument (the post-attention norm's output) and
+// the layer's residual sum where nothing saves them; the reentrant mode then adds the MLP's
+// output to the residual (the output beside it). The incoming gradient is there (the reentrant
+// node's argument; the non-reentrant unpack comes from down_proj's node, whose output gradient
+// it is). torch 1.13's non-reentrant mode recomputes the whole layer (no early stop); the
+// allocation timeline oracle runs current PyTorch's (timeline.py checkpoint_early_stop).
+DecoderBackward::Point recompute_forward_point(const Config& config, const Shape& x) {
+  const bool peft = config.peft_on();
+  // Not walked for QLoRA: with MatMul4Bit's points the oracle's QLoRA draws read over, as
+  // Linear4bit's backward is not walked (the largest dequantised weight beside every point).
+  if (config.peft == Peft::qlora) return {};
+  const bool down_saves = !peft || x.targeted(LoraTarget::down_proj);
+  if (!config.checkpoint_reentrant && !down_saves) return {};
+  const double T = x.tokens, e = x.e, fe = x.ffn_e, out_e = x.norm_e;
+  // The product, unless down_proj keeps it as it is (its weight trains, or an adapter reads it
+  // undropped and uncast).
+  const double product = x.keeps_input({LoraTarget::down_proj}) ? 0 : fe * T * x.f;
+  const double result = out_e * T * x.h;
+  // An adapter: the base result, lora_B's scaled output and the sum.
+  const double adapter = x.targeted(LoraTarget::down_proj) ? 2 * out_e * T * x.h + e * T * x.h : 0;
+  // The MLP's frame holds the post-attention norm's output (its argument x) and the layer's
+  // frame the residual sum: the norm output is saved only where gate or up keeps its input as it
+  // is, the residual sum only where the norm reads it without a copy (an fp32 stream: its fp32
+  // upcast is the tensor itself).
+  const double norm_output = x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}) ? 0 : x.norm_e * T * x.h;
+  const double residual = x.norm_e == 4 ? 0 : x.norm_e * T * x.h;
+  double extra = norm_output + residual + product + std::max(result, adapter);
+  // The reentrant mode's residual sum: the MLP's output beside the layer's output.
+  if (config.checkpoint_reentrant) extra = std::max(extra, 2 * out_e * T * x.h);
+  return {extra, 0, 0};
+}
+
+// transformers' MoE block recomputed (MixtralSparseMoeBlock.forward, every layer checkpointed): the
+// expert loop saves at every expert (its indices, its rows), so the recomputation runs to the last
+// expert in either mode. At the last expert's w2, beyond the recomputed set (every expert's saved
+// tensors, counted whole): the block's frame holds final_hidden_states (zeros, the index_add_
+// target, e_b·T·h), the one_hot expert mask (int64, T·K·E), the router's logits (e·T·E; softmax
+// saves its fp32 output, not them) and its argument, the post-attention norm's output, which the
+// router saves only when it trains; the layer's frame the residual sum (16-bit stream: the norm
+// saves its fp32 copy); the last expert's rows and product where nothing saves them (frozen,
+// no adapter reading them, no bitsandbytes A); w2's output (e·n·h, n = T·K/E rows).
+// bitsandbytes' dequantised w2 is the backward's NF4 temporary already. The allocation timeline
+// oracle's QLoRA MoE draws (seed 13, 21, 7 q03) peak there, in the recomputation the unpack at
+// IndexAddBackward0 starts.
+DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x) {
+  const double T = x.tokens, e = x.e, E = double(config.num_moe_experts), K = double(config.moe_router_topk);
+  const double n = expert_tokens(config, x) / E;
+  const double block_e = moe_block_bytes(x);
+  const double residual = x.norm_e == 4 ? 0 : x.norm_e * T * x.h;
+  const double router_input = config.peft_on() ? x.norm_e * T * x.h : 0;  // a frozen router saves nothing
+  // The last expert's rows (hidden_states[top_x]) and its product, where nothing saves them: its
+  // weights frozen, no adapter reading them as they are, no bitsandbytes A kept.
+  const bool bnb_kept = x.bnb_input && !config.checkpoint_reentrant;
+  const double rows = bnb_kept || x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}) ? 0 : e * n * x.h;
+  const double product = bnb_kept || x.keeps_input({LoraTarget::down_proj})
+                             ? 0
+                             : x.ffn_e * n * double(config.moe_ffn_hidden_size);
+  const double extra = residual + router_input + e * T * E + block_e * T * x.h + 8 * T * K * E + rows + product +
+                       e * n * x.h;
+  return {extra, 0, 0};
+}
+
 }  // namespace
 
 // FSDP1 with frozen decoder units (peft) checkpointed reentrantly (checkpoint_reentrant) around
@@ -2944,8 +3043,179 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
+  if (every_layer_checkpointed(config))
+    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);
   if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
+}
+
+// The output layer's LoRA forward (an adapter on lm_head: PEFT's lora.Linear, torchtune's
+// LoRALinear; the whole logits, an eager loss, the base unquantised). Before the loss exists the
+// adapter's sum holds the base logits, lora_B's output and its scaled copy (the mul; then the
+// base, the scaled copy and the sum), 3·e·T·V, beside the saved tensors but the loss's, and the
+// final norm's output, held by the caller's frame, where nothing saves it (the adapter drops or
+// casts its own copy; a frozen base keeps nothing). The allocation timeline oracle's torchtune
+// draw with an adapter on the output (seed 21 c14) peaks there: the bytes beyond the saved
+// tensors but the loss's; 0 where not walked.
+double output_lora_forward_bytes(const Config& config) {
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.vocab_size <= 0 || config.peft != Peft::lora || config.cross_entropy_chunks > 1 ||
+      config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy || config.cut_cross_entropy ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 || config.torch_compile ||
+      config.saves(SavedModule::lm_head))
+    return 0;
+  const Shape x = shape_of(config);
+  if (!x.targeted(LoraTarget::lm_head) || x.autocast) return 0;
+  const double norm_output = x.keeps_input({LoraTarget::lm_head}) ? 0 : x.norm_e * x.h * x.tokens;
+  return norm_output + 3 * x.e * x.logits;
+}
+
+// The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
+// weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
+// autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):
+// F.dequantize_4bit(B, quant_state).to(A.dtype) in forward, .to(grad_output.dtype) in backward;
+// torchtune linear_nf4 likewise). The dequantised tensor has quant_state.dtype, the weight's
+// dtype when it was quantised, which is the compute dtype here (unquantized_dtype), so .to()
+// makes no second copy. With double quantisation dequantize_4bit first restores the absmax as a
+// new fp32 tensor, one per block of 64 (functional.py @ 0.48.0: dequantize_blockwise(absmax,
+// state2), then `absmax += offset`); without it the stored fp32 absmax is read as it is.
+double nf4_dequant_bytes(const Config& c, double elements) {
+  if (elements <= 0) return 0;
+  const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
+  return elements * bytes_per_element(c.compute_dtype) + absmax;
+}
+
+// The last checkpointed decoder layer's own forward (every layer checkpointed; the eager
+// transformers and torchtune Llama layers as decoder_backward_bytes walks them). Inside a
+// checkpoint nothing is saved: torch 1.13's _checkpoint_without_reentrant packs every saved tensor
+// into an empty holder (current PyTorch's _checkpoint_without_reentrant_generator alike) and the
+// reentrant CheckpointFunction.forward runs the layer under no_grad, so what exists while the
+// layer runs is what its Python frames hold: the locals of LlamaDecoderLayer.forward,
+// LlamaAttention.forward, eager_attention_forward and LlamaMLP.forward (transformers
+// modeling_llama.py), of torchtune's TransformerSelfAttentionLayer, MultiHeadAttention and
+// FeedForward (scaled_dot_product_attention's math path unfused), of PEFT's lora.Linear and
+// lora.bnb.Linear4bit and torchtune's LoRALinear. Every earlier layer's checkpoint (and the last
+// layer's input, the model's mask, positions and cos/sin) is there beside it. The bytes returned
+// are the largest of these points beyond those checkpoints (activations.hpp); 0 when not walked.
+//  - the softmax (attention_backend unfused; not under fp32 norms, whose casts are not walked):
+//    the input norm's output, q and k after RoPE, v, transformers' repeat_kv copies beside the
+//    unrepeated k and v (with groups) or torchtune's expanded k and v (which replace them), the
+//    scaled q and the e·s² additive mask of the math path; then the masked scores and the
+//    probabilities: transformers' softmax(dtype=float32) upcasts 16-bit scores (their fp32 copy
+//    beside the fp32 output: 2 + 4 + 4 bytes per score; 4 + 4 in fp32), the math path's softmax
+//    stays in the compute dtype (2·e); attention dropout's mask and output beside the
+//    probabilities (fp32 transformers: 4 + 1 + 4).
+//  - transformers' o_proj: eager_attention_forward's probabilities are returned to
+//    LlamaAttention.forward's `_`, alive with q, k and v until it returns, beside the attention
+//    output and o_proj's result (with an adapter the base result, lora_B's and the sum: 3·e·T·h).
+//  - the MLP, beside the attention's residual sum and the post-attention norm's output (the MLP's
+//    argument, held by its frame): SiLU's output beside up_proj's result, then the product
+//    (3·e_f·T·f, e_f fp32 under QLoRA's fp32 norms); an adapter on up_proj: the base result
+//    (PEFT's bitsandbytes layer: its clone), lora_B's output scaled (in the compute dtype under
+//    autocast) and the sum, beside SiLU's output; down_proj: the product beside its result, or
+//    with an adapter the base result, the scaled lora_B output and the sum. bitsandbytes < 0.43.2
+//    under the non-reentrant checkpoint
+//    keeps down_proj's A (its input cast, or the product itself) beside the checkpoint from
+//    down_proj on: counted among the checkpoints already, so it is taken out of the points
+//    before down_proj, and the product is not counted twice where A is the product itself.
+//  - bitsandbytes' NF4 MLP linears (MatMul4Bit.forward): the input's compute-dtype copy (fp32
+//    norms), the weight dequantised whole (nf4_dequant_bytes) and the matmul's output, then
+//    Linear4bit's .to(fp32) beside that output, with SiLU's output at up_proj and the product at
+//    down_proj.
+// Not walked: the MoE block's loop (the attention's points are), the norms' fp32 temporaries
+// (below the MLP's while f >= h), the attention's NF4 linears (h·(a + 2g)·k and a·k·h elements,
+// below the MLP's h·f; trainmem_profile.cpp's QLoRA layer-forward candidate bounds the largest),
+// the adapters' autocast casts of their weights.
+double checkpointed_layer_forward_bytes(const Config& config) {
+  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
+                    config.model_implementation == ModelImplementation::torchtune;
+  if (!kind || config.num_layers <= 0 || config.recompute_granularity != RecomputeGranularity::full ||
+      !every_layer_checkpointed(config) || !config.gated_linear_unit ||
+      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
+      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
+      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
+      config.framework != Framework::ddp || config.optimizer_in_backward || config.params_dtype == Dtype::int8)
+    return 0;
+  const Shape x = shape_of(config);
+  if (x.autocast) return 0;
+  const bool hf = eager_kind(config) == Eager::hf;
+  // bitsandbytes' NF4 linears (transformers' Linear4bit; not torchao's linear_nf4).
+  const bool nf4 = hf && config.peft == Peft::qlora && config.params_dtype == Dtype::nf4;
+  const double T = x.tokens, e = x.e;
+  const double stream = x.norm_e * x.h * T;  // the residual stream and the norms' outputs
+  const double q = e * T * x.a * x.k, kv = e * T * x.g * x.k;
+  const double scores = x.a * T * x.s;
+  // bitsandbytes < 0.43.2 under the non-reentrant checkpoint: the last layer's kept A (counted
+  // among the checkpoints) exist only from their linear on. q/k/v's (the input norm's output, or
+  // each one's copy of it in fp32) are there at the attention's points, the rest are not.
+  const bool bnb_kept = x.bnb_input && !config.checkpoint_reentrant;
+  const double kept_layer =
+      bnb_kept ? layer_activation_bytes(config, config.is_moe(), LayerRecompute::checkpointed, nullptr, false) -
+                     checkpoint_input_bytes(config, x)
+               : 0;
+  const double kept_qkv = bnb_kept ? (x.kbit_fp32 ? 3 : 1) * e * T * x.h : 0;
+  double best = 0;
+  if (config.attention_backend == AttentionBackend::unfused && !config.attention_sinks && x.a > 0 && !x.kbit_fp32) {
+    const bool grouped = x.g < x.a;
+    double projections = 0, per_score = 0;
+    if (hf) {
+      projections = q + 2 * kv + (grouped ? 2 * q : 0);
+      per_score = e + (e == 4 ? 4 : 8);
+      if (x.attention_dropout) per_score = std::max(per_score, (e == 4 ? 4 : 2 * e) + 1 + e);
+    } else {
+      projections = q + (grouped ? 2 * q : 2 * kv) + q;  // + the scaled q
+      per_score = 2 * e + (x.attention_dropout ? 1 : 0);
+    }
+    const double mask = hf ? 0 : e * x.s * x.s;
+    // Under bitsandbytes' kept A, the input norm's output is q/k/v's A, counted already.
+    const double later_kept = kept_layer - kept_qkv, norm_output = bnb_kept ? 0 : stream;
+    best = std::max(best, norm_output + projections + mask + per_score * scores - later_kept);
+    if (hf) {
+      const double probabilities = (e == 4 ? 4 : e) * scores;
+      const double o_proj = x.targeted(LoraTarget::o_proj) ? 3 * e * T * x.h : e * T * x.h;
+      best = std::max(best, norm_output + q + 2 * kv + probabilities + q + o_proj - later_kept);
+    }
+  }
+  if (!config.is_moe()) {
+    const double fe = x.ffn_e, wide = fe * T * x.f;
+    // down_proj's A: its own copy of the product in fp32, else the product itself; gate's and
+    // up's, in 16 bits, the post-attention norm's output itself.
+    const double down_kept = bnb_kept ? e * T * x.f : 0;
+    const double norm_kept = bnb_kept && !x.kbit_fp32 ? e * T * x.h : 0;
+    // An adapter's sum on a linear whose result is `out_e` bytes per element, `width` wide: the
+    // base result (or its clone), lora_B's scaled output and the sum. An fp32 result plus a bf16
+    // adapter output is cast as the CUDA kernel reads it (TensorIterator's dynamic casting; its
+    // CPU path copies the bf16 operand first, which the allocation timeline oracle takes out).
+    const auto adapter_sum = [&](double width, double out_e) { return T * width * (2 * out_e + e); };
+    // The residual sum and the post-attention norm's output. The sum is the embedding's dtype in
+    // a one-layer model (its input, plus o_proj's compute-dtype output under fp32 norms).
+    const double residual_sum = (config.num_layers == 1 ? embedding_output_e(config, x) : x.norm_e) * x.h * T;
+    const double base = residual_sum + stream - norm_kept;
+    const double up = x.targeted(LoraTarget::up_proj) ? adapter_sum(x.f, fe) : wide;
+    best = std::max(best, base + wide + up - down_kept);     // SiLU's output beside up_proj's
+    best = std::max(best, base + 3 * wide - down_kept);      // the product
+    const double product = bnb_kept && !x.kbit_fp32 ? 0 : wide;
+    const double down = x.targeted(LoraTarget::down_proj) ? adapter_sum(x.h, x.norm_e) : x.norm_e * T * x.h;
+    best = std::max(best, base + product + down);
+    if (nf4) {
+      // Each NF4 linear inside MatMul4Bit.forward: its input's compute-dtype copy (an fp32
+      // input's; it is A, counted among the checkpoints, under bnb_kept), the weight dequantised
+      // whole and the matmul's output in the compute dtype; then Linear4bit's .to(fp32) beside that
+      // output under fp32 norms.
+      const double dequantised = nf4_dequant_bytes(config, x.h * x.f);
+      const auto input_copy = [&](double width) { return x.kbit_fp32 && !bnb_kept ? e * T * width : 0.0; };
+      const auto upcast = [&](double width) { return x.kbit_fp32 ? 4 * T * width : 0.0; };
+      best = std::max(best, base + input_copy(x.h) + dequantised + e * T * x.f - down_kept);          // gate
+      best = std::max(best, base + e * T * x.f + upcast(x.f) - down_kept);
+      best = std::max(best, base + wide + input_copy(x.h) + dequantised + e * T * x.f - down_kept);   // up
+      best = std::max(best, base + wide + e * T * x.f + upcast(x.f) - down_kept);
+      best = std::max(best, base + product + input_copy(x.f) + dequantised + e * T * x.h);             // down
+      best = std::max(best, base + product + e * T * x.h + upcast(x.h));
+    }
+  }
+  return best;
 }
 
 // ------------------------------------------- torchtune's recipes and compile_loss's result ----

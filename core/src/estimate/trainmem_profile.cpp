@@ -682,21 +682,6 @@ double replicated_quant_state_bytes(const Config& c, const Tensors& t) {
   return t.count * (nf4_quant_state_bytes(t.elements(), c.nf4_double_quant) + bnb_quant_state_constant_bytes(c));
 }
 
-// The transient of dequantising the largest NF4 linear (`elements`): QLoRA dequantises one NF4
-// weight at a time to the compute dtype, in forward and again in backward (bitsandbytes
-// autograd/_functions.py MatMul4Bit, 012c6606 and every release 0.41.0 … 0.48.0 (406fb6aa):
-// F.dequantize_4bit(B, quant_state).to(A.dtype) in forward, .to(grad_output.dtype) in backward;
-// torchtune linear_nf4 likewise). The dequantised tensor has quant_state.dtype, the weight's
-// dtype when it was quantised, which is the compute dtype here (unquantized_dtype), so .to()
-// makes no second copy. With double quantisation dequantize_4bit first restores the absmax as a
-// new fp32 tensor, one per block of 64 (functional.py @ 0.48.0: dequantize_blockwise(absmax,
-// state2), then `absmax += offset`); without it the stored fp32 absmax is read as it is.
-double nf4_dequant_bytes(const Config& c, double elements) {
-  if (elements <= 0) return 0;
-  const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
-  return elements * bytes_per_element(c.compute_dtype) + absmax;
-}
-
 // LLM.int8 (params_dtype int8 under peft qlora) around one frozen int8 linear of `in` → `out`
 // features over `tokens` rows whose input is of dtype `input` (A's dtype, int8_input_dtype), from
 // bitsandbytes-foundation/bitsandbytes @ 95f9af309d4d5793847169c39288dcd3fcbdf564,
@@ -2592,8 +2577,15 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
           : 0;
   // What the loss saves comes after the output layer's forward and is freed before its backward;
   // the final norm's and the output layer's own saved tensors are there throughout.
+  // The output layer's LoRA forward (activations.cpp output_lora_forward_bytes): before the loss
+  // exists, beside the saved tensors but the loss's.
+  const double output_lora_forward = include_activation && last ? output_lora_forward_bytes(c) : 0;
+  if (output_lora_forward > 0)
+    note(trace, "trainmem.output_lora_forward", output_lora_forward,
+         "the output layer's LoRA forward: base logits, lora_B's output and its scaled copy (+ the final norm's "
+         "output where nothing saves it)");
   double loss_saved = 0;
-  if (output_transient > 0) {
+  if (output_transient > 0 || output_lora_forward > 0) {
     SavedTensors detail;
     output_activation_bytes(c, &detail);
     for (const SavedTensor& t : detail)
@@ -2635,10 +2627,20 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (layer_forward_dequant > 0)
     note(trace, "trainmem.qlora_layer_forward", layer_forward_dequant,
          "QLoRA's last decoder layer's forward: the largest NF4 linear dequantised + its output");
+  // The last checkpointed layer's own forward (activations.cpp checkpointed_layer_forward_bytes):
+  // its transients beside every layer's checkpoint, before the output layer and the loss exist.
+  const double checkpointed_forward =
+      include_activation && last && c.pipeline_model_parallel_size <= 1 ? checkpointed_layer_forward_bytes(c) : 0;
+  if (checkpointed_forward > 0)
+    note(trace, "trainmem.checkpointed_layer_forward", checkpointed_forward,
+         "the last checkpointed layer's forward: its largest point (softmax, o_proj, SiLU, product, down_proj) "
+         "beside every checkpoint");
   const Candidate forward{model_state - freed + moe.state +
                               std::max({A + std::max({loss_transient - output_bw.target + kept, loss_forward, moe.forward}),
                                         A - loss_saved + output_transient + kept,
-                                        before_output_layer + layer_forward_dequant}),
+                                        before_output_layer + layer_forward_dequant,
+                                        before_output_layer + checkpointed_forward,
+                                        A - loss_saved + output_lora_forward}),
                           freed, A, Moment::forward};
   // In backward the decoder layers' recomputation and temporaries come after the loss chunk's
   // backward has freed what it saved (autograd releases a node's saved tensors once it has run).
@@ -2711,7 +2713,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Each walked point, and whether it comes after q_proj's LoRA branch in backward.
   const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
       {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
-      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true}}};
+      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
+      {dec.recompute_forward, false}}};
   // FSDP1 with the adapters in units of their own (the walk runs under FSDP1 with fsdp1_kept_inputs
   // only): BACKWARD_PRE prefetches, from a unit's pre-backward hook, the unit before it in the
   // forward's post-forward order (torch/distributed/fsdp/_exec_order_utils.py,

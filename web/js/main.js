@@ -1087,19 +1087,6 @@ async function start() {
   bindPanels();
   applyLink(location.hash); // an empty one is the fresh page's state
   syncControls();
-  // The fresh page's form is live from here, its answer already on screen (dist/'s prerendered
-  // one): an edit reaches the estimator (onFieldChange, recompute). The page's own first estimate
-  // follows in a task of its own, in which an edit may come first: it is the start's slowest step
-  // (the module compiles the estimator's functions on their first call). Its fields that apply
-  // are marked now, so that no frame shows the form with those that do not. A link's form is
-  // shown once its state's answer is written (data-live): it is live then.
-  const link = document.documentElement.hasAttribute('data-link');
-  if (!link) {
-    configFor(state.fields);
-    replayQueuedEdits();
-    performance.mark('trainmem:inputs-live');
-    await new Promise((resolve) => postTask(resolve));
-  }
   recompute();
   cancelSettle();
   settle(); // the form's marks in this task; the details follow a task at a time
@@ -1107,11 +1094,9 @@ async function start() {
   const main = document.querySelector('main');
   main.removeAttribute('data-prerendered');
   document.documentElement.setAttribute('data-live', '');
-  if (link) {
-    replayQueuedEdits();
-    performance.mark('trainmem:inputs-live');
-  }
+  replayQueuedEdits();
   performance.mark('trainmem:first-result');
+  performance.mark('trainmem:inputs-live');
   requestAnimationFrame(() => performance.mark('trainmem:first-result-frame'));
 
   await afterPaint();

@@ -187,11 +187,12 @@ function settle() {
 
 // The details of a new result, one step a task after the form's marks: the breakdown table and
 // the suggestions, the charts (in view beside the headline), the GPU table (an estimate per GPU),
-// then the cards below them (the peak, the compare panel, the parameters, the notes). They take a
-// few milliseconds in all: in tasks between two frames, they are all on screen the frame after
-// the headline's, and the page is idle again before the next keystroke (a step a frame kept frames
-// coming for 80-100 ms after each keystroke, and a keystroke in that time waited for the display's
-// next tick; traced). A newer result starts them over; render() does them all at once.
+// then the cards below them (the peak, the compare panel, the parameters, the notes). Each takes
+// a few milliseconds; as tasks, with a frame that is due drawn between two of them, all are on
+// screen 30-55 ms after the keystroke, 1-3 frames after its own. A step a frame took ~100 ms and 4
+// frames, and with keystrokes 60 ms apart the last steps of 6 of 10 were dropped (traced at
+// 390x844: tests/bench/page-trace.mjs --keys). A newer result starts them over; render() does them
+// all at once.
 let detailsStep = 0;
 let detailsFrame = 0; // the next step's task (postTask's id)
 let idleWaiters = [];

@@ -155,6 +155,21 @@ function settle() {
   const t0 = performance.now();
   const { names, result } = pending;
   pending = null;
+  markForm(names, result);
+  // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
+  // ones and names the one that was dropped, instead of losing edits made since.
+  share.scheduleLinkWrite();
+  document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
+  window.trainmemStats.formMs = performance.now() - t0;
+  scheduleDetails();
+}
+
+/**
+ * The form's marks for a result (an estimate's, or a check's: the resolved config and the
+ * issues, without suggestions): the fields that apply, the holds, the setup's edits, the
+ * framework's words, the problems, the values unset fields resolved to, the open topics.
+ */
+function markForm(names, result) {
   form.showApplicable(names);
   form.showHolds(state.fields);
   // The setup the page started from, and what was edited since: its name alone is not the run.
@@ -177,12 +192,6 @@ function settle() {
   }
   // A topic opens where something is set or wrong, and where a suggestion chip would change a field.
   form.showTopics(state.fields, topicBaseline(), new Set(shownSuggestions(result).flatMap((s) => Object.keys(s.fields))));
-  // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
-  // ones and names the one that was dropped, instead of losing edits made since.
-  share.scheduleLinkWrite();
-  document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
-  window.trainmemStats.formMs = performance.now() - t0;
-  scheduleDetails();
 }
 
 // The details of a new result, one step a task after the form's marks: the breakdown table and
@@ -1088,6 +1097,21 @@ async function start() {
   bindPanels();
   applyLink(location.hash); // an empty one is the fresh page's state
   syncControls();
+  // The fresh page's form is live from here, its answer already on screen (dist/'s prerendered
+  // one): an edit reaches the estimator (onFieldChange, recompute). The page's own first estimate,
+  // the start's slowest step (the module compiles the estimator's functions on their first
+  // call), follows in a task of its own, in which an edit may come first. A frame may come
+  // between the two: the form's marks are the check's (resolve() alone: the resolved config and
+  // the problems), so that frame shows the form as the estimate's marks will. A link's form is
+  // shown once its state's answer is written (data-live): it is live then.
+  const link = document.documentElement.hasAttribute('data-link');
+  if (!link) {
+    const { names, config } = configFor(state.fields);
+    markForm(names, engine.check(config));
+    replayQueuedEdits();
+    performance.mark('trainmem:inputs-live');
+    await new Promise((resolve) => postTask(resolve));
+  }
   recompute();
   cancelSettle();
   settle(); // the form's marks in this task; the details follow a task at a time
@@ -1095,9 +1119,11 @@ async function start() {
   const main = document.querySelector('main');
   main.removeAttribute('data-prerendered');
   document.documentElement.setAttribute('data-live', '');
-  replayQueuedEdits();
+  if (link) {
+    replayQueuedEdits();
+    performance.mark('trainmem:inputs-live');
+  }
   performance.mark('trainmem:first-result');
-  performance.mark('trainmem:inputs-live');
   requestAnimationFrame(() => performance.mark('trainmem:first-result-frame'));
 
   await afterPaint();

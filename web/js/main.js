@@ -108,19 +108,46 @@ function recompute() {
   renderHeadline();
   pending = { names, result };
   // The keystroke's frame lays out and paints the headline's card and nothing else: a detail of
-  // the result before still waiting for its frame is dropped (this result's follow), and the
-  // form's marks wait for the next frame (settle).
+  // the result before still waiting for its turn is dropped (this result's follow), and the
+  // form's marks wait for the task after that frame (settle).
   cancelDetails();
-  if (!settleFrame) settleFrame = requestAnimationFrame(() => { settleFrame = requestAnimationFrame(settle); });
+  if (settleFrame < 0) cancelSettle(); // queued after the frame before: this result's frame comes first
+  if (!settleFrame) settleFrame = requestAnimationFrame(() => { settleFrame = -postTask(settle); });
   window.trainmemStats.headlineMs = performance.now() - t0;
 }
 
 let pending = null;
+// settle's turn: > 0 the headline's frame (requestAnimationFrame's id), < 0 the task after it (postTask's id, negated).
 let settleFrame = 0;
 
+// Tasks of their own, in order, each after what the event loop has queued before it: a frame that
+// is due is drawn between two of them, so no frame waits for the whole chain (a MessageChannel's
+// message, not setTimeout: nested timeouts are held back 4 ms each).
+const taskChannel = new MessageChannel();
+const queuedTasks = new Map();
+let lastTaskId = 0;
+taskChannel.port1.onmessage = ({ data: id }) => {
+  const task = queuedTasks.get(id);
+  queuedTasks.delete(id);
+  task?.();
+};
+/** Runs `task` in a task of its own after those queued; the id cancels it (cancelTask). */
+function postTask(task) {
+  lastTaskId += 1;
+  queuedTasks.set(lastTaskId, task);
+  taskChannel.port2.postMessage(lastTaskId);
+  return lastTaskId;
+}
+const cancelTask = (id) => queuedTasks.delete(id);
+function cancelSettle() {
+  if (settleFrame > 0) cancelAnimationFrame(settleFrame);
+  else cancelTask(-settleFrame);
+  settleFrame = 0;
+}
+
 /**
- * What follows the headline, in the frame after it: the form's marks, the link, the title. The
- * details follow a frame at a time (scheduleDetails), so that no frame waits for all of them.
+ * What follows the headline, in the task after its frame: the form's marks, the link, the title.
+ * The details follow a task at a time (scheduleDetails), so that no frame waits for all of them.
  */
 function settle() {
   settleFrame = 0;
@@ -128,6 +155,21 @@ function settle() {
   const t0 = performance.now();
   const { names, result } = pending;
   pending = null;
+  markForm(names, result);
+  // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
+  // ones and names the one that was dropped, instead of losing edits made since.
+  share.scheduleLinkWrite();
+  document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
+  window.trainmemStats.formMs = performance.now() - t0;
+  scheduleDetails();
+}
+
+/**
+ * The form's marks for a result (an estimate's, or a check's: the resolved config and the
+ * issues, without suggestions): the fields that apply, the holds, the setup's edits, the
+ * framework's words, the problems, the values unset fields resolved to, the open topics.
+ */
+function markForm(names, result) {
   form.showApplicable(names);
   form.showHolds(state.fields);
   // The setup the page started from, and what was edited since: its name alone is not the run.
@@ -150,27 +192,25 @@ function settle() {
   }
   // A topic opens where something is set or wrong, and where a suggestion chip would change a field.
   form.showTopics(state.fields, topicBaseline(), new Set(shownSuggestions(result).flatMap((s) => Object.keys(s.fields))));
-  // The link keeps every input, a bad one too: a reload (or the copied link) restores the valid
-  // ones and names the one that was dropped, instead of losing edits made since.
-  share.scheduleLinkWrite();
-  document.title = `${modelLabel()} · ${currentGpuLabel()} · trainmem`;
-  window.trainmemStats.formMs = performance.now() - t0;
-  scheduleDetails();
 }
 
-// The details of a new result, one step a frame after the headline's: the breakdown table and
+// The details of a new result, one step a task after the form's marks: the breakdown table and
 // the suggestions, the charts (in view beside the headline), the GPU table (an estimate per GPU),
-// then the cards below them (the peak, the compare panel, the parameters, the notes). A newer
-// result starts them over; render() does them all at once.
+// then the cards below them (the peak, the compare panel, the parameters, the notes). Each takes
+// a few milliseconds; as tasks, with a frame that is due drawn between two of them, all are on
+// screen 30-55 ms after the keystroke, 1-3 frames after its own. A step a frame took ~100 ms and 4
+// frames, and with keystrokes 60 ms apart the last steps of 6 of 10 were dropped (traced at
+// 390x844: tests/bench/page-trace.mjs --keys). A newer result starts them over; render() does them
+// all at once.
 let detailsStep = 0;
-let detailsFrame = 0;
+let detailsFrame = 0; // the next step's task (postTask's id)
 let idleWaiters = [];
 function scheduleDetails() {
   detailsStep = 0;
-  if (!detailsFrame) detailsFrame = requestAnimationFrame(runDetailsStep);
+  if (!detailsFrame) detailsFrame = postTask(runDetailsStep);
 }
 function cancelDetails() {
-  cancelAnimationFrame(detailsFrame);
+  cancelTask(detailsFrame);
   detailsFrame = 0;
 }
 function runDetailsStep() {
@@ -181,7 +221,7 @@ function runDetailsStep() {
   window.trainmemStats.renderMs = performance.now() - t0;
   (window.trainmemStats.stepMs ??= {})[['table', 'charts', 'gpuFit', 'cards'][detailsStep]] = window.trainmemStats.renderMs;
   detailsStep += 1;
-  if (detailsStep < steps.length) detailsFrame = requestAnimationFrame(runDetailsStep);
+  if (detailsStep < steps.length) detailsFrame = postTask(runDetailsStep);
   else {
     scheduleTrace();
     whenIdle();
@@ -1057,16 +1097,33 @@ async function start() {
   bindPanels();
   applyLink(location.hash); // an empty one is the fresh page's state
   syncControls();
+  // The fresh page's form is live from here, its answer already on screen (dist/'s prerendered
+  // one): an edit reaches the estimator (onFieldChange, recompute). The page's own first estimate,
+  // the start's slowest step (the module compiles the estimator's functions on their first
+  // call), follows in a task of its own, in which an edit may come first. A frame may come
+  // between the two: the form's marks are the check's (resolve() alone: the resolved config and
+  // the problems), so that frame shows the form as the estimate's marks will. A link's form is
+  // shown once its state's answer is written (data-live): it is live then.
+  const link = document.documentElement.hasAttribute('data-link');
+  if (!link) {
+    const { names, config } = configFor(state.fields);
+    markForm(names, engine.check(config));
+    replayQueuedEdits();
+    performance.mark('trainmem:inputs-live');
+    await new Promise((resolve) => postTask(resolve));
+  }
   recompute();
-  cancelAnimationFrame(settleFrame);
-  settle(); // the form's marks in this task; the details follow a frame at a time
+  cancelSettle();
+  settle(); // the form's marks in this task; the details follow a task at a time
   // dist/'s prerendered first answer (web/scripts/prerender.mjs) is now the live page.
   const main = document.querySelector('main');
   main.removeAttribute('data-prerendered');
   document.documentElement.setAttribute('data-live', '');
-  replayQueuedEdits();
+  if (link) {
+    replayQueuedEdits();
+    performance.mark('trainmem:inputs-live');
+  }
   performance.mark('trainmem:first-result');
-  performance.mark('trainmem:inputs-live');
   requestAnimationFrame(() => performance.mark('trainmem:first-result-frame'));
 
   await afterPaint();

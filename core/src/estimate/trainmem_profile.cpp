@@ -1184,6 +1184,31 @@ constexpr FrameworkByteModel k_byte_models[] = {
 };
 static_assert(std::size(k_byte_models) == size_t(Framework::count));
 
+// Megatron's precision-aware optimizer stores a bf16 weight's fp32 master as its low 16 bits
+// (store_param_remainders): the weight itself holds the high 16, so each master element costs an
+// int16. Megatron hands Transformer Engine's FusedAdam the master weights (master_weights=True,
+// store_param_remainders from OptimizerConfig, default True) only when
+// use_precision_aware_optimizer_no_fp8_or_ds_fp8 holds: main_params_dtype other than fp32, or no
+// FP8 recipe or the delayed one, or the optimizer offloaded (megatron/core/optimizer/__init__.py
+// and optimizer_config.py @ 23e00ed0963c35382dfe8a5a94fb3cda4d21e133, core_v0.14.0; on with
+// TE 2.1+ since f2ece182d8, 2025-02-10, core_v0.12.0; an OptimizerConfig field since
+// core_v0.13.0). With another recipe Megatron builds fp32 main params itself
+// (distrib_optimizer.py @ the same commit: shard_model_param.clone().float(), or the whole
+// dequantised weight's view for an FP8 one). FusedAdam keeps remainders only for fp32 masters of
+// bf16 parameters (transformer_engine/pytorch/optimizers/fused_adam.py @
+// 40c69e751a47ec87786283e125c5eb264101270f, v2.8: `store_param_remainders and master_weights and
+// master_weight_dtype == torch.float32`, then `p.dtype == torch.bfloat16`; _initialize_state:
+// torch.zeros_like(param, dtype=torch.int16)). A delayed-scaling FP8 weight (a Float8Tensor whose
+// nominal dtype is bf16) keeps its fp32 master here: whether the remainder path serves it was not
+// settled, and the fp32 figure cannot under-count. The offloaded optimizer's masters live on the
+// CPU (HybridDeviceOptimizer), so only offload 0 is modelled.
+bool master_as_remainders(const Config& c, Dtype weight_dtype, bool fp8_weight) {
+  return c.store_param_remainders && c.framework == Framework::megatron && c.use_distributed_optimizer &&
+         c.main_params_dtype == Dtype::fp32 && weight_dtype == Dtype::bf16 && !fp8_weight &&
+         (c.fp8_recipe == Fp8Recipe::none || c.fp8_recipe == Fp8Recipe::delayed) &&
+         c.optimizer_offload_fraction == 0 && (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw);
+}
+
 // `largest_layer`: the largest decoder layer on this GPU (FSDP2's unit of gathering).
 StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& largest_layer,
                        Trace* trace) {
@@ -1320,7 +1345,9 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     const double stored_w = fp8_weight ? fp8.copy_bytes_per_element : w;
     const bool needs_master =
         !frozen && c.master_weights && (fp8_weight || bytes_per_element(c.main_params_dtype) > w);
-    const double master = needs_master ? bytes_per_element(c.main_params_dtype) : 0;
+    const double master = !needs_master                                      ? 0
+                          : master_as_remainders(c, weight_dtype, fp8_weight) ? bytes_per_element(Dtype::bf16)
+                                                                              : bytes_per_element(c.main_params_dtype);
     const double grad = bytes_per_element(c.main_grads_dtype);
     const double optimizer = frozen ? 0 : optimizer_state_bytes(c, t);
 

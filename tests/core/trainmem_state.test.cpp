@@ -82,6 +82,36 @@ TEST_CASE("megatron: the precision-aware optimizer keeps a bf16 weight's master 
   }
 }
 
+TEST_CASE("megatron: FusedAdam steps bf16 moments through fp32 copies of a whole param group",
+          "[trainmem][golden][megatron][fused_adam]") {
+  // Transformer Engine's FusedAdam (fused_adam.py @ v2.8 step): each non-fp32 moment of every
+  // parameter of a group is copied to fp32 (state.float()) and kept until the group's kernel has
+  // run; each bf16 moment is then written back through a bf16 copy, one parameter at a time.
+  // Megatron's group of matrices holds the linear weights (98,304) and the padded tied embedding
+  // (65,536): 163,840 elements; the norms' 640 are the other group. The step's other
+  // temporaries are the same with fp32 moments, so the difference of (step − state) is the copies.
+  auto step_extra = [](const std::string& fields) {
+    const Estimate est = state_of(small(fields));
+    return est.moments.optimizer_step - est.weight_and_optimizer_bytes;
+  };
+  const std::string dp4 = R"("use_distributed_optimizer": true, "data_parallel_size": 4)";
+  const double fp32_moments = step_extra(dp4);
+  SECTION("both moments bf16, DP 4: 2 × 4 B × 163,840 / 4 + 2 B × 65,536 / 4 = 327,680 + 32,768") {
+    CHECK(step_extra(dp4 + R"(, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") - fp32_moments == 360'448);
+  }
+  SECTION("only the first moment bf16: 4 B × 40,960 + 32,768 = 196,608") {
+    CHECK(step_extra(dp4 + R"(, "exp_avg_dtype": "bf16")") - fp32_moments == 196'608);
+  }
+  SECTION("one GPU, no sharding: 8 B × 163,840 + 2 B × 65,536 = 1,441,792") {
+    CHECK(step_extra(R"("exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") - step_extra("") == 1'441'792);
+  }
+  SECTION("not counted with the optimizer offloaded (HybridDeviceOptimizer, not read)") {
+    const std::string offloaded = dp4 + R"(, "optimizer_offload_fraction": 1)";
+    CHECK(step_extra(offloaded + R"(, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") ==
+          step_extra(offloaded));
+  }
+}
+
 TEST_CASE("megatron: bf16 weights and fp32 main gradients with master weights and Adam", "[trainmem][golden][megatron]") {
   SECTION("without the distributed optimizer: 2 + 4 + 4 + 8 = 18 B per parameter") {
     const Estimate est = state_of(small(""));

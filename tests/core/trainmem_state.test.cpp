@@ -49,7 +49,7 @@ TEST_CASE("megatron: the precision-aware optimizer keeps a bf16 weight's master 
     CHECK(est.state.master_weights.total() == 82'240);
     CHECK(est.weight_and_optimizer_bytes == 8.5 * k_megatron_params);
   }
-  SECTION("off by default (Megatron Core before 0.12 or Transformer Engine before 2.1 kept fp32): 9 B") {
+  SECTION("off by default (Megatron Core before 0.11 or Transformer Engine before 2.1 kept fp32): 9 B") {
     CHECK(state_of(small(sharded)).weight_and_optimizer_bytes == 9 * k_megatron_params);
   }
   SECTION("a blockwise FP8 recipe: Megatron builds fp32 main params itself, whole: FP8 weights 1 + 1 B") {

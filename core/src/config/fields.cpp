@@ -557,7 +557,7 @@ constexpr Field k_field_rows[] = {
           "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")), fp8_on),
       in_effect_when(trainmem_only(bool_field<&C::store_param_remainders, &Config::store_param_remainders>(
           {field::store_param_remainders, "spr", "Master weights as remainders"}, G::training, in_more(S::framework, 105), from_config(),
-          "Megatron's precision-aware optimizer (--use-precision-aware-optimizer, Megatron Core 0.12+ with "
+          "Megatron's precision-aware optimizer (--use-precision-aware-optimizer, Megatron Core 0.11+ with "
           "Transformer Engine 2.1+) keeps only the low 16 bits of each bf16 weight's fp32 master "
           "(store_param_remainders, on there by default): 2 bytes, not 4. Not with an FP8 recipe other "
           "than delayed, fp32-only states offloaded, or main_params_dtype other than fp32.")),

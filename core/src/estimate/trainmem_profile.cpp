@@ -1227,7 +1227,7 @@ static_assert(std::size(k_byte_models) == size_t(Framework::count));
 // use_precision_aware_optimizer_no_fp8_or_ds_fp8 holds: main_params_dtype other than fp32, or no
 // FP8 recipe or the delayed one, or the optimizer offloaded (megatron/core/optimizer/__init__.py
 // and optimizer_config.py @ 23e00ed0963c35382dfe8a5a94fb3cda4d21e133, core_v0.14.0; on with
-// TE 2.1+ since f2ece182d8, 2025-02-10, core_v0.12.0; an OptimizerConfig field since
+// TE 2.1+ since f2ece182d8, 2025-02-10, core_v0.11.0; an OptimizerConfig field since
 // core_v0.13.0). With another recipe Megatron builds fp32 main params itself
 // (distrib_optimizer.py @ the same commit: shard_model_param.clone().float(), or the whole
 // dequantised weight's view for an FP8 one). FusedAdam keeps remainders only for fp32 masters of

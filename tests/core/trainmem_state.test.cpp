@@ -36,6 +36,82 @@ TEST_CASE("trainmem counts the model's own parameters", "[trainmem][params]") {
   CHECK(est.params.per_gpu == k_megatron_params);  // Megatron allocates the padded rows
 }
 
+TEST_CASE("megatron: the precision-aware optimizer keeps a bf16 weight's master as 16-bit remainders",
+          "[trainmem][golden][megatron][remainders]") {
+  // Transformer Engine's FusedAdam with store_param_remainders keeps an int16 per master element
+  // beside the bf16 weight (fused_adam.py @ v2.8 _initialize_state), where Megatron's own main
+  // params are fp32.
+  const std::string sharded = R"("use_distributed_optimizer": true, "data_parallel_size": 4)";
+  SECTION("bf16 weights, DP 4: master 2/4 B, not 4/4 B: 2 + 4 + (2 + 8)/4 = 8.5 B per parameter") {
+    const Estimate est = state_of(small(sharded + R"(, "store_param_remainders": true)"));
+    CAPTURE(est);
+    // 164,480 parameters × 2 B / 4 ranks = 82,240 B of masters (164,480 fp32 masters would be 164,480 B).
+    CHECK(est.state.master_weights.total() == 82'240);
+    CHECK(est.weight_and_optimizer_bytes == 8.5 * k_megatron_params);
+  }
+  SECTION("off by default (Megatron Core before 0.11 or Transformer Engine before 2.1 kept fp32): 9 B") {
+    CHECK(state_of(small(sharded)).weight_and_optimizer_bytes == 9 * k_megatron_params);
+  }
+  SECTION("a blockwise FP8 recipe: Megatron builds fp32 main params itself, whole: FP8 weights 1 + 1 B") {
+    // Linear weights as FP8 with their columnwise copy (2 B), the embedding and norms bf16
+    // (164,480 - 98,304 = 66,176 × 2 B); 4 B gradients; (4 + 8)/4 = 3 B of master and states.
+    const Estimate est = state_of(small(sharded + R"(, "store_param_remainders": true, "fp8_recipe": "blockwise",
+        "fp8_param_gather": true)"));
+    CHECK(est.state.master_weights.total() == k_megatron_params);  // 4 B / 4 ranks each
+  }
+  SECTION("delayed FP8 weights keep their fp32 master; the bf16 embedding and norms take remainders") {
+    const Estimate est = state_of(small(sharded + R"(, "store_param_remainders": true, "fp8_recipe": "delayed",
+        "fp8_param_gather": true)"));
+    // 98,304 × 4 / 4 + 66,176 × 2 / 4 = 98,304 + 33,088 = 131,392 B.
+    CHECK(est.state.master_weights.total() == 131'392);
+  }
+  SECTION("fp32 weights, bf16 main params or the optimizer offloaded (its masters on the CPU): no remainders") {
+    CHECK(state_of(small(sharded + R"(, "store_param_remainders": true, "params_dtype": "fp32")"))
+              .state.master_weights.total() == 0);
+    // bf16 main params: the bf16 weight is its own master, no copy at all.
+    CHECK(state_of(small(sharded + R"(, "store_param_remainders": true, "main_params_dtype": "bf16")"))
+              .state.master_weights.total() == 0);
+    const Estimate offloaded = state_of(small(sharded + R"(, "store_param_remainders": true,
+        "optimizer_offload_fraction": 0.5)"));
+    CHECK(offloaded.state.master_weights.total() == 4 * k_megatron_params / 4 * 0.5);
+  }
+  SECTION("not Megatron's: DeepSpeed keeps fp32 masters") {
+    const Estimate ds = state_of(small(R"("framework": "deepspeed", "zero_stage": 1, "data_parallel_size": 4,
+        "store_param_remainders": true)"));
+    CHECK(ds.state.master_weights.total() == 4 * k_torch_params / 4);  // PyTorch's 1,000 rows
+  }
+}
+
+TEST_CASE("megatron: FusedAdam steps bf16 moments through fp32 copies of a whole param group",
+          "[trainmem][golden][megatron][fused_adam]") {
+  // Transformer Engine's FusedAdam (fused_adam.py @ v2.8 step): each non-fp32 moment of every
+  // parameter of a group is copied to fp32 (state.float()) and kept until the group's kernel has
+  // run; each bf16 moment is then written back through a bf16 copy, one parameter at a time.
+  // Megatron's group of matrices holds the linear weights (98,304) and the padded tied embedding
+  // (65,536): 163,840 elements; the norms' 640 are the other group. The step's other
+  // temporaries are the same with fp32 moments, so the difference of (step − state) is the copies.
+  auto step_extra = [](const std::string& fields) {
+    const Estimate est = state_of(small(fields));
+    return est.moments.optimizer_step - est.weight_and_optimizer_bytes;
+  };
+  const std::string dp4 = R"("use_distributed_optimizer": true, "data_parallel_size": 4)";
+  const double fp32_moments = step_extra(dp4);
+  SECTION("both moments bf16, DP 4: 2 × 4 B × 163,840 / 4 + 2 B × 65,536 / 4 = 327,680 + 32,768") {
+    CHECK(step_extra(dp4 + R"(, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") - fp32_moments == 360'448);
+  }
+  SECTION("only the first moment bf16: 4 B × 40,960 + 32,768 = 196,608") {
+    CHECK(step_extra(dp4 + R"(, "exp_avg_dtype": "bf16")") - fp32_moments == 196'608);
+  }
+  SECTION("one GPU, no sharding: 8 B × 163,840 + 2 B × 65,536 = 1,441,792") {
+    CHECK(step_extra(R"("exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") - step_extra("") == 1'441'792);
+  }
+  SECTION("not counted with the optimizer offloaded (HybridDeviceOptimizer, not read)") {
+    const std::string offloaded = dp4 + R"(, "optimizer_offload_fraction": 1)";
+    CHECK(step_extra(offloaded + R"(, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") ==
+          step_extra(offloaded));
+  }
+}
+
 TEST_CASE("megatron: bf16 weights and fp32 main gradients with master weights and Adam", "[trainmem][golden][megatron]") {
   SECTION("without the distributed optimizer: 2 + 4 + 4 + 8 = 18 B per parameter") {
     const Estimate est = state_of(small(""));

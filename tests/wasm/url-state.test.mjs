@@ -76,6 +76,7 @@ const PUBLISHED_KEYS = Object.freeze({
   fused_linear_cross_entropy: 'flce', moe_routing_imbalance: 'mri', fsdp_embedding_units: 'feu',
   op_sac_saves_cudnn_attention: 'sacc', nf4_double_quant: 'dq', quantize_lm_head: 'qlmh', kbit_upcast: 'kbu',
   bnb_keeps_matmul_input: 'bkmi', cut_cross_entropy: 'cce', fsdp_version: 'fsdpv',
+  store_param_remainders: 'spr',
 });
 
 test('every published link key still names its field, every field has a key and a label, and no two share a key', () => {

@@ -172,7 +172,7 @@ struct ConfigInput {
   std::optional<bool> fsdp1_checkpoint_around_unit;
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
-  std::optional<bool> master_weights, fp8_param_gather, offload_params, zero_init,
+  std::optional<bool> master_weights, fp8_param_gather, store_param_remainders, offload_params, zero_init,
       gradient_as_bucket_view, nccl_nvls, fsdp_embedding_units, contiguous_gradients, overlap_comm;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
@@ -308,6 +308,9 @@ struct Config {
   Dtype expert_params_dtype = Dtype::bf16;
   bool master_weights = true;
   bool fp8_param_gather = false;
+  // Megatron's precision-aware optimizer (Transformer Engine FusedAdam with master weights) keeps
+  // the low 16 bits of each bf16 weight's fp32 master, not the whole fp32 copy.
+  bool store_param_remainders = false;
   bool offload_params = false;
   bool fsdp_embedding_units = false;  // fsdp2: embedding and output layer are FSDP units of their own
   bool zero_init = true;

@@ -81,6 +81,7 @@ namespace field {
   X(exp_avg_sq_dtype) \
   X(fp8_recipe) \
   X(fp8_param_gather) \
+  X(store_param_remainders) \
   X(optimizer) \
   X(optimizer_implementation) \
   X(momentum) \

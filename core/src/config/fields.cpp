@@ -244,6 +244,10 @@ bool megatron_optimizer(const Config& c) {
   return c.profile != Profile::trainmem || c.framework == Framework::megatron;
 }
 bool fp8_on(const Config& c) { return c.fp8_recipe != Fp8Recipe::none; }
+// Megatron's distributed optimizer under the trainmem profile (the precision-aware optimizer needs it).
+bool megatron_distributed_optimizer(const Config& c) {
+  return c.framework == Framework::megatron && c.use_distributed_optimizer;
+}
 bool ddp_or_fsdp2(const Config& c) { return ddp(c) || c.framework == Framework::fsdp2; }
 bool pytorch_framework(const Config& c) { return c.framework != Framework::megatron; }
 bool pageable_optimizer(const Config& c) {
@@ -551,6 +555,13 @@ constexpr Field k_field_rows[] = {
       in_effect_when(trainmem_only(bool_field<&C::fp8_param_gather, &Config::fp8_param_gather>(
           {field::fp8_param_gather, "fp8pg", "FP8 weights (param gather)"}, G::training, shown(S::framework, 70), from_config(),
           "Keep the weights themselves in FP8 (Megatron --fp8-param-gather).")), fp8_on),
+      in_effect_when(trainmem_only(bool_field<&C::store_param_remainders, &Config::store_param_remainders>(
+          {field::store_param_remainders, "spr", "Master weights as remainders"}, G::training, in_more(S::framework, 105), from_config(),
+          "Megatron's precision-aware optimizer (--use-precision-aware-optimizer, Megatron Core 0.11+ with "
+          "Transformer Engine 2.1+) keeps only the low 16 bits of each bf16 weight's fp32 master "
+          "(store_param_remainders, on there by default): 2 bytes, not 4. Not with an FP8 recipe other "
+          "than delayed, fp32-only states offloaded, or main_params_dtype other than fp32.")),
+                     megatron_distributed_optimizer),
       trainmem_only(choice_field<&C::optimizer, &Config::optimizer>(
           {field::optimizer, "opt", "Optimizer"}, G::training, shown(S::optimizer, 10), from_config(),
           "Optimizer; its states per parameter come from the optimizer table.")),

@@ -386,6 +386,15 @@ struct StageState {
   StateBreakdown gpu;
   CpuBytes cpu;                    // offloaded to host memory, for this GPU (activations: 0 here)
   double optimizer_temporary = 0;  // allocated during the optimizer step only
+  // Of it, Transformer Engine's FusedAdam fp32 copies of the narrow moments
+  // (megatron_fused_adam_unscaled_bytes): one tensor per parameter and moment, all alive together,
+  // for the allocator's timeline as each kind of matrix's copy and how many of them (the larger
+  // group's, in inventory order), then one parameter's bf16 write-back.
+  struct FusedAdamCopies {
+    double bytes = 0, count = 0;
+  };
+  std::vector<FusedAdamCopies> fused_adam_copies;
+  double fused_adam_unscaled = 0, fused_adam_write_back = 0, fused_adam_moments = 0;
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
   // A quantised output layer (quantize_lm_head): its weight dequantised whole in the compute
   // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
@@ -481,6 +490,33 @@ double megatron_offload_copy_back_bytes(const Config& c, double largest_trainabl
   if (c.framework != Framework::megatron || !(c.optimizer_offload_fraction > 0)) return 0;
   if (c.params_dtype == Dtype::fp32) return 0;
   return bytes_per_element(Dtype::fp32) * largest_trainable_elements;
+}
+
+// Transformer Engine's FusedAdam steps a moment kept narrower than fp32 (Megatron's
+// --exp-avg-dtype / --exp-avg-sq-dtype bf16, fp16 or fp8, which only its precision-aware optimizer
+// keeps, through that FusedAdam) through an fp32 copy of it: step() calls get_unscaled_state(p,
+// name), which is state.float() for bf16, fp16 and FP8 states alike, for every parameter of a
+// param group, keeps the copies in unscaled_lists until the multi-tensor kernel has run over the
+// whole group, then writes each back through _apply_scale (a bf16 state: scaled_state.copy_(
+// unscaled_state.bfloat16()), one parameter's bf16 copy at a time) and only then deletes the lists
+// (transformer_engine/pytorch/optimizers/fused_adam.py @ 40c69e751a47ec87786283e125c5eb264101270f,
+// v2.8; the same code at v2.3 and v2.5). Megatron's param groups put the weights that decay
+// (matrices, the embedding among them) apart from those that do not (norms, biases), and its
+// expert parameters step in an optimizer of their own (megatron/core/optimizer/__init__.py
+// _get_param_groups and get_megatron_optimizer @ 23e00ed0963c35382dfe8a5a94fb3cda4d21e133,
+// core_v0.14.0): the larger group of matrices on this GPU sets the transient, with the
+// largest one's bf16 write-back (its even share of a distributed-optimizer shard). The offloaded
+// optimizer (HybridDeviceOptimizer) was not read here: nothing is counted for it.
+double megatron_fused_adam_unscaled_bytes(const Config& c, double group_elements, double largest_elements) {
+  if (c.framework != Framework::megatron || c.optimizer_offload_fraction > 0) return 0;
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return 0;
+  double fp32_copies = 0, bf16_write_back = 0;
+  for (const Dtype state : {c.exp_avg_dtype, c.exp_avg_sq_dtype}) {
+    if (state == Dtype::fp32) continue;
+    fp32_copies += bytes_per_element(Dtype::fp32);
+    if (state == Dtype::bf16) bf16_write_back = bytes_per_element(Dtype::bf16);
+  }
+  return fp32_copies * group_elements + bf16_write_back * largest_elements;
 }
 
 struct TorchStep {
@@ -1184,6 +1220,31 @@ constexpr FrameworkByteModel k_byte_models[] = {
 };
 static_assert(std::size(k_byte_models) == size_t(Framework::count));
 
+// Megatron's precision-aware optimizer stores a bf16 weight's fp32 master as its low 16 bits
+// (store_param_remainders): the weight itself holds the high 16, so each master element costs an
+// int16. Megatron hands Transformer Engine's FusedAdam the master weights (master_weights=True,
+// store_param_remainders from OptimizerConfig, default True) only when
+// use_precision_aware_optimizer_no_fp8_or_ds_fp8 holds: main_params_dtype other than fp32, or no
+// FP8 recipe or the delayed one, or the optimizer offloaded (megatron/core/optimizer/__init__.py
+// and optimizer_config.py @ 23e00ed0963c35382dfe8a5a94fb3cda4d21e133, core_v0.14.0; on with
+// TE 2.1+ since f2ece182d8, 2025-02-10, core_v0.11.0; an OptimizerConfig field since
+// core_v0.13.0). With another recipe Megatron builds fp32 main params itself
+// (distrib_optimizer.py @ the same commit: shard_model_param.clone().float(), or the whole
+// dequantised weight's view for an FP8 one). FusedAdam keeps remainders only for fp32 masters of
+// bf16 parameters (transformer_engine/pytorch/optimizers/fused_adam.py @
+// 40c69e751a47ec87786283e125c5eb264101270f, v2.8: `store_param_remainders and master_weights and
+// master_weight_dtype == torch.float32`, then `p.dtype == torch.bfloat16`; _initialize_state:
+// torch.zeros_like(param, dtype=torch.int16)). A delayed-scaling FP8 weight (a Float8Tensor whose
+// nominal dtype is bf16) keeps its fp32 master here: whether the remainder path serves it was not
+// settled, and the fp32 figure cannot under-count. The offloaded optimizer's masters live on the
+// CPU (HybridDeviceOptimizer), so only offload 0 is modelled.
+bool master_as_remainders(const Config& c, Dtype weight_dtype, bool fp8_weight) {
+  return c.store_param_remainders && c.framework == Framework::megatron && c.use_distributed_optimizer &&
+         c.main_params_dtype == Dtype::fp32 && weight_dtype == Dtype::bf16 && !fp8_weight &&
+         (c.fp8_recipe == Fp8Recipe::none || c.fp8_recipe == Fp8Recipe::delayed) &&
+         c.optimizer_offload_fraction == 0 && (c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw);
+}
+
 // `largest_layer`: the largest decoder layer on this GPU (FSDP2's unit of gathering).
 StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& largest_layer,
                        Trace* trace) {
@@ -1241,6 +1302,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   const double compute = bytes_per_element(c.compute_dtype);
 
   TorchStep step;  // what a torch.optim step (ddp, fsdp2) iterates over on this GPU
+  // Elements of Megatron's dense and expert groups of matrices on this GPU, and its largest one;
+  // each group's matrices (one parameter's shard, and how many).
+  struct {
+    double dense = 0, expert = 0, largest = 0;
+    std::vector<StageState::FusedAdamCopies> dense_kinds, expert_kinds;
+  } fused_adam_matrices;
+  const double fused_adam_per_element = megatron_fused_adam_unscaled_bytes(c, 1, 0);
   double largest_trainable = 0;  // elements of the largest trainable tensor on this GPU
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
@@ -1320,7 +1388,9 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     const double stored_w = fp8_weight ? fp8.copy_bytes_per_element : w;
     const bool needs_master =
         !frozen && c.master_weights && (fp8_weight || bytes_per_element(c.main_params_dtype) > w);
-    const double master = needs_master ? bytes_per_element(c.main_params_dtype) : 0;
+    const double master = !needs_master                                      ? 0
+                          : master_as_remainders(c, weight_dtype, fp8_weight) ? bytes_per_element(Dtype::bf16)
+                                                                              : bytes_per_element(c.main_params_dtype);
     const double grad = bytes_per_element(c.main_grads_dtype);
     const double optimizer = frozen ? 0 : optimizer_state_bytes(c, t);
 
@@ -1400,6 +1470,16 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     }
     if (frozen) continue;  // torch.optim steps only what trains; a state dict's frozen part is above
     largest_trainable = std::max(largest_trainable, t.elements());
+    // Megatron's FusedAdam groups of matrices, sharded as the optimizer states are
+    // (megatron_fused_adam_unscaled_bytes).
+    if (fw == Framework::megatron && t.cols > 1 && fused_adam_per_element > 0) {
+      const double shard = c.use_distributed_optimizer ? n : 1;
+      const bool expert = part == Part::expert;
+      (expert ? fused_adam_matrices.expert : fused_adam_matrices.dense) += P / shard;
+      (expert ? fused_adam_matrices.expert_kinds : fused_adam_matrices.dense_kinds)
+          .push_back({fused_adam_per_element * t.elements() / shard, t.count});
+      fused_adam_matrices.largest = std::max(fused_adam_matrices.largest, t.elements() / shard);
+    }
     // What a torch.optim step iterates over on this GPU (TorchStepOver), and what a full state
     // dict gathers whole (job_moments: each parameter in its sharded storage type, then each
     // optimizer state, one at a time).
@@ -1433,6 +1513,15 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     out.optimizer_temporary += torch_adam_temporary(c, step);
   }
   out.optimizer_temporary += megatron_offload_copy_back_bytes(c, largest_trainable);
+  {
+    const bool expert_larger = fused_adam_matrices.expert > fused_adam_matrices.dense;
+    out.fused_adam_unscaled = megatron_fused_adam_unscaled_bytes(
+        c, expert_larger ? fused_adam_matrices.expert : fused_adam_matrices.dense, fused_adam_matrices.largest);
+    out.fused_adam_write_back = megatron_fused_adam_unscaled_bytes(c, 0, fused_adam_matrices.largest);
+    out.fused_adam_copies = expert_larger ? fused_adam_matrices.expert_kinds : fused_adam_matrices.dense_kinds;
+    out.fused_adam_moments = fused_adam_per_element / bytes_per_element(Dtype::fp32);
+    out.optimizer_temporary += out.fused_adam_unscaled;
+  }
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
   out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
@@ -2372,7 +2461,20 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       whole_class(b.adapter_optimizer_states, true, nullptr);
       have_states = true;
     }
-    release(alloc(st.optimizer_temporary));
+    release(alloc(st.optimizer_temporary - st.fused_adam_unscaled));
+    // FusedAdam's fp32 copies: one per parameter and narrow moment, layer by layer, all kept
+    // until the group's kernel has run, then one parameter's bf16 write-back.
+    if (st.fused_adam_unscaled > 0) {
+      std::vector<int32_t> copies;
+      double rounds_of_kinds = 0;
+      for (const auto& kind : st.fused_adam_copies) rounds_of_kinds = std::max(rounds_of_kinds, kind.count);
+      for (double k = 0; k < rounds_of_kinds; ++k)
+        for (const auto& kind : st.fused_adam_copies)
+          for (double m = 0; k < kind.count && m < st.fused_adam_moments; ++m)
+            copies.push_back(alloc(kind.bytes / st.fused_adam_moments));
+      release(alloc(st.fused_adam_write_back));
+      for (int32_t id : copies) release(id);
+    }
     if (freed)
       for (int32_t id : gradients) release(id);
     if (kept_output >= 0) release(kept_output);

@@ -47,6 +47,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "kbit_upcast", "bnb_keeps_matmul_input", // kbit_upcast.test.cpp checks their rules
       "checkpoint_reentrant",   // finetune.test.cpp checks its rule
       "fsdp1_checkpoint_around_unit",  // fsdp1.test.cpp checks its rule
+      "expandable_segments",    // fsdp1.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining,

@@ -86,6 +86,26 @@ TEST_CASE("reserved: FSDP1's record_stream'ed units reserve more than FSDP2's ga
   CHECK(one.reserved_bytes - one.total_bytes > two.reserved_bytes - two.total_bytes);
 }
 
+TEST_CASE("reserved: expandable segments, the run's PYTORCH_CUDA_ALLOC_CONF, reach the simulated allocator",
+          "[reserved][expandable_segments]") {
+  // Derived: torchtitan's launcher sets it (resolve.cpp cites run_train.sh), the other frameworks'
+  // leave PyTorch's default; a run's own setting wins.
+  const std::string titan = R"("framework": "fsdp2", "data_parallel_size": 2, "model_implementation": "torchtitan")";
+  CHECK(config_from(small_llama(titan)).expandable_segments);
+  CHECK_FALSE(config_from(small_llama(titan + R"(, "expandable_segments": false)")).expandable_segments);
+  CHECK_FALSE(config_from(pure_bf16(R"("fsdp_version": 1)")).expandable_segments);
+  CHECK(config_from(pure_bf16(R"("fsdp_version": 1, "expandable_segments": true)")).expandable_segments);
+  // The simulation alone (fragmentation 0) over FSDP1's run above, whose record_stream'ed units
+  // leave unit-sized blocks cached on the unshard stream: with expandable segments each pool and
+  // stream maps pages at the end of one segment (the caching_allocator cases "expandable segments
+  // grow in pages" and "are one per stream"), so reserved falls while allocated stays.
+  const Estimate off = estimate_of(pure_bf16(R"("fsdp_version": 1, "allocator_fragmentation": 0)"));
+  const Estimate on = estimate_of(pure_bf16(R"("fsdp_version": 1, "allocator_fragmentation": 0, "expandable_segments": true)"));
+  CHECK(on.total_bytes == off.total_bytes);
+  CHECK(on.reserved_bytes < off.reserved_bytes);
+  CHECK(on.reserved_bytes >= on.total_bytes);
+}
+
 // The two wrap cases' run, without its closing brace: a model whose root unit (embedding and
 // output layer, 128 MiB each) dwarfs its two layers, LoRA on q and v, FSDP1 full shard over 2 GPUs.
 const std::string k_big_root_lora = R"({"profile": "trainmem", "framework": "fsdp2", "fsdp_version": 1, "zero_stage": 3,

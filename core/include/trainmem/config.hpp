@@ -173,7 +173,8 @@ struct ConfigInput {
   std::optional<Dtype> params_dtype, main_params_dtype, main_grads_dtype, exp_avg_dtype,
       exp_avg_sq_dtype, compute_dtype, expert_params_dtype;
   std::optional<bool> master_weights, fp8_param_gather, store_param_remainders, offload_params, zero_init,
-      gradient_as_bucket_view, nccl_nvls, fsdp_embedding_units, contiguous_gradients, overlap_comm;
+      gradient_as_bucket_view, nccl_nvls, fsdp_embedding_units, contiguous_gradients, overlap_comm,
+      expandable_segments;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<Optimizer> optimizer;
   std::optional<OptimizerImplementation> optimizer_implementation;
@@ -332,6 +333,9 @@ struct Config {
   // the simulated allocator alone.
   std::optional<double> allocator_fragmentation;
   static constexpr double k_fragmentation_floor = 0.05;
+  // PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" for the simulated allocator, derived from
+  // model_implementation (torchtitan's launcher sets it; resolve.cpp).
+  bool expandable_segments = false;
   double cuda_context_bytes = 512.0 * 1024 * 1024;
   double nccl_bytes_per_communicator = 720.0 * 1024 * 1024;
   bool nccl_nvls = false;

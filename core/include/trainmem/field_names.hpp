@@ -96,6 +96,7 @@ namespace field {
   X(gradient_as_bucket_view) \
   X(gpu_memory_bytes) \
   X(allocator_fragmentation) \
+  X(expandable_segments) \
   X(cuda_context_bytes) \
   X(nccl_bytes_per_communicator) \
   X(nccl_nvls) \

@@ -626,11 +626,20 @@ constexpr Field k_field_rows[] = {
           "and a model of the allocator (c10/cuda/CUDACachingAllocator.cpp: 512 B rounding, small "
           "and large pools, 2 MiB and 20 MiB segments, best fit with splitting, freed blocks kept "
           "cached, each stream its own blocks, record_stream'ed frees waiting for their streams; "
-          "expandable segments where the launcher sets them, torchtitan's) run over two steps' "
+          "expandable segments where the launcher sets them: expandable_segments) run over two steps' "
           "allocations. The factor is a floor where the model sees lumps (backward and optimizer "
           "temporaries it does not know as separate tensors); the model is the mechanism "
           "elsewhere. Set above 0: reserved = allocated × (1 + this) alone (from "
           "torch.cuda.memory_stats of a run); 0: the model alone, never below the allocated peak.")),
+      trainmem_only(bool_field<&C::expandable_segments, &Config::expandable_segments>(
+          {field::expandable_segments, "exseg", "Expandable segments (PYTORCH_CUDA_ALLOC_CONF)"}, G::training, shown(S::runtime, 15),
+          derived("true with model_implementation torchtitan (its launcher sets it), else false (PyTorch's default)"),
+          "PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\" (PYTORCH_ALLOC_CONF from PyTorch 2.9), "
+          "as many launchers set it (torchtitan's run_train.sh, ms-swift's examples): the simulated "
+          "caching allocator maps pages at the end of one segment per pool and stream instead of "
+          "allocating new segments, so reserved stays closer to allocated (Note [Expandable "
+          "Segments], c10/cuda/CUDACachingAllocator.cpp). Reserved is still at least the allocated "
+          "peak × 1.05 unless allocator_fragmentation is set.")),
       trainmem_only(number_field<&C::cuda_context_bytes, &Config::cuda_context_bytes>(
           {field::cuda_context_bytes, "ctx", "CUDA context"}, G::training, shown(S::runtime, 20), 0, 1e12, "bytes", from_config(),
           "CUDA context and loaded kernels (lazy module loading, PyTorch's default since 1.13); "

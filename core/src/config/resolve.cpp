@@ -87,6 +87,13 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
   c.checkpoint_reentrant = in.checkpoint_reentrant.value_or(
       c.recompute_granularity == RecomputeGranularity::full &&
       c.model_implementation == ModelImplementation::hf_transformers);
+  // torchtitan's launcher turns the caching allocator's expandable segments on: run_llama_train.sh
+  // sets PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" from pytorch/torchtitan a5e57e4a
+  // (2024-10-22; at 9dec370ad26b5f8e9a7333a0e36165018262644b, the commit of its December 2024
+  // benchmarks, line 22), and run_train.sh, its successor, PYTORCH_ALLOC_CONF=
+  // "expandable_segments:True" (@ 0168bd518f831380828e7a59266fbbb7fca3a851). The other
+  // frameworks' launchers leave PyTorch's default (off); a run's own environment says otherwise.
+  c.expandable_segments = in.expandable_segments.value_or(c.model_implementation == ModelImplementation::torchtitan);
   // Where FSDP1's checkpoint sits: transformers' gradient_checkpointing wraps decoder_layer.__call__,
   // which under accelerate is the layer's FullyShardedDataParallel unit (activations.cpp
   // fsdp1_kept_inputs); accelerate's fsdp_activation_checkpointing and fsdp_qlora's train.py

@@ -2480,14 +2480,10 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     if (kept_output >= 0) release(kept_output);
     release(pipeline);
   }
-  // torchtitan's launcher turns expandable segments on: run_llama_train.sh sets
-  // PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True" from pytorch/torchtitan a5e57e4a (2024-10-22;
-  // at 9dec370ad26b5f8e9a7333a0e36165018262644b, the commit of its December 2024 benchmarks, line
-  // 22), and run_train.sh, its successor, PYTORCH_ALLOC_CONF="expandable_segments:True" (@
-  // 0168bd518f831380828e7a59266fbbb7fca3a851). The other frameworks' launchers leave the
-  // allocator's default (off).
+  // The run's PYTORCH_CUDA_ALLOC_CONF (expandable_segments: derived true for torchtitan's
+  // launcher, resolve.cpp).
   AllocatorOptions options;
-  options.expandable_segments = c.model_implementation == ModelImplementation::torchtitan;
+  options.expandable_segments = c.expandable_segments;
   if (beyond_any_device) return 0.0;
   if (memo && memo->valid && memo->options.expandable_segments == options.expandable_segments &&
       memo->options.max_split_size == options.max_split_size && same_events(memo->events, events))

@@ -658,6 +658,22 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(import_megatron_args("NVTE_FUSED_ATTN=yes python pretrain_gpt.py --num-layers 2").ignored.front() ==
           "NVTE_FUSED_ATTN=yes: not 0 or 1; Transformer Engine's choice of attention is unknown");
   }
+  SECTION("the caching allocator's settings before the launcher: expandable_segments read, the rest named") {
+    const ImportResult r = import_megatron_args(
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,max_split_size_mb:128 python pretrain_gpt.py --num-layers 2");
+    CHECK(r.input.expandable_segments == true);
+    CHECK(has_line(r.read, "expandable_segments ← PYTORCH_CUDA_ALLOC_CONF expandable_segments:True"));
+    CHECK(r.ignored == one("PYTORCH_CUDA_ALLOC_CONF max_split_size_mb:128: not modelled (the simulated allocator reads "
+                           "expandable_segments only)"));
+    // PyTorch 2.9's name, and False said outright.
+    CHECK(import_megatron_args("PYTORCH_ALLOC_CONF=expandable_segments:False python pretrain_gpt.py --num-layers 2")
+              .input.expandable_segments == false);
+    CHECK(!import_megatron_args("python pretrain_gpt.py --num-layers 2").input.expandable_segments);
+    const ImportResult bad = import_megatron_args("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:yes python pretrain_gpt.py --num-layers 2");
+    CHECK(!bad.input.expandable_segments);
+    CHECK(bad.ignored == one("PYTORCH_CUDA_ALLOC_CONF expandable_segments:yes: PyTorch takes True or False; "
+                             "expandable_segments is unknown"));
+  }
   SECTION("no precision flag trains in fp32; fp16 with fp32 accumulation keeps fp32 gradients") {
     const ImportResult fp32 = import_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4");
     CHECK(fp32.input.params_dtype == Dtype::fp32);

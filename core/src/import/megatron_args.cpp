@@ -413,6 +413,7 @@ class MegatronReader {
 
   size_t split(const std::vector<std::string>& words);
   void read_launcher(const std::vector<std::string>& words, size_t end);
+  void read_allocator_conf(const std::string& word);
   void read_model(bool defines_model);
   void read_parallel();
   bool read_layout();
@@ -479,6 +480,10 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
       }
       continue;
     }
+    if (w.rfind("PYTORCH_CUDA_ALLOC_CONF=", 0) == 0 || w.rfind("PYTORCH_ALLOC_CONF=", 0) == 0) {
+      read_allocator_conf(w);
+      continue;
+    }
     const size_t eq = w.find('=');
     const std::string name = w.substr(0, eq);
     if (name != "--nproc_per_node" && name != "--nproc-per-node" && name != "--nnodes") continue;
@@ -494,6 +499,32 @@ void MegatronReader::read_launcher(const std::vector<std::string>& words, size_t
   if (nproc && !launcher_unclear && !world_size_) {
     world_size_ = checked_mul(*nproc, nnodes.value_or(1));
     world_source_ = nnodes ? "--nproc_per_node × --nnodes" : "--nproc_per_node";
+  }
+}
+
+// PyTorch's caching allocator settings before the launcher (PYTORCH_ALLOC_CONF from 2.9, the
+// older name still read): comma-separated "option:value" pairs (c10/core/AllocatorConfig.cpp,
+// CUDAAllocatorConfig::parseArgs). expandable_segments is the field of that name; the others
+// (max_split_size_mb, garbage_collection_threshold, roundup_power2_divisions, ...) are not modelled.
+void MegatronReader::read_allocator_conf(const std::string& word) {
+  const std::string variable = word.substr(0, word.find('='));
+  std::string rest = word.substr(word.find('=') + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string option = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    const size_t colon = option.find(':');
+    const std::string key = option.substr(0, colon);
+    const std::string value = colon == std::string::npos ? "" : option.substr(colon + 1);
+    if (key != "expandable_segments") {
+      if (!option.empty()) out_.ignored.push_back(variable + " " + option + ": not modelled (the simulated allocator reads expandable_segments only)");
+      continue;
+    }
+    if (value != "True" && value != "False") {
+      out_.ignored.push_back(variable + " " + option + ": PyTorch takes True or False; expandable_segments is unknown");
+      continue;
+    }
+    if (put(field::expandable_segments, value == "True", variable)) note_read(field::expandable_segments, variable + " " + option);
   }
 }
 

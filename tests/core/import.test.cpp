@@ -636,7 +636,7 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(messages(import_megatron_args("--num-layers 4 --cross-entropy-loss-fusion --cross-entropy-fusion-impl fast")) ==
           one("--cross-entropy-fusion-impl: must be native or te, got \"fast\""));
     const ImportResult moe = import_megatron_args("--num-experts 8 --moe-expert-capacity-factor 1.25 --optimizer-cpu-offload "
-                                                  "--use-distributed-optimizer");
+                                                  "--use-precision-aware-optimizer --use-distributed-optimizer");
     CHECK(moe.input.moe_expert_capacity_factor == 1.25);
     CHECK(moe.input.optimizer_offload_fraction == 1.0);  // --optimizer-offload-fraction's default
     CHECK(import_megatron_args("--optimizer-offload-fraction 0.3").ignored.front() ==
@@ -673,6 +673,35 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(!bad.input.expandable_segments);
     CHECK(bad.ignored == one("PYTORCH_CUDA_ALLOC_CONF expandable_segments:yes: PyTorch takes True or False; "
                              "expandable_segments is unknown"));
+  }
+  SECTION("narrow optimizer states and the offload need the precision-aware optimizer, which is Adam's") {
+    // Megatron Core's OptimizerConfig and validate_args assert these; such a command does not start.
+    CHECK(messages(import_megatron_args("--bf16 --exp-avg-dtype bf16")) ==
+          one("--exp-avg-dtype: needs --use-precision-aware-optimizer (Megatron Core asserts it: OptimizerConfig "
+              "keeps gradients, master weights and Adam states in fp32 without it), got \"bf16\" without it"));
+    CHECK(messages(import_megatron_args("--bf16 --optimizer-cpu-offload")) ==
+          one("--optimizer-cpu-offload: needs --use-precision-aware-optimizer (Megatron-LM asserts it: the hybrid "
+              "device optimizer reuses its code path)"));
+    CHECK(messages(import_megatron_args("--bf16 --use-precision-aware-optimizer --optimizer sgd")) ==
+          one("--use-precision-aware-optimizer: only with --optimizer adam (Megatron Core asserts it: Transformer "
+              "Engine's FusedAdam), got --optimizer sgd"));
+    // fp32 said outright needs nothing; with the flag the narrow states are read.
+    CHECK(import_megatron_args("--bf16 --exp-avg-dtype fp32").ok());
+    const ImportResult narrow = import_megatron_args("--bf16 --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16");
+    REQUIRE(narrow.ok());
+    CHECK(narrow.input.exp_avg_dtype == Dtype::bf16);
+    CHECK(narrow.input.exp_avg_sq_dtype == Dtype::bf16);
+    // The exporter writes the flag with them, and says when the optimizer cannot take it.
+    const Config sgd = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
+        "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16", "optimizer": "sgd", "exp_avg_dtype": "bf16"})");
+    const MegatronExport e = export_megatron_args(sgd);
+    CHECK(e.args.find("--optimizer sgd") != std::string::npos);
+    CHECK(e.args.find("--use-precision-aware-optimizer") != std::string::npos);
+    CHECK(has_line(e.notes, "optimizer sgd with narrow optimizer states or the optimizer offload: Megatron Core's "
+                            "--use-precision-aware-optimizer is Adam's only"));
+    const Config plain = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
+        "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16"})");
+    CHECK(export_megatron_args(plain).args.find("--use-precision-aware-optimizer") == std::string::npos);
   }
   SECTION("no precision flag trains in fp32; fp16 with fp32 accumulation keeps fp32 gradients") {
     const ImportResult fp32 = import_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4");
@@ -856,7 +885,7 @@ TEST_CASE("a Megatron-LM argument that cannot be used gives an exact message",
   SECTION("a number Python's float() would refuse, or one the field refuses, is named, never dropped") {
     CHECK(msgs("--attention-dropout 0x1p-2") == one("--attention-dropout: must be a number, got \"0x1p-2\""));
     // nan is a float to Python; the field's range names it (it used to vanish without a word).
-    CHECK(msgs("--use-distributed-optimizer --optimizer-cpu-offload --optimizer-offload-fraction nan") ==
+    CHECK(msgs("--use-distributed-optimizer --use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction nan") ==
           one("--optimizer-offload-fraction: must be a finite number, got nan"));
     CHECK(msgs("--fp8-format e5m2") == one("--fp8-format: must be \"e4m3\" or \"hybrid\" (Megatron-LM's choices), got \"e5m2\""));
   }
@@ -1050,13 +1079,14 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
   }
   SECTION("the trainmem profile's fields that arguments carry go out and come back") {
     // Every value away from Megatron-LM's defaults: fp16 weights with fp32 gradients, block
-    // recompute of 2 layers, unfused attention, no dropout, the fused loss, FP8 weights, SGD.
+    // recompute of 2 layers, unfused attention, no dropout, the fused loss, FP8 weights, bf16 Adam
+    // moments and the optimizer offload (both with the precision-aware optimizer, Adam's alone).
     const Config c = config_from(R"({"num_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
         "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "params_dtype": "fp16",
         "main_grads_dtype": "fp32", "exp_avg_dtype": "bf16", "recompute_granularity": "full",
         "recompute_method": "block", "recompute_num_layers": 2, "attention_backend": "unfused",
         "attention_dropout": 0, "hidden_dropout": 0, "cross_entropy_loss_fusion": true,
-        "fp8_recipe": "delayed", "fp8_param_gather": true, "optimizer": "sgd", "use_distributed_optimizer": true,
+        "fp8_recipe": "delayed", "fp8_param_gather": true, "use_distributed_optimizer": true,
         "optimizer_offload_fraction": 0.5})");
     const MegatronExport e = export_megatron_args(c);
     CHECK(e.args ==
@@ -1065,8 +1095,9 @@ TEST_CASE("export notes what Megatron-LM arguments cannot carry", "[import][expo
           "--make-vocab-size-divisible-by 128 --normalization LayerNorm --micro-batch-size 1 "
           "--use-distributed-optimizer --recompute-granularity full --recompute-method block --recompute-num-layers 2 --fp16 "
           "--accumulate-allreduce-grads-in-fp32 --exp-avg-dtype bf16 --fp8-format hybrid --fp8-recipe delayed "
-          "--fp8-param-gather --optimizer sgd --attention-backend unfused --attention-dropout 0 "
+          "--fp8-param-gather --attention-backend unfused --attention-dropout 0 "
           "--hidden-dropout 0 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te --optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
+          "--use-precision-aware-optimizer "
           "--tensor-model-parallel-size 1 "
           "--pipeline-model-parallel-size 1");
     CHECK(resolved(import_megatron_args(e.args), "{}") == c);

@@ -898,6 +898,22 @@ void MegatronReader::read_precision(bool defines_model) {
                 {"--exp-avg-dtype", field::exp_avg_dtype, k_state_dtypes},
                 {"--exp-avg-sq-dtype", field::exp_avg_sq_dtype, k_state_dtypes}};
   for (const auto& d : dtypes) choice(d.arg, d.field, d.choices);
+  // Megatron Core's OptimizerConfig asserts that a gradient, master weight or Adam state narrower
+  // than fp32 comes with --use-precision-aware-optimizer, and that the flag comes with Adam
+  // (optimizer_config.py __post_init__ @ d98e8a64, since 47a175b4, 2024-12-19, the flag's
+  // introduction): without it such a command does not start.
+  const bool precision_aware = flag("--use-precision-aware-optimizer", field::exp_avg_dtype);
+  if (!precision_aware) {
+    for (const auto& d : dtypes)
+      if (Arg* a = get(d.arg); a && a->values.size() == 1 && a->values[0] != "fp32")
+        fail(d.field, d.arg,
+             "needs --use-precision-aware-optimizer (Megatron Core asserts it: OptimizerConfig keeps "
+             "gradients, master weights and Adam states in fp32 without it), got " + shown(a->values[0]) + " without it");
+  } else if (Arg* o = get("--optimizer"); o && o->values.size() == 1 && o->values[0] != "adam") {
+    fail(field::optimizer, "--use-precision-aware-optimizer",
+         "only with --optimizer adam (Megatron Core asserts it: Transformer Engine's FusedAdam), got --optimizer " +
+             o->values[0]);
+  }
 
   // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how
   // the scales are kept; --fp8-param-gather keeps the weights themselves in FP8.
@@ -1015,7 +1031,13 @@ void MegatronReader::read_rest() {
   // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
   // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
   const std::string_view fraction_arg = "--optimizer-offload-fraction";
-  if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction)) {
+  if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction) && !get("--use-precision-aware-optimizer")) {
+    // validate_args: the hybrid device optimizer reuses the precision-aware optimizer's path
+    // (arguments.py @ d98e8a64).
+    fail(field::optimizer_offload_fraction, "--optimizer-cpu-offload",
+         "needs --use-precision-aware-optimizer (Megatron-LM asserts it: the hybrid device optimizer "
+         "reuses its code path)");
+  } else if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction)) {
     const bool given = get(fraction_arg) != nullptr;
     if (const std::optional<double> fraction = given ? number(fraction_arg, field::optimizer_offload_fraction) : 1.0;
         fraction && put(field::optimizer_offload_fraction, *fraction, fraction_arg))

@@ -71,6 +71,20 @@ void export_trainmem_fields(const Config& c, std::vector<std::string>& a, std::v
   if (c.optimizer_offload_fraction > 0)
     a.push_back("--optimizer-cpu-offload --optimizer-offload-fraction " + number_text(c.optimizer_offload_fraction));
   if (c.moe_expert_capacity_factor > 0) a.push_back("--moe-expert-capacity-factor " + number_text(c.moe_expert_capacity_factor));
+  // Narrower gradients, master weights or Adam states, and the optimizer offload, need Megatron
+  // Core's precision-aware optimizer (OptimizerConfig and validate_args assert it @ d98e8a64;
+  // megatron_args.cpp reads the same), which is Adam's alone.
+  const bool precision_aware = std::any_of(a.begin(), a.end(), [](const std::string& arg) {
+    return arg.starts_with("--main-grads-dtype") || arg.starts_with("--main-params-dtype") ||
+           arg.starts_with("--exp-avg") || arg.starts_with("--optimizer-cpu-offload");
+  });
+  if (precision_aware) {
+    a.push_back("--use-precision-aware-optimizer");
+    if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw)
+      notes.push_back("optimizer " + std::string(name_of(c.optimizer)) +
+                      " with narrow optimizer states or the optimizer offload: Megatron Core's "
+                      "--use-precision-aware-optimizer is Adam's only, so Megatron-LM does not start this command as is");
+  }
 }
 
 }  // namespace

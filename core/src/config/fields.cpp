@@ -632,7 +632,7 @@ constexpr Field k_field_rows[] = {
           "elsewhere. Set above 0: reserved = allocated × (1 + this) alone (from "
           "torch.cuda.memory_stats of a run); 0: the model alone, never below the allocated peak.")),
       trainmem_only(bool_field<&C::expandable_segments, &Config::expandable_segments>(
-          {field::expandable_segments, "exseg", "Expandable segments (PYTORCH_CUDA_ALLOC_CONF)"}, G::training, shown(S::runtime, 15),
+          {field::expandable_segments, "exseg", "Allocator expandable segments"}, G::training, shown(S::runtime, 15),
           derived("true with model_implementation torchtitan (its launcher sets it), else false (PyTorch's default)"),
           "PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\" (PYTORCH_ALLOC_CONF from PyTorch 2.9), "
           "as many launchers set it (torchtitan's run_train.sh, ms-swift's examples): the simulated "

@@ -3098,7 +3098,7 @@ await check('confidence: beside the headline, "runs like this landed within ±N 
 
 // Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
 // host page with the snippets the Embed dialog gives.
-await check('dist/ under a sub-path: the page, then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {
+await check('dist/ under a sub-path: the page (a link\'s never showing the fresh page\'s prerendered cards), then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {
   const out = await mkdtemp(join(tmpdir(), 'trainmem-dist-'));
   execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out, '--no-build'], { stdio: 'pipe' });
   const prefix = '/docs/tools/trainmem/';
@@ -3110,9 +3110,29 @@ await check('dist/ under a sub-path: the page, then the iframe and the element i
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
     page.on('response', (r) => { if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
+    // dist/'s prerendered cards below the headline are the fresh page's (another model's figures):
+    // a link's page must lay none of them out before it has written its own. Each frame from the
+    // first paint on records which cards are laid out with the prerendered text still in them.
+    await page.addInitScript(() => {
+      const ids = ['params-card', 'peak-card', 'stages-card', 'assumptions-card', 'report-card'];
+      const prerendered = {}; // each card's text when it first appears (boot.js puts them in place)
+      window.prerenderedCardsShown = [];
+      const frame = () => {
+        for (const id of ids) {
+          const card = document.getElementById(id);
+          if (!card) continue;
+          prerendered[id] ??= card.textContent;
+          if (card.checkVisibility() && /\d/.test(prerendered[id]) && card.textContent === prerendered[id]) window.prerenderedCardsShown.push(id);
+        }
+        if (document.body?.dataset.ready !== '1') requestAnimationFrame(frame);
+      };
+      requestAnimationFrame(frame);
+    });
     await page.goto(`${sub.url}#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb&u=GiB`);
     await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
     expect(/GiB$/.test(await total(page)), 'dist page shows no total');
+    const stale = await page.evaluate(() => [...new Set(window.prerenderedCardsShown)]);
+    expect(stale.length === 0, `a link's page laid out the fresh page's prerendered cards: ${stale.join(', ')}`);
     await page.click('#embed-open');
     await select(page, '#embed-theme', 'dark');
     const iframe = await page.inputValue('#embed-iframe');

@@ -223,6 +223,7 @@ function runDetailsStep() {
   detailsStep += 1;
   if (detailsStep < steps.length) detailsFrame = postTask(runDetailsStep);
   else {
+    markDetailsWritten();
     scheduleTrace();
     whenIdle();
   }
@@ -308,6 +309,17 @@ function renderDetails() {
   renderCharts();
   renderGpuFit();
   renderCards();
+  markDetailsWritten();
+}
+
+/**
+ * Every card below the headline now holds this page's answer. On a link's page dist/'s
+ * prerendered cards are the fresh page's (another model's figures), and the page goes live before
+ * its first details are written: the stylesheet shows those cards from here on (data-details),
+ * not from the live mark.
+ */
+function markDetailsWritten() {
+  document.documentElement.setAttribute('data-details', '');
 }
 
 /** The breakdown table beside the headline and the suggestions under the verdict. */

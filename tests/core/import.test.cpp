@@ -703,6 +703,17 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
         "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16"})");
     CHECK(export_megatron_args(plain).args.find("--use-precision-aware-optimizer") == std::string::npos);
   }
+  SECTION("expandable segments go out as the launch environment's, and come back from it") {
+    const Config on = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
+        "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16", "expandable_segments": true})");
+    const MegatronExport e = export_megatron_args(on);
+    CHECK(has_line(e.notes, "expandable_segments = true: not a Megatron-LM argument; launch with "
+                            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+    CHECK(resolved(import_megatron_args("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python pretrain_gpt.py " + e.args),
+                   "{}") == on);
+    CHECK(!has_line(export_megatron_args(config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+        "vocab_size": 100, "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16"})")).notes, "expandable_segments"));
+  }
   SECTION("no precision flag trains in fp32; fp16 with fp32 accumulation keeps fp32 gradients") {
     const ImportResult fp32 = import_megatron_args("--num-layers 2 --hidden-size 64 --num-attention-heads 4");
     CHECK(fp32.input.params_dtype == Dtype::fp32);

@@ -288,6 +288,11 @@ MegatronExport export_megatron_args(const Config& c) {
   if (c.should_pad_vocab)
     out.notes.push_back(
         "should_pad_vocab = true: not a Megatron-LM argument (Megatron-LM always pads)");
+  // The caching allocator's setting is the launch environment's (megatron_args.cpp reads it there).
+  if (c.profile == Profile::trainmem && c.expandable_segments)
+    out.notes.push_back(
+        "expandable_segments = true: not a Megatron-LM argument; launch with "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_ALLOC_CONF from PyTorch 2.9)");
 
   for (const std::string& part : a) out.args += (out.args.empty() ? "" : " ") + part;
   return out;

@@ -682,6 +682,9 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
     CHECK(messages(import_megatron_args("--bf16 --optimizer-cpu-offload")) ==
           one("--optimizer-cpu-offload: needs --use-precision-aware-optimizer (Megatron-LM asserts it: the hybrid "
               "device optimizer reuses its code path)"));
+    // A value on the flag is named once (the flag is read once).
+    CHECK(messages(import_megatron_args("--bf16 --use-precision-aware-optimizer --optimizer-cpu-offload 1")) ==
+          one("--optimizer-cpu-offload: takes no value, got \"1\""));
     CHECK(messages(import_megatron_args("--bf16 --use-precision-aware-optimizer --optimizer sgd")) ==
           one("--use-precision-aware-optimizer: only with --optimizer adam (Megatron Core asserts it: Transformer "
               "Engine's FusedAdam), got --optimizer sgd"));

@@ -291,6 +291,24 @@ await check('a shared link whose estimator cannot load says so on screen', async
   return page;
 });
 
+// The build's data beside the module (wasm/trainmem-data.json): missing or damaged, the page says
+// which file and what to do, on screen, instead of failing with a bare parser error.
+await check('the build\'s data file missing or not JSON is named on screen', async (keep) => {
+  for (const [fulfil, expected] of [
+    [{ status: 404, body: 'not found' }, 'wasm/trainmem-data.json could not be loaded (HTTP 404)'],
+    [{ status: 200, contentType: 'application/json', body: '{"version": "0.1.0", "fieldC' }, 'wasm/trainmem-data.json is not valid JSON ('],
+  ]) {
+    const page = keep(await context.newPage());
+    await page.route(/trainmem-data\.json$/, (route) => route.fulfill(fulfil));
+    await page.goto(`${url}index.html`);
+    await page.waitForSelector('body[data-ready="error"]', { timeout: 20000 });
+    const message = await page.textContent('#general-issues');
+    expect(await page.isVisible('#general-issues') && message.includes(expected), `the message: "${message}"`);
+    await page.close();
+  }
+  return null;
+});
+
 // Issue 31: an edit made before the live estimator is up is queued and used, not lost.
 await check('an edit made before the engine is ready is used once it is', async (keep) => {
   const page = keep(await context.newPage());

@@ -52,9 +52,13 @@ function instantiateCompiled(compiled, imports, receive) {
  */
 export function loadEngineData(given) {
   dataPromise ??= given ? Promise.resolve(given) : Promise.resolve(globalThis.trainmemData ?? null).then((early) => early
-    ?? fetch(new URL('../wasm/trainmem-data.json', import.meta.url)).then((response) => {
+    ?? fetch(new URL('../wasm/trainmem-data.json', import.meta.url)).then(async (response) => {
       if (!response.ok) throw new Error(`wasm/trainmem-data.json could not be loaded (HTTP ${response.status})`);
-      return response.json();
+      try {
+        return JSON.parse(await response.text());
+      } catch (error) {
+        throw new Error(`wasm/trainmem-data.json is not valid JSON (${error.message}): rebuild it with web/scripts/build-wasm.sh`);
+      }
     }));
   return dataPromise;
 }

@@ -328,9 +328,11 @@ namespace {
 double embedding_output_e(const Config& c, const Shape& x) {
   return x.kbit_fp32 && c.kbit_upcast == KbitUpcast::trl ? x.e : x.norm_e;
 }
-}  // namespace
+// Its dtype's label: the compute dtype's where it is in the compute dtype.
+std::string_view embedding_output_dtype(const Config& c, const Shape& x) {
+  return embedding_output_e(c, x) == x.e ? x.act_dtype : x.norm_dtype;
+}
 
-namespace {
 
 double padded_vocab(const Config& c) {
   return double(c.should_pad_vocab ? padded_vocab_size(c.vocab_size, c.make_vocab_size_divisible_by,
@@ -1993,12 +1995,12 @@ void hf_model_tensors(const Config& c, const Shape& x, Ledger& out) {
   const double s_local = x.tokens / x.b;
   if (rotary && ((plain_layers && qk_grad) || args))
     out.add("attention.rope_cos_sin", "attention", rope_cos_sin_bytes(c, x),
-            embedding_output_e(c, x) == x.e ? x.act_dtype : x.norm_dtype,
+            embedding_output_dtype(c, x),
             plain_layers && qk_grad ? k_src_hf_rope : k_src_hf_checkpoint_args);
   if (args && rotary) {
     if (c.attention_backend == AttentionBackend::unfused)
       out.add("layer.causal_mask", "layer", embedding_output_e(c, x) * x.b * s_local * x.s,
-              embedding_output_e(c, x) == x.e ? x.act_dtype : x.norm_dtype,
+              embedding_output_dtype(c, x),
               k_src_hf_checkpoint_args);
     out.add("layer.position_ids", "layer", 8 * s_local, "int64", k_src_hf_checkpoint_args);
   } else if (args) {
@@ -2975,10 +2977,29 @@ bool fsdp1_kept_inputs(const Config& config) {
          config.peft_on() && config.zero_stage == 3;
 }
 
+namespace {
+// The model code the walks below follow node by node (decoder_backward_bytes,
+// checkpointed_layer_forward_bytes, output_lora_forward_bytes): transformers' and torchtune's
+// eager modules.
+bool walked_model_code(const Config& c) {
+  return c.model_implementation == ModelImplementation::hf_transformers ||
+         c.model_implementation == ModelImplementation::torchtune;
+}
+
+// The decoder layer those walks know: a Llama layer (SwiGLU, RMSNorm, no biases, no q/k norms, no
+// MLA) on one GPU's whole layer (no TP, CP or pipeline stages), without hidden dropout, compile or
+// a step inside backward.
+bool walked_llama_layer(const Config& c) {
+  return walked_model_code(c) && c.num_layers > 0 && c.gated_linear_unit &&
+         c.activation_func == ActivationFunc::silu && c.normalization == Normalization::rms_norm &&
+         !c.add_bias_linear && !c.add_qkv_bias && !c.qk_layernorm && !c.multi_latent_attention &&
+         c.tensor_model_parallel_size <= 1 && c.context_parallel_size <= 1 && c.pipeline_model_parallel_size <= 1 &&
+         !(c.hidden_dropout > 0) && !c.torch_compile && !c.optimizer_in_backward;
+}
+}  // namespace
+
 DecoderBackward decoder_backward_bytes(const Config& config) {
   DecoderBackward out;
-  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
-                    config.model_implementation == ModelImplementation::torchtune;
   // transformers' MoE block as MixtralSparseMoeBlock runs it: every layer an MoE layer, no shared
   // or latent experts, all experts on the GPU, dropless.
   bool every_layer_moe = config.is_moe();
@@ -2987,14 +3008,9 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
                       config.moe_shared_expert_intermediate_size == 0 && config.moe_latent_size == 0 &&
                       config.expert_model_parallel_size == 1 && config.expert_tensor_parallel_size == 1 &&
                       config.moe_expert_capacity_factor <= 0;
-  if (!kind || (config.is_moe() && !hf_moe) || config.num_layers <= 0 || config.vocab_size <= 0 ||
+  if (!walked_llama_layer(config) || (config.is_moe() && !hf_moe) || config.vocab_size <= 0 ||
       !(config.recompute_granularity == RecomputeGranularity::none || every_layer_checkpointed(config)) ||
-      !config.gated_linear_unit ||
-      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
-      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
-      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
-      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
-      !(config.framework == Framework::ddp || fsdp1_kept_inputs(config)) || config.optimizer_in_backward)
+      !(config.framework == Framework::ddp || fsdp1_kept_inputs(config)))
     return out;
   const Shape x = shape_of(config);
   if (x.autocast) return out;
@@ -3058,9 +3074,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
 // draw with an adapter on the output (seed 21 c14) peaks there: the bytes beyond the saved
 // tensors but the loss's; 0 where not walked.
 double output_lora_forward_bytes(const Config& config) {
-  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
-                    config.model_implementation == ModelImplementation::torchtune;
-  if (!kind || config.vocab_size <= 0 || config.peft != Peft::lora || config.cross_entropy_chunks > 1 ||
+  if (!walked_model_code(config) || config.vocab_size <= 0 || config.peft != Peft::lora || config.cross_entropy_chunks > 1 ||
       config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy || config.cut_cross_entropy ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 || config.torch_compile ||
       config.saves(SavedModule::lm_head))
@@ -3128,15 +3142,8 @@ double nf4_dequant_bytes(const Config& c, double elements) {
 // below the MLP's h·f; trainmem_profile.cpp's QLoRA layer-forward candidate bounds the largest),
 // the adapters' autocast casts of their weights.
 double checkpointed_layer_forward_bytes(const Config& config) {
-  const bool kind = config.model_implementation == ModelImplementation::hf_transformers ||
-                    config.model_implementation == ModelImplementation::torchtune;
-  if (!kind || config.num_layers <= 0 || config.recompute_granularity != RecomputeGranularity::full ||
-      !every_layer_checkpointed(config) || !config.gated_linear_unit ||
-      config.activation_func != ActivationFunc::silu || config.normalization != Normalization::rms_norm ||
-      config.add_bias_linear || config.add_qkv_bias || config.qk_layernorm || config.multi_latent_attention ||
-      config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
-      config.pipeline_model_parallel_size > 1 || config.hidden_dropout > 0 || config.torch_compile ||
-      config.framework != Framework::ddp || config.optimizer_in_backward || config.params_dtype == Dtype::int8)
+  if (!walked_llama_layer(config) || config.recompute_granularity != RecomputeGranularity::full ||
+      !every_layer_checkpointed(config) || config.framework != Framework::ddp || config.params_dtype == Dtype::int8)
     return 0;
   const Shape x = shape_of(config);
   if (x.autocast) return 0;

@@ -387,14 +387,15 @@ struct StageState {
   CpuBytes cpu;                    // offloaded to host memory, for this GPU (activations: 0 here)
   double optimizer_temporary = 0;  // allocated during the optimizer step only
   // Of it, Transformer Engine's FusedAdam fp32 copies of the narrow moments
-  // (megatron_fused_adam_unscaled_bytes): one tensor per parameter and moment, all alive together,
+  // (megatron_fused_adam_unscaled): one tensor per parameter and moment, all alive together,
   // for the allocator's timeline as each kind of matrix's copy and how many of them (the larger
   // group's, in inventory order), then one parameter's bf16 write-back.
   struct FusedAdamCopies {
     double bytes = 0, count = 0;
   };
   std::vector<FusedAdamCopies> fused_adam_copies;
-  double fused_adam_unscaled = 0, fused_adam_write_back = 0, fused_adam_moments = 0;
+  double fused_adam_unscaled = 0, fused_adam_write_back = 0;
+  int fused_adam_moments = 0;
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
   // A quantised output layer (quantize_lm_head): its weight dequantised whole in the compute
   // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
@@ -507,16 +508,24 @@ double megatron_offload_copy_back_bytes(const Config& c, double largest_trainabl
 // core_v0.14.0): the larger group of matrices on this GPU sets the transient, with the
 // largest one's bf16 write-back (its even share of a distributed-optimizer shard). The offloaded
 // optimizer (HybridDeviceOptimizer) was not read here: nothing is counted for it.
-double megatron_fused_adam_unscaled_bytes(const Config& c, double group_elements, double largest_elements) {
-  if (c.framework != Framework::megatron || c.optimizer_offload_fraction > 0) return 0;
-  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return 0;
-  double fp32_copies = 0, bf16_write_back = 0;
+struct FusedAdamUnscaled {
+  int moments = 0;               // narrow moments: one fp32 copy each per parameter
+  double write_back_bytes = 0;   // per element of one parameter: the bf16 copy back
+  double copy_bytes() const { return bytes_per_element(Dtype::fp32) * moments; }  // per element
+  double bytes(double group_elements, double largest_elements) const {
+    return copy_bytes() * group_elements + write_back_bytes * largest_elements;
+  }
+};
+FusedAdamUnscaled megatron_fused_adam_unscaled(const Config& c) {
+  FusedAdamUnscaled out;
+  if (c.framework != Framework::megatron || c.optimizer_offload_fraction > 0) return out;
+  if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw) return out;
   for (const Dtype state : {c.exp_avg_dtype, c.exp_avg_sq_dtype}) {
     if (state == Dtype::fp32) continue;
-    fp32_copies += bytes_per_element(Dtype::fp32);
-    if (state == Dtype::bf16) bf16_write_back = bytes_per_element(Dtype::bf16);
+    out.moments += 1;
+    if (state == Dtype::bf16) out.write_back_bytes = bytes_per_element(Dtype::bf16);
   }
-  return fp32_copies * group_elements + bf16_write_back * largest_elements;
+  return out;
 }
 
 struct TorchStep {
@@ -1308,7 +1317,7 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     double dense = 0, expert = 0, largest = 0;
     std::vector<StageState::FusedAdamCopies> dense_kinds, expert_kinds;
   } fused_adam_matrices;
-  const double fused_adam_per_element = megatron_fused_adam_unscaled_bytes(c, 1, 0);
+  const FusedAdamUnscaled fused_adam = megatron_fused_adam_unscaled(c);
   double largest_trainable = 0;  // elements of the largest trainable tensor on this GPU
   for (int i = 0; i < inv.n; ++i) {
     const Tensors& t = inv.items[size_t(i)];
@@ -1471,13 +1480,13 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
     if (frozen) continue;  // torch.optim steps only what trains; a state dict's frozen part is above
     largest_trainable = std::max(largest_trainable, t.elements());
     // Megatron's FusedAdam groups of matrices, sharded as the optimizer states are
-    // (megatron_fused_adam_unscaled_bytes).
-    if (fw == Framework::megatron && t.cols > 1 && fused_adam_per_element > 0) {
+    // (megatron_fused_adam_unscaled).
+    if (fw == Framework::megatron && t.cols > 1 && fused_adam.moments > 0) {
       const double shard = c.use_distributed_optimizer ? n : 1;
       const bool expert = part == Part::expert;
       (expert ? fused_adam_matrices.expert : fused_adam_matrices.dense) += P / shard;
       (expert ? fused_adam_matrices.expert_kinds : fused_adam_matrices.dense_kinds)
-          .push_back({fused_adam_per_element * t.elements() / shard, t.count});
+          .push_back({fused_adam.copy_bytes() * t.elements() / shard, t.count});
       fused_adam_matrices.largest = std::max(fused_adam_matrices.largest, t.elements() / shard);
     }
     // What a torch.optim step iterates over on this GPU (TorchStepOver), and what a full state
@@ -1515,11 +1524,11 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   out.optimizer_temporary += megatron_offload_copy_back_bytes(c, largest_trainable);
   {
     const bool expert_larger = fused_adam_matrices.expert > fused_adam_matrices.dense;
-    out.fused_adam_unscaled = megatron_fused_adam_unscaled_bytes(
-        c, expert_larger ? fused_adam_matrices.expert : fused_adam_matrices.dense, fused_adam_matrices.largest);
-    out.fused_adam_write_back = megatron_fused_adam_unscaled_bytes(c, 0, fused_adam_matrices.largest);
+    out.fused_adam_unscaled =
+        fused_adam.bytes(expert_larger ? fused_adam_matrices.expert : fused_adam_matrices.dense, fused_adam_matrices.largest);
+    out.fused_adam_write_back = fused_adam.bytes(0, fused_adam_matrices.largest);
     out.fused_adam_copies = expert_larger ? fused_adam_matrices.expert_kinds : fused_adam_matrices.dense_kinds;
-    out.fused_adam_moments = fused_adam_per_element / bytes_per_element(Dtype::fp32);
+    out.fused_adam_moments = fused_adam.moments;
     out.optimizer_temporary += out.fused_adam_unscaled;
   }
   if (gradients_start_each_step_empty(c))
@@ -2469,9 +2478,10 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
       double rounds_of_kinds = 0;
       for (const auto& kind : st.fused_adam_copies) rounds_of_kinds = std::max(rounds_of_kinds, kind.count);
       for (double k = 0; k < rounds_of_kinds; ++k)
-        for (const auto& kind : st.fused_adam_copies)
-          for (double m = 0; k < kind.count && m < st.fused_adam_moments; ++m)
-            copies.push_back(alloc(kind.bytes / st.fused_adam_moments));
+        for (const auto& kind : st.fused_adam_copies) {
+          if (k >= kind.count) continue;  // this kind's matrices are all copied
+          for (int m = 0; m < st.fused_adam_moments; ++m) copies.push_back(alloc(kind.bytes / st.fused_adam_moments));
+        }
       release(alloc(st.fused_adam_write_back));
       for (int32_t id : copies) release(id);
     }

@@ -1031,13 +1031,14 @@ void MegatronReader::read_rest() {
   // --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0) of the master weights
   // and optimizer states in CPU memory (HybridDeviceOptimizer); the fraction alone does nothing.
   const std::string_view fraction_arg = "--optimizer-offload-fraction";
-  if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction) && !get("--use-precision-aware-optimizer")) {
+  const bool cpu_offload = flag("--optimizer-cpu-offload", field::optimizer_offload_fraction);
+  if (cpu_offload && !get("--use-precision-aware-optimizer")) {
     // validate_args: the hybrid device optimizer reuses the precision-aware optimizer's path
     // (arguments.py @ d98e8a64).
     fail(field::optimizer_offload_fraction, "--optimizer-cpu-offload",
          "needs --use-precision-aware-optimizer (Megatron-LM asserts it: the hybrid device optimizer "
          "reuses its code path)");
-  } else if (flag("--optimizer-cpu-offload", field::optimizer_offload_fraction)) {
+  } else if (cpu_offload) {
     const bool given = get(fraction_arg) != nullptr;
     if (const std::optional<double> fraction = given ? number(fraction_arg, field::optimizer_offload_fraction) : 1.0;
         fraction && put(field::optimizer_offload_fraction, *fraction, fraction_arg))

@@ -706,6 +706,26 @@ TEST_CASE("a Megatron-LM line sets what the trainmem profile reads, and a refere
         "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16"})");
     CHECK(export_megatron_args(plain).args.find("--use-precision-aware-optimizer") == std::string::npos);
   }
+  SECTION("masters as remainders: no argument says them, so the importer leaves them off and says so") {
+    const ImportResult r = import_megatron_args("--bf16 --use-precision-aware-optimizer --use-distributed-optimizer");
+    REQUIRE(r.ok());
+    CHECK(!r.input.store_param_remainders);
+    CHECK(has_line(r.assumed, "store_param_remainders ← false (--use-precision-aware-optimizer: Megatron Core >= 0.11 "
+                              "with Transformer Engine >= 2.1 keeps bf16 weights' masters as 2-byte remainders"));
+    // Not said without the flag, nor for fp16 weights (the remainders are bf16's).
+    CHECK(!has_line(import_megatron_args("--bf16 --use-distributed-optimizer").assumed, "store_param_remainders"));
+    CHECK(!has_line(import_megatron_args("--fp16 --use-precision-aware-optimizer").assumed, "store_param_remainders"));
+    // The exporter writes the flag they come with, and notes that they come back off.
+    const Config on = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
+        "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16", "framework": "megatron",
+        "use_distributed_optimizer": true, "store_param_remainders": true})");
+    const MegatronExport e = export_megatron_args(on);
+    CHECK(e.args.find("--use-precision-aware-optimizer") != std::string::npos);
+    CHECK(has_line(e.notes, "store_param_remainders true: Megatron Core >= 0.11 with Transformer Engine >= 2.1"));
+    const ImportResult back = import_megatron_args("WORLD_SIZE=1 " + e.args);
+    REQUIRE(back.ok());
+    CHECK(!back.input.store_param_remainders);
+  }
   SECTION("expandable segments go out as the launch environment's, and come back from it") {
     const Config on = config_from(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100,
         "seq_length": 16, "micro_batch_size": 1, "params_dtype": "bf16", "expandable_segments": true})");
@@ -1165,9 +1185,6 @@ TEST_CASE("megatron-args: MoE options, read or named as not modelled, never as u
       "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
       "--micro-batch-size 1 --num-experts 8 --moe-router-topk 2 --moe-token-dispatcher-type allgather "
       "--moe-router-dtype fp32 --moe-permute-fusion --vocab-size 1024 --bf16");
-  const auto has = [&](std::string_view line) {
-    return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
-  };
   // --moe-token-dispatcher-type allgather is a field (activations.cpp, the all-gather dispatcher).
   CHECK(r.input.moe_token_dispatcher_type == std::optional<MoeTokenDispatcher>(MoeTokenDispatcher::allgather));
   CHECK(std::find(r.read.begin(), r.read.end(),

@@ -913,6 +913,14 @@ void MegatronReader::read_precision(bool defines_model) {
     fail(field::optimizer, "--use-precision-aware-optimizer",
          "only with --optimizer adam (Megatron Core asserts it: Transformer Engine's FusedAdam), got --optimizer " +
              o->values[0]);
+  } else if (bf16) {
+    // With the flag, Megatron Core >= 0.11 and Transformer Engine >= 2.1 keep a bf16 weight's
+    // master as its 16-bit remainder (OptimizerConfig.store_param_remainders, default True; off
+    // before TE 2.1: optimizer_config.py @ 23e00ed0, core_v0.14.0). No argument says the
+    // versions, so the field stays off: the full fp32 master, which cannot under-count.
+    out_.assumed.push_back(
+        "store_param_remainders ← false (--use-precision-aware-optimizer: Megatron Core >= 0.11 with Transformer "
+        "Engine >= 2.1 keeps bf16 weights' masters as 2-byte remainders, which no argument says; set it true for such a run)");
   }
 
   // FP8 (Transformer Engine): --fp8-format turns it on, --fp8-recipe (default delayed) says how

@@ -78,9 +78,17 @@ void export_trainmem_fields(const Config& c, std::vector<std::string>& a, std::v
     return arg.starts_with("--main-grads-dtype") || arg.starts_with("--main-params-dtype") ||
            arg.starts_with("--exp-avg") || arg.starts_with("--optimizer-cpu-offload");
   });
-  if (precision_aware) {
+  // Masters kept as remainders come with the same flag and no argument of their own
+  // (OptimizerConfig.store_param_remainders, default True, on with Transformer Engine >= 2.1:
+  // optimizer_config.py @ 23e00ed0, core_v0.14.0); the importer reads them back off (it cannot
+  // see the versions), which errs high.
+  if (c.store_param_remainders)
+    notes.push_back("store_param_remainders true: Megatron Core >= 0.11 with Transformer Engine >= 2.1 keeps "
+                    "them under --use-precision-aware-optimizer, which no argument says; imported back, they are off");
+  const bool adam = c.optimizer == Optimizer::adam || c.optimizer == Optimizer::adamw;
+  if (precision_aware || (c.store_param_remainders && adam)) {
     a.push_back("--use-precision-aware-optimizer");
-    if (c.optimizer != Optimizer::adam && c.optimizer != Optimizer::adamw)
+    if (!adam)
       notes.push_back("optimizer " + std::string(name_of(c.optimizer)) +
                       " with narrow optimizer states or the optimizer offload: Megatron Core's "
                       "--use-precision-aware-optimizer is Adam's only, so Megatron-LM does not start this command as is");

@@ -123,6 +123,34 @@ TEST_CASE("Megatron expert LoRA: the dispatcher's transient with the adapters' f
         3014656);
 }
 
+TEST_CASE("Megatron LoRA: one adapter on the fused linear_qkv and a dense linear_fc1", "[megatron]") {
+  // ms-swift wraps linear_qkv whole when q, k and v are all targets: A 256·8 = 2,048 and B
+  // 8·(256 + 2·256) = 6,144 per layer (8 heads and 8 groups of 32), 8,192; × 2 layers = 16,384
+  // (three adapters apart would be 3 · (2,048 + 2,048) · 2 = 24,576).
+  const FullEstimate qkv = full_estimate(config_from(megatron_moe(R"("lora_target_modules": ["q_proj", "k_proj", "v_proj"])")));
+  CHECK(qkv.params.adapter == 16384);
+  // One dropout on the fused input: with lora_dropout 0.05 the layer keeps one mask (256·128 =
+  // 32,768), one bf16 copy (65,536) and one intermediate (2·8·128 = 2,048), as for q_proj alone.
+  const std::string dropout = R"(, "lora_dropout": 0.05)";
+  SavedTensors fused;
+  const double with_qkv = layer_activation_bytes(
+      config_from(megatron_moe(R"("lora_target_modules": ["q_proj", "k_proj", "v_proj"])" + dropout)), true,
+      LayerRecompute::policy, &fused);
+  const double with_q = layer_activation_bytes(config_from(megatron_moe(R"("lora_target_modules": ["q_proj"])" + dropout)),
+                                               true, LayerRecompute::policy);
+  CHECK(with_qkv == with_q);
+  CHECK(named(fused, "lora.linear_qkv_dropout_mask") == 32768);
+  CHECK(named(fused, "lora.linear_qkv_input") == 65536);
+  CHECK(named(fused, "lora.linear_qkv_intermediate") == 2048);
+  // A dense linear_fc1 (gate and up, f = 1,024): A 256·8 = 2,048, B 8·2,048 = 16,384 per layer,
+  // 18,432; × 2 layers = 36,864.
+  const std::string dense = R"({"num_layers": 2, "hidden_size": 256, "num_attention_heads": 8,
+      "ffn_hidden_size": 1024, "vocab_size": 1024, "normalization": "RMSNorm", "swiglu": true,
+      "add_bias_linear": false, "seq_length": 128, "micro_batch_size": 1, "framework": "megatron",
+      "peft": "lora", "lora_rank": 8, "lora_target_modules": ["gate_proj", "up_proj"]})";
+  CHECK(full_estimate(config_from(dense)).params.adapter == 36864);
+}
+
 TEST_CASE("Megatron expert LoRA: named errors", "[experts][megatron]") {
   CHECK(messages_for(megatron_moe(R"("lora_target_modules": ["up_proj", "down_proj"])")) ==
         one("lora_target_modules: \"gate_proj\" and \"up_proj\" on Megatron Core's experts are one grouped "

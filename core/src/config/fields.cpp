@@ -840,7 +840,8 @@ constexpr Field k_field_rows[] = {
           "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
           "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2); with "
           "model_implementation megatron-core, ms-swift's adapters on the grouped experts' "
-          "linear_fc1 (gate_proj and up_proj together) and linear_fc2 (down_proj).")), peft_on,
+          "linear_fc1 (gate_proj and up_proj together) and linear_fc2 (down_proj), and q_proj, "
+          "k_proj and v_proj together are one adapter on the fused linear_qkv.")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
           {field::lora_modules_to_save, "lms", "Modules trained whole (PEFT modules_to_save)"}, G::finetuning, in_more(S::finetuning, 110),

@@ -415,6 +415,11 @@ constexpr AdapterNames k_adapter_names[] = {
     {"lora.lm_head_input", "lora.lm_head_dropout_mask", "lora.lm_head_intermediate"},
 };
 static_assert(std::size(k_adapter_names) == size_t(LoraTarget::count), "one row per target");
+// One adapter on Megatron Core's fused linear_qkv / dense linear_fc1 (megatron_fused_qkv_adapter).
+constexpr AdapterNames k_qkv_adapter_names{"lora.linear_qkv_input", "lora.linear_qkv_dropout_mask",
+                                           "lora.linear_qkv_intermediate"};
+constexpr AdapterNames k_fc1_adapter_names{"lora.linear_fc1_input", "lora.linear_fc1_dropout_mask",
+                                           "lora.linear_fc1_intermediate"};
 
 // The selective-recompute modules in force (Megatron recompute_modules).
 struct Modules {
@@ -458,14 +463,17 @@ class Ledger {
 // counts), lora_B the r-wide intermediate; with dropout a bool mask, which native_dropout keeps
 // only when the input needs a gradient (`in_rg`; Megatron Core's layer counts every layer as if
 // it does).
-void adapter_entries(const Shape& x, LoraTarget t, double in_width, double tokens, bool in_rg,
+void adapter_entries(const Shape& x, const AdapterNames& n, double in_width, double tokens, bool in_rg,
                      Ledger& out) {
-  if (!x.targeted(t)) return;
-  const AdapterNames& n = k_adapter_names[size_t(t)];
   if (x.lora_dropout && in_rg) out.add(n.mask, "lora", in_width * tokens, "mask", k_src_lora_dropout);
   if (x.lora_dropout || x.adapter_copy)
     out.add(n.input, "lora", x.e * in_width * tokens, x.act_dtype, k_src_lora_copy);
   out.add(n.intermediate, "lora", x.e * x.r * tokens, x.act_dtype, k_src_lora);
+}
+void adapter_entries(const Shape& x, LoraTarget t, double in_width, double tokens, bool in_rg,
+                     Ledger& out) {
+  if (!x.targeted(t)) return;
+  adapter_entries(x, k_adapter_names[size_t(t)], in_width, tokens, in_rg, out);
 }
 
 // Names of the activation-function tensors of one MLP site (dense MLP, routed experts, shared
@@ -628,8 +636,11 @@ void standard_attention(const Config& c, const Shape& x, const Modules& m, Ledge
   if (x.keeps_input({LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}))
     out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
             x.peft ? k_src_lora : linear_input_source(x));
-  for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj})
-    adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
+  if (megatron_fused_qkv_adapter(c))
+    adapter_entries(x, k_qkv_adapter_names, x.h, x.tokens_linear_in, true, out);
+  else
+    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj})
+      adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
   const double q_width = x.a * x.k / x.t, kv_width = x.g * x.k / x.t;
   if (c.qk_layernorm) {
     out.add("attention.q_norm_input", "attention", x.e * q_width * x.tokens, x.act_dtype,
@@ -706,8 +717,11 @@ void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     if (x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}))
       out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
               x.peft ? k_src_lora : linear_input_source(x));
-    for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj})
-      adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
+    if (megatron_fused_fc1_adapter(c))
+      adapter_entries(x, k_fc1_adapter_names, x.h, x.tokens_linear_in, true, out);
+    else
+      for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj})
+        adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
     activation_and_fc2(c, x, k_mlp_names, x.f / x.t, x.tokens, false,
                        x.keeps_input({LoraTarget::down_proj}), out);
     // down_proj is row-parallel: its adapter's A takes the local f/t-wide input.

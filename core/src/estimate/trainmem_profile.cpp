@@ -128,16 +128,30 @@ void add_adapters(Inventory& inv, const Config& c, const Shard& s, bool moe, dou
     inv.add(Part::dense, layers, in / s.t, r, true, true, true);
     inv.add(Part::dense, layers, r, out, true, true, true);
   };
+  // ms-swift on Megatron Core: one adapter on the fused linear_qkv / linear_fc1
+  // (megatron_fused_qkv_adapter), B split by TP as the fused weight.
+  const auto fused = [&](double in, double out) {
+    inv.add(Part::dense, layers, in, r, true, true, true);
+    inv.add(Part::dense, layers, r, out / s.t, true, true, true);
+  };
   if (c.num_attention_heads > 0) {
-    column(LoraTarget::q_proj, h, q_out);
-    column(LoraTarget::k_proj, h, kv_out);
-    column(LoraTarget::v_proj, h, kv_out);
+    if (megatron_fused_qkv_adapter(c)) {
+      fused(h, q_out + 2 * kv_out);
+    } else {
+      column(LoraTarget::q_proj, h, q_out);
+      column(LoraTarget::k_proj, h, kv_out);
+      column(LoraTarget::v_proj, h, kv_out);
+    }
     row(LoraTarget::o_proj, q_out, h);
   }
   if (!moe) {
     const double f = double(c.ffn_hidden_size);
-    if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
-    column(LoraTarget::up_proj, h, f);
+    if (megatron_fused_fc1_adapter(c)) {
+      fused(h, 2 * f);
+    } else {
+      if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
+      column(LoraTarget::up_proj, h, f);
+    }
     row(LoraTarget::down_proj, f, h);
     return;
   }

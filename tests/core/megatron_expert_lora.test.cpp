@@ -3,11 +3,13 @@
 // (LoraParallelLinear on TEGroupedLinear), Transformer Engine grouped_linear.py @ v2.5 (a frozen
 // grouped linear saves no input, a trainable one its input). Every expected figure is worked out
 // by hand in the comments, not read back from the implementation.
+#include <algorithm>
 #include <string>
 
 #include "support.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/field_names.hpp"
+#include "trainmem/import.hpp"
 
 using namespace trainmem;
 using namespace trainmem::test;
@@ -167,4 +169,20 @@ TEST_CASE("Megatron expert LoRA: named errors", "[experts][megatron]") {
                                   R"(, "framework": "ddp", "data_parallel_size": 1, "expert_model_parallel_size": 1, "lora_expert_dtype": "bf16")")) ==
         one("lora_expert_dtype: differs from the other adapters' dtype (\"fp32\") only with model_implementation "
             "\"megatron-core\" (ms-swift's grouped experts); with \"hf-transformers\" every adapter is made alike"));
+}
+
+TEST_CASE("megatron-args names ms-swift's LoRA arguments instead of calling them unused", "[experts][megatron][import]") {
+  // ms-swift's `megatron sft` spells its arguments with underscores; Megatron-LM has none of them.
+  const ImportResult r = import_megatron_args(
+      "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+      "--micro-batch-size 1 --vocab-size 1024 --bf16 --train_type lora --lora_rank 32 --target_modules all-linear");
+  const auto has = [&](const std::string& line) {
+    return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
+  };
+  CHECK(has("--train_type lora: ms-swift's LoRA, not read here: set peft \"lora\", lora_rank, lora_dropout "
+            "(ms-swift's default 0.05) and lora_target_modules (ms-swift's all-linear on Megatron Core: q_proj, "
+            "k_proj, v_proj, o_proj and gate_proj, up_proj, down_proj on the MLP or the routed experts)"));
+  CHECK(has("--lora_rank 32: not a Megatron-LM argument (Megatron-LM spells them with dashes; an ms-swift "
+            "`megatron sft` command is not read here)"));
+  CHECK_FALSE(r.input.peft.has_value());
 }

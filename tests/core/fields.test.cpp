@@ -48,6 +48,7 @@ TEST_CASE("every unset field resolves to the default the field table documents",
       "checkpoint_reentrant",   // finetune.test.cpp checks its rule
       "fsdp1_checkpoint_around_unit",  // fsdp1.test.cpp checks its rule
       "expandable_segments",    // fsdp1.test.cpp checks its rule
+      "lora_expert_dtype",      // megatron_expert_lora.test.cpp checks its rule
       "world_size"};            // validation.test.cpp checks its rule
   // Minimal configs in which every optional field applies somewhere: a dense model, MoE with
   // MLA, MoE with a capacity factor, full, selective and per-op recompute, SGD, torch pipelining,
@@ -433,6 +434,7 @@ TEST_CASE("the trainmem profile's rules are rows: each fires under its own id an
       {"seq_length/context-and-sequence-parallel", R"("context_parallel_size": 2, "tensor_model_parallel_size": 2, "sequence_parallel": true, "seq_length": 4)"},
       {"seq_length/sequence-parallel", R"("tensor_model_parallel_size": 2, "sequence_parallel": true, "seq_length": 3)"},
       {"lora_target_modules/some", R"("peft": "lora", "lora_target_modules": [])"},
+      {"lora_target_modules/experts-fc1-megatron", R"("peft": "lora", "num_moe_experts": 4, "moe_router_topk": 2, "swiglu": true, "lora_target_modules": ["gate_proj", "down_proj"])"},
       {"lora_modules_to_save/vocabulary", R"("peft": "lora", "framework": "ddp", "lora_target_modules": ["q_proj"], "lora_modules_to_save": ["embed_tokens"], "vocab_size": 0)"},
       {"quantize_lm_head/vocabulary", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "vocab_size": 0)"},
       {"quantize_lm_head/liger", R"("peft": "qlora", "framework": "ddp", "lora_target_modules": ["q_proj"], "quantize_lm_head": true, "fused_linear_cross_entropy": true)"},

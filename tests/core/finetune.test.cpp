@@ -544,10 +544,10 @@ TEST_CASE("fine-tuning rules name the field and the rule", "[finetune][validatio
         one("lora_target_modules: must name at least one module with peft \"lora\""));
   CHECK(messages_for(small(R"("peft": "lora", "swiglu": false, "lora_target_modules": ["gate_proj"])")) ==
         one("lora_target_modules: \"gate_proj\" needs gated_linear_unit (the MLP has no gate)"));
+  // Megatron Core's experts take adapters (ms-swift's LoRA) on the whole linear_fc1 only.
   CHECK(messages_for(small(R"("peft": "lora", "num_moe_experts": 4, "lora_target_modules": ["up_proj"])")) ==
-        one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of an "
-            "MoE model are modelled for model_implementation \"hf-transformers\" only (PEFT on each "
-            "expert's linears), got \"megatron-core\""));
+        one("lora_target_modules: \"gate_proj\" and \"up_proj\" on Megatron Core's experts are one grouped "
+            "linear_fc1, which ms-swift's LoRA wraps whole: name both or neither"));
   CHECK(messages_for(small(R"("peft": "lora", "fp8_recipe": "delayed")")) ==
         one("fp8_recipe: must be \"none\" with peft \"lora\" (FP8 copies of frozen weights are not "
             "modelled), got \"delayed\""));

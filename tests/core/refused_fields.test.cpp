@@ -81,12 +81,14 @@ TEST_CASE("LoRA on MoE experts: what the experts keep for backward", "[refused][
 TEST_CASE("LoRA on MoE experts: named errors", "[refused][experts]") {
   CHECK(messages_for(moe(R"("model_implementation": "torchtune", "lora_target_modules": ["up_proj"])")) ==
         one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of an "
-            "MoE model are modelled for model_implementation \"hf-transformers\" only (PEFT on each "
-            "expert's linears), got \"torchtune\""));
+            "MoE model are modelled for model_implementation \"hf-transformers\" (PEFT on each "
+            "expert's linears) and \"megatron-core\" (ms-swift's adapters on the grouped experts) only, "
+            "got \"torchtune\""));
   CHECK(messages_for(moe(R"("moe_shared_expert_intermediate_size": 1024, "lora_target_modules": ["gate_proj"])")) ==
         one("lora_target_modules: \"gate_proj\", \"up_proj\" and \"down_proj\" on an MoE model with "
             "shared or latent experts are not modelled (adapters on the routed experts only, Mixtral "
-            "and Qwen3-MoE style)"));
+            "and Qwen3-MoE style; ms-swift's all-linear would also wrap a shared expert's linear_fc1 "
+            "and linear_fc2)"));
 }
 
 TEST_CASE("LoRA on MoE experts: the importers", "[refused][experts][import]") {

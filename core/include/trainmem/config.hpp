@@ -199,6 +199,7 @@ struct ConfigInput {
   std::optional<uint32_t> lora_target_modules;  // bit mask of LoraTarget
   std::optional<uint32_t> lora_modules_to_save;  // bit mask of SavedModule
   std::optional<double> lora_dropout;
+  std::optional<Dtype> lora_expert_dtype;
   std::optional<bool> optimizer_in_backward, activation_offload, paged_optimizer, torch_compile;
   std::optional<bool> fused_linear_cross_entropy;
   std::optional<bool> cut_cross_entropy, model_output_kept;
@@ -364,6 +365,9 @@ struct Config {
       (1u << unsigned(LoraTarget::q_proj)) | (1u << unsigned(LoraTarget::v_proj));
   uint32_t lora_modules_to_save = 0;  // none: PEFT's default
   double lora_dropout = 0;
+  // The adapters on routed experts (resolve(): the other adapters' dtype unless given; ms-swift's
+  // Megatron LoRA of July-August 2025 made them fp32).
+  Dtype lora_expert_dtype = Dtype::bf16;
   bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd
   bool activation_offload = false;     // saved activations moved to CPU memory
   bool torch_compile = false;          // the layers (and, per implementation, the loss) run torch.compile'd

@@ -135,6 +135,7 @@ namespace field {
   X(lora_target_modules) \
   X(lora_modules_to_save) \
   X(lora_dropout) \
+  X(lora_expert_dtype) \
   X(nf4_double_quant) \
   X(quantize_lm_head) \
   X(bnb_keeps_matmul_input) \

@@ -41,6 +41,11 @@ Dtype unquantized_dtype(const Config& config);
 // default dtype and Megatron-Bridge as parameters of the model: params_dtype, or compute_dtype
 // when the base is nf4.
 Dtype lora_adapter_dtype(const Config& config);
+// ms-swift's LoRA on Megatron Core (model_implementation megatron-core) wraps a fused linear whole:
+// linear_qkv when q_proj, k_proj and v_proj are all targets, a dense linear_fc1 when gate_proj and
+// up_proj both are: one A and one B, one dropout, one intermediate (tables.cpp).
+bool megatron_fused_qkv_adapter(const Config& config);
+bool megatron_fused_fc1_adapter(const Config& config);
 
 // How one optimizer state is sized for a parameter tensor.
 enum class StateRule : uint8_t {

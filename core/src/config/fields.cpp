@@ -838,7 +838,10 @@ constexpr Field k_field_rows[] = {
           {field::lora_target_modules, "ltm", "LoRA target modules"}, G::finetuning, shown(S::finetuning, 20), from_config(),
           "Linear layers that get adapters, by Hugging Face PEFT's names (q_proj, v_proj is "
           "PEFT's default for Llama); lm_head is the output layer. In an MoE model gate_proj, "
-          "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2).")), peft_on,
+          "up_proj and down_proj are every routed expert's (Mixtral's w1, w3, w2); with "
+          "model_implementation megatron-core, ms-swift's adapters on the grouped experts' "
+          "linear_fc1 (gate_proj and up_proj together) and linear_fc2 (down_proj), and q_proj, "
+          "k_proj and v_proj together are one adapter on the fused linear_qkv.")), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(choice_list_field<SavedModule, &C::lora_modules_to_save, &Config::lora_modules_to_save>(
           {field::lora_modules_to_save, "lms", "Modules trained whole (PEFT modules_to_save)"}, G::finetuning, in_more(S::finetuning, 110),
@@ -851,6 +854,15 @@ constexpr Field k_field_rows[] = {
           {field::lora_dropout, "ldrop", "LoRA dropout"}, G::finetuning, in_more(S::finetuning, 120), 0, 1, "", from_config(),
           "Dropout on each adapter's input (PEFT LoraConfig.lora_dropout, default 0): above 0 "
           "every adapter saves its own dropped input and a mask.")), peft_on,
+          "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
+      applies_when(in_effect_when(trainmem_only(choice_field<&C::lora_expert_dtype, &Config::lora_expert_dtype>(
+          {field::lora_expert_dtype, "ledt", "Expert adapters dtype"}, G::finetuning, in_more(S::finetuning, 125),
+          derived("the other adapters' dtype"),
+          "Storage and compute type of the adapters on routed experts (gate_proj, up_proj, "
+          "down_proj in an MoE model). ms-swift's Megatron LoRA from 2025-07-10 (ea766ff5b) to "
+          "2025-08-20 (e2f4d85a9) built them in fp32 and cast back only adapters whose base has a "
+          "single weight, which the grouped experts have not: fp32 adapters there, and their "
+          "input cast to fp32.")), moe_model), peft_on,
           "applies to peft \"lora\" or \"qlora\" only", {field::peft}),
       applies_when(trainmem_only(bool_field<&C::nf4_double_quant, &Config::nf4_double_quant>(
           {field::nf4_double_quant, "dq", "Double quantisation (bnb_4bit_use_double_quant)"}, G::finetuning, in_more(S::finetuning, 130),

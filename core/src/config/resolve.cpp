@@ -9,6 +9,7 @@
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 #include "trainmem/field_names.hpp"
+#include "trainmem/tables.hpp"
 
 namespace trainmem {
 
@@ -111,6 +112,11 @@ void derive_trainmem_defaults(const ConfigInput& in, Config& c) {
   c.pipeline_schedule = in.pipeline_schedule.value_or(c.virtual_pipeline_model_parallel_size > 0
                                                           ? PipelineSchedule::interleaved
                                                           : PipelineSchedule::one_f_one_b);
+  // The experts' adapters are made as the others are (PEFT's lora.Linear per expert; ms-swift's
+  // LoraParallelLinear in the config's params_dtype from e2f4d85a9, 2025-08-20) unless given: from
+  // ea766ff5b (2025-07-10) to then ms-swift built them in fp32 and cast back only bases with a
+  // `weight`, which TEGroupedLinear has not (docs/trainmem-profile.md §7).
+  c.lora_expert_dtype = in.lora_expert_dtype.value_or(lora_adapter_dtype(c));
 }
 
 // The reference profiles model only Megatron's bf16 Adam, so they reject the trainmem profile's

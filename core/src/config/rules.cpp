@@ -13,6 +13,7 @@
 #include "internal.hpp"
 #include "trainmem/config.hpp"
 #include "trainmem/field_names.hpp"
+#include "trainmem/tables.hpp"
 
 namespace trainmem {
 
@@ -32,6 +33,7 @@ bool sharding_framework(const Config& c) {
 }
 bool torchtune(const Config& c) { return c.model_implementation == ModelImplementation::torchtune; }
 bool hf(const Config& c) { return c.model_implementation == ModelImplementation::hf_transformers; }
+bool megatron_core(const Config& c) { return c.model_implementation == ModelImplementation::megatron_core; }
 // A loss other than transformers' own ForCausalLMLoss.
 bool other_hf_loss(const Config& c) {
   return c.cross_entropy_loss_fusion || c.fused_linear_cross_entropy || c.cut_cross_entropy || c.cross_entropy_chunks > 1;
@@ -801,25 +803,57 @@ const Rule k_trainmem_rules[] = {
     // Adapters on experts: in an MoE model the MLP targets are the routed experts' linears, as
     // PEFT's suffix match finds them in transformers' per-expert loop (Mixtral's
     // block_sparse_moe.experts.N.w1/w3/w2, Qwen3-MoE's mlp.experts.N.gate_proj/up_proj/down_proj:
-    // one lora.Linear per expert; tuners/lora/model.py _create_and_replace). Only that block's
-    // saved tensors are walked (activations.cpp mixtral_moe); the grouped experts of torchtune,
-    // torchtitan and Megatron Core and the shared or latent experts stand on Megatron Core's
-    // rules, which know no adapter.
+    // one lora.Linear per expert; tuners/lora/model.py _create_and_replace; activations.cpp
+    // mixtral_moe), or as ms-swift's Megatron LoRA wraps Megatron Core's grouped experts
+    // (linear_fc1 and linear_fc2 of TEGroupedMLP: one LoraParallelLinear each, whose A and B are
+    // grouped linears of one GEMM per local expert; modelscope/ms-swift
+    // swift/megatron/tuners/lora.py @ 710553d85464c7d2be85f35fa19d9d5476619d6f and
+    // 67fcc33641fbef6937bffe47da1833205d5df685; activations.cpp moe_body). torchtune's and
+    // torchtitan's grouped experts have no such adapters here.
     {"lora_target_modules/experts-hf", f::lora_target_modules, {f::model_implementation},
-     "MLP targets in an MoE model only with model_implementation hf-transformers",
+     "MLP targets in an MoE model only with model_implementation hf-transformers or megatron-core",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.peft_on() || !c.is_moe() || !mlp_target(c) || hf(c)) return ok;
+       if (!c.peft_on() || !c.is_moe() || !mlp_target(c) || hf(c) || megatron_core(c)) return ok;
        return "\"gate_proj\", \"up_proj\" and \"down_proj\" on the experts of an MoE model are modelled for "
-              "model_implementation \"hf-transformers\" only (PEFT on each expert's linears), got " +
+              "model_implementation \"hf-transformers\" (PEFT on each expert's linears) and \"megatron-core\" "
+              "(ms-swift's adapters on the grouped experts) only, got " +
               q(c.model_implementation);
+     }},
+    // Megatron Core's expert linear_fc1 is one grouped linear holding gate and up: ms-swift's LoRA
+    // wraps it whole (one A of h × r, one B of r × 2·f_e per expert), so naming only one half
+    // describes no run (ms-swift names the module, linear_fc1).
+    {"lora_target_modules/experts-fc1-megatron", f::lora_target_modules, {f::model_implementation, f::gated_linear_unit},
+     "gate_proj and up_proj together on Megatron Core's experts (one linear_fc1)",
+     [](const ConfigInput&, const Config& c) -> Broken {
+       if (!c.peft_on() || !c.is_moe() || !megatron_core(c) || !c.gated_linear_unit) return ok;
+       if (c.lora_targets(LoraTarget::gate_proj) == c.lora_targets(LoraTarget::up_proj)) return ok;
+       return std::string("\"gate_proj\" and \"up_proj\" on Megatron Core's experts are one grouped linear_fc1, "
+                          "which ms-swift's LoRA wraps whole: name both or neither");
      }},
     {"lora_target_modules/experts-shared", f::lora_target_modules, {}, "and no shared or latent experts",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (!c.peft_on() || !c.is_moe() || !mlp_target(c) || !hf(c) ||
+       if (!c.peft_on() || !c.is_moe() || !mlp_target(c) || !(hf(c) || megatron_core(c)) ||
            (c.moe_shared_expert_intermediate_size == 0 && c.moe_latent_size == 0))
          return ok;
        return std::string("\"gate_proj\", \"up_proj\" and \"down_proj\" on an MoE model with shared or latent "
-                          "experts are not modelled (adapters on the routed experts only, Mixtral and Qwen3-MoE style)");
+                          "experts are not modelled (adapters on the routed experts only, Mixtral and Qwen3-MoE style; "
+                          "ms-swift's all-linear would also wrap a shared expert's linear_fc1 and linear_fc2)");
+     }},
+    // The experts' adapters in a dtype of their own are modelled where ms-swift made them so
+    // (fields.cpp lora_expert_dtype); PEFT's per-expert lora.Linear are made as the others.
+    {"lora_expert_dtype/dtype", f::lora_expert_dtype, {}, "fp32, bf16 or fp16",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.peft_on() || !in.lora_expert_dtype || sixteen_or_32(c.lora_expert_dtype)) return ok;
+       return "must be \"fp32\", \"bf16\" or \"fp16\", got " + q(c.lora_expert_dtype);
+     }},
+    {"lora_expert_dtype/megatron", f::lora_expert_dtype, {f::model_implementation},
+     "the other adapters' dtype unless model_implementation is megatron-core",
+     [](const ConfigInput& in, const Config& c) -> Broken {
+       if (!c.peft_on() || !in.lora_expert_dtype || megatron_core(c) || c.lora_expert_dtype == lora_adapter_dtype(c))
+         return ok;
+       return "differs from the other adapters' dtype (" + q(lora_adapter_dtype(c)) +
+              ") only with model_implementation \"megatron-core\" (ms-swift's grouped experts); with " +
+              q(c.model_implementation) + " every adapter is made alike";
      }},
     {"lora_target_modules/attention", f::lora_target_modules, {f::num_attention_heads}, "attention targets need attention heads",
      [](const ConfigInput&, const Config& c) -> Broken {

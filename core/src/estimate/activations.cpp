@@ -415,6 +415,11 @@ constexpr AdapterNames k_adapter_names[] = {
     {"lora.lm_head_input", "lora.lm_head_dropout_mask", "lora.lm_head_intermediate"},
 };
 static_assert(std::size(k_adapter_names) == size_t(LoraTarget::count), "one row per target");
+// One adapter on Megatron Core's fused linear_qkv / dense linear_fc1 (megatron_fused_qkv_adapter).
+constexpr AdapterNames k_qkv_adapter_names{"lora.linear_qkv_input", "lora.linear_qkv_dropout_mask",
+                                           "lora.linear_qkv_intermediate"};
+constexpr AdapterNames k_fc1_adapter_names{"lora.linear_fc1_input", "lora.linear_fc1_dropout_mask",
+                                           "lora.linear_fc1_intermediate"};
 
 // The selective-recompute modules in force (Megatron recompute_modules).
 struct Modules {
@@ -458,14 +463,17 @@ class Ledger {
 // counts), lora_B the r-wide intermediate; with dropout a bool mask, which native_dropout keeps
 // only when the input needs a gradient (`in_rg`; Megatron Core's layer counts every layer as if
 // it does).
-void adapter_entries(const Shape& x, LoraTarget t, double in_width, double tokens, bool in_rg,
+void adapter_entries(const Shape& x, const AdapterNames& n, double in_width, double tokens, bool in_rg,
                      Ledger& out) {
-  if (!x.targeted(t)) return;
-  const AdapterNames& n = k_adapter_names[size_t(t)];
   if (x.lora_dropout && in_rg) out.add(n.mask, "lora", in_width * tokens, "mask", k_src_lora_dropout);
   if (x.lora_dropout || x.adapter_copy)
     out.add(n.input, "lora", x.e * in_width * tokens, x.act_dtype, k_src_lora_copy);
   out.add(n.intermediate, "lora", x.e * x.r * tokens, x.act_dtype, k_src_lora);
+}
+void adapter_entries(const Shape& x, LoraTarget t, double in_width, double tokens, bool in_rg,
+                     Ledger& out) {
+  if (!x.targeted(t)) return;
+  adapter_entries(x, k_adapter_names[size_t(t)], in_width, tokens, in_rg, out);
 }
 
 // Names of the activation-function tensors of one MLP site (dense MLP, routed experts, shared
@@ -628,8 +636,11 @@ void standard_attention(const Config& c, const Shape& x, const Modules& m, Ledge
   if (x.keeps_input({LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}))
     out.add("attention.qkv_input", "attention", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
             x.peft ? k_src_lora : linear_input_source(x));
-  for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj})
-    adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
+  if (megatron_fused_qkv_adapter(c))
+    adapter_entries(x, k_qkv_adapter_names, x.h, x.tokens_linear_in, true, out);
+  else
+    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj})
+      adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
   const double q_width = x.a * x.k / x.t, kv_width = x.g * x.k / x.t;
   if (c.qk_layernorm) {
     out.add("attention.q_norm_input", "attention", x.e * q_width * x.tokens, x.act_dtype,
@@ -706,8 +717,11 @@ void dense_mlp(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     if (x.keeps_input({LoraTarget::gate_proj, LoraTarget::up_proj}))
       out.add("mlp.fc1_input", "mlp", x.lin * x.h * x.tokens_linear_in, x.lin_dtype,
               x.peft ? k_src_lora : linear_input_source(x));
-    for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj})
-      adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
+    if (megatron_fused_fc1_adapter(c))
+      adapter_entries(x, k_fc1_adapter_names, x.h, x.tokens_linear_in, true, out);
+    else
+      for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj})
+        adapter_entries(x, t, x.h, x.tokens_linear_in, true, out);
     activation_and_fc2(c, x, k_mlp_names, x.f / x.t, x.tokens, false,
                        x.keeps_input({LoraTarget::down_proj}), out);
     // down_proj is row-parallel: its adapter's A takes the local f/t-wide input.
@@ -874,6 +888,82 @@ constexpr std::string_view k_src_allgather_probs =
 
 bool allgather(const Config& c) { return c.moe_token_dispatcher_type == MoeTokenDispatcher::allgather; }
 
+// ms-swift's LoRA on Megatron Core's grouped experts (modelscope/ms-swift
+// swift/megatron/tuners/lora.py @ 710553d85464c7d2be85f35fa19d9d5476619d6f, and alike @
+// 67fcc33641fbef6937bffe47da1833205d5df685, LoraParallelLinear.forward): after the frozen grouped
+// linear, `x = x.to(lora_A.weight0.dtype)` (a copy when the adapters are in another dtype,
+// lora_expert_dtype), lora_A(dropout(x), tokens_per_expert), lora_B(...), `lora_result * scaling`
+// and `result = result + lora_result`, cast back with `result.to(previous_dtype)`. The adapters
+// are Transformer Engine GroupedLinear modules with trainable weights, which save their input
+// split per expert (views of it) for the weight gradient, while the frozen base saves none
+// (transformer_engine/pytorch/module/grouped_linear.py @ v2.5 _GroupedLinear.forward:
+// `inputmats = [None] * num_gemms` unless weight_requires_grad). So each adapter keeps lora_A's
+// input (the dropped-out copy with its mask, the cast copy, or the base's own input) and lora_B's
+// input, the r-wide intermediate, both in the adapters' dtype.
+constexpr std::string_view k_src_expert_lora =
+    "ms-swift swift/megatron/tuners/lora.py @ 710553d8 LoraParallelLinear.forward on TEGroupedLinear: "
+    "lora_A (TE GroupedLinear, trainable) saves its input, lora_B the r-wide lora_A output, in the "
+    "adapters' dtype (grouped_linear.py @ v2.5)";
+constexpr std::string_view k_src_expert_lora_dropout =
+    "ms-swift lora.py: nn.Dropout(lora_dropout) on each adapter's input: native_dropout keeps its "
+    "bool mask, and lora_A the dropped copy";
+struct ExpertAdapters {
+  bool fc1 = false, fc2 = false;  // linear_fc1 (gate and up) and linear_fc2 (down) carry one
+  double e = 2;                   // bytes per element of the adapters and their tensors
+  std::string_view dtype;
+  bool own_input = false;         // lora_A's input is a copy (dropout or the cast), not the base's
+  bool cast = false;              // x.to(dtype) copies (adapters in another dtype than the input)
+};
+ExpertAdapters expert_adapters(const Config& c, const Shape& x) {
+  ExpertAdapters a;
+  if (!x.peft || !c.is_moe() || c.model_implementation != ModelImplementation::megatron_core) return a;
+  a.fc1 = x.targeted(LoraTarget::up_proj) || x.targeted(LoraTarget::gate_proj);
+  a.fc2 = x.targeted(LoraTarget::down_proj);
+  a.e = bytes_per_element(c.lora_expert_dtype);
+  a.dtype = name_of(c.lora_expert_dtype);
+  a.cast = a.e != x.e;
+  a.own_input = x.lora_dropout || a.cast;
+  return a;
+}
+// Whether the experts' input G (the dispatched tokens) is saved: by linear_fc1 when its weights
+// train, or by an adapter's lora_A that reads it as it is.
+bool expert_input_saved(const Config& c, const Shape& x) {
+  if (!x.peft) return true;
+  const ExpertAdapters a = expert_adapters(c, x);
+  return a.fc1 && !a.own_input;
+}
+// The adapters' forward beyond what they save, at its largest, in bytes per expert row, over the
+// tensors the layer already holds. On linear_fc1 (output width `fc1_width`): when `lora_result *
+// scaling` runs, the base output (`x_e`), lora_B's output and its scaled copy (adapters' dtype),
+// none of them yet the fc1 output the activation saves (the sum, or its cast back); before it,
+// the cast copy of the input beside the dropped one. On linear_fc2 (width w): the base output O,
+// where the dispatcher's transient counts O alone, beside two adapter-dtype rows (lora_B's output
+// and its scaled copy, then the scaled copy and the sum, which replaces O).
+double expert_adapter_fc1_extra(const ExpertAdapters& a, double x_e, double in_width, double fc1_width) {
+  if (!a.fc1) return 0;
+  const double cast_then_drop = a.cast && a.own_input ? a.e * in_width : 0.0;
+  return std::max(cast_then_drop, (x_e + 2 * a.e) * fc1_width);
+}
+double expert_adapter_fc2_extra(const ExpertAdapters& a, double width) {
+  return a.fc2 ? 2 * a.e * width : 0.0;
+}
+
+// The adapters' saved tensors for one MoE layer, over the most-loaded GPU's `n` rows.
+void expert_adapter_entries(const Config& c, const Shape& x, double n, Ledger& out) {
+  const ExpertAdapters a = expert_adapters(c, x);
+  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double w = routed_width(c, x);
+  const auto one = [&](double in_width, std::string_view mask, std::string_view input,
+                       std::string_view intermediate) {
+    if (x.lora_dropout) out.add(mask, "lora", in_width * n, "mask", k_src_expert_lora_dropout);
+    if (a.own_input) out.add(input, "lora", a.e * in_width * n, a.dtype,
+                             x.lora_dropout ? k_src_expert_lora_dropout : k_src_expert_lora);
+    out.add(intermediate, "lora", a.e * x.r * n, a.dtype, k_src_expert_lora);
+  };
+  if (a.fc1) one(w, "lora.expert_fc1_dropout_mask", "lora.expert_fc1_input", "lora.expert_fc1_intermediate");
+  if (a.fc2) one(f_e, "lora.expert_fc2_dropout_mask", "lora.expert_fc2_input", "lora.expert_fc2_intermediate");
+}
+
 // The gathered tokens N_g = G·T_sp (G = ETP·EP; 1: nothing is gathered).
 double gathered_tokens(const Config& c, const Shape& x) {
   return x.tokens_sp * double(c.expert_tensor_parallel_size) * double(c.expert_model_parallel_size);
@@ -927,12 +1017,19 @@ double allgather_forward_transient(const Config& c, const Shape& x) {
   const double w = routed_width(c, x);
   const double p = probs_bytes(c, x);
   const double gathered_probs = n_g > x.tokens_sp ? p * double(c.num_moe_experts) * n_g : 0.0;
-  const double P = x.peft ? x.e * w * n_r : 0.0;  // kept by linear_fc1 (counted there) unless frozen
+  // P is kept by linear_fc1 or an adapter (counted there) unless neither saves it.
+  const double P = expert_input_saved(c, x) ? 0.0 : x.e * w * n_r;
   const double O = x.e * w * n_r, U = x.e * w * n_g;
   const bool cast = p != x.e;
   const double at_combine_preprocess = P + O + U;
   const double at_combine = U + (cast ? p * w * n_g : 0.0) + p * w * x.tokens_sp;
-  return gathered_probs + std::max(at_combine_preprocess, at_combine);
+  // The experts' adapters (expert_adapters): their forward inside experts_compute, P still held.
+  const ExpertAdapters a = expert_adapters(c, x);
+  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double glu = c.gated_linear_unit ? 2 : 1;
+  const double at_adapters = P + n_r * std::max(expert_adapter_fc1_extra(a, x.e, w, glu * f_e),
+                                                x.e * w + expert_adapter_fc2_extra(a, w));
+  return gathered_probs + std::max({at_combine_preprocess, at_combine, a.fc1 || a.fc2 ? at_adapters : 0.0});
 }
 
 double moe_forward_transient(const Config& c, const Shape& x) {
@@ -943,7 +1040,7 @@ double moe_forward_transient(const Config& c, const Shape& x) {
   const bool ep = c.expert_model_parallel_size > 1, etp = c.expert_tensor_parallel_size > 1;
   const bool sorted = c.num_moe_experts / c.expert_model_parallel_size > 1;
   const bool copied = etp || sorted;  // G is a tensor of its own
-  const bool saved = !x.peft;         // linear_fc1 keeps G
+  const bool saved = expert_input_saved(c, x);  // linear_fc1 (or an adapter's lora_A) keeps G
   double P = row * n.sent;
   double A = ep ? row * n.received : 0.0;  // with EP = 1 A is P
   const double G = copied && !saved ? row * n.expert : 0.0;
@@ -955,7 +1052,15 @@ double moe_forward_transient(const Config& c, const Shape& x) {
   const double C = ep ? row * n.sent : 0.0;  // with EP = 1 C is combine_in
   const double at_combine_preprocess = P + A + G + O + B + R;
   const double at_combine = P + A + combine_in + C;
-  return std::max(at_combine_preprocess, at_combine);
+  // The experts' adapters (expert_adapters): their forward inside experts_compute, with P, A and G
+  // held; on linear_fc2 beside the base output O.
+  const ExpertAdapters a = expert_adapters(c, x);
+  if (!a.fc1 && !a.fc2) return std::max(at_combine_preprocess, at_combine);
+  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double glu = c.gated_linear_unit ? 2 : 1;
+  const double at_adapters = P + A + G + n.expert * std::max(expert_adapter_fc1_extra(a, x.e, w, glu * f_e),
+                                                             row + expert_adapter_fc2_extra(a, w));
+  return std::max({at_combine_preprocess, at_combine, at_adapters});
 }
 
 // What the dispatcher object itself keeps of one MoE layer between its forward passes
@@ -1090,10 +1195,15 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     const double width_in = routed_width(c, x);
     // The most-loaded GPU's rows (N_r, routing_load): the experts' tensors scale with them.
     const double n = tokens.expert;
-    if (!x.peft)
-      out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype, k_src_expert_input);
+    if (expert_input_saved(c, x))
+      out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype,
+              x.peft ? k_src_expert_lora : k_src_expert_input);
     const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
-    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, !x.peft, out, /*weighted=*/true);
+    // fc2's input: kept by linear_fc2 when it trains, or by its adapter's lora_A reading it as it is.
+    const ExpertAdapters adapters = expert_adapters(c, x);
+    const bool fc2_input_kept = !x.peft || (adapters.fc2 && !adapters.own_input);
+    activation_and_fc2(c, x, k_expert_names, f_e, n, m.moe_act, fc2_input_kept, out, /*weighted=*/true);
+    expert_adapter_entries(c, x, n, out);
     out.add("moe.expert_probs", "moe", 4 * n, "fp32", k_src_expert_probs);
     if (c.moe_latent_size > 0 && !x.peft)
       out.add("moe.latent_up_input", "moe", x.lin * double(c.moe_latent_size) * x.tokens_sp,

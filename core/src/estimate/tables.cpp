@@ -107,6 +107,21 @@ Dtype lora_adapter_dtype(const Config& c) {
   // the module to bf16/fp16.
   return unquantized_dtype(c);
 }
+// modelscope/ms-swift swift/megatron/tuners/lora.py @ 710553d85464c7d2be85f35fa19d9d5476619d6f
+// (and 67fcc33641fbef6937bffe47da1833205d5df685): dispatch_megatron wraps each
+// TELayerNormColumnParallelLinear / TELinear / TEGroupedLinear in one LoraParallelLinear, and
+// find_all_linears names Megatron's modules (linear_qkv, linear_proj, linear_fc1, linear_fc2), so
+// q, k and v (gate and up) share one adapter: lora_A in → r, lora_B r → the fused output.
+// A subset of the fused linear's parts names no Megatron module; it keeps PEFT's per-linear count.
+bool megatron_fused_qkv_adapter(const Config& c) {
+  return c.peft_on() && c.model_implementation == ModelImplementation::megatron_core &&
+         c.lora_targets(LoraTarget::q_proj) && c.lora_targets(LoraTarget::k_proj) &&
+         c.lora_targets(LoraTarget::v_proj);
+}
+bool megatron_fused_fc1_adapter(const Config& c) {
+  return c.peft_on() && c.model_implementation == ModelImplementation::megatron_core && c.gated_linear_unit &&
+         c.lora_targets(LoraTarget::gate_proj) && c.lora_targets(LoraTarget::up_proj);
+}
 Dtype unquantized_dtype(const Config& c) {
   return c.params_dtype == Dtype::nf4 ? c.compute_dtype : c.params_dtype;
 }

@@ -128,16 +128,30 @@ void add_adapters(Inventory& inv, const Config& c, const Shard& s, bool moe, dou
     inv.add(Part::dense, layers, in / s.t, r, true, true, true);
     inv.add(Part::dense, layers, r, out, true, true, true);
   };
+  // ms-swift on Megatron Core: one adapter on the fused linear_qkv / linear_fc1
+  // (megatron_fused_qkv_adapter), B split by TP as the fused weight.
+  const auto fused = [&](double in, double out) {
+    inv.add(Part::dense, layers, in, r, true, true, true);
+    inv.add(Part::dense, layers, r, out / s.t, true, true, true);
+  };
   if (c.num_attention_heads > 0) {
-    column(LoraTarget::q_proj, h, q_out);
-    column(LoraTarget::k_proj, h, kv_out);
-    column(LoraTarget::v_proj, h, kv_out);
+    if (megatron_fused_qkv_adapter(c)) {
+      fused(h, q_out + 2 * kv_out);
+    } else {
+      column(LoraTarget::q_proj, h, q_out);
+      column(LoraTarget::k_proj, h, kv_out);
+      column(LoraTarget::v_proj, h, kv_out);
+    }
     row(LoraTarget::o_proj, q_out, h);
   }
   if (!moe) {
     const double f = double(c.ffn_hidden_size);
-    if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
-    column(LoraTarget::up_proj, h, f);
+    if (megatron_fused_fc1_adapter(c)) {
+      fused(h, 2 * f);
+    } else {
+      if (c.gated_linear_unit) column(LoraTarget::gate_proj, h, f);
+      column(LoraTarget::up_proj, h, f);
+    }
     row(LoraTarget::down_proj, f, h);
     return;
   }
@@ -148,6 +162,26 @@ void add_adapters(Inventory& inv, const Config& c, const Shard& s, bool moe, dou
   // every expert gets its A and B, held where the expert is: E/EP experts per GPU, split by ETP
   // as the expert's own weight.
   const double local_experts = double(c.num_moe_experts) / s.e, fe = double(c.moe_ffn_hidden_size);
+  if (c.model_implementation == ModelImplementation::megatron_core) {
+    // ms-swift's LoRA on Megatron Core's grouped experts (modelscope/ms-swift
+    // swift/megatron/tuners/lora.py @ 710553d85464c7d2be85f35fa19d9d5476619d6f, and alike @
+    // 67fcc33641fbef6937bffe47da1833205d5df685, LoraParallelLinear.update_layer): linear_fc1
+    // (TEColumnParallelGroupedLinear, gate and up in one) gets lora_A = TEGroupedLinear(h → r)
+    // and lora_B = TEColumnParallelGroupedLinear(r → glu·f_e), split by ETP; linear_fc2
+    // (TERowParallelGroupedLinear) gets lora_A = TERowParallelGroupedLinear(f_e → r), split by
+    // ETP, and lora_B = TEGroupedLinear(r → h). Each holds num_gemms = the local experts' weights,
+    // made with is_expert (ETP's size, Megatron's expert data-parallel group).
+    const double glu = c.gated_linear_unit ? 2 : 1;
+    if (c.lora_targets(LoraTarget::up_proj)) {  // gate_proj with it (rule experts-fc1-megatron)
+      inv.add(Part::expert, layers * local_experts, h, r, true, true, true);
+      inv.add(Part::expert, layers * local_experts, r, glu * fe / s.te, true, true, true);
+    }
+    if (c.lora_targets(LoraTarget::down_proj)) {
+      inv.add(Part::expert, layers * local_experts, fe / s.te, r, true, true, true);
+      inv.add(Part::expert, layers * local_experts, r, h, true, true, true);
+    }
+    return;
+  }
   const auto expert = [&](LoraTarget t, double in, double out) {
     if (!c.lora_targets(t)) return;
     inv.add(Part::expert, layers * local_experts, in, r, true, true, true);
@@ -672,8 +706,11 @@ Dtype kbit_upcast_dtype(const Config& c, const Tensors& t) {
 // A trainable tensor under peft: a LoRA matrix in lora_adapter_dtype; a saved copy keeps the
 // dtype of the module it copies (copy.deepcopy; PEFT's _cast_adapter_dtype upcasts only the
 // adapters of BaseTunerLayer modules, tuners_utils.py @ 831fd03e).
+// The routed experts' adapters in lora_expert_dtype (ms-swift's fp32 grouped adapters of 2025,
+// fields.cpp; otherwise the same dtype).
 Dtype trainable_dtype(const Config& c, const Tensors& t) {
-  return t.saved_copy ? unquantized_dtype(c) : lora_adapter_dtype(c);
+  if (t.saved_copy) return unquantized_dtype(c);
+  return t.part == Part::expert ? c.lora_expert_dtype : lora_adapter_dtype(c);
 }
 
 // A frozen LLM.int8 linear (peft qlora, params_dtype int8): Int8Params._quantize keeps CB, the

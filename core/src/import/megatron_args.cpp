@@ -1119,6 +1119,16 @@ void MegatronReader::read_rest() {
             "DeepEP's, keeps others)";
     if (a.name == "--optimizer" && a.values.size() == 1)
       why = "not modelled (trainmem's optimizer table has adam and sgd of Megatron-LM's choices)";
+    // Megatron-LM spells its arguments with dashes; underscores are another launcher's, most often
+    // ms-swift's `megatron sft` (swift/megatron/argument/megatron_args.py), whose command this
+    // importer does not read, though its LoRA changes the estimate (docs/trainmem-profile.md §7).
+    if (a.name.find('_') != std::string::npos)
+      why = "not a Megatron-LM argument (Megatron-LM spells them with dashes; an ms-swift `megatron "
+            "sft` command is not read here)";
+    if (a.name == "--train_type" && a.values.size() == 1 && a.values[0] == "lora")
+      why = "ms-swift's LoRA, not read here: set peft \"lora\", lora_rank, lora_dropout (ms-swift's "
+            "default 0.05) and lora_target_modules (ms-swift's all-linear on Megatron Core: q_proj, "
+            "k_proj, v_proj, o_proj and gate_proj, up_proj, down_proj on the MLP or the routed experts)";
     out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);
   }
 }

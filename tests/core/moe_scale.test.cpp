@@ -211,8 +211,51 @@ TEST_CASE("the dispatcher's buffers join the moments of a step", "[moe][golden]"
     // is its own all step: the state is 3,072 + 2,048 = 5,120 per layer. The recomputed layer's
     // set, then 131,072 + 2·5,120 = 141,312 on top.
     CHECK(moe_dispatcher_state_bytes(config_from(json), false) == 5'120.0);
-    CHECK(s.moments.backward - s.weight_and_optimizer_bytes - s.activation_bytes - working == 141'312.0);
+    // The backward's largest end is now its first layer's (the recomputed graph the second
+    // layer's dispatcher holds, below): that layer's checkpoint (16,384) beside the second
+    // layer's input and input gradient (2·16,384), where the last layer's end holds the two
+    // checkpoints (2·16,384 = activation_bytes): 16,384 more than 141,312.
+    CHECK(s.moments.backward - s.weight_and_optimizer_bytes - s.activation_bytes - working == 141'312.0 + 16'384.0);
   }
+}
+
+TEST_CASE("the dispatcher's kept probabilities hold a recomputed layer's input and its gradient",
+          "[moe][golden][recompute]") {
+  // One residual-stream tensor of the block: e·h·T_sp = 2·64·128 = 16,384 B; a checkpoint holds
+  // its detached input and that input's gradient through the recomputed graph: 32,768 B.
+  constexpr double per_checkpoint = 2 * 16'384.0;
+  const auto recompute = [](const std::string& fields) { return moe(fields); };
+  const std::string uniform1 = recompute(R"("recompute_granularity": "full", "recompute_method": "uniform",
+      "recompute_num_layers": 1)");
+  CHECK(moe_recompute_graph_bytes(config_from(uniform1)) == per_checkpoint);
+  // After the backward every checkpoint's is held through the optimizer step: two layers, two
+  // checkpoints, beside the dispatcher state after backward (2 · 5,120, the test above).
+  Trace trace;
+  full_estimate(config_from(uniform1), &trace);
+  CHECK(trace_value(trace, "trainmem.moe_recompute_graph") == 2 * per_checkpoint);
+  const StageParams one = stages_of(uniform1).at(0);
+  CHECK(one.moments.optimizer_step - one.weight_and_optimizer_bytes == 2 * 5'120.0 + 2 * per_checkpoint);
+  // A uniform group of two layers is one checkpoint with one input.
+  const StageParams two = stages_of(recompute(R"("recompute_granularity": "full", "recompute_method": "uniform",
+      "recompute_num_layers": 2)")).at(0);
+  CHECK(two.moments.optimizer_step - two.weight_and_optimizer_bytes == 2 * 5'120.0 + per_checkpoint);
+  // The block method checkpoints the first recompute_num_layers layers only; the other keeps its
+  // whole saved set, and its graph has no detached input.
+  const StageParams block = stages_of(recompute(R"("recompute_granularity": "full", "recompute_method": "block",
+      "recompute_num_layers": 1)")).at(0);
+  CHECK(block.moments.optimizer_step - block.weight_and_optimizer_bytes == 2 * 5'120.0 + per_checkpoint);
+  // Selective recompute with the moe module: MoELayer's own checkpoint of its pre-MLP norm
+  // output, the same shape, one per MoE layer.
+  const std::string selective = recompute(R"("recompute_granularity": "selective", "recompute_modules": ["moe"])");
+  const StageParams sel = stages_of(selective).at(0);
+  CHECK(moe_recompute_graph_bytes(config_from(selective)) == per_checkpoint);
+  CHECK(sel.moments.optimizer_step - sel.weight_and_optimizer_bytes == 2 * 5'120.0 + 2 * per_checkpoint);
+  // Selective without the moe module, or no recompute: no checkpoint around the dispatcher.
+  CHECK(moe_recompute_graph_bytes(config_from(recompute(R"("recompute_granularity": "selective",
+      "recompute_modules": ["core_attn"])"))) == 0.0);
+  CHECK(moe_recompute_graph_bytes(config_from(moe())) == 0.0);
+  // transformers' MoE block has no Megatron dispatcher.
+  CHECK(moe_recompute_graph_bytes(config_from(moe(R"("recompute_granularity": "full", )" + k_hf_moe))) == 0.0);
 }
 
 TEST_CASE("moe_routing_imbalance: named errors", "[moe][validation]") {

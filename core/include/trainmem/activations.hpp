@@ -63,6 +63,11 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer);
 bool kbit_fp32_activations(const Config& config);
 double moe_dispatch_transient_bytes(const Config& config);
 double moe_dispatcher_state_bytes(const Config& config, bool after_backward);
+// Megatron Core under a recompute checkpoint (full, or selective with the moe module): what the
+// dispatcher's kept probabilities hold of the recomputed graph from a checkpoint's backward to the
+// layer's next forward, per checkpoint whose layers include an MoE layer: the checkpoint's
+// detached input and its gradient (0 otherwise).
+double moe_recompute_graph_bytes(const Config& config);
 // The all-gather dispatcher's persistent buffer of gathered tokens (one per GPU; 0 otherwise),
 // and its transient gradients in one MoE layer's backward (0 for the all-to-all dispatcher, whose
 // backward buffers are not counted, as a dense layer's are not).

@@ -2043,6 +2043,40 @@ double moe_dispatcher_state_bytes(const Config& config, bool after_backward) {
   return moe_dispatcher_state(config, shape_of(config), after_backward);
 }
 
+// What the dispatcher's kept probabilities hold of a recomputed MoE layer (Megatron Core,
+// megatron-core only). Every dispatcher keeps a tensor computed from the router's probabilities
+// on the dispatcher object until the layer's next forward: the all-to-all dispatcher `self.probs
+// = probs`, the all-gather one `self.local_probs`, the flex one `self.token_probs` and
+// `self.dispatched_probs` (megatron/core/transformer/moe/token_dispatcher.py @ core_r0.13.0,
+// unchanged on main @ d98e8a64dd, 2026-08-22; nothing sets them to None). In a layer's first
+// forward inside a recompute checkpoint (CheckpointFunction under no_grad) they carry no graph.
+// The checkpoint's backward re-runs the layer with grad enabled
+// (tensor_parallel/random.py @ core_r0.13.0 CheckpointFunction.backward; te_checkpoint under FP8
+// alike), so the kept probabilities then carry the recomputed graph, whose edges run back
+// through the router and the layer's residual stream to the checkpoint's detached input, a leaf
+// that requires grad: its AccumulateGrad node holds that tensor (detach_variable shares the saved
+// input's storage) and, once torch.autograd.backward has run, its .grad, the input gradient the
+// checkpoint returns. Autograd releases the recomputed nodes' saved tensors, not the leaf nor its
+// gradient, so both stay until the dispatcher's next forward replaces the probabilities: the next
+// microbatch's forward of that layer, or, after the step's last microbatch, the next step's, with
+// the optimizer step between. Per checkpoint whose layers include an MoE layer (a uniform group's
+// one input; under selective recompute with the moe module MoELayer's own checkpoint of its
+// pre-MLP norm output, the same shape): the input and its gradient, one residual-stream tensor
+// each. Reported in runs: verl PR #5251 (Qwen3-30B-A3B under full uniform recompute of one layer
+// per checkpoint leaves memory unreleased after the step, not with dense models, halved with two
+// layers per checkpoint) and Megatron-LM PR #6117 / #6339 (the detached leaves' .grad kept while
+// the recomputed graph is reachable).
+double moe_recompute_graph_bytes(const Config& config) {
+  if (!config.is_moe() || config.eager_model()) return 0;
+  const bool checkpointed =
+      config.recompute_granularity == RecomputeGranularity::full ||
+      (config.recompute_granularity == RecomputeGranularity::selective &&
+       ((config.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
+  if (!checkpointed) return 0;
+  const Shape x = shape_of(config);
+  return 2 * x.hidden;
+}
+
 double moe_router_buffer_bytes(const Config& config) {
   if (!config.is_moe() || config.eager_model()) return 0;
   return moe_router_buffers(config);

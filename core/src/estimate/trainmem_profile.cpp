@@ -1645,6 +1645,7 @@ struct StageActivation {
   double pipeline_merged = 0;  // the part of pipeline_end freed before the optimizer runs
   double cpu = 0;              // activation_offload: saved activations moved to CPU memory
   double moe_layers = 0;       // MoE layers on the stage, MTP included (the dispatcher's buffers)
+  double moe_checkpoints = 0;  // recompute checkpoints whose layers include an MoE layer
   // One microbatch's loss chunk (MTP, output layer, loss): its backward runs first and frees it
   // before any decoder layer's backward (and recomputation) starts.
   double loss_chunk = 0;
@@ -1691,6 +1692,9 @@ struct StageMicrobatch {
   // tensors and, on the first stage, the embedding's.
   double first_layer = 0;
   double moe_layers = 0;     // MoE layers on the stage, MTP included
+  // Megatron's recompute checkpoints on the stage whose layers include an MoE layer, each of
+  // which the dispatcher's kept probabilities hold after its backward (moe_recompute_graph_bytes).
+  double moe_checkpoints = 0;
   // With virtual stages, what each chunk keeps (per_microbatch less the loss chunk, split by
   // chunk; the embedding is in chunk 0 of rank 0); empty when every chunk keeps the same.
   ChunkBytes chunk;
@@ -1717,10 +1721,23 @@ StageMicrobatch stage_microbatch(const Config& c, const PipelineLayout& layout, 
   // the frozen embedding's output, needs no gradient (activations.cpp layer_input_needs_grad).
   const bool first_differs = c.peft_on() && c.eager_model();
   bool first_visit = true;
+  // A checkpoint starts at a checkpointed layer and runs through the inside_group layers after it
+  // (a uniform group); a layer the method leaves out (policy under full) is in none. Under
+  // selective recompute with the moe module each MoE layer is its own checkpoint.
+  const bool counts_checkpoints = moe_recompute_graph_bytes(c) > 0;
+  const bool full = c.recompute_granularity == RecomputeGranularity::full;
+  bool in_checkpoint = false, checkpoint_has_moe = false;
   if (layout.rounds > 1) a.chunk.assign(layout.rounds);
   layout.for_each_layer(r, [&](int64_t i, int64_t round, int64_t pos) {
     const int moe = c.is_moe_layer(i) ? 1 : 0;
     const LayerRecompute policy = layer_policy(c, pos);
+    if (counts_checkpoints && full) {
+      if (policy == LayerRecompute::checkpointed) in_checkpoint = true, checkpoint_has_moe = false;
+      else if (policy == LayerRecompute::policy) in_checkpoint = false;
+      if (in_checkpoint && moe && !checkpoint_has_moe) a.moe_checkpoints += 1, checkpoint_has_moe = true;
+    } else if (counts_checkpoints) {
+      a.moe_checkpoints += moe;
+    }
     double first = -1;
     if (i == 0 && first_differs) first = layer_activation_bytes(c, moe == 1, policy, nullptr, true);
     double& cached = kept[moe][int(policy)];
@@ -1832,6 +1849,7 @@ StageActivation stage_activation(const Config& c, const PipelineLayout& layout, 
   const int64_t p = layout.p;
   a.recompute_working = micro.recompute_working;
   a.moe_layers = micro.moe_layers;
+  a.moe_checkpoints = micro.moe_checkpoints;
   const double loss_chunk = micro.loss_chunk;
   a.per_microbatch = micro.per_microbatch;
   if (c.activation_offload) {
@@ -1961,6 +1979,10 @@ struct StageKind {
 //    (moe_dispatch_backward_bytes), beside the working set of the layer's backward.
 struct StageMoe {
   double forward = 0, recompute = 0, backward = 0, state = 0, state_after_backward = 0;
+  // What the dispatchers' kept probabilities hold of the recomputed graphs
+  // (moe_recompute_graph_bytes): every checkpoint's after the backward (in state_after_backward),
+  // and at the stage's first layer's backward those of the checkpoints above it.
+  double recompute_graph = 0, recompute_graph_above_first = 0;
 };
 
 StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_activation, bool last) {
@@ -1976,7 +1998,11 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
   const double buffer = moe_gather_buffer_bytes(c);
   const double router = moe_router_buffer_bytes(c);  // the expert bias and its token count
   m.state = act.moe_layers * (moe_dispatcher_state_bytes(c, false) + router) + buffer;
-  m.state_after_backward = act.moe_layers * (moe_dispatcher_state_bytes(c, true) + router) + buffer;
+  const double per_checkpoint = moe_recompute_graph_bytes(c);
+  m.recompute_graph = act.moe_checkpoints * per_checkpoint;
+  m.recompute_graph_above_first = std::max(0.0, act.moe_checkpoints - 1) * per_checkpoint;
+  m.state_after_backward = act.moe_layers * (moe_dispatcher_state_bytes(c, true) + router) + buffer +
+                           m.recompute_graph;
   return m;
 }
 
@@ -2695,6 +2721,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
     note(trace, "trainmem.moe_dispatcher_state", moe.state,
          "MoE layers · ((e + 1)·E·T_sp (self.probs, self.routing_map) + 8·E with the router's expert bias)");
   }
+  if (moe.recompute_graph > 0)
+    note(trace, "trainmem.moe_recompute_graph", moe.recompute_graph,
+         "recompute checkpoints with an MoE layer · 2·e·h·T_sp: each one's detached input and its gradient, held "
+         "through the dispatcher's kept probabilities from its backward to the layer's next forward");
   const double loss_transient = include_activation && last ? loss_transient_bytes(c) : 0;
   // The loss's forward, where its temporaries outgrow the backward's (the shifted copy of
   // transformers 4.46-4.48); the target it saves is alive then.
@@ -2801,8 +2831,10 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double absent_at_last_layer = freed > 0 ? freed - made_first : 0;
   const Candidate last_layer{state_after_loss - absent_at_last_layer + A - act.loss_chunk + backward_working,
                              absent_at_last_layer, A - act.loss_chunk, Moment::backward};
-  const Candidate first_layer{state_after_loss + act.first_layer + backward_working, 0, act.first_layer,
-                              Moment::backward};
+  // At the first layer's backward the dispatchers still hold the recomputed graphs of the
+  // checkpoints above it, each with its input and that input's gradient (stage_moe).
+  const Candidate first_layer{state_after_loss + act.first_layer + backward_working + moe.recompute_graph_above_first,
+                              0, act.first_layer + moe.recompute_graph_above_first, Moment::backward};
   // FSDP1 with a frozen unit per decoder layer (peft: PEFT's fsdp_auto_wrap_policy wraps the
   // adapters apart) and transformers' reentrant checkpoint around each unit
   // (fsdp1_checkpoint_around_unit). The recomputed forward calls the unit with the checkpoint's
@@ -2908,7 +2940,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
   const Candidate final_norm{state_after_loss - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
                              absent_with(norm_made), A - act.loss_chunk, Moment::forward};
-  const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;
+  const Candidate* backward_at =
+      (freed > 0 || moe.recompute_graph_above_first > 0) && first_layer.bytes > last_layer.bytes ? &first_layer
+                                                                                                 : &last_layer;
   if (dec.modelled) {
     backward_at = &last_layer;
     for (const Candidate& at : std::span(layer_points).first(n_points))

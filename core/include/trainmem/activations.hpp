@@ -178,9 +178,27 @@ struct DecoderBackward {
   Point norm_mlp;           // the post-attention RMSNorm's PowBackward0
   Point norm_attention;     // the input RMSNorm's PowBackward0
   Point recompute_forward;  // a checkpointed layer's recomputation at down_proj or its residual sum
-  std::array<Point, 9> points() const {
+  // bitsandbytes' Linear4bit backward (MatMul4BitBackward: the weight dequantised beside grad_A) of
+  // down_proj and of up_proj, in a dense QLoRA layer whose largest NF4 linear is an MLP one.
+  Point nf4_down, nf4_up;
+  // Every layer checkpointed: the recomputation's up_proj MatMul4Bit forward (its weight dequantised
+  // beside the recomputed set so far), which no longer has the largest dequantised weight beside it.
+  Point nf4_recompute_up;
+  // Whether the points above carry the dequantised weights where MatMul4BitBackward makes them
+  // (q_proj's in `qkv`), so the stage's backward NF4 temporary is not added to every point.
+  bool nf4_walked = false;
+  // QLoRA under the trainer's autocast: bytes per adapter parameter of its compute-dtype cast,
+  // which trainmem counts with the model state from the forward to the backward (0: not cast).
+  // After the forward the autocast cache is cleared, so a cast lives only while a node that saved
+  // it has not run: the made adapters' casts are gone at a point, and so are `unsaved_casts`
+  // (adapters whose input needs no gradient keep no cast: lora_A of the first layer's frozen
+  // path) and, with every layer checkpointed, every other layer's (each recomputation casts its
+  // own layer's adapters again).
+  double adapter_cast_bytes = 0, unsaved_casts = 0;
+  bool casts_recomputed = false;  // every layer checkpointed: only the current layer's casts exist
+  std::array<Point, 12> points() const {
     return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention,
-            recompute_forward};
+            recompute_forward, nf4_down, nf4_up, nf4_recompute_up};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);

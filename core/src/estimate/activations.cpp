@@ -2878,7 +2878,8 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   // The model's tensors (mask, positions, cos/sin) stay through the first layer's backward.
   for (DecoderBackward::Point* p : {&out.qkv, &out.norm_attention})
     if (p->extra > 0) p->freed -= model_tensors;
-  for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last})
+  for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last,
+                                    &out.nf4_down, &out.nf4_up})
     if (p->extra > 0) p->extra += output;
   // The fp32 stream adds the post-attention norm's x gradient into G's sum at once; a 16-bit
   // stream's waits for the cast's backward, after that norm's PowBackward0.
@@ -2931,6 +2932,72 @@ DecoderBackward::Point recompute_forward_point(const Config& config, const Shape
   // The reentrant mode's residual sum: the MLP's output beside the layer's output.
   if (config.checkpoint_reentrant) extra = std::max(extra, 2 * out_e * T * x.h);
   return {extra, 0, 0};
+}
+
+// bitsandbytes' Linear4bit in backward (autograd/_functions.py MatMul4Bit.backward, 0.41.0
+// a06a0f6a … 0.48.0 406fb6aa: `grad_A = torch.matmul(grad_output, F.dequantize_4bit(B,
+// ctx.state).to(grad_output.dtype).t())`; nn/modules.py Linear4bit.forward: `x.to(compute_dtype)`,
+// then `.to(inp_dtype)` on the output). The dequantised weight exists only inside that node, beside
+// grad_output and grad_A: dequantize_4bit restores the double-quantised absmax (a new fp32 tensor,
+// one per block of 64) and frees it when it returns, before the matmul writes grad_A. So the
+// weight is not beside the SwiGLU product's or the softmax's node; it is at each Linear4bit's
+// own node. Walked in a dense layer of transformers' Llama whose largest NF4 linear is an MLP one
+// (h·f, f at least the query width), where MatMul4BitBackward of down_proj and of up_proj are the
+// MLP's largest such points and q_proj's the attention's (qkv_point); elsewhere the largest
+// dequantised weight stays beside every walked point (an upper bound). The allocation timeline
+// oracle's QLoRA draws (tests/oracle/bnb.py's stand-in) peak at these nodes.
+bool bnb_linear4bit_backward_walked(const Config& config, const Shape& x) {
+  return config.peft == Peft::qlora && config.params_dtype == Dtype::nf4 &&
+         config.model_implementation == ModelImplementation::hf_transformers && !config.is_moe() &&
+         x.f >= x.a * x.k && x.f >= x.g * x.k;
+}
+
+// The fp32 absmax dequantize_4bit restores with double quantisation (4 B per block of 64), 0 without.
+double nf4_absmax_bytes(const Config& c, double elements) {
+  return c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
+}
+
+// The two MLP points of Linear4bit's backward (bnb_linear4bit_backward_walked), beyond the
+// residual gradient G and the layer's saved tensors less `freed`:
+//  - down_proj's MatMul4BitBackward, the layer's first node after its adapter's (made after the
+//    base in forward: PEFT's lora.bnb.Linear4bit adds lora_B(lora_A(x)) to the base's clone), so
+//    the adapter has written the product's gradient (ffn_e·T·f: lora_A's input gradient, cast back
+//    to the product's dtype) and freed what it saved (as at the SwiGLU point, `product_freed`);
+//    under fp32 norms Linear4bit's output `.to(fp32)` hands MatMul4Bit a compute-dtype copy of G
+//    (ToCopyBackward0, e·T·h); then the weight dequantised (h·f·e, or the restored absmax first)
+//    and grad_A (e·T·f);
+//  - up_proj's, after MulBackward0 (the product's gradient freed, its two factors' made, the
+//    factors it saved freed): SiLU's output gradient (ffn_e·T·f) waits for SiluBackward0; up's
+//    gradient, in the compute dtype (ToCopyBackward0 replaced the fp32 one under fp32 norms),
+//    e·T·f; up's adapter ran first and left its input gradient in the norm output's buffer
+//    (norm_e·T·h); then the weight dequantised and grad_A (e·T·h). gate_proj's comes after
+//    SiluBackward0 (SiLU's and up's factor gone), with less: not a point of its own.
+void linear4bit_backward_points(const Config& config, const Shape& x, double product_freed, double up_freed,
+                                double down_params, double up_params, DecoderBackward& out) {
+  const double T = x.tokens, elements = x.h * x.f;
+  const double weight = elements * x.e, absmax = nf4_absmax_bytes(config, elements);
+  const double down_adapter = x.targeted(LoraTarget::down_proj) ? x.ffn_e * T * x.f : 0;
+  const double output_cast = x.kbit_fp32 ? x.e * T * x.h : 0;
+  out.nf4_down = {down_adapter + output_cast + weight + std::max(absmax, x.e * T * x.f), product_freed, down_params};
+  const double up_adapter = x.targeted(LoraTarget::up_proj) ? x.norm_e * T * x.h : 0;
+  out.nf4_up = {x.ffn_e * T * x.f + x.e * T * x.f + up_adapter + weight + std::max(absmax, x.e * T * x.h),
+                product_freed + up_freed, down_params + up_params};
+  out.nf4_walked = true;
+}
+
+// Every layer checkpointed: the recomputation's own forward at up_proj's MatMul4Bit
+// (MatMul4Bit.forward: the weight dequantised, then F.linear's output e·T·f; under fp32 norms
+// Linear4bit's `.to(fp32)` of it after the weight is freed), beside the recomputed set so far
+// (`not_yet`: what is made after it), before the layer's own nodes have freed anything. The
+// non-reentrant checkpoint recomputes at the layer's first unpack, after down_proj's nodes have
+// written the product's gradient (ffn_e·T·f); the reentrant one before any of the layer's nodes.
+void linear4bit_recompute_point(const Config& config, const Shape& x, double not_yet, DecoderBackward& out) {
+  const double T = x.tokens, elements = x.h * x.f;
+  const double output = x.e * T * x.f;
+  const double product_gradient = config.checkpoint_reentrant ? 0 : x.ffn_e * T * x.f;
+  const double matmul = x.e * elements + std::max(nf4_absmax_bytes(config, elements), output);
+  const double upcast = x.kbit_fp32 ? output + 4 * T * x.f : 0;
+  out.nf4_recompute_up = {product_gradient + std::max(matmul, upcast), not_yet, 0};
 }
 
 // transformers' MoE block recomputed (MixtralSparseMoeBlock.forward, every layer checkpointed): the
@@ -3049,15 +3116,76 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   } else {
     // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
     // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
-    // saved tensors (dropout mask, copy, r-wide intermediate).
+    // saved tensors (dropout mask, copy, r-wide intermediate). Under bitsandbytes < 0.43.2
+    // (Shape::bnb_input) the product, or its compute-dtype cast, is MatMul4Bit's A on ctx.tensors,
+    // which the engine does not release: it stays until the graph is dropped (the allocation
+    // timeline oracle, seed 5 q00: 22,528 B over at down_proj's MatMul4BitBackward otherwise).
     const AdapterNames& d = k_adapter_names[size_t(LoraTarget::down_proj)];
     const double product = freed_bytes(saved, [&](std::string_view n) {
-      return n == k_mlp_names.fc2_input || n == d.input || n == d.mask || n == d.intermediate;
+      return (n == k_mlp_names.fc2_input && !x.bnb_input) || n == d.input || n == d.mask || n == d.intermediate;
     });
-    out.swiglu = {3 * x.e * x.f * x.tokens, product, down(x.f)};
+    // The product's gradient and its factors': in the MLP's dtype (fp32 after QLoRA's fp32 norms:
+    // the allocation timeline oracle's trl draw, seed 21 q02, three 4·T·f at MulBackward0).
+    out.swiglu = {3 * x.ffn_e * x.f * x.tokens, product, down(x.f)};
+    if (bnb_linear4bit_backward_walked(config, x)) {
+      const auto adapter_names = [](LoraTarget t) {
+        const AdapterNames& a = k_adapter_names[size_t(t)];
+        return std::array<std::string_view, 3>{a.input, a.mask, a.intermediate};
+      };
+      const auto names = adapter_names(LoraTarget::up_proj);
+      const double up_freed = freed_bytes(saved, [&](std::string_view n) {
+        return n == k_mlp_names.act_output || n == "mlp.up_output" || n == names[0] || n == names[1] || n == names[2];
+      });
+      linear4bit_backward_points(config, x, product, up_freed, down(x.f), adapter(LoraTarget::up_proj, x.h, x.f), out);
+      if (every_layer_checkpointed(config)) {
+        // The recomputation reaches up_proj's MatMul4Bit forward: the gate, SiLU's output and the
+        // norm's are made, up's output, the product and up's and down's adapters' tensors not yet.
+        const auto down_names = adapter_names(LoraTarget::down_proj);
+        const double not_yet = freed_bytes(saved, [&](std::string_view n) {
+          return n == "mlp.up_output" || n == k_mlp_names.fc2_input || n == names[0] || n == names[1] ||
+                 n == names[2] || n == down_names[0] || n == down_names[1] || n == down_names[2];
+        });
+        linear4bit_recompute_point(config, x, not_yet, out);
+      }
+    }
   }
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
+  // The adapters' autocast casts (DecoderBackward::adapter_cast_bytes): bitsandbytes QLoRA's fp32
+  // adapters under the trainer's bf16 autocast (PEFT lora.bnb.Linear4bit: no cast of its own under
+  // autocast), each lora_A and lora_B weight cast once per outermost autocast region
+  // (autocast_mode.cpp cached_cast: a leaf that requires grad is cached; the cache is cleared when
+  // the region exits, at the forward's end). mm saves the cast weight for its input's gradient
+  // only, so lora_A's cast is kept only where lora_A's input needs a gradient: in the first layer
+  // under QLoRA's non-reentrant checkpoint, or without checkpointing, the layer's input needs none
+  // (layer_input_needs_grad), and an adapter's input needs one only once an earlier trainable
+  // adapter made the stream need it (q, k, v before o; the attention before the MLP).
+  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked); in
+  // transformers' MoE block the recomputation's point does not walk the loop's small tensors
+  // (the allocation timeline oracle's seed 21 q03 reads 31,738 B under with the casts out), so
+  // the casts stay counted there.
+  if (out.nf4_walked && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
+    out.adapter_cast_bytes = x.e;
+    out.casts_recomputed = every_layer_checkpointed(config);
+    if (!layer_input_needs_grad(config, true)) {
+      const auto lora_a = [&](LoraTarget t, double in) { return x.targeted(t) ? x.r * in : 0.0; };
+      const bool attention_rg = x.targeted(LoraTarget::q_proj) || x.targeted(LoraTarget::k_proj) ||
+                                x.targeted(LoraTarget::v_proj);
+      const bool mlp_rg = attention_rg || x.targeted(LoraTarget::o_proj);
+      const bool product_rg = mlp_rg || x.targeted(LoraTarget::gate_proj) || x.targeted(LoraTarget::up_proj);
+      double unsaved = lora_a(LoraTarget::q_proj, x.h) + lora_a(LoraTarget::k_proj, x.h) + lora_a(LoraTarget::v_proj, x.h);
+      if (!attention_rg) unsaved += lora_a(LoraTarget::o_proj, x.a * x.k);
+      if (!mlp_rg) unsaved += lora_a(LoraTarget::gate_proj, x.h) + lora_a(LoraTarget::up_proj, x.h);
+      if (!product_rg) unsaved += lora_a(LoraTarget::down_proj, x.f);
+      out.unsaved_casts = x.e * unsaved;
+    }
+  }
+  // q_proj is a Linear4bit: its MatMul4BitBackward dequantises the weight before grad_A (the
+  // absmax restored first and freed before the matmul).
+  if (out.nf4_walked) {
+    const double elements = x.h * x.a * x.k;
+    out.qkv.extra += elements * x.e + std::max(nf4_absmax_bytes(config, elements) - x.e * x.tokens * x.h, 0.0);
+  }
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
   if (every_layer_checkpointed(config))
     out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);

@@ -977,3 +977,35 @@ TEST_CASE("checkpoint_reentrant: transformers' default, named errors elsewhere",
   CHECK_THAT(first(R"(, "checkpoint_reentrant": true)"), Catch::Contains("recompute_granularity \"full\""));
   CHECK(first(R"(, "recompute_granularity": "full", "checkpoint_reentrant": false)").empty());
 }
+
+TEST_CASE("an adapter on the output layer: the loss's target freed first, and its forward in evaluation",
+          "[finetune][peft][evaluation]") {
+  // transformers' Llama in fp32 (the allocation timeline oracle's seed 1 c14 shape): 2 layers,
+  // h 192, 3 heads of 64 with one key/value head, f 592, vocabulary 663, sequences of 126, LoRA
+  // r 8 on every linear and lm_head, the loss upcast in the model (transformers_loss
+  // "upcast-in-model").
+  const std::string base = R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 192, "num_attention_heads": 3, "num_query_groups": 1, "kv_channels": 64,
+      "ffn_hidden_size": 592, "vocab_size": 663, "make_vocab_size_divisible_by": 1, "gated_linear_unit": true,
+      "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 126,
+      "micro_batch_size": 1, "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused",
+      "hidden_dropout": 0, "peft": "lora", "lora_rank": 8, "lora_dropout": 0,
+      "transformers_loss": "upcast-in-model", "eval_micro_batch_size": 3, "eval_kv_cache": true, )";
+  const std::string all = R"("lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+      "down_proj")";
+  const Config with_head = config_from(base + all + R"(, "lm_head"]})");
+  const Config without = config_from(base + all + "]}");
+  // The loss's backward: NllLossBackward0 frees the target it saved (one sequence: the shifted
+  // labels are a view of the labels' storage, 8 · 126 = 1,008 B) before LogSoftmaxBackward0's
+  // temporaries, with or without an adapter on lm_head (whose backward is not walked).
+  CHECK(output_backward_bytes(with_head).target == 1008);
+  CHECK_FALSE(output_backward_bytes(with_head).modelled);
+  // Evaluation, 3 sequences with the KV cache: T = 378 tokens, logits L = 378 · 663 = 250,614
+  // elements. Beside the final norm's output 4 · 192 · 378 = 290,304 B and the cache 2 layers ·
+  // 378 · 2 · 64 · 4 = 387,072 B, the loss: the fp32 logits 4 · 250,614 = 1,002,456, the shifted
+  // copy and its log-probabilities 2 · 4 · 3 · 125 · 663 = 1,989,000, the shifted labels
+  // 8 · 375 = 3,000: 2,994,456 B. The adapter on lm_head holds the base logits, lora_B's output
+  // and its scaled copy at the mul, 3 · 1,002,456 = 3,007,368 B, before the loss exists: larger.
+  CHECK(evaluation_forward_bytes(without).loss == 290304 + 2994456 + 387072);
+  CHECK(evaluation_forward_bytes(with_head).loss == 290304 + 3007368 + 387072);
+}

@@ -264,12 +264,13 @@ def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
                 drop.add(free_of[i])
             continue
         head = e["chain"][0] if e["chain"] else ""
-        if head == "aten::pow" and not any("PowBackward" in c for c in e["chain"]) and i in free_of:
-            # x² of an RMSNorm: freed right after the next aten::mean's output
-            for j in range(i + 1, len(events)):
-                if events[j]["size"] > 0 and events[j]["chain"] and events[j]["chain"][0] == "aten::mean":
-                    move[free_of[i]] = j
-                    break
+        if head == "aten::pow" and not any("PowBackward" in c for c in e["chain"]) and i in free_of \
+                and i + 1 < len(events) and events[i + 1]["size"] > 0 and events[i + 1]["chain"] \
+                and events[i + 1]["chain"][0] == "aten::mean":
+            # x² of an RMSNorm (its mean's output is the next allocation): freed right after it.
+            # Only that pow: RsqrtBackward0's result.pow(3) is a temporary of its own (moving its
+            # free to the next layer's mean kept 4·T B too long under checkpointing: seed 5 c12).
+            move[free_of[i]] = i + 1
         # the CPU foreach kernels run one aten op per tensor under the _foreach_ op
         if "aten::_foreach_add" in e["chain"] and opt_lo <= i < opt_hi:
             drop.add(i)

@@ -1009,3 +1009,34 @@ TEST_CASE("an adapter on the output layer: the loss's target freed first, and it
   CHECK(evaluation_forward_bytes(without).loss == 290304 + 2994456 + 387072);
   CHECK(evaluation_forward_bytes(with_head).loss == 290304 + 3007368 + 387072);
 }
+
+TEST_CASE("full training: gate_proj's MmBackward0 with the MLP's weight gradients made", "[finetune][backward]") {
+  // transformers' Llama trained whole in fp32 (the allocation timeline oracle's seed 7 c01 shape):
+  // h 192, 12 heads of 16 with one key/value head, f 496, 3 × 27 = 81 tokens. After the SwiGLU
+  // product's MulBackward0, up_proj's MmBackward0 writes its weight's gradient and its input's
+  // (4 · 81 · 192 = 62,208 B, waiting in the norm output's buffer) and frees up's output gradient;
+  // SiluBackward0 writes the gate's gradient (4 · 81 · 496 = 160,704 B); gate_proj's MmBackward0
+  // writes its input's gradient (62,208 B) beside them: 160,704 + 2 · 62,208 = 285,120 B. Freed
+  // by then: the product, SiLU's output, up's output and the gate, 4 · 160,704 = 642,816 B; made:
+  // the MLP's three weights, 3 · 192 · 496 = 285,696 parameters.
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 192, "num_attention_heads": 12, "num_query_groups": 1, "kv_channels": 16,
+      "ffn_hidden_size": 496, "vocab_size": 300, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 27, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0})");
+  const DecoderBackward dec = decoder_backward_bytes(c);
+  REQUIRE(dec.modelled);
+  CHECK(dec.gate_mm.extra == 285120);
+  CHECK(dec.gate_mm.freed == 642816);
+  CHECK(dec.gate_mm.made_params == 285696);
+  // The SwiGLU point for comparison: three 160,704 B gradients, the product freed, down's weight made.
+  CHECK(dec.swiglu.extra == 482112);
+  CHECK(dec.swiglu.made_params == 95232);
+  // Under LoRA the frozen base makes no weight gradients: no such point.
+  CHECK_FALSE(decoder_backward_bytes(config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp",
+      "num_layers": 2, "hidden_size": 192, "num_attention_heads": 12, "num_query_groups": 1, "kv_channels": 16,
+      "ffn_hidden_size": 496, "vocab_size": 300, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 27, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0,
+      "peft": "lora", "lora_rank": 4, "lora_target_modules": ["q_proj"]})")).gate_mm.extra > 0);
+}

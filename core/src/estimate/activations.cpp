@@ -3142,6 +3142,21 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     // The product's gradient and its factors': in the MLP's dtype (fp32 after QLoRA's fp32 norms:
     // the allocation timeline oracle's trl draw, seed 21 q02, three 4·T·f at MulBackward0).
     out.swiglu = {3 * x.ffn_e * x.f * x.tokens, product, down(x.f)};
+    // Full training: up_proj's MmBackward0 writes its weight's gradient and its input's (e·T·h,
+    // waiting in the norm output's buffer) and frees up's output gradient; SiluBackward0 writes
+    // the gate's gradient (e·T·f) and frees SiLU's; gate_proj's MmBackward0 then writes its
+    // weight's and its input's gradients beside them: e·T·f + 2·e·T·h, with every weight gradient
+    // of the MLP made and the product, SiLU's output, up's output and the gate (saved by SiLU)
+    // freed, the MLP's input still saved until the node returns. Where the weight gradients
+    // outgrow the two f-wide gradients the SwiGLU point holds (few tokens), the layer's largest
+    // (the allocation timeline oracle's full-training GQA draws: seed 7 c01 and c04, seed 5 c05,
+    // seed 13 c17 and seed 21 c17 at aten::mm in MmBackward0).
+    if (!peft) {
+      const double after_silu = freed_bytes(saved, [&](std::string_view n) {
+        return n == k_mlp_names.act_output || n == "mlp.up_output" || n == k_mlp_names.fc1_output;
+      });
+      out.gate_mm = {x.ffn_e * x.f * x.tokens + 2 * x.e * x.h * x.tokens, product + after_silu, mlp(x.f)};
+    }
     if (bnb_linear4bit_backward_walked(config, x)) {
       const auto adapter_names = [](LoraTarget t) {
         const AdapterNames& a = k_adapter_names[size_t(t)];

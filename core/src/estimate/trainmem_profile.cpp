@@ -2826,7 +2826,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
       {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
       {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
-      {dec.recompute_forward, false}, {dec.nf4_down, false}, {dec.nf4_up, false}, {dec.nf4_recompute_up, false}}};
+      {dec.recompute_forward, false}, {dec.nf4_down, false}, {dec.nf4_up, false}, {dec.nf4_recompute_up, false},
+      {dec.gate_mm, false}}};
   // Where Linear4bit's backward is walked, each point carries the dequantised weights its nodes
   // make (none at the SwiGLU product, the softmax or the norms); elsewhere the largest stays beside
   // every point.

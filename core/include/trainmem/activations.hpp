@@ -215,6 +215,10 @@ double output_lora_forward_bytes(const Config& config);
 // quantisation (activations.cpp).
 double nf4_dequant_bytes(const Config& config, double elements);
 
+// transformers' frames in the last decoder layer's forward, not checkpointed: the embedding output
+// LlamaModel.forward holds and the layer's residual sum, where nothing saves them (activations.cpp).
+double qlora_forward_frame_bytes(const Config& config);
+
 // The last checkpointed decoder layer's own forward (every layer checkpointed, the eager
 // transformers and torchtune Llama layers, ddp): the largest of its walked points (the softmax,
 // transformers' o_proj, the MLP's SiLU, product and down_proj) in bytes beyond every layer's

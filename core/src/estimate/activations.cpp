@@ -3258,6 +3258,32 @@ double nf4_dequant_bytes(const Config& c, double elements) {
   return elements * bytes_per_element(c.compute_dtype) + absmax;
 }
 
+// What transformers' frames hold in the last decoder layer's forward (no checkpointing) where
+// nothing saves it, beside the QLoRA layer-forward candidate (trainmem_profile.cpp
+// layer_forward_dequant): LlamaModel.forward keeps `inputs_embeds`, the embedding output, bound
+// until it returns (modeling_llama.py: `hidden_states = inputs_embeds` before the layers' loop),
+// and the decoder layer's frame the attention's residual sum (`residual`) until the MLP's residual
+// add. The first layer's RMSNorm saves the embedding output as it is only when it is fp32 and the
+// layer's input needs a gradient (else its fp32 upcast, or nothing); the post-attention norm saves
+// the sum as it is only in an fp32 stream (QLoRA's fp32 norms). The allocation timeline oracle's
+// QLoRA draw seed 13 q00 (bf16, kbit_upcast none) holds both at down_proj's MatMul4Bit in the
+// last layer (12,288 B each); without them the candidate read 10,752 B under (with them 13,824 B
+// over: the bound's output as wide as f and the restored absmax, where down_proj writes h wide
+// after the absmax is freed).
+double qlora_forward_frame_bytes(const Config& config) {
+  if (config.model_implementation != ModelImplementation::hf_transformers || config.num_layers <= 0 ||
+      config.recompute_granularity != RecomputeGranularity::none || config.vocab_size <= 0)
+    return 0;
+  const Shape x = shape_of(config);
+  const double embedding_e = embedding_output_e(config, x);
+  const bool embedding_saved = embedding_e == 4 && layer_input_needs_grad(config, true);
+  const double embedding = embedding_saved ? 0 : embedding_e * x.h * x.tokens;
+  // A 16-bit stream: the norm saves its fp32 upcast, the 16-bit sum is the frame's alone.
+  const bool fp32_stream = x.e == 4 || x.norm_e == 4;
+  const double residual = fp32_stream ? 0 : x.e * x.h * x.tokens;
+  return embedding + residual;
+}
+
 // The last checkpointed decoder layer's own forward (every layer checkpointed; the eager
 // transformers and torchtune Llama layers as decoder_backward_bytes walks them). Inside a
 // checkpoint nothing is saved: torch 1.13's _checkpoint_without_reentrant packs every saved tensor

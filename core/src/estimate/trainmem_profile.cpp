@@ -2730,7 +2730,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (include_activation && state.largest_nf4_elements > 0 && c.hidden_size > 0) {
     const double n = state.largest_nf4_elements;
     const double out_e = kbit_fp32_activations(c) ? 4.0 : bytes_per_element(c.compute_dtype);
-    layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size));
+    layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size)) +
+                            qlora_forward_frame_bytes(c);
   }
   // What the output layer and the loss save (one microbatch's, the last stage's): the decoder
   // layers' saved tensors are the rest.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "moe_block.hpp"
 #include "support.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/import.hpp"
@@ -399,4 +400,29 @@ TEST_CASE("QLoRA's backward: Linear4bit's dequantised weight at its own MatMul4B
   // An MoE model, or attention wider than the MLP, keeps the largest dequantised weight beside
   // every walked point (an upper bound): no Linear4bit points.
   CHECK_FALSE(decoder_backward_bytes(config_from(base + R"(, "ffn_hidden_size": 120})")).nf4_walked);
+}
+
+TEST_CASE("kbit_upcast peft: the fp32 router's autocast cast is saved; the default loss's forward", "[qlora][moe]") {
+  // The allocation timeline oracle's seed 13 q01 shape: transformers' Mixtral block, h 96, 3 heads
+  // of 32, 4 experts of 160, top-1, 40 tokens, vocabulary 175, bf16 compute, QLoRA with an adapter
+  // on v_proj, kbit_upcast peft (prepare_model_for_kbit_training leaves the router and lm_head,
+  // plain nn.Linear layers, in fp32).
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 1,
+      "hidden_size": 96, "num_attention_heads": 3, "num_query_groups": 3, "kv_channels": 32, "ffn_hidden_size": 160,
+      "num_moe_experts": 4, "moe_router_topk": 1, "moe_ffn_hidden_size": 160, "vocab_size": 175,
+      "make_vocab_size_divisible_by": 1, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 40, "micro_batch_size": 1,
+      "params_dtype": "nf4", "compute_dtype": "bf16", "attention_backend": "unfused", "hidden_dropout": 0,
+      "peft": "qlora", "lora_rank": 4, "lora_dropout": 0.05, "lora_target_modules": ["v_proj"],
+      "kbit_upcast": "peft"})");
+  // The trainer's bf16 autocast casts the frozen fp32 router weight at the call (not cached: it
+  // needs no gradient) and the matmul keeps the copy for its input's gradient: 2 · 96 · 4 = 768 B.
+  SavedTensors saved;
+  layer_activation_bytes(c, true, LayerRecompute::policy, &saved);
+  CHECK(row_bytes(saved, "moe.router_weight_cast") == 768);
+  // The default loss's forward (pad-labels), beside the saved log-probabilities: the bf16 logits
+  // 2 · 40 · 175 = 14,000, their fp32 upcast 28,000 and the final norm's fp32 output, which the
+  // frozen lm_head does not keep, 4 · 40 · 96 = 15,360: 57,360 B, more than the backward's
+  // 2 · 28,000 less the 8 · 41 B target.
+  CHECK(loss_forward_transient_bytes(c) == 57360);
 }

@@ -1732,6 +1732,13 @@ struct EagerWalk {
     const std::string_view bsrc = x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_hf_moe_experts;
     if (full) out.add("moe.input", "moe", be * x.h * T, bdtype, x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_eager_linear);
     const bool logits_rg = n_rg || full;
+    // kbit_upcast "peft" leaves the unquantised router (an nn.Linear, not replaced by Linear4bit)
+    // fp32: as for the output layer (k_src_kbit_lm_head_cast), the trainer's bf16 autocast casts
+    // the frozen weight at every call and the matmul keeps that copy for its input's gradient
+    // (the allocation timeline oracle's seed 13 q01: 2 · 96 · 4 = 768 B beside the router's
+    // outputs).
+    if (c.kbit_upcast == KbitUpcast::peft && c.peft == Peft::qlora && kind == Eager::hf && n_rg && !full)
+      out.add("moe.router_weight_cast", "moe", x.e * x.h * E, x.act_dtype, k_src_kbit_lm_head_cast);
     if (logits_rg) {
       out.add("moe.router_probs", "moe", 4 * E * T, "fp32", k_src_hf_moe_router);
       out.add("moe.topk_indices", "moe", 8 * K * T, "int64", k_src_hf_moe_router);
@@ -2245,7 +2252,18 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
 // logits, so the fp32 logits (4 · T · V, the model's output) and the shifted copy. Elsewhere the
 // forward's temporaries stay below the backward's (loss_transient_bytes) and this is 0.
 double loss_forward_transient_bytes(const Config& config) {
-  if (config.vocab_size <= 0 || !shifted_hf_loss(config)) return 0;
+  if (config.vocab_size <= 0 || config.model_implementation != ModelImplementation::hf_transformers) return 0;
+  // transformers' default loss (ForCausalLMLoss, "pad-labels"): logits.float(), the labels padded
+  // by one and shifted, cross_entropy. Its forward holds the model's logits, their fp32 upcast
+  // (log_softmax's input, which it does not keep) and the final norm's output beside the saved
+  // log-probabilities; larger than the backward's two fp32 logits-sized temporaries only for small
+  // vocabularies (the allocation timeline oracle's seed 13 q01: V 175, at aten::_log_softmax).
+  // The eager loss only (no chunks, no fused or cut cross entropy, one TP and CP rank).
+  if (config.transformers_loss == TransformersLoss::pad_labels &&
+      (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy ||
+       config.cut_cross_entropy || config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+       compiled_loss(config)))
+    return 0;
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
   const double shifted = shifted_logits_copy_bytes(x, vocab);
@@ -2258,6 +2276,10 @@ double loss_forward_transient_bytes(const Config& config) {
       (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
   const double hidden = lm_head_keeps_input ? 0 : x.norm_e * x.h * x.tokens;
   if (config.transformers_loss == TransformersLoss::upcast_in_model) return hidden + 4 * x.logits + shifted;
+  // pad-labels copies no logits; with more than one sequence the padded labels (8·b·(s + 1)) stay
+  // bound beside the contiguous shifted ones the loss saves.
+  if (config.transformers_loss == TransformersLoss::pad_labels)
+    return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + (x.b > 1 ? 8 * x.b * (x.s + 1) : 0);
   return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
 }
 

@@ -3216,7 +3216,9 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // transformers' MoE block the recomputation's point does not walk the loop's small tensors
   // (the allocation timeline oracle's seed 21 q03 reads 31,738 B under with the casts out), so
   // the casts stay counted there.
-  if (out.nf4_walked && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
+  // Under ddp only, where the state counts the casts (trainmem_profile.cpp k_ddp_copies,
+  // weight_copies); FSDP's mixed precision makes its own copies of the units.
+  if (out.nf4_walked && config.framework == Framework::ddp && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
     out.adapter_cast_bytes = x.e;
     out.casts_recomputed = every_layer_checkpointed(config);
     if (!layer_input_needs_grad(config, true)) {

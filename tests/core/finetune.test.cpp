@@ -1040,3 +1040,21 @@ TEST_CASE("full training: gate_proj's MmBackward0 with the MLP's weight gradient
       "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0,
       "peft": "lora", "lora_rank": 4, "lora_target_modules": ["q_proj"]})")).gate_mm.extra > 0);
 }
+
+TEST_CASE("the final RMSNorm's PowBackward0 under LoRA, in fp32", "[finetune][peft][backward]") {
+  // transformers' Llama in fp32 (the allocation timeline oracle's seed 1 c11 shape): h 256,
+  // 3 × 85 = 255 tokens, LoRA r 8 on v, gate, up and down. The frozen norm weight's MulBackward0
+  // writes the normalised output's gradient as a trained one writes its weight's and the output's:
+  // the walk is the same. At PowBackward0: the norm's input, which pow saved, 4 · 255 · 256 =
+  // 261,120 B, beside five fp32 T·h gradients, 5 · 261,120 = 1,305,600 B: 1,566,720 B.
+  const std::string base = R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 256, "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 64, "ffn_hidden_size": 704,
+      "vocab_size": 112, "make_vocab_size_divisible_by": 1, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 85, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0)";
+  CHECK(output_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 8,
+      "lora_target_modules": ["v_proj", "gate_proj", "up_proj", "down_proj"]})")).final_norm == 1566720);
+  CHECK(output_backward_bytes(config_from(base + "}")).final_norm == 1566720);
+  // In bf16 the upcast and the cast back add nodes not walked: none.
+  CHECK(output_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).final_norm == 0);
+}

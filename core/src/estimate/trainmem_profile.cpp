@@ -2887,7 +2887,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                0, 0, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
-  const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
+  // Under peft the norm is frozen: no gradient of its own (the output layer's adapter's are made).
+  const double norm_made = state.output_gradients + state.output_adapter_gradients +
+                           (c.peft_on() ? 0.0 : grad_per_param * double(c.hidden_size));
   const Candidate final_norm{state_after_loss - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
                              absent_with(norm_made), A - act.loss_chunk, Moment::forward};
   const Candidate* backward_at = freed > 0 && first_layer.bytes > last_layer.bytes ? &first_layer : &last_layer;

@@ -1058,3 +1058,23 @@ TEST_CASE("the final RMSNorm's PowBackward0 under LoRA, in fp32", "[finetune][pe
   // In bf16 the upcast and the cast back add nodes not walked: none.
   CHECK(output_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).final_norm == 0);
 }
+
+TEST_CASE("attention dropout's backward: NativeDropoutBackward0 before the softmax's", "[finetune][backward]") {
+  // transformers' eager attention in fp32, trained whole: 4 heads of 16, 2 × 73 = 146 tokens, s 73,
+  // attention_dropout 0.1. BmmBackward0 writes the values' gradient 4 · 4 · 16 · 146 = 37,376 B
+  // and the dropped probabilities' 4 · scores (scores = 4 · 146 · 73 = 42,632); native_dropout_backward
+  // writes grad · mask and its product by the scale, two more 4 · scores: 37,376 + 3 · 170,528 =
+  // 548,960 B, the bool mask (42,632 B) still saved, so freed by then: the softmax point's less it.
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 200,
+      "vocab_size": 413, "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 73, "micro_batch_size": 2, "params_dtype": "fp32",
+      "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0, "attention_dropout": 0.1})");
+  const DecoderBackward dec = decoder_backward_bytes(c);
+  REQUIRE(dec.modelled);
+  CHECK(dec.attention_dropout.extra == 548960);
+  CHECK(dec.attention_dropout.freed == dec.softmax.freed - 42632);
+  CHECK(dec.attention_dropout.made_params == dec.softmax.made_params);
+  // The softmax's point, for comparison: the values' gradient and two fp32 score-sized gradients.
+  CHECK(dec.softmax.extra == 37376 + 8 * 42632);
+}

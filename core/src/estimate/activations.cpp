@@ -2924,7 +2924,7 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   // stream's waits for the cast's backward, after that norm's PowBackward0.
   const bool fp32_stream = x.e == 4 || x.kbit_fp32;
   if (out.norm_mlp.extra > 0) out.norm_mlp.extra += output + (fp32_stream ? output : 0);
-  for (DecoderBackward::Point* p : {&out.softmax, &out.qkv, &out.norm_attention})
+  for (DecoderBackward::Point* p : {&out.softmax, &out.attention_dropout, &out.qkv, &out.norm_attention})
     if (p->extra > 0) p->extra += 2 * output;
   if (eager_kind(config) == Eager::hf) out.graph_held = rope_cos_sin_bytes(config, x);
   // A trained embedding (modules_to_save) already makes a non-leaf output that keeps no .grad.
@@ -3204,6 +3204,20 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     }
   }
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
+  // Attention dropout's backward, before the softmax's: BmmBackward0 has written the values'
+  // gradient and the dropped probabilities' and freed the dropped probabilities and the values it
+  // saved; NativeDropoutBackward0 (native_dropout_backward: grad · mask · scale) writes two
+  // score-sized tensors in the probabilities' dtype (the compute dtype: transformers casts the
+  // fp32 softmax to the query's dtype first, SDPA's math path stays in it) beside the incoming
+  // one, the bool mask still saved. Larger than the softmax's point in fp32 and on SDPA's math
+  // path (the allocation timeline oracle: seed 1 c21 and c20, seed 21 c21, at aten::mul in
+  // NativeDropoutBackward0).
+  if (out.softmax.extra > 0 && x.attention_dropout) {
+    const double scores = x.a * x.tokens * x.s;
+    const double mask = freed_bytes(saved, [](std::string_view n) { return n == "attention.softmax_dropout_mask"; });
+    out.attention_dropout = {x.e * x.a * x.k * x.tokens + 3 * x.e * scores, out.softmax.freed - mask,
+                             out.softmax.made_params};
+  }
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
   // The adapters' autocast casts (DecoderBackward::adapter_cast_bytes): bitsandbytes QLoRA's fp32
   // adapters under the trainer's bf16 autocast (PEFT lora.bnb.Linear4bit: no cast of its own under

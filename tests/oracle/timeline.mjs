@@ -299,6 +299,8 @@ function qloraOpenItem(r, line) {
       return `the last checkpointed layer's own forward (at ${op}): the last layer's adapters' autocast weight casts made after that point are counted (over)`;
     if (!node && r.diff < 0)
       return `the last decoder layer's forward: beside the dequantised weight and its output (a candidate since stop 42), the layer's other transients (at ${op})`;
+    if (!node && r.diff > 0 && !c.checkpoint && !c.experts)
+      return `the last decoder layer's forward (at ${op}): the QLoRA layer-forward bound counts the largest NF4 linear's output f wide beside the restored absmax (down_proj writes h wide after the absmax is freed): over`;
     if (node && r.diff > 0 && c.checkpoint)
       return `after the forward (${node}): the adapters' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward`;
     if (node && r.diff > 0)

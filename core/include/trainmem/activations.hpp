@@ -132,9 +132,9 @@ struct OutputBackward {
   // output layer's weight gradient (a gradient, counted with the state): the logits' gradient
   // and the input's.
   double output_layer = 0;
-  // At the final RMSNorm's PowBackward0 (fp32, no peft; 0 otherwise), beside the saved
-  // activations less the output side's and the gradients of the output layer and the norm: the
-  // norm's input, still saved by pow, and five fp32 T·h tensors.
+  // At the final RMSNorm's PowBackward0 (0 where not walked), beside the saved activations less
+  // the output side's and the gradients of the output layer and the norm (none under peft): the
+  // norm's fp32 input (its upcast in 16 bits), still saved by pow, and five fp32 T·h tensors.
   double final_norm = 0;
   // torchtune's chunked output (cross_entropy_chunks > 1, no peft): when the last chunk's weight
   // gradient is added to the others' in TBackward0's input buffer, beside the saved activations

@@ -2674,16 +2674,18 @@ OutputBackward output_backward_bytes(const Config& config) {
   if (weight_trains && x.autocast) out.output_layer += x.e * x.h * padded_vocab(config);
   // 5. The final RMSNorm's backward, as both models write it (transformers LlamaRMSNorm:
   //    weight · (x · rsqrt(mean(x²) + eps)); torchtune RMSNorm: (x · rsqrt(mean(x²) + eps)) ·
-  //    scale), here in fp32 (in 16 bits the upcast and cast back add nodes not walked here), the
-  //    weight trained or frozen under peft (its MulBackward0 then writes the normalised output's
-  //    gradient alone: the same tensors; the allocation timeline oracle's seed 1 c11, LoRA,
-  //    -4.17 % -> exact). After the weight's MulBackward0 (its gradient summed to h, the
+  //    scale), the weight trained or frozen under peft (its MulBackward0 then writes the normalised
+  //    output's gradient alone: the same tensors; the allocation timeline oracle's seed 1 c11,
+  //    LoRA, -4.17 % -> exact); in 16 bits the norm works on x.float(), which pow saves (the
+  //    norm's saved input is that fp32 copy), the cast back's backward runs before these nodes and
+  //    x.float()'s after PowBackward0, so the point is the same (seed 21 c15, seed 5 c15, seed 1
+  //    c23: -0.66 … -1.34 % -> exact). After the weight's MulBackward0 (its gradient summed to h, the
   //    incoming gradient freed) and the x · rsqrt MulBackward0 (x's gradient, 4·T·h, waiting to be
   //    added to the pow path's), RsqrtBackward0 and MeanBackward1 (mean_backward: the gradient
   //    expanded and divided, a new 4·T·h), PowBackward0 (derivatives.yaml pow.Tensor_Scalar:
   //    pow_backward, `grad * (exp * self.pow(exp - 1))`: self.pow(1), the product by 2 and the
   //    product by grad, three 4·T·h) with x, which pow saved, still alive: five 4·T·h beside x.
-  if (x.e == 4 && config.normalization == Normalization::rms_norm)
+  if (config.normalization == Normalization::rms_norm)
     for (const SavedTensor& t : saved)
       if (t.name == "output.final_norm_input") out.final_norm = t.bytes + 5 * 4 * x.h * x.tokens;
   return out;

@@ -125,7 +125,13 @@ def unique_bytes(tensors):
     return sum(seen.values())
 
 
+# Whether the profiled step's forward has returned (mark 2), for measure's pack hook.
+_PHASE = {"forward_done": False}
+
+
 def mark(k):
+    if k in (0, 2):
+        _PHASE["forward_done"] = k == 2
     t = torch.empty(MARK + k, dtype=torch.uint8)
     del t
 
@@ -503,7 +509,13 @@ def measure(cfg):
     saved_ptrs = set()
 
     def pack(t):
-        saved_ptrs.add(t.storage().data_ptr())
+        # The batch tensors are the loop's from their copy to the forward's end (transformers'
+        # Trainer drops them before backward): only what the forward saves can be one of them. A
+        # pointer saved later (a recomputation in backward) may be a freed batch tensor's address
+        # reused, which excluded it from the batch by chance (seed 7 c14's labels, 784 B, in one
+        # run and not in another).
+        if not _PHASE["forward_done"]:
+            saved_ptrs.add(t.storage().data_ptr())
         return t
 
     armed["on"] = True

@@ -789,6 +789,14 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   // bool mask (146 · 200 = 29,200 B); the frozen base then keeps no product: 116,800 + 29,200 +
   // 2,336 = 148,336 B freed by down_proj's nodes.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})")).swiglu.freed == 148336);
+  // Before that, the adapter's NativeDropoutBackward0: lora_A's MmBackward0 has written the
+  // dropped copy's gradient (4 · 146 · 200) and freed the copy; native_dropout_backward writes two
+  // more: 3 · 116,800 = 350,400 B, with the mask still saved: 148,336 − 29,200 = 119,136 B freed.
+  const DecoderBackward dropped = decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})"));
+  CHECK(dropped.down_lora_dropout.extra == 350400);
+  CHECK(dropped.down_lora_dropout.freed == 119136);
+  CHECK(dropped.down_lora_dropout.made_params == 1056);
+  CHECK(lora.down_lora_dropout.extra == 0);  // no dropout: no such node
   // Every layer checkpointed (full recompute, uniform): walked, the recomputed layer's saved set
   // standing in for the kept one; the block method with one of the two layers is not.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "recompute_granularity": "full",

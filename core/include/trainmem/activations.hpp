@@ -188,6 +188,7 @@ struct DecoderBackward {
   // gradients all made, its saved tensors but the input freed).
   Point gate_mm;
   Point attention_dropout;  // the attention probabilities' NativeDropoutBackward0 (attention_dropout > 0)
+  Point down_lora_dropout;  // down_proj's adapter's NativeDropoutBackward0 (lora_dropout > 0)
   // Whether the points above carry the dequantised weights where MatMul4BitBackward makes them
   // (q_proj's in `qkv`), so the stage's backward NF4 temporary is not added to every point.
   bool nf4_walked = false;
@@ -200,9 +201,9 @@ struct DecoderBackward {
   // own layer's adapters again).
   double adapter_cast_bytes = 0, unsaved_casts = 0;
   bool casts_recomputed = false;  // every layer checkpointed: only the current layer's casts exist
-  std::array<Point, 14> points() const {
+  std::array<Point, 15> points() const {
     return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention,
-            recompute_forward, nf4_down, nf4_up, nf4_recompute_up, gate_mm, attention_dropout};
+            recompute_forward, nf4_down, nf4_up, nf4_recompute_up, gate_mm, attention_dropout, down_lora_dropout};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);

@@ -3168,6 +3168,16 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
     // The product's gradient and its factors': in the MLP's dtype (fp32 after QLoRA's fp32 norms:
     // the allocation timeline oracle's trl draw, seed 21 q02, three 4·T·f at MulBackward0).
     out.swiglu = {3 * x.ffn_e * x.f * x.tokens, product, down(x.f)};
+    // down_proj's adapter with dropout (PEFT lora.Linear: lora_B(lora_A(dropout(x)))): lora_A's
+    // MmBackward0 writes the dropped copy's gradient and frees the copy it saved; then
+    // NativeDropoutBackward0 (grad · mask · scale) writes two more such tensors beside it, the bool
+    // mask still saved: the SwiGLU point's three f-wide tensors with the mask not yet freed (the
+    // allocation timeline oracle's seed 7 c19: −64,680 B, the mask, under before). Not under QLoRA's
+    // casts (kbit_fp32) nor where the copy is a cast.
+    if (x.targeted(LoraTarget::down_proj) && x.lora_dropout && !x.kbit_fp32 && config.peft == Peft::lora) {
+      const double mask = freed_bytes(saved, [&](std::string_view n) { return n == d.mask; });
+      if (mask > 0) out.down_lora_dropout = {3 * x.e * x.f * x.tokens, product - mask, down(x.f)};
+    }
     // Full training: up_proj's MmBackward0 writes its weight's gradient and its input's (e·T·h,
     // waiting in the norm output's buffer) and frees up's output gradient; SiluBackward0 writes
     // the gate's gradient (e·T·f) and frees SiLU's; gate_proj's MmBackward0 then writes its

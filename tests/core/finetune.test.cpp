@@ -789,6 +789,14 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   // bool mask (146 · 200 = 29,200 B); the frozen base then keeps no product: 116,800 + 29,200 +
   // 2,336 = 148,336 B freed by down_proj's nodes.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})")).swiglu.freed == 148336);
+  // Before that, the adapter's NativeDropoutBackward0: lora_A's MmBackward0 has written the
+  // dropped copy's gradient (4 · 146 · 200) and freed the copy; native_dropout_backward writes two
+  // more: 3 · 116,800 = 350,400 B, with the mask still saved: 148,336 − 29,200 = 119,136 B freed.
+  const DecoderBackward dropped = decoder_backward_bytes(config_from(base + R"(, "lora_dropout": 0.1})"));
+  CHECK(dropped.down_lora_dropout.extra == 350400);
+  CHECK(dropped.down_lora_dropout.freed == 119136);
+  CHECK(dropped.down_lora_dropout.made_params == 1056);
+  CHECK(lora.down_lora_dropout.extra == 0);  // no dropout: no such node
   // Every layer checkpointed (full recompute, uniform): walked, the recomputed layer's saved set
   // standing in for the kept one; the block method with one of the two layers is not.
   CHECK(decoder_backward_bytes(config_from(base + R"(, "recompute_granularity": "full",
@@ -976,4 +984,108 @@ TEST_CASE("checkpoint_reentrant: transformers' default, named errors elsewhere",
              Catch::Contains("needs model_implementation \"hf-transformers\""));
   CHECK_THAT(first(R"(, "checkpoint_reentrant": true)"), Catch::Contains("recompute_granularity \"full\""));
   CHECK(first(R"(, "recompute_granularity": "full", "checkpoint_reentrant": false)").empty());
+}
+
+TEST_CASE("an adapter on the output layer: the loss's target freed first, and its forward in evaluation",
+          "[finetune][peft][evaluation]") {
+  // transformers' Llama in fp32 (the allocation timeline oracle's seed 1 c14 shape): 2 layers,
+  // h 192, 3 heads of 64 with one key/value head, f 592, vocabulary 663, sequences of 126, LoRA
+  // r 8 on every linear and lm_head, the loss upcast in the model (transformers_loss
+  // "upcast-in-model").
+  const std::string base = R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 192, "num_attention_heads": 3, "num_query_groups": 1, "kv_channels": 64,
+      "ffn_hidden_size": 592, "vocab_size": 663, "make_vocab_size_divisible_by": 1, "gated_linear_unit": true,
+      "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 126,
+      "micro_batch_size": 1, "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused",
+      "hidden_dropout": 0, "peft": "lora", "lora_rank": 8, "lora_dropout": 0,
+      "transformers_loss": "upcast-in-model", "eval_micro_batch_size": 3, "eval_kv_cache": true, )";
+  const std::string all = R"("lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+      "down_proj")";
+  const Config with_head = config_from(base + all + R"(, "lm_head"]})");
+  const Config without = config_from(base + all + "]}");
+  // The loss's backward: NllLossBackward0 frees the target it saved (one sequence: the shifted
+  // labels are a view of the labels' storage, 8 · 126 = 1,008 B) before LogSoftmaxBackward0's
+  // temporaries, with or without an adapter on lm_head (whose backward is not walked).
+  CHECK(output_backward_bytes(with_head).target == 1008);
+  CHECK_FALSE(output_backward_bytes(with_head).modelled);
+  // Evaluation, 3 sequences with the KV cache: T = 378 tokens, logits L = 378 · 663 = 250,614
+  // elements. Beside the final norm's output 4 · 192 · 378 = 290,304 B and the cache 2 layers ·
+  // 378 · 2 · 64 · 4 = 387,072 B, the loss: the fp32 logits 4 · 250,614 = 1,002,456, the shifted
+  // copy and its log-probabilities 2 · 4 · 3 · 125 · 663 = 1,989,000, the shifted labels
+  // 8 · 375 = 3,000: 2,994,456 B. The adapter on lm_head holds the base logits, lora_B's output
+  // and its scaled copy at the mul, 3 · 1,002,456 = 3,007,368 B, before the loss exists: larger.
+  CHECK(evaluation_forward_bytes(without).loss == 290304 + 2994456 + 387072);
+  CHECK(evaluation_forward_bytes(with_head).loss == 290304 + 3007368 + 387072);
+}
+
+TEST_CASE("full training: gate_proj's MmBackward0 with the MLP's weight gradients made", "[finetune][backward]") {
+  // transformers' Llama trained whole in fp32 (the allocation timeline oracle's seed 7 c01 shape):
+  // h 192, 12 heads of 16 with one key/value head, f 496, 3 × 27 = 81 tokens. After the SwiGLU
+  // product's MulBackward0, up_proj's MmBackward0 writes its weight's gradient and its input's
+  // (4 · 81 · 192 = 62,208 B, waiting in the norm output's buffer) and frees up's output gradient;
+  // SiluBackward0 writes the gate's gradient (4 · 81 · 496 = 160,704 B); gate_proj's MmBackward0
+  // writes its input's gradient (62,208 B) beside them: 160,704 + 2 · 62,208 = 285,120 B. Freed
+  // by then: the product, SiLU's output, up's output and the gate, 4 · 160,704 = 642,816 B; made:
+  // the MLP's three weights, 3 · 192 · 496 = 285,696 parameters.
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 192, "num_attention_heads": 12, "num_query_groups": 1, "kv_channels": 16,
+      "ffn_hidden_size": 496, "vocab_size": 300, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 27, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0})");
+  const DecoderBackward dec = decoder_backward_bytes(c);
+  REQUIRE(dec.modelled);
+  CHECK(dec.gate_mm.extra == 285120);
+  CHECK(dec.gate_mm.freed == 642816);
+  CHECK(dec.gate_mm.made_params == 285696);
+  // The SwiGLU point for comparison: three 160,704 B gradients, the product freed, down's weight made.
+  CHECK(dec.swiglu.extra == 482112);
+  CHECK(dec.swiglu.made_params == 95232);
+  // Under LoRA the frozen base makes no weight gradients: no such point.
+  CHECK_FALSE(decoder_backward_bytes(config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp",
+      "num_layers": 2, "hidden_size": 192, "num_attention_heads": 12, "num_query_groups": 1, "kv_channels": 16,
+      "ffn_hidden_size": 496, "vocab_size": 300, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 27, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0,
+      "peft": "lora", "lora_rank": 4, "lora_target_modules": ["q_proj"]})")).gate_mm.extra > 0);
+}
+
+TEST_CASE("the final RMSNorm's PowBackward0 under LoRA and in 16 bits", "[finetune][peft][backward]") {
+  // transformers' Llama in fp32 (the allocation timeline oracle's seed 1 c11 shape): h 256,
+  // 3 × 85 = 255 tokens, LoRA r 8 on v, gate, up and down. The frozen norm weight's MulBackward0
+  // writes the normalised output's gradient as a trained one writes its weight's and the output's:
+  // the walk is the same. At PowBackward0: the norm's input, which pow saved, 4 · 255 · 256 =
+  // 261,120 B, beside five fp32 T·h gradients, 5 · 261,120 = 1,305,600 B: 1,566,720 B.
+  const std::string base = R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 256, "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 64, "ffn_hidden_size": 704,
+      "vocab_size": 112, "make_vocab_size_divisible_by": 1, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 85, "micro_batch_size": 3,
+      "params_dtype": "fp32", "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0)";
+  CHECK(output_backward_bytes(config_from(base + R"(, "peft": "lora", "lora_rank": 8,
+      "lora_target_modules": ["v_proj", "gate_proj", "up_proj", "down_proj"]})")).final_norm == 1566720);
+  CHECK(output_backward_bytes(config_from(base + "}")).final_norm == 1566720);
+  // In bf16 the norm upcasts its input (x.float(), the fp32 copy pow saves: the same 261,120 B)
+  // and casts the result back: the cast's backward runs before the walked nodes, x.float()'s after
+  // PowBackward0, so the point holds the same five fp32 T·h: 1,566,720 B (the oracle's seed 21 c15,
+  // seed 5 c15, seed 1 c23).
+  CHECK(output_backward_bytes(config_from(base + R"(, "params_dtype": "bf16", "compute_dtype": "bf16"})")).final_norm == 1566720);
+}
+
+TEST_CASE("attention dropout's backward: NativeDropoutBackward0 before the softmax's", "[finetune][backward]") {
+  // transformers' eager attention in fp32, trained whole: 4 heads of 16, 2 × 73 = 146 tokens, s 73,
+  // attention_dropout 0.1. BmmBackward0 writes the values' gradient 4 · 4 · 16 · 146 = 37,376 B
+  // and the dropped probabilities' 4 · scores (scores = 4 · 146 · 73 = 42,632); native_dropout_backward
+  // writes grad · mask and its product by the scale, two more 4 · scores: 37,376 + 3 · 170,528 =
+  // 548,960 B, the bool mask (42,632 B) still saved, so freed by then: the softmax point's less it.
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 64, "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 200,
+      "vocab_size": 413, "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 73, "micro_batch_size": 2, "params_dtype": "fp32",
+      "compute_dtype": "fp32", "attention_backend": "unfused", "hidden_dropout": 0, "attention_dropout": 0.1})");
+  const DecoderBackward dec = decoder_backward_bytes(c);
+  REQUIRE(dec.modelled);
+  CHECK(dec.attention_dropout.extra == 548960);
+  CHECK(dec.attention_dropout.freed == dec.softmax.freed - 42632);
+  CHECK(dec.attention_dropout.made_params == dec.softmax.made_params);
+  // The softmax's point, for comparison: the values' gradient and two fp32 score-sized gradients.
+  CHECK(dec.softmax.extra == 37376 + 8 * 42632);
 }

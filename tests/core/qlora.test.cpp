@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "moe_block.hpp"
 #include "support.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/import.hpp"
@@ -306,19 +307,122 @@ TEST_CASE("QLoRA's last decoder layer's forward: the largest NF4 linear dequanti
   // dequantises one whole to bf16, 8,388,608 B, and writes an output at most 4,194,304 / 1,024 =
   // 4,096 wide over the 1,024 tokens, in bf16 (kbit_upcast none), 8,388,608 B: 16,777,216 B. With
   // double quantisation the restored fp32 absmax adds 4 · 65,536 = 262,144 B; under fp32 norms
-  // (kbit_upcast trl) the output is fp32, 16,777,216 B.
+  // (kbit_upcast trl) the output is fp32, 16,777,216 B. Beside them transformers' frames hold
+  // what nothing saves (activations.cpp qlora_forward_frame_bytes): LlamaModel.forward's
+  // inputs_embeds, the bf16 embedding output 2 · 1,024 · 1,024 = 2,097,152 B, and in a bf16 stream
+  // the layer's residual sum, another 2,097,152 B (under fp32 norms the stream is fp32 and the
+  // post-attention norm saves the sum itself: none).
   const std::string base = R"("framework": "ddp", "peft": "qlora", "lora_target_modules": ["q_proj"], )";
   Trace none_trace, dq_trace, trl_trace;
   const FullEstimate none = full_estimate(
       config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": false)")), &none_trace);
   full_estimate(config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": true)")), &dq_trace);
   full_estimate(config_from(small(base + R"("kbit_upcast": "trl", "nf4_double_quant": false)")), &trl_trace);
-  CHECK(trace_value(none_trace, "trainmem.qlora_layer_forward") == 16777216.0);
-  CHECK(trace_value(dq_trace, "trainmem.qlora_layer_forward") == 16777216.0 + 262144);
-  CHECK(trace_value(trl_trace, "trainmem.qlora_layer_forward") == 8388608.0 + 16777216);
+  CHECK(trace_value(none_trace, "trainmem.qlora_layer_forward") == 16777216.0 + 2 * 2097152.0);
+  CHECK(trace_value(dq_trace, "trainmem.qlora_layer_forward") == 16777216.0 + 262144 + 2 * 2097152.0);
+  CHECK(trace_value(trl_trace, "trainmem.qlora_layer_forward") == 8388608.0 + 16777216 + 2097152);
   // The forward moment holds at least that beside the decoder layers' saved tensors (the
   // activations less the output layer's and the loss's).
   const Config c = config_from(small(base + R"("kbit_upcast": "none", "nf4_double_quant": false)"));
   CHECK(none.moments.forward >= none.weight_and_optimizer_bytes + c.workspace_bytes +
-                                    (none.activation_bytes - output_activation_bytes(c)) + 16777216.0);
+                                    (none.activation_bytes - output_activation_bytes(c)) + 16777216.0 + 2 * 2097152.0);
+}
+
+TEST_CASE("QLoRA's backward: Linear4bit's dequantised weight at its own MatMul4BitBackward", "[qlora][backward]") {
+  // transformers' Llama under bitsandbytes QLoRA (the allocation timeline oracle's seed 5 q00
+  // shape): 2 layers, h 160, 10 heads of 16 (MHA), f 352, 32 tokens, bf16 compute, kbit_upcast
+  // none, double quantisation, bitsandbytes < 0.43.2 (MatMul4Bit keeps its input A), LoRA r 4 on
+  // q, k, o, gate, up, down, no dropout. e = 2, T · f = 11,264, T · h = 5,120.
+  const std::string base = R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 2,
+      "hidden_size": 160, "num_attention_heads": 10, "num_query_groups": 10, "kv_channels": 16,
+      "ffn_hidden_size": 352, "vocab_size": 401, "make_vocab_size_divisible_by": 1, "gated_linear_unit": true,
+      "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 32,
+      "micro_batch_size": 1, "params_dtype": "nf4", "compute_dtype": "bf16", "attention_backend": "unfused",
+      "hidden_dropout": 0, "peft": "qlora", "lora_rank": 4, "lora_dropout": 0,
+      "lora_target_modules": ["q_proj", "k_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])";
+  const DecoderBackward none = decoder_backward_bytes(config_from(base + R"(, "kbit_upcast": "none",
+      "nf4_double_quant": true, "bnb_keeps_matmul_input": true})"));
+  REQUIRE(none.modelled);
+  REQUIRE(none.nf4_walked);
+  // down_proj's MatMul4BitBackward, after its adapter's nodes: the adapter's input gradient
+  // 2 · 11,264 = 22,528; the weight dequantised 160 · 352 · 2 = 112,640 (the restored absmax,
+  // 4 · 56,320 / 64 = 3,520 B, is freed before grad_A); grad_A 2 · 11,264 = 22,528: 157,696 B.
+  // Freed by then: the adapter's r-wide intermediate 4 · 32 · 2 = 256 B (the product stays: it is
+  // bitsandbytes' A). Made: down's adapter, 4 · (352 + 160) = 2,048 parameters.
+  CHECK(none.nf4_down.extra == 157696);
+  CHECK(none.nf4_down.freed == 256);
+  CHECK(none.nf4_down.made_params == 2048);
+  // up_proj's: SiLU's output gradient 22,528 and up's 22,528, up's adapter's input gradient
+  // 2 · 5,120 = 10,240, the weight 112,640 and grad_A 2 · 5,120 = 10,240 (above the absmax):
+  // 178,176 B; MulBackward0 has freed the SiLU output and up's output it saved (22,528 each) and
+  // up's adapter its intermediate (256): 256 + 45,312 = 45,568 B; made: down's and up's adapters,
+  // 2,048 + 4 · (160 + 352) = 4,096.
+  CHECK(none.nf4_up.extra == 178176);
+  CHECK(none.nf4_up.freed == 45568);
+  CHECK(none.nf4_up.made_params == 4096);
+  // The SwiGLU product's MulBackward0 has no weight beside it: 3 · 22,528 = 67,584 B; q_proj's
+  // MmBackward0 point (its output's gradient 2 · 32 · 160, two input gradients 2 · 2 · 5,120:
+  // 30,720) gains q_proj's dequantised weight, 160 · 160 · 2 = 51,200: 81,920 B.
+  CHECK(none.swiglu.extra == 67584);
+  CHECK(none.qkv.extra == 81920);
+  // The adapters' bf16 autocast casts (2 B per fp32 adapter parameter) are gone once their nodes
+  // have run; lora_A of q and k in the first layer, whose input needs no gradient (QLoRA without
+  // the reentrant checkpoint), never saved theirs: 2 · 4 · 160 · 2 = 2,560 B gone from the forward's
+  // end (o's lora_A reads the attention output, which q's and k's adapters made need one).
+  CHECK(none.adapter_cast_bytes == 2);
+  CHECK(none.unsaved_casts == 2560);
+  CHECK_FALSE(none.casts_recomputed);
+  // Under the reentrant checkpoint the first layer's input needs a gradient
+  // (enable_input_require_grads): every cast is saved; only the current layer's exist in backward.
+  const DecoderBackward reentrant = decoder_backward_bytes(config_from(base + R"(, "kbit_upcast": "none",
+      "nf4_double_quant": true, "recompute_granularity": "full", "checkpoint_reentrant": true})"));
+  CHECK(reentrant.unsaved_casts == 0);
+  CHECK(reentrant.casts_recomputed);
+
+  // Under fp32 norms (kbit_upcast trl; the oracle's seed 5 q02 shape in its MLP: h 256, f 1024,
+  // 48 tokens, adapters on o, gate, up, down): the product and its factors are fp32, so the
+  // SwiGLU point is 3 · 4 · 48 · 1,024 = 589,824 B, and down_proj's point holds the adapter's fp32
+  // product gradient 4 · 49,152 = 196,608, Linear4bit's output cast back to bf16 for MatMul4Bit
+  // (ToCopyBackward0: 2 · 48 · 256 = 24,576), the weight 256 · 1,024 · 2 = 524,288 and grad_A
+  // 2 · 49,152 = 98,304: 843,776 B (the oracle's events at that node, byte for byte).
+  const DecoderBackward trl = decoder_backward_bytes(config_from(R"({"model_implementation": "hf-transformers",
+      "framework": "ddp", "num_layers": 3, "hidden_size": 256, "num_attention_heads": 16, "num_query_groups": 16,
+      "kv_channels": 16, "ffn_hidden_size": 1024, "vocab_size": 300, "make_vocab_size_divisible_by": 1,
+      "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false,
+      "seq_length": 48, "micro_batch_size": 1, "params_dtype": "nf4", "compute_dtype": "bf16",
+      "attention_backend": "unfused", "hidden_dropout": 0, "peft": "qlora", "lora_rank": 16, "lora_dropout": 0,
+      "lora_target_modules": ["o_proj", "gate_proj", "up_proj", "down_proj"], "kbit_upcast": "trl",
+      "nf4_double_quant": false})"));
+  REQUIRE(trl.nf4_walked);
+  CHECK(trl.swiglu.extra == 589824);
+  CHECK(trl.nf4_down.extra == 843776);
+
+  // An MoE model, or attention wider than the MLP, keeps the largest dequantised weight beside
+  // every walked point (an upper bound): no Linear4bit points.
+  CHECK_FALSE(decoder_backward_bytes(config_from(base + R"(, "ffn_hidden_size": 120})")).nf4_walked);
+}
+
+TEST_CASE("kbit_upcast peft: the fp32 router's autocast cast is saved; the default loss's forward", "[qlora][moe]") {
+  // The allocation timeline oracle's seed 13 q01 shape: transformers' Mixtral block, h 96, 3 heads
+  // of 32, 4 experts of 160, top-1, 40 tokens, vocabulary 175, bf16 compute, QLoRA with an adapter
+  // on v_proj, kbit_upcast peft (prepare_model_for_kbit_training leaves the router and lm_head,
+  // plain nn.Linear layers, in fp32).
+  const Config c = config_from(R"({"model_implementation": "hf-transformers", "framework": "ddp", "num_layers": 1,
+      "hidden_size": 96, "num_attention_heads": 3, "num_query_groups": 3, "kv_channels": 32, "ffn_hidden_size": 160,
+      "num_moe_experts": 4, "moe_router_topk": 1, "moe_ffn_hidden_size": 160, "vocab_size": 175,
+      "make_vocab_size_divisible_by": 1, "gated_linear_unit": true, "activation_func": "silu",
+      "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 40, "micro_batch_size": 1,
+      "params_dtype": "nf4", "compute_dtype": "bf16", "attention_backend": "unfused", "hidden_dropout": 0,
+      "peft": "qlora", "lora_rank": 4, "lora_dropout": 0.05, "lora_target_modules": ["v_proj"],
+      "kbit_upcast": "peft"})");
+  // The trainer's bf16 autocast casts the frozen fp32 router weight at the call (not cached: it
+  // needs no gradient) and the matmul keeps the copy for its input's gradient: 2 · 96 · 4 = 768 B.
+  SavedTensors saved;
+  layer_activation_bytes(c, true, LayerRecompute::policy, &saved);
+  CHECK(row_bytes(saved, "moe.router_weight_cast") == 768);
+  // The default loss's forward (pad-labels), beside the saved log-probabilities: the bf16 logits
+  // 2 · 40 · 175 = 14,000, their fp32 upcast 28,000 and the final norm's fp32 output, which the
+  // frozen lm_head does not keep, 4 · 40 · 96 = 15,360: 57,360 B, more than the backward's
+  // 2 · 28,000 less the 8 · 41 B target.
+  CHECK(loss_forward_transient_bytes(c) == 57360);
 }

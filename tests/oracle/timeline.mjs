@@ -269,8 +269,17 @@ function qloraOpenItem(r, line) {
     if (r.diff > 0 && c.checkpoint && c.experts && node === 'IndexAddBackward0')
       return 'the recomputation\'s own forward in the MoE loop, walked at the last expert\'s w2: that expert\'s weighted ' +
         'output and routing row, made after it, are counted with the recomputed set; one layer: the first layer\'s set counted as a later one\'s (over)';
+    // Linear4bit's backward is walked in dense layers (activations.cpp linear4bit_backward_points:
+    // down_proj's and up_proj's MatMul4BitBackward, q_proj's with its weight; the adapters' casts
+    // freed as their nodes run); not in transformers' MoE block.
+    if (r.diff > 0 && c.experts)
+      return `MoE: Linear4bit's backward is not walked in the expert loop: the largest dequantised weight beside every walked point, the adapters' autocast casts counted to the backward (oracle at ${node} (${op}))`;
+    if (r.diff > 0 && c.checkpoint && c.layers === 1)
+      return 'one layer, checkpointed: the first, whose input needs no gradient under QLoRA\'s non-reentrant checkpoint; its recomputed set is counted as a later layer\'s (over)';
+    if (r.diff > 0 && c.checkpoint)
+      return `checkpointed: the first layer's points are counted with a later layer's recomputed set (its input needs no gradient: smaller), an upper bound (oracle at ${node} (${op}))`;
     if (r.diff > 0)
-      return `Linear4bit's backward is not walked: the largest dequantised weight is added to every walked point (oracle at ${node} (${op}))`;
+      return `a dense QLoRA layer's node trainmem does not walk (oracle at ${node} (${op}))`;
     if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
       return 'the recomputation\'s own forward in the MoE loop (the unpack at IndexAddBackward0), walked at the last expert\'s w2: ' +
         'the loop\'s small tensors (the routing weight\'s row, torch.where\'s indices) are not counted';
@@ -290,6 +299,8 @@ function qloraOpenItem(r, line) {
       return `the last checkpointed layer's own forward (at ${op}): the last layer's adapters' autocast weight casts made after that point are counted (over)`;
     if (!node && r.diff < 0)
       return `the last decoder layer's forward: beside the dequantised weight and its output (a candidate since stop 42), the layer's other transients (at ${op})`;
+    if (!node && r.diff > 0 && !c.checkpoint && !c.experts)
+      return `the last decoder layer's forward (at ${op}): the QLoRA layer-forward bound counts the largest NF4 linear's output f wide beside the restored absmax (down_proj writes h wide after the absmax is freed): over`;
     if (node && r.diff > 0 && c.checkpoint)
       return `after the forward (${node}): the adapters' autocast casts are saved inside the checkpoint only, so they go when the forward returns; trainmem keeps every cast to the backward`;
     if (node && r.diff > 0)

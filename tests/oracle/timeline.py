@@ -125,7 +125,13 @@ def unique_bytes(tensors):
     return sum(seen.values())
 
 
+# Whether the profiled step's forward has returned (mark 2), for measure's pack hook.
+_PHASE = {"forward_done": False}
+
+
 def mark(k):
+    if k in (0, 2):
+        _PHASE["forward_done"] = k == 2
     t = torch.empty(MARK + k, dtype=torch.uint8)
     del t
 
@@ -264,12 +270,13 @@ def current_pytorch(events, at, rng_state_bytes=0, cpu_gemm_scratch=False):
                 drop.add(free_of[i])
             continue
         head = e["chain"][0] if e["chain"] else ""
-        if head == "aten::pow" and not any("PowBackward" in c for c in e["chain"]) and i in free_of:
-            # x² of an RMSNorm: freed right after the next aten::mean's output
-            for j in range(i + 1, len(events)):
-                if events[j]["size"] > 0 and events[j]["chain"] and events[j]["chain"][0] == "aten::mean":
-                    move[free_of[i]] = j
-                    break
+        if head == "aten::pow" and not any("PowBackward" in c for c in e["chain"]) and i in free_of \
+                and i + 1 < len(events) and events[i + 1]["size"] > 0 and events[i + 1]["chain"] \
+                and events[i + 1]["chain"][0] == "aten::mean":
+            # x² of an RMSNorm (its mean's output is the next allocation): freed right after it.
+            # Only that pow: RsqrtBackward0's result.pow(3) is a temporary of its own (moving its
+            # free to the next layer's mean kept 4·T B too long under checkpointing: seed 5 c12).
+            move[free_of[i]] = i + 1
         # the CPU foreach kernels run one aten op per tensor under the _foreach_ op
         if "aten::_foreach_add" in e["chain"] and opt_lo <= i < opt_hi:
             drop.add(i)
@@ -502,7 +509,13 @@ def measure(cfg):
     saved_ptrs = set()
 
     def pack(t):
-        saved_ptrs.add(t.storage().data_ptr())
+        # The batch tensors are the loop's from their copy to the forward's end (transformers'
+        # Trainer drops them before backward): only what the forward saves can be one of them. A
+        # pointer saved later (a recomputation in backward) may be a freed batch tensor's address
+        # reused, which excluded it from the batch by chance (seed 7 c14's labels, 784 B, in one
+        # run and not in another).
+        if not _PHASE["forward_done"]:
+            saved_ptrs.add(t.storage().data_ptr())
         return t
 
     armed["on"] = True
@@ -520,7 +533,9 @@ def measure(cfg):
     before = base["weights"] + base["buffers"] + base["optimizer_states"] + base["step_counters"]
     raw = moments(events, at, before)
     rng = torch.get_rng_state().numel() if cfg["checkpoint"] else 0
-    cur_events, cur_at = current_pytorch(events, at, rng, cpu_gemm_scratch=bool(cfg.get("qlora")))
+    # oneDNN's bf16 GEMM scratch is CPU-only for every bf16 draw, not only QLoRA's (seed 21 c15: the
+    # output layer's input-gradient mm took 74,880 B beside its 12,672-byte output).
+    cur_events, cur_at = current_pytorch(events, at, rng, cpu_gemm_scratch=True)
     # The current-PyTorch timeline on the device: step counters stay on the CPU in PyTorch 2.x
     # (adam.py: torch.tensor(0.0, dtype=_get_scalar_dtype()) unless capturable or fused).
     cur = moments(cur_events, cur_at, before - base["step_counters"])

@@ -137,9 +137,9 @@ struct OutputBackward {
   // output layer's weight gradient (a gradient, counted with the state): the logits' gradient
   // and the input's.
   double output_layer = 0;
-  // At the final RMSNorm's PowBackward0 (fp32, no peft; 0 otherwise), beside the saved
-  // activations less the output side's and the gradients of the output layer and the norm: the
-  // norm's input, still saved by pow, and five fp32 T·h tensors.
+  // At the final RMSNorm's PowBackward0 (0 where not walked), beside the saved activations less
+  // the output side's and the gradients of the output layer and the norm (none under peft): the
+  // norm's fp32 input (its upcast in 16 bits), still saved by pow, and five fp32 T·h tensors.
   double final_norm = 0;
   // torchtune's chunked output (cross_entropy_chunks > 1, no peft): when the last chunk's weight
   // gradient is added to the others' in TBackward0's input buffer, beside the saved activations
@@ -183,9 +183,32 @@ struct DecoderBackward {
   Point norm_mlp;           // the post-attention RMSNorm's PowBackward0
   Point norm_attention;     // the input RMSNorm's PowBackward0
   Point recompute_forward;  // a checkpointed layer's recomputation at down_proj or its residual sum
-  std::array<Point, 9> points() const {
+  // bitsandbytes' Linear4bit backward (MatMul4BitBackward: the weight dequantised beside grad_A) of
+  // down_proj and of up_proj, in a dense QLoRA layer whose largest NF4 linear is an MLP one.
+  Point nf4_down, nf4_up;
+  // Every layer checkpointed: the recomputation's up_proj MatMul4Bit forward (its weight dequantised
+  // beside the recomputed set so far), which no longer has the largest dequantised weight beside it.
+  Point nf4_recompute_up;
+  // Full training: gate_proj's MmBackward0, after up_proj's and SiLU's nodes (the MLP's weight
+  // gradients all made, its saved tensors but the input freed).
+  Point gate_mm;
+  Point attention_dropout;  // the attention probabilities' NativeDropoutBackward0 (attention_dropout > 0)
+  Point down_lora_dropout;  // down_proj's adapter's NativeDropoutBackward0 (lora_dropout > 0)
+  // Whether the points above carry the dequantised weights where MatMul4BitBackward makes them
+  // (q_proj's in `qkv`), so the stage's backward NF4 temporary is not added to every point.
+  bool nf4_walked = false;
+  // QLoRA under the trainer's autocast: bytes per adapter parameter of its compute-dtype cast,
+  // which trainmem counts with the model state from the forward to the backward (0: not cast).
+  // After the forward the autocast cache is cleared, so a cast lives only while a node that saved
+  // it has not run: the made adapters' casts are gone at a point, and so are `unsaved_casts`
+  // (adapters whose input needs no gradient keep no cast: lora_A of the first layer's frozen
+  // path) and, with every layer checkpointed, every other layer's (each recomputation casts its
+  // own layer's adapters again).
+  double adapter_cast_bytes = 0, unsaved_casts = 0;
+  bool casts_recomputed = false;  // every layer checkpointed: only the current layer's casts exist
+  std::array<Point, 15> points() const {
     return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention,
-            recompute_forward};
+            recompute_forward, nf4_down, nf4_up, nf4_recompute_up, gate_mm, attention_dropout, down_lora_dropout};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);
@@ -198,6 +221,10 @@ double output_lora_forward_bytes(const Config& config);
 // and in backward): the weight in the compute dtype, and the restored fp32 absmax with double
 // quantisation (activations.cpp).
 double nf4_dequant_bytes(const Config& config, double elements);
+
+// transformers' frames in the last decoder layer's forward, not checkpointed: the embedding output
+// LlamaModel.forward holds and the layer's residual sum, where nothing saves them (activations.cpp).
+double qlora_forward_frame_bytes(const Config& config);
 
 // The last checkpointed decoder layer's own forward (every layer checkpointed, the eager
 // transformers and torchtune Llama layers, ddp): the largest of its walked points (the softmax,

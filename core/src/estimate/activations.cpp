@@ -1842,6 +1842,13 @@ struct EagerWalk {
     const std::string_view bsrc = x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_hf_moe_experts;
     if (full) out.add("moe.input", "moe", be * x.h * T, bdtype, x.kbit_fp32 ? k_src_hf_moe_kbit : k_src_eager_linear);
     const bool logits_rg = n_rg || full;
+    // kbit_upcast "peft" leaves the unquantised router (an nn.Linear, not replaced by Linear4bit)
+    // fp32: as for the output layer (k_src_kbit_lm_head_cast), the trainer's bf16 autocast casts
+    // the frozen weight at every call and the matmul keeps that copy for its input's gradient
+    // (the allocation timeline oracle's seed 13 q01: 2 · 96 · 4 = 768 B beside the router's
+    // outputs).
+    if (c.kbit_upcast == KbitUpcast::peft && c.peft == Peft::qlora && kind == Eager::hf && n_rg && !full)
+      out.add("moe.router_weight_cast", "moe", x.e * x.h * E, x.act_dtype, k_src_kbit_lm_head_cast);
     if (logits_rg) {
       out.add("moe.router_probs", "moe", 4 * E * T, "fp32", k_src_hf_moe_router);
       out.add("moe.topk_indices", "moe", 8 * K * T, "int64", k_src_hf_moe_router);
@@ -2389,7 +2396,18 @@ double output_activation_bytes(const Config& config, SavedTensors* detail) {
 // logits, so the fp32 logits (4 · T · V, the model's output) and the shifted copy. Elsewhere the
 // forward's temporaries stay below the backward's (loss_transient_bytes) and this is 0.
 double loss_forward_transient_bytes(const Config& config) {
-  if (config.vocab_size <= 0 || !shifted_hf_loss(config)) return 0;
+  if (config.vocab_size <= 0 || config.model_implementation != ModelImplementation::hf_transformers) return 0;
+  // transformers' default loss (ForCausalLMLoss, "pad-labels"): logits.float(), the labels padded
+  // by one and shifted, cross_entropy. Its forward holds the model's logits, their fp32 upcast
+  // (log_softmax's input, which it does not keep) and the final norm's output beside the saved
+  // log-probabilities; larger than the backward's two fp32 logits-sized temporaries only for small
+  // vocabularies (the allocation timeline oracle's seed 13 q01: V 175, at aten::_log_softmax).
+  // The eager loss only (no chunks, no fused or cut cross entropy, one TP and CP rank).
+  if (config.transformers_loss == TransformersLoss::pad_labels &&
+      (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy ||
+       config.cut_cross_entropy || config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+       compiled_loss(config)))
+    return 0;
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;
   const double shifted = shifted_logits_copy_bytes(x, vocab);
@@ -2402,6 +2420,10 @@ double loss_forward_transient_bytes(const Config& config) {
       (x.targeted(LoraTarget::lm_head) && !x.lora_dropout && !x.adapter_copy);
   const double hidden = lm_head_keeps_input ? 0 : x.norm_e * x.h * x.tokens;
   if (config.transformers_loss == TransformersLoss::upcast_in_model) return hidden + 4 * x.logits + shifted;
+  // pad-labels copies no logits; with more than one sequence the padded labels (8·b·(s + 1)) stay
+  // bound beside the contiguous shifted ones the loss saves.
+  if (config.transformers_loss == TransformersLoss::pad_labels)
+    return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + (x.b > 1 ? 8 * x.b * (x.s + 1) : 0);
   return hidden + x.e * x.logits + (x.e == 4 ? 0 : 4 * x.logits) + shifted;
 }
 
@@ -2552,7 +2574,14 @@ EvaluationForward evaluation_forward_bytes(const Config& config) {
       break;
     case TransformersLoss::count: break;
   }
-  out.loss = hidden + loss + labels + out.kv_cache;
+  // An adapter on the output layer (PEFT's lora.Linear, torchtune's LoRALinear; dropout is the
+  // identity in eval mode): result + lora_B(lora_A(x)) · scaling holds the base logits, lora_B's
+  // output and its scaled copy at the mul (lora_A's r-wide output is gone: nothing saves it under
+  // no_grad), 3·e·L beside the final norm's output, before the loss and its labels exist (the
+  // allocation timeline oracle's evaluation step: seed 5 c22 and seed 1 c14, 22,624 and 12,912 B
+  // under before).
+  const double adapter = config.peft == Peft::lora && x.targeted(LoraTarget::lm_head) && !x.autocast ? 3 * x.e * L : 0;
+  out.loss = hidden + std::max(loss + labels, adapter) + out.kv_cache;
   out.logits = x.e * L;
   out.hidden = hidden;
   return out;
@@ -2762,9 +2791,17 @@ OutputBackward output_backward_bytes(const Config& config) {
       config.fused_linear_cross_entropy || config.cut_cross_entropy || compiled_loss(config) ||
       config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1)
     return out;
-  if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) return out;
   SavedTensors saved;
   output_activation_bytes(config, &saved);
+  // An adapter on the output layer: its backward is not walked, but the loss's is the same, and
+  // NllLossBackward0 frees the target it saved before LogSoftmaxBackward0's temporaries (the
+  // allocation timeline oracle's seed 5 c11, torchtune LoRA on lm_head: the target, 8·T B, was
+  // counted beside them).
+  if (config.peft_on() && config.lora_targets(LoraTarget::lm_head)) {
+    for (const SavedTensor& t : saved)
+      if (t.name == "loss.target") out.target += t.bytes;
+    return out;
+  }
   bool logits_rg = false;
   for (const SavedTensor& t : saved) {
     if (t.module != "loss") continue;
@@ -2781,14 +2818,18 @@ OutputBackward output_backward_bytes(const Config& config) {
   if (weight_trains && x.autocast) out.output_layer += x.e * x.h * padded_vocab(config);
   // 5. The final RMSNorm's backward, as both models write it (transformers LlamaRMSNorm:
   //    weight · (x · rsqrt(mean(x²) + eps)); torchtune RMSNorm: (x · rsqrt(mean(x²) + eps)) ·
-  //    scale), here in fp32 with a trainable weight (no peft; in 16 bits the upcast and cast back
-  //    add nodes not walked here). After the weight's MulBackward0 (its gradient summed to h, the
+  //    scale), the weight trained or frozen under peft (its MulBackward0 then writes the normalised
+  //    output's gradient alone: the same tensors; the allocation timeline oracle's seed 1 c11,
+  //    LoRA, -4.17 % -> exact); in 16 bits the norm works on x.float(), which pow saves (the
+  //    norm's saved input is that fp32 copy), the cast back's backward runs before these nodes and
+  //    x.float()'s after PowBackward0, so the point is the same (seed 21 c15, seed 5 c15, seed 1
+  //    c23: -0.66 … -1.34 % -> exact). After the weight's MulBackward0 (its gradient summed to h, the
   //    incoming gradient freed) and the x · rsqrt MulBackward0 (x's gradient, 4·T·h, waiting to be
   //    added to the pow path's), RsqrtBackward0 and MeanBackward1 (mean_backward: the gradient
   //    expanded and divided, a new 4·T·h), PowBackward0 (derivatives.yaml pow.Tensor_Scalar:
   //    pow_backward, `grad * (exp * self.pow(exp - 1))`: self.pow(1), the product by 2 and the
   //    product by grad, three 4·T·h) with x, which pow saved, still alive: five 4·T·h beside x.
-  if (x.e == 4 && !config.peft_on() && config.normalization == Normalization::rms_norm)
+  if (config.normalization == Normalization::rms_norm)
     for (const SavedTensor& t : saved)
       if (t.name == "output.final_norm_input") out.final_norm = t.bytes + 5 * 4 * x.h * x.tokens;
   return out;
@@ -3022,13 +3063,14 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   // The model's tensors (mask, positions, cos/sin) stay through the first layer's backward.
   for (DecoderBackward::Point* p : {&out.qkv, &out.norm_attention})
     if (p->extra > 0) p->freed -= model_tensors;
-  for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last})
+  for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last,
+                                    &out.nf4_down, &out.nf4_up})
     if (p->extra > 0) p->extra += output;
   // The fp32 stream adds the post-attention norm's x gradient into G's sum at once; a 16-bit
   // stream's waits for the cast's backward, after that norm's PowBackward0.
   const bool fp32_stream = x.e == 4 || x.kbit_fp32;
   if (out.norm_mlp.extra > 0) out.norm_mlp.extra += output + (fp32_stream ? output : 0);
-  for (DecoderBackward::Point* p : {&out.softmax, &out.qkv, &out.norm_attention})
+  for (DecoderBackward::Point* p : {&out.softmax, &out.attention_dropout, &out.qkv, &out.norm_attention})
     if (p->extra > 0) p->extra += 2 * output;
   if (eager_kind(config) == Eager::hf) out.graph_held = rope_cos_sin_bytes(config, x);
   // A trained embedding (modules_to_save) already makes a non-leaf output that keeps no .grad.
@@ -3075,6 +3117,72 @@ DecoderBackward::Point recompute_forward_point(const Config& config, const Shape
   // The reentrant mode's residual sum: the MLP's output beside the layer's output.
   if (config.checkpoint_reentrant) extra = std::max(extra, 2 * out_e * T * x.h);
   return {extra, 0, 0};
+}
+
+// bitsandbytes' Linear4bit in backward (autograd/_functions.py MatMul4Bit.backward, 0.41.0
+// a06a0f6a … 0.48.0 406fb6aa: `grad_A = torch.matmul(grad_output, F.dequantize_4bit(B,
+// ctx.state).to(grad_output.dtype).t())`; nn/modules.py Linear4bit.forward: `x.to(compute_dtype)`,
+// then `.to(inp_dtype)` on the output). The dequantised weight exists only inside that node, beside
+// grad_output and grad_A: dequantize_4bit restores the double-quantised absmax (a new fp32 tensor,
+// one per block of 64) and frees it when it returns, before the matmul writes grad_A. So the
+// weight is not beside the SwiGLU product's or the softmax's node; it is at each Linear4bit's
+// own node. Walked in a dense layer of transformers' Llama whose largest NF4 linear is an MLP one
+// (h·f, f at least the query width), where MatMul4BitBackward of down_proj and of up_proj are the
+// MLP's largest such points and q_proj's the attention's (qkv_point); elsewhere the largest
+// dequantised weight stays beside every walked point (an upper bound). The allocation timeline
+// oracle's QLoRA draws (tests/oracle/bnb.py's stand-in) peak at these nodes.
+bool bnb_linear4bit_backward_walked(const Config& config, const Shape& x) {
+  return config.peft == Peft::qlora && config.params_dtype == Dtype::nf4 &&
+         config.model_implementation == ModelImplementation::hf_transformers && !config.is_moe() &&
+         x.f >= x.a * x.k && x.f >= x.g * x.k;
+}
+
+// The fp32 absmax dequantize_4bit restores with double quantisation (4 B per block of 64), 0 without.
+double nf4_absmax_bytes(const Config& c, double elements) {
+  return c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
+}
+
+// The two MLP points of Linear4bit's backward (bnb_linear4bit_backward_walked), beyond the
+// residual gradient G and the layer's saved tensors less `freed`:
+//  - down_proj's MatMul4BitBackward, the layer's first node after its adapter's (made after the
+//    base in forward: PEFT's lora.bnb.Linear4bit adds lora_B(lora_A(x)) to the base's clone), so
+//    the adapter has written the product's gradient (ffn_e·T·f: lora_A's input gradient, cast back
+//    to the product's dtype) and freed what it saved (as at the SwiGLU point, `product_freed`);
+//    under fp32 norms Linear4bit's output `.to(fp32)` hands MatMul4Bit a compute-dtype copy of G
+//    (ToCopyBackward0, e·T·h); then the weight dequantised (h·f·e, or the restored absmax first)
+//    and grad_A (e·T·f);
+//  - up_proj's, after MulBackward0 (the product's gradient freed, its two factors' made, the
+//    factors it saved freed): SiLU's output gradient (ffn_e·T·f) waits for SiluBackward0; up's
+//    gradient, in the compute dtype (ToCopyBackward0 replaced the fp32 one under fp32 norms),
+//    e·T·f; up's adapter ran first and left its input gradient in the norm output's buffer
+//    (norm_e·T·h); then the weight dequantised and grad_A (e·T·h). gate_proj's comes after
+//    SiluBackward0 (SiLU's and up's factor gone), with less: not a point of its own.
+void linear4bit_backward_points(const Config& config, const Shape& x, double product_freed, double up_freed,
+                                double down_params, double up_params, DecoderBackward& out) {
+  const double T = x.tokens, elements = x.h * x.f;
+  const double weight = elements * x.e, absmax = nf4_absmax_bytes(config, elements);
+  const double down_adapter = x.targeted(LoraTarget::down_proj) ? x.ffn_e * T * x.f : 0;
+  const double output_cast = x.kbit_fp32 ? x.e * T * x.h : 0;
+  out.nf4_down = {down_adapter + output_cast + weight + std::max(absmax, x.e * T * x.f), product_freed, down_params};
+  const double up_adapter = x.targeted(LoraTarget::up_proj) ? x.norm_e * T * x.h : 0;
+  out.nf4_up = {x.ffn_e * T * x.f + x.e * T * x.f + up_adapter + weight + std::max(absmax, x.e * T * x.h),
+                product_freed + up_freed, down_params + up_params};
+  out.nf4_walked = true;
+}
+
+// Every layer checkpointed: the recomputation's own forward at up_proj's MatMul4Bit
+// (MatMul4Bit.forward: the weight dequantised, then F.linear's output e·T·f; under fp32 norms
+// Linear4bit's `.to(fp32)` of it after the weight is freed), beside the recomputed set so far
+// (`not_yet`: what is made after it), before the layer's own nodes have freed anything. The
+// non-reentrant checkpoint recomputes at the layer's first unpack, after down_proj's nodes have
+// written the product's gradient (ffn_e·T·f); the reentrant one before any of the layer's nodes.
+void linear4bit_recompute_point(const Config& config, const Shape& x, double not_yet, DecoderBackward& out) {
+  const double T = x.tokens, elements = x.h * x.f;
+  const double output = x.e * T * x.f;
+  const double product_gradient = config.checkpoint_reentrant ? 0 : x.ffn_e * T * x.f;
+  const double matmul = x.e * elements + std::max(nf4_absmax_bytes(config, elements), output);
+  const double upcast = x.kbit_fp32 ? output + 4 * T * x.f : 0;
+  out.nf4_recompute_up = {product_gradient + std::max(matmul, upcast), not_yet, 0};
 }
 
 // transformers' MoE block recomputed (MixtralSparseMoeBlock.forward, every layer checkpointed): the
@@ -3193,15 +3301,117 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   } else {
     // What down_proj's nodes free once they have run: the product it saved (a frozen base saves
     // it only for an adapter that reads it as it is: Shape::keeps_input) and its adapter's own
-    // saved tensors (dropout mask, copy, r-wide intermediate).
+    // saved tensors (dropout mask, copy, r-wide intermediate). Under bitsandbytes < 0.43.2
+    // (Shape::bnb_input) the product, or its compute-dtype cast, is MatMul4Bit's A on ctx.tensors,
+    // which the engine does not release: it stays until the graph is dropped (the allocation
+    // timeline oracle, seed 5 q00: 22,528 B over at down_proj's MatMul4BitBackward otherwise).
     const AdapterNames& d = k_adapter_names[size_t(LoraTarget::down_proj)];
     const double product = freed_bytes(saved, [&](std::string_view n) {
-      return n == k_mlp_names.fc2_input || n == d.input || n == d.mask || n == d.intermediate;
+      return (n == k_mlp_names.fc2_input && !x.bnb_input) || n == d.input || n == d.mask || n == d.intermediate;
     });
-    out.swiglu = {3 * x.e * x.f * x.tokens, product, down(x.f)};
+    // The product's gradient and its factors': in the MLP's dtype (fp32 after QLoRA's fp32 norms:
+    // the allocation timeline oracle's trl draw, seed 21 q02, three 4·T·f at MulBackward0).
+    out.swiglu = {3 * x.ffn_e * x.f * x.tokens, product, down(x.f)};
+    // down_proj's adapter with dropout (PEFT lora.Linear: lora_B(lora_A(dropout(x)))): lora_A's
+    // MmBackward0 writes the dropped copy's gradient and frees the copy it saved; then
+    // NativeDropoutBackward0 (grad · mask · scale) writes two more such tensors beside it, the bool
+    // mask still saved: the SwiGLU point's three f-wide tensors with the mask not yet freed (the
+    // allocation timeline oracle's seed 7 c19: −64,680 B, the mask, under before). Not under QLoRA's
+    // casts (kbit_fp32) nor where the copy is a cast.
+    if (x.targeted(LoraTarget::down_proj) && x.lora_dropout && !x.kbit_fp32 && config.peft == Peft::lora) {
+      const double mask = freed_bytes(saved, [&](std::string_view n) { return n == d.mask; });
+      if (mask > 0) out.down_lora_dropout = {3 * x.e * x.f * x.tokens, product - mask, down(x.f)};
+    }
+    // Full training: up_proj's MmBackward0 writes its weight's gradient and its input's (e·T·h,
+    // waiting in the norm output's buffer) and frees up's output gradient; SiluBackward0 writes
+    // the gate's gradient (e·T·f) and frees SiLU's; gate_proj's MmBackward0 then writes its
+    // weight's and its input's gradients beside them: e·T·f + 2·e·T·h, with every weight gradient
+    // of the MLP made and the product, SiLU's output, up's output and the gate (saved by SiLU)
+    // freed, the MLP's input still saved until the node returns. Where the weight gradients
+    // outgrow the two f-wide gradients the SwiGLU point holds (few tokens), the layer's largest
+    // (the allocation timeline oracle's full-training GQA draws: seed 7 c01 and c04, seed 5 c05,
+    // seed 13 c17 and seed 21 c17 at aten::mm in MmBackward0).
+    if (!peft) {
+      const double after_silu = freed_bytes(saved, [&](std::string_view n) {
+        return n == k_mlp_names.act_output || n == "mlp.up_output" || n == k_mlp_names.fc1_output;
+      });
+      out.gate_mm = {x.ffn_e * x.f * x.tokens + 2 * x.e * x.h * x.tokens, product + after_silu, mlp(x.f)};
+    }
+    if (bnb_linear4bit_backward_walked(config, x)) {
+      const auto adapter_names = [](LoraTarget t) {
+        const AdapterNames& a = k_adapter_names[size_t(t)];
+        return std::array<std::string_view, 3>{a.input, a.mask, a.intermediate};
+      };
+      const auto names = adapter_names(LoraTarget::up_proj);
+      const double up_freed = freed_bytes(saved, [&](std::string_view n) {
+        return n == k_mlp_names.act_output || n == "mlp.up_output" || n == names[0] || n == names[1] || n == names[2];
+      });
+      linear4bit_backward_points(config, x, product, up_freed, down(x.f), adapter(LoraTarget::up_proj, x.h, x.f), out);
+      if (every_layer_checkpointed(config)) {
+        // The recomputation reaches up_proj's MatMul4Bit forward: the gate, SiLU's output and the
+        // norm's are made, up's output, the product and up's and down's adapters' tensors not yet.
+        const auto down_names = adapter_names(LoraTarget::down_proj);
+        const double not_yet = freed_bytes(saved, [&](std::string_view n) {
+          return n == "mlp.up_output" || n == k_mlp_names.fc2_input || n == names[0] || n == names[1] ||
+                 n == names[2] || n == down_names[0] || n == down_names[1] || n == down_names[2];
+        });
+        linear4bit_recompute_point(config, x, not_yet, out);
+      }
+    }
   }
   out.softmax = eager_softmax_point(config, x, saved, o_params + mlp_params + norm);
+  // Attention dropout's backward, before the softmax's: BmmBackward0 has written the values'
+  // gradient and the dropped probabilities' and freed the dropped probabilities and the values it
+  // saved; NativeDropoutBackward0 (native_dropout_backward: grad · mask · scale) writes two
+  // score-sized tensors in the probabilities' dtype (the compute dtype: transformers casts the
+  // fp32 softmax to the query's dtype first, SDPA's math path stays in it) beside the incoming
+  // one, the bool mask still saved. Larger than the softmax's point in fp32 and on SDPA's math
+  // path (the allocation timeline oracle: seed 1 c21 and c20, seed 21 c21, at aten::mul in
+  // NativeDropoutBackward0).
+  if (out.softmax.extra > 0 && x.attention_dropout) {
+    const double scores = x.a * x.tokens * x.s;
+    const double mask = freed_bytes(saved, [](std::string_view n) { return n == "attention.softmax_dropout_mask"; });
+    out.attention_dropout = {x.e * x.a * x.k * x.tokens + 3 * x.e * scores, out.softmax.freed - mask,
+                             out.softmax.made_params};
+  }
   out.qkv = qkv_point(x, saved, model.total(), out.layer_params - norm);  // the input norm's is made after
+  // The adapters' autocast casts (DecoderBackward::adapter_cast_bytes): bitsandbytes QLoRA's fp32
+  // adapters under the trainer's bf16 autocast (PEFT lora.bnb.Linear4bit: no cast of its own under
+  // autocast), each lora_A and lora_B weight cast once per outermost autocast region
+  // (autocast_mode.cpp cached_cast: a leaf that requires grad is cached; the cache is cleared when
+  // the region exits, at the forward's end). mm saves the cast weight for its input's gradient
+  // only, so lora_A's cast is kept only where lora_A's input needs a gradient: in the first layer
+  // under QLoRA's non-reentrant checkpoint, or without checkpointing, the layer's input needs none
+  // (layer_input_needs_grad), and an adapter's input needs one only once an earlier trainable
+  // adapter made the stream need it (q, k, v before o; the attention before the MLP).
+  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked); in
+  // transformers' MoE block the recomputation's point does not walk the loop's small tensors
+  // (the allocation timeline oracle's seed 21 q03 reads 31,738 B under with the casts out), so
+  // the casts stay counted there.
+  // Under ddp only, where the state counts the casts (trainmem_profile.cpp k_ddp_copies,
+  // weight_copies); FSDP's mixed precision makes its own copies of the units.
+  if (out.nf4_walked && config.framework == Framework::ddp && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
+    out.adapter_cast_bytes = x.e;
+    out.casts_recomputed = every_layer_checkpointed(config);
+    if (!layer_input_needs_grad(config, true)) {
+      const auto lora_a = [&](LoraTarget t, double in) { return x.targeted(t) ? x.r * in : 0.0; };
+      const bool attention_rg = x.targeted(LoraTarget::q_proj) || x.targeted(LoraTarget::k_proj) ||
+                                x.targeted(LoraTarget::v_proj);
+      const bool mlp_rg = attention_rg || x.targeted(LoraTarget::o_proj);
+      const bool product_rg = mlp_rg || x.targeted(LoraTarget::gate_proj) || x.targeted(LoraTarget::up_proj);
+      double unsaved = lora_a(LoraTarget::q_proj, x.h) + lora_a(LoraTarget::k_proj, x.h) + lora_a(LoraTarget::v_proj, x.h);
+      if (!attention_rg) unsaved += lora_a(LoraTarget::o_proj, x.a * x.k);
+      if (!mlp_rg) unsaved += lora_a(LoraTarget::gate_proj, x.h) + lora_a(LoraTarget::up_proj, x.h);
+      if (!product_rg) unsaved += lora_a(LoraTarget::down_proj, x.f);
+      out.unsaved_casts = x.e * unsaved;
+    }
+  }
+  // q_proj is a Linear4bit: its MatMul4BitBackward dequantises the weight before grad_A (the
+  // absmax restored first and freed before the matmul).
+  if (out.nf4_walked) {
+    const double elements = x.h * x.a * x.k;
+    out.qkv.extra += elements * x.e + std::max(nf4_absmax_bytes(config, elements) - x.e * x.tokens * x.h, 0.0);
+  }
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
   if (every_layer_checkpointed(config))
     out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);
@@ -3242,6 +3452,32 @@ double nf4_dequant_bytes(const Config& c, double elements) {
   if (elements <= 0) return 0;
   const double absmax = c.nf4_double_quant ? 4 * std::ceil(elements / 64) : 0;
   return elements * bytes_per_element(c.compute_dtype) + absmax;
+}
+
+// What transformers' frames hold in the last decoder layer's forward (no checkpointing) where
+// nothing saves it, beside the QLoRA layer-forward candidate (trainmem_profile.cpp
+// layer_forward_dequant): LlamaModel.forward keeps `inputs_embeds`, the embedding output, bound
+// until it returns (modeling_llama.py: `hidden_states = inputs_embeds` before the layers' loop),
+// and the decoder layer's frame the attention's residual sum (`residual`) until the MLP's residual
+// add. The first layer's RMSNorm saves the embedding output as it is only when it is fp32 and the
+// layer's input needs a gradient (else its fp32 upcast, or nothing); the post-attention norm saves
+// the sum as it is only in an fp32 stream (QLoRA's fp32 norms). The allocation timeline oracle's
+// QLoRA draw seed 13 q00 (bf16, kbit_upcast none) holds both at down_proj's MatMul4Bit in the
+// last layer (12,288 B each); without them the candidate read 10,752 B under (with them 13,824 B
+// over: the bound's output as wide as f and the restored absmax, where down_proj writes h wide
+// after the absmax is freed).
+double qlora_forward_frame_bytes(const Config& config) {
+  if (config.model_implementation != ModelImplementation::hf_transformers || config.num_layers <= 0 ||
+      config.recompute_granularity != RecomputeGranularity::none || config.vocab_size <= 0)
+    return 0;
+  const Shape x = shape_of(config);
+  const double embedding_e = embedding_output_e(config, x);
+  const bool embedding_saved = embedding_e == 4 && layer_input_needs_grad(config, true);
+  const double embedding = embedding_saved ? 0 : embedding_e * x.h * x.tokens;
+  // A 16-bit stream: the norm saves its fp32 upcast, the 16-bit sum is the frame's alone.
+  const bool fp32_stream = x.e == 4 || x.norm_e == 4;
+  const double residual = fp32_stream ? 0 : x.e * x.h * x.tokens;
+  return embedding + residual;
 }
 
 // The last checkpointed decoder layer's own forward (every layer checkpointed; the eager

@@ -431,6 +431,9 @@ struct StageState {
   double fused_adam_unscaled = 0, fused_adam_write_back = 0;
   int fused_adam_moments = 0;
   double backward_temporary = 0;   // allocated during backward (in-backward steps, NF4 dequant)
+  // Of it, the largest NF4 decoder linear dequantised (nf4_dequant_bytes), which the walk of
+  // Linear4bit's backward (DecoderBackward::nf4_walked) places at its own nodes instead.
+  double nf4_backward_dequant = 0;
   // A quantised output layer (quantize_lm_head): its weight dequantised whole in the compute
   // dtype (nf4_dequant_bytes) and its local vocabulary rows, for the loss's moment.
   double output_dequant = 0, output_rows = 0;
@@ -1570,7 +1573,8 @@ StageState stage_state(const Config& c, const Inventory& inv, const LayerSize& l
   }
   if (gradients_start_each_step_empty(c))
     out.gradients_freed_between_steps = st.gradients.total() + st.adapter_gradients.total();
-  out.backward_temporary += nf4_dequant_bytes(c, largest_quantized);
+  out.nf4_backward_dequant = nf4_dequant_bytes(c, largest_quantized);
+  out.backward_temporary += out.nf4_backward_dequant;
   // LLM.int8's transients, the larger of one linear's forward and its backward, at the backward
   // moment: where gradient checkpointing recomputes the forward beside the backward's state, and
   // high by the forward's when nothing is recomputed (the forward's moment holds less).
@@ -2793,7 +2797,8 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   if (include_activation && state.largest_nf4_elements > 0 && c.hidden_size > 0) {
     const double n = state.largest_nf4_elements;
     const double out_e = kbit_fp32_activations(c) ? 4.0 : bytes_per_element(c.compute_dtype);
-    layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size));
+    layer_forward_dequant = nf4_dequant_bytes(c, n) + out_e * output_tokens * (n / double(c.hidden_size)) +
+                            qlora_forward_frame_bytes(c);
   }
   // What the output layer and the loss save (one microbatch's, the last stage's): the decoder
   // layers' saved tensors are the rest.
@@ -2891,7 +2896,12 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
       {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
       {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
-      {dec.recompute_forward, false}}};
+      {dec.recompute_forward, false}, {dec.nf4_down, false}, {dec.nf4_up, false}, {dec.nf4_recompute_up, false},
+      {dec.gate_mm, false}, {dec.attention_dropout, false}, {dec.down_lora_dropout, false}}};
+  // Where Linear4bit's backward is walked, each point carries the dequantised weights its nodes
+  // make (none at the SwiGLU product, the softmax or the norms); elsewhere the largest stays beside
+  // every point.
+  const double walked_dequant = dec.nf4_walked ? state.nf4_backward_dequant : 0;
   // FSDP1 with the adapters in units of their own (the walk runs under FSDP1 with fsdp1_kept_inputs
   // only): BACKWARD_PRE prefetches, from a unit's pre-backward hook, the unit before it in the
   // forward's post-forward order (torch/distributed/fsdp/_exec_order_utils.py,
@@ -2908,12 +2918,21 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
          "so the MLP, post-attention norm and attention core points hold one decoder unit");
   for (const auto& [p, after_q_proj] : walked) {
     if (!(p.extra > 0)) continue;
-    const double working = backward_working - (after_q_proj ? 0 : second_unit);
+    const double working = backward_working - walked_dequant - (after_q_proj ? 0 : second_unit);
     const double top = state.output_gradients + state.output_adapter_gradients +
                        grad_per_param * (dec.norm_params + p.made_params);
     const double bottom = top + (layers_here - 1) * grad_per_param * dec.layer_params;
-    const double saved = A - act.loss_chunk - p.freed;
-    const double below = saved - (layers_here - 1) * layer_saved;
+    // The adapters' casts gone by then (DecoderBackward::adapter_cast_bytes), counted with the
+    // state: the made adapters', the unsaved ones (until q_proj's adapter has run, when they are
+    // among the made), and with every layer checkpointed every other layer's.
+    const double checkpointed_others =
+        dec.casts_recomputed && layers_here >= 2 ? (layers_here - 1) * dec.layer_params : 0;
+    const double unsaved = after_q_proj ? 0 : dec.unsaved_casts;
+    const double casts_top = dec.adapter_cast_bytes * (p.made_params + checkpointed_others) +
+                             (checkpointed_others > 0 ? 0 : unsaved);
+    const double casts_bottom = dec.adapter_cast_bytes * (p.made_params + (layers_here - 1) * dec.layer_params) + unsaved;
+    const double saved = A - act.loss_chunk - p.freed - casts_top;
+    const double below = A - act.loss_chunk - p.freed - casts_bottom - (layers_here - 1) * layer_saved;
     layer_points[n_points++] = {state_after_loss - absent_with(top) + saved + dec.incoming + p.extra + working,
                                 absent_with(top), saved, Moment::backward};
     layer_points[n_points++] = {state_after_loss - absent_with(bottom) + below + dec.incoming + p.extra + working,
@@ -2937,7 +2956,9 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
                                0, 0, Moment::backward};
   // The final norm's PowBackward0 (output_backward_bytes), part of the forward moment as the
   // output layer's backward is: the output layer's and the norm's gradients made.
-  const double norm_made = state.output_gradients + grad_per_param * double(c.hidden_size);
+  // Under peft the norm is frozen: no gradient of its own (the output layer's adapter's are made).
+  const double norm_made = state.output_gradients + state.output_adapter_gradients +
+                           (c.peft_on() ? 0.0 : grad_per_param * double(c.hidden_size));
   const Candidate final_norm{state_after_loss - absent_with(norm_made) + A - act.loss_chunk + output_bw.final_norm,
                              absent_with(norm_made), A - act.loss_chunk, Moment::forward};
   const Candidate* backward_at =

@@ -192,6 +192,20 @@ TEST_CASE("evaluation: the losses of earlier transformers releases", "[job_momen
   const FullEstimate model = full_estimate(config_from(
       small_bf16_eval(R"("eval_micro_batch_size": 8, "eval_kv_cache": false, "transformers_loss": "upcast-in-model")")));
   CHECK(model.moments.evaluation == 3659151296.0);
+  // Under Liger's fused linear cross entropy the evaluation is the same: outside training Liger's
+  // forward makes the logits and calls the release's loss_function (transformers >= 4.46.1), or
+  // upcasts and shifts them in its own deprecated forward (earlier releases), as these two do
+  // (linkedin/Liger-Kernel monkey_patch.py @ v0.5.8; model/qwen2.py @ 98d77e07). The training
+  // step's loss is Liger's kernel, which the field does not touch.
+  const std::string liger = R"("fused_linear_cross_entropy": true, "eval_micro_batch_size": 8, "eval_kv_cache": false)";
+  const FullEstimate liger_shift = full_estimate(config_from(small_bf16_eval(liger + R"(, "transformers_loss": "shift-logits")")));
+  const FullEstimate liger_model = full_estimate(config_from(small_bf16_eval(liger + R"(, "transformers_loss": "upcast-in-model")")));
+  const FullEstimate liger_pad = full_estimate(config_from(small_bf16_eval(liger)));
+  CHECK(liger_shift.moments.evaluation == 4183439296.0);
+  CHECK(liger_model.moments.evaluation == 3659151296.0);
+  CHECK(liger_shift.moments.forward == liger_pad.moments.forward);
+  CHECK(liger_shift.moments.backward == liger_pad.moments.backward);
+  CHECK(liger_model.moments.forward == liger_pad.moments.forward);
 }
 
 TEST_CASE("evaluation: DeepSpeed keeps its gradient partitions, zero_grad frees plain gradients", "[job_moments][evaluation]") {

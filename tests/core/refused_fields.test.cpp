@@ -228,9 +228,11 @@ TEST_CASE("transformers_loss and model_output_kept: named errors", "[refused][lo
         one("transformers_loss: is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", "
             "got \"torchtune\""));
   CHECK(messages_for(dense(R"("cross_entropy_chunks": 4, "transformers_loss": "upcast-in-model")")) ==
-        one("transformers_loss: is transformers' own loss; with cross_entropy_loss_fusion, "
-            "fused_linear_cross_entropy, cut_cross_entropy or cross_entropy_chunks another loss replaces it: leave it "
-            "\"pad-labels\""));
+        one("transformers_loss: is transformers' own loss; with cross_entropy_loss_fusion, cut_cross_entropy or "
+            "cross_entropy_chunks another loss replaces it: leave it \"pad-labels\""));
+  // Liger's fused loss replaces it in training only: evaluating, its forward runs the release's
+  // loss (job_moments.test.cpp), so the field is the evaluation's there.
+  CHECK(messages_for(dense(R"("fused_linear_cross_entropy": true, "transformers_loss": "shift-logits")")).empty());
   CHECK(messages_for(dense(R"("torch_compile": true, "transformers_loss": "shift-logits")")) ==
         one("transformers_loss: is modelled eager: compiled, the partitioner decides what the loss keeps (torch_compile "
             "false, or transformers_loss \"pad-labels\")"));

@@ -277,6 +277,16 @@ bool plain_hf_loss(const Config& c) {
   return liger_patchable(c) && !c.cut_cross_entropy && !c.fused_linear_cross_entropy && !c.cross_entropy_loss_fusion &&
          c.cross_entropy_chunks <= 1 && !c.torch_compile;
 }
+// transformers' own loss somewhere in the job: in every step (plain_hf_loss), or in the evaluation
+// only, under Liger's fused linear cross entropy, whose forward materialises the logits outside
+// training and calls the model's loss_function (transformers >= 4.46.1) or upcasts and shifts them
+// in its own lce_forward_deprecated (earlier releases) (linkedin/Liger-Kernel
+// src/liger_kernel/transformers/monkey_patch.py @ v0.5.8, SUPPORTED_TRANSFORMER_VERSION "4.46.1";
+// model/qwen2.py @ 98d77e07, v0.4.0 on).
+bool hf_loss_somewhere(const Config& c) {
+  return liger_patchable(c) && !c.cut_cross_entropy && !c.cross_entropy_loss_fusion && c.cross_entropy_chunks <= 1 &&
+         !c.torch_compile;
+}
 bool fsdp2_full_shard(const Config& c) { return c.framework == Framework::fsdp2 && c.zero_stage == 3; }
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
@@ -951,7 +961,10 @@ constexpr Field k_field_rows[] = {
           "4.48 (loss/loss_utils.py), which upcasts the logits to fp32 and copies them shifted by "
           "one token, so the model's logits, the upcast and the shifted copy are alive together. "
           "\"upcast-in-model\": 4.45 and earlier, whose model forward turns the logits to fp32 "
-          "(the model's output is fp32) and shifts them in place of the loss.")), plain_hf_loss),
+          "(the model's output is fp32) and shifts them in place of the loss. With "
+          "fused_linear_cross_entropy it is the evaluation's loss only: Liger's forward makes the "
+          "logits outside training and calls the release's loss (4.46.1 on), or upcasts and "
+          "shifts them in its own forward before 4.46.1, as upcast-in-model.")), hf_loss_somewhere),
       in_effect_when(trainmem_only(bool_field<&C::model_output_kept, &Config::model_output_kept>(
           {field::model_output_kept, "mok", "Loop keeps the model's output through the step"}, G::finetuning, in_more(S::finetuning, 180),
           from_config(),

@@ -1153,14 +1153,18 @@ const Rule k_trainmem_rules[] = {
        return "is transformers' ForCausalLMLoss: needs model_implementation \"hf-transformers\", got " +
               q(c.model_implementation);
      }},
+    // Liger's fused linear cross entropy replaces the loss in training only: evaluating, its
+    // forward makes the logits and runs the release's loss (fields.cpp hf_loss_somewhere), so
+    // transformers_loss is the evaluation's there. The other losses replace it throughout.
     {"transformers_loss/other-loss", f::transformers_loss,
-     {f::cross_entropy_loss_fusion, f::fused_linear_cross_entropy, f::cut_cross_entropy, f::cross_entropy_chunks},
-     "\"pad-labels\" with cross_entropy_loss_fusion, fused_linear_cross_entropy, cut_cross_entropy or "
-     "cross_entropy_chunks",
+     {f::cross_entropy_loss_fusion, f::cut_cross_entropy, f::cross_entropy_chunks},
+     "\"pad-labels\" with cross_entropy_loss_fusion, cut_cross_entropy or cross_entropy_chunks",
      [](const ConfigInput&, const Config& c) -> Broken {
-       if (c.transformers_loss == TransformersLoss::pad_labels || !other_hf_loss(c)) return ok;
-       return std::string("is transformers' own loss; with cross_entropy_loss_fusion, fused_linear_cross_entropy, "
-                          "cut_cross_entropy or cross_entropy_chunks another loss replaces it: leave it \"pad-labels\"");
+       if (c.transformers_loss == TransformersLoss::pad_labels ||
+           !(c.cross_entropy_loss_fusion || c.cut_cross_entropy || c.cross_entropy_chunks > 1))
+         return ok;
+       return std::string("is transformers' own loss; with cross_entropy_loss_fusion, cut_cross_entropy or "
+                          "cross_entropy_chunks another loss replaces it: leave it \"pad-labels\"");
      }},
     {"transformers_loss/compile", f::transformers_loss, {f::torch_compile}, "\"pad-labels\" with torch_compile",
      [](const ConfigInput&, const Config& c) -> Broken {

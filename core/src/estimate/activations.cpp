@@ -2182,10 +2182,12 @@ bool hf_chunked_loss(const Config& c) {
 // transformers' losses that shift the logits (transformers_loss "shift-logits", 4.46-4.48, and
 // "upcast-in-model", 4.45 and earlier; k_src_hf_shifted_loss): resolve() allows them only for the
 // eager, whole loss of a transformers model on one tensor- and context-parallel rank. Their
-// log-probabilities and gradients cover the b(s - 1) shifted rows.
+// log-probabilities and gradients cover the b(s - 1) shifted rows. In training only: under Liger's
+// fused linear cross entropy the training step's loss is Liger's kernel, and transformers_loss
+// shapes the evaluation's loss alone (evaluation_bytes).
 bool shifted_hf_loss(const Config& c) {
   return c.transformers_loss != TransformersLoss::pad_labels &&
-         c.model_implementation == ModelImplementation::hf_transformers;
+         c.model_implementation == ModelImplementation::hf_transformers && !c.fused_linear_cross_entropy;
 }
 double shifted_loss_rows(const Shape& x) { return x.b * (x.s - 1); }
 // The shifted fp32 logits' own copy: `logits[..., :-1, :].contiguous()` copies only when b > 1.
@@ -2402,11 +2404,12 @@ double loss_forward_transient_bytes(const Config& config) {
   // (log_softmax's input, which it does not keep) and the final norm's output beside the saved
   // log-probabilities; larger than the backward's two fp32 logits-sized temporaries only for small
   // vocabularies (the allocation timeline oracle's seed 13 q01: V 175, at aten::_log_softmax).
-  // The eager loss only (no chunks, no fused or cut cross entropy, one TP and CP rank).
-  if (config.transformers_loss == TransformersLoss::pad_labels &&
-      (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy ||
-       config.cut_cross_entropy || config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
-       compiled_loss(config)))
+  // The eager loss only (no chunks, no fused or cut cross entropy, one TP and CP rank; the
+  // shifting releases are refused with the others, and under Liger's fused loss they shape the
+  // evaluation alone).
+  if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion || config.fused_linear_cross_entropy ||
+      config.cut_cross_entropy || config.tensor_model_parallel_size > 1 || config.context_parallel_size > 1 ||
+      compiled_loss(config))
     return 0;
   const Shape x = shape_of(config);
   const double vocab = x.logits / x.tokens;

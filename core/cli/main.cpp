@@ -30,6 +30,9 @@ constexpr const char* k_usage =
     "       trainmem import hf CONFIG.json [--base TRAINING.json]   Hugging Face config.json -> config\n"
     "       trainmem import megatron-args [FILE|-] [--base TRAINING.json]   Megatron-LM arguments -> config\n"
     "       trainmem import megatron-args MODEL_CONFIG.yaml [--gpus N] [--base TRAINING.json]   Megatron-LM's test config\n"
+    "       trainmem import ms-swift-megatron [RUN.sh|-] [--gpus N] [--version YYYY-MM-DD] [--model CONFIG.json | --preset ID]\n"
+    "            [--base TRAINING.json]\n"
+    "            a Megatron-SWIFT command (NPROC_PER_NODE=N megatron sft --model HUB_ID ...) -> config\n"
     "       trainmem import torchtune RECIPE.yaml [--gpus N] [--version V] [--base TRAINING.json] [key=value ...]\n"
     "       trainmem import torchtitan JOB.toml [--gpus N] [--version V] [--base TRAINING.json] [--section.key[=value] ...]\n"
     "       trainmem import deepspeed DS_CONFIG.json [--hf-args TRAINING_ARGS.json] (--model CONFIG.json | --preset ID)\n"
@@ -243,6 +246,47 @@ int import_framework_command(trainmem::ImportKind kind, const std::vector<std::s
   return print_imported(imported);
 }
 
+// trainmem import ms-swift-megatron [RUN.sh|-] [--gpus N] [--version YYYY-MM-DD] [--model CONFIG.json |
+// --preset ID] [--base TRAINING.json]: a Megatron-SWIFT command line (a file or stdin), not a config tree.
+int import_swift_command(const std::vector<std::string>& args) {
+  trainmem::ImportOptions options;
+  std::vector<trainmem::Issue> issues;
+  std::string path, base_path, model_path;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (arg == "--gpus") {
+      if (!has_value) return usage_error("--gpus needs a number");
+      if (auto problem = trainmem::set_import_option_text(options, "gpus", args[++i])) issues.push_back(*problem);
+    } else if (arg == "--version") {
+      if (!has_value) return usage_error("--version needs a value");
+      options.version = args[++i];
+    } else if (arg == "--base") {
+      if (!has_value) return usage_error("--base needs a TRAINING.json path");
+      base_path = args[++i];
+    } else if (arg == "--model") {
+      if (!has_value) return usage_error("--model needs a CONFIG.json path");
+      model_path = args[++i];
+    } else if (arg == "--preset") {
+      if (!has_value) return usage_error("--preset needs a preset id (trainmem presets)");
+      options.preset = args[++i];
+    } else if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
+      return usage_error("unknown option " + arg);
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      return usage_error("expected one source, got also " + arg);
+    }
+  }
+  if (!issues.empty()) return print_issues(issues), 2;
+  if (path.empty()) path = "-";
+  std::string text, base_text = "{}";
+  if (!read_input(path, text)) return usage_error("cannot read " + path);
+  if (!base_path.empty() && !read_input(base_path, base_text)) return usage_error("cannot read " + base_path);
+  if (!model_path.empty() && !read_input(model_path, options.model_json)) return usage_error("cannot read " + model_path);
+  return print_imported(trainmem::import_over_base(trainmem::ImportKind::ms_swift_megatron, text, base_text, options));
+}
+
 // trainmem import KIND SOURCE [--base TRAINING.json]: the imported fields over the base's
 // (core import_over_base), as a config on stdout; what was read, assumed and ignored on stderr.
 int import_command(const std::vector<std::string>& args) {
@@ -256,6 +300,7 @@ int import_command(const std::vector<std::string>& args) {
       kinds += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
     return usage_error("import needs a source kind: " + kinds);
   }
+  if (*kind == ImportKind::ms_swift_megatron) return import_swift_command(args);
   if (*kind != ImportKind::hf && *kind != ImportKind::megatron_args) return import_framework_command(*kind, args);
   // Megatron-LM's functional-test config (model_config.yaml) is a YAML file read like a
   // framework's: parsed into a tree, with --gpus for the launcher's GPUS_PER_NODE.

@@ -451,7 +451,8 @@ TEST_CASE("merging an import keeps the training settings and replaces the whole 
 TEST_CASE("import_over_base reads every kind by its name and writes it over the base", "[import]") {
   CHECK(std::vector<std::string_view>(enum_names<ImportKind>().begin(),
                                       enum_names<ImportKind>().end()) ==
-        std::vector<std::string_view>{"hf", "megatron-args", "torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate"});
+        std::vector<std::string_view>{"hf", "megatron-args", "torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate",
+                                      "ms-swift-megatron"});
   CHECK(from_name<ImportKind>("megatron-args") == ImportKind::megatron_args);
   const std::string base = R"({"seq_length": 8192, "num_moe_experts": 8, "data_parallel_size": 4})";
 

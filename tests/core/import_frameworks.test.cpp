@@ -616,7 +616,7 @@ TEST_CASE("import options as the module passes them") {
 TEST_CASE("import_framework_over_base: the page's one call checks the kind and the options") {
   ImportOverBase r = import_framework_over_base("hf", "{}", "{}", "{}");
   REQUIRE(r.issues.size() == 1);
-  CHECK(r.issues[0].message == "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\", \"axolotl\", \"accelerate\" or \"megatron-args\"");
+  CHECK(r.issues[0].message == "kind: must be \"torchtune\", \"torchtitan\", \"deepspeed\", \"axolotl\", \"accelerate\", \"megatron-args\" or \"ms-swift-megatron\"");
   r = import_framework_over_base("torchtitan", R"({"model": {"name": "llama3", "flavor": "8B"}})", R"({"gpus": -1})", "{}");
   REQUIRE(r.issues.size() == 1);
   CHECK(r.issues[0].field == "gpus");

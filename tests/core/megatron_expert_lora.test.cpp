@@ -179,10 +179,9 @@ TEST_CASE("megatron-args names ms-swift's LoRA arguments instead of calling them
   const auto has = [&](const std::string& line) {
     return std::find(r.ignored.begin(), r.ignored.end(), line) != r.ignored.end();
   };
-  CHECK(has("--train_type lora: ms-swift's LoRA, not read here: set peft \"lora\", lora_rank, lora_dropout "
-            "(ms-swift's default 0.05) and lora_target_modules (ms-swift's all-linear on Megatron Core: q_proj, "
-            "k_proj, v_proj, o_proj and gate_proj, up_proj, down_proj on the MLP or the routed experts)"));
-  CHECK(has("--lora_rank 32: not a Megatron-LM argument (Megatron-LM spells them with dashes; an ms-swift "
-            "`megatron sft` command is not read here)"));
+  CHECK(has("--train_type lora: ms-swift's LoRA, not read here: read the `megatron sft` command with "
+            "`trainmem import ms-swift-megatron` (peft, lora_rank, lora_dropout, lora_target_modules)"));
+  CHECK(has("--lora_rank 32: not a Megatron-LM argument (Megatron-LM spells them with dashes; read an "
+            "ms-swift `megatron sft` command with `trainmem import ms-swift-megatron`)"));
   CHECK_FALSE(r.input.peft.has_value());
 }

@@ -33,7 +33,7 @@ const root = new URL('../../', import.meta.url).pathname;
 export const KEYS_FILE = `${root}web/js/framework-keys.js`;
 
 // The importer kinds (trainmem import KIND), in the order the table lists them.
-export const KINDS = ['torchtune', 'torchtitan', 'axolotl', 'accelerate', 'deepspeed', 'hf', 'megatron-args'];
+export const KINDS = ['torchtune', 'torchtitan', 'axolotl', 'accelerate', 'deepspeed', 'hf', 'megatron-args', 'ms-swift-megatron'];
 // The folders of each kind's files: fixtures and fuzz corpora name Megatron-LM's "megatron".
 const FOLDER = { 'megatron-args': 'megatron' };
 // The model an importer needs besides its file when the file names none it knows (as the fuzz

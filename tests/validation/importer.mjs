@@ -1,5 +1,5 @@
 // The validation points that record their framework's config file (framework_config: kind, file,
-// gpus, overrides, version), run through the importer instead of the hand mapping: `trainmem
+// gpus, overrides, version, model), run through the importer instead of the hand mapping: `trainmem
 // import KIND FILE ...` gives the config, `trainmem estimate` the figure compared with the same
 // measurement. validate.mjs prints the error beside the hand mapping's.
 import { spawnSync } from 'node:child_process';
@@ -33,6 +33,8 @@ export function import_args(record, { base = false } = {}) {
   if (base) args.push('--base', '-');
   if (record.gpus) args.push('--gpus', String(record.gpus));
   if (record.version) args.push('--version', record.version);
+  // The model's Hub config.json, for a command that names a model no preset has.
+  if (record.model) args.push('--model', `${root}${record.model}`);
   // accelerate: the launch command after --, word by word.
   if (record.kind === 'accelerate' && record.overrides?.length) args.push('--');
   for (const o of record.overrides ?? []) args.push(record.kind === 'torchtitan' ? `--${o}` : o);

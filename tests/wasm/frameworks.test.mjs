@@ -93,7 +93,7 @@ test('syntax errors and bad options are issues, not exceptions', async () => {
   assert.equal(r.issues[0].field, 'gpus');
   const k = engine.importFramework('hf', {}, {}, {});
   assert.equal(k.ok, false);
-  assert.equal(k.issues[0].message, 'kind: must be "torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate" or "megatron-args"');
+  assert.equal(k.issues[0].message, 'kind: must be "torchtune", "torchtitan", "deepspeed", "axolotl", "accelerate", "megatron-args" or "ms-swift-megatron"');
   const o = engine.importFramework('torchtitan', { model: { name: 'llama3', flavor: '8B' } }, { gpus: 8, presets: 'x' }, {});
   assert.equal(o.ok, false);
   assert.equal(o.issues[0].message, 'presets: unknown import option; did you mean "preset"?');

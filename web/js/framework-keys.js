@@ -137,6 +137,24 @@ export const FRAMEWORK_KEYS = {
     "use_distributed_optimizer": "--use-distributed-optimizer",
     "v_head_dim": "--v-head-dim",
     "vocab_size": "--vocab-size"
+  },
+  "ms-swift-megatron": {
+    "attention_backend": "--attention_backend",
+    "cross_entropy_loss_fusion": "--cross_entropy_loss_fusion",
+    "expert_model_parallel_size": "--expert_model_parallel_size",
+    "fp8_param_gather": "--fp8_param_gather",
+    "global_batch_size": "--global_batch_size",
+    "lora_rank": "--lora_rank",
+    "lora_target_modules": "--target_modules",
+    "micro_batch_size": "--micro_batch_size",
+    "moe_permute_fusion": "--moe_permute_fusion",
+    "peft": "--train_type",
+    "recompute_granularity": "--recompute_granularity",
+    "recompute_method": "--recompute_method",
+    "recompute_num_layers": "--recompute_num_layers",
+    "seq_length": "--max_length",
+    "sequence_parallel": "--sequence_parallel",
+    "tensor_model_parallel_size": "--tensor_model_parallel_size"
   }
 };
 

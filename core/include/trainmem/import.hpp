@@ -62,7 +62,7 @@ struct ImportResult {
 // "torchtune", "torchtitan", "deepspeed", "axolotl"), are the CLI's `trainmem import KIND`. An
 // importer is one value here, its name in src/import/import.cpp, its reader in a file of its own
 // under src/import/, and one case in import.cpp's dispatch.
-enum class ImportKind : uint8_t { hf, megatron_args, torchtune, torchtitan, deepspeed, axolotl, accelerate, count };
+enum class ImportKind : uint8_t { hf, megatron_args, torchtune, torchtitan, deepspeed, axolotl, accelerate, ms_swift_megatron, count };
 template <>
 std::span<const std::string_view> enum_names<ImportKind>();
 
@@ -153,6 +153,11 @@ ImportResult import_hf_config(std::string_view config_json);
 // and `--flag=value`. The data-parallel size comes from `--data-parallel-size` (trainmem's own
 // argument) or from the launcher's world size, as Megatron derives it.
 ImportResult import_megatron_args(std::string_view command_line);
+// ms-swift's Megatron-SWIFT command line (`NPROC_PER_NODE=8 megatron sft --model Qwen/Qwen3-8B
+// --train_type lora ...`, ms_swift.cpp): ms-swift's arguments as the Megatron-LM argv it builds,
+// with its own defaults; the model by its Hub id (a preset), options.model_json or options.preset;
+// the world from NPROC_PER_NODE × NNODES or options.gpus.
+ImportResult import_ms_swift_megatron(std::string_view command_line, const ImportOptions& options);
 // Megatron-LM's functional-test config (model_config.yaml: MODEL_ARGS, ENV_VARS) as a JSON tree,
 // read as the command its test launcher runs; options.gpus is GPUS_PER_NODE (default 8).
 ImportResult import_megatron_test_config(std::string_view tree_json, const ImportOptions& options);

@@ -49,8 +49,8 @@ ConfigInput merge_import(const ConfigInput& base, const ImportResult& imported) 
 namespace {
 
 // What users type after `trainmem import`, in ImportKind's order.
-constexpr std::array<std::string_view, 7> k_import_kinds = {"hf", "megatron-args", "torchtune", "torchtitan",
-                                                            "deepspeed", "axolotl", "accelerate"};
+constexpr std::array<std::string_view, 8> k_import_kinds = {"hf", "megatron-args", "torchtune", "torchtitan",
+                                                            "deepspeed", "axolotl", "accelerate", "ms-swift-megatron"};
 static_assert(k_import_kinds.size() == size_t(ImportKind::count), "one name per ImportKind");
 
 ImportResult import_source(ImportKind kind, std::string_view text, const ImportOptions& options) {
@@ -74,6 +74,8 @@ ImportResult import_source(ImportKind kind, std::string_view text, const ImportO
       return import_axolotl(text, options);
     case ImportKind::accelerate:
       return import_accelerate(text, options);
+    case ImportKind::ms_swift_megatron:
+      return import_ms_swift_megatron(text, options);
     case ImportKind::count:
       break;
   }
@@ -199,8 +201,8 @@ std::optional<Issue> set_import_option_text(ImportOptions& options, std::string_
 
 ImportOverBase import_framework_over_base(std::string_view kind_name, std::string_view tree_json,
                                           std::string_view options_json, std::string_view base_json) {
-  static constexpr std::array<std::string_view, 6> k_frameworks = {"torchtune", "torchtitan", "deepspeed", "axolotl",
-                                                                   "accelerate", "megatron-args"};
+  static constexpr std::array<std::string_view, 7> k_frameworks = {"torchtune", "torchtitan", "deepspeed", "axolotl",
+                                                                   "accelerate", "megatron-args", "ms-swift-megatron"};
   ImportOverBase out;
   const std::optional<ImportKind> kind = from_name<ImportKind>(kind_name);
   if (!kind || *kind == ImportKind::hf) {

@@ -300,5 +300,8 @@ std::string_view detect_kind(const json& tree);
 
 namespace trainmem {
 std::vector<std::string_view> torchtune_versions();
+// Megatron-LM's argv, already split into words (environment assignments, then `--name value`),
+// read as import_megatron_args reads a command line, into `out` (megatron_args.cpp).
+void read_megatron_words(const std::vector<std::string>& words, ImportResult& out);
 std::vector<std::string_view> torchtitan_versions();
 }  // namespace trainmem

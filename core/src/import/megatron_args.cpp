@@ -1120,15 +1120,14 @@ void MegatronReader::read_rest() {
     if (a.name == "--optimizer" && a.values.size() == 1)
       why = "not modelled (trainmem's optimizer table has adam and sgd of Megatron-LM's choices)";
     // Megatron-LM spells its arguments with dashes; underscores are another launcher's, most often
-    // ms-swift's `megatron sft` (swift/megatron/argument/megatron_args.py), whose command this
-    // importer does not read, though its LoRA changes the estimate (docs/trainmem-profile.md §7).
+    // ms-swift's `megatron sft` (swift/megatron/argument/megatron_args.py), which the
+    // ms-swift-megatron importer reads (ms_swift.cpp), its LoRA included.
     if (a.name.find('_') != std::string::npos)
-      why = "not a Megatron-LM argument (Megatron-LM spells them with dashes; an ms-swift `megatron "
-            "sft` command is not read here)";
+      why = "not a Megatron-LM argument (Megatron-LM spells them with dashes; read an ms-swift `megatron "
+            "sft` command with `trainmem import ms-swift-megatron`)";
     if (a.name == "--train_type" && a.values.size() == 1 && a.values[0] == "lora")
-      why = "ms-swift's LoRA, not read here: set peft \"lora\", lora_rank, lora_dropout (ms-swift's "
-            "default 0.05) and lora_target_modules (ms-swift's all-linear on Megatron Core: q_proj, "
-            "k_proj, v_proj, o_proj and gate_proj, up_proj, down_proj on the MLP or the routed experts)";
+      why = "ms-swift's LoRA, not read here: read the `megatron sft` command with `trainmem import "
+            "ms-swift-megatron` (peft, lora_rank, lora_dropout, lora_target_modules)";
     out_.ignored.push_back(a.name + (a.values.empty() ? "" : " " + joined(a.values)) + ": " + why);
   }
 }
@@ -1199,6 +1198,10 @@ LayerFreqValue parse_moe_layer_freq(std::string_view text) {
     out.pattern = std::move(value.list);
   }
   return out;
+}
+
+void read_megatron_words(const std::vector<std::string>& words, ImportResult& out) {
+  MegatronReader(out).run_words(words);
 }
 
 ImportResult import_megatron_args(std::string_view command_line) {

@@ -165,16 +165,19 @@ class SwiftReader {
     }
     return a->values[0];
   }
-  // A boolean argument: a bare flag is true [cli]; nullopt when absent or malformed (an Issue).
+  // A boolean argument's value: a bare flag is true [cli]; nullopt, with an Issue, when malformed.
+  std::optional<bool> boolean_of(const SwiftArg& a) {
+    if (a.values.empty()) return true;
+    const std::optional<bool> v = a.values.size() == 1 ? swift_bool(a.values[0]) : std::nullopt;
+    if (!v)
+      fail("--" + a.name, "must be true or false (ms-swift's HfArgumentParser: yes/true/t/y/1 or no/false/f/n/0), got " +
+                              trainmem::quoted(a.values[0]));
+    return v;
+  }
+  // The boolean argument `name`; nullopt when absent or malformed.
   std::optional<bool> boolean(std::string_view name) {
     SwiftArg* a = get(name);
-    if (!a) return std::nullopt;
-    if (a->values.empty()) return true;
-    std::optional<bool> v = a->values.size() == 1 ? swift_bool(a->values[0]) : std::nullopt;
-    if (!v)
-      fail("--" + std::string(name), "must be true or false (ms-swift's HfArgumentParser: yes/true/t/y/1 or no/false/f/n/0), got " +
-                                         trainmem::quoted(a->values.empty() ? "" : a->values[0]));
-    return v;
+    return a ? boolean_of(*a) : std::nullopt;
   }
   std::optional<int64_t> positive(std::string_view name) {
     const std::optional<std::string> w = word(name);
@@ -331,13 +334,7 @@ void SwiftReader::translate() {
     if (!is_bool && !listed(k_megatron_values, a.name)) continue;
     a.used = true;
     if (is_bool) {
-      std::optional<bool> v = a.values.empty() ? std::optional<bool>(true) : a.values.size() == 1 ? swift_bool(a.values[0]) : std::nullopt;
-      if (!v) {
-        fail("--" + a.name, "must be true or false (ms-swift's HfArgumentParser: yes/true/t/y/1 or no/false/f/n/0), got " +
-                                trainmem::quoted(a.values.empty() ? "" : a.values[0]));
-        continue;
-      }
-      if (*v) megatron_.push_back("--" + dashed(a.name));
+      if (boolean_of(a).value_or(false)) megatron_.push_back("--" + dashed(a.name));
       continue;
     }
     if (a.values.empty()) {

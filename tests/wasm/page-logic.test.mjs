@@ -41,6 +41,11 @@ test('import kind: a JSON object is a config.json, anything else Megatron argume
   assert.equal(detectKind('--num-layers 2'), 'megatron');
   // Megatron-LM's functional-test config: YAML whose MODEL_ARGS the core reads as the launch command.
   assert.equal(detectKind('ENV_VARS:\n  NVTE_FUSED_ATTN: 0\nMODEL_ARGS:\n  --num-layers: 12\n'), 'megatron-args');
+  // ms-swift's Megatron-SWIFT: a script whose command is `megatron sft`, its NAME=value lines and
+  // continuations included; the words only in a comment are not the command.
+  assert.equal(detectKind('# 8 * 65GiB\nNPROC_PER_NODE=8 \\\nCUDA_VISIBLE_DEVICES=0,1 \\\nmegatron sft \\\n    --load Qwen2.5-14B-mcore \\\n    --packing true'), 'ms-swift-megatron');
+  assert.equal(detectKind('NPROC_PER_NODE=4 megatron sft --model Qwen/Qwen3-8B'), 'ms-swift-megatron');
+  assert.equal(detectKind('# not megatron sft here\n--num-layers 2'), 'megatron');
 });
 
 // ---- what the page, the embed view and the element share: palette and verdict ----

@@ -1641,6 +1641,46 @@ await check('an accelerate config imports in the page with its launch command: t
   return page;
 });
 
+await check('a Megatron-SWIFT command imports in the page: ms-swift\'s LoRA on Qwen3-30B-A3B\'s experts, as the CLI reads it', async (keep) => {
+  const { page, problems } = await open();
+  keep(page);
+  // The validation point's script (examples/export/cached_dataset/mcore.sh @ 11a345d4), pasted whole.
+  const fixture = fileURLToPath(new URL('../import/fixtures/ms-swift-megatron/qwen3-30b-a3b-lora-ep4.sh', import.meta.url));
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', await readFile(fixture, 'utf8'));
+  const kind = await page.textContent('#import-kind');
+  expect(kind.includes('Megatron-SWIFT command (megatron sft)'), `kind: ${kind}`);
+  // The command says its world and has no overrides; its version is the ms-swift commit's date.
+  expect(await page.isVisible('#import-gpus') && !(await page.isVisible('#import-overrides')) && await page.isVisible('#import-version'),
+    'a Megatron-SWIFT command shows the wrong inputs');
+  expect(await page.getAttribute('#import-version', 'placeholder') === 'ms-swift commit date, 2025-07-31', await page.getAttribute('#import-version', 'placeholder'));
+  expect(await page.getAttribute('#import-gpus', 'placeholder') === 'the command\'s', await page.getAttribute('#import-gpus', 'placeholder'));
+  await page.fill('#import-version', '2025-07-31');
+  await page.click('#import-run');
+  await page.waitForFunction(() => /Imported Megatron-SWIFT command/.test(document.querySelector('#import-report').textContent));
+  await settled(page);
+  const got = {};
+  for (const name of ['peft', 'lora_rank', 'expert_model_parallel_size', 'data_parallel_size', 'seq_length', 'lora_expert_dtype', 'model_implementation'])
+    got[name] = await page.inputValue(`#f-${name}`);
+  expect(got.peft === 'lora' && got.lora_rank === '32' && got.expert_model_parallel_size === '4' && got.data_parallel_size === '4' &&
+    got.seq_length === '8192' && got.lora_expert_dtype === 'fp32' && got.model_implementation === 'megatron-core', `imported ${JSON.stringify(got)}`);
+  const report = await page.textContent('#import-report');
+  expect(report.includes('lora_target_modules ← --target_modules all-linear') && report.includes('--dataset_num_proc 8: no memory'), `report: ${report}`);
+  // The page's figure is the CLI's for the same command and version.
+  const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));
+  const config = JSON.parse(execFileSync(cli, ['import', 'ms-swift-megatron', fixture, '--version', '2025-07-31'], { stdio: 'pipe' }).toString());
+  const expected = String(Math.round(JSON.parse(execFileSync(cli, ['estimate', '-'], { input: JSON.stringify(config) }).toString()).device_bytes));
+  const bytes = await page.getAttribute('#total', 'data-bytes');
+  expect(bytes === expected, `page ${bytes} B, CLI ${expected} B`);
+  await page.$eval('#import-report', (e) => e.scrollIntoView({ block: 'center' }));
+  await page.screenshot({ path: join(SHOTS, 'import-ms-swift-1280x900.png') });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.$eval('#import-kind', (e) => e.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: join(SHOTS, 'phone-390x844-import-ms-swift.png') });
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('a DeepSpeed config imports with the torchrun command that launches it: the world, the model and the adapters from the command', async (keep) => {
   const { page, problems } = await open();
   keep(page);

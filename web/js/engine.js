@@ -248,6 +248,14 @@ export class Engine {
     return JSON.parse(this.tools.importFramework(String(kind), JSON.stringify(tree), JSON.stringify(options), JSON.stringify(base)));
   }
 
+  /**
+   * A framework's launch command as text ('ms-swift-megatron': a Megatron-SWIFT `megatron sft`
+   * command), read by the core's importer of that kind with the same options as importFramework.
+   */
+  importCommand(kind, text, options = {}, base = {}) {
+    return JSON.parse(this.tools.importFramework(String(kind), String(text), JSON.stringify(options), JSON.stringify(base)));
+  }
+
   /** What a parsed config tree is: 'torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args', 'hf' or ''. */
   detectFramework(tree) {
     return this.tools.detectFramework(JSON.stringify(tree));

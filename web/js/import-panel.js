@@ -1,5 +1,5 @@
-// Importing a model or a whole run: a Hugging Face config.json, a Megatron-LM command line, or a
-// framework's own config file (a torchtune recipe, a torchtitan job TOML, a DeepSpeed config, an
+// Importing a model or a whole run: a Hugging Face config.json, a Megatron-LM command line, a
+// Megatron-SWIFT `megatron sft` command, or a framework's own config file (a torchtune recipe, a torchtitan job TOML, a DeepSpeed config, an
 // axolotl YAML, an accelerate config with its launch command), pasted, uploaded or dropped. YAML and TOML are parsed here by the npm packages
 // yaml and smol-toml (web/vendor/, loaded only when such a file is imported) into one JSON tree;
 // the core maps it (engine.importFramework), says what it read, assumed and ignored, and this
@@ -14,6 +14,7 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
  * panel's "Will be read as" hint. 'hf' for a JSON object (a config.json), 'deepspeed' for a JSON
  * object with DeepSpeed's keys, 'torchtitan' for TOML, 'torchtune', 'axolotl' or 'accelerate' for
  * YAML with their keys, 'megatron-args' for Megatron-LM's test config (MODEL_ARGS) ('yaml' for other YAML),
+ * 'ms-swift-megatron' for a command that runs `megatron sft` (ms-swift's Megatron-SWIFT),
  * 'megatron' for anything else (a command line). Once the file is
  * parsed, the core's detectFramework decides what it is.
  */
@@ -32,6 +33,8 @@ export function detectKind(text) {
     }
   }
   const lines = t.split('\n').map((l) => l.replace(/#.*$/, '').trimEnd()).filter((l) => l.trim());
+  // ms-swift's launcher and subcommand, before anything a shell script's NAME=value lines resemble.
+  if (lines.some((l) => /(^|\s)megatron\s+sft(\s|\\|$)/.test(l))) return 'ms-swift-megatron';
   const tomlSection = lines.some((l) => /^\s*\[{1,2}[\w.\-" ]+\]{1,2}\s*$/.test(l));
   const tomlPair = lines.some((l) => /^\s*[\w.\-"]+\s*=/.test(l)); // "key =" unfinished too: TOML's reader names the line
   const yamlPair = lines.some((l) => /^[\w.\-]+:(\s|$)/.test(l));
@@ -50,11 +53,12 @@ const KIND_NAMES = {
   hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments', torchtune: 'torchtune recipe config',
   torchtitan: 'torchtitan job config', deepspeed: 'DeepSpeed config', axolotl: 'axolotl config', yaml: 'YAML config',
   'megatron-args': 'Megatron-LM test config (MODEL_ARGS)', accelerate: 'accelerate config',
+  'ms-swift-megatron': 'Megatron-SWIFT command (megatron sft)',
 };
-const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args']);
+const FRAMEWORKS = new Set(['torchtune', 'torchtitan', 'deepspeed', 'axolotl', 'accelerate', 'megatron-args', 'ms-swift-megatron']);
 // The kinds that name their model by its Hub id and take a config.json for one that is no preset
 // (the core's options.model; the CLI's --model).
-const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed']);
+const MODEL_KINDS = new Set(['axolotl', 'accelerate', 'deepspeed', 'ms-swift-megatron']);
 // The core's question when such a name is no preset (core/src/import/mapping.cpp
 // model_from_hub_name): an issue with this rule id, on the source's key, and the result's
 // model_asked, the repository it names. The page asks in its own words (the core's name the CLI's
@@ -133,6 +137,7 @@ export class ImportPanel {
     this.gpus = els.panel.querySelector('#import-gpus');
     this.overrides = els.panel.querySelector('#import-overrides');
     this.version = els.panel.querySelector('#import-version');
+    this.versionPlaceholder = this.version?.placeholder ?? '';
     this.frameworkInputs = els.panel.querySelector('#import-framework-inputs');
     this.bindModel(els.panel);
     els.run.addEventListener('click', () => this.run());
@@ -222,7 +227,8 @@ export class ImportPanel {
     // count, or for an accelerate config (whose num_processes is the count) the launch command.
     const kind = this.kindOf(this.els.text.value);
     const waitFor = kind === 'accelerate' ? this.overrides : this.gpus;
-    if (FRAMEWORKS.has(kind) && waitFor && !waitFor.value.trim()) {
+    // A Megatron-SWIFT command says its own world (NPROC_PER_NODE × NNODES).
+    if (FRAMEWORKS.has(kind) && kind !== 'ms-swift-megatron' && waitFor && !waitFor.value.trim()) {
       waitFor.focus();
       return;
     }
@@ -239,7 +245,7 @@ export class ImportPanel {
   showKind() {
     const t = this.els.text.value.trim();
     const kind = t ? this.kindOf(t) : null;
-    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command, a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed, axolotl or accelerate config.';
+    this.els.kind.textContent = t ? `Will be read as ${KIND_NAMES[kind]}.` : 'Paste, upload or drop a config.json, a launch command (Megatron-LM or Megatron-SWIFT\'s megatron sft), a Megatron-LM test config (model_config.yaml), or a torchtune, torchtitan, DeepSpeed, axolotl or accelerate config.';
     if (this.frameworkInputs) this.frameworkInputs.hidden = !(kind && (FRAMEWORKS.has(kind) || kind === 'yaml'));
     if (this.model?.box) this.model.box.hidden = !MODEL_KINDS.has(kind) && !this.model.json.value.trim();
     // Overrides and versions are torchtune's and torchtitan's; Megatron-LM's test launcher runs
@@ -247,7 +253,9 @@ export class ImportPanel {
     // An accelerate or DeepSpeed config takes its launch command there, and has no versions.
     const launched = LAUNCHED.has(kind);
     const overridable = kind === 'torchtune' || kind === 'torchtitan' || kind === 'yaml' || launched;
-    for (const [input, shown] of [[this.overrides, overridable], [this.version, overridable && !launched]]) {
+    // A Megatron-SWIFT command is the whole run; its version is the date of the ms-swift commit.
+    const swift = kind === 'ms-swift-megatron';
+    for (const [input, shown] of [[this.overrides, overridable], [this.version, (overridable && !launched) || swift]]) {
       const field = input?.closest('.field');
       if (field) field.hidden = !shown;
     }
@@ -256,7 +264,8 @@ export class ImportPanel {
     if (overridesLabel) overridesLabel.textContent = label;
     if (this.overrides) this.overrides.placeholder = example;
     // Where the file leaves a sharded run's count to the launcher, the core asks for it (import/asked).
-    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes'
+    if (this.version) this.version.placeholder = swift ? 'ms-swift commit date, 2025-07-31' : this.versionPlaceholder;
+    if (this.gpus) this.gpus.placeholder = kind === 'megatron-args' ? '8' : kind === 'accelerate' ? 'num_processes' : swift ? 'the command\'s'
       : kind === 'deepspeed' ? 'the launcher\'s (asked under ZeRO)' : kind === 'axolotl' ? '1 (asked if sharded)' : '1';
   }
 
@@ -322,7 +331,7 @@ export class ImportPanel {
         parsed = null;
         kind = 'hf';
       }
-    } else if (kind !== 'megatron') {
+    } else if (kind !== 'megatron' && kind !== 'ms-swift-megatron') {
       parsed = await parseDocument(text, kind === 'torchtitan' ? 'toml' : 'yaml', this.fileName ?? undefined);
     }
     if (parsed?.tree) kind = this.engine.detectFramework(parsed.tree) || kind;
@@ -330,6 +339,9 @@ export class ImportPanel {
     if (kind === 'hf' || kind === 'megatron') {
       result = kind === 'hf' ? this.engine.importHfConfig(text, base) : this.engine.importMegatronArgs(text, base);
       if (kind === 'hf' && parsed?.tree?.model_type) label = `${parsed.tree.model_type} config.json`;
+    } else if (kind === 'ms-swift-megatron') {
+      // The command as text: the core splits it as the shell does.
+      result = this.engine.importCommand(kind, text, this.options(kind), base);
     } else {
       if (parsed.issues) {
         result = { ok: false, issues: parsed.issues };

@@ -173,6 +173,8 @@ TEST_CASE("ms-swift-megatron: bad values and unmodelled choices are named") {
   CHECK(names(swift("NPROC_PER_NODE=2 megatron sft --model Qwen/Qwen2.5-7B --max_length 0"), {"--max_length: must be a positive integer"}));
   CHECK(names(swift("NPROC_PER_NODE=2 megatron pt --model Qwen/Qwen2.5-7B"), {"reads `megatron sft`, got `megatron pt`"}));
   CHECK(names(swift("NPROC_PER_NODE=2 megatron sft --model Qwen/Qwen2.5-7B --torch_dtype int8"), {"--torch_dtype: must be bfloat16"}));
+  CHECK(names(swift("NPROC_PER_NODE=2 megatron sft --model Qwen/Qwen2.5-7B --max_length 512 --tuner_type lora"),
+              {"--tuner_type: is a later ms-swift's name for --train_type"}));
   // A value Megatron-LM's reader refuses is named as the command spells it.
   CHECK(names(swift("NPROC_PER_NODE=2 megatron sft --model Qwen/Qwen2.5-7B --recompute_granularity some"),
               {"--recompute_granularity: must be"}));

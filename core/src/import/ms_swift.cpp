@@ -445,6 +445,11 @@ void SwiftReader::read_seq_length() {
 
 // LoRA [tuner] [lora]: the adapters on Megatron Core's modules, by the HF names trainmem uses.
 void SwiftReader::read_lora() {
+  // Later ms-swift renamed train_type tuner_type and changed other defaults (cross_entropy_loss_fusion
+  // true at 3602360a): read as 00840e65's command, such a line would be a LoRA run taken for a full one.
+  if (given("tuner_type"))
+    return fail("--tuner_type", "is a later ms-swift's name for --train_type (its defaults differ from the 00840e65 ones this "
+                                "importer reads): write --train_type, and check the defaults listed under assumed:");
   const std::optional<std::string> type = given("train_type") ? word("train_type") : std::nullopt;
   if (type && *type != "lora" && *type != "full")
     return fail("--train_type", "must be lora or full (ms-swift's MegatronTunerMixin), got " + trainmem::quoted(*type));

@@ -112,6 +112,29 @@ TEST_CASE("megatron: FusedAdam steps bf16 moments through fp32 copies of a whole
   }
 }
 
+TEST_CASE("megatron: FusedAdam's copies of many layers stay within the simulated allocator's event bound",
+          "[trainmem][megatron][fused_adam][reserved]") {
+  // The allocator's sequence takes a stage's layers together in groups beyond k_max_events; the
+  // FusedAdam copies (one per matrix and narrow moment) do the same. Unbounded, a stage of a
+  // million layers made tens of millions of events and ran the wasm module out of memory (a
+  // tampered link with mtp_num_layers 982,355: tests/wasm/views.test.mjs, seed 661241347).
+  // Grouped, the estimate is made, and the simulated reserved figure still covers the peak.
+  const std::string many = small(R"("num_layers": 200000, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")");
+  const FullEstimate est = full_estimate(config_from(many));
+  CHECK(est.moments.optimizer_step > 0);
+  CHECK(est.reserved_bytes >= est.total_bytes);
+  // The allocated figure counts every copy, grouped or not: the matrices' group is 200,000 layers
+  // × 49,152 linear elements + the padded embedding's 65,536 = 9,830,465,536, two fp32 copies
+  // each (8 B) and one bf16 write-back of the largest matrix (2 B × 65,536): 78,643,855,360 B.
+  auto step_extra = [](const std::string& fields) {
+    const Estimate e = state_of(small(fields));
+    return e.moments.optimizer_step - e.weight_and_optimizer_bytes;
+  };
+  CHECK(step_extra(R"("num_layers": 200000, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")") -
+            step_extra(R"("num_layers": 200000)") ==
+        78'643'855'360.0);
+}
+
 TEST_CASE("megatron: bf16 weights and fp32 main gradients with master weights and Adam", "[trainmem][golden][megatron]") {
   SECTION("without the distributed optimizer: 2 + 4 + 4 + 8 = 18 B per parameter") {
     const Estimate est = state_of(small(""));

@@ -2539,15 +2539,22 @@ double simulated_reserved_bytes(const StageSequenceInputs& in, SimulationMemo* m
     }
     release(alloc(st.optimizer_temporary - st.fused_adam_unscaled));
     // FusedAdam's fp32 copies: one per parameter and narrow moment, layer by layer, all kept
-    // until the group's kernel has run, then one parameter's bf16 write-back.
+    // until the group's kernel has run, then one parameter's bf16 write-back. Within the stage's
+    // event bound as the layers are (k_max_events): beyond it, `per` layers' copies of a kind and
+    // moment are one allocation.
     if (st.fused_adam_unscaled > 0) {
       std::vector<int32_t> copies;
-      double rounds_of_kinds = 0;
-      for (const auto& kind : st.fused_adam_copies) rounds_of_kinds = std::max(rounds_of_kinds, kind.count);
-      for (double k = 0; k < rounds_of_kinds; ++k)
+      double rounds_of_kinds = 0, tensors = 0;
+      for (const auto& kind : st.fused_adam_copies) {
+        rounds_of_kinds = std::max(rounds_of_kinds, kind.count);
+        tensors += kind.count * st.fused_adam_moments;
+      }
+      const double per = std::max(1.0, std::ceil(tensors / stage_events));
+      for (double k = 0; k < rounds_of_kinds; k += per)
         for (const auto& kind : st.fused_adam_copies) {
           if (k >= kind.count) continue;  // this kind's matrices are all copied
-          for (int m = 0; m < st.fused_adam_moments; ++m) copies.push_back(alloc(kind.bytes / st.fused_adam_moments));
+          const double n = std::min(per, kind.count - k);
+          for (int m = 0; m < st.fused_adam_moments; ++m) copies.push_back(alloc(n * kind.bytes / st.fused_adam_moments));
         }
       release(alloc(st.fused_adam_write_back));
       for (int32_t id : copies) release(id);

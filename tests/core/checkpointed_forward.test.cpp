@@ -91,6 +91,43 @@ TEST_CASE("The last checkpointed layer's forward: QLoRA's fp32 MLP with an adapt
   CHECK(checkpointed_layer_forward_bytes(reentrant) == 67108864.0);
 }
 
+TEST_CASE("The last checkpointed layer's forward: transformers' MoE loop with bitsandbytes' experts",
+          "[activations][checkpoint][moe][qlora]") {
+  // The allocation timeline oracle's QLoRA draw seed 1 q03 (tests/oracle/bnb.py): transformers'
+  // Mixtral block, 3 layers, h 192, 6 heads of 32 in 1 group, T = 24, 4 experts, top 2,
+  // f_e 376, NF4 with double quantisation, bf16 compute (e = 2), kbit_upcast none, adapters on
+  // q/k/v/o (none on the experts), the non-reentrant checkpoint, bitsandbytes >= 0.43.2.
+  // Balanced routing: n = T·K/E = 12 rows per expert. At the last expert's w3 MatMul4Bit,
+  // beyond the checkpoints:
+  //   the layer's residual sum and the post-attention norm's output 2 · 2·T·h = 18,432
+  //   router_logits e·T·E = 192; selected_experts 8·T·K = 384; routing_weights e·T·K = 96;
+  //   final_hidden_states e·T·h = 9,216; the one_hot mask 8·T·K·E = 1,536       (11,424)
+  //   the previous expert's weighted output e·n·h = 4,608; torch.where's indices 16·n = 192;
+  //   the expert's rows e·n·h = 4,608                                            (9,408)
+  //   SiLU's output e·n·f_e = 9,024; w3's weight dequantised e·h·f_e = 144,384; its restored
+  //   absmax 4·ceil(h·f_e/64) = 4,512 is freed before F.linear's output e·n·f_e = 9,024 (162,432)
+  // 18,432 + 11,424 + 9,408 + 162,432 = 201,696 B, the oracle's forward moment to the byte (it
+  // read 34,752 B under with the attention's points alone: the softmax's, 74,496 B).
+  const std::string q03 = R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "hf-transformers", "num_layers": 3, "hidden_size": 192, "num_attention_heads": 6,
+      "num_query_groups": 1, "kv_channels": 32, "ffn_hidden_size": 376, "vocab_size": 465,
+      "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false, "gated_linear_unit": true,
+      "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 24,
+      "micro_batch_size": 1, "global_batch_size": 1, "params_dtype": "nf4", "compute_dtype": "bf16",
+      "optimizer": "adamw", "attention_backend": "unfused", "attention_dropout": 0, "hidden_dropout": 0,
+      "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+      "num_moe_experts": 4, "moe_router_topk": 2, "moe_ffn_hidden_size": 376, "moe_layer_freq": 1,
+      "peft": "qlora", "lora_rank": 4, "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+      "lora_dropout": 0, "checkpoint_reentrant": false, "kbit_upcast": "none", "nf4_double_quant": true,
+      "workspace_bytes": 0, "bnb_keeps_matmul_input": )";
+  CHECK(checkpointed_layer_forward_bytes(config_from(q03 + "false}")) == 201696.0);
+  // bitsandbytes < 0.43.2: each expert's rows (w1's and w3's A) and product (w2's) stay on ctx,
+  // counted among the checkpoints: the rows are not counted again (-4,608) and the last expert's
+  // product, counted there but made after w3, is taken out (-9,024): 188,064 B. w2's point is
+  // below: 18,432 + 11,424 + 4,800 + 144,384 + max(4,512, e·n·h = 4,608) = 183,648.
+  CHECK(checkpointed_layer_forward_bytes(config_from(q03 + "true}")) == 188064.0);
+}
+
 TEST_CASE("The last checkpointed layer's forward: only with every layer checkpointed", "[activations][checkpoint]") {
   // Without checkpointing the layer's tensors are its saved activations (no candidate of its own).
   const Config kept = config_from(small_llama(R"("framework": "ddp", "model_implementation": "torchtune",

@@ -3520,7 +3520,7 @@ double qlora_forward_frame_bytes(const Config& config) {
 //    norms), the weight dequantised whole (nf4_dequant_bytes) and the matmul's output, then
 //    Linear4bit's .to(fp32) beside that output, with SiLU's output at up_proj and the product at
 //    down_proj.
-// Not walked: the MoE block's loop (the attention's points are), the norms' fp32 temporaries
+// Not walked: the MoE block's loop under fp32 norms or with adapters on the experts, the norms' fp32 temporaries
 // (below the MLP's while f >= h), the attention's NF4 linears (h·(a + 2g)·k and a·k·h elements,
 // below the MLP's h·f; trainmem_profile.cpp's QLoRA layer-forward candidate bounds the largest),
 // the adapters' autocast casts of their weights.
@@ -3567,6 +3567,46 @@ double checkpointed_layer_forward_bytes(const Config& config) {
       const double o_proj = x.targeted(LoraTarget::o_proj) ? 3 * e * T * x.h : e * T * x.h;
       best = std::max(best, norm_output + q + 2 * kv + probabilities + q + o_proj - later_kept);
     }
+  }
+  // transformers' MoE block (MixtralSparseMoeBlock.forward; Qwen2/Qwen3-MoE run the same loop),
+  // where no expert linear has an adapter and the stream is in the compute dtype (fp32 norms' casts
+  // are not walked, as above). Beside the residual sum and the post-attention norm's output (the
+  // block's `hidden_states`) the block's frame holds router_logits (e·T·E), selected_experts
+  // (topk's int64 indices, 8·T·K), routing_weights cast to the stream's dtype (e·T·K: the fp32
+  // topk values are unbound by the cast), final_hidden_states (the index_add_ target) and the
+  // one_hot expert_mask (int64, 8·T·K·E; permute is a view). In the loop, at every expert after
+  // the first, the previous expert's weighted output stays bound to current_hidden_states until
+  // the new one is assigned: beside the expert's torch.where indices (nonzero's int64 [n, 2], idx
+  // and top_x its views), its rows (current_state, e·n·h, n = T·K/E) and the expert's own points:
+  // w1's output (or bitsandbytes' MatMul4Bit: the weight dequantised whole, then the restored
+  // absmax freed before F.linear writes its output, so weight + the larger of the two); SiLU's
+  // output beside w3's; the product beside both; the product beside w2's; w2's output, the
+  // routing weights' row (e·n) and the new weighted output. Inside the checkpoint nothing saves
+  // w1's output, so it goes once SiLU has read it. Every expert gets n rows (balanced routing), so
+  // the last expert's points are the largest. bitsandbytes < 0.43.2 keeps each expert's rows and
+  // product as A, counted among the checkpoints already: not counted again, and the last
+  // expert's product taken out of the points before it is made. The allocation timeline oracle's
+  // seed 1 q03 (nf4 experts, bf16) peaks at the last expert's w3 MatMul4Bit: 34,752 B under before.
+  if (config.is_moe() && hf && !x.kbit_fp32 &&
+      !(x.targeted(LoraTarget::gate_proj) || x.targeted(LoraTarget::up_proj) || x.targeted(LoraTarget::down_proj))) {
+    const double E = double(config.num_moe_experts), K = double(config.moe_router_topk);
+    const double n = expert_tokens(config, x) / E, ef = double(config.moe_ffn_hidden_size);
+    const bool nf4_experts = nf4 && config.expert_params_dtype == Dtype::nf4;
+    const bool experts_kept = bnb_kept && nf4_experts;
+    const double residual_sum = (config.num_layers == 1 ? embedding_output_e(config, x) : x.norm_e) * x.h * T;
+    const double block = e * T * E + 8 * T * K + e * T * K + moe_block_bytes(x) * T * x.h + 8 * T * K * E;
+    const double rows = experts_kept ? 0 : e * n * x.h;
+    const double loop = residual_sum + stream + block + e * n * x.h + 16 * n + rows;
+    const double weight = nf4_experts ? e * x.h * ef : 0;
+    const double absmax = nf4_experts ? nf4_absmax_bytes(config, x.h * ef) : 0;
+    const auto linear = [&](double width) { return weight + std::max(absmax, e * n * width); };
+    const double wide = e * n * ef, product_not_yet = experts_kept ? wide : 0;
+    const double product = experts_kept ? 0 : wide;
+    best = std::max(best, loop + linear(ef) - product_not_yet);                   // w1
+    best = std::max(best, loop + wide + linear(ef) - product_not_yet);            // w3, SiLU's output beside
+    best = std::max(best, loop + 2 * wide + product);                             // the product
+    best = std::max(best, loop + product + linear(x.h));                          // w2
+    best = std::max(best, loop + 2 * e * n * x.h + e * n);                         // the weighted output
   }
   if (!config.is_moe()) {
     const double fe = x.ffn_e, wide = fe * T * x.f;

@@ -861,6 +861,16 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
   CHECK(moe.expert_last.extra == 24832);
   CHECK(moe.expert_last.freed == 83200);
   CHECK(moe.expert_last.made_params == 24576);
+  // The loop's first node in backward, the last expert's weighting MulBackward0: the selected
+  // rows of the block's output gradient, the gradient of w2's output and grad · w2's output,
+  // 3 · 4 · 16 · 64 = 12,288, and their sum over h, the routing weights' row 4 · 16 = 64:
+  // 12,352 B; the weighted output IndexAddBackward0 saved, 4 · 16 · 64 = 4,096, freed; no
+  // gradient made. It is above the first expert's point here, where f 32 < h 64: 12,352 − 4,096
+  // = 8,256 B against 6,400 − 10,304 + w2's gradient 4 · 2,048 = 4,288 B (the allocation
+  // timeline oracle's seed 1 c10, f 40 and h 64, peaks there).
+  CHECK(moe.expert_weighting.extra == 12352);
+  CHECK(moe.expert_weighting.freed == 4096);
+  CHECK(moe.expert_weighting.made_params == 0);
   // q_proj's MmBackward0: its output's gradient 4 · 32 · 64 and two input gradients 2 · 4 · 32 · 64.
   CHECK(moe.qkv.extra == 24576);
   // The layer's parameters: q, k, v 64 · (64 + 2 · 64) = 12,288, o 64 · 64 = 4,096, the input

@@ -2788,6 +2788,15 @@ OutputBackward output_backward_bytes(const Config& config) {
       peak = std::max({peak, in_mm, at_add});
     }
     out.chunked_weight_sum = norm_saved + peak;
+    // Then SplitBackward0 joins the chunks' input gradients into one e·T·h and frees them, and the
+    // final RMSNorm's nodes run as after an unchunked output layer (step 5 below): five 4·T·h
+    // beside the input pow saved, every chunk's saved input and logits' gradient gone, the output
+    // weight's gradient made (the allocation timeline oracle's seed 21 c21, fp32: 11,456 B under
+    // with the chunks' phase alone). Under ddp only, where the oracle runs: under FSDP2 what the
+    // output unit's post-backward holds by then (its reduce-scatter pair) is not walked.
+    if (config.normalization == Normalization::rms_norm && config.framework == Framework::ddp)
+      for (const SavedTensor& t : saved)
+        if (t.name == "output.final_norm_input") out.final_norm = t.bytes + 5 * 4 * x.h * x.tokens;
     return out;
   }
   if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||

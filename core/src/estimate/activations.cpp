@@ -3316,8 +3316,12 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // the model's cos/sin, positions and mask go with the first layer's rotary and attention nodes.
   SavedTensors saved;
   no_recompute_layer_detail(config, &saved, hf_moe);
+  // transformers' only (as eager_embedding counts them): torchtune's rope cache is a module
+  // buffer, not among the saved tensors, so nothing of it is freed (the allocation timeline
+  // oracle's seed 5 c15, torchtune bf16: its cos/sin-sized 17,152 B were taken out of the first
+  // layer's input norm point, which read that much under).
   Ledger model(nullptr);
-  hf_model_tensors(config, x, model);
+  if (eager_kind(config) == Eager::hf) hf_model_tensors(config, x, model);
   if (hf_moe) {
     moe_backward_points(config, x, saved, mlp(f_e), down(f_e), out);
   } else {

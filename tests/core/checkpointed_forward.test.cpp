@@ -201,12 +201,17 @@ TEST_CASE("A checkpointed MoE layer's recomputation at the last expert's w2", "[
   //   final_hidden_states e·T·h = 2,097,152; the one_hot mask 8·T·K·E = 65,536
   //   the last expert's rows e·n·h = 1,048,576 and product e·n·f_e = 1,048,576 (frozen: unsaved)
   //   w2's output e·n·h = 1,048,576
-  // 3 · 2,097,152 + 8,192 + 65,536 + 3 · 1,048,576 = 9,510,912 B.
+  //   routing_weights cast to bf16, held by the block's frame and saved by nothing, e·T·K = 4,096
+  // 3 · 2,097,152 + 8,192 + 65,536 + 3 · 1,048,576 + 4,096 = 9,515,008 B, less what the
+  // recomputed set counts of the last expert but is not there: its weighted output e·n·h =
+  // 1,048,576 and routing row e·n = 1,024 (made after w2), and its w2 output, which the set
+  // counts as the weighting's saved operand (counted once, as the point's), 1,048,576:
+  // 9,515,008 − 2,098,176 = 7,416,832 B.
   const Config c = config_from(checkpointed(R"("model_implementation": "hf-transformers",
       "compute_dtype": "bf16", "params_dtype": "bf16", "num_moe_experts": 4, "moe_router_topk": 2,
       "moe_ffn_hidden_size": 1024, "peft": "lora", "lora_target_modules": ["q_proj"],
       "checkpoint_reentrant": false)"));
-  CHECK(decoder_backward_bytes(c).recompute_forward.extra == 9510912.0);
+  CHECK(decoder_backward_bytes(c).recompute_forward.extra == 7416832.0);
 }
 
 TEST_CASE("The output layer's LoRA forward: the adapter's sum over the whole logits", "[activations][lora]") {
@@ -237,4 +242,24 @@ TEST_CASE("transformers' shifting loss: the final norm's output beside the loss'
   CHECK(loss_forward_transient_bytes(config_from(small_llama(run))) == 198705152.0);
   CHECK(loss_forward_transient_bytes(config_from(small_llama(run + R"(, "lora_modules_to_save": ["lm_head"])"))) ==
         196608000.0);
+}
+
+TEST_CASE("A checkpointed layer's recomputed set beside its checkpoint: the 16-bit input is not among it",
+          "[activations][checkpoint]") {
+  // transformers' RMSNorm saves `x.float()`: in an fp32 stream that is x itself, the checkpoint's
+  // input (4·T·h = 4·1,024·1,024 = 4,194,304 B, counted once, with the checkpoint); in bf16 a new
+  // fp32 copy, and nothing in the layer saves the bf16 input, so the recomputed set is the layer's
+  // whole saved set (the allocation timeline oracle's seed 7 q03 read e·T·h under otherwise).
+  const auto working_and_set = [](const std::string& dtype) {
+    const std::string run = R"("framework": "ddp", "model_implementation": "hf-transformers", "attention_backend": "unfused",
+        "compute_dtype": ")" + dtype + R"(", "params_dtype": ")" + dtype + "\"";
+    const Config checkpointed_run = config_from(checkpointed(run));
+    const Config kept = config_from(small_llama(run));
+    return std::pair{layer_recompute_working_bytes(checkpointed_run, false),
+                     layer_activation_bytes(kept, false, LayerRecompute::policy)};
+  };
+  const auto [bf16_working, bf16_set] = working_and_set("bf16");
+  CHECK(bf16_working == bf16_set);
+  const auto [fp32_working, fp32_set] = working_and_set("fp32");
+  CHECK(fp32_set - fp32_working == 4194304.0);
 }

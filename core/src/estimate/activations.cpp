@@ -2009,9 +2009,18 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
   switch (config.recompute_granularity) {
     case RecomputeGranularity::full: {
       // Backward re-runs the layer's forward with grad enabled: its whole saved set exists
-      // again, beside the checkpointed input it starts from.
+      // again, beside the checkpointed input it starts from. Where the first saving op keeps that
+      // input itself (a LayerNorm, Megatron Core's and torchtitan's fused RMSNorm, a compiled
+      // RMSNorm, an fp32 stream's RMSNorm, whose `x.to(float32)` returns x) the set counts it once with the
+      // checkpoint; transformers' and torchtune's RMSNorm on a 16-bit stream save `x.float()`, a
+      // new fp32 copy, and nothing in the layer saves the 16-bit input itself, so nothing is taken
+      // out (the allocation timeline oracle's seed 7 q03, bf16 MoE: its recomputation read
+      // e·T·h = 40,960 B under without it).
       const Shape x = shape_of(config);
-      return std::max(0.0, everything - checkpoint_input_bytes(config, x));
+      const Eager kind = eager_kind(config);
+      const bool input_copied = config.eager_model() && kind != Eager::torchtitan && !config.torch_compile &&
+                                config.normalization == Normalization::rms_norm && x.norm_e != 4;
+      return std::max(0.0, everything - (input_copied ? 0.0 : checkpoint_input_bytes(config, x)));
     }
     case RecomputeGranularity::selective: {
       // Each recomputed module is re-run just before its own backward and freed after it, so
@@ -3219,7 +3228,7 @@ void linear4bit_recompute_point(const Config& config, const Shape& x, double not
 // bitsandbytes' dequantised w2 is the backward's NF4 temporary already. The allocation timeline
 // oracle's QLoRA MoE draws (seed 13, 21, 7 q03) peak there, in the recomputation the unpack at
 // IndexAddBackward0 starts.
-DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x) {
+DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x, const SavedTensors& saved) {
   const double T = x.tokens, e = x.e, E = double(config.num_moe_experts), K = double(config.moe_router_topk);
   const double n = expert_tokens(config, x) / E;
   const double block_e = moe_block_bytes(x);
@@ -3232,8 +3241,17 @@ DecoderBackward::Point moe_recompute_forward_point(const Config& config, const S
   const double product = bnb_kept || x.keeps_input({LoraTarget::down_proj})
                              ? 0
                              : x.ffn_e * n * double(config.moe_ffn_hidden_size);
+  // The recomputed set counts every expert's saved tensors whole; at the last expert's w2 its
+  // weighted output and routing weight's row are not made yet, and w2's output is the one being
+  // written (counted once, as the point's). routing_weights cast to the block's dtype (a new
+  // tensor when the fp32 top-k weights are cast to a 16-bit stream) is held by the frame, saved by
+  // nothing (IndexBackward0 of its rows keeps only their shape).
+  const double per_row = freed_bytes(saved, [](std::string_view name) {
+    return name == "moe.weighted_output" || name == "moe.routing_weights" || name == "moe.expert_output";
+  }) / expert_tokens(config, x);
+  const double routing_cast = block_e == 4 ? 0 : block_e * T * K;
   const double extra = residual + router_input + e * T * E + block_e * T * x.h + 8 * T * K * E + rows + product +
-                       e * n * x.h;
+                       e * n * x.h + routing_cast - n * per_row;
   return {extra, 0, 0};
 }
 
@@ -3440,7 +3458,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   }
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
   if (every_layer_checkpointed(config))
-    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);
+    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x, saved) : recompute_forward_point(config, x);
   if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
 }

@@ -914,6 +914,20 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
     CHECK(bt.expert_second.extra == 24832);
     CHECK(bn.expert_first.extra == 3200);
     CHECK(bn.expert_second.extra == 12416);
+    // The fp32 adapters' bf16 autocast casts (2 B a parameter) are taken out of the walked points
+    // as their nodes run, as in a dense layer; not with bitsandbytes < 0.43.2's kept A under the
+    // non-reentrant checkpoint, where the MoE recomputation is not walked whole: kept there.
+    CHECK(bn.adapter_cast_bytes == 2);
+    CHECK_FALSE(bn.casts_recomputed);
+    const DecoderBackward kept = decoder_backward_bytes(config_from(qlora + R"("none", "bnb_keeps_matmul_input": true,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": false})"));
+    CHECK(kept.adapter_cast_bytes == 0);
+    const DecoderBackward recent = decoder_backward_bytes(config_from(qlora + R"("none", "bnb_keeps_matmul_input": false,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": false})"));
+    CHECK(recent.adapter_cast_bytes == 2);
+    CHECK(recent.casts_recomputed);
   }
 }
 

@@ -3428,13 +3428,19 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // under QLoRA's non-reentrant checkpoint, or without checkpointing, the layer's input needs none
   // (layer_input_needs_grad), and an adapter's input needs one only once an earlier trainable
   // adapter made the stream need it (q, k, v before o; the attention before the MLP).
-  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked); in
-  // transformers' MoE block the recomputation's point does not walk the loop's small tensors
-  // (the allocation timeline oracle's seed 21 q03 reads 31,738 B under with the casts out), so
-  // the casts stay counted there.
+  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked) and in
+  // transformers' MoE block, whose recomputation point counts the loop's tensors now (the
+  // allocation timeline oracle's q03 draws: seed 7 +14,720 -> +6,528 B, seed 1 +34,208 ->
+  // +10,144 B; the q01 rows 0.2 pp nearer). Not with bitsandbytes < 0.43.2's kept A under the
+  // non-reentrant checkpoint, where the MoE recomputation still misses tensors of its own (seed
+  // 21 q03 reads 18,912 B under with the casts out; 31,738 B before its loop was walked): the
+  // casts stay counted there.
   // Under ddp only, where the state counts the casts (trainmem_profile.cpp k_ddp_copies,
   // weight_copies); FSDP's mixed precision makes its own copies of the units.
-  if (out.nf4_walked && config.framework == Framework::ddp && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
+  const bool moe_casts_walked =
+      hf_moe && !(x.bnb_input && every_layer_checkpointed(config) && !config.checkpoint_reentrant);
+  if ((out.nf4_walked || moe_casts_walked) && config.framework == Framework::ddp &&
+      bytes_per_element(lora_adapter_dtype(config)) > x.e) {
     out.adapter_cast_bytes = x.e;
     out.casts_recomputed = every_layer_checkpointed(config);
     if (!layer_input_needs_grad(config, true)) {

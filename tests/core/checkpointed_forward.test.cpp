@@ -212,6 +212,15 @@ TEST_CASE("A checkpointed MoE layer's recomputation at the last expert's w2", "[
       "moe_ffn_hidden_size": 1024, "peft": "lora", "lora_target_modules": ["q_proj"],
       "checkpoint_reentrant": false)"));
   CHECK(decoder_backward_bytes(c).recompute_forward.extra == 7416832.0);
+  // The same under QLoRA (NF4 experts with double quantisation, bf16 norms, bitsandbytes >=
+  // 0.43.2): w2's dequantised weight is the stage's NF4 temporary, counted with its restored absmax
+  // 4 · ⌈1,024 · 1,024 / 64⌉ = 65,536 B, which MatMul4Bit frees before F.linear writes w2's
+  // output (1,048,576 B): the smaller of the two is taken out, 7,416,832 − 65,536 = 7,351,296 B.
+  const Config q = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "bf16", "params_dtype": "nf4", "num_moe_experts": 4, "moe_router_topk": 2,
+      "moe_ffn_hidden_size": 1024, "peft": "qlora", "lora_target_modules": ["q_proj"], "kbit_upcast": "none",
+      "nf4_double_quant": true, "bnb_keeps_matmul_input": false, "checkpoint_reentrant": false)"));
+  CHECK(decoder_backward_bytes(q).recompute_forward.extra == 7351296.0);
 }
 
 TEST_CASE("The output layer's LoRA forward: the adapter's sum over the whole logits", "[activations][lora]") {

@@ -3250,8 +3250,17 @@ DecoderBackward::Point moe_recompute_forward_point(const Config& config, const S
     return name == "moe.weighted_output" || name == "moe.routing_weights" || name == "moe.expert_output";
   }) / expert_tokens(config, x);
   const double routing_cast = block_e == 4 ? 0 : block_e * T * K;
+  // bitsandbytes' w2 (NF4 experts): the stage's NF4 temporary counts the largest dequantised
+  // weight with its restored absmax, but MatMul4Bit frees the absmax before F.linear writes w2's
+  // output, so the two are not there together: the smaller is taken out (an upper bound still
+  // where the temporary is a larger linear's; the allocation timeline oracle's seed 7 q03:
+  // 6,528 B over otherwise).
+  const bool nf4_experts = config.peft == Peft::qlora && config.params_dtype == Dtype::nf4 &&
+                           config.expert_params_dtype == Dtype::nf4;
+  const double absmax_apart =
+      nf4_experts ? std::min(nf4_absmax_bytes(config, x.h * double(config.moe_ffn_hidden_size)), e * n * x.h) : 0;
   const double extra = residual + router_input + e * T * E + block_e * T * x.h + 8 * T * K * E + rows + product +
-                       e * n * x.h + routing_cast - n * per_row;
+                       e * n * x.h + routing_cast - n * per_row - absmax_apart;
   return {extra, 0, 0};
 }
 

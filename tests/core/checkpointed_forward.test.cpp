@@ -91,6 +91,43 @@ TEST_CASE("The last checkpointed layer's forward: QLoRA's fp32 MLP with an adapt
   CHECK(checkpointed_layer_forward_bytes(reentrant) == 67108864.0);
 }
 
+TEST_CASE("The last checkpointed layer's forward: transformers' MoE loop with bitsandbytes' experts",
+          "[activations][checkpoint][moe][qlora]") {
+  // The allocation timeline oracle's QLoRA draw seed 1 q03 (tests/oracle/bnb.py): transformers'
+  // Mixtral block, 3 layers, h 192, 6 heads of 32 in 1 group, T = 24, 4 experts, top 2,
+  // f_e 376, NF4 with double quantisation, bf16 compute (e = 2), kbit_upcast none, adapters on
+  // q/k/v/o (none on the experts), the non-reentrant checkpoint, bitsandbytes >= 0.43.2.
+  // Balanced routing: n = T·K/E = 12 rows per expert. At the last expert's w3 MatMul4Bit,
+  // beyond the checkpoints:
+  //   the layer's residual sum and the post-attention norm's output 2 · 2·T·h = 18,432
+  //   router_logits e·T·E = 192; selected_experts 8·T·K = 384; routing_weights e·T·K = 96;
+  //   final_hidden_states e·T·h = 9,216; the one_hot mask 8·T·K·E = 1,536       (11,424)
+  //   the previous expert's weighted output e·n·h = 4,608; torch.where's indices 16·n = 192;
+  //   the expert's rows e·n·h = 4,608                                            (9,408)
+  //   SiLU's output e·n·f_e = 9,024; w3's weight dequantised e·h·f_e = 144,384; its restored
+  //   absmax 4·ceil(h·f_e/64) = 4,512 is freed before F.linear's output e·n·f_e = 9,024 (162,432)
+  // 18,432 + 11,424 + 9,408 + 162,432 = 201,696 B, the oracle's forward moment to the byte (it
+  // read 34,752 B under with the attention's points alone: the softmax's, 74,496 B).
+  const std::string q03 = R"({"profile": "trainmem", "framework": "ddp", "data_parallel_size": 1,
+      "model_implementation": "hf-transformers", "num_layers": 3, "hidden_size": 192, "num_attention_heads": 6,
+      "num_query_groups": 1, "kv_channels": 32, "ffn_hidden_size": 376, "vocab_size": 465,
+      "make_vocab_size_divisible_by": 1, "share_embeddings_and_output_weights": false, "gated_linear_unit": true,
+      "activation_func": "silu", "normalization": "RMSNorm", "add_bias_linear": false, "seq_length": 24,
+      "micro_batch_size": 1, "global_batch_size": 1, "params_dtype": "nf4", "compute_dtype": "bf16",
+      "optimizer": "adamw", "attention_backend": "unfused", "attention_dropout": 0, "hidden_dropout": 0,
+      "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+      "num_moe_experts": 4, "moe_router_topk": 2, "moe_ffn_hidden_size": 376, "moe_layer_freq": 1,
+      "peft": "qlora", "lora_rank": 4, "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+      "lora_dropout": 0, "checkpoint_reentrant": false, "kbit_upcast": "none", "nf4_double_quant": true,
+      "workspace_bytes": 0, "bnb_keeps_matmul_input": )";
+  CHECK(checkpointed_layer_forward_bytes(config_from(q03 + "false}")) == 201696.0);
+  // bitsandbytes < 0.43.2: each expert's rows (w1's and w3's A) and product (w2's) stay on ctx,
+  // counted among the checkpoints: the rows are not counted again (-4,608) and the last expert's
+  // product, counted there but made after w3, is taken out (-9,024): 188,064 B. w2's point is
+  // below: 18,432 + 11,424 + 4,800 + 144,384 + max(4,512, e·n·h = 4,608) = 183,648.
+  CHECK(checkpointed_layer_forward_bytes(config_from(q03 + "true}")) == 188064.0);
+}
+
 TEST_CASE("The last checkpointed layer's forward: only with every layer checkpointed", "[activations][checkpoint]") {
   // Without checkpointing the layer's tensors are its saved activations (no candidate of its own).
   const Config kept = config_from(small_llama(R"("framework": "ddp", "model_implementation": "torchtune",
@@ -164,12 +201,26 @@ TEST_CASE("A checkpointed MoE layer's recomputation at the last expert's w2", "[
   //   final_hidden_states e·T·h = 2,097,152; the one_hot mask 8·T·K·E = 65,536
   //   the last expert's rows e·n·h = 1,048,576 and product e·n·f_e = 1,048,576 (frozen: unsaved)
   //   w2's output e·n·h = 1,048,576
-  // 3 · 2,097,152 + 8,192 + 65,536 + 3 · 1,048,576 = 9,510,912 B.
+  //   routing_weights cast to bf16, held by the block's frame and saved by nothing, e·T·K = 4,096
+  // 3 · 2,097,152 + 8,192 + 65,536 + 3 · 1,048,576 + 4,096 = 9,515,008 B, less what the
+  // recomputed set counts of the last expert but is not there: its weighted output e·n·h =
+  // 1,048,576 and routing row e·n = 1,024 (made after w2), and its w2 output, which the set
+  // counts as the weighting's saved operand (counted once, as the point's), 1,048,576:
+  // 9,515,008 − 2,098,176 = 7,416,832 B.
   const Config c = config_from(checkpointed(R"("model_implementation": "hf-transformers",
       "compute_dtype": "bf16", "params_dtype": "bf16", "num_moe_experts": 4, "moe_router_topk": 2,
       "moe_ffn_hidden_size": 1024, "peft": "lora", "lora_target_modules": ["q_proj"],
       "checkpoint_reentrant": false)"));
-  CHECK(decoder_backward_bytes(c).recompute_forward.extra == 9510912.0);
+  CHECK(decoder_backward_bytes(c).recompute_forward.extra == 7416832.0);
+  // The same under QLoRA (NF4 experts with double quantisation, bf16 norms, bitsandbytes >=
+  // 0.43.2): w2's dequantised weight is the stage's NF4 temporary, counted with its restored absmax
+  // 4 · ⌈1,024 · 1,024 / 64⌉ = 65,536 B, which MatMul4Bit frees before F.linear writes w2's
+  // output (1,048,576 B): the smaller of the two is taken out, 7,416,832 − 65,536 = 7,351,296 B.
+  const Config q = config_from(checkpointed(R"("model_implementation": "hf-transformers",
+      "compute_dtype": "bf16", "params_dtype": "nf4", "num_moe_experts": 4, "moe_router_topk": 2,
+      "moe_ffn_hidden_size": 1024, "peft": "qlora", "lora_target_modules": ["q_proj"], "kbit_upcast": "none",
+      "nf4_double_quant": true, "bnb_keeps_matmul_input": false, "checkpoint_reentrant": false)"));
+  CHECK(decoder_backward_bytes(q).recompute_forward.extra == 7351296.0);
 }
 
 TEST_CASE("The output layer's LoRA forward: the adapter's sum over the whole logits", "[activations][lora]") {
@@ -200,4 +251,24 @@ TEST_CASE("transformers' shifting loss: the final norm's output beside the loss'
   CHECK(loss_forward_transient_bytes(config_from(small_llama(run))) == 198705152.0);
   CHECK(loss_forward_transient_bytes(config_from(small_llama(run + R"(, "lora_modules_to_save": ["lm_head"])"))) ==
         196608000.0);
+}
+
+TEST_CASE("A checkpointed layer's recomputed set beside its checkpoint: the 16-bit input is not among it",
+          "[activations][checkpoint]") {
+  // transformers' RMSNorm saves `x.float()`: in an fp32 stream that is x itself, the checkpoint's
+  // input (4·T·h = 4·1,024·1,024 = 4,194,304 B, counted once, with the checkpoint); in bf16 a new
+  // fp32 copy, and nothing in the layer saves the bf16 input, so the recomputed set is the layer's
+  // whole saved set (the allocation timeline oracle's seed 7 q03 read e·T·h under otherwise).
+  const auto working_and_set = [](const std::string& dtype) {
+    const std::string run = R"("framework": "ddp", "model_implementation": "hf-transformers", "attention_backend": "unfused",
+        "compute_dtype": ")" + dtype + R"(", "params_dtype": ")" + dtype + "\"";
+    const Config checkpointed_run = config_from(checkpointed(run));
+    const Config kept = config_from(small_llama(run));
+    return std::pair{layer_recompute_working_bytes(checkpointed_run, false),
+                     layer_activation_bytes(kept, false, LayerRecompute::policy)};
+  };
+  const auto [bf16_working, bf16_set] = working_and_set("bf16");
+  CHECK(bf16_working == bf16_set);
+  const auto [fp32_working, fp32_set] = working_and_set("fp32");
+  CHECK(fp32_set - fp32_working == 4194304.0);
 }

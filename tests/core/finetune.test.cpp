@@ -829,6 +829,18 @@ TEST_CASE("the decoder layers' backward is walked under LoRA and under checkpoin
   CHECK(lora.norm_mlp.made_params == 1056);
   CHECK(lora.norm_attention.made_params == lora.layer_params);
   CHECK(lora.norm_attention.freed > lora.norm_mlp.freed);
+  // At the input norm's PowBackward0 every saved tensor of the layer is freed but the norm's
+  // input pow saved. torchtune's rope cache is a module buffer, not a saved tensor, so nothing
+  // of it is taken out: in bf16 full training that input is the fp32 copy, 4 · 146 · 64 =
+  // 37,376 B, all that is left of the layer's set (the allocation timeline oracle's seed 5 c15:
+  // transformers' cos/sin, 2 · e · s · k, was taken out there, 17,152 B under).
+  const Config tt = config_from(R"({"model_implementation": "torchtune", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "num_query_groups": 4, "kv_channels": 16, "ffn_hidden_size": 200,
+      "vocab_size": 413, "gated_linear_unit": true, "activation_func": "silu", "normalization": "RMSNorm",
+      "add_bias_linear": false, "seq_length": 73, "micro_batch_size": 2, "params_dtype": "bf16",
+      "compute_dtype": "bf16", "framework": "ddp", "attention_backend": "unfused", "hidden_dropout": 0})");
+  CHECK(layer_activation_bytes(tt, false, LayerRecompute::policy) - decoder_backward_bytes(tt).norm_attention.freed ==
+        37376);
 }
 
 TEST_CASE("transformers' MoE block's backward: the first expert, the summed input gradients, q_proj's end", "[finetune][moe][backward]") {
@@ -861,6 +873,16 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
   CHECK(moe.expert_last.extra == 24832);
   CHECK(moe.expert_last.freed == 83200);
   CHECK(moe.expert_last.made_params == 24576);
+  // The loop's first node in backward, the last expert's weighting MulBackward0: the selected
+  // rows of the block's output gradient, the gradient of w2's output and grad · w2's output,
+  // 3 · 4 · 16 · 64 = 12,288, and their sum over h, the routing weights' row 4 · 16 = 64:
+  // 12,352 B; the weighted output IndexAddBackward0 saved, 4 · 16 · 64 = 4,096, freed; no
+  // gradient made. It is above the first expert's point here, where f 32 < h 64: 12,352 − 4,096
+  // = 8,256 B against 6,400 − 10,304 + w2's gradient 4 · 2,048 = 4,288 B (the allocation
+  // timeline oracle's seed 1 c10, f 40 and h 64, peaks there).
+  CHECK(moe.expert_weighting.extra == 12352);
+  CHECK(moe.expert_weighting.freed == 4096);
+  CHECK(moe.expert_weighting.made_params == 0);
   // q_proj's MmBackward0: its output's gradient 4 · 32 · 64 and two input gradients 2 · 4 · 32 · 64.
   CHECK(moe.qkv.extra == 24576);
   // The layer's parameters: q, k, v 64 · (64 + 2 · 64) = 12,288, o 64 · 64 = 4,096, the input
@@ -892,6 +914,20 @@ TEST_CASE("transformers' MoE block's backward: the first expert, the summed inpu
     CHECK(bt.expert_second.extra == 24832);
     CHECK(bn.expert_first.extra == 3200);
     CHECK(bn.expert_second.extra == 12416);
+    // The fp32 adapters' bf16 autocast casts (2 B a parameter) are taken out of the walked points
+    // as their nodes run, as in a dense layer; not with bitsandbytes < 0.43.2's kept A under the
+    // non-reentrant checkpoint, where the MoE recomputation is not walked whole: kept there.
+    CHECK(bn.adapter_cast_bytes == 2);
+    CHECK_FALSE(bn.casts_recomputed);
+    const DecoderBackward kept = decoder_backward_bytes(config_from(qlora + R"("none", "bnb_keeps_matmul_input": true,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": false})"));
+    CHECK(kept.adapter_cast_bytes == 0);
+    const DecoderBackward recent = decoder_backward_bytes(config_from(qlora + R"("none", "bnb_keeps_matmul_input": false,
+        "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+        "checkpoint_reentrant": false})"));
+    CHECK(recent.adapter_cast_bytes == 2);
+    CHECK(recent.casts_recomputed);
   }
 }
 

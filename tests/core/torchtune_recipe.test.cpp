@@ -32,6 +32,10 @@ TEST_CASE("compile=True leaves torchtune's chunked output layer eager: its backw
   // final norm's saved fp32 input 2,048, rsqrt 4·8 = 32 and normalised output 2,048: 399,392 B.
   CHECK(output_backward_bytes(eager).chunked_weight_sum == 399392);
   CHECK(output_backward_bytes(compiled).chunked_weight_sum == 399392);
+  // After the chunks the final RMSNorm's backward runs as after one output layer: the input pow
+  // saved, 4·T·h = 2,048, and five 4·T·h gradients (x's from x · rsqrt, mean's, and pow_backward's
+  // self.pow(1), its product by 2 and by grad), 5 · 2,048: 12,288 B, every chunk's tensors gone.
+  CHECK(output_backward_bytes(eager).final_norm == 12288);
   // At that moment: the weights and AdamW's two states (no gradient yet: 106,688 parameters ·
   // 4 B · 3 = 1,280,256 B), the decoder's saved tensors (the compiled layer's), and the walk.
   const Estimate est = estimate_training_memory(compiled, compiled.num_microbatches);

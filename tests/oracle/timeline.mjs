@@ -267,8 +267,8 @@ function qloraOpenItem(r, line) {
   const { node, op } = r.oracle;
   if (r.moment === 'backward') {
     if (r.diff > 0 && c.checkpoint && c.experts && node === 'IndexAddBackward0')
-      return 'the recomputation\'s own forward in the MoE loop, walked at the last expert\'s w2: that expert\'s weighted ' +
-        'output and routing row, made after it, are counted with the recomputed set; one layer: the first layer\'s set counted as a later one\'s (over)';
+      return 'the recomputation\'s own forward in the MoE loop, walked at the last expert\'s w2: the restored absmax counted ' +
+        'beside w2\'s output and the other layers\' adapter casts kept; one layer: the first layer\'s set counted as a later one\'s (over)';
     // Linear4bit's backward is walked in dense layers (activations.cpp linear4bit_backward_points:
     // down_proj's and up_proj's MatMul4BitBackward, q_proj's with its weight; the adapters' casts
     // freed as their nodes run); not in transformers' MoE block.
@@ -282,7 +282,7 @@ function qloraOpenItem(r, line) {
       return `a dense QLoRA layer's node trainmem does not walk (oracle at ${node} (${op}))`;
     if (c.checkpoint && c.experts && node === 'IndexAddBackward0')
       return 'the recomputation\'s own forward in the MoE loop (the unpack at IndexAddBackward0), walked at the last expert\'s w2: ' +
-        'the loop\'s small tensors (the routing weight\'s row, torch.where\'s indices) are not counted';
+        'a tensor of the loop not counted';
     // torch 1.13's non-reentrant checkpoint recomputes the whole layer; current PyTorch stops once
     // the last saved tensor is packed (early stop), before a down_proj that saves nothing.
     if (c.checkpoint && !c.checkpoint_reentrant && !c.experts && op === 'aten::mm' && node !== 'MatMul4BitBackward')

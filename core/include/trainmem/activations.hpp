@@ -179,6 +179,7 @@ struct DecoderBackward {
   Point expert_first;       // transformers' MoE loop: the first expert's silu · w3 MulBackward0
   Point expert_second;      // the second expert's input gradient summed into the block input's
   Point expert_last;        // the same at the last expert
+  Point expert_weighting;   // the last expert's weighting MulBackward0, the loop's first node in backward
   Point qkv;                // q_proj's MmBackward0, the layer's last weight gradient
   Point norm_mlp;           // the post-attention RMSNorm's PowBackward0
   Point norm_attention;     // the input RMSNorm's PowBackward0
@@ -206,9 +207,10 @@ struct DecoderBackward {
   // own layer's adapters again).
   double adapter_cast_bytes = 0, unsaved_casts = 0;
   bool casts_recomputed = false;  // every layer checkpointed: only the current layer's casts exist
-  std::array<Point, 15> points() const {
-    return {swiglu, softmax, expert_first, expert_second, expert_last, qkv, norm_mlp, norm_attention,
-            recompute_forward, nf4_down, nf4_up, nf4_recompute_up, gate_mm, attention_dropout, down_lora_dropout};
+  std::array<Point, 16> points() const {
+    return {swiglu, softmax, expert_first, expert_second, expert_last, expert_weighting, qkv, norm_mlp,
+            norm_attention, recompute_forward, nf4_down, nf4_up, nf4_recompute_up, gate_mm, attention_dropout,
+            down_lora_dropout};
   }
 };
 DecoderBackward decoder_backward_bytes(const Config& config);

@@ -2009,9 +2009,18 @@ double layer_recompute_working_bytes(const Config& config, bool moe_layer) {
   switch (config.recompute_granularity) {
     case RecomputeGranularity::full: {
       // Backward re-runs the layer's forward with grad enabled: its whole saved set exists
-      // again, beside the checkpointed input it starts from.
+      // again, beside the checkpointed input it starts from. Where the first saving op keeps that
+      // input itself (a LayerNorm, Megatron Core's and torchtitan's fused RMSNorm, a compiled
+      // RMSNorm, an fp32 stream's RMSNorm, whose `x.to(float32)` returns x) the set counts it once with the
+      // checkpoint; transformers' and torchtune's RMSNorm on a 16-bit stream save `x.float()`, a
+      // new fp32 copy, and nothing in the layer saves the 16-bit input itself, so nothing is taken
+      // out (the allocation timeline oracle's seed 7 q03, bf16 MoE: its recomputation read
+      // e·T·h = 40,960 B under without it).
       const Shape x = shape_of(config);
-      return std::max(0.0, everything - checkpoint_input_bytes(config, x));
+      const Eager kind = eager_kind(config);
+      const bool input_copied = config.eager_model() && kind != Eager::torchtitan && !config.torch_compile &&
+                                config.normalization == Normalization::rms_norm && x.norm_e != 4;
+      return std::max(0.0, everything - (input_copied ? 0.0 : checkpoint_input_bytes(config, x)));
     }
     case RecomputeGranularity::selective: {
       // Each recomputed module is re-run just before its own backward and freed after it, so
@@ -2788,6 +2797,15 @@ OutputBackward output_backward_bytes(const Config& config) {
       peak = std::max({peak, in_mm, at_add});
     }
     out.chunked_weight_sum = norm_saved + peak;
+    // Then SplitBackward0 joins the chunks' input gradients into one e·T·h and frees them, and the
+    // final RMSNorm's nodes run as after an unchunked output layer (step 5 below): five 4·T·h
+    // beside the input pow saved, every chunk's saved input and logits' gradient gone, the output
+    // weight's gradient made (the allocation timeline oracle's seed 21 c21, fp32: 11,456 B under
+    // with the chunks' phase alone). Under ddp only, where the oracle runs: under FSDP2 what the
+    // output unit's post-backward holds by then (its reduce-scatter pair) is not walked.
+    if (config.normalization == Normalization::rms_norm && config.framework == Framework::ddp)
+      for (const SavedTensor& t : saved)
+        if (t.name == "output.final_norm_input") out.final_norm = t.bytes + 5 * 4 * x.h * x.tokens;
     return out;
   }
   if (config.cross_entropy_chunks > 1 || config.cross_entropy_loss_fusion ||
@@ -3016,6 +3034,16 @@ void moe_backward_points(const Config& config, const Shape& x, const SavedTensor
   const double be = moe_block_bytes(x);
   const double routing_gradient = be * T * K;
   out.expert_first = {3 * x.ffn_e * n * f_e + routing_gradient, n * first_freed_per_row, expert_down_params};
+  // The loop's first node in backward, the last expert's IndexAddBackward0 then its weighting's
+  // MulBackward0 (`expert_layer(current_state) * routing_weights[top_x, idx, None]`): the selected
+  // rows of the block's output gradient (be·n·h), the gradient of w2's output (grad · routing
+  // weight) and the product grad · w2's output that sum() reduces to the routing weights' row
+  // (be·n·h each), and that row (be·n), with the weighted output IndexAddBackward0 saved freed;
+  // nothing of the expert's is made yet. It outgrows the first point where f_e is small beside h
+  // (the allocation timeline oracle's seed 1 c10, f_e 40 and h 64: 33,608 B under before).
+  const double weighted_per_row =
+      freed_bytes(saved, [](std::string_view name) { return name == "moe.weighted_output"; }) / N;
+  out.expert_weighting = {3 * be * n * x.h + be * n, n * weighted_per_row, 0};
   if (E >= 2) {
     const double summed = 3 * be * T * x.h + routing_gradient;
     out.expert_second = {summed, 2 * n * per_row, 2 * expert_params};
@@ -3067,7 +3095,7 @@ void reentrant_extras(const Config& config, const Shape& x, double model_tensors
   for (DecoderBackward::Point* p : {&out.qkv, &out.norm_attention})
     if (p->extra > 0) p->freed -= model_tensors;
   for (DecoderBackward::Point* p : {&out.swiglu, &out.expert_first, &out.expert_second, &out.expert_last,
-                                    &out.nf4_down, &out.nf4_up})
+                                    &out.expert_weighting, &out.nf4_down, &out.nf4_up})
     if (p->extra > 0) p->extra += output;
   // The fp32 stream adds the post-attention norm's x gradient into G's sum at once; a 16-bit
   // stream's waits for the cast's backward, after that norm's PowBackward0.
@@ -3200,7 +3228,7 @@ void linear4bit_recompute_point(const Config& config, const Shape& x, double not
 // bitsandbytes' dequantised w2 is the backward's NF4 temporary already. The allocation timeline
 // oracle's QLoRA MoE draws (seed 13, 21, 7 q03) peak there, in the recomputation the unpack at
 // IndexAddBackward0 starts.
-DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x) {
+DecoderBackward::Point moe_recompute_forward_point(const Config& config, const Shape& x, const SavedTensors& saved) {
   const double T = x.tokens, e = x.e, E = double(config.num_moe_experts), K = double(config.moe_router_topk);
   const double n = expert_tokens(config, x) / E;
   const double block_e = moe_block_bytes(x);
@@ -3213,8 +3241,26 @@ DecoderBackward::Point moe_recompute_forward_point(const Config& config, const S
   const double product = bnb_kept || x.keeps_input({LoraTarget::down_proj})
                              ? 0
                              : x.ffn_e * n * double(config.moe_ffn_hidden_size);
+  // The recomputed set counts every expert's saved tensors whole; at the last expert's w2 its
+  // weighted output and routing weight's row are not made yet, and w2's output is the one being
+  // written (counted once, as the point's). routing_weights cast to the block's dtype (a new
+  // tensor when the fp32 top-k weights are cast to a 16-bit stream) is held by the frame, saved by
+  // nothing (IndexBackward0 of its rows keeps only their shape).
+  const double per_row = freed_bytes(saved, [](std::string_view name) {
+    return name == "moe.weighted_output" || name == "moe.routing_weights" || name == "moe.expert_output";
+  }) / expert_tokens(config, x);
+  const double routing_cast = block_e == 4 ? 0 : block_e * T * K;
+  // bitsandbytes' w2 (NF4 experts): the stage's NF4 temporary counts the largest dequantised
+  // weight with its restored absmax, but MatMul4Bit frees the absmax before F.linear writes w2's
+  // output, so the two are not there together: the smaller is taken out (an upper bound still
+  // where the temporary is a larger linear's; the allocation timeline oracle's seed 7 q03:
+  // 6,528 B over otherwise).
+  const bool nf4_experts = config.peft == Peft::qlora && config.params_dtype == Dtype::nf4 &&
+                           config.expert_params_dtype == Dtype::nf4;
+  const double absmax_apart =
+      nf4_experts ? std::min(nf4_absmax_bytes(config, x.h * double(config.moe_ffn_hidden_size)), e * n * x.h) : 0;
   const double extra = residual + router_input + e * T * E + block_e * T * x.h + 8 * T * K * E + rows + product +
-                       e * n * x.h;
+                       e * n * x.h + routing_cast - n * per_row - absmax_apart;
   return {extra, 0, 0};
 }
 
@@ -3297,8 +3343,12 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // the model's cos/sin, positions and mask go with the first layer's rotary and attention nodes.
   SavedTensors saved;
   no_recompute_layer_detail(config, &saved, hf_moe);
+  // transformers' only (as eager_embedding counts them): torchtune's rope cache is a module
+  // buffer, not among the saved tensors, so nothing of it is freed (the allocation timeline
+  // oracle's seed 5 c15, torchtune bf16: its cos/sin-sized 17,152 B were taken out of the first
+  // layer's input norm point, which read that much under).
   Ledger model(nullptr);
-  hf_model_tensors(config, x, model);
+  if (eager_kind(config) == Eager::hf) hf_model_tensors(config, x, model);
   if (hf_moe) {
     moe_backward_points(config, x, saved, mlp(f_e), down(f_e), out);
   } else {
@@ -3387,13 +3437,19 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   // under QLoRA's non-reentrant checkpoint, or without checkpointing, the layer's input needs none
   // (layer_input_needs_grad), and an adapter's input needs one only once an earlier trainable
   // adapter made the stream need it (q, k, v before o; the attention before the MLP).
-  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked); in
-  // transformers' MoE block the recomputation's point does not walk the loop's small tensors
-  // (the allocation timeline oracle's seed 21 q03 reads 31,738 B under with the casts out), so
-  // the casts stay counted there.
+  // Taken out in the dense layers whose Linear4bit backward is walked (nf4_walked) and in
+  // transformers' MoE block, whose recomputation point counts the loop's tensors now (the
+  // allocation timeline oracle's q03 draws: seed 7 +14,720 -> +6,528 B, seed 1 +34,208 ->
+  // +10,144 B; the q01 rows 0.2 pp nearer). Not with bitsandbytes < 0.43.2's kept A under the
+  // non-reentrant checkpoint, where the MoE recomputation still misses tensors of its own (seed
+  // 21 q03 reads 18,912 B under with the casts out; 31,738 B before its loop was walked): the
+  // casts stay counted there.
   // Under ddp only, where the state counts the casts (trainmem_profile.cpp k_ddp_copies,
   // weight_copies); FSDP's mixed precision makes its own copies of the units.
-  if (out.nf4_walked && config.framework == Framework::ddp && bytes_per_element(lora_adapter_dtype(config)) > x.e) {
+  const bool moe_casts_walked =
+      hf_moe && !(x.bnb_input && every_layer_checkpointed(config) && !config.checkpoint_reentrant);
+  if ((out.nf4_walked || moe_casts_walked) && config.framework == Framework::ddp &&
+      bytes_per_element(lora_adapter_dtype(config)) > x.e) {
     out.adapter_cast_bytes = x.e;
     out.casts_recomputed = every_layer_checkpointed(config);
     if (!layer_input_needs_grad(config, true)) {
@@ -3417,7 +3473,7 @@ DecoderBackward decoder_backward_bytes(const Config& config) {
   }
   norm_points(config, x, saved, model.total(), mlp_params + norm, out.layer_params, out);
   if (every_layer_checkpointed(config))
-    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x) : recompute_forward_point(config, x);
+    out.recompute_forward = hf_moe ? moe_recompute_forward_point(config, x, saved) : recompute_forward_point(config, x);
   if (config.checkpoint_reentrant && every_layer_checkpointed(config)) reentrant_extras(config, x, model.total(), out);
   return out;
 }
@@ -3520,7 +3576,7 @@ double qlora_forward_frame_bytes(const Config& config) {
 //    norms), the weight dequantised whole (nf4_dequant_bytes) and the matmul's output, then
 //    Linear4bit's .to(fp32) beside that output, with SiLU's output at up_proj and the product at
 //    down_proj.
-// Not walked: the MoE block's loop (the attention's points are), the norms' fp32 temporaries
+// Not walked: the MoE block's loop under fp32 norms or with adapters on the experts, the norms' fp32 temporaries
 // (below the MLP's while f >= h), the attention's NF4 linears (h·(a + 2g)·k and a·k·h elements,
 // below the MLP's h·f; trainmem_profile.cpp's QLoRA layer-forward candidate bounds the largest),
 // the adapters' autocast casts of their weights.
@@ -3567,6 +3623,46 @@ double checkpointed_layer_forward_bytes(const Config& config) {
       const double o_proj = x.targeted(LoraTarget::o_proj) ? 3 * e * T * x.h : e * T * x.h;
       best = std::max(best, norm_output + q + 2 * kv + probabilities + q + o_proj - later_kept);
     }
+  }
+  // transformers' MoE block (MixtralSparseMoeBlock.forward; Qwen2/Qwen3-MoE run the same loop),
+  // where no expert linear has an adapter and the stream is in the compute dtype (fp32 norms' casts
+  // are not walked, as above). Beside the residual sum and the post-attention norm's output (the
+  // block's `hidden_states`) the block's frame holds router_logits (e·T·E), selected_experts
+  // (topk's int64 indices, 8·T·K), routing_weights cast to the stream's dtype (e·T·K: the fp32
+  // topk values are unbound by the cast), final_hidden_states (the index_add_ target) and the
+  // one_hot expert_mask (int64, 8·T·K·E; permute is a view). In the loop, at every expert after
+  // the first, the previous expert's weighted output stays bound to current_hidden_states until
+  // the new one is assigned: beside the expert's torch.where indices (nonzero's int64 [n, 2], idx
+  // and top_x its views), its rows (current_state, e·n·h, n = T·K/E) and the expert's own points:
+  // w1's output (or bitsandbytes' MatMul4Bit: the weight dequantised whole, then the restored
+  // absmax freed before F.linear writes its output, so weight + the larger of the two); SiLU's
+  // output beside w3's; the product beside both; the product beside w2's; w2's output, the
+  // routing weights' row (e·n) and the new weighted output. Inside the checkpoint nothing saves
+  // w1's output, so it goes once SiLU has read it. Every expert gets n rows (balanced routing), so
+  // the last expert's points are the largest. bitsandbytes < 0.43.2 keeps each expert's rows and
+  // product as A, counted among the checkpoints already: not counted again, and the last
+  // expert's product taken out of the points before it is made. The allocation timeline oracle's
+  // seed 1 q03 (nf4 experts, bf16) peaks at the last expert's w3 MatMul4Bit: 34,752 B under before.
+  if (config.is_moe() && hf && !x.kbit_fp32 &&
+      !(x.targeted(LoraTarget::gate_proj) || x.targeted(LoraTarget::up_proj) || x.targeted(LoraTarget::down_proj))) {
+    const double E = double(config.num_moe_experts), K = double(config.moe_router_topk);
+    const double n = expert_tokens(config, x) / E, ef = double(config.moe_ffn_hidden_size);
+    const bool nf4_experts = nf4 && config.expert_params_dtype == Dtype::nf4;
+    const bool experts_kept = bnb_kept && nf4_experts;
+    const double residual_sum = (config.num_layers == 1 ? embedding_output_e(config, x) : x.norm_e) * x.h * T;
+    const double block = e * T * E + 8 * T * K + e * T * K + moe_block_bytes(x) * T * x.h + 8 * T * K * E;
+    const double rows = experts_kept ? 0 : e * n * x.h;
+    const double loop = residual_sum + stream + block + e * n * x.h + 16 * n + rows;
+    const double weight = nf4_experts ? e * x.h * ef : 0;
+    const double absmax = nf4_experts ? nf4_absmax_bytes(config, x.h * ef) : 0;
+    const auto linear = [&](double width) { return weight + std::max(absmax, e * n * width); };
+    const double wide = e * n * ef, product_not_yet = experts_kept ? wide : 0;
+    const double product = experts_kept ? 0 : wide;
+    best = std::max(best, loop + linear(ef) - product_not_yet);                   // w1
+    best = std::max(best, loop + wide + linear(ef) - product_not_yet);            // w3, SiLU's output beside
+    best = std::max(best, loop + 2 * wide + product);                             // the product
+    best = std::max(best, loop + product + linear(x.h));                          // w2
+    best = std::max(best, loop + 2 * e * n * x.h + e * n);                         // the weighted output
   }
   if (!config.is_moe()) {
     const double fe = x.ffn_e, wide = fe * T * x.f;

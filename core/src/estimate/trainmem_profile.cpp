@@ -2902,7 +2902,7 @@ StageResult evaluate_stage(const Config& c, const PipelineLayout& layout, int64_
   // Each walked point, and whether it comes after q_proj's LoRA branch in backward.
   const std::array<std::pair<DecoderBackward::Point, bool>, std::tuple_size_v<decltype(dec.points())>> walked = {{
       {dec.swiglu, false}, {dec.softmax, false}, {dec.expert_first, false}, {dec.expert_second, false},
-      {dec.expert_last, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
+      {dec.expert_last, false}, {dec.expert_weighting, false}, {dec.qkv, true}, {dec.norm_mlp, false}, {dec.norm_attention, true},
       {dec.recompute_forward, false}, {dec.nf4_down, false}, {dec.nf4_up, false}, {dec.nf4_recompute_up, false},
       {dec.gate_mm, false}, {dec.attention_dropout, false}, {dec.down_lora_dropout, false}}};
   // Where Linear4bit's backward is walked, each point carries the dequantised weights its nodes

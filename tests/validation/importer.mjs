@@ -12,6 +12,10 @@ const HARDWARE_FACTS = new Set(['attention_backend']);
 // What a tokenizer file the arguments name holds (Megatron-LM's --vocab-file: GPT-2's BPE
 // vocabulary has 50,257 tokens), which the launch arguments cannot say.
 const TOKENIZER_FACTS = new Set(['vocab_size']);
+// What the installed versions decide and no argument says: Megatron's precision-aware optimizer
+// keeps bf16 weights' masters as remainders from Megatron Core 0.11 with Transformer Engine 2.1
+// (the importers leave store_param_remainders off and say so).
+const VERSION_FACTS = new Set(['store_param_remainders']);
 
 function load_file(name) {
   const data = JSON.parse(readFileSync(new URL(name, import.meta.url), 'utf8'));
@@ -83,6 +87,10 @@ export function evaluate_importer() {
     if (p.config.gpu_memory_bytes !== undefined) config.gpu_memory_bytes = p.config.gpu_memory_bytes;
     for (const [key, value] of Object.entries(p.framework_config.hardware ?? {})) {
       if (!HARDWARE_FACTS.has(key)) throw new Error(`${p.id}: framework_config.hardware.${key} is not a hardware fact (${[...HARDWARE_FACTS]})`);
+      config[key] = value;
+    }
+    for (const [key, value] of Object.entries(p.framework_config.versions ?? {})) {
+      if (!VERSION_FACTS.has(key)) throw new Error(`${p.id}: framework_config.versions.${key} is not a version fact (${[...VERSION_FACTS]})`);
       config[key] = value;
     }
     for (const [key, value] of Object.entries(tokenizer)) {

@@ -141,8 +141,11 @@ export const FRAMEWORK_KEYS = {
   "ms-swift-megatron": {
     "attention_backend": "--attention_backend",
     "cross_entropy_loss_fusion": "--cross_entropy_loss_fusion",
+    "exp_avg_dtype": "--exp_avg_dtype",
+    "exp_avg_sq_dtype": "--exp_avg_sq_dtype",
     "expert_model_parallel_size": "--expert_model_parallel_size",
     "fp8_param_gather": "--fp8_param_gather",
+    "fp8_recipe": "--fp8_recipe",
     "global_batch_size": "--global_batch_size",
     "lora_rank": "--lora_rank",
     "lora_target_modules": "--target_modules",

@@ -142,6 +142,24 @@ TEST_CASE("ms-swift-megatron: --version dates the fp32 expert adapters of 2025-0
   CHECK_FALSE(swift(command + " --target_modules linear_qkv", options).input.lora_expert_dtype.has_value());
   options.version = "v3.7";
   CHECK(names(swift(command, options), {"--version: must be the date of the ms-swift commit the run used, YYYY-MM-DD"}));
+  // A day the calendar has not (2025 is no leap year) is named, not read as a date in the window.
+  options.version = "2025-02-29";
+  CHECK(names(swift(command, options), {"--version: must be the date of the ms-swift commit the run used, YYYY-MM-DD"}));
+  options.version = "2025-07-32";
+  CHECK(names(swift(command, options), {"--version: must be the date of the ms-swift commit the run used, YYYY-MM-DD"}));
+  options.version = "2024-02-29";  // a leap day: a date, before the window
+  CHECK(swift(command, options).ok());
+}
+
+TEST_CASE("ms-swift-megatron: a repeated boolean is read as its last occurrence, as argparse does") {
+  const std::string command = "NPROC_PER_NODE=2 megatron sft --model Qwen/Qwen2.5-7B --max_length 1024 "
+                              "--tensor_model_parallel_size 2";
+  CHECK(swift(command + " --sequence_parallel false --sequence_parallel true").input.sequence_parallel == true);
+  CHECK(swift(command + " --sequence_parallel true --sequence_parallel false").input.sequence_parallel == false);
+  // Every translated argument alike: the last value of a repeated one is the run's.
+  CHECK(swift(command + " --micro_batch_size 4 --micro_batch_size 2").input.micro_batch_size == 2);
+  CHECK_FALSE(swift(command + " --use_precision_aware_optimizer true --use_precision_aware_optimizer false "
+                              "--exp_avg_dtype bf16").ok());  // narrow states need the flag, which the last says off
 }
 
 TEST_CASE("ms-swift-megatron: Megatron Core's module names select their adapters") {

@@ -68,6 +68,10 @@ double moe_dispatcher_state_bytes(const Config& config, bool after_backward);
 // layer's next forward, per checkpoint whose layers include an MoE layer: the checkpoint's
 // detached input and its gradient (0 otherwise).
 double moe_recompute_graph_bytes(const Config& config);
+// An MoE layer's forward runs inside a recompute checkpoint: full recompute, or selective with the
+// moe module (MoELayer's own checkpoint). The dispatcher's state, its re-run and the graph above
+// follow from it.
+bool moe_layer_checkpointed(const Config& config);
 // The all-gather dispatcher's persistent buffer of gathered tokens (one per GPU; 0 otherwise),
 // and its transient gradients in one MoE layer's backward (0 for the all-to-all dispatcher, whose
 // backward buffers are not counted, as a dense layer's are not).

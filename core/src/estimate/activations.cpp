@@ -856,6 +856,12 @@ double routed_width(const Config& c, const Shape& x) {
   return c.moe_latent_size > 0 ? double(c.moe_latent_size) : x.h;
 }
 
+// One expert's FFN width on this GPU: moe_ffn_hidden_size split by expert tensor parallelism
+// (Megatron Core's TEGroupedMLP column- and row-parallel linear_fc1 / linear_fc2).
+double local_expert_ffn(const Config& c) {
+  return double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+}
+
 // ---- The all-gather dispatcher (moe_token_dispatcher_type allgather) ----
 //
 // Megatron Core's MoEAllGatherTokenDispatcher, read from NVIDIA/Megatron-LM
@@ -951,7 +957,7 @@ double expert_adapter_fc2_extra(const ExpertAdapters& a, double width) {
 // The adapters' saved tensors for one MoE layer, over the most-loaded GPU's `n` rows.
 void expert_adapter_entries(const Config& c, const Shape& x, double n, Ledger& out) {
   const ExpertAdapters a = expert_adapters(c, x);
-  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double f_e = local_expert_ffn(c);
   const double w = routed_width(c, x);
   const auto one = [&](double in_width, std::string_view mask, std::string_view input,
                        std::string_view intermediate) {
@@ -1025,7 +1031,7 @@ double allgather_forward_transient(const Config& c, const Shape& x) {
   const double at_combine = U + (cast ? p * w * n_g : 0.0) + p * w * x.tokens_sp;
   // The experts' adapters (expert_adapters): their forward inside experts_compute, P still held.
   const ExpertAdapters a = expert_adapters(c, x);
-  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double f_e = local_expert_ffn(c);
   const double glu = c.gated_linear_unit ? 2 : 1;
   const double at_adapters = P + n_r * std::max(expert_adapter_fc1_extra(a, x.e, w, glu * f_e),
                                                 x.e * w + expert_adapter_fc2_extra(a, w));
@@ -1056,7 +1062,7 @@ double moe_forward_transient(const Config& c, const Shape& x) {
   // held; on linear_fc2 beside the base output O.
   const ExpertAdapters a = expert_adapters(c, x);
   if (!a.fc1 && !a.fc2) return std::max(at_combine_preprocess, at_combine);
-  const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+  const double f_e = local_expert_ffn(c);
   const double glu = c.gated_linear_unit ? 2 : 1;
   const double at_adapters = P + A + G + n.expert * std::max(expert_adapter_fc1_extra(a, x.e, w, glu * f_e),
                                                              row + expert_adapter_fc2_extra(a, w));
@@ -1089,11 +1095,7 @@ double moe_forward_transient(const Config& c, const Shape& x) {
 double moe_dispatcher_state(const Config& c, const Shape& x, bool after_backward) {
   const double E = double(c.num_moe_experts);
   const double probs = probs_bytes(c, x);
-  const bool checkpointed =
-      c.recompute_granularity == RecomputeGranularity::full ||
-      (c.recompute_granularity == RecomputeGranularity::selective &&
-       ((c.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
-  const bool unsaved = after_backward || checkpointed;
+  const bool unsaved = after_backward || moe_layer_checkpointed(c);
   if (allgather(c)) {
     const double local_map = gathered_tokens(c, x) * E / double(c.expert_model_parallel_size);
     return local_map + (unsaved ? moe_permutation_map_bytes(c, x) + probs * moe_tokens(c, x).expert : 0.0);
@@ -1198,7 +1200,7 @@ void moe_body(const Config& c, const Shape& x, const Modules& m, Ledger& out) {
     if (expert_input_saved(c, x))
       out.add("moe.expert_input", "moe", x.lin * width_in * n, x.lin_dtype,
               x.peft ? k_src_expert_lora : k_src_expert_input);
-    const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+    const double f_e = local_expert_ffn(c);
     // fc2's input: kept by linear_fc2 when it trains, or by its adapter's lora_A reading it as it is.
     const ExpertAdapters adapters = expert_adapters(c, x);
     const bool fc2_input_kept = !x.peft || (adapters.fc2 && !adapters.own_input);
@@ -1856,7 +1858,7 @@ struct EagerWalk {
       out.add("moe.topk_sum", "moe", 4 * T, "fp32", k_src_hf_moe_router);
     }
     const double N = expert_tokens(c, x);
-    const double f_e = double(c.moe_ffn_hidden_size) / double(c.expert_tensor_parallel_size);
+    const double f_e = local_expert_ffn(c);
     // Adapters on the experts (lora_target_modules gate_proj, up_proj, down_proj in an MoE model):
     // each expert's lora.Linear runs on that expert's tokens only (current_state, a copy of its
     // rows), so the adapters of all local experts together see the N routed rows, as the
@@ -2082,13 +2084,14 @@ double moe_dispatcher_state_bytes(const Config& config, bool after_backward) {
 // per checkpoint leaves memory unreleased after the step, not with dense models, halved with two
 // layers per checkpoint) and Megatron-LM PR #6117 / #6339 (the detached leaves' .grad kept while
 // the recomputed graph is reachable).
+bool moe_layer_checkpointed(const Config& config) {
+  return config.recompute_granularity == RecomputeGranularity::full ||
+         (config.recompute_granularity == RecomputeGranularity::selective &&
+          ((config.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
+}
+
 double moe_recompute_graph_bytes(const Config& config) {
-  if (!config.is_moe() || config.eager_model()) return 0;
-  const bool checkpointed =
-      config.recompute_granularity == RecomputeGranularity::full ||
-      (config.recompute_granularity == RecomputeGranularity::selective &&
-       ((config.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
-  if (!checkpointed) return 0;
+  if (!config.is_moe() || config.eager_model() || !moe_layer_checkpointed(config)) return 0;
   const Shape x = shape_of(config);
   return 2 * x.hidden;
 }

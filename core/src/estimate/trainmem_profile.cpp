@@ -1994,10 +1994,7 @@ StageMoe stage_moe(const Config& c, const StageActivation& act, bool include_act
   if (!include_activation || !(act.moe_layers > 0)) return m;
   const double transient = moe_dispatch_transient_bytes(c);
   m.forward = std::max(0.0, transient - (last ? act.loss_chunk : 0.0));
-  const bool reruns = c.recompute_granularity == RecomputeGranularity::full ||
-                      (c.recompute_granularity == RecomputeGranularity::selective &&
-                       ((c.recompute_modules >> unsigned(RecomputeModule::moe)) & 1u));
-  if (reruns) m.recompute = transient;
+  if (moe_layer_checkpointed(c)) m.recompute = transient;
   m.backward = moe_dispatch_backward_bytes(c);
   const double buffer = moe_gather_buffer_bytes(c);
   const double router = moe_router_buffer_bytes(c);  // the expert bias and its token count

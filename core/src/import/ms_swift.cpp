@@ -97,7 +97,7 @@ const std::vector<std::string_view> k_no_memory = {
     "truncation_strategy", "loss_scale", "use_chat_template", "model_type", "model_revision", "model_author",
     "model_name", "use_hf", "hub_token", "load_safetensors", "save_safetensors", "merge_lora", "max_shard_size",
     "add_version", "load_args", "max_epochs", "num_train_epochs", "dataloader_persistent_workers",
-    "dataloader_prefetch_factor", "report_to", "strict", "seed", "data_seed", "enable_dft_loss",
+    "dataloader_prefetch_factor", "report_to", "strict", "data_seed", "enable_dft_loss",
     "enable_channel_loss", "attn_impl", "new_special_tokens", "remove_unused_columns", "lora_alpha",
     "use_rslora", "freeze_parameters", "freeze_parameters_ratio", "freeze_parameters_regex",
     "trainable_parameters", "trainable_parameters_regex", "freeze_llm", "freeze_vit", "freeze_aligner",
@@ -124,7 +124,10 @@ std::optional<int64_t> swift_date(std::string_view text) {
   if (text.size() != 10 || text[4] != '-' || text[7] != '-') return std::nullopt;
   const std::optional<int64_t> y = mapping::parse_int(text.substr(0, 4)), m = mapping::parse_int(text.substr(5, 2)),
                                d = mapping::parse_int(text.substr(8, 2));
-  if (!y || !m || !d || *y < 2023 || *m < 1 || *m > 12 || *d < 1 || *d > 31) return std::nullopt;
+  if (!y || !m || !d || *y < 2023 || *m < 1 || *m > 12 || *d < 1) return std::nullopt;
+  const bool leap = *y % 4 == 0 && (*y % 100 != 0 || *y % 400 == 0);
+  constexpr int k_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (*d > k_days[*m - 1] + (*m == 2 && leap ? 1 : 0)) return std::nullopt;
   return *y * 10000 + *m * 100 + *d;
 }
 
@@ -200,9 +203,14 @@ class SwiftReader {
     std::replace(s.begin(), s.end(), '_', '-');
     return s;
   }
-  bool given(std::string_view name) const {
-    return std::any_of(args_.begin(), args_.end(), [&](const SwiftArg& a) { return a.name == name; });
+  // The last `--name` of the command, without marking it read; nullptr when absent.
+  const SwiftArg* find(std::string_view name) const {
+    const SwiftArg* last = nullptr;
+    for (const SwiftArg& a : args_)
+      if (a.name == name) last = &a;
+    return last;
   }
+  bool given(std::string_view name) const { return find(name) != nullptr; }
 
   bool split(const std::vector<std::string>& words);
   void read_world();
@@ -333,6 +341,7 @@ void SwiftReader::translate() {
     const bool is_bool = listed(k_megatron_bools, a.name);
     if (!is_bool && !listed(k_megatron_values, a.name)) continue;
     a.used = true;
+    if (find(a.name) != &a) continue;  // repeated: argparse keeps the last
     if (is_bool) {
       if (boolean_of(a).value_or(false)) megatron_.push_back("--" + dashed(a.name));
       continue;
@@ -351,9 +360,7 @@ void SwiftReader::translate() {
     add_default("recompute_granularity", {"selective"}, "selective recomputation");
   }
   // recompute_modules counts only for selective recomputation.
-  const SwiftArg* granularity = nullptr;
-  for (const SwiftArg& a : args_)
-    if (a.name == "recompute_granularity") granularity = &a;
+  const SwiftArg* granularity = find("recompute_granularity");
   const bool selective = !granularity || granularity->values == std::vector<std::string>{"selective"};
   if (selective && !given("recompute_modules"))
     add_default("recompute_modules", {"core_attn"}, "the core attention is what selective recomputation recomputes");
@@ -622,10 +629,9 @@ void SwiftReader::run(std::string_view text) {
   // Megatron-LM's flags say only "on": ms-swift's booleans that are off are said here.
   for (const auto& [name, f] : {std::pair<std::string_view, FieldName>{"use_distributed_optimizer", field::use_distributed_optimizer},
                                 {"sequence_parallel", field::sequence_parallel}}) {
-    for (const SwiftArg& a : args_)
-      if (a.name == name && a.values.size() == 1 && swift_bool(a.values[0]) == false &&
-          !set_field(out_.input, f, false))
-        out_.read.push_back(std::string(f) + " ← false (--" + std::string(name) + " false)");
+    const SwiftArg* a = find(name);
+    if (a && a->values.size() == 1 && swift_bool(a->values[0]) == false && !set_field(out_.input, f, false))
+      out_.read.push_back(std::string(f) + " ← false (--" + std::string(name) + " false)");
   }
   read_lora();
   account();

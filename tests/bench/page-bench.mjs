@@ -192,7 +192,7 @@ async function coldLoad(browser, target) {
       inputs: Number.isFinite(live) ? live : mark('trainmem:first-result'),
       pageChart: mark('trainmem:first-chart'),
       resources: [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
-        .map((e) => ({ name: e.name, end: e.responseEnd, wire: e.encodedBodySize, blocking: e.renderBlockingStatus === 'blocking' })),
+        .map((e) => ({ name: e.name, end: e.responseEnd, wire: e.encodedBodySize, blocking: e.renderBlockingStatus === 'blocking', document: e.entryType === 'navigation' })),
       // In the document before its first paint (dist/'s prerendered headline), not written by the page.
       prerendered: Number.isFinite(fcp) && result <= fcp,
     };
@@ -302,7 +302,8 @@ async function firstLoadBytes(target, load) {
     if (!path || path.endsWith('/')) path += 'index.html';
     // What the first answer needs: a prerendered one (painted with the document) the document and
     // what blocks its rendering (the stylesheet); one the page writes, what arrived before it did.
-    const needed = path.endsWith('.html') || r.blocking || (!load.prerendered && r.end <= load.result);
+    // (dist/'s index-parts file is fetched, not rendered: the page's parts its first frame lacks.)
+    const needed = r.document || r.blocking || (!load.prerendered && r.end <= load.result);
     rows.push({ path, wire: r.wire, beforeFrame: needed, ...(await target.size(path)) });
   }
   const sum = (list, key) => list.reduce((s, r) => s + r[key], 0);

@@ -3156,7 +3156,7 @@ await check('confidence: beside the headline, "runs like this landed within ±N 
 
 // Serves a copy of dist/ under a sub-path, as a static host would, and embeds the calculator in a
 // host page with the snippets the Embed dialog gives.
-await check('dist/ under a sub-path: the page (a link\'s never showing the fresh page\'s prerendered cards), then the iframe and the element in a host page render and resize; the prerendered first answer is the live one', async (keep) => {
+await check('dist/ under a sub-path: the page (a link\'s never showing the fresh page\'s prerendered cards), then the iframe and the element in a host page render and resize; the prerendered first answer is the live one; without its parts file the page says so', async (keep) => {
   const out = await mkdtemp(join(tmpdir(), 'trainmem-dist-'));
   execFileSync(process.execPath, [fileURLToPath(new URL('../../web/scripts/build-dist.mjs', import.meta.url)), out, '--no-build'], { stdio: 'pipe' });
   const prefix = '/docs/tools/trainmem/';
@@ -3311,6 +3311,19 @@ await check('dist/ under a sub-path: the page (a link\'s never showing the fresh
     expect(hidden === 'none', `a link's page lays out the fresh page's answer before its own (display ${hidden})`);
     await fresh.close();
     await linked.close();
+    // What only the live page needs is a file of its own (prerender.mjs splitDeferred): without
+    // it, the page, fresh or opened with a link, says so on screen, naming the file and what to do.
+    for (const fragment of ['', '#v=1&m=llama-3.1-70b&tp=8']) {
+      const partless = keep(await context.newPage());
+      await partless.route(/\/index-parts\.[0-9a-f]+\.html$/, (route) => route.fulfill({ status: 404, body: 'not found' }));
+      await partless.goto(`${sub.url}${fragment}`);
+      await partless.waitForSelector('body[data-ready="error"]', { timeout: 20000 });
+      const message = await partless.textContent('#general-issues');
+      expect(await partless.isVisible('#general-issues')
+        && /^The calculator could not start: Part of the page \(index-parts\.[0-9a-f]+\.html\) could not be loaded \(HTTP 404\): reload the page\.$/.test(message),
+      `${fragment || 'fresh page'} without its parts file: "${message}"`);
+      await partless.close();
+    }
     expect(problems.length === 0, problems.join('\n'));
     return page;
   } finally {

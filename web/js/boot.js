@@ -27,6 +27,14 @@ window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.comp
   : null;
 window.trainmemData = fetch('wasm/trainmem-data.json', { credentials: 'same-origin' })
   .then((response) => (response.ok ? response.json() : null)).catch(() => null);
+// - dist/'s index.html holds the templates of stage 2 empty (data-part="N"): their contents are in
+//   the file <html data-parts> names (web/scripts/prerender.mjs splitDeferred), fetched now and
+//   put in place when stage 2 unfolds. Where it cannot be had, window.trainmemPartsError says why
+//   and main.js shows it.
+const partsUrl = document.documentElement.getAttribute('data-parts');
+const partsText = partsUrl && fetch(partsUrl, { credentials: 'same-origin' })
+  .then((response) => (response.ok ? response.text() : Promise.reject(new Error(`HTTP ${response.status}`))));
+partsText?.catch(() => {}); // handled when stage 2 unfolds: no unhandled rejection before
 { // a block: a classic script's top-level names would be the page's globals
   const edits = new Map(); // control id -> { value, checked }: its last value
   const keep = (event) => {
@@ -44,19 +52,42 @@ window.trainmemData = fetch('wasm/trainmem-data.json', { credentials: 'same-orig
     },
   };
   const afterFrame = (then) => requestAnimationFrame(() => setTimeout(then));
-  const unfold = (stage) => {
-    for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) t.replaceWith(t.content);
+  /** The templates of `stage` replaced by their contents; `parts`: the fetched file's, by index. */
+  const unfold = (stage, parts) => {
+    for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) {
+      const content = t.hasAttribute('data-part') ? parts?.[t.getAttribute('data-part')] : t.content;
+      if (content) t.replaceWith(content);
+    }
   };
   window.trainmemUnfold = unfold;
   let unfolded = false;
+  const finish = (parts) => {
+    unfold(2, parts);
+    document.documentElement.setAttribute('data-unfolded', '');
+    document.dispatchEvent(new Event('trainmem:unfolded'));
+  };
   /** Every stage in place, then 'trainmem:unfolded' (once). */
   const unfoldAll = () => {
     if (unfolded) return;
     unfolded = true;
     unfold(1);
-    unfold(2);
-    document.documentElement.setAttribute('data-unfolded', '');
-    document.dispatchEvent(new Event('trainmem:unfolded'));
+    if (!partsText) {
+      finish(null);
+      return;
+    }
+    partsText.then((text) => {
+      const holder = document.createElement('template');
+      holder.innerHTML = text;
+      const parts = {};
+      for (const t of holder.content.querySelectorAll('template[data-part]')) parts[t.getAttribute('data-part')] = t.content;
+      const missing = [...document.querySelectorAll('template[data-deferred="2"][data-part]')]
+        .map((t) => t.getAttribute('data-part')).filter((n) => !parts[n]);
+      if (missing.length) throw new Error(`it lacks part ${missing.join(', ')}`);
+      finish(parts);
+    }).catch((error) => {
+      window.trainmemPartsError = `Part of the page (${partsUrl}) could not be loaded (${error.message}): reload the page.`;
+      finish(null);
+    });
   };
   // A link's page puts stage 2 in place when main.js asks, once the link's answer is painted (or
   // when the page cannot start): until then the main thread is the answer's.

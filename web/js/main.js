@@ -1087,6 +1087,7 @@ async function start() {
     await afterPaint(); // its frame first
   }
   await pageReady();
+  if (window.trainmemPartsError) throw new Error(window.trainmemPartsError); // js/boot.js: dist/'s parts file
   ui = findElements();
   watchSticky(ui.summary);
   engine = await enginePromise;
@@ -1153,7 +1154,10 @@ start().catch(async (error) => {
   // A link's page shows <main>, where the message is, once answered and live (app.css).
   document.documentElement.setAttribute('data-answer', '');
   document.documentElement.setAttribute('data-live', '');
-  const box = $('general-issues');
+  // The box is among the inputs, which dist/ fetches apart (js/boot.js): without them, one of its own.
+  const box = $('general-issues') ?? document.querySelector('main').insertAdjacentElement('afterbegin',
+    Object.assign(document.createElement('div'), { id: 'general-issues', className: 'notice error-box' }));
+  box.setAttribute('role', 'alert');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;
   document.body.dataset.ready = 'error';

@@ -19,7 +19,9 @@
 //   - index.html holds the fresh page's first answer, taken from the built page in headless
 //     Chromium (prerender.mjs): a visitor without a link sees it before the module has run. The
 //     pages' head script (js/boot.js: the module's fetch and compile start there) is inlined in
-//     both, allowed by its hash in the CSP (withBootInline).
+//     both, allowed by its hash in the CSP (withBootInline). What only the live page needs (the
+//     inputs' contents, the explanation, the embed dialog) is in index-parts.<hash>.html beside
+//     it, fetched by boot.js (prerender.mjs splitDeferred).
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
@@ -35,7 +37,10 @@ import {
 import { bundlePage } from './bundle.mjs';
 
 export { listFiles };
-import { snapshotFirstAnswer, withFirstAnswer } from './prerender.mjs';
+import { snapshotFirstAnswer, splitDeferred, withFirstAnswer } from './prerender.mjs';
+
+/** index.html's deferred parts (stage 2), beside it under a hashed name. */
+const PARTS_FILE = 'index-parts.html';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const web = join(root, 'web');
@@ -223,7 +228,10 @@ export async function buildDist(out, { build = true, bundle = true, prerender = 
   for (const [path, body] of served) sizeOf.set(path, await writeServed(join(out, path), path, body));
   if (prerender) {
     const index = withFirstAnswer(served.get('index.html').toString('utf8'), await snapshotFirstAnswer(out));
-    sizeOf.set('index.html', await writeServed(join(out, 'index.html'), 'index.html', Buffer.from(index)));
+    // What only the live page needs leaves the document (prerender.mjs splitDeferred).
+    const split = splitDeferred(index, 2, (parts) => hashedName(PARTS_FILE, digest(parts)));
+    sizeOf.set(split.name, await writeServed(join(out, split.name), split.name, Buffer.from(split.parts)));
+    sizeOf.set('index.html', await writeServed(join(out, 'index.html'), 'index.html', Buffer.from(split.html)));
   }
   for (const s of sizeOf.values()) add(s);
   return sizes;

@@ -127,3 +127,26 @@ export function withFirstAnswer(indexHtml, snap) {
   for (const opening of ['<section id="how"', '<dialog id="embed-dialog"']) html = deferElement(html, opening, 2);
   return html;
 }
+
+/**
+ * The document in two (issue 31 item 4: the plain page's first answer in ≤ 20 KB gzip, the
+ * document and its stylesheet): the templates of `stage` (what only the live page needs: the
+ * inputs' contents, the explanation, the embed dialog; 8 of the document's 15 KB gzip) leave it
+ * for a file of their own, which js/boot.js fetches from the head and puts in place when the stage
+ * unfolds (after the first frame, when the file has long arrived). Each leaves an empty template
+ * with its index (data-part) in its place; <html data-parts> names the file, `nameOf(parts)` (a
+ * hashed name: the file never changes). Returns { html, parts, name }; a document without such
+ * templates is an error (the build would ship a page whose parts are nowhere).
+ */
+export function splitDeferred(html, stage, nameOf) {
+  const parts = [];
+  const rest = html.replace(new RegExp(`<template data-deferred="${stage}">([\\s\\S]*?)</template>`, 'g'), (_, body) => {
+    parts.push(`<template data-part="${parts.length}">${body}</template>`);
+    return `<template data-deferred="${stage}" data-part="${parts.length - 1}"></template>`;
+  });
+  if (!parts.length) throw new Error(`index.html has no <template data-deferred="${stage}"> to move out`);
+  if (!/<html\b[^>]*>/.test(rest)) throw new Error('index.html has no <html> element to name its parts on');
+  const text = `${parts.join('\n')}\n`;
+  const name = nameOf(text);
+  return { html: rest.replace(/<html\b([^>]*)>/, (_, attrs) => `<html${attrs} data-parts="${name}">`), parts: text, name };
+}

@@ -63,12 +63,23 @@ constexpr Default from_config() { return {Default::from_config, {}}; }
 constexpr Default none_means(std::string_view meaning) { return {Default::none_when_zero, meaning}; }
 constexpr Default derived(std::string_view rule) { return {Default::derived, rule}; }
 
-// The Config member a field resolves into, reached without knowing its type.
+// The Config member a field resolves into, reached without knowing its type: the two member
+// pointers as data (`members`, a MemberLink of static storage) and functions of their types,
+// shared by every field of those types (issue 31). A lambda per field and operation, as before,
+// was ~260 functions that a page's first estimate compiled one at a time (wasm's lazy
+// compilation, ~30 us each on the 2-core machine, 664 in all for a link's first answer).
 struct ConfigLink {
-  void (*copy_in)(const ConfigInput&, Config&) = nullptr;    // when the input sets it
-  void (*copy_out)(const Config&, ConfigInput&) = nullptr;   // to_input
-  bool (*is_zero)(const Config&) = nullptr;                  // Megatron's None, for none_when_zero
-  FieldValue (*default_value)() = nullptr;                    // Config{}'s value, for the docs
+  const void* members = nullptr;
+  void (*copy_in_of)(const void*, const ConfigInput&, Config&) = nullptr;
+  void (*copy_out_of)(const void*, const Config&, ConfigInput&) = nullptr;
+  bool (*is_zero_of)(const void*, const Config&) = nullptr;
+  FieldValue (*default_value_of)(const void*) = nullptr;
+
+  bool input_only() const { return copy_in_of == nullptr; }  // a shorthand resolve() reads (swiglu)
+  void copy_in(const ConfigInput& in, Config& c) const { copy_in_of(members, in, c); }      // when the input sets it
+  void copy_out(const Config& c, ConfigInput& in) const { copy_out_of(members, c, in); }    // to_input
+  bool is_zero(const Config& c) const { return is_zero_of(members, c); }  // Megatron's None, for none_when_zero
+  FieldValue default_value() const { return default_value_of(members); }  // Config{}'s value, for the docs
 };
 
 // A Config value as a field value: enumerations by name, a set of choices as a bit mask.
@@ -77,24 +88,52 @@ struct is_optional : std::false_type {};
 template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
 template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <class T>
 FieldValue field_value_of(T v) {
   if constexpr (is_optional<T>::value) return v ? field_value_of(*v) : FieldValue(std::monostate{});
+  else if constexpr (is_vector<T>::value) return std::monostate{};  // a list's default is none
   else if constexpr (std::is_same_v<T, bool>) return v;
   else if constexpr (std::is_enum_v<T>) return std::string(name_of(v));
   else return double(v);
 }
+
+template <class InMember, class OutMember>
+struct MemberLink {
+  InMember in;    // std::optional<T> ConfigInput::*
+  OutMember out;  // T Config::*
+};
+template <auto In, auto Out>
+inline constexpr MemberLink<decltype(In), decltype(Out)> member_link{In, Out};
+
+// The operations of one pair of member types.
+template <class L>
+struct LinkOps {
+  static const L& of(const void* members) { return *static_cast<const L*>(members); }
+  static void copy_in(const void* members, const ConfigInput& in, Config& c) {
+    const L& l = of(members);
+    if (const auto& v = in.*l.in) c.*l.out = *v;
+  }
+  static void copy_out(const void* members, const Config& c, ConfigInput& in) {
+    const L& l = of(members);
+    in.*l.in = c.*l.out;
+  }
+  static bool is_zero(const void* members, const Config& c) {  // a list: empty
+    const L& l = of(members);
+    return c.*l.out == std::remove_reference_t<decltype(c.*l.out)>{};
+  }
+  static FieldValue default_value(const void* members) { return field_value_of(Config{}.*of(members).out); }
+};
 
 template <auto In, auto Out>
 constexpr ConfigLink config_link() {
   if constexpr (std::is_same_v<decltype(Out), std::nullptr_t>) {
     return {};  // an input-only shorthand (swiglu): resolve() reads it
   } else {
-    return {[](const ConfigInput& in, Config& c) {
-              if (const auto& v = in.*In) c.*Out = *v;
-            },
-            [](const Config& c, ConfigInput& in) { in.*In = c.*Out; },
-            [](const Config& c) { return c.*Out == std::remove_reference_t<decltype(c.*Out)>{}; },
-            [] { return field_value_of(Config{}.*Out); }};
+    using Ops = LinkOps<MemberLink<decltype(In), decltype(Out)>>;
+    return {&member_link<In, Out>, &Ops::copy_in, &Ops::copy_out, &Ops::is_zero, &Ops::default_value};
   }
 }
 
@@ -167,21 +206,14 @@ constexpr Field choice_list_field(FieldNames names, FieldGroup group, FormPlace 
   Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label, form,
            names.choice_labels},
           MaskMember(In), fallback, config_link<In, Out>()};
-  f.config.default_value = [] { return FieldValue(double(Config{}.*Out)); };  // the bit mask
-  return f;
+  return f;  // Config's member is the bit mask (uint32_t): its default_value is that number
 }
 // A list of whole numbers from `min` to `max`, at most k_max_layers of them.
 template <auto In, auto Out>
 constexpr Field int_list_field(FieldNames names, FieldGroup group, FormPlace form, int64_t min, int64_t max,
                      std::string_view unit, Default fallback, std::string_view description) {
   Field f{{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
-          IntListMember(In), fallback, {}};
-  f.config.copy_in = [](const ConfigInput& in, Config& c) {
-    if (const auto& v = in.*In) c.*Out = *v;
-  };
-  f.config.copy_out = [](const Config& c, ConfigInput& in) { in.*In = c.*Out; };
-  f.config.is_zero = [](const Config& c) { return (c.*Out).empty(); };
-  f.config.default_value = [] { return FieldValue(std::monostate{}); };
+          IntListMember(In), fallback, config_link<In, Out>()};
   return f;
 }
 // Marks a field as read only by the trainmem profile.
@@ -291,15 +323,16 @@ bool fsdp2_full_shard(const Config& c) { return c.framework == Framework::fsdp2 
 
 // moe_layer_freq: an integer or a 0/1 list, each with its own member on both sides.
 constexpr ConfigLink moe_layer_freq_link() {
-  return {[](const ConfigInput& in, Config& c) {
+  return {nullptr,
+          [](const void*, const ConfigInput& in, Config& c) {
             if (in.moe_layer_freq) c.moe_layer_freq = *in.moe_layer_freq;
             if (in.moe_layer_freq_list) c.moe_layer_freq_list = *in.moe_layer_freq_list;
           },
-          [](const Config& c, ConfigInput& in) {
+          [](const void*, const Config& c, ConfigInput& in) {
             if (c.moe_layer_freq_list.empty()) in.moe_layer_freq = c.moe_layer_freq;
             else in.moe_layer_freq_list = c.moe_layer_freq_list;
           },
-          nullptr, [] { return FieldValue(double(Config{}.moe_layer_freq)); }};
+          nullptr, [](const void*) { return FieldValue(double(Config{}.moe_layer_freq)); }};
 }
 
 using G = FieldGroup;
@@ -1348,7 +1381,7 @@ FieldValue get_field(const ConfigInput& input, std::string_view name) {
 ConfigInput to_input(const Config& c) {
   ConfigInput in;
   for (const Field& f : fields()) {
-    if (!f.config.copy_out) continue;  // an input-only shorthand
+    if (f.config.input_only()) continue;
     if (f.spec.trainmem_only && c.profile != Profile::trainmem) continue;
     if (f.applies && !f.applies(c)) continue;
     if (f.fallback.kind == Default::none_when_zero && f.config.is_zero(c)) continue;
@@ -1359,7 +1392,7 @@ ConfigInput to_input(const Config& c) {
 
 void copy_set_fields(const ConfigInput& in, Config& c) {
   for (const Field& f : fields())
-    if (f.config.copy_in) f.config.copy_in(in, c);
+    if (!f.config.input_only()) f.config.copy_in(in, c);
 }
 
 std::vector<bool> fields_in_effect(const Config& c) {

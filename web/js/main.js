@@ -1154,9 +1154,10 @@ start().catch(async (error) => {
   // A link's page shows <main>, where the message is, once answered and live (app.css).
   document.documentElement.setAttribute('data-answer', '');
   document.documentElement.setAttribute('data-live', '');
-  // The box is among the inputs, which dist/ fetches apart (js/boot.js): without them, one of its own.
-  const box = $('general-issues') ?? document.querySelector('main').insertAdjacentElement('afterbegin',
-    Object.assign(document.createElement('div'), { id: 'general-issues', className: 'notice error-box' }));
+  // The box is among the inputs, which dist/ fetches apart (js/boot.js): without them, one of its
+  // own above the page's columns, first on a phone's screen too.
+  const box = $('general-issues') ?? document.querySelector('main').insertAdjacentElement('beforebegin',
+    Object.assign(document.createElement('div'), { id: 'general-issues', className: 'notice error-box page-error' }));
   box.setAttribute('role', 'alert');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;

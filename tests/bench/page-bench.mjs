@@ -35,8 +35,10 @@
 //   after the keystrokes: the same pause, then the next frame with nothing changed (no
 //   keystroke); on the idle page the display starts again at once.
 // - bytes for the first answer: for a headline painted with the document (dist/'s prerendered
-//   one), the document and what blocks its rendering (Resource Timing's renderBlockingStatus: the
-//   stylesheet); for one the page writes, every own asset that arrived before it did; gzip -9
+//   one), the document up to the answer's end (its gzip up to dist/'s stage-1 template: what the
+//   parser must have read; dist/ puts what only the live page needs at the document's end) and
+//   what blocks its rendering (Resource Timing's renderBlockingStatus: the stylesheet); for one the
+//   page writes, every own asset that arrived before it did, whole; gzip -9
 //   (the .gz beside it in dist/), median of the loads; also the whole first load until the
 //   network is idle, without and with Chart.js (vendor/), and the requests.
 // - estimate call through the module, for the default config (what a fresh page shows: the
@@ -280,18 +282,25 @@ async function keystrokes(browser, target, viewport) {
   return input;
 }
 
-/** raw and gzip -9 (the .gz beside it when there is one) sizes of a served file, cached. */
+/**
+ * raw and gzip -9 (the .gz beside it when there is one) sizes of a served file, cached; for a
+ * page, also `firstGz`: its gzip up to the end of its first answer (FIRST_ANSWER_END, dist/'s
+ * stage-1 template: the result cards after the headline's), what the parser must have read to
+ * paint it (a deflate stream decodes in order), NaN for a page without one.
+ */
 function sizer(root) {
   const cache = new Map();
   return async (path) => {
     if (!cache.has(path)) {
       const body = await readFile(join(root, path));
       const gz = await stat(join(root, `${path}.gz`)).then((s) => s.size, () => gzipSync(body, { level: 9 }).length);
-      cache.set(path, { raw: body.length, gz });
+      const end = path.endsWith('.html') ? body.indexOf(FIRST_ANSWER_END) : -1;
+      cache.set(path, { raw: body.length, gz, firstGz: end < 0 ? NaN : gzipSync(body.subarray(0, end), { level: 9 }).length });
     }
     return cache.get(path);
   };
 }
+const FIRST_ANSWER_END = '<template data-deferred="1">';
 
 /** A cold load's responses, split into own assets and Chart.js, with their sizes. */
 async function firstLoadBytes(target, load) {
@@ -302,9 +311,12 @@ async function firstLoadBytes(target, load) {
     if (!path || path.endsWith('/')) path += 'index.html';
     // What the first answer needs: a prerendered one (painted with the document) the document and
     // what blocks its rendering (the stylesheet); one the page writes, what arrived before it did.
-    // (dist/'s index-parts file is fetched, not rendered: the page's parts its first frame lacks.)
     const needed = r.document || r.blocking || (!load.prerendered && r.end <= load.result);
-    rows.push({ path, wire: r.wire, beforeFrame: needed, ...(await target.size(path)) });
+    const size = await target.size(path);
+    // A prerendered answer needs its document only up to the answer's end (the rest, dist/'s
+    // stage-2 parts at the document's end, streams in behind it).
+    const firstGz = r.document && load.prerendered && Number.isFinite(size.firstGz) ? size.firstGz : size.gz;
+    rows.push({ path, wire: r.wire, beforeFrame: needed, ...size, neededGz: firstGz });
   }
   const sum = (list, key) => list.reduce((s, r) => s + r[key], 0);
   const own = rows.filter((r) => !r.path.startsWith('vendor/'));
@@ -312,7 +324,7 @@ async function firstLoadBytes(target, load) {
   return {
     rows, own: { n: own.length, gz: sum(own, 'gz'), raw: sum(own, 'raw'), wire: sum(own, 'wire') },
     all: { n: rows.length, gz: sum(rows, 'gz'), wire: sum(rows, 'wire') },
-    early: { n: early.length, gz: sum(early, 'gz') },
+    early: { n: early.length, gz: sum(early, 'neededGz') },
   };
 }
 

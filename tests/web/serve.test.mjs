@@ -13,7 +13,7 @@ import { buildDist, hashFiles, listFiles, staleReferences, withBootInline } from
 import { createHash } from 'node:crypto';
 import { DOCUMENT, HASHED, STABLE } from '../../web/scripts/assets.mjs';
 import { IMMUTABLE, WEB_ROOT, acceptedEncodings, serve } from '../../web/scripts/serve.mjs';
-import { deferElement, splitDeferred } from '../../web/scripts/prerender.mjs';
+import { deferElement, deferToEnd } from '../../web/scripts/prerender.mjs';
 
 /** GET without decoding: { status, headers, body } with the bytes as sent. */
 const fetchRaw = (url, headers = {}) => new Promise((resolve, reject) => {
@@ -217,24 +217,17 @@ describe('the first document defers what its first frame need not lay out', () =
   });
 });
 
-describe('what only the live page needs leaves the document for a file of its own', () => {
-  const html = '<!doctype html>\n<html lang="en">\n<head></head><body><template data-deferred="1"><p>cards</p></template>'
-    + '<template data-deferred="2"><div id="inputs">x</div></template><p>between</p><template data-deferred="2"><section id="how"></section></template></body></html>';
-  test('each stage-2 template leaves an empty one with its index; the file holds the contents; <html> names it', () => {
-    const names = [];
-    const { html: rest, parts, name } = splitDeferred(html, 2, (text) => {
-      names.push(text);
-      return 'index-parts.0123abcd.html';
-    });
-    assert.equal(name, 'index-parts.0123abcd.html');
-    assert.equal(names[0], parts); // the name is taken over the file's own text
-    assert.equal(rest, '<!doctype html>\n<html lang="en" data-parts="index-parts.0123abcd.html">\n<head></head><body>'
-      + '<template data-deferred="1"><p>cards</p></template><template data-deferred="2" data-part="0"></template><p>between</p>'
-      + '<template data-deferred="2" data-part="1"></template></body></html>');
-    assert.equal(parts, '<template data-part="0"><div id="inputs">x</div></template>\n<template data-part="1"><section id="how"></section></template>\n');
+describe('what only the live page needs waits at the document\'s end, after the first answer', () => {
+  const html = '<!doctype html>\n<html lang="en">\n<head></head><body><template data-deferred="2"><div id="inputs">x</div></template>'
+    + '<p id="answer">a</p><template data-deferred="1"><p>cards</p></template><template data-deferred="2"><section id="how"></section></template>\n</body>\n</html>';
+  test('each stage-2 template leaves an empty one with its index; its contents move before </body>, stage 1 stays', () => {
+    assert.equal(deferToEnd(html, 2), '<!doctype html>\n<html lang="en">\n<head></head><body><template data-deferred="2" data-part="0"></template>'
+      + '<p id="answer">a</p><template data-deferred="1"><p>cards</p></template><template data-deferred="2" data-part="1"></template>\n'
+      + '<template data-part="0"><div id="inputs">x</div></template>\n<template data-part="1"><section id="how"></section></template>\n</body>\n</html>');
   });
-  test('a document without stage-2 templates fails the build', () => {
-    assert.throws(() => splitDeferred('<html><body></body></html>', 2, () => 'x'), /no <template data-deferred="2">/);
+  test('a document without stage-2 templates, or without </body>, fails the build', () => {
+    assert.throws(() => deferToEnd('<html><body></body></html>', 2), /no <template data-deferred="2">/);
+    assert.throws(() => deferToEnd('<html><body><template data-deferred="2">x</template>', 2), /no <\/body>/);
   });
 });
 

@@ -7,7 +7,8 @@
 //   main.js replays them on the live controls (window.trainmemQueue.take()).
 // - dist/'s first document lays out the answer and little else: the rest of the page waits in
 //   <template data-deferred="N"> elements, whose text and controls a first frame would otherwise lay
-//   out before it could paint the headline. Each stage is put in place in the task after a frame,
+//   out before it could paint the headline (stage 2's at the document's end, after the answer,
+//   an empty template marking each one's place). Each stage is put in place in the task after a frame,
 //   once the document is parsed: 1, the result cards below the headline (the breakdown table
 //   first); 2, the inputs' contents, the explanation and the embed dialog. main.js waits for
 //   'trainmem:unfolded' (web/ has no templates: there it comes once the document is parsed), and
@@ -27,14 +28,6 @@ window.trainmemWasm = typeof WebAssembly === 'object' && typeof WebAssembly.comp
   : null;
 window.trainmemData = fetch('wasm/trainmem-data.json', { credentials: 'same-origin' })
   .then((response) => (response.ok ? response.json() : null)).catch(() => null);
-// - dist/'s index.html holds the templates of stage 2 empty (data-part="N"): their contents are in
-//   the file <html data-parts> names (web/scripts/prerender.mjs splitDeferred), fetched now and
-//   put in place when stage 2 unfolds. Where it cannot be had, window.trainmemPartsError says why
-//   and main.js shows it.
-const partsUrl = document.documentElement.getAttribute('data-parts');
-const partsText = partsUrl && fetch(partsUrl, { credentials: 'same-origin' })
-  .then((response) => (response.ok ? response.text() : Promise.reject(new Error(`HTTP ${response.status}`))));
-partsText?.catch(() => {}); // handled when stage 2 unfolds: no unhandled rejection before
 { // a block: a classic script's top-level names would be the page's globals
   const edits = new Map(); // control id -> { value, checked }: its last value
   const keep = (event) => {
@@ -52,42 +45,30 @@ partsText?.catch(() => {}); // handled when stage 2 unfolds: no unhandled reject
     },
   };
   const afterFrame = (then) => requestAnimationFrame(() => setTimeout(then));
-  /** The templates of `stage` replaced by their contents; `parts`: the fetched file's, by index. */
-  const unfold = (stage, parts) => {
+  /**
+   * The templates of `stage` replaced by their contents. dist/'s stage 2 leaves an empty template
+   * (data-part="N") where its part belongs and the part itself at the document's end
+   * (prerender.mjs deferToEnd): that one's contents go in its place.
+   */
+  const unfold = (stage) => {
     for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) {
-      const content = t.hasAttribute('data-part') ? parts?.[t.getAttribute('data-part')] : t.content;
-      if (content) t.replaceWith(content);
+      const n = t.getAttribute('data-part');
+      const part = n === null ? t : document.querySelector(`template[data-part="${n}"]:not([data-deferred])`);
+      if (!part) continue; // not parsed yet: stages unfold once the document is
+      t.replaceWith(part.content);
+      if (part !== t) part.remove();
     }
   };
   window.trainmemUnfold = unfold;
   let unfolded = false;
-  const finish = (parts) => {
-    unfold(2, parts);
-    document.documentElement.setAttribute('data-unfolded', '');
-    document.dispatchEvent(new Event('trainmem:unfolded'));
-  };
   /** Every stage in place, then 'trainmem:unfolded' (once). */
   const unfoldAll = () => {
     if (unfolded) return;
     unfolded = true;
     unfold(1);
-    if (!partsText) {
-      finish(null);
-      return;
-    }
-    partsText.then((text) => {
-      const holder = document.createElement('template');
-      holder.innerHTML = text;
-      const parts = {};
-      for (const t of holder.content.querySelectorAll('template[data-part]')) parts[t.getAttribute('data-part')] = t.content;
-      const missing = [...document.querySelectorAll('template[data-deferred="2"][data-part]')]
-        .map((t) => t.getAttribute('data-part')).filter((n) => !parts[n]);
-      if (missing.length) throw new Error(`it lacks part ${missing.join(', ')}`);
-      finish(parts);
-    }).catch((error) => {
-      window.trainmemPartsError = `Part of the page (${partsUrl}) could not be loaded (${error.message}): reload the page.`;
-      finish(null);
-    });
+    unfold(2);
+    document.documentElement.setAttribute('data-unfolded', '');
+    document.dispatchEvent(new Event('trainmem:unfolded'));
   };
   // A link's page puts stage 2 in place when main.js asks, once the link's answer is painted (or
   // when the page cannot start): until then the main thread is the answer's.

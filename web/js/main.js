@@ -1087,7 +1087,6 @@ async function start() {
     await afterPaint(); // its frame first
   }
   await pageReady();
-  if (window.trainmemPartsError) throw new Error(window.trainmemPartsError); // js/boot.js: dist/'s parts file
   ui = findElements();
   watchSticky(ui.summary);
   engine = await enginePromise;
@@ -1154,11 +1153,7 @@ start().catch(async (error) => {
   // A link's page shows <main>, where the message is, once answered and live (app.css).
   document.documentElement.setAttribute('data-answer', '');
   document.documentElement.setAttribute('data-live', '');
-  // The box is among the inputs, which dist/ fetches apart (js/boot.js): without them, one of its
-  // own above the page's columns, first on a phone's screen too.
-  const box = $('general-issues') ?? document.querySelector('main').insertAdjacentElement('beforebegin',
-    Object.assign(document.createElement('div'), { id: 'general-issues', className: 'notice error-box page-error' }));
-  box.setAttribute('role', 'alert');
+  const box = $('general-issues');
   box.hidden = false;
   box.textContent = `The calculator could not start: ${error.message}`;
   document.body.dataset.ready = 'error';

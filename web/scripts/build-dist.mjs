@@ -20,8 +20,8 @@
 //     Chromium (prerender.mjs): a visitor without a link sees it before the module has run. The
 //     pages' head script (js/boot.js: the module's fetch and compile start there) is inlined in
 //     both, allowed by its hash in the CSP (withBootInline). What only the live page needs (the
-//     inputs' contents, the explanation, the embed dialog) is in index-parts.<hash>.html beside
-//     it, fetched by boot.js (prerender.mjs splitDeferred).
+//     inputs' contents, the explanation, the embed dialog) waits at the document's end, after
+//     the first answer (prerender.mjs deferToEnd).
 // Every URL in it is relative and nothing needs a server beyond static files (the host should
 // send .wasm as application/wasm for streaming compilation; it works without). A URL that names
 // an asset by its old name and could not be rewritten (one built at run time) fails the build.
@@ -37,10 +37,7 @@ import {
 import { bundlePage } from './bundle.mjs';
 
 export { listFiles };
-import { snapshotFirstAnswer, splitDeferred, withFirstAnswer } from './prerender.mjs';
-
-/** index.html's deferred parts (stage 2), beside it under a hashed name. */
-const PARTS_FILE = 'index-parts.html';
+import { deferToEnd, snapshotFirstAnswer, withFirstAnswer } from './prerender.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const web = join(root, 'web');
@@ -228,10 +225,8 @@ export async function buildDist(out, { build = true, bundle = true, prerender = 
   for (const [path, body] of served) sizeOf.set(path, await writeServed(join(out, path), path, body));
   if (prerender) {
     const index = withFirstAnswer(served.get('index.html').toString('utf8'), await snapshotFirstAnswer(out));
-    // What only the live page needs leaves the document (prerender.mjs splitDeferred).
-    const split = splitDeferred(index, 2, (parts) => hashedName(PARTS_FILE, digest(parts)));
-    sizeOf.set(split.name, await writeServed(join(out, split.name), split.name, Buffer.from(split.parts)));
-    sizeOf.set('index.html', await writeServed(join(out, 'index.html'), 'index.html', Buffer.from(split.html)));
+    // What only the live page needs goes to the document's end (prerender.mjs deferToEnd).
+    sizeOf.set('index.html', await writeServed(join(out, 'index.html'), 'index.html', Buffer.from(deferToEnd(index, 2))));
   }
   for (const s of sizeOf.values()) add(s);
   return sizes;

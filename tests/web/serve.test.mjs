@@ -225,9 +225,10 @@ describe('what only the live page needs waits at the document\'s end, after the 
       + '<p id="answer">a</p><template data-deferred="1"><p>cards</p></template><template data-deferred="2" data-part="1"></template>\n'
       + '<template data-part="0"><div id="inputs">x</div></template>\n<template data-part="1"><section id="how"></section></template>\n</body>\n</html>');
   });
-  test('a document without stage-2 templates, or without </body>, fails the build', () => {
+  test('a document without stage-2 templates, without </body>, or with a template inside a part, fails the build', () => {
     assert.throws(() => deferToEnd('<html><body></body></html>', 2), /no <template data-deferred="2">/);
     assert.throws(() => deferToEnd('<html><body><template data-deferred="2">x</template>', 2), /no <\/body>/);
+    assert.throws(() => deferToEnd('<body><template data-deferred="2"><template>t</template>x</template></body>', 2), /holds a <template>/);
   });
 });
 

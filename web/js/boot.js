@@ -54,7 +54,7 @@ window.trainmemData = fetch('wasm/trainmem-data.json', { credentials: 'same-orig
     for (const t of document.querySelectorAll(`template[data-deferred="${stage}"]`)) {
       const n = t.getAttribute('data-part');
       const part = n === null ? t : document.querySelector(`template[data-part="${n}"]:not([data-deferred])`);
-      if (!part) continue; // not parsed yet: stages unfold once the document is
+      if (!part) continue; // none in the document (the build refuses such a page): its place stays empty
       t.replaceWith(part.content);
       if (part !== t) part.remove();
     }

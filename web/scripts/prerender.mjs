@@ -134,15 +134,16 @@ export function withFirstAnswer(indexHtml, snap) {
  * empty template with its index (data-part) where it was; js/boot.js puts each back when the stage
  * unfolds (after the first frame: the document is parsed by then). The inputs' contents stood
  * before the result column, so the parser read them before it reached the answer; now the first
- * answer is the document's first 5 KB gzip (issue 31 item 4: the plain page's first answer ≤ 20
+ * answer is the document's first 3 KB gzip (issue 31 item 4: the plain page's first answer ≤ 20
  * KB with its stylesheet), and on a slow network the rest streams in behind it on the same
  * response. (A file of their own, fetched from the head, was tried: on Chromium's Fast 3G the
  * fresh page's inputs came 0.3 s later, sharing the line with the module.) A document without
- * such templates is an error.
+ * such templates, or with a template inside one (the first </template> would end it), is an error.
  */
 export function deferToEnd(html, stage) {
   const parts = [];
   const rest = html.replace(new RegExp(`<template data-deferred="${stage}">([\\s\\S]*?)</template>`, 'g'), (_, body) => {
+    if (/<template\b/i.test(body)) throw new Error(`index.html's deferred part ${parts.length} holds a <template>: it cannot be moved whole`);
     parts.push(`<template data-part="${parts.length}">${body}</template>`);
     return `<template data-deferred="${stage}" data-part="${parts.length - 1}"></template>`;
   });

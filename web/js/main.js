@@ -1045,20 +1045,24 @@ let earlyLink = null; // {state, link}: the link showLinkAnswer restored, for ap
  * nothing of <main> before (data-answer). The form, the planner and the charts follow its frame.
  */
 function showLinkAnswer() {
-  window.trainmemUnfold?.(1); // dist/: the breakdown's card waits in a template
   view = new ResultsView();
   const linkState = splitViewOptions(location.hash).state;
   const link = restoreLink(linkState, engine);
   earlyLink = { state: linkState, link };
   const { result, capacity } = estimateView(engine, link);
   view.renderSummary(result.ok ? result : null, capacity, link.gpuLabel, link.unit, !result.ok, link.figure);
-  if (result.ok) view.renderTable(result, link.unit, link.figure);
-  else view.clearTable();
   $('results').toggleAttribute('data-no-result', !result.ok); // no card of dist/'s prerendered fresh page either (markNoResult)
   $('run-line').textContent = result.ok ? `${link.name} · ${layoutText(result.config)}` : '';
   document.querySelector('main').removeAttribute('data-prerendered'); // dist/: the answer is the link's now
   document.documentElement.setAttribute('data-answer', '');
   performance.mark('trainmem:link-answer');
+  return () => { // the breakdown, in the task after the headline's frame
+    window.trainmemUnfold?.(1); // dist/: the breakdown's card waits in a template
+    view.findCards();
+    if (result.ok) view.renderTable(result, link.unit, link.figure);
+    else view.clearTable();
+    document.documentElement.setAttribute('data-answer-table', '');
+  };
 }
 
 /**
@@ -1083,8 +1087,10 @@ async function start() {
   if (document.documentElement.hasAttribute('data-link')) {
     await parsed();
     engine = await enginePromise;
-    showLinkAnswer();
-    await afterPaint(); // its frame first
+    const showTable = showLinkAnswer();
+    await afterPaint(); // the headline's frame first, then the breakdown's
+    showTable();
+    await afterPaint();
   }
   await pageReady();
   ui = findElements();

@@ -341,6 +341,11 @@ export class ResultsView {
     bindTerms(document);
   }
 
+  /** Finds the elements again: dist/'s result cards are put in place after the headline's frame (js/boot.js). */
+  findCards() {
+    this.ui = elementsById(VIEW_IDS);
+  }
+
   /** Headline: the figure (headlineOf), the capacity and whether it fits. */
   renderSummary(result, capacity, gpuName, unit, stale, figure = DEFAULT_FIGURE) {
     const { ui } = this;

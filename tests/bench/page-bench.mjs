@@ -57,6 +57,7 @@ import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { serve, WEB_ROOT } from '../../web/scripts/serve.mjs';
 import { buildDist, listFiles } from '../../web/scripts/build-dist.mjs';
+import { deferredOpening } from '../../web/scripts/prerender.mjs';
 
 const args = process.argv.slice(2);
 const compareAt = args.indexOf('--compare');
@@ -319,7 +320,7 @@ function sizer(root) {
     return cache.get(path);
   };
 }
-const FIRST_ANSWER_END = '<template data-deferred="1">';
+const FIRST_ANSWER_END = deferredOpening(1);
 
 /** A cold load's responses, split into own assets and Chart.js, with their sizes. */
 async function firstLoadBytes(target, load) {

@@ -91,6 +91,9 @@ export async function snapshotFirstAnswer(root) {
   }
 }
 
+/** The opening tag of a template of deferred stage `stage` (js/boot.js unfolds them; the page bench reads stage 1's as the first answer's end). */
+export const deferredOpening = (stage) => `<template data-deferred="${stage}">`;
+
 /**
  * `html` with the element that starts with `opening` (its whole text, up to the matching close of
  * its tag) wrapped in a <template data-deferred="stage"> (js/boot.js: the stages unfold in order).
@@ -105,7 +108,7 @@ export function deferElement(html, opening, stage) {
     depth += m[0][1] === '/' ? -1 : 1;
     if (depth === 0) {
       const end = m.index + m[0].length;
-      return `${html.slice(0, start)}<template data-deferred="${stage}">${html.slice(start, end)}</template>${html.slice(end)}`;
+      return `${html.slice(0, start)}${deferredOpening(stage)}${html.slice(start, end)}</template>${html.slice(end)}`;
     }
   }
   throw new Error(`index.html's ${opening}> is not closed`);
@@ -142,12 +145,12 @@ export function withFirstAnswer(indexHtml, snap) {
  */
 export function deferToEnd(html, stage) {
   const parts = [];
-  const rest = html.replace(new RegExp(`<template data-deferred="${stage}">([\\s\\S]*?)</template>`, 'g'), (_, body) => {
+  const rest = html.replace(new RegExp(`${deferredOpening(stage)}([\\s\\S]*?)</template>`, 'g'), (_, body) => {
     if (/<template\b/i.test(body)) throw new Error(`index.html's deferred part ${parts.length} holds a <template>: it cannot be moved whole`);
     parts.push(`<template data-part="${parts.length}">${body}</template>`);
     return `<template data-deferred="${stage}" data-part="${parts.length - 1}"></template>`;
   });
-  if (!parts.length) throw new Error(`index.html has no <template data-deferred="${stage}"> to move`);
+  if (!parts.length) throw new Error(`index.html has no ${deferredOpening(stage)} to move`);
   const end = rest.lastIndexOf('</body>');
   if (end < 0) throw new Error('index.html has no </body> to put its deferred parts before');
   return `${rest.slice(0, end)}${parts.join('\n')}\n${rest.slice(end)}`;

@@ -203,18 +203,17 @@ constexpr Field choice_field(FieldNames names, FieldGroup group, FormPlace form,
 template <class E, auto In, auto Out = nullptr>
 constexpr Field choice_list_field(FieldNames names, FieldGroup group, FormPlace form, Default fallback,
                         std::string_view description) {
-  Field f{{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label, form,
+  // Config's member is the bit mask (uint32_t): its default_value is that number.
+  return {{names.name, FieldType::choice_list, group, false, 0, 0, enum_table<E>(), "", {}, description, false, {}, names.link_key, names.label, form,
            names.choice_labels},
           MaskMember(In), fallback, config_link<In, Out>()};
-  return f;  // Config's member is the bit mask (uint32_t): its default_value is that number
 }
 // A list of whole numbers from `min` to `max`, at most k_max_layers of them.
 template <auto In, auto Out>
 constexpr Field int_list_field(FieldNames names, FieldGroup group, FormPlace form, int64_t min, int64_t max,
                      std::string_view unit, Default fallback, std::string_view description) {
-  Field f{{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
+  return {{names.name, FieldType::integer_list, group, false, double(min), double(max), no_choices, unit, {}, description, false, {}, names.link_key, names.label, form},
           IntListMember(In), fallback, config_link<In, Out>()};
-  return f;
 }
 // Marks a field as read only by the trainmem profile.
 constexpr Field trainmem_only(Field f) {

@@ -49,15 +49,26 @@
 // - this machine's paint floor: the first contentful paint of two probe documents served by the
 //   dist/ server in the same interleaved cold loads, one line of text alone (the floor the
 //   targets are multiples of) and the same line under dist/'s stylesheet.
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+// - the module's floor (issue 31's bound): two more probe documents in the same loads. One does
+//   only what a link's answer needs of the estimator module (fetched and compiled from the head,
+//   instantiated, the Engine made, the link restored and estimated through link-config.js) and
+//   writes the headline's figure as its only text: its first contentful paint is the least a page
+//   on this module can take to show a link's answer on this machine, its mark the least before an
+//   input can reach the live estimator. The other does the same with an empty module: the least
+//   for any estimator. A target below the first is out of reach for this module, not the page.
+import { copyFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { serve, WEB_ROOT } from '../../web/scripts/serve.mjs';
 import { buildDist, listFiles } from '../../web/scripts/build-dist.mjs';
 import { deferredOpening } from '../../web/scripts/prerender.mjs';
+import { TARGET, esbuild } from '../../web/scripts/bundle.mjs';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const ROOT_DIR = join(BENCH_DIR, '..', '..');
 
 const args = process.argv.slice(2);
 const compareAt = args.indexOf('--compare');
@@ -157,37 +168,66 @@ async function openPage(browser, target, { viewport = VIEWPORTS[0], countElement
   return { context, page };
 }
 
-/** A cold load of a probe document: its first contentful paint. */
+/** A cold load of a probe document: its first contentful paint, and its mark probe:answer if it sets one. */
 async function probeLoad(browser, url) {
   const context = await browser.newContext({ viewport: VIEWPORTS[0] });
   const page = await context.newPage();
   await page.goto(url);
-  const fcp = await page.evaluate(() => new Promise((resolve) => {
-    new PerformanceObserver((list) => {
-      const e = list.getEntries().find((x) => x.name === 'first-contentful-paint');
-      if (e) resolve(e.startTime);
-    }).observe({ type: 'paint', buffered: true });
-    setTimeout(() => resolve(NaN), 10_000);
+  const times = await page.evaluate(() => new Promise((resolve) => {
+    const answers = () => !document.getElementById('answer') || performance.getEntriesByName('probe:answer').length > 0;
+    const fcp = () => performance.getEntriesByName('first-contentful-paint')[0]?.startTime;
+    const done = () => resolve({ fcp: fcp() ?? NaN, answer: performance.getEntriesByName('probe:answer')[0]?.startTime ?? NaN });
+    const poll = () => (fcp() !== undefined && answers() ? done() : setTimeout(poll, 20));
+    poll();
+    setTimeout(done, 10_000);
   }));
   await context.close();
-  return fcp;
+  return times;
 }
 
 /**
  * The probe documents, written beside dist/'s files: one line of text, alone and under dist/'s
- * stylesheet (its content-hashed name read from the built index.html).
+ * stylesheet (its content-hashed name read from the built index.html); and the module's own floor
+ * for a link's answer (probe-answer.js, bundled alone by esbuild as dist/'s scripts are): a
+ * document without text whose head fetches dist/'s module and data as js/boot.js does, and writes
+ * the link's headline figure as its only text once estimated (its bundle and glue preloaded, as the pages' are).
  */
 async function writeProbes(root) {
   const index = await readFile(join(root, 'index.html'), 'utf8');
   const sheet = index.match(/<link rel="stylesheet" href="([^"]+)">/)?.[1];
   if (!sheet) throw new Error('dist/index.html links no stylesheet');
-  const doc = (head) => `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>probe</title>${head}</head>`
-    + '<body><p>60.81 GiB of 79.65 GiB</p></body></html>';
+  const doc = (head, body = '<p>60.81 GiB of 79.65 GiB</p>') => '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    + `<title>probe</title>${head}</head><body>${body}</body></html>`;
   await writeFile(join(root, 'probe-text.html'), doc(''));
   await writeFile(join(root, 'probe-styled.html'), doc(`<link rel="stylesheet" href="${sheet}">`));
+  // dist/'s module, its glue and data by their hashed names; the probe's bundle imports the glue as
+  // engine.js names it (../wasm/trainmem.mjs), so a copy goes under that name.
+  const wasmFiles = await readdir(join(root, 'wasm'));
+  const hashed = (re) => wasmFiles.find((f) => re.test(f)) ?? (() => { throw new Error(`dist/wasm has no ${re}`); })();
+  await copyFile(join(root, 'wasm', hashed(/^trainmem\.[0-9a-f]+\.mjs$/)), join(root, 'wasm/trainmem.mjs'));
+  esbuild([join(BENCH_DIR, 'probe-answer.js'), '--bundle', '--format=esm', '--minify', `--target=${TARGET}`,
+    '--external:../wasm/*', `--outfile=${join(root, 'js/probe-answer.js')}`, '--log-level=warning'], ROOT_DIR);
+  const head = '<script>window.trainmemWasm = WebAssembly.compileStreaming(fetch('
+    + `'wasm/${hashed(/^trainmem\.[0-9a-f]+\.wasm$/)}')).catch(() => null);`
+    + `window.trainmemData = fetch('wasm/${hashed(/^trainmem-data\.[0-9a-f]+\.json$/)}').then((r) => r.json());</script>`
+    + '<link rel="modulepreload" href="js/probe-answer.js"><link rel="modulepreload" href="wasm/trainmem.mjs">'
+    + '<script type="module" src="js/probe-answer.js"></script>';
+  await writeFile(join(root, 'probe-answer.html'), doc(head, '<p id="answer"></p>'));
+  // The same document with an empty module (the 8-byte header, WebAssembly core spec §5.5.16):
+  // the floor of fetching a module, the build's data and a script before writing a figure, for
+  // any estimator however small.
+  await writeFile(join(root, 'wasm/probe-empty.wasm'), Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]));
+  const emptyHead = '<script>window.probeWasm = WebAssembly.compileStreaming(fetch(\'wasm/probe-empty.wasm\'));'
+    + `window.probeData = fetch('wasm/${hashed(/^trainmem-data\.[0-9a-f]+\.json$/)}').then((r) => r.json());</script>`
+    + '<script type="module">const [m, d] = await Promise.all([window.probeWasm, window.probeData]);'
+    + 'await WebAssembly.instantiate(m, {}); performance.mark(\'probe:answer\');'
+    + 'document.getElementById(\'answer\').textContent = `151.85 GiB · ${d.version}`;</script>';
+  await writeFile(join(root, 'probe-empty.html'), doc(emptyHead, '<p id="answer"></p>'));
   return [
     { what: 'one line of text', path: 'probe-text.html', fcp: [] },
     { what: 'one line under the stylesheet', path: 'probe-styled.html', fcp: [] },
+    { what: 'a link\'s figure through the module', path: `probe-answer.html#${LINK}`, fcp: [], answer: [] },
+    { what: 'a figure after an empty module', path: 'probe-empty.html', fcp: [], answer: [] },
   ];
 }
 
@@ -385,7 +425,11 @@ const browser = await chromium.launch({
 });
 for (let i = 0; i < LOADS; i += 1) {
   for (const t of targets) t.loads.push(await coldLoad(browser, t));
-  for (const p of probes) p.fcp.push(await probeLoad(browser, `${probeSite}${p.path}`));
+  for (const p of probes) {
+    const { fcp, answer } = await probeLoad(browser, `${probeSite}${p.path}`);
+    p.fcp.push(fcp);
+    p.answer?.push(answer);
+  }
 }
 for (const t of targets) {
   t.elements = await elementCount(browser, t);
@@ -444,7 +488,10 @@ for (const p of notFetched) {
   console.log(`  ${p.padEnd(34)} ${kb(s.raw).padStart(9)} raw ${kb(s.gz).padStart(9)} gzip`);
 }
 console.log('\nThis machine\'s paint floor (first contentful paint of a probe document, cold loads interleaved with the above):');
-for (const p of probes) console.log(`  ${p.what.padEnd(32)} median ${ms(median(p.fcp))} (min ${ms(Math.min(...p.fcp))})`);
+for (const p of probes) {
+  const answer = p.answer ? `; estimated at ${ms(median(p.answer))} (min ${ms(Math.min(...p.answer))})` : '';
+  console.log(`  ${p.what.padEnd(40)} median ${ms(median(p.fcp))} (min ${ms(Math.min(...p.fcp))})${answer}`);
+}
 const us = (r) => (Number.isFinite(r.us) ? `${r.us.toFixed(1)} µs a call (median of 9 rounds of ${r.calls})` : `n/a (${r.error})`);
 console.log(`engine.estimate(default config) in Node: ${us(node)}; in Chromium (web/): ${us(chromiumEstimate)}`);
 
@@ -479,4 +526,14 @@ for (const [label, value, format, target, targetText] of rows) {
   }).join('')}`);
 }
 console.log(`Paint floor (one line of text): ${ms(floor, 0)}; under the stylesheet ${ms(median(probes[1].fcp), 0)}. Keystroke target ${TARGETS.keystrokeMs} ms; estimate call ≤ ${TARGETS.estimateUs} µs: Node ${verdict(node.us, TARGETS.estimateUs)}, Chromium ${verdict(chromiumEstimate.us, TARGETS.estimateUs)}.`);
+// What the targets ask against the least this module allows (the answer probe, writeProbes): a
+// target below the probe's figure cannot be met by any page built on this module on this machine;
+// and against the least any module allows (the empty module's probe).
+const moduleFloor = probes[2];
+const emptyFloor = probes[3];
+console.log(`The module's floor (a document that only loads the module and writes the link's figure): first frame ${ms(median(moduleFloor.fcp), 0)}`
+  + ` = ${(median(moduleFloor.fcp) / floor).toFixed(2)} × floor (targets: link ${TARGETS.frame.link} ×, embed ${TARGETS.frame.embed} ×);`
+  + ` the live estimator's first answer at ${ms(median(moduleFloor.answer), 0)} = ${(median(moduleFloor.answer) / floor).toFixed(2)} × floor`
+  + ` (target for the plain page's inputs: ${TARGETS.inputs.plain} ×). With an empty module: first frame ${ms(median(emptyFloor.fcp), 0)}`
+  + ` = ${(median(emptyFloor.fcp) / floor).toFixed(2)} × floor.`);
 console.log(`(${LOADS} cold loads per case, interleaved; ${KEYSTROKES} keystrokes per viewport; headless Chromium on 127.0.0.1, no GPU; the link: #${LINK})`);

@@ -17,9 +17,10 @@ import { listFiles } from './assets.mjs';
 
 export const ENTRIES = ['js/main.js', 'js/embed.js', 'js/trainmem-element.js', 'js/plan-worker.js'];
 const CLASSIC = ['js/boot.js'];
-const TARGET = 'es2022';
+export const TARGET = 'es2022';
 
-function esbuild(args, cwd) {
+/** Runs Debian's esbuild with `args` in `cwd` (also the page bench's probe, tests/bench/page-bench.mjs). */
+export function esbuild(args, cwd) {
   try {
     return execFileSync('esbuild', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {

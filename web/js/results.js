@@ -399,7 +399,7 @@ export class ResultsView {
     const head = `<tr><th scope="col">Tensor class</th>${parts.map((p) => `<th scope="col">${rowTerm(p.key, `${p.label[0].toUpperCase()}${p.label.slice(1)}`)}</th>`).join('')}<th scope="col">Total</th></tr>${parts.map((p) => termRow(p.key, columns)).join('')}`;
     const rows = categories.map((c) => {
       const row = result.state?.[c.key] ?? {};
-      return `<tr><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
+      return `<tr data-row="${c.key}" data-bytes="${classBytes(result, c.key)}"><th scope="row">${rowTerm(c.key, `${swatch(c.key)}${c.label}`)}</th>${parts.map((p) => cell(row[p.key] ?? 0)).join('')}${cell(classBytes(result, c.key))}</tr>${termRow(c.key, columns)}`;
     });
     if (empty.length) {
       const names = empty.map((c) => c.label.toLowerCase()).join(', ');
@@ -414,14 +414,23 @@ export class ResultsView {
     // Each row's term line follows it (the rows below are built as `<tr>…</tr>`, then their line).
     const withLine = (html, termKey) => `${html}${termRow(termKey, columns)}`;
     const peak = peakParts(result);
-    rows.push(withLine(`<tr>${th('activation', 'Activations', known && peak.freed ? 'freed before the peak (optimizer step)' : '')}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(act) : '<td>—</td>'}</tr>`, 'activation'));
+    // The trainmem profile's rows add up to the peak (Allocated): its Activations are those held
+    // at the peak moment (the core's moments.peak_activation_bytes), as the bar, the legend, the
+    // element and the exports show them; all the step saves is named beside it when the peak holds
+    // fewer (a peak in backward, or while a chunked loss runs, or at the optimizer step).
+    const held = trainmem && known ? peak.activation : act;
+    const moment = MOMENT_NAMES[result.moments?.peak] ?? result.moments?.peak;
+    const activationNote = !known || held === act ? ''
+      : peak.freed ? `${formatBytes(act, unit)} saved in all, freed before the peak (${moment})`
+        : `${formatBytes(act, unit)} saved in all; ${formatBytes(held, unit)} of it held at the peak (${moment === MOMENT_NAMES.forward ? 'forward' : moment})`;
+    rows.push(withLine(`<tr${trainmem && known ? ` data-row="activation" data-bytes="${held}"` : ''}>${th('activation', 'Activations', activationNote)}${parts.length ? `<td colspan="${parts.length}">${known ? '' : 'not computed'}</td>` : ''}${known ? cell(held) : '<td>—</td>'}</tr>`, 'activation'));
     const fig = figureOf(result, figure).key;
     if (trainmem) {
       const workspaces = result.overheads?.workspace_bytes ?? 0;
       const libraries = 'library workspaces (cuBLAS, Transformer Engine)';
       const workspaceNote = workspaces > 0 && workspaces < peak.temporary ? `${formatBytes(workspaces, unit)} of it ${libraries}`
         : workspaces > 0 && workspaces === peak.temporary ? `the ${libraries}` : '';
-      rows.push(withLine(`<tr>${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`, 'temporary'));
+      rows.push(withLine(`<tr data-row="temporary" data-bytes="${peak.temporary}">${th('temporary', peak.label, workspaceNote)}${span}${cell(peak.temporary)}</tr>`, 'temporary'));
       // The NCCL line names its communicators and their sizes (group name × GPUs).
       const groups = (result.overheads?.nccl_groups ?? []).map((g) => `${g.name} ×${g.gpus}`).join(', ');
       const ncclNote = `${result.overheads?.nccl_communicators} communicators${groups ? `: ${groups}` : ''}`;

@@ -35,26 +35,36 @@ export function listToMegatron(list) {
   }).join('+');
 }
 
+// A number typed with thousands separators: one kind of separator (a comma, an underscore, a
+// space, a no-break space), only between groups of three digits, before any decimal point
+// ("8,192", "1 000 000", "1,234.5"). A separator anywhere else is no separator: "1,5" and "0,1"
+// (a decimal comma), "4,09,6" and "1,,2" once read as 15, 1, 4096 and 12 without a word.
+const GROUPED = /^([+-]?)(\d{1,3})([,_ \u00a0\u202f])\d{3}(?:\3\d{3})*(\.\d*)?$/;
+
+/** `raw` without its thousands separators, or null when a separator is not one (GROUPED). */
+function withoutSeparators(raw, separators = /[,_ \u00a0\u202f]/) {
+  if (!separators.test(raw)) return raw;
+  return GROUPED.test(raw) && separators.test(GROUPED.exec(raw)[3]) ? raw.replace(/[,_ \u00a0\u202f]/g, '') : null;
+}
+
 /**
- * What the text of an input means. Integers may be typed with separators ("8,192", "8_192").
- * Text that is not a number is passed on as text, so the core can say what is wrong with it.
- * Empty means unset.
+ * What the text of an input means. Numbers may be typed with thousands separators ("8,192",
+ * "8_192": GROUPED). Text that is not a number, a separator out of place included ("1,5"), is
+ * passed on as text, so the core names the field and what it must be. Empty means unset.
  */
 export function parseInput(text, type) {
   const raw = String(text).trim();
   if (raw === '') return undefined;
-  if (type === 'integer') {
-    const compact = raw.replace(/[\s,_]/g, '');
-    return typeof numberOrText(compact, INTEGER_TEXT) === 'number' ? Number(compact) + 0 : raw;
-  }
-  if (type === 'number') {
-    const compact = raw.replace(/[\s,_]/g, '');
-    return typeof numberOrText(compact, NUMBER_TEXT) === 'number' ? Number(compact) + 0 : raw;
+  if (type === 'integer' || type === 'number') {
+    const compact = withoutSeparators(raw);
+    if (compact === null) return raw;
+    return typeof numberOrText(compact, type === 'integer' ? INTEGER_TEXT : NUMBER_TEXT) === 'number' ? Number(compact) + 0 : raw;
   }
   if (type === 'choice_list') return raw.split(/[\s,]+/).filter(Boolean);
   if (type === 'integer_or_list') {
-    const compact = raw.replace(/[\s_]/g, '');
-    if (/^-?\d+$/.test(compact) && Number.isFinite(Number(compact))) return Number(compact) + 0;
+    // A comma separates the list's entries here: only the other separators group thousands.
+    const compact = withoutSeparators(raw, /[_ \u00a0\u202f]/);
+    if (compact !== null && /^-?\d+$/.test(compact) && Number.isFinite(Number(compact))) return Number(compact) + 0;
     return textToList(raw) ?? raw;
   }
   // A list of counts: "7, 8*14, 7", "[7]+[8]*14+[7]" or JSON; a single number is a one-entry list.

@@ -708,6 +708,31 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   return page;
 });
 
+await check('Back leaves the page: the fresh page, a link and a pasted link write the page\'s spelling into the entry they landed on', async (keep) => {
+  // QA at stop 46: the first write after a load opened an entry, and Back from it landed on the
+  // bare address, which wrote the state again: Back never left the calculator.
+  for (const hash of ['', '#v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb']) {
+    const page = await context.newPage();
+    keep(page);
+    await page.goto(`${url}probe-missing.html`).catch(() => {});
+    const before = page.url();
+    await page.goto(`${url}index.html${hash}`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+    await page.waitForFunction(() => /^#v=/.test(location.hash) && location.hash.includes('ck='), null, { timeout: 5000 });
+    // A link pasted into the address bar: its entry, rewritten in the page's spelling.
+    await page.evaluate(() => { location.hash = 'v=1&m=llama-3.2-1b&s=2048&b=1&gpu=h100-80gb'; });
+    await page.waitForFunction(() => location.hash.includes('ck=') && location.hash.includes('llama-3.2-1b'), null, { timeout: 5000 });
+    await page.goBack();
+    await page.waitForFunction(() => !location.hash.includes('llama-3.2-1b'), null, { timeout: 5000 });
+    await page.waitForTimeout(600); // longer than the link's write delay: nothing is written again
+    expect(/index\.html#v=/.test(page.url()), `${hash || 'the fresh page'}: Back from the pasted link reached ${page.url()}`);
+    await page.goBack();
+    await page.waitForURL((u) => u.href === before, { timeout: 5000 }).catch(() => {});
+    expect(page.url() === before, `${hash || 'the fresh page'}: Back from the page reached ${page.url()}, not ${before}`);
+    await page.close();
+  }
+});
+
 await check('a preset changes the model only: the sequence length and layout stay, a notice says so, Undo restores', async (keep) => {
   const { page, problems } = await open(MEGATRON);
   keep(page);

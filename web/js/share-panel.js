@@ -54,6 +54,11 @@ export class SharePanel {
     this.ui = ui;
     this.page = page;
     this.written = null;
+    // The address bar's entry is the state on screen (the page just loaded, or Back, Forward or a
+    // pasted link landed): the next write puts the page's own spelling of it in that entry instead
+    // of opening one. (Until stop 46 the first write after a load opened one, and Back from it
+    // landed on the page's bare address, which wrote the state again: Back never left the page.)
+    this.replaceNext = true;
     this.timer = 0;
     ui.copy.addEventListener('click', () => {
       this.writeLink();
@@ -91,13 +96,15 @@ export class SharePanel {
   /**
    * Writes the link into the address bar now. The first change after a finished edit (commit())
    * opens a history entry; the changes that follow until the next commit rewrite it, so Back
-   * steps over finished edits, not keystrokes.
+   * steps over finished edits, not keystrokes. The first write after a load or adopt() rewrites
+   * the entry the page landed on.
    */
   writeLink() {
     clearTimeout(this.timer);
     const fragment = this.fragment();
     if (fragment === null || fragment === this.written) return;
-    const push = this.written !== undefined && !this.entryOpen;
+    const push = !this.replaceNext && !this.entryOpen;
+    this.replaceNext = false;
     this.written = fragment;
     this.entryOpen = push || this.entryOpen;
     if (push) history.pushState(null, '', `#${fragment}`);
@@ -115,6 +122,7 @@ export class SharePanel {
     clearTimeout(this.timer);
     this.written = hash.replace(/^#/, '');
     this.entryOpen = false;
+    this.replaceNext = true;
   }
 
   /** Writes the link once edits pause (typing would otherwise rewrite it on every key). */

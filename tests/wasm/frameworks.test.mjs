@@ -125,3 +125,19 @@ test('a number beyond a double is named by the core, not read as unset: DeepSpee
   const toml = await parseDocument('[model]\nname =', 'toml');
   assert.match(toml.issues[0].message, /^JOB\.toml: line 2, column \d+: /);
 });
+
+test('a DeepSpeed config alone: its note says no model was given, not that the base\'s was kept; each field it needs is open', async () => {
+  // QA at stop 46: over the page's empty base the report said "model ← the base config's" while
+  // the form's model fields were empty.
+  const { tree } = await parseDocument(text('deepspeed/zero3_bf16.json'), 'json');
+  const alone = engine.importFramework('deepspeed', tree, {}, {});
+  assert.equal(alone.ok, true);
+  assert.ok(alone.assumed.some((n) => n.startsWith('model: none (the file names none')), alone.assumed.join('\n'));
+  assert.ok(!alone.assumed.some((n) => n.startsWith('model ← the base config\'s')));
+  assert.deepEqual(alone.unresolved.map((u) => u.field).sort(),
+    ['hidden_size', 'num_attention_heads', 'num_layers', 'seq_length', 'vocab_size', 'world_size']);
+  // Over a base with a model, the base's model is kept, and the note says so.
+  const over = engine.importFramework('deepspeed', tree, {}, { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 2048 });
+  assert.ok(over.assumed.some((n) => n.startsWith('model ← the base config\'s')), over.assumed.join('\n'));
+  assert.equal(over.config.num_layers, 32);
+});

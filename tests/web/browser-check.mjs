@@ -1362,6 +1362,27 @@ const HF_CONFIG = JSON.stringify({
   sliding_window: 131072, use_sliding_window: false, torch_dtype: 'bfloat16',
 }, null, 2);
 
+await check('a DeepSpeed config alone: the report says no model came with it, and every field it needs is marked in the form at once', async (keep) => {
+  // QA at stop 46: only the GPU count (the import's question) was marked, the model and the
+  // sequence length after it was given; the report said the base config's model was kept.
+  const { page, problems } = await open();
+  keep(page);
+  await page.click('#import-panel > summary');
+  await page.fill('#import-text', await readFile(new URL('../import/fixtures/deepspeed/zero3_bf16.json', import.meta.url), 'utf8'));
+  await page.click('#import-run');
+  await page.waitForSelector('#import-report:not([hidden])');
+  const report = await page.textContent('#import-report');
+  expect(/model: none/.test(report) && !/the base config's/.test(report), `report: ${report}`);
+  const needed = ['world_size', 'num_layers', 'hidden_size', 'num_attention_heads', 'vocab_size', 'seq_length'];
+  await page.waitForFunction((names) => names.every((n) => !document.getElementById(`e-${n}`)?.hidden), needed, { timeout: 5000 })
+    .catch(() => {});
+  const marked = await page.evaluate((names) => names.filter((n) => !document.getElementById(`e-${n}`)?.hidden), needed);
+  expect(marked.length === needed.length, `marked in the form: ${marked.join(', ')} of ${needed.join(', ')}`);
+  expect(!(await page.getAttribute('#total', 'data-bytes')), 'a figure is shown before the GPU count is given');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('a torchtitan job TOML imports in the page as the CLI reads it: a bad GPU count is named, a good one fills the form', async (keep) => {
   const { page, problems } = await open();
   keep(page);

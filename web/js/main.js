@@ -98,8 +98,11 @@ function recompute() {
   // The path the embed view and the element take too (link-config.js), from the page's state.
   const view = estimateView(engine, state, { compare: gpuFitCapacities() });
   const { names, config } = view;
+  // An import's open question holds the figure back; the other fields the run still needs are
+  // marked beside it (the import's report counts them all).
   const asked = unansweredQuestions();
-  const result = asked.length ? { ok: false, issues: asked } : view.result;
+  const others = view.result.ok ? [] : view.result.issues.filter((issue) => !asked.some((q) => q.field === issue.field));
+  const result = asked.length ? { ok: false, issues: [...asked, ...others] } : view.result;
   lastNames = names;
   if (result.ok) lastOk = { result, names, config };
   lastStale = !result.ok;

@@ -60,7 +60,7 @@ let importQuestions = new Map();
 const unansweredQuestions = () => [...importQuestions.values()]
   .filter((q) => q.rule === IMPORT_ASKED && state.fields[q.field] === undefined)
   .map(({ field, message }) => ({ field, message }));
-let lastOk = null; // { result, names, config }: the last valid result stays on screen
+let lastOk = null; // { result, names, config, model }: the last valid result stays on screen, with its model's name
 let lastNames = []; // the fields in effect for the fields on screen (the last view's, valid or not)
 let lastStale = false;
 
@@ -104,7 +104,7 @@ function recompute() {
   const others = view.result.ok ? [] : view.result.issues.filter((issue) => !asked.some((q) => q.field === issue.field));
   const result = asked.length ? { ok: false, issues: [...asked, ...others] } : view.result;
   lastNames = names;
-  if (result.ok) lastOk = { result, names, config };
+  if (result.ok) lastOk = { result, names, config, model: modelLabel() };
   lastStale = !result.ok;
   // The headline answers the keystroke; the rest of the page follows in the next frame, once
   // per frame however many inputs arrive (typing, a held arrow key).
@@ -299,11 +299,16 @@ function markNoResult() {
 /** The GPUs of a resolved config and their layout: "8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". */
 const layoutText = (c) => `${c.world_size} GPU${c.world_size === 1 ? '' : 's'} = TP ${c.tensor_model_parallel_size} × PP ${c.pipeline_model_parallel_size} × CP ${c.context_parallel_size} × DP ${c.data_parallel_size}`;
 
-/** What runs where, beside the headline: "Llama 3.1 8B · 8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". */
+/**
+ * What runs where, beside the headline: "Llama 3.1 8B · 8 GPUs = TP 2 × PP 1 × CP 1 × DP 4". The
+ * result's own model: while the inputs have none (stale), the last valid result's, greyed with it
+ * (a newcomer's QA at stop 46: a rejected preset's name stood beside the model before's figure).
+ */
 function renderRunLine() {
   const c = lastOk?.result.config;
-  const text = c ? `${modelLabel()} · ${layoutText(c)}` : '';
+  const text = c ? `${lastStale ? lastOk.model : modelLabel()} · ${layoutText(c)}` : '';
   if (ui.runLine.textContent !== text) ui.runLine.textContent = text;
+  if (ui.results.hasAttribute('data-stale') !== lastStale) ui.results.toggleAttribute('data-stale', lastStale);
 }
 
 /** The charts, the breakdown table and the panels below the headline. */

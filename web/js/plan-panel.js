@@ -3,9 +3,12 @@
 // with an indeterminate progress bar and a Cancel button; without workers it runs here.
 import { formatBytes, formatExactBytes, formatInteger } from './format.js';
 
+/** "1 sequence", "8 sequences". */
+const plural = (n, noun) => `${formatInteger(n)} ${noun}${n === 1 ? '' : 's'}`;
+
 const SOLVED = {
-  'max-micro-batch': (v) => `The largest micro batch that fits is ${formatInteger(v)} sequences`,
-  'max-seq-length': (v) => `The longest sequence that fits is ${formatInteger(v)} tokens`,
+  'max-micro-batch': (v) => `The largest micro batch that fits is ${plural(v, 'sequence')}`,
+  'max-seq-length': (v) => `The longest sequence that fits is ${plural(v, 'token')}`,
   'min-gpus': (v) => `The fewest GPUs on which a layout fits: ${formatInteger(v)}`,
 };
 
@@ -165,7 +168,8 @@ export class PlanPanel {
     if (result.solve && result.solve !== 'none') return this.solved(result, ms);
     this.layouts = result.layouts ?? [];
     const s = result.stats ?? {};
-    const count = result.counted_all ? `${formatInteger(result.n_fitting)} layouts fit` : `at least ${formatInteger(result.n_fitting)} layouts fit`;
+    const fits = result.n_fitting === 1 ? '1 layout fits' : `${formatInteger(result.n_fitting)} layouts fit`;
+    const count = result.counted_all ? fits : `at least ${fits}`;
     const shown = this.layouts.length < result.n_fitting ? `; the best ${this.layouts.length} are listed` : '';
     const stop = result.complete ? '' : ` Stopped early: ${result.stopped}.`;
     this.els.status.textContent = this.layouts.length

@@ -952,7 +952,7 @@ await check('errors where the hand is: TP 3 marks TP itself with the rule, and a
   return page;
 });
 
-await check('the framework\'s words on a link: a torchtune run names batch_size beside micro_batch_size, a Megatron run Megatron-LM\'s flags, and a problem the key first (1280×900 and 390×844)', async (keep) => {
+await check('the framework\'s words on a link: a torchtune run names batch_size beside micro_batch_size, a Megatron run Megatron-LM\'s flags, and a problem\'s rule first, its keys after (1280×900 and 390×844)', async (keep) => {
   for (const [viewport, tag] of [[DESKTOP, '1280x900'], [PHONE, '390x844']]) {
     // A torchtune run built by hand from a Megatron run, then opened from its link as a fresh page.
     const built = await open(MEGATRON, { viewport });
@@ -978,11 +978,11 @@ await check('the framework\'s words on a link: a torchtune run names batch_size 
     // A field torchtune has no one key for keeps trainmem's words alone.
     expect((await hint('global_batch_size')).startsWith('global_batch_size'), `${tag}: the global batch's hint: ${await hint('global_batch_size')}`);
     expect(!(await page.$('#h-num_layers .framework-key')), `${tag}: a torchtune key on the layers: ${await hint('num_layers')}`);
-    // A problem on the micro batch: the key first, then the core's message as it is.
+    // A problem on the micro batch: the field's own line says the rule first and its names after
+    // (its hint just above names the framework), so a phone's one line starts with the rule.
     await typeInto(page, '#f-micro_batch_size', '0');
-    // The field's own line: the key (its hint just above names the framework), the core's text.
     const error = await page.textContent('#e-micro_batch_size .one-line-text');
-    expect(error.startsWith('batch_size · micro_batch_size: must be'), `${tag}: the field's error: ${error}`);
+    expect(error.startsWith('must be') && error.includes('(micro_batch_size · batch_size)'), `${tag}: the field's error: ${error}`);
     // The list at the top names the framework too: "Micro-batch size torchtune: batch_size · micro_batch_size: must be …".
     const listed = await page.$$eval('#form-problems li', (items) => items.map((li) => li.textContent));
     expect(listed.some((t) => /torchtune: batch_size · micro_batch_size: must be/.test(t)), `${tag}: the problems list: ${listed}`);
@@ -1027,7 +1027,7 @@ await check('the GPU count is an input: DP follows from it, and the summary says
   // TP 2 typed: the user's own, as the link's is.
   await typeInto(page, '#f-tensor_model_parallel_size', '2');
   await typeInto(page, '#f-world_size', '31'); // not a multiple of TP 2
-  expect(/world_size: must be divisible/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');
+  expect(/^must be divisible.*\(world_size\)/.test(await page.textContent('#e-world_size')), 'no message at the GPU count');
   await typeInto(page, '#f-data_parallel_size', '2');
   expect(await page.inputValue('#f-world_size') === '' && /4 GPUs =/.test(await page.textContent('#run-line')), 'DP typed did not take over from the GPU count');
   await page.screenshot({ path: join(SHOTS, 'phone-390x844-gpus.png') });
@@ -1041,7 +1041,7 @@ await check('a bad GPU count typed and cleared again is named at its field and g
   const before = { total: await total(page), line: await page.textContent('#run-line') };
   for (const bad of ['1e20', '-3']) {
     await typeInto(page, '#f-world_size', bad);
-    expect(/world_size: must be/.test(await page.textContent('#e-world_size')), `${bad}: ${await page.textContent('#e-world_size')}`);
+    expect(/^must be .*\(world_size\)/.test(await page.textContent('#e-world_size')), `${bad}: ${await page.textContent('#e-world_size')}`);
   }
   await typeInto(page, '#f-world_size', '');
   expect(await page.inputValue('#f-data_parallel_size') === '4' && await total(page) === before.total && await page.textContent('#run-line') === before.line,
@@ -1476,7 +1476,9 @@ await check('an import asks for a sharded run\'s GPU count (axolotl fsdp:) inste
   const question = /world_size: axolotl's fsdp: shards over every GPU the launcher starts, and the file does not say how many/;
   const report = await page.textContent('#import-report');
   expect(/Still needed \(marked in the form\) \(1\)/.test(report) && question.test(report), `report: ${report}`);
-  expect(question.test(await page.textContent('#e-world_size')), `world_size's message: ${await page.textContent('#e-world_size')}`);
+  // The field's own line: the question first, the field's name after it.
+  const asked = await page.textContent('#e-world_size');
+  expect(asked.startsWith('axolotl\'s fsdp: shards over every GPU') && asked.includes('(world_size)'), `world_size's message: ${asked}`);
   expect(!/GiB$/.test(await total(page)), `a figure is shown without a GPU count: ${await total(page)}`);
   await page.screenshot({ path: join(SHOTS, 'import-asks-gpus-1280.png') });
   const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));

@@ -635,12 +635,18 @@ export class Form {
     const editedField = edited && this.fields.get(edited);
     for (const issue of issues) {
       const f = this.fields.get(issue.field);
-      // The message in the framework's words: its field's key before the core's text (the
-      // framework's name is in the field's hint just above: a phone's one line keeps the rule).
+      // The message in the framework's words. On the field's own line the rule comes first, the
+      // field's names after it ("must be at least 1, got -1 (seq_length · tokenizer.max_seq_len)"):
+      // a phone's one line shows its start, and a key before the rule left "tokenizer.ma…" and
+      // no rule (a newcomer's QA at stop 46). On the field just edited, another field's rule keeps
+      // that field's name first: it says which field the rule is about.
       const { key, after } = this.wordsAround(issue.field, issue.related);
-      const message = `${key}${issue.message}${after}`;
-      if (editedField && !editedField.wrap.hidden && issue.field !== edited && (issue.related ?? []).includes(edited)) add(edited, message);
-      if (f && !f.wrap.hidden) add(issue.field, message);
+      const prefix = `${issue.field}: `;
+      const rule = issue.message.startsWith(prefix) ? issue.message.slice(prefix.length) : null;
+      const names = [issue.field, ...(key ? [key.replace(/ · $/, '')] : [])].join(' · ');
+      const own = rule === null ? `${key}${issue.message}${after}` : `${rule} (${names})${after}`;
+      if (editedField && !editedField.wrap.hidden && issue.field !== edited && (issue.related ?? []).includes(edited)) add(edited, `${key}${issue.message}${after}`);
+      if (f && !f.wrap.hidden) add(issue.field, own);
       else unplaced.push(issue);
     }
     for (const [name, f] of this.fields) {

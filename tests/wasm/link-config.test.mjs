@@ -117,6 +117,24 @@ test('an unknown GPU falls back to the links\' GPU, as a link of format 1 always
   assert.equal(restoreLink('v=1&m=llama-3.1-8b&s=4096&b=1', engine).gpu, 'h100-80gb');
 });
 
+test('a key given twice and a capacity that is not used are named, not silent (a newcomer\'s QA at stop 46)', () => {
+  const twice = restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=h100-80gb&s=1024', engine);
+  assert.equal(twice.fields.seq_length, 1024);
+  assert.deepEqual(twice.rejected, [{ key: 's', reason: 'given twice: the later s=1024 was used, not 2048' }]);
+  // A field's key and its name are the same field.
+  assert.deepEqual(restoreLink('v=1&m=llama-3.1-8b&seq_length=2048&b=1&s=4096', engine).rejected.map((r) => r.key), ['seq_length']);
+  const beside = restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=h100-80gb&cap=40GB', engine);
+  assert.equal(beside.capacity, engine.gpus.find((g) => g.id === 'h100-80gb').memory_bytes);
+  assert.match(beside.rejected[0].reason, /^is read only with gpu=custom: the NVIDIA H100 80GB .*'s capacity was used$/);
+  for (const cap of ['-5GB', 'abc', '0', '0.001']) {
+    const bad = restoreLink(`v=1&m=llama-3.1-8b&s=2048&b=1&gpu=custom&cap=${cap}`, engine);
+    assert.equal(bad.capacity, null, cap);
+    assert.deepEqual(bad.rejected, [{ key: 'cap', reason: `must be a size of at least 1 GB, such as 96 GB or 80 GiB, got "${cap}"` }], cap);
+  }
+  const good = restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=custom&cap=40GB', engine);
+  assert.deepEqual([good.capacity, good.rejected], [40e9, []]);
+});
+
 test('what the core rejects is dropped, named, and falls back to the preset or to unset', () => {
   const link = restoreLink('v=1&m=llama-3.1-8b&L=abc&tp=3&s=4096&b=2', engine);
   const byKey = Object.fromEntries(link.rejected.map((r) => [r.key, r]));

@@ -50,13 +50,18 @@ export function formatInteger(n) {
  * Parses a capacity typed by a person: "80", "80 GB", "141GB", "95.74 GiB". A bare number is read
  * in `defaultUnit`. Returns bytes, or null if the text is not a positive size.
  */
+/** The smallest capacity a custom GPU may have: below it the figures read "of 0 GiB" (QA, stop 46). */
+export const MIN_CAPACITY_BYTES = 1e9;
+/** What a capacity must be, in the words the page and a link's notice use. */
+export const CAPACITY_RULE = 'a size of at least 1 GB, such as 96 GB or 80 GiB';
+
 export function parseCapacity(text, defaultUnit = 'GiB') {
   // Trimmed first: "\s*(GiB|GB)?\s*$" backtracks quadratically on a long run of spaces.
   const m = /^(\d+(?:\.\d+)?)\s*(GiB|GB)?$/i.exec(String(text ?? '').trim());
   if (!m) return null;
   const unitName = m[2] ? (m[2].toLowerCase() === 'gib' ? 'GiB' : 'GB') : defaultUnit;
   const bytes = Number(m[1]) * UNITS[unitName].bytes;
-  return bytes > 0 && Number.isFinite(bytes) ? bytes : null;
+  return bytes >= MIN_CAPACITY_BYTES && Number.isFinite(bytes) ? bytes : null;
 }
 
 /** A capacity: "80 GiB", "141 GB", "95.74 GiB" (no decimals when the value is whole). */

@@ -20,7 +20,7 @@
 // lacks a required field was read against it, and still is, so it keeps its bytes. It is no longer
 // what a fresh page shows (START is).
 import { NO_VERSION_NOTE, PAGE_KEYS, decodeState, escapeText, keyOf } from './url-state.js';
-import { parseCapacity } from './format.js';
+import { CAPACITY_RULE, parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
 
@@ -270,6 +270,12 @@ function readLink(fragment, engine) {
   const known = (id) => id === CUSTOM_GPU || Boolean(gpuById(engine, id));
   const gpu = [link.gpu, setup?.gpu].find(known) ?? pickFirst(LINK_FALLBACK.gpu, engine.gpus).id;
   if (link.gpu && gpu !== link.gpu) rejected.push({ key: PAGE_KEYS.gpu, reason: `unknown GPU "${link.gpu}"` });
+  // A capacity is the custom GPU's: beside a catalogue GPU it is not used, and one that is no size
+  // is named here as well as at its box (a newcomer's QA at stop 46: both were silent).
+  if (link.capacity !== null) {
+    if (gpu !== CUSTOM_GPU) rejected.push({ key: PAGE_KEYS.capacity, reason: `is read only with ${PAGE_KEYS.gpu}=${CUSTOM_GPU}: the ${gpuLabel(engine, gpu)}'s capacity was used` });
+    else if (parseCapacity(link.capacity, link.unit ?? START.unit) === null) rejected.push({ key: PAGE_KEYS.capacity, reason: `must be ${CAPACITY_RULE}, got "${link.capacity}"` });
+  }
 
   // What the link leaves out: a setup's fields (the whole run, as choosing it on the page sets
   // them; a preset the link names beside it keeps its model, as choosing a preset does), else

@@ -9,7 +9,7 @@ import { GpuChart, StageChart, afterPaint, loadChartJs } from './charts.js';
 import { DEFAULT_FIGURE, FIGURES, ResultsView, closeConfidence, confidenceOf, headlineOf, segmentsOf, stageNote, stageSeries } from './results.js';
 import { verdictOf } from './verdict.js';
 import { adoptPalette, cssColor } from './theme.js';
-import { formatBytes, formatInteger, formatSize } from './format.js';
+import { CAPACITY_RULE, formatBytes, formatInteger, formatSize } from './format.js';
 import { MODEL_GROUPS } from './layout.js';
 import { formulaLookup } from './formulas.js';
 import { CUSTOM_GPU, START, coreConfig, editableState, estimateView, gpuCapacity, gpuLabel, presetById, restoreLink, splitViewOptions, withCapacity } from './link-config.js';
@@ -275,7 +275,7 @@ function renderHeadline() {
   const capacity = capacityBytes();
   const badCapacity = Boolean(state.gpu === CUSTOM_GPU && capacity === null && state.capacityText.trim());
   if (ui.capacityError.hidden === badCapacity) ui.capacityError.hidden = !badCapacity; // a change only
-  if (badCapacity) ui.capacityError.textContent ||= 'Enter a size such as 96 GB or 80 GiB.';
+  if (badCapacity) ui.capacityError.textContent ||= `Enter ${CAPACITY_RULE}.`;
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
   renderRunLine();
   markNoResult();

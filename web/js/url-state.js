@@ -194,6 +194,7 @@ export function decodeState(fragment, specs) {
     if (ck[1] !== checksum(text)) out.integrity = 'mismatch';
   }
 
+  const seen = new Map(); // a key (a field by its name) -> its pair, for one given twice
   for (const pair of text.split('&')) {
     if (!pair) continue;
     const eq = pair.indexOf('=');
@@ -210,6 +211,11 @@ export function decodeState(fragment, specs) {
       out.rejected.push({ key, reason: 'has no value' });
       continue;
     }
+    // A key given twice: the later value is read, and the earlier is named as not used (a
+    // newcomer's QA at stop 46: "&s=1024" added to a link changed the run without a word).
+    const same = fieldOfKey(specs, key) ?? key;
+    if (seen.has(same)) out.rejected.push({ key: seen.get(same).key, reason: `given twice: the later ${key}=${value} was used, not ${seen.get(same).value}` });
+    seen.set(same, { key, value });
     readPair(out, key, value, specs);
   }
 

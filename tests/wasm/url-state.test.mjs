@@ -127,8 +127,15 @@ test('values of the wrong shape are kept as text, so the core names the problem'
 test('a truncated or edited link is flagged, and what is left is still read', () => {
   const full = encodeState(STATE, specs);
   const cut = decodeState(full.slice(0, full.indexOf('&act=')), specs);
-  assert.equal(cut.integrity, 'missing');
+  assert.equal(cut.integrity, 'cut');
+  assert.equal(cut.lastPair, full.slice(0, full.indexOf('&act=')).split('&').at(-1));
   assert.equal(cut.fields.num_layers, 32);
+  // Cut just before the checksum: nothing is missing but the check.
+  assert.equal(decodeState(full.replace(/&ck=[0-9a-z]+$/, ''), specs).integrity, 'unchecked');
+  // A hand-written link (a few pairs, no "~"): no checksum, nothing said of one.
+  assert.equal(decodeState('v=1&m=llama-3.1-70b&tp=8&pp=2&dp=4&s=8192&b=1&gpu=h100-80gb', specs).integrity, 'missing');
+  // A value cut after its "~" is named, where the field's type has no empty value.
+  assert.deepEqual(decodeState('v=1&L=32&tp=~', specs).rejected, [{ key: 'tp', reason: 'has no value' }]);
   const edited = decodeState(full.replace('L=32', 'L=33'), specs);
   assert.equal(edited.integrity, 'mismatch');
   assert.equal(edited.fields.num_layers, 33);

@@ -54,8 +54,12 @@ export const LINK_FALLBACK = Object.freeze({
 });
 
 const CHECKSUM_NOTE = 'The link looks edited or cut short (its checksum does not match); the values the calculator accepts were kept.';
-// A link with no checksum at all: written by hand (the documentation's short forms) or cut short.
-const NO_CHECKSUM_NOTE = 'The link has no checksum (written by hand, or cut short): the values the calculator accepts were kept.';
+// A link the page wrote, cut short (url-state.js decodeState: no checksum, the page's shape). One
+// written by hand (the documentation's short forms) gets no note: its values are read as given,
+// and any that is not used is named.
+const UNCHECKED_NOTE = 'The link has every value the page writes but not the checksum at its end: the values were read as given.';
+const cutNote = (lastPair) => `The link was cut short: it ends at "${lastPair}", without the checksum the page writes at its end. `
+  + 'What followed is not in it: those values come from the preset or the defaults, so this may not be the run that was shared.';
 
 /**
  * Splits the view's own options (theme) from the state: "#v=1&...&ck=x&theme=dark".
@@ -201,6 +205,7 @@ export function linkOfAttributes(attributes, specs) {
  * @property {string|null} pin the pinned configuration's state, as the link writes it
  * @property {{key: string, value?: unknown, reason: string}[]} rejected values that were not used
  * @property {string[]} notes what else the reader should know about the link
+ * @property {string[]} warnings the notes that say the figure may not be the shared run's (an edited or cut link): the embed and the element show them too
  */
 
 /**
@@ -238,9 +243,13 @@ export function restoreLink(fragment, engine) {
   const rejected = [...state.rejected];
   const pin = link.pin ? pinnedFromLink(engine, specs, link.pin, rejected) : null;
   const fields = { ...state.fields };
-  const kept = keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity: state.capacity, rejected });
+  const { pinned: kept, dropped } = keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity: state.capacity, rejected });
   const notes = [...state.notes];
-  if (kept.length) notes.push(`Defaults changed since this link was made; the link's values were kept for: ${kept.join(', ')}.`);
+  // A value resolved otherwise now: because a value of the link was not used (it gave the rest),
+  // or because the defaults changed since (a newcomer's QA at stop 46: "world=0" read as the
+  // second).
+  if (kept.length && dropped) notes.push(`The values this link's unset fields had when it was made were kept for: ${kept.join(', ')} (the values not used above would have changed them).`);
+  else if (kept.length) notes.push(`Defaults changed since this link was made; the link's values were kept for: ${kept.join(', ')}.`);
   return { ...state, ...coreConfig(engine, fields, state.capacity), fields, pin, rejected, notes };
 }
 
@@ -255,8 +264,10 @@ function readLink(fragment, engine) {
   const pairs = String(fragment).replace(/^#/, '').split('&').filter(Boolean);
   const setupAlone = pairs.length === 1 && pairs[0].startsWith(`${PAGE_KEYS.setup}=`);
   const notes = setupAlone ? link.notes.filter((n) => n !== NO_VERSION_NOTE) : [...link.notes];
-  if (link.integrity === 'mismatch') notes.push(CHECKSUM_NOTE);
-  else if (link.integrity === 'missing' && !setupAlone) notes.push(NO_CHECKSUM_NOTE);
+  // What says the figure may not be the shared run's: the embed and the element show it too.
+  const warnings = link.integrity === 'mismatch' ? [CHECKSUM_NOTE] : link.integrity === 'cut' ? [cutNote(link.lastPair)] : [];
+  notes.push(...warnings);
+  if (link.integrity === 'unchecked') notes.push(UNCHECKED_NOTE);
   const setup = setupById(engine, link.setup);
   if (link.setup && !setup) {
     const known = (engine.setups ?? []).map((s) => s.id).join(', ');
@@ -302,7 +313,7 @@ function readLink(fragment, engine) {
   if (filled.length) notes.push(`The link does not give ${filled.map((f) => f.split(' ')[0]).join(', ')}: the links' defaults were used (${filled.join(', ')}).`);
   const state = viewState(engine, {
     fields, preset, setup, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
-    figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes,
+    figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes, warnings,
   });
   return { state, link, fallback };
 }
@@ -339,8 +350,14 @@ export function reasonText({ key, reason }) {
  * (when the rest is still not valid) the core's issues.
  */
 export function linkProblems(link, result) {
-  return [...link.rejected.map((r) => `${r.key}: ${reasonText(r)}`), ...(result.ok ? [] : result.issues.map((i) => i.message))];
+  // The embed and the element have no form to show what took a rejected value's place: they say
+  // it, and what the page's notice says of a link edited or cut short (a newcomer's QA at stop 46:
+  // both showed such a link's figure without a word).
+  const fallbacks = link.rejected.length && result.ok ? [FALLBACK_NOTE] : [];
+  return [...link.rejected.map((r) => `${r.key}: ${reasonText(r)}`), ...fallbacks, ...(link.warnings ?? []),
+    ...(result.ok ? [] : result.issues.map((i) => i.message))];
 }
+const FALLBACK_NOTE = 'The figure uses the preset\'s or the default values in their place.';
 
 /** The fields of `config` that describe the model (layout.js MODEL_GROUPS). */
 const modelFields = (specs, config) => Object.fromEntries(Object.entries(config).filter(([name]) => MODEL_GROUPS.has(specs.get(name)?.group)));
@@ -382,13 +399,14 @@ function keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity, reje
       else delete fields[name];
     }
   }
+  const dropped = !check.ok && rejected.some((r) => !fromLink.has(r.key) && (r.key in link.fields || r.key in link.auto));
   const autos = Object.keys(link.auto).filter((name) => fromLink.has(name));
-  if (!autos.length) return [];
+  if (!autos.length) return { pinned: [], dropped };
   const now = check.ok ? check : engine.check(withCapacity(fields, capacity));
-  if (!now.config) return [];
+  if (!now.config) return { pinned: [], dropped };
   const pinned = autos.filter((name) => JSON.stringify(now.config[name]) !== JSON.stringify(link.auto[name]));
   for (const name of pinned) fields[name] = link.auto[name];
-  return pinned;
+  return { pinned, dropped };
 }
 
 /**

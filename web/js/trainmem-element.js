@@ -84,7 +84,9 @@ ul { list-style: none; margin: 8px 0 4px; padding: 0; display: grid; grid-templa
 li { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px solid var(--grid); }
 li span:last-child { font-variant-numeric: tabular-nums; font-weight: 600; }
 .sw { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
-.issues { color: var(--bad); font-size: 0.86rem; margin: 4px 0; padding-left: 18px; }
+/* The problems: one per line, the box's width (the legend's grid and its rows' rules are the legend's). */
+ul.issues { display: block; list-style: disc; color: var(--bad); font-size: 0.86rem; margin: 4px 0; padding-left: 18px; }
+ul.issues li { display: list-item; border-bottom: none; }
 .foot { margin: 4px 0 0; font-size: 0.78rem; color: var(--muted); }
 a { color: var(--accent); }
 `;

@@ -22,6 +22,7 @@ export const FORMAT_VERSION = 1;
 // GPU fill what the link leaves out, so "#su=<id>" alone is that setup.
 export const PAGE_KEYS = Object.freeze({ preset: 'm', gpu: 'gpu', capacity: 'cap', unit: 'u', figure: 'fig', pin: 'pin', setup: 'su' });
 const UNITS = ['GiB', 'GB'];
+const LIST_TYPES = new Set(['choice_list', 'integer_list', 'integer_or_list']);
 const FIGURES = ['allocated', 'reserved', 'device'];
 
 const fieldsByKey = new WeakMap();
@@ -170,6 +171,20 @@ export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, 
   return `${body}&ck=${checksum(body)}`;
 }
 
+// A link without a checksum and with this many pairs or more is one the page wrote, cut short:
+// the page writes every field that applies (40 and more); the documentation's hand-written short
+// forms have at most 12.
+const CUT_PAIRS = 20;
+
+/** `text` URL-decoded where it can be (a cut may split an escape), as it is where not. */
+function safeDecode(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 /** The note on a link without "v=": read as format 1. */
 export const NO_VERSION_NOTE = 'The link has no format version; it was read as version 1.';
 
@@ -182,7 +197,7 @@ export const NO_VERSION_NOTE = 'The link has no format version; it was read as v
 export function decodeState(fragment, specs) {
   const out = {
     version: null, fields: {}, auto: {}, preset: null, setup: null, gpu: null, capacity: null, unit: null, figure: null,
-    pin: null, rejected: [], integrity: 'ok', notes: [],
+    pin: null, rejected: [], integrity: 'ok', lastPair: null, notes: [],
   };
   let text = String(fragment ?? '').replace(/^#/, '');
   if (!text) return out;
@@ -219,6 +234,20 @@ export function decodeState(fragment, specs) {
     readPair(out, key, value, specs);
   }
 
+  // No checksum: written by hand (the documentation's short forms: a few pairs, values as given)
+  // or cut from a link the page wrote, which carries an unset field's value after "~" and every
+  // field that applies (forty pairs and more). A cut link is named with where it ends (a
+  // newcomer's QA at stop 46: a link cut in half read 54.89 GiB for 37.80 with a note that could
+  // have been about a hand-written one).
+  if (out.integrity === 'missing') {
+    const pairs = text.split('&').filter(Boolean);
+    if (Object.keys(out.auto).length > 0 || pairs.length >= CUT_PAIRS) {
+      out.lastPair = safeDecode(pairs.at(-1));
+      // Ending with the page's last keys, it lacks only the checksum: nothing of it is missing.
+      const lastKey = out.lastPair.split('=')[0];
+      out.integrity = [PAGE_KEYS.unit, PAGE_KEYS.figure, PAGE_KEYS.pin].includes(lastKey) ? 'unchecked' : 'cut';
+    }
+  }
   if (out.version === null) out.notes.push(NO_VERSION_NOTE);
   else if (out.version > FORMAT_VERSION) {
     out.notes.push(`The link was made by a newer trainmem (link format ${out.version}); fields this version knows were kept.`);
@@ -252,7 +281,9 @@ function readPair(out, key, value, specs) {
       out.rejected.push({ key, reason: 'unknown field' });
       return;
     }
-    if (value.startsWith('~')) out.auto[name] = textToValue(value.slice(1), spec.type);
+    // "~" alone is a list resolved to none; for any other type, a value cut after its "~".
+    if (value === '~' && !LIST_TYPES.has(spec.type)) out.rejected.push({ key, reason: 'has no value' });
+    else if (value.startsWith('~')) out.auto[name] = textToValue(value.slice(1), spec.type);
     else out.fields[name] = textToValue(value, spec.type);
   }
 }

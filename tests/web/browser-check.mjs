@@ -708,6 +708,26 @@ await check('keyboard and history: a skip link lands on the switches, arrows ste
   return page;
 });
 
+await check('a link with a value not used: a phone\'s headline points to the notice below it; a desktop shows the notice beside the result', async (keep) => {
+  // QA at stop 46: on a phone the green "Fits" filled the first screen and the notice naming the
+  // value not used was 1.6 screens down.
+  const hash = '#v=1&m=llama-3.1-8b&s=abc&b=1&gpu=h100-80gb';
+  const phone = await open(hash, { viewport: PHONE });
+  keep(phone.page);
+  expect(await phone.page.isVisible('#link-notice-jump') && /not used/.test(await phone.page.textContent('#link-notice-jump')), 'no pointer under the phone\'s headline');
+  await phone.page.click('#link-notice-jump a');
+  await phone.page.waitForFunction(() => { const r = document.getElementById('link-notice').getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; }, null, { timeout: 3000 });
+  await phone.page.click('#link-notice .link-button'); // Dismiss
+  expect(!(await phone.page.isVisible('#link-notice-jump')), 'the pointer stays after the notice is dismissed');
+  const desktop = await open(hash);
+  expect(!(await desktop.page.isVisible('#link-notice-jump')) && await desktop.page.isVisible('#link-notice'), 'the desktop: a pointer, or no notice');
+  const plain = await open('', { viewport: PHONE });
+  expect(!(await plain.page.isVisible('#link-notice-jump')), 'a pointer on the fresh page');
+  for (const p of [desktop.page, plain.page]) await p.close();
+  expect([...phone.problems, ...desktop.problems, ...plain.problems].length === 0, [...phone.problems, ...desktop.problems].join('\n'));
+  return phone.page;
+});
+
 await check('Back leaves the page: the fresh page, a link and a pasted link write the page\'s spelling into the entry they landed on', async (keep) => {
   // QA at stop 46: the first write after a load opened an entry, and Back from it landed on the
   // bare address, which wrote the state again: Back never left the calculator.

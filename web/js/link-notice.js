@@ -40,6 +40,7 @@ export function showUndoNotice(box, text, undo, more = [], details = '') {
   }
   line.append(button);
   box.replaceChildren(...nodes, ...more);
+  box.dataset.kind = 'undo';
   box.hidden = false;
 }
 
@@ -76,5 +77,6 @@ export function showLinkNotice(box, rejected, notes) {
   close.addEventListener('click', () => { box.hidden = true; });
   parts.push(close);
   box.replaceChildren(...parts);
+  box.dataset.kind = 'link'; // the stylesheet's pointer to it under a phone's headline (#link-notice-jump)
   box.hidden = false;
 }

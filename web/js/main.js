@@ -531,6 +531,11 @@ function applyLink(fragment) {
   forgetTheStateBefore();
   importedLabel = null;
   showLinkNotice(ui.notice, link.rejected, link.notes);
+  // Under a phone's headline, a pointer to the notice when the figure is not all the link's.
+  const notUsed = link.rejected.length;
+  $('link-notice-jump').firstElementChild.textContent = notUsed
+    ? `${notUsed === 1 ? 'A value' : `${notUsed} values`} of this link ${notUsed === 1 ? 'was' : 'were'} not used: why ↓`
+    : link.warnings?.length ? 'This link was edited or cut short: see the notice ↓' : '';
 }
 
 // ---- controls ----

@@ -1499,6 +1499,8 @@ await check('an import asks for a sharded run\'s GPU count (axolotl fsdp:) inste
   // The field's own line: the question first, the field's name after it.
   const asked = await page.textContent('#e-world_size');
   expect(asked.startsWith('axolotl\'s fsdp: shards over every GPU') && asked.includes('(world_size)'), `world_size's message: ${asked}`);
+  // The page's words, not the CLI's flag (QA at stop 46).
+  expect(!/--gpus/.test(report + asked) && /give the GPU count \(GPUs in all\)/.test(asked), `the CLI's flag in the page: ${report} / ${asked}`);
   expect(!/GiB$/.test(await total(page)), `a figure is shown without a GPU count: ${await total(page)}`);
   await page.screenshot({ path: join(SHOTS, 'import-asks-gpus-1280.png') });
   const cli = fileURLToPath(new URL('../../build/core/cli/trainmem', import.meta.url));

@@ -20,6 +20,15 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
  */
 export function detectKind(text) {
   const t = String(text ?? '').trim();
+  // JSON that is no object ("[1,2,3]"): the JSON reader says what a config.json must be (it was
+  // read as a command line without arguments: a newcomer's QA at stop 46). A TOML table header
+  // ("[job]") is no JSON.
+  if (t.startsWith('[')) {
+    try {
+      JSON.parse(t);
+      return 'hf';
+    } catch { /* not JSON: a TOML file, or a command line */ }
+  }
   if (t.startsWith('{')) {
     try {
       const v = JSON.parse(t);
@@ -48,6 +57,13 @@ export function detectKind(text) {
   }
   return 'megatron';
 }
+
+// The core's messages name the CLI's flags; the page has a field or a box for each (a newcomer's
+// QA at stop 46: the page asked for "--gpus").
+const PAGE_WORDS = [[/\(--gpus\)/g, '(GPUs in all)'], [/^--model: /, 'config.json: ']];
+/** A core message about an import in the page's words. */
+export const inPageWords = (text) => PAGE_WORDS.reduce((t, [pattern, words]) => t.replace(pattern, words), text);
+const issuesInPageWords = (issues) => issues?.map((issue) => ({ ...issue, message: inPageWords(issue.message) }));
 
 const KIND_NAMES = {
   hf: 'Hugging Face config.json', megatron: 'Megatron-LM arguments', torchtune: 'torchtune recipe config',
@@ -353,6 +369,7 @@ export class ImportPanel {
         }
       }
     }
+    result = { ...result, issues: issuesInPageWords(result.issues), unresolved: issuesInPageWords(result.unresolved) };
     if (this.fileName) label = `${label} (${this.fileName})`;
     this.fileName = null;
     this.report(result, label);
@@ -426,7 +443,7 @@ export class ImportPanel {
         const summary = Object.assign(document.createElement('summary'), { textContent: `${title} (${items.length})` });
         const ul = document.createElement('ul');
         // The core names the model's file by the CLI's flag (--model): here it is the box's.
-        for (const line of items) ul.append(Object.assign(document.createElement('li'), { textContent: line.replace(/^--model: /, 'config.json: ') }));
+        for (const line of items) ul.append(Object.assign(document.createElement('li'), { textContent: inPageWords(line) }));
         details.append(summary, ul);
         parts.push(details);
       }

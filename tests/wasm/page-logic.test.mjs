@@ -264,3 +264,21 @@ test('CSV: one table, whole bytes with their GiB, the run named first', () => {
   assert.ok(!Number.isInteger(r.reserved_bytes));
   assert.equal(rows.find((x) => x[0] === 'figure' && x[1] === 'reserved_bytes')[3], String(Math.round(r.reserved_bytes)));
 });
+
+test('the planner says why no layout fits, from the search\'s counts (a newcomer\'s QA at stop 46)', async () => {
+  const { noFitReason } = await import('../../web/js/plan-panel.js');
+  const engine = await loadEngine();
+  const llama8 = { ...engine.presets.find((p) => p.id === 'llama-3.1-8b').config, seq_length: 4096, micro_batch_size: 1 };
+  // TP 8 held on 7 GPUs: no layout can be formed.
+  const held = engine.plan({ ...llama8, tensor_model_parallel_size: 8 }, { gpus: 7, gpu_memory_bytes: 80e9, headroom: 0.1, max_results: 50, keep: ['tensor_model_parallel_size'] });
+  assert.equal(held.n_fitting, 0);
+  assert.match(noFitReason(held.stats, ['tensor_model_parallel_size']), /can be formed with tensor_model_parallel_size held/);
+  // 405B on 8 GPUs of 80 GB: the model state alone is too large everywhere.
+  const big = { ...engine.presets.find((p) => p.id === 'llama-3.1-405b').config, seq_length: 4096, micro_batch_size: 1 };
+  const state = engine.plan(big, { gpus: 8, gpu_memory_bytes: 80e9, headroom: 0.1, max_results: 50, keep: [] });
+  assert.equal(state.n_fitting, 0);
+  assert.match(noFitReason(state.stats), /optimizer states alone exceed the limit on every layout/);
+  // The activations' case and the rules' case, from counts.
+  assert.match(noFitReason({ layouts: 4, candidates: 12, invalid: 2, pruned_by_state: 3 }), /with its activations/);
+  assert.match(noFitReason({ layouts: 4, candidates: 12, invalid: 12, pruned_by_state: 0 }), /breaks a rule/);
+});

@@ -3,6 +3,23 @@
 // with an indeterminate progress bar and a Cancel button; without workers it runs here.
 import { formatBytes, formatExactBytes, formatInteger } from './format.js';
 
+/**
+ * Why no layout fits, from the search's counts (the core's PlanStats): none could be formed with
+ * what is held, every one broke a rule, or the model state alone was too large on each (a
+ * newcomer's QA at stop 46: "No layout fits" said nothing of why).
+ */
+export function noFitReason(stats, keep = []) {
+  if (!stats.layouts) {
+    const held = keep.length ? ` with ${keep.join(', ')} held` : '';
+    return ` No parallel layout of this GPU count can be formed${held}: release a held field (its hold button) or change the GPU count.`;
+  }
+  if (stats.invalid === stats.candidates) return ' Every layout breaks a rule of the model (a size that does not divide by a parallel size).';
+  if (stats.invalid + stats.pruned_by_state === stats.candidates) {
+    return ' The weights, gradients and optimizer states alone exceed the limit on every layout: more GPUs, a larger GPU, sharding, or LoRA or QLoRA.';
+  }
+  return ' Every layout needs more than the limit with its activations: more GPUs, recompute, a shorter sequence or a smaller micro batch.';
+}
+
 /** "1 sequence", "8 sequences". */
 const plural = (n, noun) => `${formatInteger(n)} ${noun}${n === 1 ? '' : 's'}`;
 
@@ -113,6 +130,7 @@ export class PlanPanel {
     const options = { gpus, gpu_memory_bytes: ctx.capacity, headroom, max_results: 50, solve, keep: ctx.keep ?? [] };
     // A solver varies its own field: holding it would leave nothing to solve.
     if (solve === 'max-micro-batch') options.keep = options.keep.filter((f) => f !== 'micro_batch_size');
+    this.keep = options.keep;
     // Fewest GPUs: the count is the answer; the field bounds the search instead.
     if (solve === 'min-gpus') {
       delete options.gpus;
@@ -174,7 +192,7 @@ export class PlanPanel {
     const stop = result.complete ? '' : ` Stopped early: ${result.stopped}.`;
     this.els.status.textContent = this.layouts.length
       ? `${count}${shown} (${result.metric} memory ≤ ${formatBytes(result.limit_bytes, this.unit)}). ${formatInteger(s.estimates + s.state_estimates)} estimates in ${ms.toFixed(0)} ms.${stop} Choose a row to load it.`
-      : `No layout fits ${formatInteger(result.gpus)} GPUs with ${Math.round(result.headroom * 100)}% headroom.${stop}`;
+      : `No layout fits ${formatInteger(result.gpus)} GPUs with ${Math.round(result.headroom * 100)}% headroom.${noFitReason(s, this.keep)}${stop}`;
     this.render();
     return undefined;
   }

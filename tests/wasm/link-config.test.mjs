@@ -2,7 +2,7 @@
 // <trainmem-calculator> element all call restoreLink, so these properties hold for all three.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LINK_FALLBACK, START, configFromLink, editableState, estimateView, linkOfAttributes, linkProblems, restoreLink, splitViewOptions } from '../../web/js/link-config.js';
+import { LINK_FALLBACK, START, configFromLink, editableState, estimateView, linkOfAttributes, linkProblems, pageLinkOf, restoreLink, splitViewOptions } from '../../web/js/link-config.js';
 import { encodeState } from '../../web/js/url-state.js';
 import { elementAttributes } from '../../web/js/share.js';
 import { loadEngine } from './load.mjs';
@@ -158,6 +158,19 @@ test('a link cut short or edited: the page\'s notice and the embed\'s and elemen
   const bad = restoreLink('v=1&m=llama-3.1-8b&s=abc&b=1&gpu=h100-80gb', engine);
   assert.deepEqual(linkProblems(bad, estimateView(engine, bad).result),
     ['seq_length: must be an integer, got the string "abc"', 'The figure uses the preset\'s or the default values in their place.']);
+});
+
+test('the Embed dialog\'s element, however many attributes: no note of a cut link, and its "Open in trainmem" link opens without notes (QA at stop 46)', () => {
+  const start = restoreLink('', engine);
+  const { names } = estimateView(engine, start);
+  const attributes = elementAttributes({ ...start, capacity: '', names }, engine.fieldSpecsByName).map(([name, value]) => ({ name, value }));
+  assert.ok(attributes.length >= 20, `${attributes.length} attributes`);
+  const state = linkOfAttributes(attributes, engine.fieldSpecsByName);
+  const element = restoreLink(state, engine);
+  assert.deepEqual([element.warnings, linkProblems(element, estimateView(engine, element).result)], [[], []]);
+  const opened = restoreLink(pageLinkOf(state), engine);
+  assert.deepEqual([opened.notes, opened.rejected], [[], []]);
+  assert.equal(engine.estimate(opened.config).device_bytes, engine.estimate(element.config).device_bytes);
 });
 
 test('what the core rejects is dropped, named, and falls back to the preset or to unset', () => {

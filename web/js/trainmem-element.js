@@ -18,7 +18,7 @@
 // recomputes. The element renders in its shadow root with its own styles, so the host page's CSS
 // neither leaks in nor is touched; it needs no inline script or style.
 import { createEngine } from './engine.js';
-import { estimateView, linkOfAttributes, linkProblems, restoreLink } from './link-config.js';
+import { estimateView, linkOfAttributes, linkProblems, pageLinkOf, restoreLink } from './link-config.js';
 import { bindConfidence, confidenceOf, figureRows, FIGURES, fillConfidence, markHeadline } from './results.js';
 import { formatBytes, formatExactBytes, formatSize } from './format.js';
 import { paletteSheet } from './palette.js';
@@ -231,7 +231,7 @@ export class TrainmemCalculator extends HTMLElement {
     }
     const foot = h('p', 'foot');
     const a = h('a', '', 'Open in trainmem');
-    a.href = `${FULL_PAGE.href}#${state}`;
+    a.href = `${FULL_PAGE.href}#${pageLinkOf(state)}`; // the page's spelling: no note on a version or checksum
     a.target = '_blank';
     a.rel = 'noopener';
     foot.append(a);

@@ -171,9 +171,9 @@ export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, 
   return `${body}&ck=${checksum(body)}`;
 }
 
-// A link without a checksum and with this many pairs or more is one the page wrote, cut short:
-// the page writes every field that applies (40 and more); the documentation's hand-written short
-// forms have at most 12.
+// A link that begins "v=", without a checksum, and with this many pairs or more is one the page
+// wrote, cut short: the page writes every field that applies (40 and more); the documentation's
+// hand-written short forms have at most 12.
 const CUT_PAIRS = 20;
 
 /** `text` URL-decoded where it can be (a cut may split an escape), as it is where not. */
@@ -241,7 +241,9 @@ export function decodeState(fragment, specs) {
   // have been about a hand-written one).
   if (out.integrity === 'missing') {
     const pairs = text.split('&').filter(Boolean);
-    if (Object.keys(out.auto).length > 0 || pairs.length >= CUT_PAIRS) {
+    // The page's links begin with "v=": an element's attributes, read as a link, do not (QA at
+    // stop 46: the Embed dialog's element, 28 attributes, read as a cut link).
+    if (pairs[0]?.startsWith('v=') && (Object.keys(out.auto).length > 0 || pairs.length >= CUT_PAIRS)) {
       out.lastPair = safeDecode(pairs.at(-1));
       // Ending with the page's last keys, it lacks only the checksum: nothing of it is missing.
       const lastKey = out.lastPair.split('=')[0];

@@ -165,11 +165,14 @@ test('typed input: separators are allowed in integers, anything else goes to the
   // separator makes the text no number (QA at stop 46: "1,5" was read as 15, "0,1" as 1, "1,,2"
   // as 12 and "4,09,6" as 4096, each without a word).
   for (const [typed, type, value] of [['2,048', 'integer', 2048], ['1,000,000', 'integer', 1e6], ['1 000 000', 'integer', 1e6],
-    ['1\u202f000', 'integer', 1000], ['1,234.5', 'number', 1234.5], ['1e30', 'number', 1e30]]) {
+    ['1\u202f000', 'integer', 1000], ['1,234.5', 'number', 1234.5], ['1e30', 'number', 1e30],
+    ['1,250', 'integer', 1250], ['85,520,809,984', 'number', 85520809984]]) {
     assert.equal(parseInput(typed, type), value, typed);
   }
   for (const [typed, type] of [['1,5', 'integer'], ['0,1', 'number'], ['0,05', 'number'], ['1,,2', 'integer'], ['4,09,6', 'integer'],
-    ['1,000_000', 'integer'], ['1.234,5', 'number'], ['12,34', 'integer'], [',5', 'number'], ['5,', 'integer']]) {
+    ['1,000_000', 'integer'], ['1.234,5', 'number'], ['12,34', 'integer'], [',5', 'number'], ['5,', 'integer'],
+    // A decimal comma before three digits, in a field of decimals (second QA pass): no number.
+    ['1,250', 'number'], ['1,500', 'number'], ['1 250', 'number'], ['0,125', 'number'], ['0,125', 'integer']]) {
     assert.equal(parseInput(typed, type), typed, typed);
   }
   assert.equal(parseInput('1 000', 'integer_or_list'), 1000);

@@ -41,10 +41,18 @@ export function listToMegatron(list) {
 // (a decimal comma), "4,09,6" and "1,,2" once read as 15, 1, 4096 and 12 without a word.
 const GROUPED = /^([+-]?)(\d{1,3})([,_ \u00a0\u202f])\d{3}(?:\3\d{3})*(\.\d*)?$/;
 
-/** `raw` without its thousands separators, or null when a separator is not one (GROUPED). */
-function withoutSeparators(raw, separators = /[,_ \u00a0\u202f]/) {
+/**
+ * `raw` without its thousands separators, or null when a separator is not one (GROUPED). In a
+ * field of decimals a comma before three digits alone is a decimal comma as often ("1,250",
+ * "0,125": a second QA pass at stop 46 found them read as 1250 and 125): there grouping needs two
+ * groups or a decimal point after it, and never starts with 0.
+ */
+function withoutSeparators(raw, separators = /[,_ \u00a0\u202f]/, decimals = false) {
   if (!separators.test(raw)) return raw;
-  return GROUPED.test(raw) && separators.test(GROUPED.exec(raw)[3]) ? raw.replace(/[,_ \u00a0\u202f]/g, '') : null;
+  const m = GROUPED.exec(raw);
+  if (!m || !separators.test(m[3])) return null;
+  if (m[2] === '0' || (decimals && !m[4] && raw.split(m[3]).length < 3)) return null;
+  return raw.replace(/[,_ \u00a0\u202f]/g, '');
 }
 
 /**
@@ -56,7 +64,7 @@ export function parseInput(text, type) {
   const raw = String(text).trim();
   if (raw === '') return undefined;
   if (type === 'integer' || type === 'number') {
-    const compact = withoutSeparators(raw);
+    const compact = withoutSeparators(raw, undefined, type === 'number');
     if (compact === null) return raw;
     return typeof numberOrText(compact, type === 'integer' ? INTEGER_TEXT : NUMBER_TEXT) === 'number' ? Number(compact) + 0 : raw;
   }

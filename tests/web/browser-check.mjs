@@ -728,6 +728,26 @@ await check('a link with a value not used: a phone\'s headline points to the not
   return phone.page;
 });
 
+await check('a stale result: the run line names its own model, greyed; Pin, Embed and the exports wait for a valid result, Copy link does not', async (keep) => {
+  // QA at stop 46: the run line, then a PNG, CSV and JSON named the rejected preset's model over
+  // the model before's figure.
+  const { page, problems } = await open();
+  keep(page);
+  const model = await page.textContent('#run-line');
+  await select(page, '#preset', 'qwen3-30b-a3b'); // LoRA on experts under torchtune: rejected
+  await page.waitForFunction(() => document.getElementById('results').hasAttribute('data-stale'), null, { timeout: 5000 });
+  expect(await page.textContent('#run-line') === model, `the run line: ${await page.textContent('#run-line')} (was ${model})`);
+  const disabled = await page.$$eval('#share-card .button-row button', (bs) => Object.fromEntries(bs.map((b) => [b.id, b.disabled])));
+  expect(['pin', 'embed-open', 'export-json', 'export-csv', 'export-png', 'export-args'].every((id) => disabled[id]) && !(await page.isDisabled('#copy-link')),
+    `buttons while stale: ${JSON.stringify(disabled)}`);
+  expect(/wait for a valid result/.test(await page.textContent('#share-status')), 'no word on why they wait');
+  await select(page, '#preset', 'llama-3.1-8b');
+  await page.waitForFunction(() => !document.getElementById('results').hasAttribute('data-stale'), null, { timeout: 5000 });
+  expect(!(await page.isDisabled('#export-png')) && !(await page.textContent('#share-status')), 'the exports stay disabled after a valid result');
+  expect(problems.length === 0, problems.join('\n'));
+  return page;
+});
+
 await check('Back leaves the page: the fresh page, a link and a pasted link write the page\'s spelling into the entry they landed on', async (keep) => {
   // QA at stop 46: the first write after a load opened an entry, and Back from it landed on the
   // bare address, which wrote the state again: Back never left the calculator.

@@ -308,7 +308,26 @@ function renderRunLine() {
   const c = lastOk?.result.config;
   const text = c ? `${lastStale ? lastOk.model : modelLabel()} · ${layoutText(c)}` : '';
   if (ui.runLine.textContent !== text) ui.runLine.textContent = text;
-  if (ui.results.hasAttribute('data-stale') !== lastStale) ui.results.toggleAttribute('data-stale', lastStale);
+  if (ui.results.hasAttribute('data-stale') !== lastStale) {
+    ui.results.toggleAttribute('data-stale', lastStale);
+    markExportsStale(lastStale);
+  }
+}
+
+// What takes the figures on screen away with it: while they are the last valid run's and the
+// inputs are another's, a pin, an embed or an export would put the inputs' name on that run's
+// figures (a second QA pass at stop 46: a PNG titled Qwen3-30B-A3B over Llama 3.1 8B's bar). The
+// link keeps every input, a bad one too: Copy link stays.
+const STALE_TAKERS = ['pin', 'embed-open', 'export-json', 'export-csv', 'export-png', 'export-args'];
+const STALE_NOTE = 'Pin, Embed and the exports wait for a valid result: fix the marked fields.';
+function markExportsStale(stale) {
+  for (const id of STALE_TAKERS) {
+    const button = $(id);
+    if (button) button.disabled = stale;
+  }
+  const status = $('share-status');
+  if (stale) status.textContent = STALE_NOTE;
+  else if (status.textContent === STALE_NOTE) status.textContent = '';
 }
 
 /** The charts, the breakdown table and the panels below the headline. */

@@ -20,7 +20,7 @@ test('detectKind tells the frameworks apart by shape', () => {
   assert.equal(detectKind(text('deepspeed/zero3_bf16.json')), 'deepspeed');
   assert.equal(detectKind(text('axolotl/llama-3-lora-8b.yml')), 'axolotl');
   assert.equal(detectKind('torchrun pretrain_gpt.py --num-layers 2'), 'megatron');
-  assert.equal(detectKind('[1, 2, 3]'), 'hf'); // JSON, no object: the JSON reader names what it must be
+  for (const json of ['[1, 2, 3]', '42', 'null', '"hello"']) assert.equal(detectKind(json), 'hf', json); // JSON, no object: the JSON reader names what it must be
   assert.equal(detectKind('[job]\ndump_folder = "./outputs"\n[model]\nname = "llama3"'), 'torchtitan');
   assert.equal(detectKind(text('megatron/gpt3_mcore_te_tp2_pp2_resume_torch_dist.yaml')), 'megatron-args');
   assert.deepEqual(splitOverrides(' batch_size=2  lora_attn_modules="[q_proj, v_proj]"'), ['batch_size=2', 'lora_attn_modules="[q_proj, v_proj]"']);

@@ -122,7 +122,11 @@ test('an unknown GPU falls back to the links\' GPU, as a link of format 1 always
 test('a key given twice and a capacity that is not used are named, not silent (a newcomer\'s QA at stop 46)', () => {
   const twice = restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=h100-80gb&s=1024', engine);
   assert.equal(twice.fields.seq_length, 1024);
-  assert.deepEqual(twice.rejected, [{ key: 's', reason: 'given twice: the later s=1024 was used, not 2048' }]);
+  assert.deepEqual(twice.rejected, [{ key: 's', reason: 'given twice: the later s=1024 was used, not 2048', replaced: true }]);
+  // The same value twice changes nothing: nothing to say. And no fallback is said to have taken
+  // a replaced value's place.
+  assert.deepEqual(restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=h100-80gb&s=2048', engine).rejected, []);
+  assert.deepEqual(linkProblems(twice, estimateView(engine, twice).result), ['s: given twice: the later s=1024 was used, not 2048']);
   // A field's key and its name are the same field.
   assert.deepEqual(restoreLink('v=1&m=llama-3.1-8b&seq_length=2048&b=1&s=4096', engine).rejected.map((r) => r.key), ['seq_length']);
   const beside = restoreLink('v=1&m=llama-3.1-8b&s=2048&b=1&gpu=h100-80gb&cap=40GB', engine);

@@ -20,14 +20,14 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
  */
 export function detectKind(text) {
   const t = String(text ?? '').trim();
-  // JSON that is no object ("[1,2,3]"): the JSON reader says what a config.json must be (it was
-  // read as a command line without arguments: a newcomer's QA at stop 46). A TOML table header
-  // ("[job]") is no JSON.
-  if (t.startsWith('[')) {
+  // JSON that is no object ("[1,2,3]", "42", "null", a string): the JSON reader says what a
+  // config.json must be (it was read as a command line without arguments: QA at stop 46). A TOML
+  // table header ("[job]") and a command line are no JSON.
+  if (!t.startsWith('{')) {
     try {
       JSON.parse(t);
       return 'hf';
-    } catch { /* not JSON: a TOML file, or a command line */ }
+    } catch { /* not JSON: a YAML or TOML file, or a command line */ }
   }
   if (t.startsWith('{')) {
     try {

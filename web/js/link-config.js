@@ -293,7 +293,7 @@ function readLink(fragment, engine) {
   // A capacity is the custom GPU's: beside a catalogue GPU it is not used, and one that is no size
   // is named here as well as at its box (a newcomer's QA at stop 46: both were silent).
   if (link.capacity !== null) {
-    if (gpu !== CUSTOM_GPU) rejected.push({ key: PAGE_KEYS.capacity, reason: `is read only with ${PAGE_KEYS.gpu}=${CUSTOM_GPU}: the ${gpuLabel(engine, gpu)}'s capacity was used` });
+    if (gpu !== CUSTOM_GPU) rejected.push({ key: PAGE_KEYS.capacity, reason: `is read only with ${PAGE_KEYS.gpu}=${CUSTOM_GPU}: the ${gpuLabel(engine, gpu)}'s capacity was used`, replaced: true });
     else if (parseCapacity(link.capacity, link.unit ?? START.unit) === null) rejected.push({ key: PAGE_KEYS.capacity, reason: `must be ${CAPACITY_RULE}, got "${link.capacity}"` });
   }
 
@@ -362,7 +362,9 @@ export function linkProblems(link, result) {
   // The embed and the element have no form to show what took a rejected value's place: they say
   // it, and what the page's notice says of a link edited or cut short (a newcomer's QA at stop 46:
   // both showed such a link's figure without a word).
-  const fallbacks = link.rejected.length && result.ok ? [FALLBACK_NOTE] : [];
+  // (A value the link gives again later, or a capacity beside a catalogue GPU, was replaced by
+  // what its reason names: no fallback took its place.)
+  const fallbacks = link.rejected.some((r) => !r.replaced) && result.ok ? [FALLBACK_NOTE] : [];
   return [...link.rejected.map((r) => `${r.key}: ${reasonText(r)}`), ...fallbacks, ...(link.warnings ?? []),
     ...(result.ok ? [] : result.issues.map((i) => i.message))];
 }

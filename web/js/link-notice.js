@@ -67,7 +67,12 @@ export function showLinkNotice(box, rejected, notes) {
   const parts = [];
   if (rejected.length) {
     const p = document.createElement('p');
-    p.textContent = `Some values in this link were not used: ${rejected.length === 1 ? 'it' : 'they'} fell back to the preset or default.`;
+    // A value replaced by what its reason names (the later of two, the GPU's capacity) took no
+    // fallback: the sentence says so only of those that did (QA at stop 46).
+    const fellBack = rejected.filter((r) => !r.replaced).length;
+    p.textContent = fellBack === 0 ? `${rejected.length === 1 ? 'A value' : 'Some values'} in this link ${rejected.length === 1 ? 'was' : 'were'} not used:`
+      : fellBack === rejected.length ? `Some values in this link were not used: ${rejected.length === 1 ? 'it' : 'they'} fell back to the preset or default.`
+        : 'Some values in this link were not used: where the reason names no other value, the preset\'s or the default took its place.';
     const list = document.createElement('ul');
     list.append(...rejected.map(rejectedItem));
     parts.push(p, list);

@@ -229,7 +229,8 @@ export function decodeState(fragment, specs) {
     // A key given twice: the later value is read, and the earlier is named as not used (a
     // newcomer's QA at stop 46: "&s=1024" added to a link changed the run without a word).
     const same = fieldOfKey(specs, key) ?? key;
-    if (seen.has(same)) out.rejected.push({ key: seen.get(same).key, reason: `given twice: the later ${key}=${value} was used, not ${seen.get(same).value}` });
+    const before = seen.get(same);
+    if (before && before.value !== value) out.rejected.push({ key: before.key, reason: `given twice: the later ${key}=${value} was used, not ${before.value}`, replaced: true });
     seen.set(same, { key, value });
     readPair(out, key, value, specs);
   }

@@ -741,6 +741,8 @@ await check('a stale result: the run line names its own model, greyed; Pin, Embe
   expect(['pin', 'embed-open', 'export-json', 'export-csv', 'export-png', 'export-args'].every((id) => disabled[id]) && !(await page.isDisabled('#copy-link')),
     `buttons while stale: ${JSON.stringify(disabled)}`);
   expect(/wait for a valid result/.test(await page.textContent('#share-status')), 'no word on why they wait');
+  // The stale line's "fix the marked fields" leads to the form's problems (far below on a phone).
+  expect(await page.getAttribute('#stale a', 'href') === '#form-problems', `the stale line: ${await page.innerHTML('#stale')}`);
   await select(page, '#preset', 'llama-3.1-8b');
   await page.waitForFunction(() => !document.getElementById('results').hasAttribute('data-stale'), null, { timeout: 5000 });
   expect(!(await page.isDisabled('#export-png')) && !(await page.textContent('#share-status')), 'the exports stay disabled after a valid result');

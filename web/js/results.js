@@ -178,6 +178,17 @@ export const PARTS = [
 // Each writes only a change: the keystroke's frame restyles and lays out what was written, the same
 // value too.
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
+/**
+ * The stale line: its words, the part about the marked fields a link to the form's problems where
+ * the page has them (on a phone they are screens below the headline: a second QA pass at stop 46),
+ * plain text where it has none (the embed, the element).
+ */
+function staleNote(node, lead, fields) {
+  const problems = document.getElementById('form-problems');
+  if (node.textContent === `${lead}${fields}.` && Boolean(node.querySelector('a')) === Boolean(problems)) return;
+  const link = problems ? Object.assign(document.createElement('a'), { href: '#form-problems', textContent: fields }) : fields;
+  node.replaceChildren(lead, link, '.');
+}
 const setClass = (node, name) => { if (node.className !== name) node.className = name; };
 const setAttr = (node, name, value) => { if (node.getAttribute(name) !== value) node.setAttribute(name, value); };
 const setWidth = (node, width) => { if (node.style.width !== width) node.style.width = width; };
@@ -365,7 +376,7 @@ export class ResultsView {
     ui.summary.classList.toggle('stale', stale);
     if (ui.stale.hidden !== !stale) ui.stale.hidden = !stale;
     // With no result at all (an import's open question) there is no last valid result to show.
-    if (stale) setText(ui.stale, result ? 'Showing the last valid result: fix the marked fields.' : 'No figure until the marked fields are given.');
+    if (stale) staleNote(ui.stale, result ? 'Showing the last valid result: ' : 'No figure until ', result ? 'fix the marked fields' : 'the marked fields are given');
     const verdict = verdictOf(result, headline, unit);
     if (!verdict) {
       setClass(ui.verdict, 'verdict');

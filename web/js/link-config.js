@@ -320,8 +320,11 @@ function readLink(fragment, engine) {
   Object.assign(fields, link.fields);
   if (modelless && !link.preset) notes.push(`The link names no model: ${startPreset?.name ?? 'the links\' default model'} was used.`);
   if (filled.length) notes.push(`The link does not give ${filled.map((f) => f.split(' ')[0]).join(', ')}: the links' defaults were used (${filled.join(', ')}).`);
+  // A link without a model of its own runs the links' default preset: it is the state's preset,
+  // named as the model (an unknown preset's link read "Custom model" over Llama 3.1 8B's figure:
+  // a second QA pass at stop 46).
   const state = viewState(engine, {
-    fields, preset, setup, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
+    fields, preset: preset ?? (modelless ? startPreset : null), setup, gpu, capacityText: link.capacity ?? '', unit: link.unit ?? START.unit,
     figure: link.figure ?? DEFAULT_FIGURE, pin: link.pin, rejected, notes, warnings,
   });
   return { state, link, fallback };

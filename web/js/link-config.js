@@ -175,12 +175,6 @@ export function attributeOf(specs, name) {
 }
 
 /**
- * An element's attributes ({name, value} in document order) as a link state, "m=llama-3.1-70b&tp=8&...":
- * `preset` is the link's `m`, the element's own attributes (theme, class, data-*, aria-*, ...) are left out.
- * @param {Iterable<{name: string, value: string}>} attributes
- * @param {Map<string, object>} specs the core's field specs by name (their link keys)
- */
-/**
  * An element's link (linkOfAttributes) as the page's: its format version first and its checksum
  * last, so that "Open in trainmem" opens it without notes on either (QA at stop 46).
  */
@@ -189,6 +183,12 @@ export function pageLinkOf(state) {
   return `${body}&ck=${checksum(body)}`;
 }
 
+/**
+ * An element's attributes ({name, value} in document order) as a link state, "m=llama-3.1-70b&tp=8&...":
+ * `preset` is the link's `m`, the element's own attributes (theme, class, data-*, aria-*, ...) are left out.
+ * @param {Iterable<{name: string, value: string}>} attributes
+ * @param {Map<string, object>} specs the core's field specs by name (their link keys)
+ */
 export function linkOfAttributes(attributes, specs) {
   const pairs = [];
   for (const { name, value } of attributes) {
@@ -357,6 +357,8 @@ export function reasonText({ key, reason }) {
   return reason.startsWith(`${key}: `) ? reason.slice(key.length + 2) : reason;
 }
 
+const FALLBACK_NOTE = 'The figure uses the preset\'s or the default values in their place.';
+
 /**
  * What a view without a form lists under the result: the values the link could not use, then
  * (when the rest is still not valid) the core's issues.
@@ -371,7 +373,6 @@ export function linkProblems(link, result) {
   return [...link.rejected.map((r) => `${r.key}: ${reasonText(r)}`), ...fallbacks, ...(link.warnings ?? []),
     ...(result.ok ? [] : result.issues.map((i) => i.message))];
 }
-const FALLBACK_NOTE = 'The figure uses the preset\'s or the default values in their place.';
 
 /** The fields of `config` that describe the model (layout.js MODEL_GROUPS). */
 const modelFields = (specs, config) => Object.fromEntries(Object.entries(config).filter(([name]) => MODEL_GROUPS.has(specs.get(name)?.group)));
@@ -389,7 +390,8 @@ function fallbackFields(specs, preset) {
  * (each issue's `related` fields, from the core), so for each issue the link field that the most
  * issues involve goes: one bad tp=3 must not cost the heads and the sequence. A link field that
  * does not apply where the link lands ("#mom=0.9" with adamw) is rejected by the same check.
- * Changes `fields` and `rejected`; returns the names pinned.
+ * Changes `fields` and `rejected`; returns { pinned: the names pinned, dropped: whether a value
+ * of the link itself was rejected (then a pinned value is the link's own, not a changed default) }.
  */
 function keepWhatTheCoreAccepts({ engine, link, fields, fallback, capacity, rejected }) {
   const fromLink = new Set([...Object.keys(link.fields), ...Object.keys(link.auto)]);

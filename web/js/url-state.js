@@ -246,9 +246,11 @@ export function decodeState(fragment, specs) {
     // stop 46: the Embed dialog's element, 28 attributes, read as a cut link).
     if (pairs[0]?.startsWith('v=') && (Object.keys(out.auto).length > 0 || pairs.length >= CUT_PAIRS)) {
       out.lastPair = safeDecode(pairs.at(-1));
-      // Ending with the page's last keys, it lacks only the checksum: nothing of it is missing.
+      // Ending with the page's last keys, it lacks only the checksum: nothing of it is missing (a
+      // pin is whole when it ends with its own checksum).
       const lastKey = out.lastPair.split('=')[0];
-      out.integrity = [PAGE_KEYS.unit, PAGE_KEYS.figure, PAGE_KEYS.pin].includes(lastKey) ? 'unchecked' : 'cut';
+      const whole = lastKey === PAGE_KEYS.unit || lastKey === PAGE_KEYS.figure || (lastKey === PAGE_KEYS.pin && /&ck=[0-9a-z]+$/.test(out.lastPair));
+      out.integrity = whole ? 'unchecked' : 'cut';
     }
   }
   if (out.version === null) out.notes.push(NO_VERSION_NOTE);

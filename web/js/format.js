@@ -46,15 +46,17 @@ export function formatInteger(n) {
   return Number.isFinite(n) ? group(Math.round(n)) : '—';
 }
 
+// The smallest capacity a person may type for a custom GPU: a bound on input, not a formula. The
+// figures are shown to 0.01 GiB, so a capacity of a few MB read "of 0 GiB … 1872921 %" (QA at stop
+// 46); the catalogue's smallest GPU has 24 GB, and no LLM's training state fits in under 1 GB.
+export const MIN_CAPACITY_BYTES = 1e9;
+/** What a capacity must be, in the words the page and a link's notice use. */
+export const CAPACITY_RULE = `a size of at least ${MIN_CAPACITY_BYTES / 1e9} GB, such as 96 GB or 80 GiB`;
+
 /**
  * Parses a capacity typed by a person: "80", "80 GB", "141GB", "95.74 GiB". A bare number is read
  * in `defaultUnit`. Returns bytes, or null if the text is not a positive size.
  */
-/** The smallest capacity a custom GPU may have: below it the figures read "of 0 GiB" (QA, stop 46). */
-export const MIN_CAPACITY_BYTES = 1e9;
-/** What a capacity must be, in the words the page and a link's notice use. */
-export const CAPACITY_RULE = 'a size of at least 1 GB, such as 96 GB or 80 GiB';
-
 export function parseCapacity(text, defaultUnit = 'GiB') {
   // Trimmed first: "\s*(GiB|GB)?\s*$" backtracks quadratically on a long run of spaces.
   const m = /^(\d+(?:\.\d+)?)\s*(GiB|GB)?$/i.exec(String(text ?? '').trim());

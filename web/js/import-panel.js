@@ -20,26 +20,20 @@ const DEEPSPEED_KEYS = ['zero_optimization', 'train_micro_batch_size_per_gpu', '
  */
 export function detectKind(text) {
   const t = String(text ?? '').trim();
-  // JSON that is no object ("[1,2,3]", "42", "null", a string): the JSON reader says what a
-  // config.json must be (it was read as a command line without arguments: QA at stop 46). A TOML
-  // table header ("[job]") and a command line are no JSON.
-  if (!t.startsWith('{')) {
-    try {
-      JSON.parse(t);
-      return 'hf';
-    } catch { /* not JSON: a YAML or TOML file, or a command line */ }
+  // JSON: an object by its keys; any other JSON value ("[1,2,3]", "42", "null") and broken JSON
+  // that opens an object go to the JSON reader, which names what is wrong (QA at stop 46: the
+  // others were read as a command line without arguments). YAML, TOML and command lines are no JSON.
+  let json;
+  try {
+    json = { value: JSON.parse(t) };
+  } catch {
+    if (t.startsWith('{')) return 'hf'; // broken JSON: let the JSON reader name the problem
   }
-  if (t.startsWith('{')) {
-    try {
-      const v = JSON.parse(t);
-      if (v && typeof v === 'object' && !Array.isArray(v)) {
-        if ('distributed_type' in v) return 'accelerate';  // an accelerate config written as JSON
-        return DEEPSPEED_KEYS.some((k) => k in v) && !('model_type' in v) ? 'deepspeed' : 'hf';
-      }
-      return 'megatron';
-    } catch {
-      return 'hf'; // broken JSON: let the JSON reader name the problem
-    }
+  if (json) {
+    const v = json.value;
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return 'hf';
+    if ('distributed_type' in v) return 'accelerate';  // an accelerate config written as JSON
+    return DEEPSPEED_KEYS.some((k) => k in v) && !('model_type' in v) ? 'deepspeed' : 'hf';
   }
   const lines = t.split('\n').map((l) => l.replace(/#.*$/, '').trimEnd()).filter((l) => l.trim());
   // ms-swift's launcher and subcommand, before anything a shell script's NAME=value lines resemble.

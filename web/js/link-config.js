@@ -19,7 +19,7 @@
 // (a Megatron run of Llama 3.1 8B on H100s, sequence 8192, micro batch 1): a link made then that
 // lacks a required field was read against it, and still is, so it keeps its bytes. It is no longer
 // what a fresh page shows (START is).
-import { FORMAT_VERSION, NO_VERSION_NOTE, PAGE_KEYS, checksum, decodeState, escapeText, keyOf } from './url-state.js';
+import { FORMAT_VERSION, NO_VERSION_NOTE, PAGE_KEYS, decodeState, escapeText, keyOf, withChecksum } from './url-state.js';
 import { CAPACITY_RULE, parseCapacity } from './format.js';
 import { DEFAULT_FIGURE, headlineOf } from './results.js';
 import { MODEL_GROUPS, fieldsInPageOrder } from './layout.js';
@@ -178,10 +178,7 @@ export function attributeOf(specs, name) {
  * An element's link (linkOfAttributes) as the page's: its format version first and its checksum
  * last, so that "Open in trainmem" opens it without notes on either (QA at stop 46).
  */
-export function pageLinkOf(state) {
-  const body = `v=${FORMAT_VERSION}${state ? `&${state}` : ''}`;
-  return `${body}&ck=${checksum(body)}`;
-}
+export const pageLinkOf = (state) => withChecksum(`v=${FORMAT_VERSION}${state ? `&${state}` : ''}`);
 
 /**
  * An element's attributes ({name, value} in document order) as a link state, "m=llama-3.1-70b&tp=8&...":

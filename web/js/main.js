@@ -279,6 +279,7 @@ function renderHeadline() {
   view.renderSummary(lastOk?.result, capacity, currentGpuLabel(), state.unit, lastStale, state.figure);
   renderRunLine();
   markNoResult();
+  markStale();
 }
 
 /**
@@ -308,10 +309,6 @@ function renderRunLine() {
   const c = lastOk?.result.config;
   const text = c ? `${lastStale ? lastOk.model : modelLabel()} · ${layoutText(c)}` : '';
   if (ui.runLine.textContent !== text) ui.runLine.textContent = text;
-  if (ui.results.hasAttribute('data-stale') !== lastStale) {
-    ui.results.toggleAttribute('data-stale', lastStale);
-    markExportsStale(lastStale);
-  }
 }
 
 // What takes the figures on screen away with it: while they are the last valid run's and the
@@ -320,13 +317,16 @@ function renderRunLine() {
 // link keeps every input, a bad one too: Copy link stays.
 const STALE_TAKERS = ['pin', 'embed-open', 'export-json', 'export-csv', 'export-png', 'export-args'];
 const STALE_NOTE = 'Pin, Embed and the exports wait for a valid result: fix the marked fields.';
-function markExportsStale(stale) {
+/** A stale result (the last valid one, the inputs another's): the stylesheet greys its cards; its takers wait. */
+function markStale() {
+  if (ui.results.hasAttribute('data-stale') === lastStale) return; // a change only
+  ui.results.toggleAttribute('data-stale', lastStale);
   for (const id of STALE_TAKERS) {
     const button = $(id);
-    if (button) button.disabled = stale;
+    if (button) button.disabled = lastStale;
   }
   const status = $('share-status');
-  if (stale) status.textContent = STALE_NOTE;
+  if (lastStale) status.textContent = STALE_NOTE;
   else if (status.textContent === STALE_NOTE) status.textContent = '';
 }
 

@@ -179,15 +179,18 @@ export const PARTS = [
 // value too.
 const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
 /**
- * The stale line: its words, the part about the marked fields a link to the form's problems where
- * the page has them (on a phone they are screens below the headline: a second QA pass at stop 46),
- * plain text where it has none (the embed, the element).
+ * The stale line (`withResult`: the last valid result is on screen). Where the page has a form, its
+ * part about the marked fields links to the form's problems (on a phone they are screens below the
+ * headline: a second QA pass at stop 46); a view without a form (the embed) points to the problems
+ * it lists below instead.
  */
-function staleNote(node, lead, fields) {
+function staleNote(node, withResult) {
   const problems = document.getElementById('form-problems');
-  if (node.textContent === `${lead}${fields}.` && Boolean(node.querySelector('a')) === Boolean(problems)) return;
-  const link = problems ? Object.assign(document.createElement('a'), { href: '#form-problems', textContent: fields }) : fields;
-  node.replaceChildren(lead, link, '.');
+  const lead = withResult ? 'Showing the last valid result: ' : 'No figure until ';
+  const rest = problems ? (withResult ? 'fix the marked fields' : 'the marked fields are given')
+    : (withResult ? 'fix the problems below' : 'the problems below are fixed');
+  if (node.textContent === `${lead}${rest}.` && Boolean(node.querySelector('a')) === Boolean(problems)) return;
+  node.replaceChildren(lead, problems ? Object.assign(document.createElement('a'), { href: '#form-problems', textContent: rest }) : rest, '.');
 }
 const setClass = (node, name) => { if (node.className !== name) node.className = name; };
 const setAttr = (node, name, value) => { if (node.getAttribute(name) !== value) node.setAttribute(name, value); };
@@ -376,7 +379,7 @@ export class ResultsView {
     ui.summary.classList.toggle('stale', stale);
     if (ui.stale.hidden !== !stale) ui.stale.hidden = !stale;
     // With no result at all (an import's open question) there is no last valid result to show.
-    if (stale) staleNote(ui.stale, result ? 'Showing the last valid result: ' : 'No figure until ', result ? 'fix the marked fields' : 'the marked fields are given');
+    if (stale) staleNote(ui.stale, Boolean(result));
     const verdict = verdictOf(result, headline, unit);
     if (!verdict) {
       setClass(ui.verdict, 'verdict');

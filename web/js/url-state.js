@@ -167,9 +167,11 @@ export function encodeState({ fields, names, resolved = {}, preset, setup, gpu, 
   pairs.push([PAGE_KEYS.unit, unit]);
   if (figure) pairs.push([PAGE_KEYS.figure, figure]);
   if (pin) pairs.push([PAGE_KEYS.pin, pin]);
-  const body = pairs.map(([k, v]) => `${escapeText(k)}=${escapeText(v)}`).join('&');
-  return `${body}&ck=${checksum(body)}`;
+  return withChecksum(pairs.map(([k, v]) => `${escapeText(k)}=${escapeText(v)}`).join('&'));
 }
+
+/** A link's body with its checksum last, as the page writes every link. */
+export const withChecksum = (body) => `${body}&ck=${checksum(body)}`;
 
 // A link that begins "v=", without a checksum, and with this many pairs or more is one the page
 // wrote, cut short: the page writes every field that applies (40 and more); the documentation's

@@ -412,7 +412,7 @@ void AccelerateReader::read_model() {
     if (!name->is_string()) return m_.fail("--model_name_or_path", "must be a Hugging Face repository, got " + show(*name));
     if (!m_.model_from_hub_name(name->get<std::string>(), "--model_name_or_path")) return;
   } else {
-    out_.assumed.push_back("model ← the base config's (no --model_name_or_path, --model or --preset)");
+    out_.assumed.push_back(std::string(mapping::k_model_from_base) + " (no --model_name_or_path, --model or --preset)");
     return;
   }
   // [sft] chat_template_format: the template's special tokens join the vocabulary, which

@@ -442,7 +442,7 @@ ImportResult import_deepspeed(std::string_view tree_json, const ImportOptions& o
     Mapper m(tree, out);
     if (!options.model_json.empty()) m.model_from_hf(options.model_json, "--model");
     else if (!options.preset.empty()) m.model_from_preset(options.preset, "--preset", "--preset " + trainmem::quoted(options.preset));
-    else out.assumed.push_back("model ← the base config's (no --model or --preset)");
+    else out.assumed.push_back(std::string(mapping::k_model_from_base) + " (no --model or --preset)");
     if (out.ok()) mapping::read_deepspeed(m, mapping::TrainerArguments{args, "--hf-args "}, options.gpus);
     if (!out.input.seq_length)
       out.open_fields.push_back(issue("seq_length", "a DeepSpeed config does not say it: give it, or max_length in --hf-args"));

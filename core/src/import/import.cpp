@@ -111,11 +111,11 @@ ImportOverBase import_over_base(ImportKind kind, std::string_view text, std::str
   out.config = merge_import(base.input, imported);
   // An importer without a model (no --model, --preset or model in the file) keeps the base's; a
   // base without one (the page's, for a run's own file) gives none, and the note says so rather
-  // than that a model was kept (a newcomer's QA at stop 46: "model ← the base config's" above a
-  // form whose model fields the import had emptied).
+  // than that a model was kept (a newcomer's QA at stop 46: mapping::k_model_from_base's note
+  // above a form whose model fields the import had emptied).
   if (!base.input.num_layers && !base.input.hidden_size)
     for (std::string& note : imported.assumed)
-      if (note.starts_with("model ← the base config's"))
+      if (note.starts_with(mapping::k_model_from_base))
         note = "model: none (the file names none, no --model or --preset gives one, and there is no base config): its shapes are asked for";
   for (std::string_view field : import_fields_left_out(base.input, imported))
     imported.ignored.push_back(std::string(field) + " = " + detail::json_field_value(get_field(imported.input, field)).dump() + ": the " +

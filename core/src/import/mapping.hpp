@@ -37,6 +37,10 @@ inline void note_key(ImportResult& out, std::string_view field, std::string_view
 
 inline constexpr std::string_view k_no_field = "trainmem has no field for this yet";
 
+// The start of the note an importer writes when neither the file nor an option names a model, so
+// the base config's is kept; import_over_base rewrites it when the base has no model either.
+inline constexpr std::string_view k_model_from_base = "model ← the base config's";
+
 // Asks for the GPU count of a run that `what` shards over every GPU its launcher starts, where
 // `unsaid` ("the file does not say") is what leaves the count open (ImportResult::asked).
 void ask_gpu_count(ImportResult& out, std::string_view what, std::string_view unsaid);

@@ -330,7 +330,7 @@ bool SwiftReader::read_model(ImportResult& into) {
       return m.model_from_hub_name(name, "--load");
     }
   }
-  into.assumed.push_back("model ← the base config's (no --model, --load, or the CLI's --model / --preset)");
+  into.assumed.push_back(std::string(mapping::k_model_from_base) + " (no --model, --load, or the CLI's --model / --preset)");
   return true;
 }
 
